@@ -1,0 +1,39 @@
+/**
+ * multigrad: train neural networks on WebGPU across several devices at once,
+ * with a PyTorch-shaped API (tensors, autograd, nn, optim, data and
+ * `torch.nn.parallel`).
+ *
+ * @example
+ * ```ts
+ * import { requestDevices, tensor } from "@multigrad/core";
+ * const [gpu] = await requestDevices();
+ * const x = tensor([[1, 2], [3, 4]], { device: gpu, requiresGrad: true });
+ * const loss = x.mul(x).sum();
+ * loss.backward();
+ * console.log(await x.grad!.toArray()); // [[2, 4], [6, 8]]
+ * ```
+ * @module
+ */
+
+import "./src/backends/builtin.ts";
+
+export { Tensor } from "./src/tensor.ts";
+export type { NestedNumbers } from "./src/tensor.ts";
+export * from "./src/ops/mod.ts";
+export {
+  backendNames,
+  defaultDevice,
+  Device,
+  device,
+  registerBackend,
+  requestDevices,
+  setDefaultDevice,
+  unregisterBackend,
+} from "./src/device.ts";
+export type { RegisterBackendOptions, RequestDevicesOptions } from "./src/device.ts";
+export { enableGrad, Function, FunctionCtx, isGradEnabled, noGrad } from "./src/autograd.ts";
+export type { BackwardOptions } from "./src/autograd.ts";
+export { keep, tidy } from "./src/storage.ts";
+export { DeviceLostError } from "./src/errors.ts";
+export type { DType, TypedArray } from "./src/dtype.ts";
+export type * from "./src/backends/backend.ts";

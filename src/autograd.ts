@@ -1,0 +1,321 @@
+/**
+ * Reverse-mode automatic differentiation: the graph node, the backward
+ * engine, grad mode, and the user-facing `Function` (as
+ * `torch.autograd.Function`). The engine only sees tensors and nodes; it knows
+ * nothing of devices beyond asking each node for gradients.
+ * @module
+ */
+
+import { formatShape, sameShape } from "./shape.ts";
+import type { DType } from "./dtype.ts";
+import type { Device } from "./device.ts";
+import { Tensor } from "./tensor.ts";
+import { tidy } from "./storage.ts";
+
+let gradEnabled = true;
+
+/** Whether operations record the graph for backward now. */
+export function isGradEnabled(): boolean {
+  return gradEnabled;
+}
+
+/** Sets grad mode, returning the previous one. Prefer {@link noGrad}. */
+export function setGradEnabled(enabled: boolean): boolean {
+  const previous = gradEnabled;
+  gradEnabled = enabled;
+  return previous;
+}
+
+/** Runs `fn` without recording the graph (as `torch.no_grad()`). */
+export function noGrad<T>(fn: () => T): T {
+  const previous = setGradEnabled(false);
+  try {
+    return fn();
+  } finally {
+    setGradEnabled(previous);
+  }
+}
+
+/** Runs `fn` with graph recording on, even inside {@link noGrad}. */
+export function enableGrad<T>(fn: () => T): T {
+  const previous = setGradEnabled(true);
+  try {
+    return fn();
+  } finally {
+    setGradEnabled(previous);
+  }
+}
+
+/** Shape, dtype and device of a node's output, to make zero gradients. */
+export interface OutputMeta {
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+  readonly device: Device;
+}
+
+/**
+ * The gradient function of one operation: given the gradients of its outputs
+ * (null where an output got none), the gradients of its inputs (null where an
+ * input needs none).
+ */
+export type BackwardFn = (grads: (Tensor | null)[]) => (Tensor | null)[];
+
+/** One recorded operation in the graph. */
+export class Node {
+  /** Inputs, in order; released after backward unless the graph is retained. */
+  inputs: (Tensor | null)[];
+  #backward: BackwardFn | null;
+
+  /** Records `name` with its inputs, backward and output descriptions. */
+  constructor(
+    readonly name: string,
+    inputs: (Tensor | null)[],
+    backward: BackwardFn,
+    readonly outputs: readonly OutputMeta[],
+  ) {
+    this.inputs = inputs;
+    this.#backward = backward;
+  }
+
+  /** Runs the backward function; an error if the graph was released. */
+  apply(grads: (Tensor | null)[]): (Tensor | null)[] {
+    if (!this.#backward) {
+      throw new Error(
+        `${this.name}: backward through the graph a second time; its saved tensors were freed after the first backward (pass { retainGraph: true } to backward the first time)`,
+      );
+    }
+    return this.#backward(grads);
+  }
+
+  /** Drops saved tensors so their memory can go. */
+  release(): void {
+    this.#backward = null;
+    this.inputs = [];
+  }
+}
+
+/**
+ * Attaches a node to freshly made outputs when grad mode is on and any input
+ * requires grad. Returns the outputs.
+ */
+export function record<T extends Tensor | Tensor[]>(
+  name: string,
+  inputs: (Tensor | null)[],
+  outputs: T,
+  backward: BackwardFn,
+): T {
+  if (!gradEnabled || !inputs.some((t) => t?.requiresGrad)) return outputs;
+  const list = Array.isArray(outputs) ? outputs : [outputs];
+  const node = new Node(
+    name,
+    inputs.map((t) => (t?.requiresGrad ? t : null)),
+    backward,
+    list.map((t) => ({ shape: t.shape, dtype: t.dtype, device: t.device })),
+  );
+  list.forEach((t, i) => t._attach(node, i));
+  return outputs;
+}
+
+/** Options of `Tensor.backward`. */
+export interface BackwardOptions {
+  /** Keep the graph so backward can run through it again. */
+  retainGraph?: boolean;
+}
+
+/** Runs backward from `root` with `grad`, accumulating into leaves' `.grad`. */
+export function runBackward(
+  root: Tensor,
+  grad: Tensor,
+  options: BackwardOptions = {},
+): void {
+  const rootNode = root.gradFn;
+  if (!rootNode) {
+    if (root.requiresGrad) {
+      accumulateLeaves(new Map([[root, grad]]), new Set());
+      return;
+    }
+    throw new Error(
+      "backward: the tensor does not require grad and has no grad_fn (was it made inside noGrad, or from tensors without requiresGrad?)",
+    );
+  }
+  // Kahn's algorithm over the nodes reachable from the root.
+  const dependents = new Map<Node, number>();
+  const stack = [rootNode];
+  dependents.set(rootNode, 0);
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    for (const input of node.inputs) {
+      const next = input?.gradFn;
+      if (!next) continue;
+      const count = dependents.get(next);
+      if (count === undefined) {
+        dependents.set(next, 1);
+        stack.push(next);
+      } else dependents.set(next, count + 1);
+    }
+  }
+  const leafGrads = new Map<Tensor, Tensor>();
+  const engineSums = new Set<Tensor>();
+  tidy(() => {
+    const pending = new Map<Node, (Tensor | null)[]>();
+    pending.set(rootNode, rootNode.outputs.map((_, i) => (i === root.outputIndex ? grad : null)));
+    const ready = [rootNode];
+    while (ready.length > 0) {
+      const node = ready.pop()!;
+      const outGrads = pending.get(node)!;
+      pending.delete(node);
+      const inputs = node.inputs;
+      const inGrads = noGradApply(node, outGrads);
+      if (inGrads.length !== inputs.length) {
+        throw new Error(
+          `${node.name}: backward returned ${inGrads.length} gradients for ${inputs.length} inputs`,
+        );
+      }
+      inputs.forEach((input, i) => {
+        const g = inGrads[i];
+        if (!input) return;
+        if (g) checkGrad(node.name, i, input, g);
+        const next = input.gradFn;
+        if (next) {
+          if (g) {
+            const slots = pending.get(next) ?? next.outputs.map(() => null);
+            const old = slots[input.outputIndex];
+            slots[input.outputIndex] = old ? old.add(g) : g;
+            pending.set(next, slots);
+          } else if (!pending.has(next)) pending.set(next, next.outputs.map(() => null));
+          const left = dependents.get(next)! - 1;
+          dependents.set(next, left);
+          if (left === 0) ready.push(next);
+        } else if (g && input.requiresGrad) {
+          const old = leafGrads.get(input);
+          if (old) {
+            const sum = old.add(g);
+            engineSums.add(sum);
+            leafGrads.set(input, sum);
+          } else leafGrads.set(input, g);
+        }
+      });
+      if (!options.retainGraph) node.release();
+    }
+    accumulateLeaves(leafGrads, engineSums);
+  });
+}
+
+function noGradApply(node: Node, grads: (Tensor | null)[]): (Tensor | null)[] {
+  const previous = setGradEnabled(false);
+  try {
+    return node.apply(grads);
+  } finally {
+    setGradEnabled(previous);
+  }
+}
+
+function checkGrad(name: string, index: number, input: Tensor, g: Tensor): void {
+  if (!sameShape(g.shape, input.shape)) {
+    throw new Error(
+      `${name}: backward gave input ${index} a gradient of shape ${
+        formatShape(g.shape)
+      }, expected ${formatShape(input.shape)}`,
+    );
+  }
+  if (g.device !== input.device) {
+    throw new Error(
+      `${name}: backward gave input ${index} a gradient on ${g.device}, but the input is on ${input.device}`,
+    );
+  }
+}
+
+/**
+ * Adds this pass's gradients into leaves' `.grad`. A gradient the engine did
+ * not make itself may be shared (a user's tensor, or one passed to two
+ * inputs), so a leaf gets its own copy.
+ */
+function accumulateLeaves(grads: Map<Tensor, Tensor>, owned: Set<Tensor>): void {
+  for (const [leaf, g] of grads) {
+    const value = g.dtype === leaf.dtype ? g : g.to(leaf.dtype);
+    if (leaf.grad) leaf.grad._assign(leaf.grad.add(value));
+    else leaf.grad = owned.has(value) ? value : value.clone();
+  }
+}
+
+/** What `Function.forward` gets as `ctx`; any other field set on it reaches backward. */
+export class FunctionCtx {
+  [field: string]: unknown;
+  #saved: Tensor[] = [];
+  /** For each input of `apply`, whether it is a tensor that requires grad. */
+  needsInputGrad: boolean[] = [];
+
+  /** Keeps tensors for backward. */
+  saveForBackward(...tensors: Tensor[]): void {
+    this.#saved = tensors;
+  }
+
+  /** The tensors given to {@link saveForBackward}. */
+  get savedTensors(): Tensor[] {
+    return this.#saved;
+  }
+}
+
+/**
+ * A differentiable operation defined by the user, as `torch.autograd.Function`:
+ * subclass it with static `forward(ctx, ...inputs)` and `backward(ctx,
+ * ...grads)` (one gradient or null per input), then call `MyFn.apply(...)`.
+ * Gradients of outputs that got none arrive as zeros.
+ *
+ * @example
+ * ```ts
+ * class Square extends Function {
+ *   static override forward(ctx: FunctionCtx, x: Tensor): Tensor {
+ *     ctx.saveForBackward(x);
+ *     return x.mul(x);
+ *   }
+ *   static override backward(ctx: FunctionCtx, g: Tensor): Tensor {
+ *     const [x] = ctx.savedTensors;
+ *     return g.mul(x).mul(2);
+ *   }
+ * }
+ * const y = Square.apply(tensor([3], { requiresGrad: true }));
+ * ```
+ */
+export class Function {
+  /** Computes the outputs (runs without recording the graph). */
+  static forward(_ctx: FunctionCtx, ..._inputs: unknown[]): Tensor | Tensor[] {
+    throw new Error(`${this.name}.forward is not implemented`);
+  }
+
+  /** Gradients of the inputs from the gradients of the outputs. */
+  static backward(
+    _ctx: FunctionCtx,
+    ..._grads: Tensor[]
+  ): Tensor | null | (Tensor | null)[] {
+    throw new Error(`${this.name}.backward is not implemented`);
+  }
+
+  /** Runs forward and records backward in the graph. */
+  static apply<F extends typeof Function>(
+    this: F,
+    ...inputs: Parameters<F["forward"]> extends [FunctionCtx, ...infer R] ? R
+      : unknown[]
+  ): ReturnType<F["forward"]> {
+    const ctx = new FunctionCtx();
+    ctx.needsInputGrad = inputs.map((x) => x instanceof Tensor && x.requiresGrad);
+    const raw = noGrad(() => this.forward(ctx, ...inputs));
+    const single = !Array.isArray(raw);
+    // An output that is an input gets its own tensor object, so that
+    // attaching this node does not rewrite the input's history.
+    const outputs = (single ? [raw] : raw).map((t) => {
+      if (!(t instanceof Tensor)) {
+        throw new TypeError(`${this.name}.forward must return a Tensor or an array of Tensors`);
+      }
+      return inputs.includes(t) ? t.alias() : t;
+    });
+    const tensorInputs = inputs.map((x) => (x instanceof Tensor ? x : null));
+    record(this.name, tensorInputs, outputs, (grads) => {
+      const filled = grads.map((g, i) => g ?? outputs[i].zerosLike());
+      const result = this.backward(ctx, ...filled);
+      const list = Array.isArray(result) ? result : [result];
+      return inputs.map((x, i) => (x instanceof Tensor && x.requiresGrad ? list[i] ?? null : null));
+    });
+    return (single ? outputs[0] : outputs) as ReturnType<F["forward"]>;
+  }
+}

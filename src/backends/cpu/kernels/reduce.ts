@@ -1,0 +1,39 @@
+import type { AxisLayout, ReduceOp } from "../../backend.ts";
+import type { TypedArray } from "../../../dtype.ts";
+
+/** `out[o, i] = op over r of x[o, r, i]`, accumulating sums in float64. */
+export function reduce(
+  op: ReduceOp,
+  x: TypedArray,
+  out: TypedArray,
+  { outer, size, inner }: AxisLayout,
+): void {
+  for (let o = 0; o < outer; o++) {
+    const base = o * size * inner;
+    for (let i = 0; i < inner; i++) {
+      let at = base + i;
+      if (op === "sum") {
+        let acc = 0;
+        for (let r = 0; r < size; r++, at += inner) acc += x[at];
+        out[o * inner + i] = acc;
+        continue;
+      }
+      let best = x[at];
+      let bestIndex = 0;
+      const wantMax = op === "max" || op === "argmax";
+      for (let r = 1; r < size; r++) {
+        at += inner;
+        const v = x[at];
+        // NaN wins, as in PyTorch; the first extreme index is kept on ties.
+        if (Number.isNaN(best)) break;
+        if (Number.isNaN(v) || (wantMax ? v > best : v < best)) {
+          best = v;
+          bestIndex = r;
+        }
+      }
+      out[o * inner + i] = op === "argmax" || op === "argmin"
+        ? bestIndex
+        : best;
+    }
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The cpu backend: the reference every other backend is tested against, in
+ * plain TypeScript. Any number of logical devices share the host.
+ * @module
+ */
+
+import type {
+  AxisLayout,
+  Backend,
+  BackendDevice,
+  BackendFactory,
+  BinaryLayout,
+  BinaryOp,
+  CopyLayout,
+  DeviceBuffer,
+  MatmulLayout,
+  MemoryInfo,
+  RandomLayout,
+  ReduceOp,
+  UnaryOp,
+} from "../backend.ts";
+import {
+  allocHost,
+  type DType,
+  dtypeSize,
+  type TypedArray,
+} from "../../dtype.ts";
+import { CpuBuffer } from "./kernels/buffer.ts";
+import { binary, cast, unary } from "./kernels/elementwise.ts";
+import { reduce } from "./kernels/reduce.ts";
+import { matmul } from "./kernels/matmul.ts";
+import { copy, indexSelect } from "./kernels/copy.ts";
+import { softmax } from "./kernels/softmax.ts";
+import { random } from "./kernels/random.ts";
+
+function data(buffer: DeviceBuffer): TypedArray {
+  return (buffer as CpuBuffer).data;
+}
+
+/** One logical cpu device. */
+class CpuDevice implements BackendDevice {
+  readonly info: string;
+  readonly dtypes: readonly DType[] = ["float32", "int32", "float64"];
+  #bytes = 0;
+
+  constructor(index: number) {
+    this.info =
+      `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores)`;
+  }
+
+  allocate(numel: number, dtype: DType): DeviceBuffer {
+    this.#bytes += numel * dtypeSize(dtype);
+    return new CpuBuffer(allocHost(dtype, numel));
+  }
+  free(buffer: DeviceBuffer): void {
+    const d = data(buffer);
+    this.#bytes -= d.byteLength;
+    (buffer as CpuBuffer).data = d.subarray(0, 0);
+  }
+  write(buffer: DeviceBuffer, values: TypedArray, offset = 0): void {
+    data(buffer).set(values, offset);
+  }
+  read(buffer: DeviceBuffer, numel: number): Promise<TypedArray> {
+    return Promise.resolve(data(buffer).slice(0, numel));
+  }
+  fill(out: DeviceBuffer, value: number, numel: number): void {
+    data(out).fill(value, 0, numel);
+  }
+  cast(
+    x: DeviceBuffer,
+    out: DeviceBuffer,
+    numel: number,
+    _from: DType,
+    to: DType,
+  ): void {
+    cast(data(x), data(out), numel, to);
+  }
+  unary(op: UnaryOp, x: DeviceBuffer, out: DeviceBuffer, numel: number): void {
+    unary(op, data(x), data(out), numel);
+  }
+  binary(
+    op: BinaryOp,
+    a: DeviceBuffer,
+    b: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: BinaryLayout,
+  ): void {
+    binary(op, data(a), data(b), data(out), layout);
+  }
+  reduce(
+    op: ReduceOp,
+    x: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: AxisLayout,
+  ): void {
+    reduce(op, data(x), data(out), layout);
+  }
+  matmul(
+    a: DeviceBuffer,
+    b: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: MatmulLayout,
+  ): void {
+    matmul(data(a), data(b), data(out), layout);
+  }
+  copy(src: DeviceBuffer, dst: DeviceBuffer, layout: CopyLayout): void {
+    copy(data(src), data(dst), layout);
+  }
+  indexSelect(
+    x: DeviceBuffer,
+    indices: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: AxisLayout & { readonly count: number },
+  ): void {
+    indexSelect(data(x), data(indices), data(out), layout);
+  }
+  softmax(
+    x: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: AxisLayout & { readonly log: boolean },
+  ): void {
+    softmax(data(x), data(out), layout);
+  }
+  random(out: DeviceBuffer, layout: RandomLayout): void {
+    random(data(out), layout);
+  }
+  memory(): MemoryInfo {
+    return { bytesInUse: this.#bytes, bytesReserved: this.#bytes };
+  }
+  destroy(): void {}
+}
+
+/** The cpu backend's factory (synchronous, never fails). */
+export const cpuBackend: BackendFactory = (): Backend => ({
+  createDevice: (index: number) => new CpuDevice(index),
+});

@@ -1,0 +1,152 @@
+/**
+ * Elementwise functions of two operands with broadcasting. Layouts are
+ * coalesced first; contiguous operands and scalars take vectorised fast
+ * paths, everything else a strided path compiled once per rank.
+ * @module
+ */
+
+import type { BinaryLayout, BinaryOp } from "../../backend.ts";
+import { coalesce, numelOf } from "../layout.ts";
+import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
+import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+
+const WG = 256;
+
+const CMP: Partial<Record<BinaryOp, string>> = {
+  eq: "==",
+  ne: "!=",
+  lt: "<",
+  le: "<=",
+  gt: ">",
+  ge: ">=",
+};
+
+function body(op: BinaryOp, t: "f32" | "i32"): string {
+  const cmp = CMP[op];
+  if (cmp !== undefined) {
+    const [zero, one] = t === "f32" ? ["0.0", "1.0"] : ["0", "1"];
+    return `return select(${zero}, ${one}, a ${cmp} b);`;
+  }
+  switch (op) {
+    case "add":
+      return "return a + b;";
+    case "sub":
+      return "return a - b;";
+    case "mul":
+      return "return a * b;";
+    case "div":
+      // WGSL's i32 division truncates toward zero and never traps.
+      return "return a / b;";
+    case "maximum":
+      return t === "f32"
+        ? "if (a != a || b != b) { return a + b; } return max(a, b);"
+        : "return max(a, b);";
+    case "minimum":
+      return t === "f32"
+        ? "if (a != a || b != b) { return a + b; } return min(a, b);"
+        : "return min(a, b);";
+    case "pow":
+      if (t !== "f32") break;
+      // WGSL pow is undefined for a < 0; handle integral exponents and
+      // make the common squares and roots exact.
+      return `if (b == 0.0 || a == 1.0) { return 1.0; }
+  if (b == 1.0) { return a; }
+  if (b == 2.0) { return a * a; }
+  if (b == 0.5 && a >= 0.0) { return sqrt(a); }
+  if (b == -1.0) { return 1.0 / a; }
+  let r = pow(abs(a), b);
+  if (a < 0.0) {
+    if (floor(b) != b) { return bitcast<f32>(0x7fc00000u); }
+    let h = 0.5 * b;
+    if (floor(h) != h) { return -r; }
+  }
+  return r;`;
+  }
+  throw new Error(`webgpu binary ${op} does not support dtype ${t}`);
+}
+
+/** Records `out = op(a, b)` with broadcasting. */
+export function binary(
+  rt: Runtime,
+  op: BinaryOp,
+  a: GPUBuffer,
+  b: GPUBuffer,
+  out: GPUBuffer,
+  layout: BinaryLayout,
+): void {
+  const t = wgslType(layout.dtype);
+  const fn = `fn f(a: ${t}, b: ${t}) -> ${t} { ${body(op, t)} }\n`;
+  const numel = numelOf(layout.shape);
+  if (numel === 0) return;
+  const { shape, strides: [as, bs] } = coalesce(layout.shape, [
+    layout.aStrides,
+    layout.bStrides,
+  ]);
+  const rank = shape.length;
+  if (rank === 1 && (as[0] === 1 || as[0] === 0) && (bs[0] === 1 || bs[0] === 0)) {
+    // Fast paths: a and b each contiguous or a single broadcast element.
+    const va = as[0] === 1;
+    const vb = bs[0] === 1;
+    const vec = numel % 4 === 0;
+    const count = vec ? numel / 4 : numel;
+    const v4 = `vec4<${t}>`;
+    const aT = vec && va ? v4 : t;
+    const bT = vec && vb ? v4 : t;
+    const outT = vec ? v4 : t;
+    const ea = va ? "a[idx]" : "a[0]";
+    const eb = vb ? "b[idx]" : "b[0]";
+    let apply: string;
+    if (vec) {
+      const comp = (e: string, v: boolean, c: string) => v ? `${e}.${c}` : e;
+      const parts = ["x", "y", "z", "w"].map((c) =>
+        `f(${comp("va", va, c)}, ${comp("vb", vb, c)})`
+      );
+      apply = `let va = ${ea}; let vb = ${eb}; out[idx] = ${v4}(${
+        parts.join(", ")
+      });`;
+    } else {
+      apply = `out[idx] = f(${ea}, ${eb});`;
+    }
+    rt.dispatch({
+      name: op,
+      key: `binary_${op}_${t}_${va}_${vb}_${vec}`,
+      wgsl: () =>
+        PARAMS_WGSL + storage(1, "a", aT, false) + storage(2, "b", bT, false) +
+        storage(3, "out", outT, true) + fn + main1d(WG) +
+        `  if (idx >= pu(0u)) { return; }
+  ${apply}
+}
+`,
+      signature: "rrw",
+      buffers: [a, b, out],
+      params: [count],
+      groups: groups2d(Math.ceil(count / WG)),
+    });
+    return;
+  }
+  if (1 + 3 * rank > PARAM_SLOT_WORDS) {
+    throw new Error(`webgpu binary ${op}: rank ${rank} is too large`);
+  }
+  // General path: params are [numel, shape..., aStrides..., bStrides...].
+  const params = [numel, ...shape, ...as.map((s) => s >>> 0), ...bs.map((s) => s >>> 0)];
+  let index = "  var rem = idx;\n  var ia = 0i;\n  var ib = 0i;\n";
+  for (let d = rank - 1; d >= 0; d--) {
+    index += `  { let s = pu(${1 + d}u); let c = i32(rem % s); rem = rem / s;
+    ia += c * pi(${1 + rank + d}u); ib += c * pi(${1 + 2 * rank + d}u); }\n`;
+  }
+  rt.dispatch({
+    name: op,
+    key: `binary_${op}_${t}_r${rank}`,
+    wgsl: () =>
+      PARAMS_WGSL + storage(1, "a", t, false) + storage(2, "b", t, false) +
+      storage(3, "out", t, true) + fn + main1d(WG) +
+      `  if (idx >= pu(0u)) { return; }
+${index}  out[idx] = f(a[ia], b[ib]);
+}
+`,
+    signature: "rrw",
+    buffers: [a, b, out],
+    params,
+    groups: groups2d(Math.ceil(numel / WG)),
+  });
+}

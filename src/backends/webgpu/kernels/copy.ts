@@ -1,0 +1,70 @@
+/**
+ * `copy`: strided copy of raw 32-bit words (permute, expand, narrow, concat).
+ * @module
+ */
+
+import type { CopyLayout } from "../../backend.ts";
+import { coalesce, numelOf } from "../layout.ts";
+import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
+import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
+
+const WG = 256;
+
+/** Records the strided copy `layout` from `src` into `dst`. */
+export function copy(
+  rt: Runtime,
+  src: GPUBuffer,
+  dst: GPUBuffer,
+  layout: CopyLayout,
+): void {
+  const numel = numelOf(layout.shape);
+  if (numel === 0) return;
+  const { shape, strides: [ss, ds] } = coalesce(layout.shape, [
+    layout.srcStrides,
+    layout.dstStrides,
+  ]);
+  const rank = shape.length;
+  if (rank === 1 && ss[0] === 1 && ds[0] === 1) {
+    // Contiguous on both sides: a plain buffer copy, which also avoids a
+    // shader over a range that is not vec4 aligned.
+    rt.encoder().copyBufferToBuffer(
+      src,
+      layout.srcOffset * 4,
+      dst,
+      layout.dstOffset * 4,
+      numel * 4,
+    );
+    return;
+  }
+  if (3 + 3 * rank > PARAM_SLOT_WORDS) {
+    throw new Error(`webgpu copy: rank ${rank} is too large`);
+  }
+  const params = [
+    numel,
+    layout.srcOffset,
+    layout.dstOffset,
+    ...shape,
+    ...ss.map((s) => s >>> 0),
+    ...ds.map((s) => s >>> 0),
+  ];
+  let index = "  var rem = idx;\n  var is = pi(1u);\n  var id = pi(2u);\n";
+  for (let d = rank - 1; d >= 0; d--) {
+    index += `  { let s = pu(${3 + d}u); let c = i32(rem % s); rem = rem / s;
+    is += c * pi(${3 + rank + d}u); id += c * pi(${3 + 2 * rank + d}u); }\n`;
+  }
+  rt.dispatch({
+    name: "copy",
+    key: `copy_r${rank}`,
+    wgsl: () =>
+      PARAMS_WGSL + storage(1, "src", "u32", false) +
+      storage(2, "dst", "u32", true) + main1d(WG) +
+      `  if (idx >= pu(0u)) { return; }
+${index}  dst[id] = src[is];
+}
+`,
+    signature: "rw",
+    buffers: [src, dst],
+    params,
+    groups: groups2d(Math.ceil(numel / WG)),
+  });
+}

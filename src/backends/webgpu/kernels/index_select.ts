@@ -1,0 +1,51 @@
+/**
+ * `indexSelect`: gathers rows along the middle axis, on raw 32-bit words.
+ * @module
+ */
+
+import type { AxisLayout } from "../../backend.ts";
+import { groups2d, type Runtime } from "../runtime.ts";
+import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
+
+const WG = 256;
+
+/**
+ * Records `out[o, j, i] = x[o, indices[j], i]`. Out-of-range indices give 0
+ * instead of reading outside the buffer.
+ */
+export function indexSelect(
+  rt: Runtime,
+  x: GPUBuffer,
+  indices: GPUBuffer,
+  out: GPUBuffer,
+  layout: AxisLayout & { readonly count: number },
+): void {
+  const { outer, size, inner, count } = layout;
+  const numel = outer * count * inner;
+  if (numel === 0) return;
+  rt.dispatch({
+    name: "indexSelect",
+    key: "indexSelect",
+    wgsl: () =>
+      PARAMS_WGSL + storage(1, "x", "u32", false) +
+      storage(2, "indices", "i32", false) + storage(3, "out", "u32", true) +
+      main1d(WG) +
+      `  if (idx >= pu(0u)) { return; }
+  let size = pu(1u);
+  let count = pu(2u);
+  let inner = pu(3u);
+  let i = idx % inner;
+  let t = idx / inner;
+  let j = t % count;
+  let o = t / count;
+  let r = indices[j];
+  if (r < 0 || u32(r) >= size) { out[idx] = 0u; return; }
+  out[idx] = x[(o * size + u32(r)) * inner + i];
+}
+`,
+    signature: "rrw",
+    buffers: [x, indices, out],
+    params: [numel, size, count, inner],
+    groups: groups2d(Math.ceil(numel / WG)),
+  });
+}

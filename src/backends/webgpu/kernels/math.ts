@@ -1,0 +1,25 @@
+/**
+ * WGSL helper functions shared by several kernels (erf-based normal CDF).
+ * @module
+ */
+
+/**
+ * `erfc1(x)` and `phi(x)` (the standard normal CDF). The Chebyshev-fitted
+ * erfc below has a relative error under 1.2e-7 everywhere, so Φ keeps full
+ * float32 relative accuracy in the far left tail where `0.5 * (1 + erf)`
+ * would cancel to nothing.
+ */
+export const NORMAL_CDF_WGSL = `
+fn erfc1(x: f32) -> f32 {
+  let z = abs(x);
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+    t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+    t * (-0.82215223 + t * 0.17087277))))))));
+  let r = t * exp(-z * z + p);
+  return select(2.0 - r, r, x >= 0.0);
+}
+fn phi(x: f32) -> f32 {
+  return 0.5 * erfc1(-0.7071067811865476 * x);
+}
+`;

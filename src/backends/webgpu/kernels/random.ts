@@ -1,0 +1,116 @@
+/**
+ * Counter-based random numbers, exactly the contract's lowbias32 scheme.
+ *
+ * `uniform` evaluates `low + (high - low) * u` in double-float arithmetic
+ * (error-free products and sums of f32 pairs) before the final rounding, so
+ * the result matches a CPU that computes the formula in float64 and rounds
+ * once to float32, not merely to within an ulp.
+ * @module
+ */
+
+import type { RandomLayout } from "../../backend.ts";
+import { f32Bits, groups2d, type Runtime } from "../runtime.ts";
+import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+
+const WG = 256;
+
+/** The contract's `h(x)` on the host (u32 in, u32 out). */
+export function lowbias32(x: number): number {
+  x >>>= 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x7feb352d);
+  x ^= x >>> 15;
+  x = Math.imul(x, 0x846ca68b);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+const COMMON = `
+fn h(x0: u32) -> u32 {
+  var x = x0;
+  x ^= x >> 16u;
+  x *= 0x7feb352du;
+  x ^= x >> 15u;
+  x *= 0x846ca68bu;
+  x ^= x >> 16u;
+  return x;
+}
+fn uni(j: u32, key: u32) -> f32 {
+  return f32(h(j ^ key) >> 8u) * 5.9604644775390625e-8;
+}
+`;
+
+const DOUBLE_FLOAT = `
+fn split(a: f32) -> vec2<f32> {
+  let c = 4097.0 * a;
+  let hi = c - (c - a);
+  return vec2<f32>(hi, a - hi);
+}
+fn twoProd(a: f32, b: f32) -> vec2<f32> {
+  let p = a * b;
+  let sa = split(a);
+  let sb = split(b);
+  let e = ((sa.x * sb.x - p) + sa.x * sb.y + sa.y * sb.x) + sa.y * sb.y;
+  return vec2<f32>(p, e);
+}
+fn twoSum(a: f32, b: f32) -> vec2<f32> {
+  let s = a + b;
+  let bb = s - a;
+  return vec2<f32>(s, (a - (s - bb)) + (b - bb));
+}
+`;
+
+/** Records `out = random(layout)`. */
+export function random(
+  rt: Runtime,
+  out: GPUBuffer,
+  layout: RandomLayout,
+): void {
+  if (wgslType(layout.dtype) !== "f32") {
+    throw new Error(`webgpu random does not support dtype ${layout.dtype}`);
+  }
+  const { numel, kind, a, b } = layout;
+  if (numel === 0) return;
+  const key = lowbias32(layout.seed);
+  let params: number[];
+  let body: string;
+  if (kind === "uniform") {
+    // low and (high - low) as f32 pairs (hi + lo) carrying ~48 bits each.
+    const range = b - a;
+    const lowHi = Math.fround(a);
+    const rangeHi = Math.fround(range);
+    params = [
+      numel,
+      key,
+      f32Bits(lowHi),
+      f32Bits(a - lowHi),
+      f32Bits(rangeHi),
+      f32Bits(range - rangeHi),
+    ];
+    body = `  let uu = uni(idx, pu(1u));
+  let p = twoProd(pf(4u), uu);
+  let s = twoSum(pf(2u), p.x);
+  out[idx] = s.x + (s.y + (p.y + (pf(5u) * uu + pf(3u))));`;
+  } else {
+    params = [numel, key, f32Bits(a), f32Bits(b)];
+    body = `  let u1 = uni(2u * idx, pu(1u));
+  let u2 = uni(2u * idx + 1u, pu(1u));
+  out[idx] = pf(2u) + pf(3u) * sqrt(-2.0 * log(1.0 - u1)) *
+    cos(6.283185307179586 * u2);`;
+  }
+  rt.dispatch({
+    name: kind === "uniform" ? "random.uniform" : "random.normal",
+    key: `random_${kind}`,
+    wgsl: () =>
+      PARAMS_WGSL + storage(1, "out", "f32", true) + COMMON +
+      (kind === "uniform" ? DOUBLE_FLOAT : "") + main1d(WG) +
+      `  if (idx >= pu(0u)) { return; }
+${body}
+}
+`,
+    signature: "w",
+    buffers: [out],
+    params,
+    groups: groups2d(Math.ceil(numel / WG)),
+  });
+}

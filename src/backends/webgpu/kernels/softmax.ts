@@ -1,0 +1,127 @@
+/**
+ * Softmax and log-softmax over the middle axis of [outer, size, inner],
+ * subtracting the maximum first so large inputs do not overflow.
+ * @module
+ */
+
+import type { AxisLayout } from "../../backend.ts";
+import { groups2d, type Runtime } from "../runtime.ts";
+import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+
+const WG = 256;
+/** Threads cooperating on one contiguous row. */
+const ROW_WG = 64;
+/** Rows at least this long get a workgroup each. */
+const ROW_MIN = 128;
+
+function finish(log: boolean, v: string): string {
+  return log ? `${v} - m - log(s)` : `exp(${v} - m) / s`;
+}
+
+/** One invocation per (o, i), walking the axis three times. */
+function serialWgsl(log: boolean): string {
+  return PARAMS_WGSL + storage(1, "x", "f32", false) +
+    storage(2, "out", "f32", true) + main1d(WG) +
+    `  if (idx >= pu(0u)) { return; }
+  let size = pu(1u);
+  let inner = pu(2u);
+  let i = idx % inner;
+  let o = idx / inner;
+  let base = o * size * inner + i;
+  var m = x[base];
+  for (var r = 1u; r < size; r++) {
+    let v = x[base + r * inner];
+    m = select(m, v, v > m || v != v);
+  }
+  var s = 0.0;
+  for (var r = 0u; r < size; r++) { s += exp(x[base + r * inner] - m); }
+  for (var r = 0u; r < size; r++) {
+    let at = base + r * inner;
+    out[at] = ${finish(log, "x[at]")};
+  }
+}
+`;
+}
+
+/** One workgroup per contiguous row, with tree reductions for max and sum. */
+function rowWgsl(log: boolean): string {
+  return PARAMS_WGSL + storage(1, "x", "f32", false) +
+    storage(2, "out", "f32", true) +
+    `var<workgroup> sh: array<f32, ${ROW_WG}>;
+@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = wid.y * nwg.x + wid.x;
+  let size = pu(0u);
+  let base = row * size;
+  var m = x[base];
+  for (var r = lid; r < size; r += ${ROW_WG}u) {
+    let v = x[base + r];
+    m = select(m, v, v > m || v != v);
+  }
+  sh[lid] = m;
+  for (var k = ${ROW_WG / 2}u; k > 0u; k = k >> 1u) {
+    workgroupBarrier();
+    if (lid < k) {
+      let v = sh[lid + k];
+      let w = sh[lid];
+      sh[lid] = select(w, v, v > w || v != v);
+    }
+  }
+  workgroupBarrier();
+  m = sh[0];
+  workgroupBarrier();
+  var s = 0.0;
+  for (var r = lid; r < size; r += ${ROW_WG}u) { s += exp(x[base + r] - m); }
+  sh[lid] = s;
+  for (var k = ${ROW_WG / 2}u; k > 0u; k = k >> 1u) {
+    workgroupBarrier();
+    if (lid < k) { sh[lid] += sh[lid + k]; }
+  }
+  workgroupBarrier();
+  s = sh[0];
+  for (var r = lid; r < size; r += ${ROW_WG}u) {
+    let at = base + r;
+    out[at] = ${finish(log, "x[at]")};
+  }
+}
+`;
+}
+
+/** Records softmax (or log-softmax) of `x` over the middle axis. */
+export function softmax(
+  rt: Runtime,
+  x: GPUBuffer,
+  out: GPUBuffer,
+  layout: AxisLayout & { readonly log: boolean },
+): void {
+  const { outer, size, inner, log } = layout;
+  if (wgslType(layout.dtype) !== "f32") {
+    throw new Error(`webgpu softmax does not support dtype ${layout.dtype}`);
+  }
+  if (outer * size * inner === 0) return;
+  const name = log ? "logSoftmax" : "softmax";
+  if (inner === 1 && size >= ROW_MIN) {
+    rt.dispatch({
+      name,
+      key: `softmax_row_${log}`,
+      wgsl: () => rowWgsl(log),
+      signature: "rw",
+      buffers: [x, out],
+      params: [size],
+      groups: groups2d(outer),
+    });
+    return;
+  }
+  const count = outer * inner;
+  rt.dispatch({
+    name,
+    key: `softmax_serial_${log}`,
+    wgsl: () => serialWgsl(log),
+    signature: "rw",
+    buffers: [x, out],
+    params: [count, size, inner],
+    groups: groups2d(Math.ceil(count / WG)),
+  });
+}

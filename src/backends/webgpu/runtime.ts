@@ -1,0 +1,408 @@
+/**
+ * The machinery under every kernel: pipeline and layout caches, the shared
+ * parameter buffer, command batching, buffer pools, error scopes and device
+ * loss.
+ * @module
+ */
+
+import { DeviceLostError } from "../../errors.ts";
+import { BufferPool } from "./pool.ts";
+
+/** Bytes of parameters one dispatch may use (the dynamic-offset stride). */
+export const PARAM_SLOT_BYTES = 256;
+/** Words (u32) of parameters one dispatch may use. */
+export const PARAM_SLOT_WORDS = PARAM_SLOT_BYTES / 4;
+/** Dispatches recorded before the batch is submitted. */
+const MAX_BATCH = 256;
+
+const scratchF32 = new Float32Array(1);
+const scratchU32 = new Uint32Array(scratchF32.buffer);
+
+/** The u32 bit pattern of `x` rounded to float32 (for float parameters). */
+export function f32Bits(x: number): number {
+  scratchF32[0] = x;
+  return scratchU32[0];
+}
+
+/** The u32 bit pattern of an int32 value. */
+export function i32Bits(x: number): number {
+  return x >>> 0;
+}
+
+/**
+ * How a kernel reads each storage binding, in binding order (bindings 1..n;
+ * binding 0 is always the parameter uniform): `r` read-only, `w` read-write.
+ */
+export type BindingSignature = string;
+
+/** One compute dispatch, as a kernel describes it. */
+export interface DispatchSpec {
+  /** Kernel (op) name, used in labels and error messages. */
+  readonly name: string;
+  /** A short key identifying the generated WGSL. */
+  readonly key: string;
+  /** Generates the WGSL; only called when `key` is not cached yet. */
+  readonly wgsl: () => string;
+  /** Access of each storage binding, see {@link BindingSignature}. */
+  readonly signature: BindingSignature;
+  /** Storage buffers for bindings 1..n. */
+  readonly buffers: readonly GPUBuffer[];
+  /** Parameter words (u32 bit patterns), at most {@link PARAM_SLOT_WORDS}. */
+  readonly params: readonly number[];
+  /** Workgroup counts. */
+  readonly groups: readonly [number, number, number];
+}
+
+/** An error seen by an error scope, with the kernels of its batch. */
+interface PendingError {
+  readonly message: string;
+}
+
+/** Largest workgroup count per dimension WebGPU guarantees. */
+export const MAX_GROUPS = 65535;
+
+/**
+ * Splits `n` workgroups over x and y so neither exceeds the per-dimension
+ * limit; shaders recover the linear id from `num_workgroups`.
+ */
+export function groups2d(n: number): [number, number, number] {
+  if (n <= MAX_GROUPS) return [Math.max(n, 1), 1, 1];
+  const y = Math.ceil(n / MAX_GROUPS);
+  const x = Math.ceil(n / y);
+  return [x, y, 1];
+}
+
+/** The runtime of one GPUDevice. */
+export class Runtime {
+  /** The WebGPU device. */
+  readonly device: GPUDevice;
+  /** The name used in errors, `webgpu:<index>`. */
+  readonly name: string;
+  /** Pool of storage buffers for tensors and temporaries. */
+  readonly storage: BufferPool;
+  /** Pool of MAP_READ staging buffers. */
+  readonly staging: BufferPool;
+  /** The largest byte size one storage binding may cover. */
+  readonly maxBinding: number;
+  /** Whether the adapter is a CPU implementation (llvmpipe, fallback). */
+  readonly isCpuAdapter: boolean;
+
+  readonly #pipelines = new Map<string, GPUComputePipeline>();
+  readonly #pipelinesByCode = new Map<string, GPUComputePipeline>();
+  readonly #layouts = new Map<string, GPUPipelineLayout>();
+  readonly #bindLayouts = new Map<string, GPUBindGroupLayout>();
+  readonly #paramsHost = new Uint32Array(MAX_BATCH * PARAM_SLOT_WORDS);
+  readonly #paramsGpu: GPUBuffer;
+  #encoder: GPUCommandEncoder | null = null;
+  #pass: GPUComputePassEncoder | null = null;
+  #slots = 0;
+  #batchOps: string[] = [];
+  #flushScheduled = false;
+  #toDestroy: GPUBuffer[] = [];
+  #scopes: Promise<void>[] = [];
+  #errors: PendingError[] = [];
+  #lostReason: string | null = null;
+  #destroyed = false;
+  readonly #lostWaiters = new Set<(e: Error) => void>();
+
+  /** Wraps `device`; `isCpuAdapter` picks kernel variants. */
+  constructor(device: GPUDevice, name: string, isCpuAdapter: boolean) {
+    this.device = device;
+    this.name = name;
+    this.isCpuAdapter = isCpuAdapter;
+    this.maxBinding = device.limits.maxStorageBufferBindingSize;
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
+      GPUBufferUsage.COPY_DST;
+    this.storage = new BufferPool(device, usage, "multigrad", 2 ** 30);
+    this.staging = new BufferPool(
+      device,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      "multigrad-read",
+      2 ** 28,
+    );
+    this.#paramsGpu = device.createBuffer({
+      size: this.#paramsHost.byteLength,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+      label: "multigrad-params",
+    });
+    device.lost.then((info) => {
+      if (this.#lostReason !== null) return;
+      this.#lostReason = info.message || info.reason || "unknown reason";
+      const err = new DeviceLostError(this.name, this.#lostReason);
+      for (const reject of this.#lostWaiters) reject(err);
+      this.#lostWaiters.clear();
+    });
+  }
+
+  /** Throws {@link DeviceLostError} once the device is lost or destroyed. */
+  checkLost(): void {
+    if (this.#lostReason !== null) {
+      throw new DeviceLostError(this.name, this.#lostReason);
+    }
+    if (this.#destroyed) throw new DeviceLostError(this.name, "destroyed");
+  }
+
+  #bindLayout(signature: BindingSignature): GPUBindGroupLayout {
+    let layout = this.#bindLayouts.get(signature);
+    if (!layout) {
+      const entries: GPUBindGroupLayoutEntry[] = [{
+        binding: 0,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: {
+          type: "uniform",
+          hasDynamicOffset: true,
+          minBindingSize: PARAM_SLOT_BYTES,
+        },
+      }];
+      for (let i = 0; i < signature.length; i++) {
+        entries.push({
+          binding: i + 1,
+          visibility: GPUShaderStage.COMPUTE,
+          buffer: {
+            type: signature[i] === "w" ? "storage" : "read-only-storage",
+          },
+        });
+      }
+      layout = this.device.createBindGroupLayout({
+        entries,
+        label: `multigrad-${signature}`,
+      });
+      this.#bindLayouts.set(signature, layout);
+    }
+    return layout;
+  }
+
+  #pipeline(spec: DispatchSpec): GPUComputePipeline {
+    const cacheKey = `${spec.signature}|${spec.key}`;
+    let pipeline = this.#pipelines.get(cacheKey);
+    if (pipeline) return pipeline;
+    const code = spec.wgsl();
+    pipeline = this.#pipelinesByCode.get(code);
+    if (!pipeline) {
+      let layout = this.#layouts.get(spec.signature);
+      if (!layout) {
+        layout = this.device.createPipelineLayout({
+          bindGroupLayouts: [this.#bindLayout(spec.signature)],
+        });
+        this.#layouts.set(spec.signature, layout);
+      }
+      const module = this.device.createShaderModule({
+        code,
+        label: spec.name,
+      });
+      pipeline = this.device.createComputePipeline({
+        layout,
+        compute: { module, entryPoint: "main" },
+        label: spec.name,
+      });
+      this.#pipelinesByCode.set(code, pipeline);
+    }
+    this.#pipelines.set(cacheKey, pipeline);
+    return pipeline;
+  }
+
+  /** Number of distinct compiled pipelines (for tests and tuning). */
+  get pipelineCount(): number {
+    return this.#pipelinesByCode.size;
+  }
+
+  #ensureEncoder(): GPUCommandEncoder {
+    if (!this.#encoder) {
+      // Scopes open before any pipeline or bind group of the batch is made,
+      // so that creation errors are caught along with encoding errors.
+      this.device.pushErrorScope("out-of-memory");
+      this.device.pushErrorScope("validation");
+      this.#encoder = this.device.createCommandEncoder();
+    }
+    return this.#encoder;
+  }
+
+  /** The open command encoder, with no compute pass open (for copies). */
+  encoder(): GPUCommandEncoder {
+    const encoder = this.#ensureEncoder();
+    if (this.#pass) {
+      this.#pass.end();
+      this.#pass = null;
+    }
+    return encoder;
+  }
+
+  /** Records one dispatch into the current batch. */
+  dispatch(spec: DispatchSpec): void {
+    if (spec.params.length > PARAM_SLOT_WORDS) {
+      throw new Error(
+        `webgpu ${spec.name}: ${spec.params.length} parameter words exceed ${PARAM_SLOT_WORDS}`,
+      );
+    }
+    for (const b of spec.buffers) {
+      if (b.size > this.maxBinding && spec.signature.length > 0) {
+        // A binding may cover only maxBinding bytes; bigger tensors would
+        // need chunked kernels.
+        throw new Error(
+          `webgpu ${spec.name}: a buffer of ${b.size} bytes exceeds the ` +
+            `adapter's storage binding limit of ${this.maxBinding} bytes`,
+        );
+      }
+    }
+    const encoder = this.#ensureEncoder();
+    const pipeline = this.#pipeline(spec);
+    if (!this.#pass) this.#pass = encoder.beginComputePass();
+    const pass = this.#pass;
+    const slot = this.#slots++;
+    this.#paramsHost.set(spec.params, slot * PARAM_SLOT_WORDS);
+    const entries: GPUBindGroupEntry[] = [{
+      binding: 0,
+      resource: {
+        buffer: this.#paramsGpu,
+        offset: 0,
+        size: PARAM_SLOT_BYTES,
+      },
+    }];
+    for (let i = 0; i < spec.buffers.length; i++) {
+      entries.push({ binding: i + 1, resource: { buffer: spec.buffers[i] } });
+    }
+    const bindGroup = this.device.createBindGroup({
+      layout: this.#bindLayout(spec.signature),
+      entries,
+      label: spec.name,
+    });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup, [slot * PARAM_SLOT_BYTES]);
+    pass.dispatchWorkgroups(spec.groups[0], spec.groups[1], spec.groups[2]);
+    this.#batchOps.push(spec.name);
+    if (this.#slots >= MAX_BATCH) this.flush();
+    else this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    queueMicrotask(() => {
+      this.#flushScheduled = false;
+      if (this.#lostReason === null && !this.#destroyed) this.flush();
+    });
+  }
+
+  /** Destroys `buffer` after the work queued so far has been submitted. */
+  destroyLater(buffer: GPUBuffer): void {
+    if (this.#encoder) this.#toDestroy.push(buffer);
+    else buffer.destroy();
+  }
+
+  /**
+   * Returns a storage buffer to the pool. Kernels recorded later run after
+   * every earlier reader in queue order, so reuse is safe at once.
+   */
+  release(buffer: GPUBuffer): void {
+    const evicted = this.storage.release(buffer);
+    if (evicted) this.destroyLater(evicted);
+  }
+
+  /** Submits the current batch, if any. */
+  flush(): void {
+    if (!this.#encoder) return;
+    if (this.#pass) {
+      this.#pass.end();
+      this.#pass = null;
+    }
+    const encoder = this.#encoder;
+    this.#encoder = null;
+    if (this.#slots > 0) {
+      this.device.queue.writeBuffer(
+        this.#paramsGpu,
+        0,
+        this.#paramsHost,
+        0,
+        this.#slots * PARAM_SLOT_WORDS,
+      );
+    }
+    this.#slots = 0;
+    const ops = this.#batchOps;
+    this.#batchOps = [];
+    this.device.queue.submit([encoder.finish()]);
+    const validation = this.device.popErrorScope();
+    const oom = this.device.popErrorScope();
+    const record = (kind: string) => (e: GPUError | null) => {
+      if (e) this.#errors.push({ message: describeError(kind, e, ops) });
+    };
+    const ignore = () => {};
+    this.#scopes.push(
+      Promise.all([
+        validation.then(record("validation"), ignore),
+        oom.then(record("out of memory"), ignore),
+      ]).then(ignore),
+    );
+    for (const b of this.#toDestroy) b.destroy();
+    this.#toDestroy = [];
+  }
+
+  /**
+   * Waits for the error scopes of every submitted batch and returns the first
+   * error seen since the last call, or null.
+   */
+  async takeError(): Promise<Error | null> {
+    const scopes = this.#scopes;
+    this.#scopes = [];
+    await Promise.all(scopes);
+    if (this.#errors.length === 0) return null;
+    const first = this.#errors[0];
+    this.#errors = [];
+    return new Error(first.message);
+  }
+
+  /** Resolves with `promise`, or rejects with DeviceLostError on loss. */
+  raceLost<T>(promise: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.#lostReason !== null) {
+        reject(new DeviceLostError(this.name, this.#lostReason));
+        return;
+      }
+      const onLost = (e: Error) => reject(e);
+      this.#lostWaiters.add(onLost);
+      promise.then(
+        (v) => {
+          this.#lostWaiters.delete(onLost);
+          resolve(v);
+        },
+        (e) => {
+          this.#lostWaiters.delete(onLost);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  /** Destroys the device; every later call throws DeviceLostError. */
+  destroy(): void {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    const err = new DeviceLostError(this.name, "destroyed");
+    for (const reject of this.#lostWaiters) reject(err);
+    this.#lostWaiters.clear();
+    if (this.#pass) this.#pass.end();
+    this.#pass = null;
+    if (this.#encoder) {
+      // Balance the scopes pushed for the abandoned batch.
+      this.device.popErrorScope().catch(() => {});
+      this.device.popErrorScope().catch(() => {});
+    }
+    this.#encoder = null;
+    this.storage.clear();
+    this.staging.clear();
+    this.device.destroy();
+  }
+}
+
+function describeError(kind: string, e: GPUError, ops: string[]): string {
+  const msg = e.message;
+  // Pipelines and bind groups are labelled with the kernel name, so the
+  // message usually names the failing kernel itself.
+  const named = ops.find((op) => msg.includes(`"${op}"`) || msg.includes(`'${op}'`));
+  const unique = [...new Set(ops)];
+  const who = named !== undefined
+    ? `kernel "${named}"`
+    : unique.length === 1
+    ? `kernel "${unique[0]}"`
+    : `one of the kernels [${unique.join(", ")}]`;
+  return `webgpu ${kind} error in ${who}: ${msg}`;
+}

@@ -1,0 +1,57 @@
+/**
+ * Shared pieces of generated WGSL: the parameter block, buffer bindings and
+ * the linear invocation index.
+ * @module
+ */
+
+import type { DType } from "../../dtype.ts";
+
+/** The WGSL scalar type of a dtype this backend stores. */
+export function wgslType(dtype: DType): "f32" | "i32" {
+  if (dtype === "float32") return "f32";
+  if (dtype === "int32") return "i32";
+  throw new Error(`webgpu does not support dtype ${dtype}`);
+}
+
+/**
+ * The parameter uniform (binding 0) and accessors `pu`, `pi`, `pf` reading
+ * word `i` as u32, i32 or f32. Uniform arrays need 16-byte elements, hence
+ * vec4 words.
+ */
+export const PARAMS_WGSL = `
+struct Params { v: array<vec4<u32>, 16> }
+@group(0) @binding(0) var<uniform> prm: Params;
+fn pu(i: u32) -> u32 { return prm.v[i >> 2u][i & 3u]; }
+fn pi(i: u32) -> i32 { return bitcast<i32>(pu(i)); }
+fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
+`;
+
+/** A storage binding declaration. */
+export function storage(
+  binding: number,
+  name: string,
+  elem: string,
+  writable: boolean,
+): string {
+  const access = writable ? "read_write" : "read";
+  return `@group(0) @binding(${binding}) var<storage, ${access}> ${name}: array<${elem}>;\n`;
+}
+
+/**
+ * The entry point header of a 1-d kernel with `wg` invocations per
+ * workgroup; defines `idx`, the linear invocation index over a 2-d grid.
+ */
+export function main1d(wg: number): string {
+  return `
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let idx = (wid.y * nwg.x + wid.x) * ${wg}u + lid;
+`;
+}
+
+/** The literal zero and one of a WGSL scalar type. */
+export function literals(t: "f32" | "i32"): { zero: string; one: string } {
+  return t === "f32" ? { zero: "0.0", one: "1.0" } : { zero: "0", one: "1" };
+}

@@ -1,0 +1,69 @@
+/**
+ * Element types. The core only needs to know their size, their typed-array
+ * class and how they promote; backends decide which ones they support.
+ * @module
+ */
+
+/** An element type: `float32` and `int32` everywhere, `float64` on cpu. */
+export type DType = "float32" | "int32" | "float64";
+
+/** The typed array that holds a dtype's elements on the host. */
+export type TypedArray = Float32Array | Int32Array | Float64Array;
+
+/** All dtypes the core knows. */
+export const DTYPES: readonly DType[] = ["float32", "int32", "float64"];
+
+/** Bytes per element. */
+export function dtypeSize(dtype: DType): number {
+  return dtype === "float64" ? 8 : 4;
+}
+
+/** Whether a dtype holds floating-point numbers. */
+export function isFloat(dtype: DType): boolean {
+  return dtype !== "int32";
+}
+
+/** A new zero-filled host array of `length` elements of `dtype`. */
+export function allocHost(dtype: DType, length: number): TypedArray {
+  switch (dtype) {
+    case "float32":
+      return new Float32Array(length);
+    case "int32":
+      return new Int32Array(length);
+    case "float64":
+      return new Float64Array(length);
+  }
+}
+
+/** Copies `values` into a new host array of `dtype` (rounding as the typed array does). */
+export function toHost(
+  dtype: DType,
+  values: ArrayLike<number>,
+): TypedArray {
+  const out = allocHost(dtype, values.length);
+  out.set(values as ArrayLike<number>);
+  return out;
+}
+
+/** The dtype of a typed array. */
+export function dtypeOfArray(array: TypedArray): DType {
+  if (array instanceof Float32Array) return "float32";
+  if (array instanceof Int32Array) return "int32";
+  return "float64";
+}
+
+/** PyTorch's promotion for two tensor operands: float64 > float32 > int32. */
+export function promoteTypes(a: DType, b: DType): DType {
+  if (a === b) return a;
+  if (a === "float64" || b === "float64") return "float64";
+  return "float32";
+}
+
+/** Throws a clear error when `dtype` is not one the core knows. */
+export function assertDType(dtype: string): asserts dtype is DType {
+  if (!(DTYPES as readonly string[]).includes(dtype)) {
+    throw new TypeError(
+      `unknown dtype "${dtype}": expected one of ${DTYPES.join(", ")}`,
+    );
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Elementwise operations with PyTorch broadcasting and dtype promotion, and
+ * their gradients.
+ * @module
+ */
+
+import type { BinaryOp, UnaryOp } from "../backends/backend.ts";
+import { record } from "../autograd.ts";
+import { type DType, isFloat, promoteTypes } from "../dtype.ts";
+import { broadcastShapes, broadcastStrides, numelOf, sameShape, type Shape } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { asTensor, commonDevice, empty, launch, requireFloat, type TensorLike } from "./util.ts";
+import { sumDims } from "./reduce.ts";
+
+/** `x` converted to `dtype` (a new tensor; the same tensor when equal). */
+export function cast(x: Tensor, dtype: DType): Tensor {
+  if (x.dtype === dtype) return x;
+  const out = empty(x.shape, dtype, x.device);
+  const src = x.storage.buffer("to");
+  const dst = out.storage.buffer();
+  const from = x.dtype;
+  launch(x.device, (k) => k.cast(src, dst, x.numel(), from, dtype));
+  if (!isFloat(dtype)) return out;
+  return record("to", [x], out, ([g]) => [isFloat(from) ? cast(g!, from) : null]);
+}
+
+/** Forward of a unary kernel, no graph. */
+export function unaryRaw(op: UnaryOp, x: Tensor): Tensor {
+  const out = empty(x.shape, x.dtype, x.device);
+  const src = x.storage.buffer(op);
+  const dst = out.storage.buffer();
+  launch(x.device, (k) => k.unary(op, src, dst, x.numel(), x.dtype));
+  return out;
+}
+
+const INT_OK: ReadonlySet<UnaryOp> = new Set(["neg", "abs", "relu", "sign"]);
+
+function unary(op: UnaryOp, x: Tensor, backward: (g: Tensor, out: Tensor) => Tensor): Tensor {
+  if (!INT_OK.has(op)) requireFloat(op, x);
+  const out = unaryRaw(op, x);
+  return record(op, [x], out, ([g]) => [backward(g!, out)]);
+}
+
+/** -x. */
+export const neg = (x: Tensor): Tensor => unary("neg", x, (g) => neg(g));
+/** e^x. */
+export const exp = (x: Tensor): Tensor => unary("exp", x, (g, y) => mul(g, y));
+/** Natural logarithm. */
+export const log = (x: Tensor): Tensor => unary("log", x, (g) => div(g, x));
+/** Square root. */
+export const sqrt = (x: Tensor): Tensor => unary("sqrt", x, (g, y) => div(g, mul(y, 2)));
+/** |x|. */
+export const abs = (x: Tensor): Tensor => unary("abs", x, (g) => mul(g, unaryRaw("sign", x)));
+/** max(x, 0). */
+export const relu = (x: Tensor): Tensor => unary("relu", x, (g) => mul(g, compare("gt", x, 0)));
+/** 1 / (1 + e^-x). */
+export const sigmoid = (x: Tensor): Tensor =>
+  unary("sigmoid", x, (g, y) => mul(g, mul(y, sub(1, y))));
+/** Hyperbolic tangent. */
+export const tanh = (x: Tensor): Tensor => unary("tanh", x, (g, y) => mul(g, sub(1, mul(y, y))));
+/** GELU with the exact erf (PyTorch's default). */
+export const gelu = (x: Tensor): Tensor => unary("gelu", x, (g) => mul(g, unaryRaw("geluGrad", x)));
+/** -1, 0 or 1 (no gradient). */
+export const sign = (x: Tensor): Tensor => unaryRaw("sign", x);
+
+/** Forward of a binary kernel after promotion and broadcasting, no graph. */
+export function binaryRaw(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
+  const device = commonDevice(op, a, b);
+  const shape = broadcastShapes(a.shape, b.shape, op);
+  const dtype = a.dtype;
+  const out = empty(shape, dtype, device);
+  if (numelOf(shape) === 0) return out;
+  const layout = {
+    shape,
+    aStrides: broadcastStrides(a.shape, shape),
+    bStrides: broadcastStrides(b.shape, shape),
+    dtype,
+  };
+  const ab = a.storage.buffer(op);
+  const bb = b.storage.buffer(op);
+  const ob = out.storage.buffer();
+  launch(device, (k) => k.binary(op, ab, bb, ob, layout));
+  return out;
+}
+
+/** Promotes two operands to one dtype (numbers take the tensor's). */
+function operands(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
+  const ta = typeof a === "number" ? asTensor(a, b as Tensor, op) : a;
+  const tb = asTensor(b, ta, op);
+  const tta = typeof a === "number" ? asTensor(a, tb, op) : ta;
+  commonDevice(op, tta, tb);
+  const dtype = promoteTypes(tta.dtype, tb.dtype);
+  return [cast(tta, dtype), cast(tb, dtype)];
+}
+
+/** Sums a broadcast gradient back to `shape`. */
+export function sumTo(g: Tensor, shape: Shape): Tensor {
+  if (sameShape(g.shape, shape)) return g;
+  const lead = g.ndim - shape.length;
+  const dims: number[] = [];
+  for (let i = 0; i < g.ndim; i++) {
+    if (i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1)) dims.push(i);
+  }
+  const summed = dims.length > 0 ? sumDims(g, dims, false) : g;
+  return summed.reshape(shape);
+}
+
+function binary(
+  op: BinaryOp,
+  a: TensorLike,
+  b: TensorLike,
+  backward: (g: Tensor, a: Tensor, b: Tensor, out: Tensor) => [Tensor | null, Tensor | null],
+): Tensor {
+  const [ta, tb] = operands(op, a, b);
+  const out = binaryRaw(op, ta, tb);
+  return record(op, [ta, tb], out, ([g]) => {
+    const [ga, gb] = backward(g!, ta, tb, out);
+    return [
+      ta.requiresGrad && ga ? sumTo(ga, ta.shape) : null,
+      tb.requiresGrad && gb ? sumTo(gb, tb.shape) : null,
+    ];
+  });
+}
+
+/** a + b. */
+export const add = (a: TensorLike, b: TensorLike): Tensor => binary("add", a, b, (g) => [g, g]);
+/** a - b. */
+export const sub = (a: TensorLike, b: TensorLike): Tensor =>
+  binary("sub", a, b, (g, _a, tb) => [g, tb.requiresGrad ? neg(g) : null]);
+/** a * b. */
+export const mul = (a: TensorLike, b: TensorLike): Tensor =>
+  binary("mul", a, b, (g, ta, tb) => [
+    ta.requiresGrad ? mul(g, tb) : null,
+    tb.requiresGrad ? mul(g, ta) : null,
+  ]);
+
+/** a / b (true division: int32 operands give float32, as in PyTorch). */
+export function div(a: TensorLike, b: TensorLike): Tensor {
+  const [ta, tb] = operands("div", a, b);
+  const fa = isFloat(ta.dtype) ? ta : cast(ta, "float32");
+  const fb = isFloat(tb.dtype) ? tb : cast(tb, "float32");
+  return binary("div", fa, fb, (g, x, y) => [
+    x.requiresGrad ? div(g, y) : null,
+    y.requiresGrad ? neg(div(mul(g, x), mul(y, y))) : null,
+  ]);
+}
+
+/** a ** b (float). */
+export function pow(a: TensorLike, b: TensorLike): Tensor {
+  const [ta, tb] = operands("pow", a, b);
+  requireFloat("pow", ta);
+  return binary("pow", ta, tb, (g, x, y, out) => [
+    x.requiresGrad ? mul(g, mul(y, binaryRaw("pow", x, sub(y, 1)))) : null,
+    y.requiresGrad ? mul(g, mul(out, log(x))) : null,
+  ]);
+}
+
+/** Elementwise maximum; ties split the gradient evenly, as PyTorch does. */
+export const maximum = (a: TensorLike, b: TensorLike): Tensor =>
+  binary("maximum", a, b, (g, x, y) => tieSplit(g, x, y, "gt"));
+/** Elementwise minimum; ties split the gradient evenly. */
+export const minimum = (a: TensorLike, b: TensorLike): Tensor =>
+  binary("minimum", a, b, (g, x, y) => tieSplit(g, x, y, "lt"));
+
+function tieSplit(g: Tensor, x: Tensor, y: Tensor, wins: "gt" | "lt"): [Tensor, Tensor] {
+  const half = mul(compare("eq", x, y), 0.5);
+  const ga = mul(g, add(compare(wins, x, y), half));
+  const gb = mul(g, add(compare(wins, y, x), half));
+  return [ga, gb];
+}
+
+/** Comparison giving 1 or 0 in the promoted dtype (no gradient). */
+export function compare(
+  op: "eq" | "ne" | "lt" | "le" | "gt" | "ge",
+  a: TensorLike,
+  b: TensorLike,
+): Tensor {
+  const [ta, tb] = operands(op, a, b);
+  return binaryRaw(op, ta, tb);
+}

@@ -1,0 +1,184 @@
+/**
+ * Tensor factories: from data, constants, ranges and seeded random numbers.
+ * @module
+ */
+
+import { defaultDevice, device as resolveDevice, type Device } from "../device.ts";
+import { assertDType, type DType, dtypeOfArray, isFloat, type TypedArray, toHost } from "../dtype.ts";
+import { checkShape, formatShape, numelOf, type Shape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import { empty, launch } from "./util.ts";
+
+/** Where and how a factory makes its tensor. */
+export interface TensorOptions {
+  /** Element type; default float32 (int32 for int32 typed arrays). */
+  dtype?: DType;
+  /** A started device or its name; default {@link defaultDevice}. */
+  device?: Device | string;
+  /** Track gradients (float dtypes only). */
+  requiresGrad?: boolean;
+}
+
+/** Nested arrays of numbers (or booleans), to any depth. */
+export type NestedArray = number | boolean | readonly NestedArray[];
+
+function resolve(options: TensorOptions, fallback: DType): { dtype: DType; device: Device } {
+  const dtype = options.dtype ?? fallback;
+  assertDType(dtype);
+  return { dtype, device: options.device === undefined ? defaultDevice() : resolveDevice(options.device) };
+}
+
+function finish(t: Tensor, options: TensorOptions): Tensor {
+  if (options.requiresGrad) t.requiresGrad = true;
+  return t;
+}
+
+/** Uploads host values into a new tensor. */
+export function fromHost(values: TypedArray, shape: Shape, device: Device): Tensor {
+  const t = empty(shape, dtypeOfArray(values), device);
+  if (values.length > 0) {
+    const buffer = t.storage.buffer();
+    launch(device, (k) => k.write(buffer, values));
+  }
+  return t;
+}
+
+function inferShape(data: NestedArray, path: string): number[] {
+  if (!Array.isArray(data)) return [];
+  if (data.length === 0) return [0];
+  const inner = inferShape(data[0], `${path}[0]`);
+  data.forEach((item, i) => {
+    const s = inferShape(item, `${path}[${i}]`);
+    if (s.length !== inner.length || s.some((d, j) => d !== inner[j])) {
+      throw new RangeError(
+        `tensor: ragged nested array: ${path}[0] has shape ${formatShape(inner)} but ${path}[${i}] has shape ${
+          formatShape(s)
+        }`,
+      );
+    }
+  });
+  return [data.length, ...inner];
+}
+
+function flatten(data: NestedArray, out: number[]): void {
+  if (Array.isArray(data)) for (const item of data) flatten(item, out);
+  else if (typeof data === "boolean") out.push(data ? 1 : 0);
+  else if (typeof data === "number") out.push(data);
+  else throw new TypeError(`tensor: expected numbers or booleans, got ${typeof data}`);
+}
+
+/**
+ * A tensor from a number (0-dimensional), nested arrays, or a typed array
+ * (with `shape`, default 1-dimensional).
+ */
+export function tensor(
+  data: NestedArray | TypedArray,
+  options: TensorOptions & { shape?: number[] } = {},
+): Tensor {
+  if (ArrayBuffer.isView(data)) {
+    const typed = data as TypedArray;
+    const { dtype, device } = resolve(options, dtypeOfArray(typed));
+    const shape = options.shape ? checkShape(options.shape) : [typed.length];
+    if (numelOf(shape) !== typed.length) {
+      throw new RangeError(
+        `tensor: shape ${formatShape(shape)} holds ${numelOf(shape)} elements but the data has ${typed.length}`,
+      );
+    }
+    return finish(fromHost(toHost(dtype, typed), shape, device), options);
+  }
+  const { dtype, device } = resolve(options, "float32");
+  const shape = inferShape(data, "data");
+  const flat: number[] = [];
+  flatten(data, flat);
+  if (options.shape && numelOf(options.shape) !== flat.length) {
+    throw new RangeError(
+      `tensor: shape ${formatShape(options.shape)} holds ${numelOf(options.shape)} elements but the data has ${flat.length}`,
+    );
+  }
+  if (dtype === "int32" && flat.some((v) => !Number.isInteger(v))) {
+    throw new TypeError("tensor: int32 data must be integers");
+  }
+  return finish(fromHost(toHost(dtype, flat), options.shape ?? shape, device), options);
+}
+
+/** A tensor of `shape` filled with `value`. */
+export function full(shape: number[], value: number, options: TensorOptions = {}): Tensor {
+  const { dtype, device } = resolve(options, "float32");
+  const t = empty(checkShape(shape), dtype, device);
+  const n = t.numel();
+  if (n > 0) {
+    const buffer = t.storage.buffer();
+    launch(device, (k) => k.fill(buffer, value, n, dtype));
+  }
+  return finish(t, options);
+}
+
+/** Zeros. */
+export const zeros = (shape: number[], options: TensorOptions = {}): Tensor => full(shape, 0, options);
+/** Ones. */
+export const ones = (shape: number[], options: TensorOptions = {}): Tensor => full(shape, 1, options);
+
+/**
+ * `[start, end)` by `step`, as `torch.arange`: `arange(5)`, `arange(2, 5)`,
+ * `arange(0, 1, 0.25)`. int32 when all arguments are integers, else float32.
+ */
+export function arange(
+  start: number,
+  end?: number,
+  step = 1,
+  options: TensorOptions = {},
+): Tensor {
+  if (end === undefined) [start, end] = [0, start];
+  if (step === 0) throw new RangeError("arange: step must be non-zero");
+  const count = Math.max(0, Math.ceil((end - start) / step));
+  const ints = [start, end, step].every(Number.isInteger);
+  const { dtype, device } = resolve(options, ints ? "int32" : "float32");
+  const values = new Array<number>(count);
+  for (let i = 0; i < count; i++) values[i] = start + i * step;
+  return finish(fromHost(toHost(dtype, values), [count], device), options);
+}
+
+/** int32 `0..size-1` on `device` (used by ops). */
+export function arangeOn(size: number, device: Device): Tensor {
+  return arange(0, size, 1, { dtype: "int32", device });
+}
+
+let seedState = BigInt(Date.now()) & 0xffffffffffffffffn;
+
+/** Seeds every random factory (rand, randn, dropout, shuffles that use it). */
+export function manualSeed(seed: number): void {
+  seedState = BigInt.asUintN(64, BigInt(Math.trunc(seed)));
+}
+
+/** The next u32 of the global seeded stream (splitmix64). */
+export function nextSeed(): number {
+  seedState = BigInt.asUintN(64, seedState + 0x9e3779b97f4a7c15n);
+  let z = seedState;
+  z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n);
+  z = BigInt.asUintN(64, (z ^ (z >> 27n)) * 0x94d049bb133111ebn);
+  z = z ^ (z >> 31n);
+  return Number(z & 0xffffffffn);
+}
+
+function random(kind: "uniform" | "normal", shape: number[], a: number, b: number, options: TensorOptions): Tensor {
+  const { dtype, device } = resolve(options, "float32");
+  if (!isFloat(dtype)) throw new TypeError(`${kind === "uniform" ? "rand" : "randn"}: dtype must be float, got ${dtype}`);
+  const t = empty(checkShape(shape), dtype, device);
+  const numel = t.numel();
+  const seed = nextSeed();
+  if (numel > 0) {
+    const buffer = t.storage.buffer();
+    launch(device, (k) => k.random(buffer, { numel, kind, seed, a, b, dtype }));
+  }
+  return finish(t, options);
+}
+
+/** Uniform numbers in [0, 1). */
+export const rand = (shape: number[], options: TensorOptions = {}): Tensor =>
+  random("uniform", shape, 0, 1, options);
+/** Uniform numbers in [low, high). */
+export const uniform = (shape: number[], low: number, high: number, options: TensorOptions = {}): Tensor =>
+  random("uniform", shape, low, high, options);
+/** Standard normal numbers. */
+export const randn = (shape: number[], options: TensorOptions = {}): Tensor =>
+  random("normal", shape, 0, 1, options);

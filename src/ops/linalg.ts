@@ -1,0 +1,146 @@
+/**
+ * Matrix products: `matmul` with PyTorch's 1-D and batch-broadcasting rules,
+ * and `linear` (x @ Wᵀ + b) whose transposes cost no copy.
+ * @module
+ */
+
+import { record } from "../autograd.ts";
+import { broadcastShapes, formatShape, numelOf } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { commonDevice, empty, launch, requireFloat } from "./util.ts";
+import { add } from "./elementwise.ts";
+import { sumDims } from "./reduce.ts";
+
+/** Options of {@link matmulRaw}: read an operand's last two dims transposed. */
+export interface MatmulOptions {
+  transA?: boolean;
+  transB?: boolean;
+}
+
+/**
+ * One batched matmul kernel, no graph. `a` is [Ba, m, k] ([Ba, k, m] with
+ * transA) or 2-D (Ba = 1); likewise `b`. Ba and Bb are equal or 1. Gives
+ * [B, m, n], or [m, n] when both are 2-D.
+ */
+export function matmulRaw(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
+  const transA = options.transA ?? false;
+  const transB = options.transB ?? false;
+  const batchA = a.ndim === 3 ? a.shape[0] : 1;
+  const batchB = b.ndim === 3 ? b.shape[0] : 1;
+  const [ar, ac] = a.shape.slice(-2);
+  const [br, bc] = b.shape.slice(-2);
+  const [m, k] = transA ? [ac, ar] : [ar, ac];
+  const [k2, n] = transB ? [bc, br] : [br, bc];
+  if (k !== k2 || (batchA !== batchB && batchA !== 1 && batchB !== 1)) {
+    throw new RangeError(
+      `matmul: shapes ${formatShape(a.shape)}${transA ? "ᵀ" : ""} and ${formatShape(b.shape)}${
+        transB ? "ᵀ" : ""
+      } cannot be multiplied (${k} vs ${k2})`,
+    );
+  }
+  const batch = Math.max(batchA, batchB);
+  const device = commonDevice("matmul", a, b);
+  const shape = a.ndim === 3 || b.ndim === 3 ? [batch, m, n] : [m, n];
+  const out = empty(shape, a.dtype, device);
+  if (numelOf(shape) === 0) return out;
+  const ob = out.storage.buffer();
+  if (k === 0) {
+    launch(device, (kk) => kk.fill(ob, 0, numelOf(shape), a.dtype));
+    return out;
+  }
+  const layout = {
+    batch,
+    m,
+    n,
+    k,
+    aBatchStride: batchA === 1 ? 0 : m * k,
+    bBatchStride: batchB === 1 ? 0 : k * n,
+    transA,
+    transB,
+    dtype: a.dtype,
+  };
+  const ab = a.storage.buffer("matmul");
+  const bb = b.storage.buffer("matmul");
+  launch(device, (kk) => kk.matmul(ab, bb, ob, layout));
+  return out;
+}
+
+/** The batched product of two 3-D tensors with batch 1 broadcasting, with its gradient. */
+function bmm(a3: Tensor, b3: Tensor): Tensor {
+  const out = matmulRaw(a3, b3);
+  const batch = out.shape[0];
+  return record("matmul", [a3, b3], out, ([g]) => {
+    let ga: Tensor | null = null;
+    let gb: Tensor | null = null;
+    if (a3.requiresGrad) {
+      ga = matmulRaw(g!, b3, { transB: true });
+      if (a3.shape[0] === 1 && batch > 1) ga = sumDims(ga, [0], true);
+    }
+    if (b3.requiresGrad) {
+      if (b3.shape[0] === 1 && batch > 1) {
+        const [, m, k] = a3.shape;
+        gb = matmulRaw(a3.reshape([batch * m, k]), g!.reshape([batch * m, g!.shape[2]]), { transA: true })
+          .reshape(b3.shape);
+      } else gb = matmulRaw(a3, g!, { transA: true });
+    }
+    return [ga, gb];
+  });
+}
+
+/** Matrix product with PyTorch's rules for 1-D operands and batch broadcasting. */
+export function matmul(a: Tensor, b: Tensor): Tensor {
+  requireFloat("matmul", a);
+  requireFloat("matmul", b);
+  commonDevice("matmul", a, b);
+  if (a.ndim === 0 || b.ndim === 0) {
+    throw new RangeError(
+      `matmul: both arguments need at least 1 dimension, got shapes ${formatShape(a.shape)} and ${formatShape(b.shape)}`,
+    );
+  }
+  if (a.dtype !== b.dtype) {
+    throw new TypeError(`matmul: dtypes differ (${a.dtype} and ${b.dtype}); convert one with .to()`);
+  }
+  const a2 = a.ndim === 1 ? a.reshape([1, a.shape[0]]) : a;
+  const b2 = b.ndim === 1 ? b.reshape([b.shape[0], 1]) : b;
+  const [m, k] = a2.shape.slice(-2);
+  const [k2, n] = b2.shape.slice(-2);
+  if (k !== k2) {
+    throw new RangeError(
+      `matmul: shapes ${formatShape(a.shape)} and ${formatShape(b.shape)} cannot be multiplied (${k} vs ${k2})`,
+    );
+  }
+  const batchShape = broadcastShapes(a2.shape.slice(0, -2), b2.shape.slice(0, -2), "matmul (batch dims)");
+  const batch = numelOf(batchShape);
+  const as3 = (t: Tensor, rows: number, cols: number) => {
+    const own = numelOf(t.shape.slice(0, -2));
+    const full = own === batch ? t : own === 1 ? t : t.expand([...batchShape, rows, cols]);
+    return full.reshape([own === 1 ? 1 : batch, rows, cols]);
+  };
+  let out = bmm(as3(a2, m, k), as3(b2, k, n)).reshape([...batchShape, m, n]);
+  if (a.ndim === 1) out = out.squeeze(-2);
+  if (b.ndim === 1) out = out.squeeze(-1);
+  return out;
+}
+
+/** `x @ weightᵀ + bias` over the last dim of `x`, as `torch.nn.functional.linear`. */
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  requireFloat("linear", x);
+  const [outF, inF] = weight.shape;
+  if (weight.ndim !== 2 || x.ndim < 1 || x.shape[x.ndim - 1] !== inF) {
+    throw new RangeError(
+      `linear: input of shape ${formatShape(x.shape)} does not match weight of shape ${
+        formatShape(weight.shape)
+      } (expected last dim ${inF})`,
+    );
+  }
+  commonDevice("linear", x, weight, ...(bias ? [bias] : []));
+  const rows = x.numel() / inF;
+  const x2 = x.reshape([rows, inF]);
+  const y = matmulRaw(x2, weight, { transB: true });
+  const product = record("linear", [x2, weight], y, ([g]) => [
+    x2.requiresGrad ? matmulRaw(g!, weight) : null,
+    weight.requiresGrad ? matmulRaw(g!, x2, { transA: true }) : null,
+  ]);
+  const withBias = bias ? add(product, bias) : product;
+  return withBias.reshape([...x.shape.slice(0, -1), outF]);
+}

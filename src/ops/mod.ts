@@ -1,0 +1,14 @@
+/**
+ * Every tensor operation as a function (`add(a, b)`, `cat([a, b], 0)`), as
+ * `torch.*` offers them beside the methods.
+ * @module
+ */
+
+export { abs, add, div, exp, gelu, log, maximum, minimum, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh } from "./elementwise.ts";
+export { argmax, argmin, max, mean, min, sum } from "./reduce.ts";
+export { cat, chunk, expand, flatten, narrow, permute, reshape, split, squeeze, stack, transpose, unsqueeze } from "./view.ts";
+export { linear, matmul } from "./linalg.ts";
+export { logSoftmax, softmax } from "./softmax.ts";
+export { arange, full, manualSeed, ones, rand, randn, tensor, uniform, zeros } from "./factory.ts";
+export type { NestedArray, TensorOptions } from "./factory.ts";
+export type { TensorLike } from "./util.ts";

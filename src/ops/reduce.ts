@@ -1,0 +1,117 @@
+/**
+ * Reductions: sum, mean, max, min, argmax, argmin, over one dim, several, or
+ * all.
+ * @module
+ */
+
+import type { ReduceOp } from "../backends/backend.ts";
+import { record } from "../autograd.ts";
+import { axisSplit, formatShape, normalizeDim } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { empty, launch, requireFloat } from "./util.ts";
+import { compare, mul } from "./elementwise.ts";
+import { arangeOn } from "./factory.ts";
+
+/** One reduction kernel over `dim`, no graph; the dim is removed. */
+function reduceRaw(op: ReduceOp, x: Tensor, dim: number): Tensor {
+  const shape = x.shape.filter((_, i) => i !== dim);
+  const dtype = op === "argmax" || op === "argmin" ? "int32" : x.dtype;
+  const out = empty(shape, dtype, x.device);
+  const { outer, size, inner } = axisSplit(x.shape, dim);
+  if (outer * inner === 0) return out;
+  if (size === 0) {
+    if (op !== "sum") {
+      throw new RangeError(
+        `${op}: cannot reduce an empty dim ${dim} of shape ${formatShape(x.shape)}`,
+      );
+    }
+    const ob = out.storage.buffer();
+    launch(x.device, (k) => k.fill(ob, 0, outer * inner, dtype));
+    return out;
+  }
+  const src = x.storage.buffer(op);
+  const dst = out.storage.buffer();
+  launch(x.device, (k) => k.reduce(op, src, dst, { outer, size, inner, dtype: x.dtype }));
+  return out;
+}
+
+function normalizeDims(x: Tensor, dims: number | number[] | undefined, op: string): number[] {
+  if (dims === undefined) return x.shape.map((_, i) => i);
+  const list = (Array.isArray(dims) ? dims : [dims]).map((d) => normalizeDim(d, x.ndim, op));
+  if (new Set(list).size !== list.length) {
+    throw new RangeError(`${op}: dim ${JSON.stringify(dims)} repeats a dim`);
+  }
+  return list.sort((a, b) => a - b);
+}
+
+function keptShape(shape: readonly number[], dims: number[]): number[] {
+  return shape.map((d, i) => (dims.includes(i) ? 1 : d));
+}
+
+/** Sum over `dims` (sorted, distinct, in range), no normalisation. */
+export function sumDims(x: Tensor, dims: number[], keepdim: boolean): Tensor {
+  let out = x;
+  for (let i = dims.length - 1; i >= 0; i--) out = reduceRaw("sum", out, dims[i]);
+  if (dims.length === 0) out = x.clone();
+  const result = keepdim ? out.reshape(keptShape(x.shape, dims)) : out;
+  return record("sum", [x], result, ([g]) => [
+    g!.reshape(keptShape(x.shape, dims)).expand(x.shape),
+  ]);
+}
+
+/** Sum over `dim` (a number, an array, or every dim when omitted). */
+export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  if (x.ndim === 0) return sumDims(x, [], keepdim);
+  return sumDims(x, normalizeDims(x, dim, "sum"), keepdim);
+}
+
+/** Mean over `dim` (float tensors). */
+export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  requireFloat("mean", x);
+  const dims = x.ndim === 0 ? [] : normalizeDims(x, dim, "mean");
+  const count = dims.reduce((n, d) => n * x.shape[d], 1);
+  return mul(sumDims(x, dims, keepdim), 1 / count);
+}
+
+function extreme(kind: "max" | "min", x: Tensor, dim: number | undefined, keepdim: boolean): Tensor {
+  const flat = dim === undefined ? x.reshape([x.numel()]) : x;
+  const d = dim === undefined ? 0 : normalizeDim(dim, x.ndim, kind);
+  if (flat.ndim === 0) return x.clone();
+  const values = reduceRaw(kind, flat, d);
+  const index = reduceRaw(kind === "max" ? "argmax" : "argmin", flat, d);
+  const kept = keptShape(flat.shape, [d]);
+  const shaped = dim === undefined ? values : keepdim ? values.reshape(kept) : values;
+  return record(kind, [x], shaped, ([g]) => {
+    // The gradient goes to the index the forward picked (PyTorch's rule for max(dim)).
+    const size = flat.shape[d];
+    const positions = arangeOn(size, flat.device).reshape(
+      flat.shape.map((_, i) => (i === d ? size : 1)),
+    );
+    const onehot = compare("eq", index.reshape(kept), positions).to(x.dtype);
+    return [mul(onehot, g!.reshape(kept)).reshape(x.shape)];
+  });
+}
+
+/** Maximum over `dim` (values), or of all elements. Indices: {@link argmax}. */
+export const max = (x: Tensor, dim?: number, keepdim = false): Tensor =>
+  extreme("max", x, dim, keepdim);
+/** Minimum over `dim` (values), or of all elements. */
+export const min = (x: Tensor, dim?: number, keepdim = false): Tensor =>
+  extreme("min", x, dim, keepdim);
+
+function argExtreme(op: "argmax" | "argmin", x: Tensor, dim: number | undefined, keepdim: boolean): Tensor {
+  if (dim === undefined) {
+    return x.ndim === 0 ? reduceRaw(op, x.reshape([1]), 0) : reduceRaw(op, x.reshape([x.numel()]), 0);
+  }
+  const d = normalizeDim(dim, x.ndim, op);
+  if (x.ndim === 0) return reduceRaw(op, x.reshape([1]), 0);
+  const out = reduceRaw(op, x, d);
+  return keepdim ? out.reshape(keptShape(x.shape, [d])) : out;
+}
+
+/** Index of the maximum (first on ties), int32. */
+export const argmax = (x: Tensor, dim?: number, keepdim = false): Tensor =>
+  argExtreme("argmax", x, dim, keepdim);
+/** Index of the minimum (first on ties), int32. */
+export const argmin = (x: Tensor, dim?: number, keepdim = false): Tensor =>
+  argExtreme("argmin", x, dim, keepdim);

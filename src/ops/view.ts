@@ -1,0 +1,300 @@
+/**
+ * Shape operations. Tensors are always contiguous: reshape shares storage,
+ * everything else that moves elements is one strided-copy kernel.
+ * @module
+ */
+
+import { record } from "../autograd.ts";
+import { promoteTypes } from "../dtype.ts";
+import {
+  axisSplit,
+  checkShape,
+  chunkSizes,
+  contiguousStrides,
+  formatShape,
+  normalizeDim,
+  numelOf,
+  type Shape,
+} from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import { commonDevice, empty, launch } from "./util.ts";
+import { cast, compare, sumTo } from "./elementwise.ts";
+import { arangeOn } from "./factory.ts";
+import { matmulRaw } from "./linalg.ts";
+
+/** `shape` with one -1 resolved against `numel`, or an error naming both. */
+function resolveShape(shape: readonly number[], numel: number, from: Shape, op: string): number[] {
+  const out = [...shape];
+  const free = out.indexOf(-1);
+  if (free !== out.lastIndexOf(-1)) throw new RangeError(`${op}: only one dimension can be -1, got ${formatShape(shape)}`);
+  if (out.some((d, i) => i !== free && (!Number.isInteger(d) || d < 0))) {
+    throw new RangeError(`${op}: invalid shape ${formatShape(shape)}`);
+  }
+  if (free >= 0) {
+    const known = out.reduce((n, d, i) => (i === free ? n : n * d), 1);
+    if (known === 0 || numel % known !== 0) {
+      throw new RangeError(
+        `${op}: shape ${formatShape(shape)} is invalid for input of shape ${formatShape(from)} (${numel} elements)`,
+      );
+    }
+    out[free] = numel / known;
+  }
+  if (numelOf(out) !== numel) {
+    throw new RangeError(
+      `${op}: shape ${formatShape(shape)} is invalid for input of shape ${formatShape(from)} (${numel} elements)`,
+    );
+  }
+  return out;
+}
+
+/** The same storage seen with another shape (one dim may be -1). */
+export function reshape(x: Tensor, shape: readonly number[], op = "reshape"): Tensor {
+  if (!Array.isArray(shape)) throw new TypeError(`${op}: shape must be an array, e.g. ${op}([2, 3])`);
+  const target = resolveShape(shape, x.numel(), x.shape, op);
+  const out = new Tensor(x.storage, target);
+  return record(op, [x], out, ([g]) => [g!.reshape(x.shape)]);
+}
+
+/** Strided copy of `x` read with `srcStrides` into a new contiguous tensor of `shape`. */
+function gatherCopy(x: Tensor, shape: number[], srcStrides: number[], srcOffset: number, op: string): Tensor {
+  const out = empty(shape, x.dtype, x.device);
+  if (out.numel() === 0) return out;
+  const src = x.storage.buffer(op);
+  const dst = out.storage.buffer();
+  const layout = { shape, srcStrides, srcOffset, dstStrides: contiguousStrides(shape), dstOffset: 0, dtype: x.dtype };
+  launch(x.device, (k) => k.copy(src, dst, layout));
+  return out;
+}
+
+/** A contiguous copy with its own storage. */
+export function clone(x: Tensor): Tensor {
+  const out = gatherCopy(x, [...x.shape], contiguousStrides(x.shape), 0, "clone");
+  return record("clone", [x], out, ([g]) => [g]);
+}
+
+/** Dims reordered: `out.shape[i] = x.shape[dims[i]]`. */
+export function permute(x: Tensor, dims: readonly number[]): Tensor {
+  if (!Array.isArray(dims) || dims.length !== x.ndim) {
+    throw new RangeError(
+      `permute: expected ${x.ndim} dims for shape ${formatShape(x.shape)}, got ${JSON.stringify(dims)}`,
+    );
+  }
+  const perm = dims.map((d) => normalizeDim(d, x.ndim, "permute"));
+  if (new Set(perm).size !== perm.length) throw new RangeError(`permute: dims ${JSON.stringify(dims)} repeat`);
+  const strides = contiguousStrides(x.shape);
+  const out = gatherCopy(x, perm.map((d) => x.shape[d]), perm.map((d) => strides[d]), 0, "permute");
+  const inverse = new Array<number>(perm.length);
+  perm.forEach((d, i) => (inverse[d] = i));
+  return record("permute", [x], out, ([g]) => [permute(g!, inverse)]);
+}
+
+/** Swaps two dims. */
+export function transpose(x: Tensor, dim0: number, dim1: number): Tensor {
+  if (x.ndim < 2 && dim0 === dim1) return reshape(x, x.shape, "transpose");
+  const a = normalizeDim(dim0, x.ndim, "transpose");
+  const b = normalizeDim(dim1, x.ndim, "transpose");
+  const perm = x.shape.map((_, i) => i);
+  [perm[a], perm[b]] = [perm[b], perm[a]];
+  return permute(x, perm);
+}
+
+/** Removes size-1 dims (all, or the given one when it has size 1). */
+export function squeeze(x: Tensor, dim?: number): Tensor {
+  if (dim === undefined) return reshape(x, x.shape.filter((d) => d !== 1), "squeeze");
+  if (x.ndim === 0) return reshape(x, [], "squeeze");
+  const d = normalizeDim(dim, x.ndim, "squeeze");
+  return reshape(x, x.shape[d] === 1 ? x.shape.filter((_, i) => i !== d) : x.shape, "squeeze");
+}
+
+/** Inserts a size-1 dim at `dim` (in [-ndim-1, ndim]). */
+export function unsqueeze(x: Tensor, dim: number): Tensor {
+  const d = normalizeDim(dim, x.ndim + 1, "unsqueeze");
+  const shape = [...x.shape];
+  shape.splice(d, 0, 1);
+  return reshape(x, shape, "unsqueeze");
+}
+
+/** Broadcasts size-1 dims (and new leading dims) to `shape`; -1 keeps a dim. */
+export function expand(x: Tensor, shape: readonly number[]): Tensor {
+  if (!Array.isArray(shape) || shape.length < x.ndim) {
+    throw new RangeError(`expand: cannot expand shape ${formatShape(x.shape)} to ${JSON.stringify(shape)}`);
+  }
+  const lead = shape.length - x.ndim;
+  const target = shape.map((d, i) => (d === -1 && i >= lead ? x.shape[i - lead] : d));
+  checkShape(target, "expand shape");
+  const strides = contiguousStrides(x.shape);
+  const src = target.map((d, i) => {
+    if (i < lead) return 0;
+    const have = x.shape[i - lead];
+    if (have === d) return have === 1 ? 0 : strides[i - lead];
+    if (have === 1) return 0;
+    throw new RangeError(
+      `expand: the expanded size ${d} must match the existing size ${have} at dim ${i} (shape ${
+        formatShape(x.shape)
+      } to ${formatShape(target)})`,
+    );
+  });
+  const out = gatherCopy(x, target, src, 0, "expand");
+  return record("expand", [x], out, ([g]) => [sumTo(g!, x.shape)]);
+}
+
+/** Elements `start..start+length-1` along `dim`. */
+export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
+  const d = normalizeDim(dim, x.ndim, "narrow");
+  const size = x.shape[d];
+  const s = start < 0 ? start + size : start;
+  if (!Number.isInteger(s) || !Number.isInteger(length) || s < 0 || length < 0 || s + length > size) {
+    throw new RangeError(
+      `narrow: start ${start} and length ${length} are out of range for dim ${d} of size ${size} (shape ${
+        formatShape(x.shape)
+      })`,
+    );
+  }
+  const strides = contiguousStrides(x.shape);
+  const shape = x.shape.map((n, i) => (i === d ? length : n));
+  const out = gatherCopy(x, shape, strides, s * strides[d], "narrow");
+  return record("narrow", [x], out, ([g]) => [padInto(g!, x.shape, d, s)]);
+}
+
+/** Zeros of `shape` with `part` written at `start` along `dim` (narrow's backward). */
+function padInto(part: Tensor, shape: Shape, dim: number, start: number): Tensor {
+  const out = empty(shape, part.dtype, part.device);
+  const ob = out.storage.buffer();
+  const n = out.numel();
+  launch(part.device, (k) => k.fill(ob, 0, n, part.dtype));
+  writeRegion(part, out, dim, start);
+  return out;
+}
+
+/** Copies `part` into `out` at offset `start` along `dim` (same other dims). */
+function writeRegion(part: Tensor, out: Tensor, dim: number, start: number): void {
+  if (part.numel() === 0) return;
+  const strides = contiguousStrides(out.shape);
+  const layout = {
+    shape: [...part.shape],
+    srcStrides: contiguousStrides(part.shape),
+    srcOffset: 0,
+    dstStrides: strides,
+    dstOffset: start * (strides[dim] ?? 0),
+    dtype: part.dtype,
+  };
+  const src = part.storage.buffer("cat");
+  const dst = out.storage.buffer();
+  launch(part.device, (k) => k.copy(src, dst, layout));
+}
+
+/** Splits into pieces of `sizes` (an array summing to the dim) or of one size. */
+export function split(x: Tensor, sizes: number | readonly number[], dim = 0): Tensor[] {
+  const d = normalizeDim(dim, x.ndim, "split");
+  const n = x.shape[d];
+  let parts: number[];
+  if (typeof sizes === "number") {
+    if (!Number.isInteger(sizes) || sizes <= 0) throw new RangeError(`split: split size must be a positive integer, got ${sizes}`);
+    parts = [];
+    for (let s = 0; s < n; s += sizes) parts.push(Math.min(sizes, n - s));
+    if (n === 0) parts = [0];
+  } else {
+    parts = [...sizes];
+    const total = parts.reduce((a, b) => a + b, 0);
+    if (parts.some((p) => !Number.isInteger(p) || p < 0) || total !== n) {
+      throw new RangeError(
+        `split: sizes ${JSON.stringify(sizes)} must be non-negative integers summing to ${n} (dim ${d} of shape ${
+          formatShape(x.shape)
+        })`,
+      );
+    }
+  }
+  let start = 0;
+  return parts.map((p) => {
+    const piece = narrow(x, d, start, p);
+    start += p;
+    return piece;
+  });
+}
+
+/** `torch.chunk`: pieces of ceil(n / chunks), the remainder last. */
+export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
+  const d = normalizeDim(dim, x.ndim, "chunk");
+  return split(x, chunkSizes(x.shape[d], chunks), d);
+}
+
+/** Concatenates along `dim`; all other dims must match. */
+export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
+  if (!(tensors?.length > 0)) throw new RangeError("cat: expected a non-empty array of tensors");
+  const first = tensors[0];
+  if (first.ndim === 0) throw new RangeError("cat: zero-dimensional tensors cannot be concatenated (use stack)");
+  const d = normalizeDim(dim, first.ndim, "cat");
+  const device = commonDevice("cat", ...tensors);
+  tensors.forEach((t, i) => {
+    if (t.ndim !== first.ndim || t.shape.some((n, j) => j !== d && n !== first.shape[j])) {
+      throw new RangeError(
+        `cat: tensor ${i} has shape ${formatShape(t.shape)}, expected ${
+          `[${first.shape.map((n, j) => (j === d ? "*" : n)).join(", ")}]`
+        } to match tensor 0 (${formatShape(first.shape)}) in every dim but ${d}`,
+      );
+    }
+  });
+  const dtype = tensors.map((t) => t.dtype).reduce(promoteTypes);
+  const inputs = tensors.map((t) => cast(t, dtype));
+  const total = inputs.reduce((s, t) => s + t.shape[d], 0);
+  const out = empty(first.shape.map((n, j) => (j === d ? total : n)), dtype, device);
+  let start = 0;
+  const starts = inputs.map((t) => {
+    writeRegion(t, out, d, start);
+    start += t.shape[d];
+    return start - t.shape[d];
+  });
+  return record("cat", inputs, out, ([g]) => inputs.map((t, i) => (t.requiresGrad ? narrow(g!, d, starts[i], t.shape[d]) : null)));
+}
+
+/** Stacks equal-shaped tensors along a new dim. */
+export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
+  if (!(tensors?.length > 0)) throw new RangeError("stack: expected a non-empty array of tensors");
+  const shape = tensors[0].shape;
+  tensors.forEach((t, i) => {
+    if (t.ndim !== shape.length || t.shape.some((n, j) => n !== shape[j])) {
+      throw new RangeError(
+        `stack: tensor ${i} has shape ${formatShape(t.shape)}, but tensor 0 has ${formatShape(shape)}; stack needs equal shapes`,
+      );
+    }
+  });
+  const d = normalizeDim(dim, shape.length + 1, "stack");
+  return cat(tensors.map((t) => unsqueeze(t, d)), d);
+}
+
+/** Flattens dims `startDim..endDim` into one. */
+export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
+  if (x.ndim === 0) return reshape(x, [1], "flatten");
+  const s = normalizeDim(startDim, x.ndim, "flatten");
+  const e = normalizeDim(endDim, x.ndim, "flatten");
+  const shape = [...x.shape.slice(0, s), numelOf(x.shape.slice(s, e + 1)), ...x.shape.slice(e + 1)];
+  return reshape(x, shape, "flatten");
+}
+
+/** Rows of `x` along `dim` picked by int32 `indices` (1-dimensional). */
+export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
+  const d = normalizeDim(dim, x.ndim, "indexSelect");
+  commonDevice("indexSelect", x, indices);
+  if (indices.dtype !== "int32" || indices.ndim !== 1) {
+    throw new TypeError(
+      `indexSelect: indices must be a 1-dimensional int32 tensor, got ${indices.dtype} of shape ${
+        formatShape(indices.shape)
+      }`,
+    );
+  }
+  const { outer, size, inner } = axisSplit(x.shape, d);
+  const count = indices.shape[0];
+  const out = empty(x.shape.map((n, i) => (i === d ? count : n)), x.dtype, x.device);
+  if (out.numel() > 0) {
+    const xb = x.storage.buffer("indexSelect");
+    const ib = indices.storage.buffer("indexSelect");
+    const ob = out.storage.buffer();
+    launch(x.device, (k) => k.indexSelect(xb, ib, ob, { outer, size, inner, count, dtype: x.dtype }));
+  }
+  return record("indexSelect", [x], out, ([g]) => {
+    // Scatter-add as a product with the one-hot selection matrix [count, size].
+    const onehot = cast(compare("eq", indices.reshape([count, 1]), arangeOn(size, x.device).reshape([1, size])), x.dtype);
+    const grad = matmulRaw(onehot, g!.reshape([outer, count, inner]), { transA: true });
+    return [grad.reshape(x.shape)];
+  });
+}
