@@ -5,7 +5,9 @@
 
 /** A shape with one or more stride lists over it. */
 export interface Strided {
+  /** Sizes of each dim. */
   shape: number[];
+  /** One stride list per operand, each as long as `shape`. */
   strides: number[][];
 }
 

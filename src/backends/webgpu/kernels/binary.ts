@@ -101,9 +101,7 @@ export function binary(
       const parts = ["x", "y", "z", "w"].map((c) =>
         `f(${comp("va", va, c)}, ${comp("vb", vb, c)})`
       );
-      apply = `let va = ${ea}; let vb = ${eb}; out[idx] = ${v4}(${
-        parts.join(", ")
-      });`;
+      apply = `let va = ${ea}; let vb = ${eb}; out[idx] = ${v4}(${parts.join(", ")});`;
     } else {
       apply = `out[idx] = f(${ea}, ${eb});`;
     }

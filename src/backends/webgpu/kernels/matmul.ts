@@ -24,17 +24,22 @@ export type MatmulVariant = "auto" | "register" | "tiled";
  * Kernel family override, for tests and benchmarks; `"auto"` picks
  * register-blocked on CPU adapters and tiled elsewhere.
  */
-export const matmulOptions: { variant: MatmulVariant; rows: number } = {
+export const matmulOptions: {
+  variant: MatmulVariant;
+  rows: number;
+  wgX: number;
+  wgY: number;
+} = {
   variant: "auto",
   rows: 8,
+  wgX: 8,
+  wgY: 8,
 };
-
-/** Workgroup shape of the register-blocked kernel (x: column groups). */
-const RB_WG_X = 8;
-const RB_WG_Y = 8;
 
 interface RbVariant {
   rows: number;
+  wgX: number;
+  wgY: number;
   transA: boolean;
   transB: boolean;
   /** A is read as vec4 along k (row-major A, k and batch stride % 4 == 0). */
@@ -56,7 +61,7 @@ function registerWgsl(v: RbVariant): string {
   s += storage(2, "b", v.vecB ? "vec4<f32>" : "f32", false);
   s += storage(3, "out", v.vecOut ? "vec4<f32>" : "f32", true);
   s += `
-@compute @workgroup_size(${RB_WG_X}, ${RB_WG_Y})
+@compute @workgroup_size(${v.wgX}, ${v.wgY})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let m = pu(0u);
   let n = pu(1u);
@@ -76,9 +81,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (v.transA) {
     if (v.vecAT) {
       for (let q = 0; q < R / 4; q++) {
-        s += `  let ar${q} = select(row + ${4 * q}u, row, row + ${
-          4 * q
-        }u >= m) / 4u;\n`;
+        s += `  let ar${q} = select(row + ${4 * q}u, row, row + ${4 * q}u >= m) / 4u;\n`;
       }
       s += `  let aB4 = aBase / 4u;\n  let m4 = m / 4u;\n`;
     } else {
@@ -88,7 +91,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (const i of rows) {
       s += `  let ar${i} = aBase + min(row + ${i}u, m - 1u) * k;\n`;
     }
-    if (v.vecA) for (const i of rows) s += `  let aq${i} = ar${i} / 4u;\n`;
+    if (v.vecA) { for (const i of rows) s += `  let aq${i} = ar${i} / 4u;\n`; }
   }
   if (v.vecB) {
     s += `  let bc = bBase / 4u + gid.x;\n  let n4 = n / 4u;\n`;
@@ -146,9 +149,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     } else {
       s += `    let o = oBase + (row + ${i}u) * n + col;\n`;
       for (let j = 0; j < 4; j++) {
-        s += `    if (col + ${j}u < n) { out[o + ${j}u] = acc${i}.${
-          "xyzw"[j]
-        }; }\n`;
+        s += `    if (col + ${j}u < n) { out[o + ${j}u] = acc${i}.${"xyzw"[j]}; }\n`;
       }
     }
     s += "  }\n";
@@ -245,8 +246,7 @@ export function matmul(
   out: GPUBuffer,
   layout: MatmulLayout,
 ): void {
-  const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } =
-    layout;
+  const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu matmul does not support dtype ${layout.dtype}`);
   }
@@ -265,8 +265,11 @@ export function matmul(
   let gy: number;
   if (variant === "register") {
     const rows = matmulOptions.rows;
+    const { wgX, wgY } = matmulOptions;
     const v: RbVariant = {
       rows,
+      wgX,
+      wgY,
       transA,
       transB,
       vecA: !transA && k % 4 === 0 && aBatchStride % 4 === 0,
@@ -277,8 +280,8 @@ export function matmul(
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
     wgsl = () => registerWgsl(v);
-    gx = Math.ceil(Math.ceil(n / 4) / RB_WG_X);
-    gy = Math.ceil(Math.ceil(m / rows) / RB_WG_Y);
+    gx = Math.ceil(Math.ceil(n / 4) / wgX);
+    gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {
     key = `matmul_tiled_${transA}_${transB}`;
     wgsl = () => tiledWgsl(transA, transB);

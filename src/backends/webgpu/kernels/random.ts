@@ -40,22 +40,26 @@ fn uni(j: u32, key: u32) -> f32 {
 }
 `;
 
+// Shader compilers may simplify (a + b) - a to b, which erases the rounding
+// errors these functions exist to capture; opq() passes a value through an
+// XOR with a runtime zero (parameter 6), which no optimiser can see through.
 const DOUBLE_FLOAT = `
+fn opq(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ pu(6u)); }
 fn split(a: f32) -> vec2<f32> {
-  let c = 4097.0 * a;
-  let hi = c - (c - a);
+  let c = opq(4097.0 * a);
+  let hi = opq(c - (c - a));
   return vec2<f32>(hi, a - hi);
 }
 fn twoProd(a: f32, b: f32) -> vec2<f32> {
-  let p = a * b;
+  let p = opq(a * b);
   let sa = split(a);
   let sb = split(b);
   let e = ((sa.x * sb.x - p) + sa.x * sb.y + sa.y * sb.x) + sa.y * sb.y;
   return vec2<f32>(p, e);
 }
 fn twoSum(a: f32, b: f32) -> vec2<f32> {
-  let s = a + b;
-  let bb = s - a;
+  let s = opq(a + b);
+  let bb = opq(s - a);
   return vec2<f32>(s, (a - (s - bb)) + (b - bb));
 }
 `;
@@ -86,6 +90,7 @@ export function random(
       f32Bits(a - lowHi),
       f32Bits(rangeHi),
       f32Bits(range - rangeHi),
+      0,
     ];
     body = `  let uu = uni(idx, pu(1u));
   let p = twoProd(pf(4u), uu);

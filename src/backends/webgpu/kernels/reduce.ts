@@ -194,11 +194,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   var r0 = start + lid;
   let tail = r0 >= size;
   if (tail) { r0 = start; }
-${first}${
-    op === "sum"
-      ? `  if (tail) { sv[lid] = ${identity(op, t)}; }\n`
-      : ""
-  }  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
+${first}${op === "sum" ? `  if (tail) { sv[lid] = ${identity(op, t)}; }\n` : ""}  for (var s = ${
+    WG / 2
+  }u; s > 0u; s = s >> 1u) {
     workgroupBarrier();
     if (lid < s) {
 ${step}

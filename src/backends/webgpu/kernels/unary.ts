@@ -20,11 +20,9 @@ const FLOAT_BODIES: Record<UnaryOp, string> = {
   // select keeps NaN (PyTorch propagates it) where max(x, 0) may not.
   relu: "return select(x, 0.0, x < 0.0);",
   // Two branches so exp never overflows into inf / inf.
-  sigmoid:
-    "if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); } let e = exp(x); return e / (1.0 + e);",
+  sigmoid: "if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); } let e = exp(x); return e / (1.0 + e);",
   // Some drivers compute tanh from exp and give NaN for large |x|.
-  tanh:
-    "if (abs(x) > 9.0) { return select(-1.0, 1.0, x > 0.0); } return tanh(x);",
+  tanh: "if (abs(x) > 9.0) { return select(-1.0, 1.0, x > 0.0); } return tanh(x);",
   gelu: "return x * phi(x);",
   geluGrad: "return phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);",
   sign: "return select(select(x, -1.0, x < 0.0), 1.0, x > 0.0);",

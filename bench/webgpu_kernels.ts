@@ -1,0 +1,121 @@
+/**
+ * Throughput of the webgpu backend's matmul (GFLOP/s) and elementwise add
+ * (GB/s). Every timed iteration ends with a one-element `read`, which waits
+ * for the queued kernels to finish. Reports the median of several iterations
+ * after a warm-up.
+ *
+ * deno run -A bench/webgpu_kernels.ts [--variant=register|tiled] [--rows=8]
+ *   [--wg=8x8] [--sizes=256,512,1024,2048]
+ * @module
+ */
+
+import type { BackendDevice, DeviceBuffer } from "../src/backends/backend.ts";
+import { matmulOptions, type MatmulVariant, webgpuBackend } from "../src/backends/webgpu/mod.ts";
+
+function arg(name: string): string | undefined {
+  const prefix = `--${name}=`;
+  return Deno.args.find((a) => a.startsWith(prefix))?.slice(prefix.length);
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** Median seconds of `iters` runs of `body` (after `warmup` runs). */
+async function time(
+  d: BackendDevice,
+  sync: DeviceBuffer,
+  warmup: number,
+  iters: number,
+  body: () => void,
+): Promise<number> {
+  for (let i = 0; i < warmup; i++) {
+    body();
+    await d.read(sync, 1, "float32");
+  }
+  const times: number[] = [];
+  for (let i = 0; i < iters; i++) {
+    const t0 = performance.now();
+    body();
+    await d.read(sync, 1, "float32");
+    times.push((performance.now() - t0) / 1000);
+  }
+  return median(times);
+}
+
+function randomFill(d: BackendDevice, b: DeviceBuffer, n: number, seed: number) {
+  d.random(b, { numel: n, kind: "uniform", seed, a: -1, b: 1, dtype: "float32" });
+}
+
+const backend = await webgpuBackend();
+const device = await backend.createDevice(0);
+const variant = arg("variant") as MatmulVariant | undefined;
+if (variant) matmulOptions.variant = variant;
+const rows = arg("rows");
+if (rows) matmulOptions.rows = Number(rows);
+const wg = arg("wg");
+if (wg) [matmulOptions.wgX, matmulOptions.wgY] = wg.split("x").map(Number);
+const sizes = (arg("sizes") ?? "256,512,1024,2048").split(",").map(Number);
+console.log(`adapter: ${device.info}`);
+console.log(
+  `matmul variant: ${matmulOptions.variant}, rows/invocation: ${matmulOptions.rows}, ` +
+    `workgroup: ${matmulOptions.wgX}x${matmulOptions.wgY}`,
+);
+
+for (const n of sizes) {
+  const a = device.allocate(n * n, "float32");
+  const b = device.allocate(n * n, "float32");
+  const out = device.allocate(n * n, "float32");
+  randomFill(device, a, n * n, 1);
+  randomFill(device, b, n * n, 2);
+  const layout = {
+    batch: 1,
+    m: n,
+    n,
+    k: n,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    transA: false,
+    transB: false,
+    dtype: "float32" as const,
+  };
+  const flops = 2 * n * n * n;
+  // Enough back-to-back products per iteration that one lasts ~0.1 s or more.
+  const reps = Math.max(1, Math.round(2e8 / flops));
+  const iters = n >= 2048 ? 3 : 7;
+  const s = await time(device, out, 1, iters, () => {
+    for (let r = 0; r < reps; r++) device.matmul(a, b, out, layout);
+  });
+  console.log(
+    `matmul ${n}x${n}x${n}: ${(flops * reps / s / 1e9).toFixed(2)} GFLOP/s ` +
+      `(${(s / reps * 1000).toFixed(2)} ms each, median of ${iters})`,
+  );
+  for (const buf of [a, b, out]) device.free(buf);
+}
+
+for (const n of [1 << 20, 1 << 24]) {
+  const a = device.allocate(n, "float32");
+  const b = device.allocate(n, "float32");
+  const out = device.allocate(n, "float32");
+  randomFill(device, a, n, 3);
+  randomFill(device, b, n, 4);
+  const layout = {
+    shape: [n],
+    aStrides: [1],
+    bStrides: [1],
+    dtype: "float32" as const,
+  };
+  const reps = 10;
+  const s = await time(device, out, 1, 7, () => {
+    for (let r = 0; r < reps; r++) device.binary("add", a, b, out, layout);
+  });
+  const bytes = 3 * 4 * n * reps;
+  console.log(
+    `add ${n} float32: ${(bytes / s / 1e9).toFixed(2)} GB/s ` +
+      `(${(s / reps * 1000).toFixed(3)} ms each)`,
+  );
+  for (const buf of [a, b, out]) device.free(buf);
+}
+device.destroy();

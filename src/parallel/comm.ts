@@ -1,0 +1,108 @@
+/**
+ * Collective copies between devices (`torch.cuda.comm`): broadcast,
+ * reduceAdd, scatter and gather. None of them waits: each copy is queued on
+ * the streams of the devices involved (see `src/stream.ts`).
+ * @module
+ */
+
+import { type Device, device as resolveDevice } from "../device.ts";
+import { chunkSizes, formatShape, normalizeDim, sameShape } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { cat } from "../ops/view.ts";
+import { type DeviceLike, resolveDevices } from "./devices.ts";
+
+/** `t` on each device: `t` itself where it already is, a copy elsewhere. */
+export function broadcast(t: Tensor, devices: readonly DeviceLike[]): Tensor[] {
+  return resolveDevices(devices, "broadcast").map((d) => t.to(d));
+}
+
+/** The sum of equal-shaped tensors from several devices, on `destination`. */
+export function reduceAdd(tensors: readonly Tensor[], destination?: DeviceLike): Tensor {
+  if (!Array.isArray(tensors) || tensors.length === 0) {
+    throw new RangeError("reduceAdd: expected a non-empty array of tensors");
+  }
+  const first = tensors[0];
+  tensors.forEach((t, i) => {
+    if (!sameShape(t.shape, first.shape)) {
+      throw new RangeError(
+        `reduceAdd: tensor ${i} on ${t.device} has shape ${
+          formatShape(t.shape)
+        }, but tensor 0 on ${first.device} has shape ${formatShape(first.shape)}`,
+      );
+    }
+  });
+  const target = destination === undefined ? first.device : resolveDevice(destination);
+  let sum = first.to(target);
+  for (let i = 1; i < tensors.length; i++) sum = sum.add(tensors[i].to(target));
+  return sum;
+}
+
+/** Options of {@link scatter}. */
+export interface ScatterOptions {
+  /** The dim to split (default 0; negative counts from the end). */
+  dim?: number;
+  /** One size per device, summing to the dim's length; default torch.chunk's sizes. */
+  chunkSizes?: readonly number[];
+}
+
+/** The sizes `t` splits into along `dim` over `count` devices, checked. */
+export function scatterSizes(
+  t: Tensor,
+  count: number,
+  dim: number,
+  sizes: readonly number[] | null | undefined,
+): number[] {
+  if (t.ndim === 0) {
+    throw new RangeError(
+      "scatter: a 0-dimensional tensor cannot be scattered (it has no dim to split); pass it inside a tensor of shape [n] or as a non-tensor value",
+    );
+  }
+  const n = t.shape[dim];
+  if (!sizes) return chunkSizes(n, count);
+  const total = sizes.reduce((a, b) => a + b, 0);
+  if (
+    sizes.length !== count || total !== n || sizes.some((s) => !Number.isInteger(s) || s < 0)
+  ) {
+    throw new RangeError(
+      `scatter: chunkSizes ${JSON.stringify(sizes)} must have one non-negative entry per device (${count}) and sum to ${n} (dim ${dim} of shape ${
+        formatShape(t.shape)
+      })`,
+    );
+  }
+  return [...sizes];
+}
+
+/**
+ * Splits `t` along `dim` and puts piece i on device i (torch.chunk's sizes
+ * unless `chunkSizes`). There may be fewer pieces than devices.
+ */
+export function scatter(
+  t: Tensor,
+  devices: readonly DeviceLike[],
+  options: ScatterOptions = {},
+): Tensor[] {
+  const list = resolveDevices(devices, "scatter");
+  if (t.ndim === 0) scatterSizes(t, list.length, 0, null);
+  const dim = normalizeDim(options.dim ?? 0, t.ndim, "scatter");
+  const sizes = scatterSizes(t, list.length, dim, options.chunkSizes);
+  return t.split(sizes, dim).map((piece, i) => piece.to(list[i]));
+}
+
+/** Options of {@link gather}. */
+export interface GatherOptions {
+  /** The dim to concatenate along (default 0). */
+  dim?: number;
+  /** Where the result goes (default: the first tensor's device). */
+  destination?: DeviceLike;
+}
+
+/** Concatenates tensors from several devices along `dim` on `destination`. */
+export function gather(tensors: readonly Tensor[], options: GatherOptions = {}): Tensor {
+  if (!Array.isArray(tensors) || tensors.length === 0) {
+    throw new RangeError("gather: expected a non-empty array of tensors");
+  }
+  const target: Device = options.destination === undefined
+    ? tensors[0].device
+    : resolveDevice(options.destination);
+  return cat(tensors.map((t) => t.to(target)), options.dim ?? 0);
+}

@@ -1,0 +1,116 @@
+/**
+ * Data parallelism in one process: split the batch over devices, run a
+ * replica of the module on each, concatenate the outputs (PyTorch's
+ * `data_parallel` and `DataParallel`).
+ * @module
+ */
+
+import { type Device, device as resolveDevice } from "../device.ts";
+import { Module } from "../nn/module.ts";
+import { type DeviceLike, resolveDevices } from "./devices.ts";
+import { replicate, checkModuleOn } from "./replicate.ts";
+import { gather, scatter } from "./scatter_gather.ts";
+import { parallelApply } from "./parallel_apply.ts";
+
+/** Options of {@link dataParallel} and {@link DataParallel}. */
+export interface DataParallelOptions {
+  /** Where the gathered output goes (default: the first device). */
+  outputDevice?: DeviceLike;
+  /** The batch dim (default 0). */
+  dim?: number;
+}
+
+function run(
+  module: Module,
+  args: unknown[],
+  devices: Device[],
+  outputDevice: Device,
+  dim: number,
+  op: string,
+): unknown {
+  checkModuleOn(module, devices[0], op);
+  if (args.length === 0) return module.forward();
+  const perDevice = scatter(args, devices, { dim }) as unknown[][];
+  if (devices.length === 1 || perDevice.length === 1) {
+    const out = module.forward(...perDevice[0]);
+    return devices.length === 1 ? out : gather([out], outputDevice, { dim });
+  }
+  const used = devices.slice(0, perDevice.length);
+  const replicas = replicate(module, used);
+  const outputs = parallelApply(replicas, perDevice, { devices: used });
+  return gather(outputs, outputDevice, { dim });
+}
+
+/**
+ * Evaluates `module` on `inputs` (one argument, or an array of arguments)
+ * split over `devices`, as `torch.nn.parallel.data_parallel`. With no devices
+ * the module runs directly.
+ */
+export function dataParallel(
+  module: Module,
+  inputs: unknown,
+  devices: readonly DeviceLike[],
+  options: DataParallelOptions = {},
+): unknown {
+  const args = Array.isArray(inputs) ? inputs : [inputs];
+  if (!devices || devices.length === 0) return module.forward(...args);
+  const list = resolveDevices(devices, "dataParallel");
+  const out = options.outputDevice === undefined ? list[0] : resolveDevice(options.outputDevice);
+  return run(module, args, list, out, options.dim ?? 0, "dataParallel");
+}
+
+/** Options of the {@link DataParallel} constructor. */
+export interface DataParallelModuleOptions extends DataParallelOptions {
+  /** The devices to split over; the module must be on the first. */
+  devices: readonly DeviceLike[];
+}
+
+/**
+ * Wraps a module so each forward splits its arguments' tensors along `dim`
+ * over `devices`, runs replicas, and gathers the outputs on `outputDevice`.
+ * Parameter gradients land on the original module's parameters. The wrapped
+ * module is the child `module` (state dict keys `module.fc.weight`, as in
+ * PyTorch).
+ *
+ * @example
+ * ```ts
+ * const devices = await requestDevices({ count: 2 });
+ * const model = new nn.DataParallel(new nn.Linear(5, 2).to(devices[0]), { devices });
+ * const out = model.forward(randn([30, 5], { device: devices[0] })); // [30, 2]
+ * ```
+ */
+export class DataParallel<M extends Module = Module> extends Module {
+  /** The wrapped module (replica 0). */
+  readonly module: M;
+  /** The devices batches are split over. */
+  readonly devices: readonly Device[];
+  /** Where outputs are gathered. */
+  readonly outputDevice: Device;
+  /** The batch dim. */
+  readonly dim: number;
+
+  /** Wraps `module`, which must be on `devices[0]`. */
+  constructor(module: M, options: DataParallelModuleOptions) {
+    super();
+    if (!(module instanceof Module)) {
+      throw new TypeError("DataParallel: the first argument must be an nn.Module");
+    }
+    const devices = resolveDevices(options?.devices ?? [], "DataParallel");
+    this.module = module;
+    this.devices = devices;
+    this.outputDevice = options.outputDevice === undefined
+      ? devices[0]
+      : resolveDevice(options.outputDevice);
+    this.dim = options.dim ?? 0;
+  }
+
+  /** Splits the arguments over the devices and gathers the outputs. */
+  override forward(...args: unknown[]): unknown {
+    return run(this.module, args, [...this.devices], this.outputDevice, this.dim, "DataParallel");
+  }
+
+  /** `DataParallel(\n  (module): ...\n)`. */
+  override toString(): string {
+    return super.toString();
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Replicas of a module on several devices. Replica 0 is the module itself;
+ * the others get their parameters through a differentiable Broadcast, so
+ * their gradients are summed back into the original parameters' `.grad`.
+ * @module
+ */
+
+import { isGradEnabled, noGrad } from "../autograd.ts";
+import type { Device } from "../device.ts";
+import type { Module } from "../nn/module.ts";
+import type { Tensor } from "../tensor.ts";
+import { type DeviceLike, resolveDevices } from "./devices.ts";
+import { Broadcast } from "./functions.ts";
+
+/** Options of {@link replicate}. */
+export interface ReplicateOptions {
+  /** Plain copies without a graph, even with gradients enabled. */
+  detach?: boolean;
+}
+
+/**
+ * Throws unless every parameter and buffer of `module` is on `device`, naming
+ * the device expected, the device found and the tensor.
+ */
+export function checkModuleOn(module: Module, device: Device, op: string): void {
+  const named: [string, Tensor][] = [...module.namedParameters(), ...module.namedBuffers()];
+  for (const [name, t] of named) {
+    if (t.device !== device) {
+      throw new Error(
+        `${op}: module must have its parameters and buffers on device ${device} (devices[0]) but found ${name} on device ${t.device}`,
+      );
+    }
+  }
+}
+
+/**
+ * `module` on each device: replica 0 is `module` (its own parameters and
+ * buffers); replicas 1.. are structural copies whose parameters are
+ * Broadcast outputs (or plain copies with `detach` or under noGrad) and whose
+ * buffers are copies made without gradient.
+ */
+export function replicate<M extends Module>(
+  module: M,
+  devices: readonly DeviceLike[],
+  options: ReplicateOptions = {},
+): M[] {
+  const targets = resolveDevices(devices, "replicate");
+  checkModuleOn(module, targets[0], "replicate");
+  const others = targets.slice(1);
+  if (others.length === 0) return [module];
+  const params = module.parameters();
+  const buffers = module.buffers();
+  const differentiable = isGradEnabled() && !options.detach;
+  const paramCopies: Tensor[] = differentiable
+    ? Broadcast.apply(others, ...params)
+    : noGrad(() => others.flatMap((d) => params.map((p) => p.to(d))));
+  const bufferCopies = noGrad(() => others.flatMap((d) => buffers.map((b) => b.to(d))));
+  const replicas: M[] = [module];
+  others.forEach((_, r) => {
+    const byOriginal = new Map<Tensor, Tensor>();
+    params.forEach((p, j) => byOriginal.set(p, paramCopies[r * params.length + j]));
+    buffers.forEach((b, j) => byOriginal.set(b, bufferCopies[r * buffers.length + j]));
+    replicas.push(module._replicateWith((t) => byOriginal.get(t) ?? t) as M);
+  });
+  return replicas;
+}

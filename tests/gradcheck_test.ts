@@ -1,0 +1,379 @@
+/**
+ * Numeric gradient checks: every differentiable op's backward against central
+ * finite differences, in float64 on the cpu reference backend.
+ *
+ * For `y = f(x1, ..., xn)` the scalar checked is `L = Σ y * w` with fixed
+ * weights `w`, so every output element contributes a distinct amount.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  add,
+  cat,
+  chunk,
+  type Device,
+  div,
+  expand,
+  Function,
+  type FunctionCtx,
+  linear,
+  logSoftmax,
+  matmul,
+  maximum,
+  minimum,
+  noGrad,
+  pow,
+  requestDevices,
+  softmax,
+  split,
+  stack,
+  sub,
+  type Tensor,
+  tensor,
+} from "../mod.ts";
+
+const [CPU0, CPU1] = await requestDevices({ backend: "cpu", count: 2 });
+
+/** A small deterministic PRNG (mulberry32) for inputs and weights. */
+function prng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `numel(shape)` values in [low, high), deterministic per seed. */
+function values(shape: number[], seed: number, low = -2, high = 2): number[] {
+  const next = prng(seed);
+  const n = shape.reduce((a, b) => a * b, 1);
+  return Array.from({ length: n }, () => low + (high - low) * next());
+}
+
+/** Distinct values in [low, high) spaced at least `gap` apart, shuffled (no ties for max/min). */
+function distinct(shape: number[], seed: number, low = -2, gap = 0.1): number[] {
+  const next = prng(seed);
+  const n = shape.reduce((a, b) => a * b, 1);
+  const out = Array.from({ length: n }, (_, i) => low + gap * i + gap * 0.3 * next());
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+/** One input of a checked function. */
+interface Input {
+  shape: number[];
+  values: number[];
+  /** Where the input lives (default cpu:0). */
+  device?: Device;
+}
+
+interface CheckOptions {
+  /** Finite-difference step (default 1e-6). */
+  eps?: number;
+  /** Tolerance: |analytic - numeric| <= tol * (1 + |numeric|) (default 1e-6). */
+  tol?: number;
+}
+
+function makeInputs(inputs: Input[], hosts: Float64Array[], requiresGrad: boolean): Tensor[] {
+  return inputs.map((input, i) =>
+    tensor(hosts[i], {
+      dtype: "float64",
+      shape: input.shape,
+      device: input.device ?? CPU0,
+      requiresGrad,
+    })
+  );
+}
+
+/**
+ * Checks the gradients `fn` gives every input against central differences of
+ * `L = Σ fn(inputs) * w`.
+ */
+async function gradcheck(
+  fn: (...xs: Tensor[]) => Tensor,
+  inputs: Input[],
+  options: CheckOptions = {},
+): Promise<void> {
+  const { eps = 1e-6, tol = 1e-6 } = options;
+  const hosts = inputs.map((input) => {
+    assert.equal(
+      input.values.length,
+      input.shape.reduce((a, b) => a * b, 1),
+      `input of shape [${input.shape}] needs that many values`,
+    );
+    return Float64Array.from(input.values);
+  });
+
+  // Analytic gradients.
+  const xs = makeInputs(inputs, hosts, true);
+  const y = fn(...xs);
+  assert.equal(y.dtype, "float64", "the checked function must give float64");
+  assert.ok(y.requiresGrad, "the output must require grad");
+  const w = tensor(Float64Array.from(values([y.numel()], 977, -1, 1)), {
+    dtype: "float64",
+    shape: [...y.shape],
+    device: y.device,
+  });
+  const loss = y.mul(w).sum();
+  assert.deepEqual([...loss.shape], []);
+  loss.backward();
+  const analytic: Float64Array[] = [];
+  for (const [i, x] of xs.entries()) {
+    if (x.grad === null) {
+      analytic.push(new Float64Array(hosts[i].length));
+      continue;
+    }
+    assert.equal(x.grad.dtype, "float64", `input ${i}: grad dtype`);
+    assert.deepEqual([...x.grad.shape], inputs[i].shape, `input ${i}: grad shape`);
+    assert.equal(x.grad.device, x.device, `input ${i}: grad device`);
+    analytic.push((await x.grad.data()) as Float64Array);
+  }
+
+  // Numeric gradients.
+  const evaluate = async (): Promise<number> => {
+    const t = noGrad(() => {
+      const out = fn(...makeInputs(inputs, hosts, false));
+      return out.mul(w.to(out.device)).sum();
+    });
+    return await t.item();
+  };
+  for (let i = 0; i < hosts.length; i++) {
+    const host = hosts[i];
+    for (let j = 0; j < host.length; j++) {
+      const saved = host[j];
+      host[j] = saved + eps;
+      const plus = await evaluate();
+      host[j] = saved - eps;
+      const minus = await evaluate();
+      host[j] = saved;
+      const numeric = (plus - minus) / (2 * eps);
+      const a = analytic[i][j];
+      if (!(Math.abs(a - numeric) <= tol * (1 + Math.abs(numeric)))) {
+        assert.fail(
+          `input ${i} (shape [${inputs[i].shape}]) element ${j}: analytic gradient ${a}, numeric ${numeric}`,
+        );
+      }
+    }
+  }
+}
+
+/** An input of `shape` with values from {@link values}. */
+function inp(shape: number[], seed: number, low = -2, high = 2, device?: Device): Input {
+  return { shape, values: values(shape, seed, low, high), device };
+}
+
+/** Registers a gradient check. */
+function check(
+  name: string,
+  fn: (...xs: Tensor[]) => Tensor,
+  inputs: Input[],
+  options?: CheckOptions,
+): void {
+  Deno.test(`gradcheck ${name}`, () => gradcheck(fn, inputs, options));
+}
+
+// ---- elementwise binary, with broadcasting and numbers ----
+
+check("add", (a, b) => a.add(b), [inp([2, 3], 1), inp([2, 3], 2)]);
+check("add broadcast [3,1,2] + [4,1]", (a, b) => add(a, b), [inp([3, 1, 2], 3), inp([4, 1], 4)]);
+check("add number", (a) => a.add(1.5), [inp([2, 3], 5)]);
+check("add number on the left", (a) => add(2, a), [inp([3], 6)]);
+check("sub", (a, b) => a.sub(b), [inp([2, 3], 7), inp([2, 1], 8)]);
+check("sub number on the left", (a) => sub(1, a), [inp([4], 9)]);
+check("mul", (a, b) => a.mul(b), [inp([2, 3], 10), inp([1, 3], 11)]);
+check("mul by itself", (a) => a.mul(a), [inp([5], 12)]);
+check("mul number", (a) => a.mul(-3), [inp([2, 2], 13)]);
+check("div", (a, b) => a.div(b), [inp([2, 3], 14), inp([3], 15, 0.5, 2)]);
+check("div number by tensor", (a) => div(2, a), [inp([4], 16, 0.5, 2)]);
+check("div broadcast both ways", (a, b) => a.div(b), [inp([3, 1], 17), inp([1, 4], 18, 1, 3)]);
+check("pow number exponent", (a) => a.pow(3), [inp([2, 3], 19)]);
+check("pow fractional exponent", (a) => a.pow(1.5), [inp([5], 20, 0.5, 2)]);
+check("pow tensor exponent", (a, b) => a.pow(b), [inp([2, 3], 21, 0.5, 2), inp([3], 22, -1, 2)]);
+check("pow number base", (a) => pow(2, a), [inp([4], 23)]);
+check("maximum", (a, b) => a.maximum(b), [inp([2, 3], 24), inp([3], 25)]);
+check("maximum number", (a) => maximum(a, 0.25), [{ shape: [4], values: [-1, 0.1, 0.4, 2] }]);
+check("minimum", (a, b) => minimum(a, b), [inp([2, 3], 26), inp([2, 1], 27)]);
+check("clamp min and max", (a) => a.clamp(-0.5, 0.5), [{
+  shape: [6],
+  values: [-1.3, -0.7, -0.2, 0.1, 0.45, 1.9],
+}]);
+check("clamp min only", (a) => a.clamp(0.3), [{ shape: [4], values: [-1, 0.1, 0.7, 2] }]);
+check("clamp max only", (a) => a.clamp(undefined, 0.3), [{ shape: [4], values: [-1, 0.1, 0.7, 2] }]);
+
+// ---- unary ----
+
+check("neg", (a) => a.neg(), [inp([2, 3], 30)]);
+check("exp", (a) => a.exp(), [inp([2, 3], 31)]);
+check("log", (a) => a.log(), [inp([2, 3], 32, 0.1, 3)]);
+check("sqrt", (a) => a.sqrt(), [inp([2, 3], 33, 0.1, 3)]);
+check("abs", (a) => a.abs(), [{ shape: [5], values: [-2, -0.5, 0.3, 1.1, -0.01] }]);
+check("relu", (a) => a.relu(), [{ shape: [6], values: [-2, -0.5, 0.3, 1.1, -0.01, 0.02] }]);
+check("sigmoid", (a) => a.sigmoid(), [inp([2, 3], 34, -5, 5)]);
+check("tanh", (a) => a.tanh(), [inp([2, 3], 35, -3, 3)]);
+check("gelu", (a) => a.gelu(), [inp([8], 36, -4, 4)]);
+check("chained unary", (a) => a.tanh().exp().sigmoid(), [inp([5], 37)]);
+
+// ---- matmul and linear ----
+
+check("matmul 2-D", (a, b) => a.matmul(b), [inp([3, 4], 40), inp([4, 2], 41)]);
+check("matmul 1-D @ 1-D", (a, b) => matmul(a, b), [inp([4], 42), inp([4], 43)]);
+check("matmul 2-D @ 1-D", (a, b) => a.matmul(b), [inp([3, 4], 44), inp([4], 45)]);
+check("matmul 1-D @ 2-D", (a, b) => a.matmul(b), [inp([4], 46), inp([4, 3], 47)]);
+check("matmul batched", (a, b) => a.matmul(b), [inp([2, 3, 4], 48), inp([2, 4, 2], 49)]);
+check("matmul batched @ 2-D", (a, b) => a.matmul(b), [inp([2, 3, 4], 50), inp([4, 2], 51)]);
+check("matmul 2-D @ batched", (a, b) => a.matmul(b), [inp([3, 4], 52), inp([2, 4, 2], 53)]);
+check("matmul broadcast batch [2,1,2,3] @ [3,3,2]", (a, b) => a.matmul(b), [
+  inp([2, 1, 2, 3], 54),
+  inp([3, 3, 2], 55),
+]);
+check("matmul 1-D @ batched", (a, b) => a.matmul(b), [inp([3], 56), inp([2, 3, 2], 57)]);
+check("matmul batched @ 1-D", (a, b) => a.matmul(b), [inp([2, 2, 3], 58), inp([3], 59)]);
+check("matmul same operand", (a) => a.matmul(a), [inp([3, 3], 60)]);
+check("linear with bias", (x, w, b) => linear(x, w, b), [
+  inp([4, 3], 61),
+  inp([2, 3], 62),
+  inp([2], 63),
+]);
+check("linear without bias, 3-D input", (x, w) => linear(x, w), [inp([2, 2, 3], 64), inp([4, 3], 65)]);
+
+// ---- reductions ----
+
+check("sum all", (a) => a.sum(), [inp([2, 3], 70)]);
+check("sum dim 0", (a) => a.sum(0), [inp([2, 3], 71)]);
+check("sum dim 1 keepdim", (a) => a.sum(1, true), [inp([2, 3], 72)]);
+check("sum dims [0, 2]", (a) => a.sum([0, 2]), [inp([2, 3, 2], 73)]);
+check("sum dim -1", (a) => a.sum(-1), [inp([2, 3, 2], 74)]);
+check("sum of a 0-d tensor", (a) => a.sum(), [{ shape: [], values: [1.5] }]);
+check("mean all", (a) => a.mean(), [inp([2, 3], 75)]);
+check("mean dim 1", (a) => a.mean(1), [inp([2, 3], 76)]);
+check("mean dim 0 keepdim", (a) => a.mean(0, true), [inp([2, 3], 77)]);
+check("max all", (a) => a.max(), [{ shape: [2, 3], values: distinct([2, 3], 78) }]);
+check("max dim 1", (a) => a.max(1), [{ shape: [3, 4], values: distinct([3, 4], 79) }]);
+check("max dim 0 keepdim", (a) => a.max(0, true), [{ shape: [3, 4], values: distinct([3, 4], 80) }]);
+check("min all", (a) => a.min(), [{ shape: [2, 3], values: distinct([2, 3], 81) }]);
+check("min dim -1", (a) => a.min(-1), [{ shape: [2, 3, 2], values: distinct([2, 3, 2], 82) }]);
+check("min dim 1 keepdim", (a) => a.min(1, true), [{ shape: [2, 3], values: distinct([2, 3], 83) }]);
+
+// ---- shape ----
+
+check("reshape", (a) => a.reshape([3, 2]).mul(a.reshape([3, 2])), [inp([2, 3], 90)]);
+check("reshape with -1", (a) => a.reshape([-1]).exp(), [inp([2, 3], 91)]);
+check("view", (a) => a.view([6, 1]).tanh(), [inp([2, 3], 92)]);
+check("transpose", (a) => a.transpose(0, 1).exp(), [inp([2, 3], 93)]);
+check("transpose 3-D negative dims", (a) => a.transpose(-1, 0).mul(2), [inp([2, 3, 2], 94)]);
+check("t", (a, b) => a.t().matmul(b), [inp([3, 2], 95), inp([3, 2], 96)]);
+check("permute", (a) => a.permute([2, 0, 1]).sigmoid(), [inp([2, 3, 4], 97)]);
+check("squeeze all", (a) => a.squeeze().exp(), [inp([1, 3, 1], 98)]);
+check("squeeze dim", (a) => a.squeeze(0).exp(), [inp([1, 3, 1], 99)]);
+check("unsqueeze", (a, b) => a.unsqueeze(1).add(b), [inp([3], 100), inp([2, 1, 3], 101)]);
+check("unsqueeze negative", (a) => a.unsqueeze(-1).mul(a.unsqueeze(0)), [inp([3], 102)]);
+check("expand", (a) => a.expand([2, 3, 4]).sigmoid(), [inp([3, 1], 103)]);
+check("expand with -1", (a) => expand(a, [2, -1]).tanh(), [inp([1, 3], 104)]);
+check("flatten", (a) => a.flatten(1).exp(), [inp([2, 2, 3], 105)]);
+check("clone", (a) => a.clone().mul(a), [inp([4], 106)]);
+check("chunk", (a) => {
+  const [p, q, r] = a.chunk(3, 1);
+  return cat([p.exp(), q.mul(2), r.sigmoid()], 1);
+}, [inp([2, 7], 107)]);
+check("chunk with an unused piece", (a) => {
+  const pieces = chunk(a, 2, 0);
+  return pieces[1].tanh();
+}, [inp([4, 2], 108)]);
+check("split by size", (a) => {
+  const pieces = a.split(2, 1);
+  assert.equal(pieces.length, 3);
+  return pieces[0].mul(pieces[1]).add(pieces[2].sum());
+}, [inp([2, 6], 109)]);
+check("split by sizes", (a) => {
+  const [p, q] = split(a, [1, 2], 0);
+  return p.exp().sum().add(q.mul(q).sum());
+}, [inp([3, 2], 110)]);
+check("narrow", (a) => a.narrow(1, 1, 2).exp(), [inp([2, 4], 111)]);
+check("narrow negative start", (a) => a.narrow(0, -2, 2).tanh(), [inp([4, 2], 112)]);
+check("cat dim 0", (a, b) => cat([a, b], 0).exp(), [inp([2, 3], 113), inp([1, 3], 114)]);
+check("cat dim 1 three inputs", (a, b, c) => cat([a, b, c], 1).sigmoid(), [
+  inp([2, 1], 115),
+  inp([2, 3], 116),
+  inp([2, 2], 117),
+]);
+check("cat of the same tensor", (a) => cat([a, a.mul(2), a], -1), [inp([2, 2], 118)]);
+check("stack dim 0", (a, b) => stack([a, b]).tanh(), [inp([2, 3], 119), inp([2, 3], 120)]);
+check("stack dim -1", (a, b) => stack([a, b], -1).exp(), [inp([3], 121), inp([3], 122)]);
+
+// ---- softmax, index select ----
+
+check("softmax dim 1", (a) => a.softmax(1), [inp([2, 4], 130)]);
+check("softmax dim 0", (a) => softmax(a, 0), [inp([3, 2], 131)]);
+check("softmax 3-D middle dim", (a) => a.softmax(1), [inp([2, 3, 2], 132)]);
+check("logSoftmax dim -1", (a) => a.logSoftmax(-1), [inp([2, 4], 133)]);
+check("logSoftmax dim 0", (a) => logSoftmax(a, 0), [inp([3, 2], 134)]);
+check("indexSelect dim 0 with repeats", (a) => {
+  const index = tensor([2, 0, 2, 1], { dtype: "int32" });
+  return a.indexSelect(0, index).exp();
+}, [inp([3, 2], 135)]);
+check("indexSelect dim 1", (a) => {
+  const index = tensor([1, 1, 0], { dtype: "int32" });
+  return a.indexSelect(1, index).mul(a.indexSelect(1, index));
+}, [inp([2, 3, 2], 136)]);
+
+// ---- dtype and device movement ----
+
+// A float32 round trip cannot resolve a 1e-6 step, so this check uses values
+// and a step exact in float32 on a linear function (the central difference
+// is then exact); the gradient itself goes through float32, hence 1e-6.
+check("to(dtype) float64 -> float32 -> float64", (a) => a.to("float32").mul(3).to("float64").add(a), [
+  { shape: [4], values: [0.5, -1.25, 2, 0.125] },
+], { eps: 2 ** -10 });
+check("to(dtype) same dtype", (a) => a.to("float64").exp(), [inp([3], 140)]);
+check("to(device) cpu:0 -> cpu:1", (a) => a.to(CPU1).exp(), [inp([2, 3], 141)]);
+check("to(device) cpu:0 -> cpu:1 -> cpu:0, mixed", (a, b) => {
+  const remote = a.to(CPU1).mul(b).tanh();
+  return remote.to(CPU0).add(a);
+}, [inp([2, 3], 142), inp([2, 3], 143, -2, 2, CPU1)]);
+check("to(device) string name", (a) => a.to("cpu:1").sigmoid().to("cpu:0"), [inp([3], 144)]);
+
+// ---- user Function ----
+
+class Cube extends Function {
+  static override forward(ctx: FunctionCtx, x: Tensor): Tensor {
+    ctx.saveForBackward(x);
+    return x.mul(x).mul(x);
+  }
+  static override backward(ctx: FunctionCtx, g: Tensor): Tensor {
+    const [x] = ctx.savedTensors;
+    return g.mul(x.mul(x).mul(3));
+  }
+}
+
+class ScaledProduct extends Function {
+  static override forward(ctx: FunctionCtx, a: Tensor, b: Tensor, scale: number): Tensor {
+    ctx.saveForBackward(a, b);
+    ctx.scale = scale;
+    return a.mul(b).mul(scale);
+  }
+  static override backward(ctx: FunctionCtx, g: Tensor): (Tensor | null)[] {
+    const [a, b] = ctx.savedTensors;
+    const scale = ctx.scale as number;
+    return [g.mul(b).mul(scale), g.mul(a).mul(scale), null];
+  }
+}
+
+check("user Function", (a) => Cube.apply(a).add(a), [inp([2, 3], 150)]);
+check("user Function with two inputs and a number", (a, b) => ScaledProduct.apply(a, b, 1.5).exp(), [
+  inp([2, 2], 151, -1, 1),
+  inp([2, 2], 152, -1, 1),
+]);
+
+// ---- a small composite ----
+
+check("MLP loss", (x, w1, b1, w2) => {
+  const h = linear(x, w1, b1).gelu();
+  return h.matmul(w2).logSoftmax(1).mean();
+}, [inp([3, 4], 160), inp([5, 4], 161), inp([5], 162), inp([5, 2], 163)]);

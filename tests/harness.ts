@@ -1,0 +1,91 @@
+/**
+ * Shared test helpers: which backends can start here, and closeness checks.
+ * Every backend suite is written once and registered per started backend, as
+ * burn and TensorFlow.js run one kernel suite against every backend.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { backendNames, type Device, requestDevices, type Tensor } from "../mod.ts";
+
+/** Backends that start on this machine, each with `count` devices. */
+export async function startedBackends(count = 1): Promise<Map<string, Device[]>> {
+  const found = new Map<string, Device[]>();
+  for (const name of backendNames()) {
+    try {
+      found.set(name, await requestDevices({ backend: name, count }));
+    } catch (error) {
+      if (name === "cpu") throw error;
+      console.warn(`backend ${name} skipped: ${(error as Error).message}`);
+    }
+  }
+  return found;
+}
+
+/** Started backends, computed once per test file. */
+export const BACKENDS: Map<string, Device[]> = await startedBackends(2);
+
+/** Registers `fn` once per started backend, named `name [backend]`. */
+export function backendTest(
+  name: string,
+  fn: (device: Device, devices: Device[]) => Promise<void> | void,
+): void {
+  for (const [backend, devices] of BACKENDS) {
+    Deno.test({
+      name: `${name} [${backend}]`,
+      sanitizeOps: false,
+      sanitizeResources: false,
+      fn: () => fn(devices[0], devices),
+    });
+  }
+}
+
+/** Options of {@link assertClose}. */
+export interface CloseOptions {
+  /** Absolute tolerance (default 1e-5). */
+  atol?: number;
+  /** Relative tolerance (default 1e-5). */
+  rtol?: number;
+  /** What is compared, for the message. */
+  what?: string;
+}
+
+function flat(values: ArrayLike<number> | number | unknown[]): number[] {
+  if (typeof values === "number") return [values];
+  if (Array.isArray(values)) return (values as unknown[]).flat(Infinity) as number[];
+  return Array.from(values as ArrayLike<number>);
+}
+
+/** Asserts `|actual - expected| <= atol + rtol * |expected|` elementwise (NaN equals NaN). */
+export function assertClose(
+  actual: ArrayLike<number> | number | unknown[],
+  expected: ArrayLike<number> | number | unknown[],
+  options: CloseOptions = {},
+): void {
+  const { atol = 1e-5, rtol = 1e-5, what = "values" } = options;
+  const a = flat(actual);
+  const e = flat(expected);
+  assert.equal(a.length, e.length, `${what}: ${a.length} elements, expected ${e.length}`);
+  for (let i = 0; i < a.length; i++) {
+    if (Number.isNaN(e[i]) && Number.isNaN(a[i])) continue;
+    if (e[i] === a[i]) continue;
+    const tol = atol + rtol * Math.abs(e[i]);
+    if (!(Math.abs(a[i] - e[i]) <= tol)) {
+      assert.fail(
+        `${what}: element ${i} is ${a[i]}, expected ${e[i]} (tolerance ${tol}); actual starts ${
+          JSON.stringify(a.slice(0, 8))
+        }, expected ${JSON.stringify(e.slice(0, 8))}`,
+      );
+    }
+  }
+}
+
+/** Reads a tensor and compares it with `expected` (values and shape). */
+export async function assertTensor(
+  t: Tensor,
+  expected: unknown[] | number,
+  options: CloseOptions & { shape?: number[] } = {},
+): Promise<void> {
+  if (options.shape) assert.deepEqual([...t.shape], options.shape, `${options.what ?? "tensor"}: shape`);
+  assertClose(await t.data(), expected, options);
+}
