@@ -37,3 +37,4 @@ export { keep, tidy } from "./src/storage.ts";
 export { DeviceLostError } from "./src/errors.ts";
 export type { DType, TypedArray } from "./src/dtype.ts";
 export type * from "./src/backends/backend.ts";
+export * as parallel from "./src/parallel/mod.ts";

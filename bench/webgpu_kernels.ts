@@ -4,7 +4,7 @@
  * for the queued kernels to finish. Reports the median of several iterations
  * after a warm-up.
  *
- * deno run -A bench/webgpu_kernels.ts [--variant=register|tiled] [--rows=8]
+ * deno run -A bench/webgpu_kernels.ts [--variant=register|tiled] [--rows=8] [--cols=8]
  *   [--wg=8x8] [--sizes=256,512,1024,2048]
  * @module
  */
@@ -55,12 +55,14 @@ const variant = arg("variant") as MatmulVariant | undefined;
 if (variant) matmulOptions.variant = variant;
 const rows = arg("rows");
 if (rows) matmulOptions.rows = Number(rows);
+const cols = arg("cols");
+if (cols) matmulOptions.cols = Number(cols);
 const wg = arg("wg");
 if (wg) [matmulOptions.wgX, matmulOptions.wgY] = wg.split("x").map(Number);
 const sizes = (arg("sizes") ?? "256,512,1024,2048").split(",").map(Number);
 console.log(`adapter: ${device.info}`);
 console.log(
-  `matmul variant: ${matmulOptions.variant}, rows/invocation: ${matmulOptions.rows}, ` +
+  `matmul variant: ${matmulOptions.variant}, block: ${matmulOptions.rows}x${matmulOptions.cols}, ` +
     `workgroup: ${matmulOptions.wgX}x${matmulOptions.wgY}`,
 );
 

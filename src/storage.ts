@@ -121,7 +121,8 @@ function collect(value: unknown, into: Set<Storage>, seen: Set<unknown>): void {
  * Runs `fn` and releases the memory of every tensor created inside it, except
  * the tensors it returns (in arrays and plain objects too), persistent ones
  * (parameters, gradients, optimizer state) and those passed to `keep`. `fn`
- * must be synchronous: ops never await.
+ * must be synchronous: ops never await. If `fn` throws, everything it made
+ * that is not persistent or kept is released and the error rethrown.
  */
 export function tidy<T>(fn: () => T): T {
   const scope = new Set<Storage>();
@@ -129,9 +130,12 @@ export function tidy<T>(fn: () => T): T {
   let result: T;
   try {
     result = fn();
-  } finally {
+  } catch (error) {
     scopes.pop();
+    for (const storage of scope) if (!storage.persistent) storage.dispose();
+    throw error;
   }
+  scopes.pop();
   if (result instanceof Promise) {
     throw new TypeError(
       "tidy(fn): fn returned a Promise; tidy scopes are synchronous (await data() after tidy returns)",

@@ -8,7 +8,7 @@
 import type { Node } from "./autograd.ts";
 import { type BackwardOptions, runBackward } from "./autograd.ts";
 import { device as resolveDevice, type Device } from "./device.ts";
-import { assertDType, type DType, isFloat, type TypedArray } from "./dtype.ts";
+import { assertDType, type DType, DTYPES, isFloat, type TypedArray } from "./dtype.ts";
 import { formatShape, normalizeDim, numelOf, type Shape, sameShape } from "./shape.ts";
 import type { Storage } from "./storage.ts";
 import * as ew from "./ops/elementwise.ts";
@@ -157,7 +157,9 @@ export class Tensor {
   // ---- reading (the only awaits) ----
 
   /** A host copy of the values, once all work producing them has run. */
-  data(): Promise<TypedArray> {
+  async data(): Promise<TypedArray> {
+    // async so that every failure (a released tensor) rejects rather than
+    // throws; the read is still queued synchronously, at the call.
     const { device, dtype } = this;
     const n = this.numel();
     const buffer = this.#storage.buffer("data");
@@ -220,7 +222,12 @@ export class Tensor {
     } else if (g.device !== this.device) {
       throw new Error(`backward: gradient is on ${g.device}, the tensor on ${this.device}`);
     }
-    runBackward(this, g, options);
+    try {
+      runBackward(this, g, options);
+    } finally {
+      // The implicit seed gradient is never kept (leaves get copies).
+      if (!grad) g.dispose();
+    }
   }
 
   /** The same data without history (shares storage). */
@@ -246,7 +253,21 @@ export class Tensor {
       assertDType(target);
       return ew.cast(this, target);
     }
-    return toDevice(this, resolveDevice(target));
+    let d: Device;
+    try {
+      d = resolveDevice(target);
+    } catch (error) {
+      if (typeof target === "string" && !target.includes(":")) {
+        throw new TypeError(
+          `to: "${target}" is neither a dtype (${DTYPES.join(", ")}) nor a started device (${
+            (error as Error).message
+          })`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+    return toDevice(this, d);
   }
   /** A contiguous copy with its own storage. */
   clone(): Tensor {

@@ -157,7 +157,9 @@ async function gradcheck(
       const a = analytic[i][j];
       if (!(Math.abs(a - numeric) <= tol * (1 + Math.abs(numeric)))) {
         assert.fail(
-          `input ${i} (shape [${inputs[i].shape}]) element ${j}: analytic gradient ${a}, numeric ${numeric}`,
+          `input ${i} (shape [${
+            inputs[i].shape
+          }]) element ${j}: analytic gradient ${a}, numeric ${numeric}`,
         );
       }
     }
@@ -205,7 +207,10 @@ check("clamp min and max", (a) => a.clamp(-0.5, 0.5), [{
   values: [-1.3, -0.7, -0.2, 0.1, 0.45, 1.9],
 }]);
 check("clamp min only", (a) => a.clamp(0.3), [{ shape: [4], values: [-1, 0.1, 0.7, 2] }]);
-check("clamp max only", (a) => a.clamp(undefined, 0.3), [{ shape: [4], values: [-1, 0.1, 0.7, 2] }]);
+check("clamp max only", (a) => a.clamp(undefined, 0.3), [{
+  shape: [4],
+  values: [-1, 0.1, 0.7, 2],
+}]);
 
 // ---- unary ----
 
@@ -241,7 +246,10 @@ check("linear with bias", (x, w, b) => linear(x, w, b), [
   inp([2, 3], 62),
   inp([2], 63),
 ]);
-check("linear without bias, 3-D input", (x, w) => linear(x, w), [inp([2, 2, 3], 64), inp([4, 3], 65)]);
+check("linear without bias, 3-D input", (x, w) => linear(x, w), [
+  inp([2, 2, 3], 64),
+  inp([4, 3], 65),
+]);
 
 // ---- reductions ----
 
@@ -256,10 +264,16 @@ check("mean dim 1", (a) => a.mean(1), [inp([2, 3], 76)]);
 check("mean dim 0 keepdim", (a) => a.mean(0, true), [inp([2, 3], 77)]);
 check("max all", (a) => a.max(), [{ shape: [2, 3], values: distinct([2, 3], 78) }]);
 check("max dim 1", (a) => a.max(1), [{ shape: [3, 4], values: distinct([3, 4], 79) }]);
-check("max dim 0 keepdim", (a) => a.max(0, true), [{ shape: [3, 4], values: distinct([3, 4], 80) }]);
+check("max dim 0 keepdim", (a) => a.max(0, true), [{
+  shape: [3, 4],
+  values: distinct([3, 4], 80),
+}]);
 check("min all", (a) => a.min(), [{ shape: [2, 3], values: distinct([2, 3], 81) }]);
 check("min dim -1", (a) => a.min(-1), [{ shape: [2, 3, 2], values: distinct([2, 3, 2], 82) }]);
-check("min dim 1 keepdim", (a) => a.min(1, true), [{ shape: [2, 3], values: distinct([2, 3], 83) }]);
+check("min dim 1 keepdim", (a) => a.min(1, true), [{
+  shape: [2, 3],
+  values: distinct([2, 3], 83),
+}]);
 
 // ---- shape ----
 
@@ -328,9 +342,14 @@ check("indexSelect dim 1", (a) => {
 // A float32 round trip cannot resolve a 1e-6 step, so this check uses values
 // and a step exact in float32 on a linear function (the central difference
 // is then exact); the gradient itself goes through float32, hence 1e-6.
-check("to(dtype) float64 -> float32 -> float64", (a) => a.to("float32").mul(3).to("float64").add(a), [
-  { shape: [4], values: [0.5, -1.25, 2, 0.125] },
-], { eps: 2 ** -10 });
+check(
+  "to(dtype) float64 -> float32 -> float64",
+  (a) => a.to("float32").mul(3).to("float64").add(a),
+  [
+    { shape: [4], values: [0.5, -1.25, 2, 0.125] },
+  ],
+  { eps: 2 ** -10 },
+);
 check("to(dtype) same dtype", (a) => a.to("float64").exp(), [inp([3], 140)]);
 check("to(device) cpu:0 -> cpu:1", (a) => a.to(CPU1).exp(), [inp([2, 3], 141)]);
 check("to(device) cpu:0 -> cpu:1 -> cpu:0, mixed", (a, b) => {
@@ -366,10 +385,14 @@ class ScaledProduct extends Function {
 }
 
 check("user Function", (a) => Cube.apply(a).add(a), [inp([2, 3], 150)]);
-check("user Function with two inputs and a number", (a, b) => ScaledProduct.apply(a, b, 1.5).exp(), [
-  inp([2, 2], 151, -1, 1),
-  inp([2, 2], 152, -1, 1),
-]);
+check(
+  "user Function with two inputs and a number",
+  (a, b) => ScaledProduct.apply(a, b, 1.5).exp(),
+  [
+    inp([2, 2], 151, -1, 1),
+    inp([2, 2], 152, -1, 1),
+  ],
+);
 
 // ---- a small composite ----
 

@@ -86,6 +86,8 @@ export async function assertTensor(
   expected: unknown[] | number,
   options: CloseOptions & { shape?: number[] } = {},
 ): Promise<void> {
-  if (options.shape) assert.deepEqual([...t.shape], options.shape, `${options.what ?? "tensor"}: shape`);
+  if (options.shape) {
+    assert.deepEqual([...t.shape], options.shape, `${options.what ?? "tensor"}: shape`);
+  }
   assertClose(await t.data(), expected, options);
 }

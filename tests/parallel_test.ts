@@ -14,8 +14,8 @@ import {
   parallel,
   randn,
   requestDevices,
-  tensor,
   type Tensor,
+  tensor,
   zeros,
 } from "../mod.ts";
 import { assertClose, BACKENDS } from "./harness.ts";
@@ -57,8 +57,9 @@ test("scatter follows torch.chunk's table, chunk i on device i", () => {
 });
 
 test("the chunk table matches PyTorch's torch.chunk (fixture)", () => {
-  const recorded = (fixtures as unknown as { chunk_sizes: { cases: { n: number; k: number; chunk: number[] }[] } })
-    .chunk_sizes;
+  const recorded =
+    (fixtures as unknown as { chunk_sizes: { cases: { n: number; k: number; chunk: number[] }[] } })
+      .chunk_sizes;
   for (const { n, k, chunk } of recorded.cases) {
     const mine = CHUNK_TABLE.find(([a, b]) => a === n && b === k);
     if (mine) assert.deepEqual(mine[2], chunk, `n=${n} k=${k}`);
@@ -70,7 +71,10 @@ test("scatter: values, negative dim, explicit chunkSizes and their errors", asyn
   const parts = parallel.scatter(x, cpus.slice(0, 2), { dim: -1 }) as Tensor[];
   assert.deepEqual(await parts[0].toArray(), [[0, 1, 2], [6, 7, 8]]);
   assert.deepEqual(await parts[1].toArray(), [[3, 4, 5], [9, 10, 11]]);
-  const uneven = parallel.scatter(x, cpus.slice(0, 3), { dim: 1, chunkSizes: [1, 0, 5] }) as Tensor[];
+  const uneven = parallel.scatter(x, cpus.slice(0, 3), {
+    dim: 1,
+    chunkSizes: [1, 0, 5],
+  }) as Tensor[];
   assert.deepEqual(uneven.map((t) => t.shape[1]), [1, 0, 5]);
   assert.throws(
     () => parallel.scatter(x, cpus.slice(0, 2), { dim: 1, chunkSizes: [1, 2] }),
@@ -80,7 +84,10 @@ test("scatter: values, negative dim, explicit chunkSizes and their errors", asyn
     () => parallel.scatter(x, cpus.slice(0, 2), { dim: 1, chunkSizes: [6] }),
     /one non-negative entry per device \(2\)/,
   );
-  assert.throws(() => parallel.scatter(tensor(3), cpus.slice(0, 2)), /0-dimensional tensor cannot be scattered/);
+  assert.throws(
+    () => parallel.scatter(tensor(3), cpus.slice(0, 2)),
+    /0-dimensional tensor cannot be scattered/,
+  );
   assert.throws(() => parallel.scatter(x, []), /non-empty array of devices/);
   assert.throws(() => parallel.scatter(x, [cpus[0], cpus[0]]), /cpu:0 appears twice/);
 });
@@ -138,7 +145,10 @@ test("gather of 0-dimensional outputs stacks them into a vector (with one warnin
   const warnings: string[] = [];
   console.warn = (msg: string) => warnings.push(msg);
   try {
-    const v = parallel.gather([tensor(1.5, { device: cpus[0] }), tensor(2.5, { device: cpus[1] })], cpus[0]) as Tensor;
+    const v = parallel.gather(
+      [tensor(1.5, { device: cpus[0] }), tensor(2.5, { device: cpus[1] })],
+      cpus[0],
+    ) as Tensor;
     assert.deepEqual([...v.shape], [2]);
     assert.deepEqual(await v.toArray(), [1.5, 2.5]);
     parallel.gather([tensor(1), tensor(2)], cpus[0]);
@@ -186,7 +196,10 @@ for (const [label, devices] of deviceSets()) {
       const twin = single.namedParameters().find(([n]) => n === name)![1];
       assert.equal(p.grad!.device, devices[0], `${name}.grad lives on the first device`);
       assertClose(await p.grad!.data(), await twin.grad!.data(), { atol: 1e-5, what: name });
-      assertClose(await p.grad!.data(), grads[name].flat(), { atol: 1e-5, what: `${name} vs torch` });
+      assertClose(await p.grad!.data(), grads[name].flat(), {
+        atol: 1e-5,
+        what: `${name} vs torch`,
+      });
     }
   });
 
@@ -256,7 +269,12 @@ test("Broadcast's backward sums every replica's gradient into the original on th
   copies.forEach((c, i) => c.mul(i + 1).sum().backward({ retainGraph: false } as never));
   assert.equal(w.grad!.device, cpus[0]);
   assert.deepEqual(await w.grad!.toArray(), [6, 6]);
-  const sums = parallel.ReduceAddCoalesced.apply(cpus[0], 1, tensor([1], { device: cpus[1] }), tensor([2], { device: cpus[2] }));
+  const sums = parallel.ReduceAddCoalesced.apply(
+    cpus[0],
+    1,
+    tensor([1], { device: cpus[1] }),
+    tensor([2], { device: cpus[2] }),
+  );
   assert.deepEqual(await sums[0].toArray(), [3]);
 });
 
@@ -328,7 +346,10 @@ test("DataParallel: no arguments runs the module once on the first device; objec
 test("dataParallel (functional) with outputDevice and dim", async () => {
   const model = new nn.Linear(4, 3);
   const x = randn([2, 6, 4]);
-  const y = parallel.dataParallel(model, x, cpus.slice(0, 3), { outputDevice: cpus[2], dim: 1 }) as Tensor;
+  const y = parallel.dataParallel(model, x, cpus.slice(0, 3), {
+    outputDevice: cpus[2],
+    dim: 1,
+  }) as Tensor;
   assert.deepEqual([...y.shape], [2, 6, 3]);
   assert.equal(y.device, cpus[2]);
   assertClose(await y.data(), await model.forward(x).data(), { atol: 1e-6 });
@@ -337,11 +358,16 @@ test("dataParallel (functional) with outputDevice and dim", async () => {
 
 test("parallelApply: counts must agree; a failing replica is named with its device and cause", () => {
   const a = new nn.Linear(2, 2);
-  assert.throws(() => parallel.parallelApply([a, a], [zeros([1, 2])]), /got 2 modules, 1 inputs; they must agree/);
+  assert.throws(
+    () => parallel.parallelApply([a, a], [zeros([1, 2])]),
+    /got 2 modules, 1 inputs; they must agree/,
+  );
   const replicas = parallel.replicate(a, cpus.slice(0, 2));
   let caught: Error | null = null;
   try {
-    parallel.parallelApply(replicas, [zeros([1, 2]), zeros([1, 3], { device: cpus[1] })], { devices: cpus.slice(0, 2) });
+    parallel.parallelApply(replicas, [zeros([1, 2]), zeros([1, 3], { device: cpus[1] })], {
+      devices: cpus.slice(0, 2),
+    });
   } catch (error) {
     caught = error as Error;
   }
@@ -353,8 +379,13 @@ test("parallelApply: counts must agree; a failing replica is named with its devi
 test("parallelApply keeps the caller's grad mode in every replica", () => {
   const model = new nn.Linear(2, 2);
   const replicas = parallel.replicate(model, cpus.slice(0, 2));
-  const outs = noGrad(() => parallel.parallelApply(replicas, [zeros([1, 2]), zeros([1, 2], { device: cpus[1] })])) as Tensor[];
+  const outs = noGrad(() =>
+    parallel.parallelApply(replicas, [zeros([1, 2]), zeros([1, 2], { device: cpus[1] })])
+  ) as Tensor[];
   assert.ok(outs.every((o) => !o.requiresGrad));
-  const live = parallel.parallelApply(replicas, [zeros([1, 2]), zeros([1, 2], { device: cpus[1] })]) as Tensor[];
+  const live = parallel.parallelApply(replicas, [
+    zeros([1, 2]),
+    zeros([1, 2], { device: cpus[1] }),
+  ]) as Tensor[];
   assert.ok(live.every((o) => o.requiresGrad));
 });

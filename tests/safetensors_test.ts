@@ -224,8 +224,7 @@ Deno.test("layout: header is compact JSON padded with spaces to 8-byte alignment
   const bytes = encodeSafetensors({
     "attn0": f32([1, 1, 2, 3], [0, 1, 2, 3, 4, 5]),
   });
-  const json =
-    '{"attn0":{"dtype":"F32","shape":[1,1,2,3],"data_offsets":[0,24]}}';
+  const json = '{"attn0":{"dtype":"F32","shape":[1,1,2,3],"data_offsets":[0,24]}}';
   const padded = json + " ".repeat((8 - (json.length % 8)) % 8);
   assert.equal(padded.length % 8, 0);
   assert.equal(
@@ -596,8 +595,7 @@ Deno.test("encode: rejects input that cannot be written", () => {
     () => encodeSafetensors({ w: f32([2, 2], [1, 2, 3]) }),
     {
       name: "SafetensorsError",
-      message:
-        /tensor "w" has shape \[2, 2\] \(4 elements\) but its data holds 3/,
+      message: /tensor "w" has shape \[2, 2\] \(4 elements\) but its data holds 3/,
     },
   );
   assert.throws(

@@ -688,18 +688,25 @@ for (const variant of ["register", "tiled"] as const) {
   });
 }
 
-test("matmul register variant with 4 rows per invocation", async () => {
+test("matmul register variant with other block shapes", async () => {
   const d = await dev();
-  matmulOptions.rows = 4;
+  matmulOptions.variant = "register";
   try {
-    for (const ta of [false, true]) {
-      for (const tb of [false, true]) {
-        await checkMatmul(d, 2, 37, 29, 61, ta, tb);
-        await checkMatmul(d, 2, 36, 32, 16, ta, tb);
+    for (const [rows, cols] of [[4, 4], [8, 4], [8, 16], [4, 12]]) {
+      matmulOptions.rows = rows;
+      matmulOptions.cols = cols;
+      for (const ta of [false, true]) {
+        for (const tb of [false, true]) {
+          await checkMatmul(d, 2, 37, 29, 61, ta, tb);
+          await checkMatmul(d, 2, 36, 32, 16, ta, tb);
+          await checkMatmul(d, 1, 20, 36, 8, ta, tb);
+        }
       }
     }
   } finally {
+    matmulOptions.variant = "auto";
     matmulOptions.rows = 8;
+    matmulOptions.cols = 8;
   }
 });
 

@@ -89,6 +89,8 @@ function operands(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
   const tb = asTensor(b, ta, op);
   const tta = typeof a === "number" ? asTensor(a, tb, op) : ta;
   commonDevice(op, tta, tb);
+  // Shapes are checked before a cast allocates, so a failing op leaves nothing behind.
+  broadcastShapes(tta.shape, tb.shape, op);
   const dtype = promoteTypes(tta.dtype, tb.dtype);
   return [cast(tta, dtype), cast(tb, dtype)];
 }

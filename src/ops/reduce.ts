@@ -16,15 +16,15 @@ import { arangeOn } from "./factory.ts";
 function reduceRaw(op: ReduceOp, x: Tensor, dim: number): Tensor {
   const shape = x.shape.filter((_, i) => i !== dim);
   const dtype = op === "argmax" || op === "argmin" ? "int32" : x.dtype;
-  const out = empty(shape, dtype, x.device);
   const { outer, size, inner } = axisSplit(x.shape, dim);
+  if (size === 0 && op !== "sum" && outer * inner !== 0) {
+    throw new RangeError(
+      `${op}: cannot reduce an empty dim ${dim} of shape ${formatShape(x.shape)}`,
+    );
+  }
+  const out = empty(shape, dtype, x.device);
   if (outer * inner === 0) return out;
   if (size === 0) {
-    if (op !== "sum") {
-      throw new RangeError(
-        `${op}: cannot reduce an empty dim ${dim} of shape ${formatShape(x.shape)}`,
-      );
-    }
     const ob = out.storage.buffer();
     launch(x.device, (k) => k.fill(ob, 0, outer * inner, dtype));
     return out;

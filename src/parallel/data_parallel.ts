@@ -104,9 +104,19 @@ export class DataParallel<M extends Module = Module> extends Module {
     this.dim = options.dim ?? 0;
   }
 
-  /** Splits the arguments over the devices and gathers the outputs. */
-  override forward(...args: unknown[]): unknown {
-    return run(this.module, args, [...this.devices], this.outputDevice, this.dim, "DataParallel");
+  /**
+   * Splits the arguments over the devices and gathers the outputs: the
+   * wrapped module's signature, with the whole batch in and out.
+   */
+  override forward(...args: Parameters<M["forward"]>): ReturnType<M["forward"]> {
+    return run(
+      this.module,
+      args,
+      [...this.devices],
+      this.outputDevice,
+      this.dim,
+      "DataParallel",
+    ) as ReturnType<M["forward"]>;
   }
 
   /** `DataParallel(\n  (module): ...\n)`. */

@@ -2,9 +2,11 @@
  * Batched matrix products, with two kernel families:
  *
  * - register-blocked (CPU adapters such as llvmpipe): each invocation keeps
- *   `ROWS` rows x 4 columns of `out` in registers and streams A and B from
+ *   8 rows x 8 columns of `out` in vec4 registers and streams A and B from
  *   memory, with no workgroup memory. On a CPU implementation a barrier is a
- *   coroutine switch, so shared-memory tiling costs more than it saves.
+ *   coroutine switch, so shared-memory tiling costs more than it saves, and
+ *   llvmpipe runs 8 invocations along x as SIMD lanes, so the workgroup is
+ *   8 wide in x.
  * - shared-memory tiled (real GPUs): 64x64 output tiles staged through
  *   workgroup memory in 16-deep slices of K, 4x4 outputs per invocation.
  *
@@ -21,23 +23,29 @@ import { PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 export type MatmulVariant = "auto" | "register" | "tiled";
 
 /**
- * Kernel family override, for tests and benchmarks; `"auto"` picks
- * register-blocked on CPU adapters and tiled elsewhere.
+ * Tuning knobs, for tests and benchmarks. `variant: "auto"` picks
+ * register-blocked on CPU adapters and tiled elsewhere; `rows` x `cols`
+ * (cols a multiple of 4) is the register block and `wgX` x `wgY` the
+ * workgroup of the register-blocked kernel.
  */
 export const matmulOptions: {
   variant: MatmulVariant;
   rows: number;
+  cols: number;
   wgX: number;
   wgY: number;
 } = {
   variant: "auto",
   rows: 8,
+  cols: 8,
   wgX: 8,
   wgY: 8,
 };
 
 interface RbVariant {
   rows: number;
+  /** Output columns per invocation, a multiple of 4. */
+  cols: number;
   wgX: number;
   wgY: number;
   transA: boolean;
@@ -55,7 +63,10 @@ interface RbVariant {
 /** Params: [m, n, k, aBatchStride, bBatchStride, batchOffset]. */
 function registerWgsl(v: RbVariant): string {
   const R = v.rows;
+  const Q = v.cols / 4;
   const rows = [...Array(R).keys()];
+  const groups = [...Array(Q).keys()];
+  const lanes = [0, 1, 2, 3];
   let s = PARAMS_WGSL;
   s += storage(1, "a", v.vecA || v.vecAT ? "vec4<f32>" : "f32", false);
   s += storage(2, "b", v.vecB ? "vec4<f32>" : "f32", false);
@@ -66,7 +77,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let m = pu(0u);
   let n = pu(1u);
   let k = pu(2u);
-  let col = gid.x * 4u;
+  let col = gid.x * ${v.cols}u;
   let row = gid.y * ${R}u;
   if (col >= n || row >= m) { return; }
   let bt = gid.z + pu(5u);
@@ -76,12 +87,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   // Out-of-range rows and columns load clamped (valid) addresses; their
   // results are simply not stored, which keeps the inner loop branch-free.
   for (const i of rows) {
-    s += `  var acc${i} = vec4<f32>(0.0);\n`;
+    for (const q of groups) s += `  var acc${i}_${q} = vec4<f32>(0.0);\n`;
   }
   if (v.transA) {
     if (v.vecAT) {
-      for (let q = 0; q < R / 4; q++) {
-        s += `  let ar${q} = select(row + ${4 * q}u, row, row + ${4 * q}u >= m) / 4u;\n`;
+      for (let h = 0; h < R / 4; h++) {
+        s += `  let ar${h} = select(row + ${4 * h}u, row, row + ${4 * h}u >= m) / 4u;\n`;
       }
       s += `  let aB4 = aBase / 4u;\n  let m4 = m / 4u;\n`;
     } else {
@@ -94,62 +105,67 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (v.vecA) { for (const i of rows) s += `  let aq${i} = ar${i} / 4u;\n`; }
   }
   if (v.vecB) {
-    s += `  let bc = bBase / 4u + gid.x;\n  let n4 = n / 4u;\n`;
+    s += `  let bc = bBase / 4u + gid.x * ${Q}u;\n  let n4 = n / 4u;\n`;
   } else {
-    for (let j = 0; j < 4; j++) {
-      s += `  let c${j} = min(col + ${j}u, n - 1u);\n`;
-      if (v.transB) s += `  let bc${j} = bBase + c${j} * k;\n`;
+    for (const q of groups) {
+      for (const j of lanes) {
+        s += `  let c${q}${j} = min(col + ${4 * q + j}u, n - 1u);\n`;
+        if (v.transB) s += `  let bc${q}${j} = bBase + c${q}${j} * k;\n`;
+      }
     }
   }
-  const loadB = (kk: string) => {
-    if (v.vecB) return `b[bc + (${kk}) * n4]`;
-    if (v.transB) {
-      return `vec4<f32>(b[bc0 + ${kk}], b[bc1 + ${kk}], b[bc2 + ${kk}], b[bc3 + ${kk}])`;
-    }
-    return `vec4<f32>(b[bBase + (${kk}) * n + c0], b[bBase + (${kk}) * n + c1], b[bBase + (${kk}) * n + c2], b[bBase + (${kk}) * n + c3])`;
+  const loadB = (kk: string, q: number) => {
+    if (v.vecB) return `b[bc + (${kk}) * n4 + ${q}u]`;
+    const at = (j: number) => v.transB ? `bc${q}${j} + ${kk}` : `bBase + (${kk}) * n + c${q}${j}`;
+    return `vec4<f32>(${lanes.map((j) => `b[${at(j)}]`).join(", ")})`;
   };
+  const loadAllB = (kk: string, e: string) =>
+    groups.map((q) => `    let b${e}_${q} = ${loadB(kk, q)};\n`).join("");
   if (v.vecA) {
     s += `  let k4 = k / 4u;
   for (var kq = 0u; kq < k4; kq++) {
     let kk = kq * 4u;
-    let b0 = ${loadB("kk")};
-    let b1 = ${loadB("kk + 1u")};
-    let b2 = ${loadB("kk + 2u")};
-    let b3 = ${loadB("kk + 3u")};
 `;
+    s += loadAllB("kk", "0") + loadAllB("kk + 1u", "1") +
+      loadAllB("kk + 2u", "2") + loadAllB("kk + 3u", "3");
     for (const i of rows) {
-      s += `    { let x = a[aq${i} + kq];
-      acc${i} += x.x * b0 + x.y * b1 + x.z * b2 + x.w * b3; }\n`;
+      s += `    { let x = a[aq${i} + kq];\n`;
+      for (const q of groups) {
+        s +=
+          `      acc${i}_${q} += x.x * b0_${q} + x.y * b1_${q} + x.z * b2_${q} + x.w * b3_${q};\n`;
+      }
+      s += "    }\n";
     }
     s += "  }\n";
   } else {
-    s += `  for (var kk = 0u; kk < k; kk++) {
-    let bv = ${loadB("kk")};
-`;
+    s += "  for (var kk = 0u; kk < k; kk++) {\n" + loadAllB("kk", "v");
+    const update = (i: number, x: string) =>
+      groups.map((q) => `    acc${i}_${q} += ${x} * bv_${q};\n`).join("");
     if (v.transA && v.vecAT) {
-      for (let q = 0; q < R / 4; q++) {
-        s += `    let x${q} = a[aB4 + kk * m4 + ar${q}];\n`;
-        for (let e = 0; e < 4; e++) {
-          s += `    acc${4 * q + e} += x${q}.${"xyzw"[e]} * bv;\n`;
-        }
+      for (let h = 0; h < R / 4; h++) {
+        s += `    let x${h} = a[aB4 + kk * m4 + ar${h}];\n`;
+        for (const e of lanes) s += update(4 * h + e, `x${h}.${"xyzw"[e]}`);
       }
     } else {
       for (const i of rows) {
         const at = v.transA ? `aBase + kk * m + ar${i}` : `ar${i} + kk`;
-        s += `    acc${i} += a[${at}] * bv;\n`;
+        s += `    { let x = a[${at}];\n${update(i, "x")}    }\n`;
       }
     }
     s += "  }\n";
   }
   s += "  let oBase = bt * m * n;\n";
   for (const i of rows) {
-    s += `  if (row + ${i}u < m) {\n`;
-    if (v.vecOut) {
-      s += `    out[(oBase + (row + ${i}u) * n + col) / 4u] = acc${i};\n`;
-    } else {
-      s += `    let o = oBase + (row + ${i}u) * n + col;\n`;
-      for (let j = 0; j < 4; j++) {
-        s += `    if (col + ${j}u < n) { out[o + ${j}u] = acc${i}.${"xyzw"[j]}; }\n`;
+    s += `  if (row + ${i}u < m) {\n    let o = oBase + (row + ${i}u) * n + col;\n`;
+    for (const q of groups) {
+      if (v.vecOut) {
+        s += `    if (col + ${4 * q}u < n) { out[o / 4u + ${q}u] = acc${i}_${q}; }\n`;
+      } else {
+        for (const j of lanes) {
+          s += `    if (col + ${4 * q + j}u < n) { out[o + ${4 * q + j}u] = acc${i}_${q}.${
+            "xyzw"[j]
+          }; }\n`;
+        }
       }
     }
     s += "  }\n";
@@ -266,8 +282,10 @@ export function matmul(
   if (variant === "register") {
     const rows = matmulOptions.rows;
     const { wgX, wgY } = matmulOptions;
+    const cols = matmulOptions.cols;
     const v: RbVariant = {
       rows,
+      cols,
       wgX,
       wgY,
       transA,
@@ -280,7 +298,7 @@ export function matmul(
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
     wgsl = () => registerWgsl(v);
-    gx = Math.ceil(Math.ceil(n / 4) / wgX);
+    gx = Math.ceil(Math.ceil(n / cols) / wgX);
     gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {
     key = `matmul_tiled_${transA}_${transB}`;

@@ -1,0 +1,299 @@
+/**
+ * Shared types and helpers for the peer benchmarks (TensorFlow.js, jax-js).
+ *
+ * Everything here is framework-agnostic: result rows, the timing loop, the
+ * deterministic input data (so that every peer multiplies / trains on exactly
+ * the same numbers) and small error / timeout utilities.
+ *
+ * @module
+ */
+
+/** One measured (or failed) benchmark case of one peer library. */
+export interface PeerResult {
+  /** Peer library, e.g. `"tfjs"` or `"jax-js"`. */
+  peer: string;
+  /** Backend of that library, e.g. `"cpu"`, `"wasm"`, `"webgpu"`. */
+  backend: string;
+  /** Case name, e.g. `"matmul-1024"` or `"mlp-784-512-512-10-b256"`. */
+  suite: string;
+  /** Measured value (median); `NaN` when the case could not run. */
+  value: number;
+  /** Unit of {@link PeerResult.value}: `"GFLOP/s"` or `"ms/step"`. */
+  unit: string;
+  /** Failure reason, or measurement details (iterations, spread). */
+  note?: string;
+}
+
+/** Benchmark suites the peers implement. */
+export type PeerSuite = "matmul" | "mlp";
+
+/** Options of {@link runPeers} (see `mod.ts`) and of every peer runner. */
+export interface PeerOptions {
+  /** Suites to run. */
+  suites: PeerSuite[];
+  /** Square matmul sizes N (default {@link DEFAULT_SIZES}). */
+  sizes?: number[];
+  /** Maximum number of timed MLP steps (default {@link DEFAULT_STEPS}). */
+  steps?: number;
+  /** Progress sink (default: silent). */
+  log?: (line: string) => void;
+}
+
+/** Default matmul sizes. */
+export const DEFAULT_SIZES: readonly number[] = [256, 512, 1024];
+/** Default maximum number of timed MLP steps. */
+export const DEFAULT_STEPS = 10;
+
+/** The MLP benchmark shape: 784-512-512-10, ReLU, batch 256, SGD lr 0.01. */
+export const MLP_SPEC = {
+  dims: [784, 512, 512, 10] as const,
+  batch: 256,
+  lr: 0.01,
+} as const;
+
+/** Suite label of the MLP case. */
+export const MLP_SUITE = "mlp-784-512-512-10-b256";
+
+/** Suite label of a matmul case of size `n`. */
+export function matmulSuite(n: number): string {
+  return `matmul-${n}`;
+}
+
+/** Time limits of one measured case. */
+export interface MeasureOptions {
+  /** Untimed warm-up calls (cut short once they exceed half the budget). */
+  warmup: number;
+  /** Timed calls always made. */
+  minIters: number;
+  /** Timed calls never exceeded. */
+  maxIters: number;
+  /** Stop timing once this many ms have elapsed (and `minIters` are done). */
+  budgetMs: number;
+}
+
+/**
+ * Runs `fn` for warm-up, then times it repeatedly within the time box.
+ * `fn` must include a read back so that the work is finished when it returns.
+ *
+ * @returns the wall-clock duration of every timed call, in ms
+ */
+export async function measure(
+  fn: () => Promise<void>,
+  opts: MeasureOptions,
+): Promise<number[]> {
+  const warmStart = performance.now();
+  for (let i = 0; i < opts.warmup; i++) {
+    await fn();
+    if (performance.now() - warmStart > opts.budgetMs / 2) break;
+  }
+  const times: number[] = [];
+  const start = performance.now();
+  while (times.length < opts.maxIters) {
+    const t0 = performance.now();
+    await fn();
+    times.push(performance.now() - t0);
+    if (
+      times.length >= opts.minIters && performance.now() - start > opts.budgetMs
+    ) break;
+  }
+  return times;
+}
+
+/** Median of a non-empty list (NaN when empty). */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** GFLOP/s of an N×N×N matmul (2·N³ flops) that took `ms` milliseconds. */
+export function matmulGflops(n: number, ms: number): number {
+  return (2 * n * n * n) / (ms * 1e-3) / 1e9;
+}
+
+/** Short description of a list of timings, for {@link PeerResult.note}. */
+export function timingNote(timesMs: readonly number[]): string {
+  const min = Math.min(...timesMs);
+  const max = Math.max(...timesMs);
+  return `median of ${timesMs.length}; min ${min.toFixed(1)} ms, max ${
+    max.toFixed(1)
+  } ms`;
+}
+
+/** Deterministic PRNG (mulberry32) returning floats in [0, 1). */
+export function makeRng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `count` uniform floats in [lo, hi) from `rng`. */
+export function uniformArray(
+  rng: () => number,
+  count: number,
+  lo: number,
+  hi: number,
+): Float32Array {
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i++) out[i] = lo + (hi - lo) * rng();
+  return out;
+}
+
+/** The two N×N row-major operands of the matmul case (values in [-1, 1)). */
+export function matmulInputs(n: number): { a: Float32Array; b: Float32Array } {
+  const rng = makeRng(1234 + n);
+  return {
+    a: uniformArray(rng, n * n, -1, 1),
+    b: uniformArray(rng, n * n, -1, 1),
+  };
+}
+
+/** Host-side initial parameters and one batch for the MLP case. */
+export interface MlpData {
+  /** Weights `[in, out]` row-major, then biases `[out]`, per layer. */
+  layers: { w: Float32Array; b: Float32Array; fanIn: number; fanOut: number }[];
+  /** Inputs `[batch, 784]` in [0, 1). */
+  x: Float32Array;
+  /** One-hot labels `[batch, 10]`. */
+  y: Float32Array;
+}
+
+/**
+ * Deterministic MLP parameters (uniform ±1/√fan_in, like PyTorch's Linear)
+ * and a fixed batch; identical for every peer.
+ */
+export function mlpData(): MlpData {
+  const rng = makeRng(42);
+  const { dims, batch } = MLP_SPEC;
+  const layers: MlpData["layers"] = [];
+  for (let i = 0; i + 1 < dims.length; i++) {
+    const fanIn = dims[i];
+    const fanOut = dims[i + 1];
+    const bound = 1 / Math.sqrt(fanIn);
+    layers.push({
+      w: uniformArray(rng, fanIn * fanOut, -bound, bound),
+      b: uniformArray(rng, fanOut, -bound, bound),
+      fanIn,
+      fanOut,
+    });
+  }
+  const x = uniformArray(rng, batch * dims[0], 0, 1);
+  const classes = dims[dims.length - 1];
+  const y = new Float32Array(batch * classes);
+  for (let i = 0; i < batch; i++) y[i * classes + (i % classes)] = 1;
+  return { layers, x, y };
+}
+
+/** Readable message of anything thrown. */
+export function errorMessage(e: unknown): string {
+  if (e instanceof Error) return `${e.name}: ${e.message}`.slice(0, 300);
+  return String(e).slice(0, 300);
+}
+
+/**
+ * Rejects when `p` has not settled within `ms` milliseconds. The underlying
+ * work is not cancelled (it cannot be), but the run can go on.
+ */
+export function withTimeout<T>(
+  p: Promise<T>,
+  ms: number,
+  what: string,
+): Promise<T> {
+  let timer: number | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${what} timed out after ${ms / 1000} s`)),
+      ms,
+    );
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Rows with `value: NaN` for every requested case of a failed backend. */
+export function failedRows(
+  peer: string,
+  backend: string,
+  opts: PeerOptions,
+  note: string,
+): PeerResult[] {
+  const rows: PeerResult[] = [];
+  for (const suite of opts.suites) {
+    if (suite === "matmul") {
+      for (const n of opts.sizes ?? DEFAULT_SIZES) {
+        rows.push({
+          peer,
+          backend,
+          suite: matmulSuite(n),
+          value: NaN,
+          unit: "GFLOP/s",
+          note,
+        });
+      }
+    } else {
+      rows.push({
+        peer,
+        backend,
+        suite: MLP_SUITE,
+        value: NaN,
+        unit: "ms/step",
+        note,
+      });
+    }
+  }
+  return rows;
+}
+
+/** Time box of one matmul case (the machine is slow: keep it short). */
+export const MATMUL_MEASURE: MeasureOptions = {
+  warmup: 2,
+  minIters: 3,
+  maxIters: 20,
+  budgetMs: 3000,
+};
+
+/** Time box of the MLP case; `maxIters` is replaced by `steps`. */
+export const MLP_MEASURE: MeasureOptions = {
+  warmup: 2,
+  minIters: 3,
+  maxIters: DEFAULT_STEPS,
+  budgetMs: 5000,
+};
+
+/** Upper bound for one case (init, warm-up and timing) before giving up. */
+export const CASE_TIMEOUT_MS = 90_000;
+
+/** What a case function reports: its value and an optional detail note. */
+export interface CaseOutcome {
+  /** Measured value in the case's unit. */
+  value: number;
+  /** Measurement details. */
+  note?: string;
+}
+
+/**
+ * Runs one case under {@link CASE_TIMEOUT_MS}, turning any failure into a
+ * `NaN` row whose note gives the reason, and logs the outcome.
+ */
+export async function runCase(
+  row: Omit<PeerResult, "value" | "note">,
+  log: (line: string) => void,
+  fn: () => Promise<CaseOutcome>,
+): Promise<PeerResult> {
+  const label = `${row.peer}/${row.backend}/${row.suite}`;
+  log(`  ${label} ...`);
+  try {
+    const out = await withTimeout(fn(), CASE_TIMEOUT_MS, label);
+    log(`  ${label}: ${out.value.toFixed(2)} ${row.unit} (${out.note ?? ""})`);
+    return { ...row, value: out.value, note: out.note };
+  } catch (e) {
+    const note = errorMessage(e);
+    log(`  ${label}: FAILED ${note}`);
+    return { ...row, value: NaN, note };
+  }
+}

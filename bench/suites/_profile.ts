@@ -1,0 +1,150 @@
+/**
+ * Counters for "where does the time go": kernel calls per kind on any
+ * backend (with host time, which on the cpu backend is the kernel's own
+ * time), and WebGPU API calls (dispatches, submits, buffer writes, bind
+ * groups, maps). Both patch methods for the duration of one callback only.
+ * @module
+ */
+
+import type { Device } from "../../mod.ts";
+
+/** Calls and host milliseconds per kernel kind (`matmul`, `binary:add`, ...). */
+export type KernelCounts = Record<string, { calls: number; ms: number }>;
+
+const KERNELS = [
+  "allocate",
+  "free",
+  "write",
+  "read",
+  "fill",
+  "cast",
+  "unary",
+  "binary",
+  "reduce",
+  "matmul",
+  "copy",
+  "indexSelect",
+  "softmax",
+  "random",
+] as const;
+
+type Method = (...args: unknown[]) => unknown;
+
+/**
+ * Runs `fn` with every kernel method of `devices` wrapped to count calls and
+ * host time; ops are keyed `kernel:op` where the first argument is an op name.
+ */
+export async function countKernels(
+  devices: readonly Device[],
+  fn: () => Promise<void>,
+): Promise<KernelCounts> {
+  const counts: KernelCounts = {};
+  const restore: (() => void)[] = [];
+  for (const device of devices) {
+    const kernels = device.kernels as unknown as Record<string, Method>;
+    for (const name of KERNELS) {
+      const original = kernels[name];
+      if (typeof original !== "function") continue;
+      const hadOwn = Object.hasOwn(kernels, name);
+      kernels[name] = function (this: unknown, ...args: unknown[]): unknown {
+        const key = typeof args[0] === "string" ? `${name}:${args[0]}` : name;
+        const t0 = performance.now();
+        try {
+          return original.apply(this, args);
+        } finally {
+          const entry = counts[key] ??= { calls: 0, ms: 0 };
+          entry.calls++;
+          entry.ms += performance.now() - t0;
+        }
+      };
+      restore.push(() => {
+        if (hadOwn) kernels[name] = original;
+        else delete kernels[name];
+      });
+    }
+  }
+  try {
+    await fn();
+  } finally {
+    for (const r of restore) r();
+  }
+  return counts;
+}
+
+/** WebGPU API calls seen while a callback ran. */
+export interface GpuCounts {
+  /** `dispatchWorkgroups` calls (compute kernels run). */
+  dispatches: number;
+  /** `queue.submit` calls (command buffers handed to the driver). */
+  submits: number;
+  /** `queue.writeBuffer` calls (host-to-device uploads, parameter blocks included). */
+  writeBuffers: number;
+  /** `copyBufferToBuffer` calls (device copies, readback staging). */
+  copies: number;
+  /** `createBindGroup` calls. */
+  bindGroups: number;
+  /** `createBuffer` calls (pool misses). */
+  buffersCreated: number;
+  /** `mapAsync` calls (readbacks). */
+  maps: number;
+  /** `beginComputePass` calls. */
+  passes: number;
+}
+
+interface Patch {
+  readonly proto: Record<string, Method> | undefined;
+  readonly method: string;
+  readonly counter: keyof GpuCounts;
+}
+
+/** Whether this runtime exposes the WebGPU classes that {@link countGpuCalls} patches. */
+export function hasWebGpuClasses(): boolean {
+  return typeof (globalThis as Record<string, unknown>).GPUQueue === "function";
+}
+
+/** Runs `fn` counting WebGPU API calls (all devices); zeros where WebGPU is absent. */
+export async function countGpuCalls(fn: () => Promise<void>): Promise<GpuCounts> {
+  const counts: GpuCounts = {
+    dispatches: 0,
+    submits: 0,
+    writeBuffers: 0,
+    copies: 0,
+    bindGroups: 0,
+    buffersCreated: 0,
+    maps: 0,
+    passes: 0,
+  };
+  if (!hasWebGpuClasses()) {
+    await fn();
+    return counts;
+  }
+  const g = globalThis as unknown as Record<string, { prototype: Record<string, Method> }>;
+  const patches: Patch[] = [
+    { proto: g.GPUComputePassEncoder?.prototype, method: "dispatchWorkgroups", counter: "dispatches" },
+    { proto: g.GPUQueue?.prototype, method: "submit", counter: "submits" },
+    { proto: g.GPUQueue?.prototype, method: "writeBuffer", counter: "writeBuffers" },
+    { proto: g.GPUCommandEncoder?.prototype, method: "copyBufferToBuffer", counter: "copies" },
+    { proto: g.GPUCommandEncoder?.prototype, method: "beginComputePass", counter: "passes" },
+    { proto: g.GPUDevice?.prototype, method: "createBindGroup", counter: "bindGroups" },
+    { proto: g.GPUDevice?.prototype, method: "createBuffer", counter: "buffersCreated" },
+    { proto: g.GPUBuffer?.prototype, method: "mapAsync", counter: "maps" },
+  ];
+  const restore: (() => void)[] = [];
+  for (const { proto, method, counter } of patches) {
+    if (!proto) continue;
+    const descriptor = Object.getOwnPropertyDescriptor(proto, method);
+    const original = descriptor?.value as Method | undefined;
+    if (typeof original !== "function" || !descriptor?.writable) continue;
+    proto[method] = function (this: unknown, ...args: unknown[]): unknown {
+      counts[counter]++;
+      return original.apply(this, args);
+    };
+    restore.push(() => Object.defineProperty(proto, method, descriptor));
+  }
+  try {
+    await fn();
+  } finally {
+    for (const r of restore) r();
+  }
+  return counts;
+}

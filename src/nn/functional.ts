@@ -1,0 +1,407 @@
+/**
+ * Stateless neural-network functions, as `torch.nn.functional`: activations,
+ * `linear`, `dropout`, normalisation and losses. The modules in `nn` call
+ * these. Nothing here reads values back to the host, so nothing awaits.
+ * @module
+ */
+
+import { noGrad } from "../autograd.ts";
+import type { Device } from "../device.ts";
+import { isFloat } from "../dtype.ts";
+import { arange, rand } from "../ops/factory.ts";
+import { linear as linearOp } from "../ops/linalg.ts";
+import { formatShape, normalizeDim, numelOf, sameShape } from "../shape.ts";
+import { tidy } from "../storage.ts";
+import { Tensor } from "../tensor.ts";
+import { checkBatchNorm, checkTensor, sameDevice } from "./util.ts";
+
+/** How a loss combines its per-element values, as PyTorch's `reduction`. */
+export type Reduction = "mean" | "sum" | "none";
+
+function checkReduction(op: string, reduction: string): void {
+  if (reduction !== "mean" && reduction !== "sum" && reduction !== "none") {
+    throw new RangeError(
+      `${op}: reduction must be "mean", "sum" or "none", got ${JSON.stringify(reduction)}`,
+    );
+  }
+}
+
+// ---------------------------------------------------------------- activations
+
+/** max(x, 0). */
+export function relu(x: Tensor): Tensor {
+  checkTensor("relu", "input", x);
+  return x.relu();
+}
+
+/** The logistic sigmoid 1 / (1 + e^-x). */
+export function sigmoid(x: Tensor): Tensor {
+  checkTensor("sigmoid", "input", x);
+  return x.sigmoid();
+}
+
+/** Hyperbolic tangent. */
+export function tanh(x: Tensor): Tensor {
+  checkTensor("tanh", "input", x);
+  return x.tanh();
+}
+
+/** Options of {@link gelu}. */
+export interface GeluOptions {
+  /** `"none"` (default): the exact erf form; `"tanh"`: the tanh approximation. */
+  approximate?: "none" | "tanh";
+}
+
+/** GELU, exact (erf) by default, as `torch.nn.functional.gelu`. */
+export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
+  checkTensor("gelu", "input", x);
+  const approximate = options.approximate ?? "none";
+  if (approximate === "none") return x.gelu();
+  if (approximate !== "tanh") {
+    throw new RangeError(`gelu: approximate must be "none" or "tanh", got ${JSON.stringify(approximate)}`);
+  }
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's constants.
+  const inner = x.add(x.mul(x).mul(x).mul(0.044715)).mul(Math.sqrt(2 / Math.PI));
+  return x.mul(0.5).mul(inner.tanh().add(1));
+}
+
+/** softmax along `dim` (required: PyTorch's implicit dim is deprecated). */
+export function softmax(x: Tensor, dim: number): Tensor {
+  checkTensor("softmax", "input", x);
+  return x.softmax(dim);
+}
+
+/** log(softmax(x)) along `dim`, computed stably in one kernel. */
+export function logSoftmax(x: Tensor, dim: number): Tensor {
+  checkTensor("logSoftmax", "input", x);
+  return x.logSoftmax(dim);
+}
+
+/** `x @ weightᵀ + bias` over the last dim of `x`. */
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  checkTensor("linear", "input", x);
+  checkTensor("linear", "weight", weight);
+  if (bias != null) {
+    checkTensor("linear", "bias", bias);
+    if (bias.ndim !== 1 || bias.shape[0] !== weight.shape[0]) {
+      throw new RangeError(
+        `linear: bias of shape ${formatShape(bias.shape)} does not match weight of shape ${
+          formatShape(weight.shape)
+        } (expected [${weight.shape[0]}])`,
+      );
+    }
+  }
+  return linearOp(x, weight, bias);
+}
+
+/**
+ * Zeroes each element with probability `p` and scales the rest by
+ * `1 / (1 - p)`, when `training` (default true, as PyTorch's functional form);
+ * otherwise returns `x`. The mask comes from the seeded `rand` stream on the
+ * input's device.
+ */
+export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
+  checkTensor("dropout", "input", x);
+  if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
+    throw new RangeError(`dropout: probability has to be between 0 and 1, but got ${p}`);
+  }
+  if (!isFloat(x.dtype)) {
+    throw new TypeError(`dropout: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`);
+  }
+  if (!training || p === 0) return x;
+  if (p === 1) return x.mul(0);
+  // The scaled mask carries no gradient itself: build it outside the graph.
+  const mask = noGrad(() =>
+    tidy(() => rand([...x.shape], { dtype: x.dtype, device: x.device }).ge(p).mul(1 / (1 - p)))
+  );
+  return x.mul(mask);
+}
+
+// ---------------------------------------------------------------- normalisation
+
+function normalizedDims(x: Tensor, normalizedShape: readonly number[], op: string): number[] {
+  const k = normalizedShape.length;
+  const tail = x.shape.slice(x.ndim - k);
+  if (k === 0 || x.ndim < k || !sameShape(tail, normalizedShape)) {
+    throw new RangeError(
+      `${op}: normalized shape ${formatShape(normalizedShape)} does not match the trailing dims of input of shape ${
+        formatShape(x.shape)
+      }`,
+    );
+  }
+  return normalizedShape.map((_, i) => x.ndim - k + i);
+}
+
+/** Options of {@link layerNorm}. */
+export interface LayerNormOptions {
+  /** Scale, of the normalized shape. */
+  weight?: Tensor | null;
+  /** Shift, of the normalized shape. */
+  bias?: Tensor | null;
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+}
+
+/**
+ * Normalizes over the trailing `normalizedShape` dims with the biased
+ * variance, then scales and shifts, as `torch.nn.functional.layer_norm`.
+ */
+export function layerNorm(
+  x: Tensor,
+  normalizedShape: number | readonly number[],
+  options: LayerNormOptions = {},
+): Tensor {
+  checkTensor("layerNorm", "input", x);
+  const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
+  const dims = normalizedDims(x, shape, "layerNorm");
+  const { weight, bias } = options;
+  const eps = options.eps ?? 1e-5;
+  for (const [name, t] of [["weight", weight], ["bias", bias]] as const) {
+    if (t != null && !sameShape(t.shape, shape)) {
+      throw new RangeError(
+        `layerNorm: ${name} of shape ${formatShape(t.shape)} does not match the normalized shape ${
+          formatShape(shape)
+        }`,
+      );
+    }
+  }
+  sameDevice("layerNorm", { input: x, weight, bias });
+  const mean = x.mean(dims, true);
+  const centered = x.sub(mean);
+  const variance = centered.mul(centered).mean(dims, true);
+  let y = centered.div(variance.add(eps).sqrt());
+  if (weight) y = y.mul(weight);
+  if (bias) y = y.add(bias);
+  return y;
+}
+
+/** Options of {@link batchNorm}. */
+export interface BatchNormOptions {
+  /** Per-channel scale [C]. */
+  weight?: Tensor | null;
+  /** Per-channel shift [C]. */
+  bias?: Tensor | null;
+  /**
+   * Normalize with the batch's statistics (and update the running ones when
+   * given) rather than with the running statistics. Default false.
+   */
+  training?: boolean;
+  /**
+   * Weight of the batch statistic in the running update (default 0.1): a
+   * number, or a 0-dimensional tensor on the input's device (the module
+   * passes `1 / num_batches_tracked` that way for a cumulative average).
+   */
+  momentum?: number | Tensor;
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+}
+
+/**
+ * Batch normalisation over dim 1 of an [N, C] or [N, C, L] input, as
+ * `torch.nn.functional.batch_norm`. In training the batch mean and biased
+ * variance normalize, and `runningMean`/`runningVar` (when given) are updated
+ * in place with `momentum` and the UNBIASED variance; otherwise the running
+ * statistics normalize. The update happens on the device (no host read).
+ */
+export function batchNorm(
+  x: Tensor,
+  runningMean: Tensor | null,
+  runningVar: Tensor | null,
+  options: BatchNormOptions = {},
+): Tensor {
+  const { weight, bias } = options;
+  const training = options.training ?? false;
+  const momentum = options.momentum ?? 0.1;
+  const eps = options.eps ?? 1e-5;
+  checkBatchNorm(x, { runningMean, runningVar, weight, bias }, training);
+  if (!training && (!runningMean || !runningVar)) {
+    throw new Error("batchNorm: running_mean and running_var are required when not training");
+  }
+  if (momentum instanceof Tensor && (momentum.numel() !== 1 || momentum.device !== x.device)) {
+    throw new RangeError(
+      `batchNorm: a tensor momentum must have one element on ${x.device}, got shape ${
+        formatShape(momentum.shape)
+      } on ${momentum.device}`,
+    );
+  }
+  const c = x.shape[1];
+  const view = x.ndim === 2 ? [1, c] : [1, c, 1];
+  let y: Tensor;
+  if (training) {
+    const dims = x.ndim === 2 ? [0] : [0, 2];
+    const n = x.numel() / c;
+    const mean = x.mean(dims, true);
+    const centered = x.sub(mean);
+    const variance = centered.mul(centered).mean(dims, true);
+    y = centered.div(variance.add(eps).sqrt());
+    if (runningMean && runningVar) {
+      noGrad(() =>
+        tidy(() => {
+          const m = momentum instanceof Tensor ? momentum.reshape([]) : momentum;
+          const keep = m instanceof Tensor ? m.mul(-1).add(1) : 1 - m;
+          const batchMean = mean.detach().reshape([c]);
+          const unbiased = variance.detach().reshape([c]).mul(n / (n - 1));
+          runningMean._assign(runningMean.mul(keep).add(batchMean.mul(m)).to(runningMean.dtype));
+          runningVar._assign(runningVar.mul(keep).add(unbiased.mul(m)).to(runningVar.dtype));
+        })
+      );
+    }
+  } else {
+    const mean = runningMean!.reshape(view);
+    const std = runningVar!.reshape(view).add(eps).sqrt();
+    y = x.sub(mean).div(std);
+  }
+  if (weight) y = y.mul(weight.reshape(view.slice(1)));
+  if (bias) y = y.add(bias.reshape(view.slice(1)));
+  return y;
+}
+
+// ---------------------------------------------------------------- losses
+
+/** Options of {@link mseLoss}. */
+export interface MSELossOptions {
+  /** `"mean"` (default), `"sum"` or `"none"`. */
+  reduction?: Reduction;
+}
+
+/** Mean squared error, as `torch.nn.functional.mse_loss`; shapes must be equal. */
+export function mseLoss(input: Tensor, target: Tensor, options: MSELossOptions = {}): Tensor {
+  checkTensor("mseLoss", "input", input);
+  checkTensor("mseLoss", "target", target);
+  const reduction = options.reduction ?? "mean";
+  checkReduction("mseLoss", reduction);
+  if (!sameShape(input.shape, target.shape)) {
+    throw new RangeError(
+      `mseLoss: input of shape ${formatShape(input.shape)} and target of shape ${
+        formatShape(target.shape)
+      } differ; they must have the same shape`,
+    );
+  }
+  sameDevice("mseLoss", { input, target });
+  const diff = input.sub(target);
+  const squared = diff.mul(diff);
+  if (reduction === "none") return squared;
+  const total = squared.sum();
+  // PyTorch divides the sum by the count; a reciprocal multiply rounds differently.
+  return reduction === "sum" ? total : total.div(squared.numel());
+}
+
+/** Options of {@link crossEntropy}. */
+export interface CrossEntropyOptions {
+  /** Per-class weights [C]. */
+  weight?: Tensor | null;
+  /** Class-index targets equal to this are ignored (default -100, as PyTorch). */
+  ignoreIndex?: number;
+  /** `"mean"` (default, weighted mean over non-ignored targets), `"sum"` or `"none"`. */
+  reduction?: Reduction;
+  /** Mixes the target with the uniform distribution by this amount (default 0). */
+  labelSmoothing?: number;
+}
+
+const classRanges = new Map<string, Tensor>();
+
+/** int32 `[0, C)` on `device`, kept (persistent) so losses do not upload it each step. */
+function classRange(c: number, device: Device): Tensor {
+  const key = `${device}|${c}`;
+  const hit = classRanges.get(key);
+  if (hit && !hit.storage.disposed && hit.device === device) return hit;
+  const r = arange(0, c, 1, { dtype: "int32", device });
+  r.storage.persistent = true;
+  if (classRanges.size >= 64) classRanges.delete(classRanges.keys().next().value!);
+  classRanges.set(key, r);
+  return r;
+}
+
+/**
+ * Cross entropy between logits and targets, as
+ * `torch.nn.functional.cross_entropy`: `input` is [N, C] (or [C], or
+ * [N, C, d1, ...] with the class in dim 1); `target` holds int32 class
+ * indices of shape [N] (resp. [], [N, d1, ...]) or class probabilities of
+ * `input`'s shape. Computed through `logSoftmax` and a one-hot made on the
+ * device, so nothing is read back. Class indices outside [0, C) other than
+ * `ignoreIndex` cannot be checked without a read: they count in the mean with
+ * zero loss.
+ */
+export function crossEntropy(
+  input: Tensor,
+  target: Tensor,
+  options: CrossEntropyOptions = {},
+): Tensor {
+  const op = "crossEntropy";
+  checkTensor(op, "input", input);
+  checkTensor(op, "target", target);
+  const reduction = options.reduction ?? "mean";
+  checkReduction(op, reduction);
+  const ignoreIndex = options.ignoreIndex ?? -100;
+  const smoothing = options.labelSmoothing ?? 0;
+  const weight = options.weight ?? null;
+  if (!isFloat(input.dtype)) {
+    throw new TypeError(`${op}: expected floating-point logits, got ${input.dtype} (shape ${formatShape(input.shape)})`);
+  }
+  if (input.ndim < 1) throw new RangeError(`${op}: input must have at least 1 dim (classes), got shape []`);
+  if (!(smoothing >= 0 && smoothing <= 1)) {
+    throw new RangeError(`${op}: labelSmoothing must be between 0 and 1, got ${smoothing}`);
+  }
+  const classDim = input.ndim === 1 ? 0 : 1;
+  const c = input.shape[classDim];
+  if (weight && !sameShape(weight.shape, [c])) {
+    throw new RangeError(
+      `${op}: weight of shape ${formatShape(weight.shape)} does not match the ${c} classes of input of shape ${
+        formatShape(input.shape)
+      }`,
+    );
+  }
+  sameDevice(op, { input, target, weight });
+  const probabilities = isFloat(target.dtype);
+  const outShape = input.shape.filter((_, i) => i !== classDim);
+  if (probabilities ? !sameShape(target.shape, input.shape) : !sameShape(target.shape, outShape)) {
+    throw new RangeError(
+      probabilities
+        ? `${op}: probability target of shape ${formatShape(target.shape)} must match input of shape ${
+          formatShape(input.shape)
+        }`
+        : `${op}: class-index target of shape ${formatShape(target.shape)} does not fit input of shape ${
+          formatShape(input.shape)
+        } (expected ${formatShape(outShape)}, int32)`,
+    );
+  }
+  // Move classes last and flatten the rest: logits [M, C].
+  const perm = input.shape.map((_, i) => i).filter((i) => i !== classDim).concat([classDim]);
+  const moved = input.ndim > 2 ? input.permute(perm) : input;
+  const m = numelOf(outShape);
+  const logits = moved.reshape([m, c]);
+  const logp = logits.logSoftmax(1);
+  const weightRow = weight ? weight.to(logp.dtype).reshape([1, c]) : null;
+
+  if (probabilities) {
+    let t = (input.ndim > 2 ? target.permute(perm) : target).reshape([m, c]).to(logp.dtype);
+    if (smoothing > 0) t = t.mul(1 - smoothing).add(smoothing / c);
+    const picked = weightRow ? logp.mul(weightRow).mul(t) : logp.mul(t);
+    const losses = picked.sum(1).neg();
+    if (reduction === "none") return losses.reshape(outShape);
+    const total = losses.sum();
+    return reduction === "sum" ? total : total.div(m);
+  }
+
+  const idx = target.reshape([m, 1]);
+  const { onehot, valid } = noGrad(() =>
+    tidy(() => ({
+      onehot: idx.eq(classRange(c, input.device).reshape([1, c])).to(logp.dtype),
+      valid: idx.ne(ignoreIndex).to(logp.dtype).reshape([m]),
+    }))
+  );
+  // Weight of each sample: its class's weight, 0 where ignored.
+  const sampleWeight = weightRow ? onehot.mul(weightRow).sum(1).mul(valid) : valid;
+  const nll = onehot.mul(logp).sum(1).neg().mul(sampleWeight);
+  let smooth: Tensor | null = null;
+  if (smoothing > 0) {
+    const all = weightRow ? logp.mul(weightRow) : logp;
+    smooth = all.sum(1).neg().mul(valid);
+  }
+  const combine = (nllPart: Tensor, smoothPart: Tensor | null) =>
+    smoothPart ? nllPart.mul(1 - smoothing).add(smoothPart.mul(smoothing / c)) : nllPart;
+  if (reduction === "none") return combine(nll, smooth).reshape(outShape);
+  if (reduction === "sum") return combine(nll.sum(), smooth?.sum() ?? null);
+  const denominator = sampleWeight.sum();
+  return combine(nll.sum().div(denominator), smooth ? smooth.sum().div(denominator) : null);
+}

@@ -1,0 +1,301 @@
+/**
+ * Layers: `Linear`, containers (`Sequential`, `ModuleList`), activations,
+ * `Dropout`, `Flatten` and `Identity`.
+ * @module
+ */
+
+import type { Device } from "../device.ts";
+import type { DType } from "../dtype.ts";
+import { uniform, zeros } from "../ops/factory.ts";
+import { Tensor } from "../tensor.ts";
+import * as F from "./functional.ts";
+import { Module, Parameter, pyBool, pyFloat } from "./module.ts";
+
+/** Where a layer creates its parameters (PyTorch's factory kwargs). */
+export interface FactoryOptions {
+  /** Device of the parameters; default the default device. */
+  device?: Device | string;
+  /** dtype of the parameters; default float32. */
+  dtype?: DType;
+}
+
+/** Options of {@link Linear}. */
+export interface LinearOptions extends FactoryOptions {
+  /** Learn an additive bias (default true). */
+  bias?: boolean;
+}
+
+function checkCount(what: string, n: unknown, allowZero = true): number {
+  if (typeof n !== "number" || !Number.isInteger(n) || n < (allowZero ? 0 : 1)) {
+    throw new RangeError(`${what} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${n}`);
+  }
+  return n;
+}
+
+/**
+ * `y = x Wᵀ + b`, as `torch.nn.Linear`: `weight` [outFeatures, inFeatures]
+ * and `bias` [outFeatures] (null without bias), both drawn from
+ * U(-1/√in, 1/√in) — PyTorch's kaiming-uniform with a = √5 — from the
+ * seeded `rand` stream.
+ */
+export class Linear extends Module {
+  /** Size of each input's last dim. */
+  readonly inFeatures: number;
+  /** Size of each output's last dim. */
+  readonly outFeatures: number;
+  /** [outFeatures, inFeatures]. */
+  weight: Parameter;
+  /** [outFeatures], or null. */
+  bias: Parameter | null;
+
+  /** A layer from `inFeatures` to `outFeatures`. */
+  constructor(inFeatures: number, outFeatures: number, options: LinearOptions = {}) {
+    super();
+    this.inFeatures = checkCount("Linear: inFeatures", inFeatures);
+    this.outFeatures = checkCount("Linear: outFeatures", outFeatures);
+    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    const bound = inFeatures > 0 ? 1 / Math.sqrt(inFeatures) : 0;
+    this.weight = new Parameter(uniform([outFeatures, inFeatures], -bound, bound, factory));
+    this.bias = (options.bias ?? true)
+      ? new Parameter(
+        bound > 0 ? uniform([outFeatures], -bound, bound, factory) : zeros([outFeatures], factory),
+      )
+      : null;
+  }
+
+  /** Applies the layer over the last dim of `x`. */
+  override forward(x: Tensor): Tensor {
+    return F.linear(x, this.weight, this.bias);
+  }
+
+  /** `in_features=4, out_features=3, bias=True`. */
+  override extraRepr(): string {
+    return `in_features=${this.inFeatures}, out_features=${this.outFeatures}, bias=${pyBool(this.bias !== null)}`;
+  }
+}
+
+function checkModule(owner: string, m: unknown, i: number): Module {
+  if (!(m instanceof Module)) {
+    throw new TypeError(`${owner}: argument ${i} is not an nn.Module (got ${m === null ? "null" : typeof m})`);
+  }
+  return m;
+}
+
+/**
+ * Modules held in fields `"0"`, `"1"`, ... so that their parameters are named
+ * `0.weight`, `1.bias`, as PyTorch's `ModuleList`. It has no `forward`.
+ */
+export class ModuleList extends Module {
+  /** Holds `modules` in order. */
+  constructor(modules: Iterable<Module> = []) {
+    super();
+    for (const m of modules) this.append(m);
+  }
+
+  /** Number of modules. */
+  get length(): number {
+    let n = 0;
+    while (Object.hasOwn(this, String(n))) n++;
+    return n;
+  }
+
+  /** The module at `index` (negative counts from the end). */
+  at(index: number): Module {
+    const n = this.length;
+    const i = index < 0 ? index + n : index;
+    if (!Number.isInteger(i) || i < 0 || i >= n) {
+      throw new RangeError(`${this.constructor.name}.at: index ${index} is out of range for ${n} modules`);
+    }
+    return (this as unknown as Record<string, Module>)[String(i)];
+  }
+
+  /** Adds `module` at the end; returns this. */
+  append(module: Module): this {
+    const n = this.length;
+    (this as unknown as Record<string, Module>)[String(n)] = checkModule(this.constructor.name, module, n);
+    return this;
+  }
+
+  /** The modules in order. */
+  *[Symbol.iterator](): IterableIterator<Module> {
+    const n = this.length;
+    for (let i = 0; i < n; i++) yield (this as unknown as Record<string, Module>)[String(i)];
+  }
+}
+
+/**
+ * Runs modules one after another, as `torch.nn.Sequential`; children are
+ * named `0`, `1`, ...
+ */
+export class Sequential extends ModuleList {
+  /** Chains `modules` in order. */
+  constructor(...modules: Module[]) {
+    modules.forEach((m, i) => checkModule("Sequential", m, i));
+    super(modules);
+  }
+
+  /** Feeds `input` through every module in order. */
+  override forward(input: Tensor): Tensor {
+    let x: unknown = input;
+    for (const m of this) x = (m.forward as (a: unknown) => unknown).call(m, x);
+    return x as Tensor;
+  }
+}
+
+/** max(x, 0), as `torch.nn.ReLU`. */
+export class ReLU extends Module {
+  /** Applies ReLU. */
+  override forward(x: Tensor): Tensor {
+    return F.relu(x);
+  }
+}
+
+/** The logistic sigmoid, as `torch.nn.Sigmoid`. */
+export class Sigmoid extends Module {
+  /** Applies the sigmoid. */
+  override forward(x: Tensor): Tensor {
+    return F.sigmoid(x);
+  }
+}
+
+/** Hyperbolic tangent, as `torch.nn.Tanh`. */
+export class Tanh extends Module {
+  /** Applies tanh. */
+  override forward(x: Tensor): Tensor {
+    return F.tanh(x);
+  }
+}
+
+/** GELU, as `torch.nn.GELU` (exact erf form unless `approximate` is `"tanh"`). */
+export class GELU extends Module {
+  /** `"none"` or `"tanh"`. */
+  readonly approximate: "none" | "tanh";
+
+  /** A GELU layer. */
+  constructor(options: F.GeluOptions = {}) {
+    super();
+    this.approximate = options.approximate ?? "none";
+    if (this.approximate !== "none" && this.approximate !== "tanh") {
+      throw new RangeError(`GELU: approximate must be "none" or "tanh", got ${JSON.stringify(this.approximate)}`);
+    }
+  }
+
+  /** Applies GELU. */
+  override forward(x: Tensor): Tensor {
+    return F.gelu(x, { approximate: this.approximate });
+  }
+
+  /** `approximate='none'`. */
+  override extraRepr(): string {
+    return `approximate='${this.approximate}'`;
+  }
+}
+
+/** softmax along `dim`, as `torch.nn.Softmax`. */
+export class Softmax extends Module {
+  /** The dim normalized over. */
+  readonly dim: number;
+
+  /** Softmax along `dim`. */
+  constructor(dim: number) {
+    super();
+    if (!Number.isInteger(dim)) throw new TypeError(`Softmax: dim must be an integer, got ${dim}`);
+    this.dim = dim;
+  }
+
+  /** Applies softmax. */
+  override forward(x: Tensor): Tensor {
+    return F.softmax(x, this.dim);
+  }
+
+  /** `dim=1`. */
+  override extraRepr(): string {
+    return `dim=${this.dim}`;
+  }
+}
+
+/** log(softmax) along `dim`, as `torch.nn.LogSoftmax`. */
+export class LogSoftmax extends Module {
+  /** The dim normalized over. */
+  readonly dim: number;
+
+  /** Log-softmax along `dim`. */
+  constructor(dim: number) {
+    super();
+    if (!Number.isInteger(dim)) throw new TypeError(`LogSoftmax: dim must be an integer, got ${dim}`);
+    this.dim = dim;
+  }
+
+  /** Applies log-softmax. */
+  override forward(x: Tensor): Tensor {
+    return F.logSoftmax(x, this.dim);
+  }
+
+  /** `dim=1`. */
+  override extraRepr(): string {
+    return `dim=${this.dim}`;
+  }
+}
+
+/**
+ * In training mode zeroes each element with probability `p` and scales the
+ * others by `1 / (1 - p)`; in evaluation mode it is the identity, as
+ * `torch.nn.Dropout`.
+ */
+export class Dropout extends Module {
+  /** Probability of zeroing an element. */
+  readonly p: number;
+
+  /** Dropout with probability `p` (default 0.5). */
+  constructor(p = 0.5) {
+    super();
+    if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
+      throw new RangeError(`Dropout: probability has to be between 0 and 1, but got ${p}`);
+    }
+    this.p = p;
+  }
+
+  /** Applies dropout when training. */
+  override forward(x: Tensor): Tensor {
+    return F.dropout(x, this.p, this.training);
+  }
+
+  /** `p=0.5`. */
+  override extraRepr(): string {
+    return `p=${pyFloat(this.p)}`;
+  }
+}
+
+/** Flattens dims `startDim..endDim` (default 1..-1), as `torch.nn.Flatten`. */
+export class Flatten extends Module {
+  /** First dim flattened. */
+  readonly startDim: number;
+  /** Last dim flattened. */
+  readonly endDim: number;
+
+  /** Flattens `startDim..endDim`. */
+  constructor(startDim = 1, endDim = -1) {
+    super();
+    this.startDim = startDim;
+    this.endDim = endDim;
+  }
+
+  /** Applies the flattening. */
+  override forward(x: Tensor): Tensor {
+    if (!(x instanceof Tensor)) throw new TypeError("Flatten: input must be a Tensor");
+    return x.flatten(this.startDim, this.endDim);
+  }
+
+  /** `start_dim=1, end_dim=-1`. */
+  override extraRepr(): string {
+    return `start_dim=${this.startDim}, end_dim=${this.endDim}`;
+  }
+}
+
+/** Returns its input, as `torch.nn.Identity`. */
+export class Identity extends Module {
+  /** Returns `x`. */
+  override forward(x: Tensor): Tensor {
+    return x;
+  }
+}

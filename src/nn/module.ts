@@ -1,0 +1,552 @@
+/**
+ * `Module` and `Parameter`: the tree of layers, its parameters and buffers,
+ * moving between devices, state dicts and the structural copy the parallel
+ * layer replicates with.
+ * @module
+ */
+
+import { noGrad } from "../autograd.ts";
+import { type Device, device as resolveDevice } from "../device.ts";
+import { formatShape, sameShape } from "../shape.ts";
+import { tidy } from "../storage.ts";
+import { Tensor } from "../tensor.ts";
+
+/**
+ * A tensor that is a module's learnable parameter, as `torch.nn.Parameter`:
+ * a leaf that requires grad (unless told otherwise) and whose memory survives
+ * `tidy` scopes. It shares `data`'s storage, without its history.
+ */
+export class Parameter extends Tensor {
+  /** Wraps `data`'s storage (no copy) as a parameter. */
+  constructor(data: Tensor, requiresGrad = true) {
+    if (!(data instanceof Tensor)) {
+      throw new TypeError(`Parameter: expected a Tensor, got ${data === null ? "null" : typeof data}`);
+    }
+    super(data.storage, data.shape);
+    data.storage.persistent = true;
+    this.requiresGrad = requiresGrad;
+  }
+
+  /** `Parameter(shape=[3, 4], dtype=float32, device=cpu:0, requiresGrad)`. */
+  override toString(): string {
+    return super.toString().replace(/^Tensor/, "Parameter");
+  }
+}
+
+/** Options of {@link Module.registerBuffer}. */
+export interface RegisterBufferOptions {
+  /** Listed in `stateDict()` (default true), as PyTorch's `persistent`. */
+  persistent?: boolean;
+  /** The field that holds it; default: `name` in camelCase (`running_mean` → `runningMean`). */
+  field?: string;
+}
+
+/** What {@link Module.loadStateDict} reports when `strict` is false. */
+export interface LoadStateDictResult {
+  /** Keys the module expected but the state dict lacked. */
+  missingKeys: string[];
+  /** Keys of the state dict the module does not have. */
+  unexpectedKeys: string[];
+}
+
+/** Options of {@link Module.loadStateDict}. */
+export interface LoadStateDictOptions {
+  /** Throw on missing or unexpected keys (default true). Wrong shapes always throw. */
+  strict?: boolean;
+}
+
+/** The callback of {@link Module._replicateWith}: a tensor to put in place of `t`. */
+export type ReplicateTensorFn = (
+  t: Tensor,
+  kind: "parameter" | "buffer",
+  name: string,
+) => Tensor;
+
+interface BufferInfo {
+  readonly name: string;
+  readonly persistent: boolean;
+}
+
+// Buffer registrations per module, field → state-dict name. Kept outside the
+// instance so that field discovery (Object.keys) never sees them and replicas
+// made without running a constructor can be given a copy.
+const bufferFields = new WeakMap<Module, Map<string, BufferInfo>>();
+
+// Private methods (#) would not work on replicas, which are made with
+// Object.create and never pass through the constructor: hence free functions.
+
+/** A module's own parameters as [field, parameter] (no submodules). */
+function ownParameters(m: Module): [string, Parameter][] {
+  const buffers = bufferFields.get(m);
+  return fieldsOf(m).filter((e): e is [string, Parameter] => e[1] instanceof Parameter && !buffers?.has(e[0]));
+}
+
+/** A module's own buffers as [state-dict name, tensor, persistent]. */
+function ownBuffers(m: Module): [string, Tensor, boolean][] {
+  const buffers = bufferFields.get(m);
+  if (!buffers) return [];
+  const out: [string, Tensor, boolean][] = [];
+  for (const [field, value] of fieldsOf(m)) {
+    const info = buffers.get(field);
+    if (info && value instanceof Tensor) out.push([info.name, value, info.persistent]);
+  }
+  return out;
+}
+
+/** Direct submodules as [field, module], duplicates included (for printing). */
+function ownChildren(m: Module): [string, Module][] {
+  return fieldsOf(m).filter((e): e is [string, Module] => e[1] instanceof Module);
+}
+
+/**
+ * [key, tensor] of every parameter and persistent buffer, in state-dict
+ * order. As in PyTorch, a module or tensor reachable under two names appears
+ * under both; only cycles are cut.
+ */
+function stateEntries(root: Module): [string, Tensor][] {
+  const out: [string, Tensor][] = [];
+  const path = new Set<Module>();
+  const visit = (m: Module, prefix: string) => {
+    if (path.has(m)) return;
+    path.add(m);
+    for (const [field, p] of ownParameters(m)) out.push([prefix + field, p]);
+    for (const [name, t, persistent] of ownBuffers(m)) if (persistent) out.push([prefix + name, t]);
+    for (const [field, child] of ownChildren(m)) visit(child, `${prefix}${field}.`);
+    path.delete(m);
+  };
+  visit(root, "");
+  return out;
+}
+
+function snakeToCamel(name: string): string {
+  return name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+function fieldsOf(m: Module): [string, unknown][] {
+  return Object.keys(m).map((k) => [k, (m as unknown as Record<string, unknown>)[k]]);
+}
+
+/** Python's repr of a float: `1e-05`, `0.1`, `1.0`. */
+export function pyFloat(x: number): string {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
+  if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
+  const exponent = Math.floor(Math.log10(Math.abs(x)));
+  if (exponent < -4 || exponent >= 16) {
+    const [mantissa, exp] = x.toExponential().split("e");
+    const sign = exp.startsWith("-") ? "-" : "+";
+    const digits = exp.replace(/^[-+]/, "").padStart(2, "0");
+    return `${mantissa}e${sign}${digits}`;
+  }
+  return String(x);
+}
+
+/** Python's repr of a boolean. */
+export function pyBool(b: boolean): string {
+  return b ? "True" : "False";
+}
+
+function addIndent(text: string, spaces: number): string {
+  const lines = text.split("\n");
+  if (lines.length === 1) return text;
+  const pad = " ".repeat(spaces);
+  return [lines[0], ...lines.slice(1).map((l) => pad + l)].join("\n");
+}
+
+/**
+ * The base of every layer and model, as `torch.nn.Module`. Subclasses set
+ * their parameters (`Parameter`), submodules (`Module`) and buffers
+ * ({@link registerBuffer}) as fields in the constructor and implement
+ * {@link forward}. Fields are discovered in definition order
+ * (`Object.keys(this)`), and names follow PyTorch's `state_dict()` keys
+ * (`fc.weight`, `0.bias`, `running_mean`).
+ *
+ * Keep state that `forward` needs in ordinary fields (or TypeScript `private`
+ * ones), not in `#private` fields: replicas made by {@link _replicateWith}
+ * copy own properties only.
+ *
+ * @example
+ * ```ts
+ * class Net extends nn.Module {
+ *   fc1 = new nn.Linear(4, 8);
+ *   fc2 = new nn.Linear(8, 2);
+ *   override forward(x: Tensor): Tensor {
+ *     return this.fc2.forward(this.fc1.forward(x).relu());
+ *   }
+ * }
+ * ```
+ */
+export class Module {
+  /** Training mode (true) or evaluation mode; set with {@link train}/{@link eval}. */
+  training = true;
+
+  /** The computation; subclasses override it. */
+  forward(..._args: unknown[]): unknown {
+    throw new Error(`${this.constructor.name}.forward is not implemented; subclasses of nn.Module define forward()`);
+  }
+
+  /** Calls {@link forward} (TypeScript has no `__call__`). */
+  call<M extends Module>(this: M, ...args: Parameters<M["forward"]>): ReturnType<M["forward"]> {
+    return (this.forward as (...a: unknown[]) => unknown)(...args) as ReturnType<M["forward"]>;
+  }
+
+  /**
+   * Registers `tensor` as a buffer called `name` in the state dict, stored in
+   * the field `options.field` (default: `name` in camelCase), and returns it.
+   * Buffers are state that is not learned (running statistics): they move
+   * with {@link to} and are saved by {@link stateDict}. `null` registers an
+   * absent buffer.
+   */
+  registerBuffer<T extends Tensor | null>(
+    name: string,
+    tensor: T,
+    options: RegisterBufferOptions = {},
+  ): T {
+    if (typeof name !== "string" || name === "" || name.includes(".")) {
+      throw new TypeError(`registerBuffer: name must be a non-empty string without ".", got ${JSON.stringify(name)}`);
+    }
+    if (tensor !== null && !(tensor instanceof Tensor)) {
+      throw new TypeError(`registerBuffer("${name}"): expected a Tensor or null, got ${typeof tensor}`);
+    }
+    const field = options.field ?? snakeToCamel(name);
+    const current = (this as unknown as Record<string, unknown>)[field];
+    if (current instanceof Parameter || current instanceof Module) {
+      throw new Error(`registerBuffer("${name}"): field "${field}" already holds a ${current.constructor.name}`);
+    }
+    if (tensor) tensor.storage.persistent = true;
+    let info = bufferFields.get(this);
+    if (!info) bufferFields.set(this, info = new Map());
+    info.set(field, { name, persistent: options.persistent ?? true });
+    (this as unknown as Record<string, unknown>)[field] = tensor;
+    return tensor;
+  }
+
+  // ---- discovery ----
+
+  /** Direct submodules by field name, each once. */
+  namedChildren(): [string, Module][] {
+    const seen = new Set<Module>();
+    return ownChildren(this).filter(([, m]) => !seen.has(m) && !!seen.add(m));
+  }
+
+  /** Direct submodules, each once. */
+  children(): Module[] {
+    return this.namedChildren().map(([, m]) => m);
+  }
+
+  /** This module and every submodule, pre-order, each once, with dotted names (`""` for this one). */
+  namedModules(prefix = ""): [string, Module][] {
+    const out: [string, Module][] = [];
+    const seen = new Set<Module>();
+    const visit = (m: Module, name: string) => {
+      if (seen.has(m)) return;
+      seen.add(m);
+      out.push([name, m]);
+      for (const [field, child] of ownChildren(m)) visit(child, name ? `${name}.${field}` : field);
+    };
+    visit(this, prefix);
+    return out;
+  }
+
+  /** This module and every submodule, pre-order, each once. */
+  modules(): Module[] {
+    return this.namedModules().map(([, m]) => m);
+  }
+
+  /**
+   * Parameters with dotted names in PyTorch's order (each module's own, then
+   * its submodules'), each parameter once.
+   */
+  namedParameters(prefix = "", recurse = true): [string, Parameter][] {
+    const out: [string, Parameter][] = [];
+    const seen = new Set<Parameter>();
+    const modules: [string, Module][] = recurse ? this.namedModules(prefix) : [[prefix, this]];
+    for (const [name, m] of modules) {
+      for (const [field, p] of ownParameters(m)) {
+        if (seen.has(p)) continue;
+        seen.add(p);
+        out.push([name ? `${name}.${field}` : field, p]);
+      }
+    }
+    return out;
+  }
+
+  /** Every parameter, each once (what an optimizer takes). */
+  parameters(recurse = true): Parameter[] {
+    return this.namedParameters("", recurse).map(([, p]) => p);
+  }
+
+  /** Buffers with their dotted state-dict names, each once. */
+  namedBuffers(prefix = "", recurse = true): [string, Tensor][] {
+    const out: [string, Tensor][] = [];
+    const seen = new Set<Tensor>();
+    const modules: [string, Module][] = recurse ? this.namedModules(prefix) : [[prefix, this]];
+    for (const [name, m] of modules) {
+      for (const [bufferName, t] of ownBuffers(m)) {
+        if (seen.has(t)) continue;
+        seen.add(t);
+        out.push([name ? `${name}.${bufferName}` : bufferName, t]);
+      }
+    }
+    return out;
+  }
+
+  /** Every buffer, each once. */
+  buffers(recurse = true): Tensor[] {
+    return this.namedBuffers("", recurse).map(([, t]) => t);
+  }
+
+  // ---- modes, devices, gradients ----
+
+  /** Sets training mode on this module and every submodule; returns this. */
+  train(mode = true): this {
+    for (const m of this.modules()) m.training = mode;
+    return this;
+  }
+
+  /** Evaluation mode (`train(false)`); returns this. */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /** Calls `fn` on every submodule and then on this one (post-order, as PyTorch); returns this. */
+  apply(fn: (m: Module) => void): this {
+    for (const child of this.children()) child.apply(fn);
+    fn(this);
+    return this;
+  }
+
+  /**
+   * Moves every parameter, gradient and buffer to `target`, in place: the
+   * same Parameter and buffer objects afterwards hold storage on the new
+   * device (as `module.to` in PyTorch), so optimizers made before stay valid.
+   * Copies are queued without waiting. The old storage is left to the
+   * garbage collector, since other tensors may share it. Returns this.
+   */
+  to(target: Device | string): this {
+    const d = resolveDevice(target);
+    const tensors: Tensor[] = [];
+    for (const m of this.modules()) {
+      tensors.push(...ownParameters(m).map(([, p]) => p), ...ownBuffers(m).map(([, t]) => t));
+    }
+    for (const t of tensors) {
+      if (t.storage.disposed) {
+        throw new Error(`${this.constructor.name}.to(${d}): a parameter or buffer of shape ${formatShape(t.shape)} was disposed`);
+      }
+    }
+    tidy(() =>
+      noGrad(() => {
+        for (const t of tensors) {
+          if (t.device === d) continue;
+          const copy = t.detach().to(d);
+          copy.storage.persistent = true;
+          const grad = t.grad;
+          if (grad) t.grad = null;
+          t._setStorage(copy.storage);
+          if (grad && !grad.storage.disposed) t.grad = grad.to(d);
+        }
+      })
+    );
+    return this;
+  }
+
+  /**
+   * Clears the gradients of every parameter. By default (`setToNone`, as
+   * PyTorch 2) `.grad` becomes null and the old gradient's memory is released
+   * at once, so a gradient tensor read before this call is invalid after it;
+   * with `setToNone` false the gradients are zeroed in place instead.
+   */
+  zeroGrad(setToNone = true): void {
+    zeroGrads(this.parameters(), setToNone);
+  }
+
+  // ---- state dicts ----
+
+  /**
+   * Parameters and persistent buffers by PyTorch's names (`0.weight`,
+   * `running_mean`), as detached tensors sharing the module's storage (as
+   * PyTorch's `state_dict()`): later updates show through; `clone()` for a
+   * snapshot. `num_batches_tracked` is int32 here (int64 in PyTorch).
+   */
+  stateDict(): Record<string, Tensor> {
+    const out: Record<string, Tensor> = {};
+    for (const [key, t] of stateEntries(this)) out[key] = t.detach();
+    return out;
+  }
+
+  /**
+   * Copies values from `stateDict` into the module's parameters and buffers,
+   * in place and without waiting (values on another device or of another
+   * dtype are converted). Everything is checked before anything is written:
+   * a missing key, an unexpected key (unless `strict` is false) or a wrong
+   * shape throws one error naming every problem (the key and both shapes),
+   * and the module is left unchanged.
+   */
+  loadStateDict(
+    stateDict: Record<string, Tensor>,
+    options: LoadStateDictOptions = {},
+  ): LoadStateDictResult {
+    const strict = options.strict ?? true;
+    if (stateDict === null || typeof stateDict !== "object" || stateDict instanceof Tensor) {
+      throw new TypeError(`loadStateDict: expected a plain object of tensors, got ${stateDict === null ? "null" : typeof stateDict}`);
+    }
+    const entries = stateEntries(this);
+    const expected = new Set(entries.map(([k]) => k));
+    const missingKeys: string[] = [];
+    const problems: string[] = [];
+    for (const [key, target] of entries) {
+      if (!Object.hasOwn(stateDict, key)) {
+        if (!missingKeys.includes(key)) missingKeys.push(key);
+        continue;
+      }
+      const value: unknown = stateDict[key];
+      if (!(value instanceof Tensor)) {
+        problems.push(`value for "${key}" is not a Tensor (got ${value === null ? "null" : typeof value})`);
+      } else if (!sameShape(value.shape, target.shape)) {
+        problems.push(
+          `size mismatch for "${key}": copying a tensor of shape ${formatShape(value.shape)} from the state dict, the shape in the current model is ${
+            formatShape(target.shape)
+          }`,
+        );
+      } else if (value.storage.disposed) {
+        problems.push(`value for "${key}" was disposed`);
+      } else if (target.storage.disposed) {
+        problems.push(`the module's tensor "${key}" was disposed`);
+      }
+    }
+    const unexpectedKeys = Object.keys(stateDict).filter((k) => !expected.has(k));
+    const errors: string[] = [];
+    if (strict && missingKeys.length > 0) {
+      errors.push(`missing key(s) in state dict: ${missingKeys.map((k) => `"${k}"`).join(", ")}`);
+    }
+    if (strict && unexpectedKeys.length > 0) {
+      errors.push(`unexpected key(s) in state dict: ${unexpectedKeys.map((k) => `"${k}"`).join(", ")}`);
+    }
+    errors.push(...problems);
+    if (errors.length > 0) {
+      throw new Error(
+        `loadStateDict: error(s) in loading state dict for ${this.constructor.name}:\n  ${errors.join("\n  ")}`,
+      );
+    }
+    tidy(() =>
+      noGrad(() => {
+        for (const [key, target] of entries) {
+          if (!Object.hasOwn(stateDict, key)) continue;
+          const value = stateDict[key];
+          if (value.storage === target.storage) continue;
+          target._assign(value.dtype === target.dtype ? value : value.to(target.dtype));
+        }
+      })
+    );
+    return { missingKeys, unexpectedKeys };
+  }
+
+  // ---- replication (for the parallel layer) ----
+
+  /**
+   * A structural copy of this module tree whose parameters and buffers are
+   * replaced by `mapTensor(t, kind, name)` (`name` is the dotted state-dict
+   * name, e.g. `block1.weight`, `bn.running_mean`). Used by
+   * `parallel.replicate`.
+   *
+   * Every module in the tree is shallow-copied: a new object with the same
+   * prototype and the same own properties (descriptors included), except that
+   * Parameter fields and registered buffer fields hold what `mapTensor`
+   * returned and submodule fields hold the copies of those submodules. A
+   * module or tensor that appears several times in the tree is copied (or
+   * mapped) once, so sharing is preserved. Buffer registrations are carried
+   * over. Constructors do not run, and fields that are neither parameters,
+   * buffers nor modules are shared with the original (arrays and objects
+   * included).
+   *
+   * The replacements may be any tensors of the same shape, typically
+   * non-leaf tensors made by a differentiable broadcast: they are not
+   * Parameters, so, as with PyTorch's replicas, `parameters()` and
+   * `stateDict()` of the copy do not list them (its buffers are listed).
+   * The original module is not modified.
+   */
+  _replicateWith(mapTensor: ReplicateTensorFn): this {
+    const modules = new Map<Module, Module>();
+    const tensors = new Map<Tensor, Tensor>();
+    const map = (t: Tensor, kind: "parameter" | "buffer", name: string): Tensor => {
+      const done = tensors.get(t);
+      if (done) return done;
+      const out = mapTensor(t, kind, name);
+      if (!(out instanceof Tensor) || !sameShape(out.shape, t.shape)) {
+        throw new TypeError(
+          `_replicateWith: mapTensor must return a Tensor of shape ${formatShape(t.shape)} for ${kind} "${name}", got ${
+            out instanceof Tensor ? `shape ${formatShape(out.shape)}` : typeof out
+          }`,
+        );
+      }
+      tensors.set(t, out);
+      return out;
+    };
+    const copy = (m: Module, prefix: string): Module => {
+      const done = modules.get(m);
+      if (done) return done;
+      const replica = Object.create(Object.getPrototypeOf(m)) as Module;
+      modules.set(m, replica);
+      const buffers = bufferFields.get(m);
+      const descriptors = Object.getOwnPropertyDescriptors(m);
+      for (const key of Reflect.ownKeys(descriptors)) {
+        const desc = descriptors[key as string];
+        if (typeof key === "string" && "value" in desc) {
+          const value: unknown = desc.value;
+          const buffer = buffers?.get(key);
+          if (buffer && value instanceof Tensor) {
+            desc.value = map(value, "buffer", prefix + buffer.name);
+          } else if (value instanceof Parameter) {
+            desc.value = map(value, "parameter", prefix + key);
+          } else if (value instanceof Module) {
+            desc.value = copy(value, `${prefix}${key}.`);
+          }
+        }
+        Object.defineProperty(replica, key, desc);
+      }
+      if (buffers) bufferFields.set(replica, new Map(buffers));
+      return replica;
+    };
+    return copy(this, "") as this;
+  }
+
+  // ---- printing ----
+
+  /** The part inside the parentheses of this module's repr, e.g. `in_features=4, out_features=3, bias=True`. */
+  extraRepr(): string {
+    return "";
+  }
+
+  /** PyTorch's repr: `Linear(in_features=10, out_features=20, bias=True)`, nested with `(name): ...`. */
+  toString(): string {
+    const lines: string[] = [];
+    const extra = this.extraRepr();
+    if (extra) lines.push(...extra.split("\n"));
+    for (const [name, child] of ownChildren(this)) lines.push(`(${name}): ${addIndent(child.toString(), 2)}`);
+    const name = this.constructor.name;
+    if (lines.length === 0) return `${name}()`;
+    if (lines.length === 1 && ownChildren(this).length === 0) return `${name}(${lines[0]})`;
+    return `${name}(\n  ${lines.join("\n  ")}\n)`;
+  }
+
+  /** What `console.log` shows in Deno: the repr. */
+  [Symbol.for("Deno.customInspect")](): string {
+    return this.toString();
+  }
+}
+
+/** @internal Clears gradients as `zeroGrad` documents (shared by modules and optimizers). */
+export function zeroGrads(params: Iterable<Tensor>, setToNone: boolean): void {
+  const seen = new Set<Tensor>();
+  for (const p of params) {
+    if (seen.has(p)) continue;
+    seen.add(p);
+    const grad = p.grad;
+    if (!grad) continue;
+    if (setToNone) {
+      p.grad = null;
+      grad.dispose();
+    } else if (!grad.storage.disposed) {
+      tidy(() => noGrad(() => grad._assign(grad.zerosLike())));
+    }
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Normalisation layers: `LayerNorm` and `BatchNorm1d`.
+ * @module
+ */
+
+import { noGrad } from "../autograd.ts";
+import { div } from "../ops/elementwise.ts";
+import { full, ones, zeros } from "../ops/factory.ts";
+import { tidy } from "../storage.ts";
+import type { Tensor } from "../tensor.ts";
+import * as F from "./functional.ts";
+import type { FactoryOptions } from "./layers.ts";
+import { Module, Parameter, pyBool, pyFloat } from "./module.ts";
+import { checkBatchNorm } from "./util.ts";
+
+/** Options of {@link LayerNorm}. */
+export interface LayerNormModuleOptions extends FactoryOptions {
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+  /** Learn `weight` (ones) and `bias` (zeros) of the normalized shape (default true). */
+  elementwiseAffine?: boolean;
+  /** Learn `bias` too when affine (default true). */
+  bias?: boolean;
+}
+
+function checkEps(owner: string, eps: number): number {
+  if (typeof eps !== "number" || !(eps >= 0)) throw new RangeError(`${owner}: eps must be a non-negative number, got ${eps}`);
+  return eps;
+}
+
+/**
+ * Normalizes over the trailing `normalizedShape` dims, as
+ * `torch.nn.LayerNorm`; `weight` starts at ones and `bias` at zeros.
+ */
+export class LayerNorm extends Module {
+  /** The trailing dims normalized over. */
+  readonly normalizedShape: readonly number[];
+  /** Added to the variance. */
+  readonly eps: number;
+  /** Whether `weight`/`bias` exist. */
+  readonly elementwiseAffine: boolean;
+  /** Scale of the normalized shape, or null. */
+  weight: Parameter | null;
+  /** Shift of the normalized shape, or null. */
+  bias: Parameter | null;
+
+  /** A layer norm over `normalizedShape` (a number for one dim). */
+  constructor(normalizedShape: number | readonly number[], options: LayerNormModuleOptions = {}) {
+    super();
+    const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
+    if (shape.length === 0 || !shape.every((d) => Number.isInteger(d) && d > 0)) {
+      throw new RangeError(`LayerNorm: normalizedShape must be positive integers, got ${JSON.stringify(normalizedShape)}`);
+    }
+    this.normalizedShape = Object.freeze(shape);
+    this.eps = checkEps("LayerNorm", options.eps ?? 1e-5);
+    this.elementwiseAffine = options.elementwiseAffine ?? true;
+    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    this.weight = this.elementwiseAffine ? new Parameter(ones(shape, factory)) : null;
+    this.bias = this.elementwiseAffine && (options.bias ?? true) ? new Parameter(zeros(shape, factory)) : null;
+  }
+
+  /** Normalizes `x`. */
+  override forward(x: Tensor): Tensor {
+    return F.layerNorm(x, this.normalizedShape, { weight: this.weight, bias: this.bias, eps: this.eps });
+  }
+
+  /** `(5,), eps=1e-05, elementwise_affine=True`. */
+  override extraRepr(): string {
+    const shape = this.normalizedShape.length === 1 ? `(${this.normalizedShape[0]},)` : `(${this.normalizedShape.join(", ")})`;
+    return `${shape}, eps=${pyFloat(this.eps)}, elementwise_affine=${pyBool(this.elementwiseAffine)}`;
+  }
+}
+
+/** Options of {@link BatchNorm1d}. */
+export interface BatchNormModuleOptions extends FactoryOptions {
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+  /**
+   * Weight of each batch in the running statistics (default 0.1); null for
+   * a cumulative average (`1 / num_batches_tracked`).
+   */
+  momentum?: number | null;
+  /** Learn `weight` (ones) and `bias` (zeros) of [C] (default true). */
+  affine?: boolean;
+  /** Keep running statistics for evaluation (default true). */
+  trackRunningStats?: boolean;
+}
+
+/**
+ * Batch normalisation over the channels (dim 1) of [N, C] or [N, C, L]
+ * inputs, as `torch.nn.BatchNorm1d`. Training normalizes with the batch mean
+ * and biased variance and updates the buffers `running_mean`,
+ * `running_var` (with the unbiased variance) and `num_batches_tracked` on the
+ * device; evaluation normalizes with the running statistics.
+ * `num_batches_tracked` is int32 (PyTorch: int64).
+ */
+export class BatchNorm1d extends Module {
+  /** C. */
+  readonly numFeatures: number;
+  /** Added to the variance. */
+  readonly eps: number;
+  /** Running-average factor, or null for a cumulative average. */
+  momentum: number | null;
+  /** Whether `weight`/`bias` exist. */
+  readonly affine: boolean;
+  /** Whether running statistics are kept. */
+  readonly trackRunningStats: boolean;
+  /** Scale [C], or null. */
+  weight: Parameter | null;
+  /** Shift [C], or null. */
+  bias: Parameter | null;
+  /** Buffer `running_mean` [C] (zeros at first), or null. */
+  runningMean: Tensor | null;
+  /** Buffer `running_var` [C] (ones at first), or null. */
+  runningVar: Tensor | null;
+  /** Buffer `num_batches_tracked` (0-dimensional int32), or null. */
+  numBatchesTracked: Tensor | null;
+
+  /** Batch norm over `numFeatures` channels. */
+  constructor(numFeatures: number, options: BatchNormModuleOptions = {}) {
+    super();
+    if (!Number.isInteger(numFeatures) || numFeatures <= 0) {
+      throw new RangeError(`BatchNorm1d: numFeatures must be a positive integer, got ${numFeatures}`);
+    }
+    this.numFeatures = numFeatures;
+    this.eps = checkEps("BatchNorm1d", options.eps ?? 1e-5);
+    const momentum = options.momentum === undefined ? 0.1 : options.momentum;
+    if (momentum !== null && !(typeof momentum === "number" && momentum >= 0 && momentum <= 1)) {
+      throw new RangeError(`BatchNorm1d: momentum must be in [0, 1] or null, got ${momentum}`);
+    }
+    this.momentum = momentum;
+    this.affine = options.affine ?? true;
+    this.trackRunningStats = options.trackRunningStats ?? true;
+    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    this.weight = this.affine ? new Parameter(ones([numFeatures], factory)) : null;
+    this.bias = this.affine ? new Parameter(zeros([numFeatures], factory)) : null;
+    const track = this.trackRunningStats;
+    this.runningMean = this.registerBuffer("running_mean", track ? zeros([numFeatures], factory) : null);
+    this.runningVar = this.registerBuffer("running_var", track ? ones([numFeatures], factory) : null);
+    this.numBatchesTracked = this.registerBuffer(
+      "num_batches_tracked",
+      track ? full([], 0, { device: options.device, dtype: "int32" }) : null,
+    );
+  }
+
+  /** Resets the running statistics to mean 0, variance 1, 0 batches. */
+  resetRunningStats(): void {
+    tidy(() =>
+      noGrad(() => {
+        this.runningMean?._assign(this.runningMean.zerosLike());
+        this.runningVar?._assign(full([...this.runningVar.shape], 1, { dtype: this.runningVar.dtype, device: this.runningVar.device }));
+        this.numBatchesTracked?._assign(this.numBatchesTracked.zerosLike());
+      })
+    );
+  }
+
+  /** Normalizes `x` ([N, C] or [N, C, L]). */
+  override forward(x: Tensor): Tensor {
+    const useBatchStats = this.training || !this.trackRunningStats;
+    const update = this.training && this.trackRunningStats;
+    const stats = update || !useBatchStats
+      ? { runningMean: this.runningMean, runningVar: this.runningVar }
+      : { runningMean: null, runningVar: null };
+    // Everything is checked before the buffers change, so a bad input leaves them as they were.
+    checkBatchNorm(x, { ...stats, weight: this.weight, bias: this.bias }, useBatchStats, this.numFeatures);
+    const tracked = update ? this.numBatchesTracked : null;
+    if (tracked && tracked.device !== x.device) {
+      throw new Error(`BatchNorm1d: num_batches_tracked is on ${tracked.device}, the input on ${x.device}`);
+    }
+    let factor: Tensor | null = null;
+    if (tracked) {
+      noGrad(() => tidy(() => tracked._assign(tracked.add(1))));
+      // A cumulative average weighs batch k by 1/k, computed on the device.
+      if (this.momentum === null) factor = noGrad(() => tidy(() => div(1, tracked.to(x.dtype))));
+    }
+    try {
+      return F.batchNorm(x, stats.runningMean, stats.runningVar, {
+        weight: this.weight,
+        bias: this.bias,
+        training: useBatchStats,
+        momentum: factor ?? this.momentum ?? 0,
+        eps: this.eps,
+      });
+    } finally {
+      factor?.dispose();
+    }
+  }
+
+  /** `4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True`. */
+  override extraRepr(): string {
+    const momentum = this.momentum === null ? "None" : pyFloat(this.momentum);
+    return `${this.numFeatures}, eps=${pyFloat(this.eps)}, momentum=${momentum}, affine=${
+      pyBool(this.affine)
+    }, track_running_stats=${pyBool(this.trackRunningStats)}`;
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Argument checks shared by `nn.functional` and the modules.
+ * @module
+ */
+
+import { isFloat } from "../dtype.ts";
+import { formatShape, sameShape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Throws unless `t` is a Tensor. */
+export function checkTensor(op: string, what: string, t: unknown): asserts t is Tensor {
+  if (!(t instanceof Tensor)) {
+    throw new TypeError(
+      `${op}: ${what} must be a Tensor, got ${t === null ? "null" : typeof t}`,
+    );
+  }
+}
+
+/** Throws unless every given tensor is on one device, naming each. */
+export function sameDevice(op: string, tensors: Record<string, Tensor | null | undefined>): void {
+  const present = Object.entries(tensors).filter((e): e is [string, Tensor] => e[1] != null);
+  const first = present[0]?.[1].device;
+  if (present.every(([, t]) => t.device === first)) return;
+  const list = present.map(([name, t]) => `${name} on ${t.device}`).join(", ");
+  throw new Error(`${op}: expected all tensors on one device, got ${list}; move them with .to()`);
+}
+
+/**
+ * Checks a batch-norm call completely before anything changes:
+ * input [N, C] or [N, C, L], per-channel tensors of shape [C] on the input's
+ * device, and more than one value per channel when training.
+ */
+export function checkBatchNorm(
+  x: Tensor,
+  channels: Record<string, Tensor | null | undefined>,
+  training: boolean,
+  expectedC?: number,
+): void {
+  checkTensor("batchNorm", "input", x);
+  if (x.ndim !== 2 && x.ndim !== 3) {
+    throw new RangeError(`batchNorm: expected a 2D [N, C] or 3D [N, C, L] input, got shape ${formatShape(x.shape)}`);
+  }
+  if (!isFloat(x.dtype)) {
+    throw new TypeError(`batchNorm: expected a floating-point input, got ${x.dtype}`);
+  }
+  const c = x.shape[1];
+  if (expectedC !== undefined && c !== expectedC) {
+    throw new RangeError(
+      `batchNorm: input of shape ${formatShape(x.shape)} has ${c} channels (dim 1), expected ${expectedC}`,
+    );
+  }
+  for (const [name, t] of Object.entries(channels)) {
+    if (t != null && !sameShape(t.shape, [c])) {
+      throw new RangeError(
+        `batchNorm: ${name} of shape ${formatShape(t.shape)} does not match the ${c} channels of input of shape ${
+          formatShape(x.shape)
+        } (expected [${c}])`,
+      );
+    }
+  }
+  sameDevice("batchNorm", { input: x, ...channels });
+  if (training && x.numel() / Math.max(c, 1) <= 1) {
+    throw new RangeError(
+      `batchNorm: expected more than 1 value per channel when training, got input of shape ${
+        formatShape(x.shape)
+      }`,
+    );
+  }
+}
+

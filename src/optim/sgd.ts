@@ -1,0 +1,98 @@
+/**
+ * Stochastic gradient descent, as `torch.optim.SGD`.
+ * @module
+ */
+
+import { Tensor } from "../tensor.ts";
+import {
+  checkNumber,
+  Optimizer,
+  type ParamGroup,
+  type ParamGroupInput,
+  type ScalarFn,
+} from "./optimizer.ts";
+
+/** Options of {@link SGD}. */
+export interface SGDOptions {
+  /** Learning rate (required). */
+  lr: number;
+  /** Momentum factor (default 0). */
+  momentum?: number;
+  /** Dampening of the momentum (default 0); not applied on the first step. */
+  dampening?: number;
+  /** Nesterov momentum (default false; needs momentum > 0 and dampening 0). */
+  nesterov?: boolean;
+  /** L2 penalty added to the gradient (default 0). */
+  weightDecay?: number;
+  /** Maximize the objective instead (default false). */
+  maximize?: boolean;
+}
+
+/** The options of an SGD parameter group, all set. */
+export type SGDGroupOptions = Required<SGDOptions>;
+
+/**
+ * SGD with optional momentum, dampening, Nesterov momentum and weight decay,
+ * with PyTorch's update rule: `g = grad + weightDecay·p`; with momentum,
+ * `buf = g` on the first step, then `buf = momentum·buf + (1 − dampening)·g`,
+ * and `g = nesterov ? g + momentum·buf : buf`; finally `p = p − lr·g`.
+ * The state of a parameter is `momentumBuffer`.
+ */
+export class SGD extends Optimizer<SGDGroupOptions> {
+  /** An optimizer over `params` (tensors or parameter groups). */
+  constructor(params: Iterable<Tensor> | Iterable<ParamGroupInput<SGDGroupOptions>>, options: SGDOptions) {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError("SGD: options { lr, ... } are required");
+    }
+    super(params, {
+      lr: options.lr,
+      momentum: options.momentum ?? 0,
+      dampening: options.dampening ?? 0,
+      nesterov: options.nesterov ?? false,
+      weightDecay: options.weightDecay ?? 0,
+      maximize: options.maximize ?? false,
+    });
+  }
+
+  /** Checks one group's options. */
+  protected override validateOptions(o: SGDGroupOptions): void {
+    if (o.lr === undefined) throw new TypeError("SGD: the learning rate lr is required");
+    checkNumber("SGD", "learning rate", o.lr);
+    checkNumber("SGD", "momentum value", o.momentum);
+    checkNumber("SGD", "dampening value", o.dampening, -Infinity);
+    checkNumber("SGD", "weight_decay value", o.weightDecay);
+    if (typeof o.nesterov !== "boolean" || typeof o.maximize !== "boolean") {
+      throw new TypeError("SGD: nesterov and maximize must be booleans");
+    }
+    if (o.nesterov && (o.momentum <= 0 || o.dampening !== 0)) {
+      throw new RangeError(
+        `SGD: Nesterov momentum requires a momentum and zero dampening (got momentum ${o.momentum}, dampening ${o.dampening})`,
+      );
+    }
+  }
+
+  /** PyTorch's SGD update of one group. */
+  protected override updateGroup(group: ParamGroup<SGDGroupOptions>, scalar: ScalarFn): void {
+    const { lr, momentum, dampening, nesterov, weightDecay, maximize } = group;
+    for (const p of group.params) {
+      const grad = p.grad;
+      if (!grad) continue;
+      let d = maximize ? grad.neg() : grad;
+      if (weightDecay !== 0) d = d.add(p.mul(scalar(weightDecay, p)));
+      if (momentum !== 0) {
+        const state = this.stateOf(p);
+        let buf = state.momentumBuffer;
+        if (buf instanceof Tensor) {
+          buf._assign(buf.mul(scalar(momentum, p)).add(d.mul(scalar(1 - dampening, p))));
+        } else {
+          // The first step takes the gradient itself: no dampening.
+          buf = d.clone();
+          buf.storage.persistent = true;
+          state.momentumBuffer = buf;
+        }
+        d = nesterov ? d.add(buf.mul(scalar(momentum, p))) : buf;
+      }
+      p._assign(p.sub(d.mul(scalar(lr, p))));
+    }
+  }
+}
