@@ -38,3 +38,7 @@ export { DeviceLostError } from "./src/errors.ts";
 export type { DType, TypedArray } from "./src/dtype.ts";
 export type * from "./src/backends/backend.ts";
 export * as parallel from "./src/parallel/mod.ts";
+export * as nn from "./src/nn/mod.ts";
+export * as optim from "./src/optim/mod.ts";
+export * as data from "./src/data/mod.ts";
+export { fromSafetensors, load, save, toSafetensors } from "./src/serialization/mod.ts";

@@ -44,6 +44,8 @@ export interface BenchReport {
     readonly os: string;
     readonly arch: string;
     readonly cpus: number;
+    /** `Deno.loadavg()` at the start and at the end (others' work skews timings). */
+    readonly loadavg: { readonly start: readonly number[]; readonly end: readonly number[] };
     readonly quick: boolean;
     readonly budgetS: number;
     readonly suites: readonly string[];
@@ -121,7 +123,9 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
     ? SUITES
     : SUITES.filter((s) => filters.some((f) => s.name.includes(f)));
   if (suites.length === 0) {
-    fail(`--filter ${filters.join(", ")} matches no suite (${SUITES.map((s) => s.name).join(", ")})`);
+    fail(
+      `--filter ${filters.join(", ")} matches no suite (${SUITES.map((s) => s.name).join(", ")})`,
+    );
   }
   const log = (line: string) => console.log(line);
   const started = performance.now();
@@ -151,13 +155,25 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
   }
 
   const v = Deno.version;
-  log(`multigrad bench: deno ${v.deno} (v8 ${v.v8}, typescript ${v.typescript}), ` +
-    `${Deno.build.os} ${Deno.build.arch}, ${navigator.hardwareConcurrency} cpus`);
+  log(
+    `multigrad bench: deno ${v.deno} (v8 ${v.v8}, typescript ${v.typescript}), ` +
+      `${Deno.build.os} ${Deno.build.arch}, ${navigator.hardwareConcurrency} cpus`,
+  );
   for (const name of backends) log(`  ${name.padEnd(7)} ${infos[name]}`);
   for (const [name, why] of Object.entries(skipped)) log(`  ${name.padEnd(7)} not started: ${why}`);
-  log(`  mode: ${quick ? "quick" : "full"}, time box ${budgetS} s per case, suites: ${
-    suites.map((s) => s.name).join(", ")
-  }${opts.peers ? ", peers" : ""}`);
+  const load = Deno.loadavg();
+  log(
+    `  load average ${load.map((x) => x.toFixed(2)).join(", ")}${
+      load[0] > navigator.hardwareConcurrency * 0.75
+        ? " -- the machine is busy: timings will be slow and noisy"
+        : ""
+    }`,
+  );
+  log(
+    `  mode: ${quick ? "quick" : "full"}, time box ${budgetS} s per case, suites: ${
+      suites.map((s) => s.name).join(", ")
+    }${opts.peers ? ", peers" : ""}`,
+  );
 
   const deviceCache = new Map<string, Promise<Device[]>>();
   const ctx: SuiteContext = {
@@ -218,6 +234,7 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
       os: Deno.build.os,
       arch: Deno.build.arch,
       cpus: navigator.hardwareConcurrency,
+      loadavg: { start: load, end: Deno.loadavg() },
       quick,
       budgetS,
       suites: suites.map((s) => s.name),

@@ -23,14 +23,14 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
-/** Median seconds of `iters` runs of `body` (after `warmup` runs). */
+/** Median and best seconds of `iters` runs of `body` (after `warmup` runs). */
 async function time(
   d: BackendDevice,
   sync: DeviceBuffer,
   warmup: number,
   iters: number,
   body: () => void,
-): Promise<number> {
+): Promise<{ median: number; best: number }> {
   for (let i = 0; i < warmup; i++) {
     body();
     await d.read(sync, 1, "float32");
@@ -42,7 +42,7 @@ async function time(
     await d.read(sync, 1, "float32");
     times.push((performance.now() - t0) / 1000);
   }
-  return median(times);
+  return { median: median(times), best: Math.min(...times) };
 }
 
 function randomFill(d: BackendDevice, b: DeviceBuffer, n: number, seed: number) {
@@ -62,7 +62,9 @@ if (wg) [matmulOptions.wgX, matmulOptions.wgY] = wg.split("x").map(Number);
 const sizes = (arg("sizes") ?? "256,512,1024,2048").split(",").map(Number);
 console.log(`adapter: ${device.info}`);
 console.log(
-  `matmul variant: ${matmulOptions.variant}, block: ${matmulOptions.rows}x${matmulOptions.cols}, ` +
+  `matmul variant: ${matmulOptions.variant}, block: ${matmulOptions.rows || "auto"}x${
+    matmulOptions.cols || "auto"
+  }, ` +
     `workgroup: ${matmulOptions.wgX}x${matmulOptions.wgY}`,
 );
 
@@ -84,15 +86,17 @@ for (const n of sizes) {
     dtype: "float32" as const,
   };
   const flops = 2 * n * n * n;
-  // Enough back-to-back products per iteration that one lasts ~0.1 s or more.
-  const reps = Math.max(1, Math.round(2e8 / flops));
+  // Enough back-to-back products per iteration (~2 GFLOP) that the latency of
+  // the synchronising read is noise.
+  const reps = Math.max(1, Math.round(2e9 / flops));
   const iters = n >= 2048 ? 3 : 7;
-  const s = await time(device, out, 1, iters, () => {
+  const t = await time(device, out, 1, iters, () => {
     for (let r = 0; r < reps; r++) device.matmul(a, b, out, layout);
   });
+  const rate = (s: number) => (flops * reps / s / 1e9).toFixed(2);
   console.log(
-    `matmul ${n}x${n}x${n}: ${(flops * reps / s / 1e9).toFixed(2)} GFLOP/s ` +
-      `(${(s / reps * 1000).toFixed(2)} ms each, median of ${iters})`,
+    `matmul ${n}x${n}x${n}: ${rate(t.median)} GFLOP/s median, ` +
+      `${rate(t.best)} best (${(t.median / reps * 1000).toFixed(2)} ms each, ${iters} runs)`,
   );
   for (const buf of [a, b, out]) device.free(buf);
 }
@@ -110,13 +114,14 @@ for (const n of [1 << 20, 1 << 24]) {
     dtype: "float32" as const,
   };
   const reps = 10;
-  const s = await time(device, out, 1, 7, () => {
+  const t = await time(device, out, 1, 7, () => {
     for (let r = 0; r < reps; r++) device.binary("add", a, b, out, layout);
   });
   const bytes = 3 * 4 * n * reps;
+  const rate = (s: number) => (bytes / s / 1e9).toFixed(2);
   console.log(
-    `add ${n} float32: ${(bytes / s / 1e9).toFixed(2)} GB/s ` +
-      `(${(s / reps * 1000).toFixed(3)} ms each)`,
+    `add ${n} float32: ${rate(t.median)} GB/s median, ${rate(t.best)} best ` +
+      `(${(t.median / reps * 1000).toFixed(3)} ms each)`,
   );
   for (const buf of [a, b, out]) device.free(buf);
 }

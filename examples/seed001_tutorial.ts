@@ -29,18 +29,22 @@ export class RandomDataset extends data.Dataset<Tensor> {
 export class Model extends nn.Module {
   /** The linear layer. */
   fc: nn.Linear;
-  /** Where the "In Model" lines go. */
-  readonly #log: (line: string) => void;
+  /**
+   * Where the "In Model" lines go. An ordinary field, not `#log`: replicas
+   * are copies of the module's own fields, and JavaScript cannot copy
+   * `#private` ones.
+   */
+  readonly log: (line: string) => void;
   /** A Linear(inputSize, outputSize) that logs its shapes. */
   constructor(inputSize: number, outputSize: number, log: (line: string) => void) {
     super();
     this.fc = new nn.Linear(inputSize, outputSize);
-    this.#log = log;
+    this.log = log;
   }
   /** fc(input), logging both shapes. */
   override forward(input: Tensor): Tensor {
     const output = this.fc.forward(input);
-    this.#log(`\tIn Model: input size ${size(input.shape)} output size ${size(output.shape)}`);
+    this.log(`\tIn Model: input size ${size(input.shape)} output size ${size(output.shape)}`);
     return output;
   }
 }

@@ -120,7 +120,10 @@ function startBackend(name: string, entry: Registration): Promise<Backend> {
   if (!entry.started) {
     entry.started = (async () => {
       try {
-        return await entry.factory();
+        const made = entry.factory();
+        // A synchronous factory lets device() start more devices later without await.
+        if (!(made instanceof Promise)) entry.syncBackend = made;
+        return await made;
       } catch (error) {
         entry.failure = error instanceof Error ? error.message : String(error);
         throw new Error(`backend "${name}" cannot start: ${entry.failure}`, {
@@ -145,6 +148,12 @@ function startDevice(
       const backend = await startBackend(name, entry);
       try {
         const kernels = await backend.createDevice(index);
+        // device() may have started it synchronously meanwhile: keep one Device per index.
+        const raced = entry.devices[index];
+        if (raced) {
+          kernels.destroy();
+          return raced;
+        }
         const d = new Device(name, index, kernels);
         entry.devices[index] = d;
         return d;

@@ -159,3 +159,13 @@ export function keep<T extends HasStorage>(tensor: T): T {
   for (const scope of scopes) scope.delete(tensor.storage);
   return tensor;
 }
+
+/**
+ * @internal Puts a tensor's memory under the innermost {@link tidy} scope, as
+ * if it had been made there: for tensors made ahead of use (a data loader's
+ * prefetched batch), which belong to the scope they are handed out in.
+ */
+export function adopt<T extends HasStorage>(tensor: T): T {
+  if (!tensor.storage.persistent) scopes.at(-1)?.add(tensor.storage);
+  return tensor;
+}

@@ -65,7 +65,15 @@ export class Stream {
           reject(error);
           return;
         }
-        read().then(resolve, reject);
+        // A read that throws instead of rejecting must not leave the caller waiting.
+        let pending: Promise<T>;
+        try {
+          pending = read();
+        } catch (error) {
+          reject(error);
+          return;
+        }
+        pending.then(resolve, reject);
       });
     });
   }

@@ -163,7 +163,7 @@ export class Tensor {
     const { device, dtype } = this;
     const n = this.numel();
     const buffer = this.#storage.buffer("data");
-    return device.stream.read(() => device.kernels.read(buffer, n, dtype));
+    return await device.stream.read(() => device.kernels.read(buffer, n, dtype));
   }
 
   /** The values as nested arrays (a number for a 0-dimensional tensor). */
@@ -306,10 +306,7 @@ export class Tensor {
   }
   /** Clamps into [min, max]. */
   clamp(min?: number, max?: number): Tensor {
-    let out: Tensor = this;
-    if (min !== undefined) out = ew.maximum(out, min);
-    if (max !== undefined) out = ew.minimum(out, max);
-    return out;
+    return ew.clamp(this, min, max);
   }
   /** -this. */
   neg(): Tensor {

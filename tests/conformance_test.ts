@@ -354,6 +354,26 @@ backendTest("clamp float32 and int32", async (d) => {
   await assertTensor(i, [-2, -1, 0, 3, 4]);
 });
 
+backendTest("NaN propagates as in PyTorch: maximum minimum clamp relu ne max argmax", async (d) => {
+  const x = on(d, [4], [NaN, 1, -2, 3]);
+  await assertTensor(maximum(x, 0), [NaN, 1, 0, 3], { what: "maximum(x, 0)" });
+  await assertTensor(maximum(0, x), [NaN, 1, 0, 3], { what: "maximum(0, x)" });
+  await assertTensor(minimum(x, 0), [NaN, 0, -2, 0], { what: "minimum(x, 0)" });
+  await assertTensor(x.clamp(0, 2), [NaN, 1, 0, 2], { what: "clamp" });
+  await assertTensor(x.relu(), [NaN, 1, 0, 3], { what: "relu" });
+  await assertTensor(x.eq(x), [0, 1, 1, 1], { what: "eq" });
+  await assertTensor(x.ne(x), [1, 0, 0, 0], { what: "ne" });
+  await assertTensor(x.max(), [NaN], { what: "max" });
+  await assertTensor(x.min(), [NaN], { what: "min" });
+  await assertTensor(x.argmax(), [0], { what: "argmax" });
+  const late = on(d, [3], [1, 5, NaN]);
+  await assertTensor(late.max(), [NaN], { what: "max of a late NaN" });
+  await assertTensor(late.min(), [NaN], { what: "min of a late NaN" });
+  await assertTensor(late.argmax(), [2], { what: "argmax of a late NaN" });
+  await assertTensor(late.argmin(), [2], { what: "argmin of a late NaN" });
+  await assertTensor(x.exp().narrow(0, 0, 1), [NaN], { what: "exp" });
+});
+
 // ---- casts ----
 
 backendTest("cast float32 -> int32 truncates toward zero; int32 -> float32", async (d) => {
@@ -567,7 +587,7 @@ backendTest("matmul 1-D cases with odd sizes, linear (transposed weight)", async
 backendTest("matmul gradients (transposed kernels) match cpu", async (d) => {
   const ga = floats([37, 61], 64);
   const gb = floats([61, 29], 65);
-  const grads = async (dev: Device): Promise<Tensor[]> => {
+  const grads = (dev: Device): Tensor[] => {
     const a = on(dev, [37, 61], ga);
     const b = on(dev, [61, 29], gb);
     a.requiresGrad = true;
@@ -575,8 +595,8 @@ backendTest("matmul gradients (transposed kernels) match cpu", async (d) => {
     a.matmul(b).tanh().sum().backward();
     return [a.grad!, b.grad!];
   };
-  const want = await grads(REF);
-  const got = await grads(d);
+  const want = grads(REF);
+  const got = grads(d);
   for (let i = 0; i < 2; i++) {
     assertClose(await got[i].data(), await want[i].data(), { ...MM_TOL, what: `grad ${i}` });
   }
@@ -801,7 +821,10 @@ backendTest("zero-size tensors", async (d) => {
   await assertTensor(e.to("int32"), [], { shape: [0, 3] });
   await assertTensor(e.to(REF), [], { shape: [0, 3] });
   await assertTensor(zeros([0, 3]).to(d), [], { shape: [0, 3] });
-  // Gradients through zero-size pieces.
+  // Gradients of and through zero-size tensors.
+  const ez = zeros([0, 3], { device: d, requiresGrad: true });
+  ez.narrow(0, 0, 0).exp().sum().add(ez.sum(0).sum()).backward();
+  await assertTensor(ez.grad!, [], { shape: [0, 3] });
   const w = on(d, [2, 3], [1, 2, 3, 4, 5, 6]);
   w.requiresGrad = true;
   cat([w, e]).sum().add(w.narrow(1, 0, 0).sum()).backward();
@@ -812,7 +835,7 @@ backendTest("zero-size tensors", async (d) => {
 
 backendTest(
   "cross-device chains dev0 -> dev1 -> dev0 and dev -> cpu -> dev are ordered",
-  async (d, devices) => {
+  async (_d, devices) => {
     const [d0, d1] = devices;
     for (let i = 0; i < 20; i++) {
       const x = on(d0, [64], floats([64], 90 + i));

@@ -10,10 +10,13 @@ import {
   cat,
   chunk,
   device,
+  full,
   Function,
   type FunctionCtx,
   linear,
   matmul,
+  rand,
+  randn,
   requestDevices,
   stack,
   type Tensor,
@@ -102,6 +105,8 @@ Deno.test("other shape errors: cat, stack, split, chunk, narrow, permute, factor
   throwsWith(() => zeros([2, -1]), "shape", "[2,-1]");
   throwsWith(() => zeros([1.5]), "shape", "1.5");
   throwsWith(() => tensor([1, 2, 3], { shape: [2, 2] }), "tensor", "[2, 2]", "3");
+  throwsWith(() => tensor([1, 2], { shape: [-1, -2] }), "shape", "[-1,-2]");
+  throwsWith(() => tensor(Float32Array.of(1, 2), { shape: [2, 2] }), "tensor", "[2, 2]", "2");
   throwsWith(() => zeros([2, 2, 2]).t(), "t", "[2, 2, 2]");
 });
 
@@ -157,6 +162,8 @@ Deno.test("float ops on int32 name the op and the dtype", () => {
   throwsWith(() => tensor([1, 2], { dtype: "int32", requiresGrad: true }), "requiresGrad", "int32");
   throwsWith(() => zeros([2], { dtype: "int32", requiresGrad: true }), "requiresGrad", "int32");
   throwsWith(() => tensor([1.5], { dtype: "int32" }), "int32", "integers");
+  throwsWith(() => rand([2], { dtype: "int32" }), "rand", "int32");
+  throwsWith(() => randn([2], { dtype: "int32" }), "randn", "int32");
   throwsWith(() => zeros([2]).indexSelect(0, tensor([0, 1])), "indexSelect", "int32", "float32");
   throwsWith(
     () => matmul(zeros([2, 2]), zeros([2, 2], { dtype: "float64" })),
@@ -391,6 +398,15 @@ backendTest(
       ["indexSelect float indices", () => a.indexSelect(0, b)],
       ["backward non-scalar", () => a2.backward()],
       ["backward wrong grad shape", () => a2.backward(b)],
+      [
+        "int32 factory with requiresGrad",
+        () => tensor([1, 2], { device: d, dtype: "int32", requiresGrad: true }),
+      ],
+      [
+        "full int32 with requiresGrad",
+        () => full([3], 1, { device: d, dtype: "int32", requiresGrad: true }),
+      ],
+      ["tensor with a bad shape", () => tensor([1, 2], { device: d, shape: [3] })],
     ];
     for (const [name, op] of failing) {
       const bytes = d.memory().bytesInUse;

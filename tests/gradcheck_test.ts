@@ -212,6 +212,31 @@ check("clamp max only", (a) => a.clamp(undefined, 0.3), [{
   values: [-1, 0.1, 0.7, 2],
 }]);
 
+// At a kink the gradient is a convention: PyTorch's, checked exactly.
+Deno.test("gradient conventions at kinks and ties follow PyTorch", async () => {
+  const x = tensor([-1, -0.5, 0, 0.5, 1], { dtype: "float64", requiresGrad: true });
+  x.clamp(-0.5, 0.5).sum().backward();
+  assert.deepEqual(Array.from(await x.grad!.data()), [0, 1, 1, 1, 0], "clamp passes at its bounds");
+  const y = tensor([-1, 0, 1], { dtype: "float64", requiresGrad: true });
+  y.clamp(0).sum().add(y.clamp(undefined, 0).sum()).backward();
+  assert.deepEqual(Array.from(await y.grad!.data()), [1, 2, 1], "clamp(min) and clamp(max) at 0");
+  const a = tensor([1, 2, 3], { dtype: "float64", requiresGrad: true });
+  const b = tensor([1, 5, 0], { dtype: "float64", requiresGrad: true });
+  maximum(a, b).sum().add(minimum(a, b).mul(10).sum()).backward();
+  assert.deepEqual(Array.from(await a.grad!.data()), [5.5, 10, 1], "maximum/minimum split ties");
+  assert.deepEqual(Array.from(await b.grad!.data()), [5.5, 1, 10]);
+  const r = tensor([-1, 0, 2], { dtype: "float64", requiresGrad: true });
+  r.relu().add(r.abs()).sum().backward();
+  assert.deepEqual(Array.from(await r.grad!.data()), [-1, 0, 2], "relu'(0) = 0, abs'(0) = 0");
+  const m = tensor([[3, 1, 3]], { dtype: "float64", requiresGrad: true });
+  m.max(1).sum().backward();
+  assert.deepEqual(
+    Array.from(await m.grad!.data()),
+    [1, 0, 0],
+    "max(dim) sends the gradient to the first maximum",
+  );
+});
+
 // ---- unary ----
 
 check("neg", (a) => a.neg(), [inp([2, 3], 30)]);

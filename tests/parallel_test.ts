@@ -57,10 +57,9 @@ test("scatter follows torch.chunk's table, chunk i on device i", () => {
 });
 
 test("the chunk table matches PyTorch's torch.chunk (fixture)", () => {
-  const recorded =
-    (fixtures as unknown as { chunk_sizes: { cases: { n: number; k: number; chunk: number[] }[] } })
-      .chunk_sizes;
-  for (const { n, k, chunk } of recorded.cases) {
+  const recorded = fixtures.parallel.chunk_sizes as { n: number; k: number; chunk: number[] }[];
+  assert.ok(recorded.length >= CHUNK_TABLE.length);
+  for (const { n, k, chunk } of recorded) {
     const mine = CHUNK_TABLE.find(([a, b]) => a === n && b === k);
     if (mine) assert.deepEqual(mine[2], chunk, `n=${n} k=${k}`);
   }
@@ -179,7 +178,7 @@ for (const [label, devices] of deviceSets()) {
   });
 
   test(`DataParallel gradients equal single-device gradients [${label}]`, async () => {
-    const fx = (fixtures as unknown as Record<string, Record<string, unknown>>).parallel_mlp;
+    const fx = { ...fixtures.mlp, grads: fixtures.parallel.grads } as Record<string, unknown>;
     const model = mlpFromFixture(fx).to(devices[0]);
     const single = mlpFromFixture(fx).to(devices[0]);
     const x = tensor(fx.input as number[][], { device: devices[0] });
@@ -204,7 +203,7 @@ for (const [label, devices] of deviceSets()) {
   });
 
   test(`10 SGD steps with DataParallel equal 10 steps on one device [${label}]`, async () => {
-    const fx = (fixtures as unknown as Record<string, Record<string, unknown>>).parallel_mlp;
+    const fx = fixtures.mlp as Record<string, unknown>;
     const a = mlpFromFixture(fx).to(devices[0]);
     const b = mlpFromFixture(fx).to(devices[0]);
     const dp = new nn.DataParallel(a, { devices });
@@ -266,7 +265,7 @@ test("Broadcast's backward sums every replica's gradient into the original on th
   const w = tensor([1, 2], { requiresGrad: true });
   const copies = parallel.Broadcast.apply(cpus.slice(1, 4), w);
   assert.equal(copies.length, 3);
-  copies.forEach((c, i) => c.mul(i + 1).sum().backward({ retainGraph: false } as never));
+  copies.forEach((c, i) => c.mul(i + 1).sum().backward(undefined, { retainGraph: true }));
   assert.equal(w.grad!.device, cpus[0]);
   assert.deepEqual(await w.grad!.toArray(), [6, 6]);
   const sums = parallel.ReduceAddCoalesced.apply(
@@ -287,8 +286,8 @@ test("BatchNorm buffers: replica 0 updates persist, other replicas' are lost, ea
   // Each replica normalises with its own chunk's statistics.
   assertClose(await y.data(), [-1, -1, 1, 1, -1, -1, 1, 1], { atol: 1e-3 });
   // Running mean moved toward chunk 0's mean [1, 2] only (momentum 0.1).
-  assertClose(await bn.runningMean.data(), [0.1, 0.2], { atol: 1e-6 });
-  assert.equal((await bn.numBatchesTracked.data())[0], 1);
+  assertClose(await bn.runningMean!.data(), [0.1, 0.2], { atol: 1e-6 });
+  assert.equal((await bn.numBatchesTracked!.data())[0], 1);
 });
 
 test("DataParallel: module on the wrong device is a clear error", () => {
@@ -388,4 +387,16 @@ test("parallelApply keeps the caller's grad mode in every replica", () => {
     zeros([1, 2], { device: cpus[1] }),
   ]) as Tensor[];
   assert.ok(live.every((o) => o.requiresGrad));
+});
+
+test("a replica failing on a #private field gets a hint about replication", () => {
+  class Hidden extends nn.Module {
+    lin = new nn.Linear(2, 2);
+    #scale = 2;
+    override forward(x: Tensor): Tensor {
+      return this.lin.forward(x).mul(this.#scale);
+    }
+  }
+  const dp = new nn.DataParallel(new Hidden(), { devices: cpus.slice(0, 2) });
+  assert.throws(() => dp.forward(zeros([4, 2])), /replica 1 on device cpu:1 failed: .*#private fields/);
 });

@@ -692,7 +692,7 @@ test("matmul register variant with other block shapes", async () => {
   const d = await dev();
   matmulOptions.variant = "register";
   try {
-    for (const [rows, cols] of [[4, 4], [8, 4], [8, 16], [4, 12]]) {
+    for (const [rows, cols] of [[4, 4], [8, 4], [8, 16], [4, 12], [16, 16]]) {
       matmulOptions.rows = rows;
       matmulOptions.cols = cols;
       for (const ta of [false, true]) {
@@ -705,8 +705,8 @@ test("matmul register variant with other block shapes", async () => {
     }
   } finally {
     matmulOptions.variant = "auto";
-    matmulOptions.rows = 8;
-    matmulOptions.cols = 8;
+    matmulOptions.rows = 0;
+    matmulOptions.cols = 0;
   }
 });
 

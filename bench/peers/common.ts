@@ -116,9 +116,7 @@ export function matmulGflops(n: number, ms: number): number {
 export function timingNote(timesMs: readonly number[]): string {
   const min = Math.min(...timesMs);
   const max = Math.max(...timesMs);
-  return `median of ${timesMs.length}; min ${min.toFixed(1)} ms, max ${
-    max.toFixed(1)
-  } ms`;
+  return `median of ${timesMs.length}; min ${min.toFixed(1)} ms, max ${max.toFixed(1)} ms`;
 }
 
 /** Deterministic PRNG (mulberry32) returning floats in [0, 1). */
@@ -139,14 +137,16 @@ export function uniformArray(
   count: number,
   lo: number,
   hi: number,
-): Float32Array {
+): Float32Array<ArrayBuffer> {
   const out = new Float32Array(count);
   for (let i = 0; i < count; i++) out[i] = lo + (hi - lo) * rng();
   return out;
 }
 
 /** The two N×N row-major operands of the matmul case (values in [-1, 1)). */
-export function matmulInputs(n: number): { a: Float32Array; b: Float32Array } {
+export function matmulInputs(
+  n: number,
+): { a: Float32Array<ArrayBuffer>; b: Float32Array<ArrayBuffer> } {
   const rng = makeRng(1234 + n);
   return {
     a: uniformArray(rng, n * n, -1, 1),
@@ -154,14 +154,46 @@ export function matmulInputs(n: number): { a: Float32Array; b: Float32Array } {
   };
 }
 
+/**
+ * Spot-checks a peer's matmul result against host dot products (a few rows
+ * and columns) and throws when it is wrong, so that a broken kernel cannot
+ * report a speed.
+ */
+export function checkMatmul(
+  a: Float32Array,
+  b: Float32Array,
+  n: number,
+  out: ArrayLike<number>,
+): void {
+  if (out.length !== n * n) {
+    throw new Error(`matmul result has ${out.length} elements, not ${n * n}`);
+  }
+  const picks = [0, 1, n >> 1, n - 1];
+  for (const i of picks) {
+    for (const j of picks) {
+      let ref = 0;
+      for (let k = 0; k < n; k++) ref += a[i * n + k] * b[k * n + j];
+      const got = out[i * n + j];
+      if (!(Math.abs(got - ref) <= 1e-3 * Math.sqrt(n) + 1e-4 * Math.abs(ref))) {
+        throw new Error(`wrong matmul result at [${i}, ${j}]: ${got} vs ${ref}`);
+      }
+    }
+  }
+}
+
 /** Host-side initial parameters and one batch for the MLP case. */
 export interface MlpData {
   /** Weights `[in, out]` row-major, then biases `[out]`, per layer. */
-  layers: { w: Float32Array; b: Float32Array; fanIn: number; fanOut: number }[];
+  layers: {
+    w: Float32Array<ArrayBuffer>;
+    b: Float32Array<ArrayBuffer>;
+    fanIn: number;
+    fanOut: number;
+  }[];
   /** Inputs `[batch, 784]` in [0, 1). */
-  x: Float32Array;
+  x: Float32Array<ArrayBuffer>;
   /** One-hot labels `[batch, 10]`. */
-  y: Float32Array;
+  y: Float32Array<ArrayBuffer>;
 }
 
 /**
@@ -190,6 +222,18 @@ export function mlpData(): MlpData {
   return { layers, x, y };
 }
 
+/**
+ * Runs a clean-up callback, ignoring its errors (after a failed case, arrays
+ * may already be consumed; the original error is the one worth reporting).
+ */
+export function quietly(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // ignored on purpose
+  }
+}
+
 /** Readable message of anything thrown. */
 export function errorMessage(e: unknown): string {
   if (e instanceof Error) return `${e.name}: ${e.message}`.slice(0, 300);
@@ -205,7 +249,7 @@ export function withTimeout<T>(
   ms: number,
   what: string,
 ): Promise<T> {
-  let timer: number | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
       () => reject(new Error(`${what} timed out after ${ms / 1000} s`)),

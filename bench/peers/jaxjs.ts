@@ -12,9 +12,9 @@
  * @module
  */
 
-import type { Array as JaxArray } from "npm:@jax-js/jax@0.1.25";
 import {
   type CaseOutcome,
+  checkMatmul,
   DEFAULT_SIZES,
   DEFAULT_STEPS,
   errorMessage,
@@ -31,6 +31,7 @@ import {
   mlpData,
   type PeerOptions,
   type PeerResult,
+  quietly,
   runCase,
   timingNote,
   withTimeout,
@@ -49,17 +50,15 @@ export const JAXJS_BACKENDS: readonly ("wasm" | "webgpu")[] = [
 ];
 
 type Jax = typeof import("npm:@jax-js/jax@0.1.25");
+type JaxArray = InstanceType<Jax["Array"]>;
 type Device = "wasm" | "webgpu";
 
 async function initDevice(jax: Jax, device: Device): Promise<void> {
-  // Only the requested device: `init()` without arguments also tries WebGL,
-  // which never settles in Deno.
+  // Only the requested device, so that a failure is attributed to it.
   const available = await jax.init(device);
   if (!available.includes(device)) {
     throw new Error(
-      `jax.init("${device}") did not provide it (available: ${
-        available.join(", ")
-      })`,
+      `jax.init("${device}") did not provide it (available: ${available.join(", ")})`,
     );
   }
   jax.defaultDevice(device);
@@ -75,14 +74,16 @@ async function matmulCase(
   const ja = np.array(a, { shape: [n, n], dtype: np.float32, device });
   const jb = np.array(b, { shape: [n, n], dtype: np.float32, device });
   try {
+    let out: ArrayLike<number> = [];
     const times = await measure(async () => {
       // `data()` reads the result back (and disposes it).
-      await np.matmul(ja.ref, jb.ref).data();
+      out = await np.matmul(ja.ref, jb.ref).data();
     }, MATMUL_MEASURE);
+    checkMatmul(a, b, n, out);
     return { value: matmulGflops(n, median(times)), note: timingNote(times) };
   } finally {
-    ja.dispose();
-    jb.dispose();
+    quietly(() => ja.dispose());
+    quietly(() => jb.dispose());
   }
 }
 
@@ -139,10 +140,10 @@ async function mlpCase(
       }`,
     };
   } finally {
-    jax.tree.dispose(params);
-    x.dispose();
-    y.dispose();
-    step.dispose();
+    quietly(() => jax.tree.dispose(params));
+    quietly(() => x.dispose());
+    quietly(() => y.dispose());
+    quietly(() => step.dispose());
   }
 }
 
@@ -154,15 +155,12 @@ export async function runJaxjs(opts: PeerOptions): Promise<PeerResult[]> {
   const log = opts.log ?? (() => {});
   let jax: Jax;
   try {
+    // deno-lint-ignore no-import-prefix -- pinned peer, no root import map
     jax = await import("npm:@jax-js/jax@0.1.25");
   } catch (e) {
-    const note = `import npm:@jax-js/jax@${JAXJS_VERSION} failed: ${
-      errorMessage(e)
-    }`;
+    const note = `import npm:@jax-js/jax@${JAXJS_VERSION} failed: ${errorMessage(e)}`;
     log(`jax-js: ${note}`);
-    return JAXJS_BACKENDS.flatMap((b) =>
-      failedRows(JAXJS_PEER, b, opts, note)
-    );
+    return JAXJS_BACKENDS.flatMap((b) => failedRows(JAXJS_PEER, b, opts, note));
   }
   const rows: PeerResult[] = [];
   for (const device of JAXJS_BACKENDS) {

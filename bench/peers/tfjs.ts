@@ -12,6 +12,7 @@
 
 import {
   type CaseOutcome,
+  checkMatmul,
   DEFAULT_SIZES,
   DEFAULT_STEPS,
   errorMessage,
@@ -28,6 +29,7 @@ import {
   mlpData,
   type PeerOptions,
   type PeerResult,
+  quietly,
   runCase,
   timingNote,
   withTimeout,
@@ -45,6 +47,7 @@ export const TFJS_BACKENDS: readonly string[] = ["cpu", "webgpu"];
 type Tf = typeof import("npm:@tensorflow/tfjs@4.22.0");
 
 async function loadTf(): Promise<Tf> {
+  // deno-lint-ignore no-import-prefix -- pinned peer, no root import map
   const tf = await import("npm:@tensorflow/tfjs@4.22.0");
   // Production mode: skips debug checks and the "use tfjs-node" banner that
   // tfjs prints because Deno looks like Node.js to it.
@@ -58,6 +61,7 @@ async function initBackend(tf: Tf, backend: string): Promise<string> {
       throw new Error("navigator.gpu is not available");
     }
     // Side-effect import: registers the "webgpu" backend with tfjs-core.
+    // deno-lint-ignore no-import-prefix -- pinned peer, no root import map
     await import("npm:@tensorflow/tfjs-backend-webgpu@4.22.0");
   }
   const ok = await tf.setBackend(backend);
@@ -73,11 +77,13 @@ async function matmulCase(tf: Tf, n: number): Promise<CaseOutcome> {
   const ta = tf.tensor2d(a, [n, n], "float32");
   const tb = tf.tensor2d(b, [n, n], "float32");
   try {
+    let out: ArrayLike<number> = [];
     const times = await measure(async () => {
       const c = tf.matMul(ta, tb);
-      await c.data(); // read back: forces the GPU work to finish
+      out = await c.data(); // read back: forces the GPU work to finish
       c.dispose();
     }, MATMUL_MEASURE);
+    checkMatmul(a, b, n, out);
     return { value: matmulGflops(n, median(times)), note: timingNote(times) };
   } finally {
     ta.dispose();
@@ -121,10 +127,10 @@ async function mlpCase(tf: Tf, steps: number): Promise<CaseOutcome> {
       }`,
     };
   } finally {
-    optimizer.dispose();
-    for (const v of vars) v.dispose();
-    x.dispose();
-    y.dispose();
+    quietly(() => optimizer.dispose());
+    for (const v of vars) quietly(() => v.dispose());
+    quietly(() => x.dispose());
+    quietly(() => y.dispose());
   }
 }
 
@@ -138,9 +144,7 @@ export async function runTfjs(opts: PeerOptions): Promise<PeerResult[]> {
   try {
     tf = await loadTf();
   } catch (e) {
-    const note = `import npm:@tensorflow/tfjs@${TFJS_VERSION} failed: ${
-      errorMessage(e)
-    }`;
+    const note = `import npm:@tensorflow/tfjs@${TFJS_VERSION} failed: ${errorMessage(e)}`;
     log(`tfjs: ${note}`);
     return TFJS_BACKENDS.flatMap((b) => failedRows(TFJS_PEER, b, opts, note));
   }

@@ -178,7 +178,7 @@ export class Table {
 
 /** A number with 3 significant digits (integers of 1000 and more as they are). */
 export function fmt(x: number): string {
-  if (!Number.isFinite(x)) return String(x);
+  if (!Number.isFinite(x) || Number.isInteger(x)) return String(x);
   const a = Math.abs(x);
   if (a >= 1000) return Math.round(x).toString();
   if (a >= 100) return x.toFixed(0);

@@ -120,7 +120,11 @@ export async function countGpuCalls(fn: () => Promise<void>): Promise<GpuCounts>
   }
   const g = globalThis as unknown as Record<string, { prototype: Record<string, Method> }>;
   const patches: Patch[] = [
-    { proto: g.GPUComputePassEncoder?.prototype, method: "dispatchWorkgroups", counter: "dispatches" },
+    {
+      proto: g.GPUComputePassEncoder?.prototype,
+      method: "dispatchWorkgroups",
+      counter: "dispatches",
+    },
     { proto: g.GPUQueue?.prototype, method: "submit", counter: "submits" },
     { proto: g.GPUQueue?.prototype, method: "writeBuffer", counter: "writeBuffers" },
     { proto: g.GPUCommandEncoder?.prototype, method: "copyBufferToBuffer", counter: "copies" },

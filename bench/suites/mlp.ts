@@ -196,7 +196,9 @@ export const mlpSuite: Suite = {
     const config = MLP_CONFIG;
     const flop = mlpStepFlop(config);
     const table = new Table(
-      `mlp: ${describeMlp(config)} (ReLU), cross-entropy, SGD lr 0.01, in tidy, loss read every step;` +
+      `mlp: ${
+        describeMlp(config)
+      } (ReLU), cross-entropy, SGD lr 0.01, in tidy, loss read every step;` +
         ` ${fmt(flop / 1e9)} GFLOP/step`,
       [
         { title: "backend", width: 7, right: false },
@@ -260,8 +262,12 @@ export const mlpSuite: Suite = {
           value: Object.values(profile.kernels).reduce((n, v) => n + v.calls, 0),
           unit: "kernel calls/step",
           extra: {
-            ...Object.fromEntries(Object.entries(profile.kernels).map(([k, v]) => [`calls.${k}`, v.calls])),
-            ...Object.fromEntries(Object.entries(profile.kernels).map(([k, v]) => [`ms.${k}`, v.ms])),
+            ...Object.fromEntries(
+              Object.entries(profile.kernels).map(([k, v]) => [`calls.${k}`, v.calls]),
+            ),
+            ...Object.fromEntries(
+              Object.entries(profile.kernels).map(([k, v]) => [`ms.${k}`, v.ms]),
+            ),
             ...Object.fromEntries(Object.entries(profile.gpu).map(([k, v]) => [`gpu.${k}`, v])),
           },
         });
@@ -275,7 +281,9 @@ export const mlpSuite: Suite = {
     for (const [backend, p] of profiles) {
       table.note(`${backend} one step: ${summarizeKernels(p.kernels)}`);
       table.note(`${backend} one step: ${summarizeKernelTime(p.kernels)}`);
-      if (backend === "webgpu") table.note(`${backend} one step: WebGPU calls: ${summarizeGpu(p.gpu)}`);
+      if (backend === "webgpu") {
+        table.note(`${backend} one step: WebGPU calls: ${summarizeGpu(p.gpu)}`);
+      }
     }
     return results;
   },

@@ -44,9 +44,9 @@ export interface SpiralOptions {
   pointsPerClass?: number;
   /** Arms, one per class (default 3). */
   classes?: number;
-  /** How many turns each arm makes from the centre to radius 1 (default 1.25). */
+  /** How many turns each arm makes from the centre to radius 1 (default 2.5). */
   turns?: number;
-  /** Standard deviation of the angle noise, in radians (default 0.15). */
+  /** Standard deviation of the angle noise, in radians (default 0.25). */
   noise?: number;
   /** Seed of the generator (default 0). */
   seed?: number;
@@ -60,8 +60,8 @@ export interface SpiralOptions {
 export function makeSpirals(options: SpiralOptions = {}): PointSet {
   const n = options.pointsPerClass ?? 1000;
   const classes = options.classes ?? 3;
-  const turns = options.turns ?? 1.25;
-  const noise = options.noise ?? 0.15;
+  const turns = options.turns ?? 2.5;
+  const noise = options.noise ?? 0.25;
   if (!Number.isInteger(n) || n < 1) {
     throw new RangeError(`makeSpirals: pointsPerClass must be a positive integer, got ${n}`);
   }
@@ -128,34 +128,4 @@ export function splitTrainTest(
     test: selectRows(set, order.subarray(0, testCount)),
     train: selectRows(set, order.subarray(testCount)),
   };
-}
-
-/** One mini-batch on the host. */
-export interface HostBatch {
-  /** `[rows, 2]` coordinates. */
-  readonly x: Float32Array;
-  /** `[rows]` labels. */
-  readonly y: Int32Array;
-  /** How many rows. */
-  readonly rows: number;
-}
-
-/**
- * The mini-batches of one epoch: the rows of `set` in an order drawn from
- * `seed`, `batchSize` at a time (the last batch may be smaller).
- */
-export function* epochBatches(
-  set: PointSet,
-  batchSize: number,
-  seed: number,
-): Generator<HostBatch> {
-  const shuffled = selectRows(set, permutation(set.length, makeRng(seed)));
-  for (let start = 0; start < set.length; start += batchSize) {
-    const end = Math.min(set.length, start + batchSize);
-    yield {
-      x: shuffled.x.subarray(2 * start, 2 * end),
-      y: shuffled.y.subarray(start, end),
-      rows: end - start,
-    };
-  }
 }

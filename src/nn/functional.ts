@@ -10,7 +10,7 @@ import type { Device } from "../device.ts";
 import { isFloat } from "../dtype.ts";
 import { arange, rand } from "../ops/factory.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
-import { formatShape, normalizeDim, numelOf, sameShape } from "../shape.ts";
+import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { checkBatchNorm, checkTensor, sameDevice } from "./util.ts";
@@ -58,7 +58,9 @@ export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
   const approximate = options.approximate ?? "none";
   if (approximate === "none") return x.gelu();
   if (approximate !== "tanh") {
-    throw new RangeError(`gelu: approximate must be "none" or "tanh", got ${JSON.stringify(approximate)}`);
+    throw new RangeError(
+      `gelu: approximate must be "none" or "tanh", got ${JSON.stringify(approximate)}`,
+    );
   }
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's constants.
   const inner = x.add(x.mul(x).mul(x).mul(0.044715)).mul(Math.sqrt(2 / Math.PI));
@@ -106,7 +108,9 @@ export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
     throw new RangeError(`dropout: probability has to be between 0 and 1, but got ${p}`);
   }
   if (!isFloat(x.dtype)) {
-    throw new TypeError(`dropout: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`);
+    throw new TypeError(
+      `dropout: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`,
+    );
   }
   if (!training || p === 0) return x;
   if (p === 1) return x.mul(0);
@@ -124,9 +128,9 @@ function normalizedDims(x: Tensor, normalizedShape: readonly number[], op: strin
   const tail = x.shape.slice(x.ndim - k);
   if (k === 0 || x.ndim < k || !sameShape(tail, normalizedShape)) {
     throw new RangeError(
-      `${op}: normalized shape ${formatShape(normalizedShape)} does not match the trailing dims of input of shape ${
-        formatShape(x.shape)
-      }`,
+      `${op}: normalized shape ${
+        formatShape(normalizedShape)
+      } does not match the trailing dims of input of shape ${formatShape(x.shape)}`,
     );
   }
   return normalizedShape.map((_, i) => x.ndim - k + i);
@@ -336,9 +340,15 @@ export function crossEntropy(
   const smoothing = options.labelSmoothing ?? 0;
   const weight = options.weight ?? null;
   if (!isFloat(input.dtype)) {
-    throw new TypeError(`${op}: expected floating-point logits, got ${input.dtype} (shape ${formatShape(input.shape)})`);
+    throw new TypeError(
+      `${op}: expected floating-point logits, got ${input.dtype} (shape ${
+        formatShape(input.shape)
+      })`,
+    );
   }
-  if (input.ndim < 1) throw new RangeError(`${op}: input must have at least 1 dim (classes), got shape []`);
+  if (input.ndim < 1) {
+    throw new RangeError(`${op}: input must have at least 1 dim (classes), got shape []`);
+  }
   if (!(smoothing >= 0 && smoothing <= 1)) {
     throw new RangeError(`${op}: labelSmoothing must be between 0 and 1, got ${smoothing}`);
   }
@@ -346,9 +356,9 @@ export function crossEntropy(
   const c = input.shape[classDim];
   if (weight && !sameShape(weight.shape, [c])) {
     throw new RangeError(
-      `${op}: weight of shape ${formatShape(weight.shape)} does not match the ${c} classes of input of shape ${
-        formatShape(input.shape)
-      }`,
+      `${op}: weight of shape ${
+        formatShape(weight.shape)
+      } does not match the ${c} classes of input of shape ${formatShape(input.shape)}`,
     );
   }
   sameDevice(op, { input, target, weight });
@@ -357,12 +367,14 @@ export function crossEntropy(
   if (probabilities ? !sameShape(target.shape, input.shape) : !sameShape(target.shape, outShape)) {
     throw new RangeError(
       probabilities
-        ? `${op}: probability target of shape ${formatShape(target.shape)} must match input of shape ${
-          formatShape(input.shape)
-        }`
-        : `${op}: class-index target of shape ${formatShape(target.shape)} does not fit input of shape ${
-          formatShape(input.shape)
-        } (expected ${formatShape(outShape)}, int32)`,
+        ? `${op}: probability target of shape ${
+          formatShape(target.shape)
+        } must match input of shape ${formatShape(input.shape)}`
+        : `${op}: class-index target of shape ${
+          formatShape(target.shape)
+        } does not fit input of shape ${formatShape(input.shape)} (expected ${
+          formatShape(outShape)
+        }, int32)`,
     );
   }
   // Move classes last and flatten the rest: logits [M, C].

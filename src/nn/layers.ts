@@ -27,7 +27,9 @@ export interface LinearOptions extends FactoryOptions {
 
 function checkCount(what: string, n: unknown, allowZero = true): number {
   if (typeof n !== "number" || !Number.isInteger(n) || n < (allowZero ? 0 : 1)) {
-    throw new RangeError(`${what} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${n}`);
+    throw new RangeError(
+      `${what} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${n}`,
+    );
   }
   return n;
 }
@@ -70,13 +72,17 @@ export class Linear extends Module {
 
   /** `in_features=4, out_features=3, bias=True`. */
   override extraRepr(): string {
-    return `in_features=${this.inFeatures}, out_features=${this.outFeatures}, bias=${pyBool(this.bias !== null)}`;
+    return `in_features=${this.inFeatures}, out_features=${this.outFeatures}, bias=${
+      pyBool(this.bias !== null)
+    }`;
   }
 }
 
 function checkModule(owner: string, m: unknown, i: number): Module {
   if (!(m instanceof Module)) {
-    throw new TypeError(`${owner}: argument ${i} is not an nn.Module (got ${m === null ? "null" : typeof m})`);
+    throw new TypeError(
+      `${owner}: argument ${i} is not an nn.Module (got ${m === null ? "null" : typeof m})`,
+    );
   }
   return m;
 }
@@ -104,7 +110,9 @@ export class ModuleList extends Module {
     const n = this.length;
     const i = index < 0 ? index + n : index;
     if (!Number.isInteger(i) || i < 0 || i >= n) {
-      throw new RangeError(`${this.constructor.name}.at: index ${index} is out of range for ${n} modules`);
+      throw new RangeError(
+        `${this.constructor.name}.at: index ${index} is out of range for ${n} modules`,
+      );
     }
     return (this as unknown as Record<string, Module>)[String(i)];
   }
@@ -112,7 +120,11 @@ export class ModuleList extends Module {
   /** Adds `module` at the end; returns this. */
   append(module: Module): this {
     const n = this.length;
-    (this as unknown as Record<string, Module>)[String(n)] = checkModule(this.constructor.name, module, n);
+    (this as unknown as Record<string, Module>)[String(n)] = checkModule(
+      this.constructor.name,
+      module,
+      n,
+    );
     return this;
   }
 
@@ -176,7 +188,9 @@ export class GELU extends Module {
     super();
     this.approximate = options.approximate ?? "none";
     if (this.approximate !== "none" && this.approximate !== "tanh") {
-      throw new RangeError(`GELU: approximate must be "none" or "tanh", got ${JSON.stringify(this.approximate)}`);
+      throw new RangeError(
+        `GELU: approximate must be "none" or "tanh", got ${JSON.stringify(this.approximate)}`,
+      );
     }
   }
 
@@ -222,7 +236,9 @@ export class LogSoftmax extends Module {
   /** Log-softmax along `dim`. */
   constructor(dim: number) {
     super();
-    if (!Number.isInteger(dim)) throw new TypeError(`LogSoftmax: dim must be an integer, got ${dim}`);
+    if (!Number.isInteger(dim)) {
+      throw new TypeError(`LogSoftmax: dim must be an integer, got ${dim}`);
+    }
     this.dim = dim;
   }
 

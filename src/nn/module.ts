@@ -20,7 +20,9 @@ export class Parameter extends Tensor {
   /** Wraps `data`'s storage (no copy) as a parameter. */
   constructor(data: Tensor, requiresGrad = true) {
     if (!(data instanceof Tensor)) {
-      throw new TypeError(`Parameter: expected a Tensor, got ${data === null ? "null" : typeof data}`);
+      throw new TypeError(
+        `Parameter: expected a Tensor, got ${data === null ? "null" : typeof data}`,
+      );
     }
     super(data.storage, data.shape);
     data.storage.persistent = true;
@@ -78,7 +80,9 @@ const bufferFields = new WeakMap<Module, Map<string, BufferInfo>>();
 /** A module's own parameters as [field, parameter] (no submodules). */
 function ownParameters(m: Module): [string, Parameter][] {
   const buffers = bufferFields.get(m);
-  return fieldsOf(m).filter((e): e is [string, Parameter] => e[1] instanceof Parameter && !buffers?.has(e[0]));
+  return fieldsOf(m).filter((e): e is [string, Parameter] =>
+    e[1] instanceof Parameter && !buffers?.has(e[0])
+  );
 }
 
 /** A module's own buffers as [state-dict name, tensor, persistent]. */
@@ -181,7 +185,9 @@ export class Module {
 
   /** The computation; subclasses override it. */
   forward(..._args: unknown[]): unknown {
-    throw new Error(`${this.constructor.name}.forward is not implemented; subclasses of nn.Module define forward()`);
+    throw new Error(
+      `${this.constructor.name}.forward is not implemented; subclasses of nn.Module define forward()`,
+    );
   }
 
   /** Calls {@link forward} (TypeScript has no `__call__`). */
@@ -202,15 +208,21 @@ export class Module {
     options: RegisterBufferOptions = {},
   ): T {
     if (typeof name !== "string" || name === "" || name.includes(".")) {
-      throw new TypeError(`registerBuffer: name must be a non-empty string without ".", got ${JSON.stringify(name)}`);
+      throw new TypeError(
+        `registerBuffer: name must be a non-empty string without ".", got ${JSON.stringify(name)}`,
+      );
     }
     if (tensor !== null && !(tensor instanceof Tensor)) {
-      throw new TypeError(`registerBuffer("${name}"): expected a Tensor or null, got ${typeof tensor}`);
+      throw new TypeError(
+        `registerBuffer("${name}"): expected a Tensor or null, got ${typeof tensor}`,
+      );
     }
     const field = options.field ?? snakeToCamel(name);
     const current = (this as unknown as Record<string, unknown>)[field];
     if (current instanceof Parameter || current instanceof Module) {
-      throw new Error(`registerBuffer("${name}"): field "${field}" already holds a ${current.constructor.name}`);
+      throw new Error(
+        `registerBuffer("${name}"): field "${field}" already holds a ${current.constructor.name}`,
+      );
     }
     if (tensor) tensor.storage.persistent = true;
     let info = bufferFields.get(this);
@@ -330,7 +342,11 @@ export class Module {
     }
     for (const t of tensors) {
       if (t.storage.disposed) {
-        throw new Error(`${this.constructor.name}.to(${d}): a parameter or buffer of shape ${formatShape(t.shape)} was disposed`);
+        throw new Error(
+          `${this.constructor.name}.to(${d}): a parameter or buffer of shape ${
+            formatShape(t.shape)
+          } was disposed`,
+        );
       }
     }
     tidy(() =>
@@ -387,7 +403,11 @@ export class Module {
   ): LoadStateDictResult {
     const strict = options.strict ?? true;
     if (stateDict === null || typeof stateDict !== "object" || stateDict instanceof Tensor) {
-      throw new TypeError(`loadStateDict: expected a plain object of tensors, got ${stateDict === null ? "null" : typeof stateDict}`);
+      throw new TypeError(
+        `loadStateDict: expected a plain object of tensors, got ${
+          stateDict === null ? "null" : typeof stateDict
+        }`,
+      );
     }
     const entries = stateEntries(this);
     const expected = new Set(entries.map(([k]) => k));
@@ -400,12 +420,14 @@ export class Module {
       }
       const value: unknown = stateDict[key];
       if (!(value instanceof Tensor)) {
-        problems.push(`value for "${key}" is not a Tensor (got ${value === null ? "null" : typeof value})`);
+        problems.push(
+          `value for "${key}" is not a Tensor (got ${value === null ? "null" : typeof value})`,
+        );
       } else if (!sameShape(value.shape, target.shape)) {
         problems.push(
-          `size mismatch for "${key}": copying a tensor of shape ${formatShape(value.shape)} from the state dict, the shape in the current model is ${
-            formatShape(target.shape)
-          }`,
+          `size mismatch for "${key}": copying a tensor of shape ${
+            formatShape(value.shape)
+          } from the state dict, the shape in the current model is ${formatShape(target.shape)}`,
         );
       } else if (value.storage.disposed) {
         problems.push(`value for "${key}" was disposed`);
@@ -419,12 +441,16 @@ export class Module {
       errors.push(`missing key(s) in state dict: ${missingKeys.map((k) => `"${k}"`).join(", ")}`);
     }
     if (strict && unexpectedKeys.length > 0) {
-      errors.push(`unexpected key(s) in state dict: ${unexpectedKeys.map((k) => `"${k}"`).join(", ")}`);
+      errors.push(
+        `unexpected key(s) in state dict: ${unexpectedKeys.map((k) => `"${k}"`).join(", ")}`,
+      );
     }
     errors.push(...problems);
     if (errors.length > 0) {
       throw new Error(
-        `loadStateDict: error(s) in loading state dict for ${this.constructor.name}:\n  ${errors.join("\n  ")}`,
+        `loadStateDict: error(s) in loading state dict for ${this.constructor.name}:\n  ${
+          errors.join("\n  ")
+        }`,
       );
     }
     tidy(() =>
@@ -473,7 +499,9 @@ export class Module {
       const out = mapTensor(t, kind, name);
       if (!(out instanceof Tensor) || !sameShape(out.shape, t.shape)) {
         throw new TypeError(
-          `_replicateWith: mapTensor must return a Tensor of shape ${formatShape(t.shape)} for ${kind} "${name}", got ${
+          `_replicateWith: mapTensor must return a Tensor of shape ${
+            formatShape(t.shape)
+          } for ${kind} "${name}", got ${
             out instanceof Tensor ? `shape ${formatShape(out.shape)}` : typeof out
           }`,
         );
@@ -521,7 +549,9 @@ export class Module {
     const lines: string[] = [];
     const extra = this.extraRepr();
     if (extra) lines.push(...extra.split("\n"));
-    for (const [name, child] of ownChildren(this)) lines.push(`(${name}): ${addIndent(child.toString(), 2)}`);
+    for (const [name, child] of ownChildren(this)) {
+      lines.push(`(${name}): ${addIndent(child.toString(), 2)}`);
+    }
     const name = this.constructor.name;
     if (lines.length === 0) return `${name}()`;
     if (lines.length === 1 && ownChildren(this).length === 0) return `${name}(${lines[0]})`;

@@ -24,7 +24,9 @@ export interface LayerNormModuleOptions extends FactoryOptions {
 }
 
 function checkEps(owner: string, eps: number): number {
-  if (typeof eps !== "number" || !(eps >= 0)) throw new RangeError(`${owner}: eps must be a non-negative number, got ${eps}`);
+  if (typeof eps !== "number" || !(eps >= 0)) {
+    throw new RangeError(`${owner}: eps must be a non-negative number, got ${eps}`);
+  }
   return eps;
 }
 
@@ -49,25 +51,39 @@ export class LayerNorm extends Module {
     super();
     const shape = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
     if (shape.length === 0 || !shape.every((d) => Number.isInteger(d) && d > 0)) {
-      throw new RangeError(`LayerNorm: normalizedShape must be positive integers, got ${JSON.stringify(normalizedShape)}`);
+      throw new RangeError(
+        `LayerNorm: normalizedShape must be positive integers, got ${
+          JSON.stringify(normalizedShape)
+        }`,
+      );
     }
     this.normalizedShape = Object.freeze(shape);
     this.eps = checkEps("LayerNorm", options.eps ?? 1e-5);
     this.elementwiseAffine = options.elementwiseAffine ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
     this.weight = this.elementwiseAffine ? new Parameter(ones(shape, factory)) : null;
-    this.bias = this.elementwiseAffine && (options.bias ?? true) ? new Parameter(zeros(shape, factory)) : null;
+    this.bias = this.elementwiseAffine && (options.bias ?? true)
+      ? new Parameter(zeros(shape, factory))
+      : null;
   }
 
   /** Normalizes `x`. */
   override forward(x: Tensor): Tensor {
-    return F.layerNorm(x, this.normalizedShape, { weight: this.weight, bias: this.bias, eps: this.eps });
+    return F.layerNorm(x, this.normalizedShape, {
+      weight: this.weight,
+      bias: this.bias,
+      eps: this.eps,
+    });
   }
 
   /** `(5,), eps=1e-05, elementwise_affine=True`. */
   override extraRepr(): string {
-    const shape = this.normalizedShape.length === 1 ? `(${this.normalizedShape[0]},)` : `(${this.normalizedShape.join(", ")})`;
-    return `${shape}, eps=${pyFloat(this.eps)}, elementwise_affine=${pyBool(this.elementwiseAffine)}`;
+    const shape = this.normalizedShape.length === 1
+      ? `(${this.normalizedShape[0]},)`
+      : `(${this.normalizedShape.join(", ")})`;
+    return `${shape}, eps=${pyFloat(this.eps)}, elementwise_affine=${
+      pyBool(this.elementwiseAffine)
+    }`;
   }
 }
 
@@ -120,7 +136,9 @@ export class BatchNorm1d extends Module {
   constructor(numFeatures: number, options: BatchNormModuleOptions = {}) {
     super();
     if (!Number.isInteger(numFeatures) || numFeatures <= 0) {
-      throw new RangeError(`BatchNorm1d: numFeatures must be a positive integer, got ${numFeatures}`);
+      throw new RangeError(
+        `BatchNorm1d: numFeatures must be a positive integer, got ${numFeatures}`,
+      );
     }
     this.numFeatures = numFeatures;
     this.eps = checkEps("BatchNorm1d", options.eps ?? 1e-5);
@@ -135,8 +153,14 @@ export class BatchNorm1d extends Module {
     this.weight = this.affine ? new Parameter(ones([numFeatures], factory)) : null;
     this.bias = this.affine ? new Parameter(zeros([numFeatures], factory)) : null;
     const track = this.trackRunningStats;
-    this.runningMean = this.registerBuffer("running_mean", track ? zeros([numFeatures], factory) : null);
-    this.runningVar = this.registerBuffer("running_var", track ? ones([numFeatures], factory) : null);
+    this.runningMean = this.registerBuffer(
+      "running_mean",
+      track ? zeros([numFeatures], factory) : null,
+    );
+    this.runningVar = this.registerBuffer(
+      "running_var",
+      track ? ones([numFeatures], factory) : null,
+    );
     this.numBatchesTracked = this.registerBuffer(
       "num_batches_tracked",
       track ? full([], 0, { device: options.device, dtype: "int32" }) : null,
@@ -148,7 +172,12 @@ export class BatchNorm1d extends Module {
     tidy(() =>
       noGrad(() => {
         this.runningMean?._assign(this.runningMean.zerosLike());
-        this.runningVar?._assign(full([...this.runningVar.shape], 1, { dtype: this.runningVar.dtype, device: this.runningVar.device }));
+        this.runningVar?._assign(
+          full([...this.runningVar.shape], 1, {
+            dtype: this.runningVar.dtype,
+            device: this.runningVar.device,
+          }),
+        );
         this.numBatchesTracked?._assign(this.numBatchesTracked.zerosLike());
       })
     );
@@ -162,10 +191,17 @@ export class BatchNorm1d extends Module {
       ? { runningMean: this.runningMean, runningVar: this.runningVar }
       : { runningMean: null, runningVar: null };
     // Everything is checked before the buffers change, so a bad input leaves them as they were.
-    checkBatchNorm(x, { ...stats, weight: this.weight, bias: this.bias }, useBatchStats, this.numFeatures);
+    checkBatchNorm(
+      x,
+      { ...stats, weight: this.weight, bias: this.bias },
+      useBatchStats,
+      this.numFeatures,
+    );
     const tracked = update ? this.numBatchesTracked : null;
     if (tracked && tracked.device !== x.device) {
-      throw new Error(`BatchNorm1d: num_batches_tracked is on ${tracked.device}, the input on ${x.device}`);
+      throw new Error(
+        `BatchNorm1d: num_batches_tracked is on ${tracked.device}, the input on ${x.device}`,
+      );
     }
     let factor: Tensor | null = null;
     if (tracked) {

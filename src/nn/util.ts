@@ -38,7 +38,9 @@ export function checkBatchNorm(
 ): void {
   checkTensor("batchNorm", "input", x);
   if (x.ndim !== 2 && x.ndim !== 3) {
-    throw new RangeError(`batchNorm: expected a 2D [N, C] or 3D [N, C, L] input, got shape ${formatShape(x.shape)}`);
+    throw new RangeError(
+      `batchNorm: expected a 2D [N, C] or 3D [N, C, L] input, got shape ${formatShape(x.shape)}`,
+    );
   }
   if (!isFloat(x.dtype)) {
     throw new TypeError(`batchNorm: expected a floating-point input, got ${x.dtype}`);
@@ -46,13 +48,17 @@ export function checkBatchNorm(
   const c = x.shape[1];
   if (expectedC !== undefined && c !== expectedC) {
     throw new RangeError(
-      `batchNorm: input of shape ${formatShape(x.shape)} has ${c} channels (dim 1), expected ${expectedC}`,
+      `batchNorm: input of shape ${
+        formatShape(x.shape)
+      } has ${c} channels (dim 1), expected ${expectedC}`,
     );
   }
   for (const [name, t] of Object.entries(channels)) {
     if (t != null && !sameShape(t.shape, [c])) {
       throw new RangeError(
-        `batchNorm: ${name} of shape ${formatShape(t.shape)} does not match the ${c} channels of input of shape ${
+        `batchNorm: ${name} of shape ${
+          formatShape(t.shape)
+        } does not match the ${c} channels of input of shape ${
           formatShape(x.shape)
         } (expected [${c}])`,
       );
@@ -67,4 +73,3 @@ export function checkBatchNorm(
     );
   }
 }
-

@@ -171,6 +171,24 @@ function tieSplit(g: Tensor, x: Tensor, y: Tensor, wins: "gt" | "lt"): [Tensor, 
   return [ga, gb];
 }
 
+/**
+ * Clamps into [min, max] (either may be omitted). As in PyTorch, the gradient
+ * passes where `min <= x <= max`, bounds included (unlike {@link maximum}'s
+ * tie split).
+ */
+export function clamp(x: Tensor, min?: number, max?: number): Tensor {
+  let out = x;
+  if (min !== undefined) out = binaryRaw("maximum", ...operands("clamp", out, min));
+  if (max !== undefined) out = binaryRaw("minimum", ...operands("clamp", out, max));
+  if (out === x) return x;
+  return record("clamp", [x], out, ([g]) => {
+    const lo = min === undefined ? null : compare("ge", x, min);
+    const hi = max === undefined ? null : compare("le", x, max);
+    const mask = lo && hi ? mul(lo, hi) : (lo ?? hi)!;
+    return [mul(g!, mask)];
+  });
+}
+
 /** Comparison giving 1 or 0 in the promoted dtype (no gradient). */
 export function compare(
   op: "eq" | "ne" | "lt" | "le" | "gt" | "ge",

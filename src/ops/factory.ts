@@ -6,7 +6,7 @@
 import { defaultDevice, device as resolveDevice, type Device } from "../device.ts";
 import { assertDType, type DType, dtypeOfArray, isFloat, type TypedArray, toHost } from "../dtype.ts";
 import { checkShape, formatShape, numelOf, type Shape } from "../shape.ts";
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { empty, launch } from "./util.ts";
 
 /** Where and how a factory makes its tensor. */
@@ -25,6 +25,10 @@ export type NestedArray = number | boolean | readonly NestedArray[];
 function resolve(options: TensorOptions, fallback: DType): { dtype: DType; device: Device } {
   const dtype = options.dtype ?? fallback;
   assertDType(dtype);
+  if (options.requiresGrad && !isFloat(dtype)) {
+    // Checked before anything is allocated.
+    throw new TypeError(`requiresGrad: only floating-point tensors can require grad, got ${dtype}`);
+  }
   return { dtype, device: options.device === undefined ? defaultDevice() : resolveDevice(options.device) };
 }
 
@@ -90,15 +94,16 @@ export function tensor(
   const shape = inferShape(data, "data");
   const flat: number[] = [];
   flatten(data, flat);
-  if (options.shape && numelOf(options.shape) !== flat.length) {
+  const target = options.shape ? checkShape(options.shape) : shape;
+  if (numelOf(target) !== flat.length) {
     throw new RangeError(
-      `tensor: shape ${formatShape(options.shape)} holds ${numelOf(options.shape)} elements but the data has ${flat.length}`,
+      `tensor: shape ${formatShape(target)} holds ${numelOf(target)} elements but the data has ${flat.length}`,
     );
   }
   if (dtype === "int32" && flat.some((v) => !Number.isInteger(v))) {
     throw new TypeError("tensor: int32 data must be integers");
   }
-  return finish(fromHost(toHost(dtype, flat), options.shape ?? shape, device), options);
+  return finish(fromHost(toHost(dtype, flat), target, device), options);
 }
 
 /** A tensor of `shape` filled with `value`. */

@@ -32,7 +32,9 @@ export interface AdamOptions {
 export type AdamGroupOptions = Required<AdamOptions>;
 
 function resolve(options: AdamOptions, weightDecay: number): AdamGroupOptions {
-  if (options === null || typeof options !== "object") throw new TypeError("Adam: options must be an object");
+  if (options === null || typeof options !== "object") {
+    throw new TypeError("Adam: options must be an object");
+  }
   return {
     lr: options.lr ?? 1e-3,
     betas: options.betas ? [options.betas[0], options.betas[1]] : [0.9, 0.999],
@@ -53,7 +55,10 @@ export class Adam extends Optimizer<AdamGroupOptions> {
   protected readonly decoupled: boolean = false;
 
   /** An optimizer over `params` (tensors or parameter groups). */
-  constructor(params: Iterable<Tensor> | Iterable<ParamGroupInput<AdamGroupOptions>>, options: AdamOptions = {}) {
+  constructor(
+    params: Iterable<Tensor> | Iterable<ParamGroupInput<AdamGroupOptions>>,
+    options: AdamOptions = {},
+  ) {
     super(params, resolve(options, 0));
   }
 
@@ -123,7 +128,10 @@ export class AdamW extends Adam {
   protected override readonly decoupled: boolean = true;
 
   /** An optimizer over `params` (tensors or parameter groups). */
-  constructor(params: Iterable<Tensor> | Iterable<ParamGroupInput<AdamGroupOptions>>, options: AdamOptions = {}) {
+  constructor(
+    params: Iterable<Tensor> | Iterable<ParamGroupInput<AdamGroupOptions>>,
+    options: AdamOptions = {},
+  ) {
     super(params, resolve(options, 0.01));
   }
 }

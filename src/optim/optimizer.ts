@@ -49,7 +49,8 @@ export interface OptimizerStateDict {
 export type ScalarFn = (value: number, like: Tensor) => Tensor;
 
 function isGroupList<O>(params: unknown[]): params is ParamGroupInput<O>[] {
-  return params.length > 0 && params.every((p) => p !== null && typeof p === "object" && !(p instanceof Tensor));
+  return params.length > 0 &&
+    params.every((p) => p !== null && typeof p === "object" && !(p instanceof Tensor));
 }
 
 /**
@@ -70,15 +71,20 @@ export abstract class Optimizer<O extends object> {
    */
   constructor(params: Iterable<Tensor> | Iterable<ParamGroupInput<O>>, defaults: O) {
     const name = this.constructor.name;
-    if (params === null || typeof params !== "object" || !(Symbol.iterator in params) || params instanceof Tensor) {
-      throw new TypeError(`${name}: params must be an iterable of tensors or of parameter groups, got ${typeof params}`);
+    if (
+      params === null || typeof params !== "object" || !(Symbol.iterator in params) ||
+      params instanceof Tensor
+    ) {
+      throw new TypeError(
+        `${name}: params must be an iterable of tensors or of parameter groups, got ${typeof params}`,
+      );
     }
     this.validateOptions(defaults);
     this.defaults = Object.freeze({ ...defaults });
     const list = [...params] as unknown[];
     if (list.length === 0) throw new Error(`${name}: got an empty parameter list`);
-    if (isGroupList<O>(list)) for (const group of list) this.addParamGroup(group);
-    else this.addParamGroup({ params: list as Tensor[] } as ParamGroupInput<O>);
+    if (isGroupList<O>(list)) { for (const group of list) this.addParamGroup(group); }
+    else this.addParamGroup({ params: list as Tensor[] } as unknown as ParamGroupInput<O>);
   }
 
   /** Throws a clear error when `options` are invalid (a negative learning rate, ...). */
@@ -99,7 +105,10 @@ export abstract class Optimizer<O extends object> {
   /** Adds a group `{ params, ...options }`; options left out come from the defaults. */
   addParamGroup(group: ParamGroupInput<O>): void {
     const name = this.constructor.name;
-    if (group === null || typeof group !== "object" || !group.params || !(Symbol.iterator in Object(group.params))) {
+    if (
+      group === null || typeof group !== "object" || !group.params ||
+      !(Symbol.iterator in Object(group.params))
+    ) {
       throw new TypeError(`${name}: a parameter group needs a "params" iterable`);
     }
     const params = group.params instanceof Tensor ? [group.params] : [...group.params];
@@ -108,16 +117,28 @@ export abstract class Optimizer<O extends object> {
     const own = new Set<Tensor>();
     params.forEach((p, i) => {
       if (!(p instanceof Tensor)) {
-        throw new TypeError(`${name}: parameter ${i} of group ${this.paramGroups.length} is not a Tensor (got ${typeof p})`);
+        throw new TypeError(
+          `${name}: parameter ${i} of group ${this.paramGroups.length} is not a Tensor (got ${typeof p})`,
+        );
       }
       if (!p.isLeaf) {
-        throw new Error(`${name}: can't optimize a non-leaf Tensor (parameter ${i}, shape ${formatShape(p.shape)})`);
+        throw new Error(
+          `${name}: can't optimize a non-leaf Tensor (parameter ${i}, shape ${
+            formatShape(p.shape)
+          })`,
+        );
       }
       if (!isFloat(p.dtype)) {
-        throw new TypeError(`${name}: parameter ${i} has dtype ${p.dtype}; only floating-point tensors can be optimized`);
+        throw new TypeError(
+          `${name}: parameter ${i} has dtype ${p.dtype}; only floating-point tensors can be optimized`,
+        );
       }
       if (existing.has(p) || own.has(p)) {
-        throw new Error(`${name}: some parameters appear more than once (parameter ${i}, shape ${formatShape(p.shape)})`);
+        throw new Error(
+          `${name}: some parameters appear more than once (parameter ${i}, shape ${
+            formatShape(p.shape)
+          })`,
+        );
       }
       own.add(p);
     });
@@ -149,11 +170,17 @@ export abstract class Optimizer<O extends object> {
     for (const group of this.paramGroups) {
       this.validateOptions(group);
       for (const p of group.params) {
-        if (p.storage.disposed) throw new Error(`${name}.step: a parameter of shape ${formatShape(p.shape)} was disposed`);
+        if (p.storage.disposed) {
+          throw new Error(
+            `${name}.step: a parameter of shape ${formatShape(p.shape)} was disposed`,
+          );
+        }
         const grad = p.grad;
         if (grad && grad.storage.disposed) {
           throw new Error(
-            `${name}.step: the gradient of a parameter of shape ${formatShape(p.shape)} was disposed; call zeroGrad() before backward()`,
+            `${name}.step: the gradient of a parameter of shape ${
+              formatShape(p.shape)
+            } was disposed; call zeroGrad() before backward()`,
           );
         }
       }
@@ -216,7 +243,9 @@ export abstract class Optimizer<O extends object> {
     const paramGroups = this.paramGroups.map((group) => {
       const { params, ...options } = group;
       const out: Record<string, OptionValue> = {};
-      for (const [k, v] of Object.entries(options)) out[k] = Array.isArray(v) ? [...v] : v as OptionValue;
+      for (const [k, v] of Object.entries(options)) {
+        out[k] = Array.isArray(v) ? [...v] : v as OptionValue;
+      }
       return {
         ...out,
         params: params.map((p) => {
@@ -246,8 +275,14 @@ export abstract class Optimizer<O extends object> {
    */
   loadStateDict(stateDict: OptimizerStateDict): void {
     const name = `${this.constructor.name}.loadStateDict`;
-    if (stateDict === null || typeof stateDict !== "object" || !Array.isArray(stateDict.paramGroups)) {
-      throw new TypeError(`${name}: expected { state, paramGroups }, got ${stateDict === null ? "null" : typeof stateDict}`);
+    if (
+      stateDict === null || typeof stateDict !== "object" || !Array.isArray(stateDict.paramGroups)
+    ) {
+      throw new TypeError(
+        `${name}: expected { state, paramGroups }, got ${
+          stateDict === null ? "null" : typeof stateDict
+        }`,
+      );
     }
     const groups = stateDict.paramGroups;
     if (groups.length !== this.paramGroups.length) {
@@ -278,20 +313,30 @@ export abstract class Optimizer<O extends object> {
     const loaded: [Tensor, Record<string, Tensor | number>][] = [];
     for (const [key, entry] of Object.entries(state)) {
       const p = byIndex.get(Number(key));
-      if (!p) throw new Error(`${name}: state for parameter index ${key}, which no parameter group lists`);
-      if (entry === null || typeof entry !== "object") throw new TypeError(`${name}: state ${key} must be an object`);
+      if (!p) {
+        throw new Error(
+          `${name}: state for parameter index ${key}, which no parameter group lists`,
+        );
+      }
+      if (entry === null || typeof entry !== "object") {
+        throw new TypeError(`${name}: state ${key} must be an object`);
+      }
       for (const [k, v] of Object.entries(entry)) {
         if (v instanceof Tensor) {
           if (!sameShape(v.shape, p.shape)) {
             throw new RangeError(
-              `${name}: state "${k}" of parameter ${key} has shape ${formatShape(v.shape)}, the parameter ${
-                formatShape(p.shape)
-              }`,
+              `${name}: state "${k}" of parameter ${key} has shape ${
+                formatShape(v.shape)
+              }, the parameter ${formatShape(p.shape)}`,
             );
           }
-          if (v.storage.disposed) throw new Error(`${name}: state "${k}" of parameter ${key} was disposed`);
+          if (v.storage.disposed) {
+            throw new Error(`${name}: state "${k}" of parameter ${key} was disposed`);
+          }
         } else if (typeof v !== "number") {
-          throw new TypeError(`${name}: state "${k}" of parameter ${key} must be a Tensor or a number, got ${typeof v}`);
+          throw new TypeError(
+            `${name}: state "${k}" of parameter ${key} must be a Tensor or a number, got ${typeof v}`,
+          );
         }
       }
       loaded.push([p, entry]);
@@ -321,10 +366,18 @@ export abstract class Optimizer<O extends object> {
 }
 
 /** Throws unless `value` is a number >= `min` (and < `max` when given). */
-export function checkNumber(owner: string, what: string, value: unknown, min = 0, max?: number): void {
+export function checkNumber(
+  owner: string,
+  what: string,
+  value: unknown,
+  min = 0,
+  max?: number,
+): void {
   if (typeof value !== "number" || !(value >= min) || (max !== undefined && !(value < max))) {
     throw new RangeError(
-      `${owner}: invalid ${what}: ${value} (expected a number >= ${min}${max !== undefined ? ` and < ${max}` : ""})`,
+      `${owner}: invalid ${what}: ${value} (expected a number >= ${min}${
+        max !== undefined ? ` and < ${max}` : ""
+      })`,
     );
   }
 }

@@ -40,7 +40,10 @@ export type SGDGroupOptions = Required<SGDOptions>;
  */
 export class SGD extends Optimizer<SGDGroupOptions> {
   /** An optimizer over `params` (tensors or parameter groups). */
-  constructor(params: Iterable<Tensor> | Iterable<ParamGroupInput<SGDGroupOptions>>, options: SGDOptions) {
+  constructor(
+    params: Iterable<Tensor> | Iterable<ParamGroupInput<SGDGroupOptions>>,
+    options: SGDOptions,
+  ) {
     if (options === null || typeof options !== "object") {
       throw new TypeError("SGD: options { lr, ... } are required");
     }

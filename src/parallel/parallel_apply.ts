@@ -59,7 +59,11 @@ export function parallelApply(
   if (failures.length > 0) {
     const { index, error } = failures[0];
     const where = devices ? String(devices[index]) : deviceOf(modules[index], inputs[index]);
-    const message = error instanceof Error ? error.message : String(error);
+    let message = error instanceof Error ? error.message : String(error);
+    if (index > 0 && /private member/.test(message)) {
+      message += " (replicas copy a module's own fields, and JavaScript cannot copy #private fields:" +
+        " keep a module's state in ordinary fields to use it with DataParallel)";
+    }
     throw new Error(`parallelApply: replica ${index} on device ${where} failed: ${message}`, {
       cause: error,
     });

@@ -11,7 +11,8 @@ const UNARY: Record<UnaryOp, (x: number) => number> = {
   log: Math.log,
   sqrt: Math.sqrt,
   abs: Math.abs,
-  relu: (x) => (x > 0 ? x : 0),
+  // NaN propagates, as in PyTorch.
+  relu: (x) => (x > 0 || x !== x ? x : 0),
   sigmoid: (x) => 1 / (1 + Math.exp(-x)),
   tanh: Math.tanh,
   gelu: (x) => 0.5 * x * (1 + erf(x * SQRT1_2)),
@@ -28,7 +29,7 @@ export function unary(
   numel: number,
 ): void {
   if (op === "relu") {
-    for (let i = 0; i < numel; i++) out[i] = x[i] > 0 ? x[i] : 0;
+    for (let i = 0; i < numel; i++) out[i] = x[i] > 0 || x[i] !== x[i] ? x[i] : 0;
     return;
   }
   const f = UNARY[op];

@@ -1,0 +1,247 @@
+/**
+ * The multigrad demo: trains an MLP classifier on three interleaved spirals
+ * with `nn.DataParallel` over every device it finds (or those given),
+ * printing the devices, the shape trace of the first batch, progress and
+ * accuracy, and writing a checkpoint and a loss plot after every epoch.
+ *
+ *   deno task demo [--devices webgpu:2,cpu:1] [--epochs 30] [--batch-size 128]
+ *                  [--lr 0.01] [--out out/demo] [--seed 0] [--resume]
+ *
+ * Ctrl-C stops after the current step; the last checkpoint stays whole and
+ * `--resume` continues from it.
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { backendNames, type Device, requestDevices } from "../mod.ts";
+import { DemoError, runDemo } from "./demo/train.ts";
+import { ProgressBar } from "./demo/progress.ts";
+
+/** The `--help` text. */
+export const USAGE = `Usage: deno task demo [options]
+
+Trains an MLP (2-64-64-3, GELU) on three interleaved spirals with nn.DataParallel,
+splitting every batch over the devices, and evaluates it on a held-out test split.
+Writes OUT/checkpoint.safetensors (model, optimizer, epoch) and OUT/loss.svg after
+every epoch. Ctrl-C stops after the current step, keeping the last checkpoint.
+
+Options:
+  --devices LIST    backend:count list, e.g. webgpu:2,cpu:1 (mixed devices allowed);
+                    default: webgpu:2 when a WebGPU adapter is found, else cpu:2
+  --epochs N        train until N epochs are done, resumed ones included (default 30)
+  --batch-size N    rows per optimizer step, split over the devices (default 128)
+  --lr X            Adam learning rate (default 0.01)
+  --out DIR         output folder (default out/demo)
+  --seed N          seed of the data set, initial weights and shuffles (default 0)
+  --resume          continue from DIR/checkpoint.safetensors
+  -h, --help        show this help and exit`;
+
+/** One `backend:count` entry of `--devices`. */
+export interface DeviceRequest {
+  /** The backend name (`webgpu`, `cpu`). */
+  backend: string;
+  /** How many devices of it. */
+  count: number;
+}
+
+/** What the command line asks for. */
+export interface DemoArgs {
+  /** Print the usage and stop. */
+  help: boolean;
+  /** The devices asked for, or null for the default. */
+  devices: DeviceRequest[] | null;
+  /** Epochs to reach. */
+  epochs: number;
+  /** Rows per step. */
+  batchSize: number;
+  /** Learning rate, when given. */
+  lr: number | undefined;
+  /** Output folder. */
+  out: string;
+  /** Seed. */
+  seed: number;
+  /** Continue from the checkpoint. */
+  resume: boolean;
+}
+
+function integer(flag: string, text: string, min: number): number {
+  if (!/^-?\d+$/.test(text.trim())) throw new DemoError(`${flag} expects an integer, got "${text}"`);
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new DemoError(`${flag} must be an integer >= ${min}, got ${text}`);
+  }
+  return value;
+}
+
+/**
+ * Parses `--devices`: a comma-separated list of `backend` or `backend:count`
+ * (`webgpu:2,cpu:1`), each backend once, each a registered one.
+ */
+export function parseDevices(text: string): DeviceRequest[] {
+  const known = backendNames();
+  const out: DeviceRequest[] = [];
+  for (const part of text.split(",").map((p) => p.trim())) {
+    const match = /^([a-z][a-z0-9_-]*)(?::(\d+))?$/.exec(part);
+    if (!match) {
+      throw new DemoError(
+        `--devices: "${part}" is not backend or backend:count (e.g. --devices webgpu:2,cpu:1)`,
+      );
+    }
+    const backend = match[1];
+    if (!known.includes(backend)) {
+      throw new DemoError(
+        `--devices: unknown backend "${backend}" (available: ${known.join(", ")})`,
+      );
+    }
+    const count = match[2] === undefined ? 1 : Number(match[2]);
+    if (count < 1) throw new DemoError(`--devices: ${backend} needs a count of at least 1`);
+    if (out.some((r) => r.backend === backend)) {
+      throw new DemoError(`--devices: ${backend} is listed twice; give it once with a count`);
+    }
+    out.push({ backend, count });
+  }
+  return out;
+}
+
+/** Parses the command line; user mistakes throw a {@link DemoError} with a one-line message. */
+export function parseDemoArgs(args: string[]): DemoArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        devices: { type: "string" },
+        epochs: { type: "string" },
+        "batch-size": { type: "string" },
+        lr: { type: "string" },
+        out: { type: "string" },
+        seed: { type: "string" },
+        resume: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (error) {
+    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    throw new DemoError(`${message} (see --help)`);
+  }
+  let lr: number | undefined;
+  if (values.lr !== undefined) {
+    lr = Number(values.lr);
+    if (values.lr.trim() === "" || !Number.isFinite(lr) || lr <= 0) {
+      throw new DemoError(`--lr must be a positive number, got "${values.lr}"`);
+    }
+  }
+  if (values.out !== undefined && values.out.trim() === "") throw new DemoError("--out is empty");
+  return {
+    help: values.help ?? false,
+    devices: values.devices === undefined ? null : parseDevices(values.devices),
+    epochs: values.epochs === undefined ? 30 : integer("--epochs", values.epochs, 1),
+    batchSize: values["batch-size"] === undefined
+      ? 128
+      : integer("--batch-size", values["batch-size"], 1),
+    lr,
+    out: values.out ?? "out/demo",
+    seed: values.seed === undefined ? 0 : integer("--seed", values.seed, 0),
+    resume: values.resume ?? false,
+  };
+}
+
+/**
+ * Starts the devices asked for, in order (`webgpu:2,cpu:1` gives webgpu:0,
+ * webgpu:1, cpu:0); without a request, two WebGPU devices when an adapter is
+ * there, else two cpu devices.
+ */
+export async function startDevices(
+  requests: DeviceRequest[] | null,
+  log: (line: string) => void = console.log,
+): Promise<Device[]> {
+  if (requests === null) {
+    try {
+      return await requestDevices({ backend: "webgpu", count: 2 });
+    } catch (error) {
+      log(`WebGPU is not available (${firstLine(error)}); using 2 cpu devices`);
+      return await requestDevices({ backend: "cpu", count: 2 });
+    }
+  }
+  const devices: Device[] = [];
+  for (const { backend, count } of requests) {
+    try {
+      devices.push(...await requestDevices({ backend, count }));
+    } catch (error) {
+      throw new DemoError(`cannot start ${backend}:${count}: ${firstLine(error)}`);
+    }
+  }
+  return devices;
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0];
+}
+
+/** Runs the demo with command-line `args`; returns the exit code. */
+export async function main(args: string[]): Promise<number> {
+  let stopRequested = false;
+  let progress: ProgressBar | null = null;
+  const onInterrupt = () => {
+    if (stopRequested) {
+      progress?.clear();
+      console.error("Second Ctrl-C: quitting now (the last checkpoint is complete).");
+      Deno.exit(130);
+    }
+    stopRequested = true;
+    progress?.clear();
+    console.error("Ctrl-C: stopping after the current step (press again to quit at once)");
+  };
+  try {
+    const options = parseDemoArgs(args);
+    if (options.help) {
+      console.log(USAGE);
+      return 0;
+    }
+    const devices = await startDevices(options.devices);
+    console.log(`Devices (${devices.length}):`);
+    for (const d of devices) console.log(`  ${d.toString()}: ${d.info}`);
+    if (Deno.stdout.isTerminal()) {
+      const encoder = new TextEncoder();
+      let columns = 100;
+      try {
+        columns = Deno.consoleSize().columns;
+      } catch {
+        // not a console after all: keep the default width
+      }
+      progress = new ProgressBar((text) => Deno.stdout.writeSync(encoder.encode(text)), columns);
+    }
+    Deno.addSignalListener("SIGINT", onInterrupt);
+    try {
+      const result = await runDemo({
+        devices,
+        epochs: options.epochs,
+        batchSize: options.batchSize,
+        lr: options.lr,
+        out: options.out,
+        seed: options.seed,
+        resume: options.resume,
+        progress,
+        shouldStop: () => stopRequested,
+      });
+      console.log(`Checkpoint: ${result.checkpointPath} (epoch ${result.epoch})`);
+      console.log(`Plot: ${result.plotPath}`);
+      return result.interrupted ? 130 : 0;
+    } finally {
+      Deno.removeSignalListener("SIGINT", onInterrupt);
+    }
+  } catch (error) {
+    progress?.clear();
+    if (error instanceof DemoError) {
+      console.error(`error: ${firstLine(error)}`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

@@ -1,0 +1,354 @@
+/**
+ * `DataLoader`: batches of a dataset, shuffled with its own seeded generator,
+ * optionally copied to a device one batch ahead, as
+ * `torch.utils.data.DataLoader` (single process).
+ * @module
+ */
+
+import { noGrad } from "../autograd.ts";
+import { type Device, device as resolveDevice } from "../device.ts";
+import { nextSeed, tensor } from "../ops/factory.ts";
+import { stack } from "../ops/view.ts";
+import { formatShape, sameShape } from "../shape.ts";
+import { adopt, keep, tidy } from "../storage.ts";
+import { Tensor } from "../tensor.ts";
+import { type Dataset, TensorDataset } from "./dataset.ts";
+
+/**
+ * The batch {@link defaultCollate} makes from samples of type `T`: tensors
+ * are stacked, numbers and booleans become a tensor, arrays and plain
+ * objects are collated element-wise, anything else is listed.
+ */
+export type Collated<T> = T extends Tensor ? Tensor
+  : T extends number | boolean ? Tensor
+  : T extends string | null | undefined ? T[]
+  : T extends readonly unknown[] ? { -readonly [K in keyof T]: Collated<T[K]> }
+  : T extends object ? { [K in keyof T]: Collated<T[K]> }
+  : T[];
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== "object") return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (v instanceof Tensor) return `Tensor of shape ${formatShape(v.shape)}`;
+  if (Array.isArray(v)) return `array of length ${v.length}`;
+  if (typeof v === "object") return (v as object).constructor?.name ?? "object";
+  return typeof v;
+}
+
+function collateAt(samples: unknown[], path: string): unknown {
+  const first = samples[0];
+  const where = path ? ` at ${path}` : "";
+  if (first instanceof Tensor) {
+    samples.forEach((s, i) => {
+      if (!(s instanceof Tensor)) {
+        throw new TypeError(
+          `defaultCollate: sample 0${where} is a Tensor but sample ${i} is ${describe(s)}`,
+        );
+      }
+      if (!sameShape(s.shape, first.shape)) {
+        throw new RangeError(
+          `defaultCollate: sample 0${where} has shape ${
+            formatShape(first.shape)
+          } but sample ${i} has shape ${
+            formatShape(s.shape)
+          }; samples must have equal shapes to be stacked (pass a collate function)`,
+        );
+      }
+    });
+    return stack(samples as Tensor[], 0);
+  }
+  if (typeof first === "number" || typeof first === "boolean") {
+    samples.forEach((s, i) => {
+      if (typeof s !== typeof first) {
+        throw new TypeError(
+          `defaultCollate: sample 0${where} is a ${typeof first} but sample ${i} is ${describe(s)}`,
+        );
+      }
+    });
+    const values = samples as (number | boolean)[];
+    const ints = values.every((v) => typeof v === "boolean" || Number.isInteger(v));
+    return tensor(values, { dtype: ints ? "int32" : "float32" });
+  }
+  if (typeof first === "string" || first === null || first === undefined) return samples;
+  if (Array.isArray(first)) {
+    samples.forEach((s, i) => {
+      if (!Array.isArray(s) || s.length !== first.length) {
+        throw new RangeError(
+          `defaultCollate: sample 0${where} is an array of length ${first.length} but sample ${i} is ${
+            describe(s)
+          }; each sample must have the same structure`,
+        );
+      }
+    });
+    return first.map((_, j) => collateAt(samples.map((s) => (s as unknown[])[j]), `${path}[${j}]`));
+  }
+  if (isPlainObject(first)) {
+    const keys = Object.keys(first);
+    samples.forEach((s, i) => {
+      if (
+        !isPlainObject(s) || Object.keys(s).length !== keys.length ||
+        !keys.every((k) => Object.hasOwn(s, k))
+      ) {
+        throw new RangeError(
+          `defaultCollate: sample ${i}${where} does not have the keys of sample 0 (${
+            keys.join(", ")
+          })`,
+        );
+      }
+    });
+    const out: Record<string, unknown> = {};
+    for (const k of keys) {
+      out[k] = collateAt(samples.map((s) => (s as Record<string, unknown>)[k]), `${path}.${k}`);
+    }
+    return out;
+  }
+  throw new TypeError(
+    `defaultCollate: samples must hold tensors, numbers, booleans, strings, arrays or plain objects; got ${
+      describe(first)
+    }${where} (pass a collate function)`,
+  );
+}
+
+/**
+ * Collates samples into a batch, as PyTorch's `default_collate`: tensors are
+ * stacked along a new dim 0 (shapes must match), numbers and booleans become
+ * a 1-dimensional tensor on the default device (int32 when all are integers,
+ * else float32; PyTorch uses int64/float64), arrays and plain objects are
+ * collated element-wise keeping their structure, and strings, null and
+ * undefined are listed.
+ */
+export function defaultCollate<T>(samples: readonly T[]): Collated<T> {
+  if (!Array.isArray(samples) || samples.length === 0) {
+    throw new RangeError("defaultCollate: expected a non-empty array of samples");
+  }
+  return collateAt([...samples], "") as Collated<T>;
+}
+
+/** Options of {@link DataLoader}. */
+export interface DataLoaderOptions<T, B> {
+  /** Samples per batch (default 1). */
+  batchSize?: number;
+  /** A new random order every epoch (default false). */
+  shuffle?: boolean;
+  /** Drop the last batch when it is smaller than `batchSize` (default false). */
+  dropLast?: boolean;
+  /**
+   * Seed of the loader's own shuffling generator: the same seed gives the
+   * same sequence of epochs. Without it each epoch draws its seed from the
+   * global stream (`manualSeed`).
+   */
+  seed?: number;
+  /** Turns an array of samples into a batch (default {@link defaultCollate}). */
+  collate?: (samples: T[]) => B;
+  /**
+   * Copy every batch's tensors here; the next batch's copy is queued before
+   * the current batch is handed out, so transfers overlap with compute.
+   */
+  device?: Device | string;
+}
+
+/** splitmix32: a small, fast generator with a 32-bit state, good enough to shuffle. */
+function generator(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x9e3779b9) >>> 0;
+    let z = state;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+    z = (z ^ (z >>> 16)) >>> 0;
+    return z / 4294967296;
+  };
+}
+
+function mapTensors(value: unknown, fn: (t: Tensor) => Tensor): unknown {
+  if (value instanceof Tensor) return fn(value);
+  if (Array.isArray(value)) return value.map((v) => mapTensors(v, fn));
+  if (isPlainObject(value)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = mapTensors(v, fn);
+    return out;
+  }
+  return value;
+}
+
+function forEachTensor(value: unknown, fn: (t: Tensor) => void): void {
+  mapTensors(value, (t) => {
+    fn(t);
+    return t;
+  });
+}
+
+/**
+ * Iterates over a dataset in batches, as `torch.utils.data.DataLoader`
+ * (single process). Iterating is synchronous (`for ... of`): operations never
+ * await. Each iteration is one epoch; with `shuffle`, every epoch visits each
+ * sample once in a new order drawn from the loader's seeded generator.
+ *
+ * A `TensorDataset` with the default collate is batched with one
+ * `indexSelect` per tensor (a `narrow` when not shuffled) rather than by
+ * stacking rows. Batches are made without recording gradients.
+ *
+ * Batches are ordinary tensors, owned by the caller: they belong to the
+ * `tidy` scope active when they are handed out (even a prefetched one), or
+ * call `dispose()` on them when done.
+ *
+ * @example
+ * ```ts
+ * const loader = new data.DataLoader(new data.TensorDataset(x, y), { batchSize: 30, shuffle: true, seed: 1 });
+ * for (const [xb, yb] of loader) {
+ *   tidy(() => { opt.zeroGrad(); lossFn.forward(model.forward(xb), yb).backward(); opt.step(); });
+ * }
+ * ```
+ */
+export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
+  /** The dataset batched. */
+  readonly dataset: Dataset<T>;
+  /** Samples per batch. */
+  readonly batchSize: number;
+  /** Whether each epoch is shuffled. */
+  readonly shuffle: boolean;
+  /** Whether a last, smaller batch is dropped. */
+  readonly dropLast: boolean;
+  /** Where batches are copied, or null. */
+  readonly device: Device | null;
+  readonly #collate: ((samples: T[]) => B) | null;
+  readonly #random: (() => number) | null;
+
+  /** A loader over `dataset`. */
+  constructor(dataset: Dataset<T>, options: DataLoaderOptions<T, B> = {}) {
+    if (
+      dataset === null || typeof dataset !== "object" ||
+      typeof (dataset as Dataset<T>).get !== "function"
+    ) {
+      throw new TypeError("DataLoader: dataset must have a length and a get(index) method");
+    }
+    const n = dataset.length;
+    if (!Number.isInteger(n) || n < 0) {
+      throw new RangeError(`DataLoader: dataset length must be a non-negative integer, got ${n}`);
+    }
+    const batchSize = options.batchSize ?? 1;
+    if (!Number.isInteger(batchSize) || batchSize <= 0) {
+      throw new RangeError(`DataLoader: batchSize must be a positive integer, got ${batchSize}`);
+    }
+    if (options.collate !== undefined && typeof options.collate !== "function") {
+      throw new TypeError(`DataLoader: collate must be a function, got ${typeof options.collate}`);
+    }
+    if (options.seed !== undefined && !Number.isFinite(options.seed)) {
+      throw new RangeError(`DataLoader: seed must be a finite number, got ${options.seed}`);
+    }
+    this.dataset = dataset;
+    this.batchSize = batchSize;
+    this.shuffle = options.shuffle ?? false;
+    this.dropLast = options.dropLast ?? false;
+    this.device = options.device === undefined ? null : resolveDevice(options.device);
+    this.#collate = options.collate ?? null;
+    this.#random = options.seed === undefined ? null : generator(Math.trunc(options.seed));
+  }
+
+  /** Number of batches per epoch. */
+  get length(): number {
+    const n = this.dataset.length;
+    return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
+  }
+
+  /** This epoch's sample order. */
+  #order(): Int32Array {
+    const n = this.dataset.length;
+    const order = new Int32Array(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    if (!this.shuffle) return order;
+    const random = this.#random ?? generator(nextSeed());
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      const t = order[i];
+      order[i] = order[j];
+      order[j] = t;
+    }
+    return order;
+  }
+
+  /**
+   * The batch of samples `indices`, on `device` when set, and the tensors of
+   * it that the loader made itself (all of them with the default collate;
+   * with a custom one only its copies to `device`, since the collate may
+   * return tensors someone else owns).
+   */
+  #make(indices: Int32Array, contiguous: boolean): { batch: B; owned: Tensor[] } {
+    const custom = this.#collate;
+    const dataset = this.dataset;
+    const build = (): { batch: B; owned: Tensor[] } => {
+      let batch: unknown;
+      if (!custom && dataset instanceof TensorDataset) {
+        const start = indices[0];
+        const count = indices.length;
+        const byDevice = new Map<Device, Tensor>();
+        batch = dataset.tensors.map((t) => {
+          if (contiguous) return t.narrow(0, start, count);
+          let idx = byDevice.get(t.device);
+          if (!idx) byDevice.set(t.device, idx = tensor(indices, { device: t.device }));
+          return t.indexSelect(0, idx);
+        });
+      } else {
+        const samples = Array.from(indices, (i) => dataset.get(i));
+        batch = custom ? custom(samples) : defaultCollate(samples);
+      }
+      const owned: Tensor[] = [];
+      const target = this.device;
+      if (target) {
+        batch = mapTensors(batch, (t) => {
+          if (t.device === target) return t;
+          const copy = t.to(target);
+          owned.push(copy);
+          return copy;
+        });
+      }
+      if (!custom) forEachTensor(batch, (t) => owned.push(t));
+      return { batch: batch as B, owned };
+    };
+    // A custom collate may return objects tidy cannot see into: leave those alone.
+    return noGrad(() => (custom ? build() : tidy(build)));
+  }
+
+  /**
+   * One epoch of batches. With `device`, batch i + 1 is made and its copy
+   * queued before batch i is handed out; a prefetched batch that is never
+   * handed out (the loop ended early) is released.
+   */
+  *[Symbol.iterator](): Iterator<B> {
+    const n = this.dataset.length;
+    const count = this.length;
+    if (count === 0) return;
+    const order = this.#order();
+    const batchSize = this.batchSize;
+    const contiguous = !this.shuffle;
+    const make = (b: number) =>
+      this.#make(order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize)), contiguous);
+    const prefetch = this.device !== null;
+    let ahead: { batch: B; owned: Tensor[] } | null = null;
+    try {
+      for (let b = 0; b < count; b++) {
+        let current: B;
+        if (ahead !== null) {
+          current = ahead.batch;
+          // Made during an earlier call: it belongs to the scope it is handed out in.
+          for (const t of ahead.owned) adopt(t);
+          ahead = null;
+        } else current = make(b).batch;
+        if (prefetch && b + 1 < count) {
+          ahead = make(b + 1);
+          // Out of every scope until handed out, so an enclosing tidy cannot release it early.
+          for (const t of ahead.owned) keep(t);
+        }
+        yield current;
+      }
+    } finally {
+      // A prefetched batch nobody received (the loop ended early).
+      if (ahead !== null) { for (const t of ahead.owned) t.dispose(); }
+    }
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * Data loading, as `torch.utils.data`: `Dataset`, `TensorDataset`,
+ * `DataLoader` and `defaultCollate`.
+ *
+ * @example
+ * ```ts
+ * import { data, randn } from "@multigrad/core";
+ * const loader = new data.DataLoader(new data.TensorDataset(randn([100, 5])), { batchSize: 30 });
+ * for (const [x] of loader) console.log(x.shape); // [30, 5] three times, then [10, 5]
+ * ```
+ * @module
+ */
+
+export { Dataset, TensorDataset } from "./dataset.ts";
+export { DataLoader, defaultCollate } from "./dataloader.ts";
+export type { Collated, DataLoaderOptions } from "./dataloader.ts";
