@@ -23,26 +23,46 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
-/** Median and best seconds of `iters` runs of `body` (after `warmup` runs). */
+/**
+ * CPU seconds this process has used (all threads, llvmpipe's workers
+ * included), or NaN off Linux. Work per CPU-second is a throughput measure
+ * that other processes competing for the cores do not distort.
+ */
+function cpuSeconds(): number {
+  try {
+    const fields = Deno.readTextFileSync("/proc/self/stat").split(") ")[1]
+      .split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Median and best seconds of `iters` runs of `body` (after `warmup` runs),
+ * and CPU seconds per run.
+ */
 async function time(
   d: BackendDevice,
   sync: DeviceBuffer,
   warmup: number,
   iters: number,
   body: () => void,
-): Promise<{ median: number; best: number }> {
+): Promise<{ median: number; best: number; cpu: number }> {
   for (let i = 0; i < warmup; i++) {
     body();
     await d.read(sync, 1, "float32");
   }
   const times: number[] = [];
+  const cpu0 = cpuSeconds();
   for (let i = 0; i < iters; i++) {
     const t0 = performance.now();
     body();
     await d.read(sync, 1, "float32");
     times.push((performance.now() - t0) / 1000);
   }
-  return { median: median(times), best: Math.min(...times) };
+  const cpu = (cpuSeconds() - cpu0) / iters;
+  return { median: median(times), best: Math.min(...times), cpu };
 }
 
 function randomFill(d: BackendDevice, b: DeviceBuffer, n: number, seed: number) {
@@ -96,7 +116,8 @@ for (const n of sizes) {
   const rate = (s: number) => (flops * reps / s / 1e9).toFixed(2);
   console.log(
     `matmul ${n}x${n}x${n}: ${rate(t.median)} GFLOP/s median, ` +
-      `${rate(t.best)} best (${(t.median / reps * 1000).toFixed(2)} ms each, ${iters} runs)`,
+      `${rate(t.best)} best, ${rate(t.cpu)} per CPU-second ` +
+      `(${(t.median / reps * 1000).toFixed(2)} ms each, ${iters} runs)`,
   );
   for (const buf of [a, b, out]) device.free(buf);
 }
@@ -120,7 +141,8 @@ for (const n of [1 << 20, 1 << 24]) {
   const bytes = 3 * 4 * n * reps;
   const rate = (s: number) => (bytes / s / 1e9).toFixed(2);
   console.log(
-    `add ${n} float32: ${rate(t.median)} GB/s median, ${rate(t.best)} best ` +
+    `add ${n} float32: ${rate(t.median)} GB/s median, ${rate(t.best)} best, ` +
+      `${rate(t.cpu)} per CPU-second ` +
       `(${(t.median / reps * 1000).toFixed(3)} ms each)`,
   );
   for (const buf of [a, b, out]) device.free(buf);

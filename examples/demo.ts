@@ -65,7 +65,9 @@ export interface DemoArgs {
 }
 
 function integer(flag: string, text: string, min: number): number {
-  if (!/^-?\d+$/.test(text.trim())) throw new DemoError(`${flag} expects an integer, got "${text}"`);
+  if (!/^-?\d+$/.test(text.trim())) {
+    throw new DemoError(`${flag} expects an integer, got "${text}"`);
+  }
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < min) {
     throw new DemoError(`${flag} must be an integer >= ${min}, got ${text}`);

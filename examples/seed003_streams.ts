@@ -25,8 +25,16 @@ export async function main(
   const input = host.to(device);
   const queued = performance.now() - started;
   const output = model.forward(input) as Tensor;
-  log(`single device ${device}: input ${size(host.shape)} moved from ${host.device}, module called directly`);
-  log(`copy queued in ${queued.toFixed(2)} ms (no wait); output ${size(output.shape)} on ${output.device}`);
+  log(
+    `single device ${device}: input ${
+      size(host.shape)
+    } moved from ${host.device}, module called directly`,
+  );
+  log(
+    `copy queued in ${queued.toFixed(2)} ms (no wait); output ${
+      size(output.shape)
+    } on ${output.device}`,
+  );
   await output.data();
   log(`values read after ${(performance.now() - started).toFixed(1)} ms (the only await)`);
   return output.shape;

@@ -841,6 +841,8 @@ backendTest(
       const x = on(d0, [64], floats([64], 90 + i));
       const y = x.to(d1).mul(2).add(1).to(d0).sub(x);
       const z = x.to(REF).mul(3).to(d0).sub(x);
+      const n = on(d0, [3], [i, -i, 7], "int32").to(d1).add(1).to(REF).mul(2).to(d0);
+      await assertTensor(n, [2 * i + 2, 2 - 2 * i, 16], { what: `int32 round ${i}` });
       const host = await x.data();
       await assertTensor(y, Array.from(host, (v) => v + 1), { what: `round ${i} via ${d1}` });
       await assertTensor(z, Array.from(host, (v) => 2 * v), { what: `round ${i} via cpu` });

@@ -236,6 +236,24 @@ Deno.test("requestDevices for cpu gives cpu:0..n-1, the same objects every time"
   assert.equal(String(device("cpu:7")), "cpu:7");
 });
 
+Deno.test("device() racing requestDevices() still gives one Device per index", async () => {
+  for (let yields = 0; yields < 8; yields++) {
+    const name = `race-${yields}`;
+    registerBackend(name, cpuBackend, { priority: -40 });
+    try {
+      await requestDevices({ backend: name });
+      const pending = requestDevices({ backend: name, count: 3 });
+      for (let i = 0; i < yields; i++) await Promise.resolve();
+      const direct = device(`${name}:2`);
+      const started = await pending;
+      assert.equal(started[2], direct, `after ${yields} microtasks`);
+      assert.equal(device(`${name}:2`), direct);
+    } finally {
+      unregisterBackend(name);
+    }
+  }
+});
+
 Deno.test("Device: toString, info, backend, index, device() lookups", () => {
   assert.equal(CPU1.toString(), "cpu:1");
   assert.equal(`${CPU1}`, "cpu:1");

@@ -68,7 +68,9 @@ Deno.test("demo plot and progress helpers", () => {
   }, { subtitle: "a < b & c" });
   assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
   assert.match(svg, /<\/svg>\n$/);
-  for (const label of ["Train loss", "Accuracy", "epoch", "test accuracy (85.0%)", "a &#60; b &#38; c"]) {
+  for (
+    const label of ["Train loss", "Accuracy", "epoch", "test accuracy (85.0%)", "a &#60; b &#38; c"]
+  ) {
     assert.ok(svg.includes(label), `the plot has "${label}"`);
   }
   assert.ok(!svg.includes("NaN"), "no NaN coordinates");
@@ -124,7 +126,10 @@ Deno.test({
       // It learns: accuracy well above the untrained model's, loss going down.
       const [e0, e1, e2] = r1.history.epochs;
       assert.deepEqual(r1.history.epochs.map((e) => e.epoch), [0, 1, 2]);
-      assert.ok(e2.testAccuracy > e0.testAccuracy + 0.1, `test accuracy ${e0.testAccuracy} -> ${e2.testAccuracy}`);
+      assert.ok(
+        e2.testAccuracy > e0.testAccuracy + 0.1,
+        `test accuracy ${e0.testAccuracy} -> ${e2.testAccuracy}`,
+      );
       assert.ok(e2.trainLoss < e1.trainLoss, `loss ${e1.trainLoss} -> ${e2.trainLoss}`);
       assert.equal(r1.history.stepLoss.length, 2 * r1.history.stepsPerEpoch);
       // tidy keeps device memory flat from epoch to epoch.
@@ -137,8 +142,13 @@ Deno.test({
       assert.equal(r2.epoch, 3);
       assert.deepEqual(r2.history.epochs.map((e) => e.epoch), [0, 1, 2, 3]);
       assert.equal(r2.history.stepLoss.length, 3 * r2.history.stepsPerEpoch);
-      assert.deepEqual(r2.history.stepLoss.slice(0, r1.history.stepLoss.length), r1.history.stepLoss.map(Math.fround));
-      assert.ok(second.lines.some((l) => l.startsWith(`Resumed from ${r1.checkpointPath} at epoch 2`)));
+      assert.deepEqual(
+        r2.history.stepLoss.slice(0, r1.history.stepLoss.length),
+        r1.history.stepLoss.map(Math.fround),
+      );
+      assert.ok(
+        second.lines.some((l) => l.startsWith(`Resumed from ${r1.checkpointPath} at epoch 2`)),
+      );
 
       // Resuming what is already done is a user error, not a crash.
       await assert.rejects(
@@ -160,7 +170,14 @@ Deno.test({
       assert.equal(r3.interrupted, true);
       assert.equal(r3.epoch, 3);
       assert.equal(steps, 3);
-      const r4 = await runDemo({ devices, epochs: 4, out, ...TINY, resume: true, log: quiet().log });
+      const r4 = await runDemo({
+        devices,
+        epochs: 4,
+        out,
+        ...TINY,
+        resume: true,
+        log: quiet().log,
+      });
       assert.equal(r4.startEpoch, 3);
       assert.equal(r4.epoch, 4);
     } finally {
@@ -178,12 +195,17 @@ Deno.test({
       await assert.rejects(
         runDemo({ devices, epochs: 1, out, ...TINY, resume: true, log: quiet().log }),
         (e: unknown) =>
-          e instanceof CheckpointError && /no checkpoint at .*checkpoint\.safetensors/.test(e.message),
+          e instanceof CheckpointError &&
+          /no checkpoint at .*checkpoint\.safetensors/.test(e.message),
       );
-      await Deno.writeFile(`${out}/checkpoint.safetensors`, new TextEncoder().encode("not a checkpoint"));
+      await Deno.writeFile(
+        `${out}/checkpoint.safetensors`,
+        new TextEncoder().encode("not a checkpoint"),
+      );
       await assert.rejects(
         runDemo({ devices, epochs: 1, out, ...TINY, resume: true, log: quiet().log }),
-        (e: unknown) => e instanceof CheckpointError && /is not a valid demo checkpoint/.test(e.message),
+        (e: unknown) =>
+          e instanceof CheckpointError && /is not a valid demo checkpoint/.test(e.message),
       );
     } finally {
       await Deno.remove(out, { recursive: true });

@@ -76,6 +76,13 @@ Deno.test("matmul shape mismatch names both shapes", () => {
   throwsWith(() => zeros([2, 2, 3]).matmul(zeros([3, 3, 2])), "matmul", "[2]", "[3]");
   throwsWith(() => zeros([]).matmul(zeros([3])), "matmul", "[]", "[3]");
   throwsWith(() => linear(zeros([2, 3]), zeros([4, 5])), "linear", "[2, 3]", "[4, 5]");
+  throwsWith(
+    () => linear(zeros([2, 3]), zeros([4, 3]), zeros([3])),
+    "linear",
+    "bias",
+    "[3]",
+    "[4]",
+  );
 });
 
 Deno.test("broadcast mismatch names both shapes and the dim", () => {
@@ -132,6 +139,25 @@ Deno.test("dims out of range name the dim and the tensor's rank", () => {
   throwsWith(() => x.permute([0, 2]), "permute", "dim 2");
   throwsWith(() => x.flatten(0, 5), "flatten", "dim 5");
   throwsWith(() => x.sum(0.5), "sum", "dim 0.5");
+  // A 0-d tensor takes dim 0 or -1 only.
+  const s = tensor(3);
+  throwsWith(() => s.sum(5), "sum", "dim 5", "0-dimensional");
+  throwsWith(() => s.mean(1), "mean", "dim 1");
+  throwsWith(() => s.squeeze(2), "squeeze", "dim 2");
+  throwsWith(() => s.max(1), "max", "dim 1");
+  throwsWith(() => zeros([3]).transpose(4, 4), "transpose", "dim 4");
+  for (
+    const ok of [
+      s.sum(0),
+      s.sum(-1),
+      s.mean(0),
+      s.squeeze(0),
+      s.max(-1),
+      zeros([3]).transpose(0, -1),
+    ]
+  ) {
+    assert.ok(ok.ndim <= 1);
+  }
 });
 
 Deno.test("reductions of an empty dim (other than sum) are errors naming the shape", () => {
@@ -162,6 +188,13 @@ Deno.test("float ops on int32 name the op and the dtype", () => {
   throwsWith(() => tensor([1, 2], { dtype: "int32", requiresGrad: true }), "requiresGrad", "int32");
   throwsWith(() => zeros([2], { dtype: "int32", requiresGrad: true }), "requiresGrad", "int32");
   throwsWith(() => tensor([1.5], { dtype: "int32" }), "int32", "integers");
+  throwsWith(
+    () => linear(zeros([2, 3]), zeros([4, 3], { dtype: "float64" })),
+    "linear",
+    "float32",
+    "float64",
+  );
+  throwsWith(() => linear(zeros([2, 3]), zeros([4, 3], { dtype: "int32" })), "linear", "int32");
   throwsWith(() => rand([2], { dtype: "int32" }), "rand", "int32");
   throwsWith(() => randn([2], { dtype: "int32" }), "randn", "int32");
   throwsWith(() => zeros([2]).indexSelect(0, tensor([0, 1])), "indexSelect", "int32", "float32");

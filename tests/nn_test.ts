@@ -39,7 +39,11 @@ function ints(values: number[], device: Device): Tensor {
 }
 
 /** Loads fixture parameters (nested arrays) through loadStateDict. */
-function loadParams(module: nn.Module, params: Record<string, Nested | undefined>, device: Device): void {
+function loadParams(
+  module: nn.Module,
+  params: Record<string, Nested | undefined>,
+  device: Device,
+): void {
   const sd: Record<string, Tensor> = {};
   for (const [k, v] of Object.entries(params)) if (v !== undefined) sd[k] = t(v, device);
   module.loadStateDict(sd, { strict: false });
@@ -67,7 +71,10 @@ for (const c of fixtures.linear) {
     await assertTensor(x.grad!, c.grads.input, { ...tol(device), what: "input grad" });
     await assertTensor(layer.weight.grad!, c.grads.weight, { ...tol(device), what: "weight grad" });
     if (c.bias) {
-      await assertTensor(layer.bias!.grad!, (c.grads as { bias: number[] }).bias, { ...tol(device), what: "bias grad" });
+      await assertTensor(layer.bias!.grad!, (c.grads as { bias: number[] }).bias, {
+        ...tol(device),
+        what: "bias grad",
+      });
     }
   });
 }
@@ -91,14 +98,17 @@ function activation(module: string, kwargs: Record<string, unknown>): nn.Module 
 }
 
 for (const c of fixtures.activations) {
-  backendTest(`activation ${c.name}: forward and backward match PyTorch (±1000 inputs)`, async (device) => {
-    const m = activation(c.module, c.kwargs);
-    const x = t(c.input, device, true);
-    const out = m.forward(x) as Tensor;
-    await assertTensor(out, c.output, { ...tol(device), what: "output" });
-    backwardWith(out, c.g);
-    await assertTensor(x.grad!, c.grads.input, { ...tol(device), what: "input grad" });
-  });
+  backendTest(
+    `activation ${c.name}: forward and backward match PyTorch (±1000 inputs)`,
+    async (device) => {
+      const m = activation(c.module, c.kwargs);
+      const x = t(c.input, device, true);
+      const out = m.forward(x) as Tensor;
+      await assertTensor(out, c.output, { ...tol(device), what: "output" });
+      backwardWith(out, c.g);
+      await assertTensor(x.grad!, c.grads.input, { ...tol(device), what: "input grad" });
+    },
+  );
 }
 
 backendTest("functional activations equal the modules", async (device) => {
@@ -119,11 +129,16 @@ backendTest("functional activations equal the modules", async (device) => {
 
 backendTest("GELU tanh approximation matches its formula", async (device) => {
   const xs = [-3, -1, -0.5, 0, 0.5, 1, 3];
-  const expected = xs.map((x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3))));
+  const expected = xs.map((x) =>
+    0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)))
+  );
   const m = new nn.GELU({ approximate: "tanh" });
   await assertTensor(m.forward(t(xs, device)), expected, tol(device));
   assert.equal(m.toString(), "GELU(approximate='tanh')");
-  assert.throws(() => new nn.GELU({ approximate: "fast" as "tanh" }), /approximate must be "none" or "tanh"/);
+  assert.throws(
+    () => new nn.GELU({ approximate: "fast" as "tanh" }),
+    /approximate must be "none" or "tanh"/,
+  );
 });
 
 backendTest("LayerNorm matches PyTorch (output, input, weight and bias grads)", async (device) => {
@@ -141,53 +156,86 @@ backendTest("LayerNorm matches PyTorch (output, input, weight and bias grads)", 
   assert.equal(ln.toString(), "LayerNorm((5,), eps=1e-05, elementwise_affine=True)");
   const plain = new nn.LayerNorm(5, { elementwiseAffine: false, device });
   assert.equal(plain.parameters().length, 0);
-  assert.throws(() => plain.forward(zeros([3, 4], { device })), /normalized shape \[5\] does not match .*\[3, 4\]/);
+  assert.throws(
+    () => plain.forward(zeros([3, 4], { device })),
+    /normalized shape \[5\] does not match .*\[3, 4\]/,
+  );
 });
 
-backendTest("BatchNorm1d: two training steps and eval match PyTorch, buffers included", async (device) => {
-  const c = fixtures.batch_norm1d;
-  const bn = new nn.BatchNorm1d(c.num_features, { eps: c.eps, momentum: c.momentum, device });
-  assert.deepEqual(Object.keys(bn.stateDict()), [
-    "weight",
-    "bias",
-    "running_mean",
-    "running_var",
-    "num_batches_tracked",
-  ]);
-  assert.equal(bn.numBatchesTracked!.dtype, "int32");
-  assert.deepEqual([...bn.numBatchesTracked!.shape], []);
-  loadParams(bn, { weight: c.params.weight, bias: c.params.bias }, device);
-  await assertTensor(bn.runningMean!, c.initial_buffers.running_mean);
-  await assertTensor(bn.runningVar!, c.initial_buffers.running_var);
-  bn.train();
-  for (const [i, step] of c.train_steps.entries()) {
+backendTest(
+  "BatchNorm1d: two training steps and eval match PyTorch, buffers included",
+  async (device) => {
+    const c = fixtures.batch_norm1d;
+    const bn = new nn.BatchNorm1d(c.num_features, { eps: c.eps, momentum: c.momentum, device });
+    assert.deepEqual(Object.keys(bn.stateDict()), [
+      "weight",
+      "bias",
+      "running_mean",
+      "running_var",
+      "num_batches_tracked",
+    ]);
+    assert.equal(bn.numBatchesTracked!.dtype, "int32");
+    assert.deepEqual([...bn.numBatchesTracked!.shape], []);
+    loadParams(bn, { weight: c.params.weight, bias: c.params.bias }, device);
+    await assertTensor(bn.runningMean!, c.initial_buffers.running_mean);
+    await assertTensor(bn.runningVar!, c.initial_buffers.running_var);
+    bn.train();
+    for (const [i, step] of c.train_steps.entries()) {
+      bn.zeroGrad();
+      const x = t(step.input, device, true);
+      const out = bn.forward(x);
+      await assertTensor(out, step.output, { ...tol(device), what: `step ${i} output` });
+      backwardWith(out, step.g);
+      await assertTensor(x.grad!, step.grads.input, {
+        ...tol(device),
+        what: `step ${i} input grad`,
+      });
+      await assertTensor(bn.weight!.grad!, step.grads.weight, {
+        ...tol(device),
+        what: `step ${i} weight grad`,
+      });
+      await assertTensor(bn.bias!.grad!, step.grads.bias, {
+        ...tol(device),
+        what: `step ${i} bias grad`,
+      });
+      await assertTensor(bn.runningMean!, step.buffers_after.running_mean, {
+        ...tol(device),
+        what: `step ${i} running_mean`,
+      });
+      await assertTensor(bn.runningVar!, step.buffers_after.running_var, {
+        ...tol(device),
+        what: `step ${i} running_var`,
+      });
+      assert.equal(await bn.numBatchesTracked!.item(), step.buffers_after.num_batches_tracked);
+    }
+    bn.eval();
     bn.zeroGrad();
-    const x = t(step.input, device, true);
+    const ev = c.eval;
+    const x = t(ev.input, device, true);
     const out = bn.forward(x);
-    await assertTensor(out, step.output, { ...tol(device), what: `step ${i} output` });
-    backwardWith(out, step.g);
-    await assertTensor(x.grad!, step.grads.input, { ...tol(device), what: `step ${i} input grad` });
-    await assertTensor(bn.weight!.grad!, step.grads.weight, { ...tol(device), what: `step ${i} weight grad` });
-    await assertTensor(bn.bias!.grad!, step.grads.bias, { ...tol(device), what: `step ${i} bias grad` });
-    await assertTensor(bn.runningMean!, step.buffers_after.running_mean, { ...tol(device), what: `step ${i} running_mean` });
-    await assertTensor(bn.runningVar!, step.buffers_after.running_var, { ...tol(device), what: `step ${i} running_var` });
-    assert.equal(await bn.numBatchesTracked!.item(), step.buffers_after.num_batches_tracked);
-  }
-  bn.eval();
-  bn.zeroGrad();
-  const ev = c.eval;
-  const x = t(ev.input, device, true);
-  const out = bn.forward(x);
-  await assertTensor(out, ev.output, { ...tol(device), what: "eval output" });
-  backwardWith(out, ev.g);
-  await assertTensor(x.grad!, ev.grads.input, { ...tol(device), what: "eval input grad" });
-  await assertTensor(bn.weight!.grad!, ev.grads.weight, { ...tol(device), what: "eval weight grad" });
-  await assertTensor(bn.bias!.grad!, ev.grads.bias, { ...tol(device), what: "eval bias grad" });
-  await assertTensor(bn.runningMean!, ev.buffers_after.running_mean, { ...tol(device), what: "eval running_mean" });
-  await assertTensor(bn.runningVar!, ev.buffers_after.running_var, { ...tol(device), what: "eval running_var" });
-  assert.equal(await bn.numBatchesTracked!.item(), ev.buffers_after.num_batches_tracked);
-  assert.equal(bn.toString(), "BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
-});
+    await assertTensor(out, ev.output, { ...tol(device), what: "eval output" });
+    backwardWith(out, ev.g);
+    await assertTensor(x.grad!, ev.grads.input, { ...tol(device), what: "eval input grad" });
+    await assertTensor(bn.weight!.grad!, ev.grads.weight, {
+      ...tol(device),
+      what: "eval weight grad",
+    });
+    await assertTensor(bn.bias!.grad!, ev.grads.bias, { ...tol(device), what: "eval bias grad" });
+    await assertTensor(bn.runningMean!, ev.buffers_after.running_mean, {
+      ...tol(device),
+      what: "eval running_mean",
+    });
+    await assertTensor(bn.runningVar!, ev.buffers_after.running_var, {
+      ...tol(device),
+      what: "eval running_var",
+    });
+    assert.equal(await bn.numBatchesTracked!.item(), ev.buffers_after.num_batches_tracked);
+    assert.equal(
+      bn.toString(),
+      "BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)",
+    );
+  },
+);
 
 /** float64 reference batch norm over [N, C, L] (channel dim 1). */
 function batchNorm3d(x: number[][][], eps: number) {
@@ -201,7 +249,9 @@ function batchNorm3d(x: number[][][], eps: number) {
     const v = vals.reduce((a, b) => a + (b - m) ** 2, 0) / vals.length;
     mean.push(m);
     biased.push(v);
-    for (let i = 0; i < n; i++) for (let k = 0; k < l; k++) out[i][j][k] = (x[i][j][k] - m) / Math.sqrt(v + eps);
+    for (let i = 0; i < n; i++) {
+      for (let k = 0; k < l; k++) out[i][j][k] = (x[i][j][k] - m) / Math.sqrt(v + eps);
+    }
   }
   return { out, mean, unbiased: biased.map((v) => (v * n * l) / (n * l - 1)) };
 }
@@ -216,7 +266,10 @@ backendTest("BatchNorm1d on [N, C, L] inputs, cumulative momentum, no tracking",
   // With momentum null the first batch's statistics replace the initial ones (factor 1/1).
   await assertTensor(bn.runningMean!, ref.mean, tol(device));
   await assertTensor(bn.runningVar!, ref.unbiased, tol(device));
-  assert.equal(bn.toString(), "BatchNorm1d(3, eps=1e-05, momentum=None, affine=True, track_running_stats=True)");
+  assert.equal(
+    bn.toString(),
+    "BatchNorm1d(3, eps=1e-05, momentum=None, affine=True, track_running_stats=True)",
+  );
 
   const free = new nn.BatchNorm1d(3, { trackRunningStats: false, affine: false, device });
   assert.deepEqual(Object.keys(free.stateDict()), []);
@@ -228,8 +281,14 @@ backendTest("BatchNorm1d on [N, C, L] inputs, cumulative momentum, no tracking",
 backendTest("BatchNorm1d: a bad input throws before any buffer changes", async (device) => {
   const bn = new nn.BatchNorm1d(4, { device });
   assert.throws(() => bn.forward(zeros([6, 3], { device })), /3 channels \(dim 1\), expected 4/);
-  assert.throws(() => bn.forward(zeros([6], { device })), /2D \[N, C\] or 3D \[N, C, L\] input, got shape \[6\]/);
-  assert.throws(() => bn.forward(zeros([1, 4], { device })), /more than 1 value per channel when training/);
+  assert.throws(
+    () => bn.forward(zeros([6], { device })),
+    /2D \[N, C\] or 3D \[N, C, L\] input, got shape \[6\]/,
+  );
+  assert.throws(
+    () => bn.forward(zeros([1, 4], { device })),
+    /more than 1 value per channel when training/,
+  );
   assert.equal(await bn.numBatchesTracked!.item(), 0);
   await assertTensor(bn.runningMean!, [0, 0, 0, 0]);
   bn.eval();
@@ -243,7 +302,9 @@ backendTest("BatchNorm1d: a bad input throws before any buffer changes", async (
 for (const c of fixtures.losses) {
   backendTest(`loss ${c.name}: value and gradient match PyTorch`, async (device) => {
     const x = t(c.input, device, true);
-    const target = c.module === "MSELoss" ? t(c.target as Nested, device) : ints(c.target as number[], device);
+    const target = c.module === "MSELoss"
+      ? t(c.target as Nested, device)
+      : ints(c.target as number[], device);
     const m = c.module === "MSELoss" ? new nn.MSELoss() : new nn.CrossEntropyLoss();
     const loss = (m as nn.MSELoss).forward(x, target);
     assert.deepEqual([...loss.shape], []);
@@ -279,56 +340,68 @@ function crossEntropyRef(
   return (1 - eps) * (nll / denom) + (eps / c) * (smooth / denom);
 }
 
-backendTest("crossEntropy: ignoreIndex, class weights, label smoothing, probability targets, reductions", async (device) => {
-  const logits = [[1, 2, 0.5], [0.1, -1, 3], [2, 2, 2], [-1, 0, 1]];
-  const target = [0, 2, -100, 1];
-  const x = t(logits, device);
-  const y = ints(target, device);
-  const w = [0.2, 1, 3];
-  assertClose(await F.crossEntropy(x, y).item(), crossEntropyRef(logits, target), tol(device));
-  assertClose(
-    await F.crossEntropy(x, y, { weight: t(w, device) }).item(),
-    crossEntropyRef(logits, target, { weight: w }),
-    tol(device),
-  );
-  assertClose(
-    await F.crossEntropy(x, y, { labelSmoothing: 0.1 }).item(),
-    crossEntropyRef(logits, target, { smoothing: 0.1 }),
-    tol(device),
-  );
-  assertClose(
-    await F.crossEntropy(x, y, { labelSmoothing: 0.2, weight: t(w, device) }).item(),
-    crossEntropyRef(logits, target, { smoothing: 0.2, weight: w }),
-    tol(device),
-  );
-  const none = F.crossEntropy(x, y, { reduction: "none" });
-  assert.deepEqual([...none.shape], [4]);
-  const perSample = (await none.data()) as Float32Array;
-  assertClose(perSample[2], 0);
-  assertClose(await F.crossEntropy(x, y, { reduction: "sum" }).item(), perSample.reduce((a, b) => a + b, 0), tol(device));
-  // Probabilities: one-hot rows equal class indices (without ignored rows).
-  const probs = t([[1, 0, 0], [0, 0, 1], [0, 1, 0]], device);
-  const three = t(logits.filter((_, i) => i !== 2), device);
-  assertClose(
-    await F.crossEntropy(three, probs).item(),
-    await F.crossEntropy(three, ints([0, 2, 1], device)).item(),
-    tol(device),
-  );
-  // [N, C, d] with the class in dim 1.
-  const x3 = t([[[1, 0], [2, 3], [0.5, -1]]], device);
-  const y3 = tensor([[1, 0]], { device, dtype: "int32" });
-  const ref3 = crossEntropyRef([[1, 2, 0.5], [0, 3, -1]], [1, 0]);
-  assertClose(await F.crossEntropy(x3, y3).item(), ref3, tol(device));
-  assert.throws(() => F.crossEntropy(x, ints([0, 1], device)), /target of shape \[2\] does not fit input of shape \[4, 3\]/);
-  assert.throws(() => F.crossEntropy(x, y, { reduction: "avg" as "mean" }), /reduction must be/);
-});
+backendTest(
+  "crossEntropy: ignoreIndex, class weights, label smoothing, probability targets, reductions",
+  async (device) => {
+    const logits = [[1, 2, 0.5], [0.1, -1, 3], [2, 2, 2], [-1, 0, 1]];
+    const target = [0, 2, -100, 1];
+    const x = t(logits, device);
+    const y = ints(target, device);
+    const w = [0.2, 1, 3];
+    assertClose(await F.crossEntropy(x, y).item(), crossEntropyRef(logits, target), tol(device));
+    assertClose(
+      await F.crossEntropy(x, y, { weight: t(w, device) }).item(),
+      crossEntropyRef(logits, target, { weight: w }),
+      tol(device),
+    );
+    assertClose(
+      await F.crossEntropy(x, y, { labelSmoothing: 0.1 }).item(),
+      crossEntropyRef(logits, target, { smoothing: 0.1 }),
+      tol(device),
+    );
+    assertClose(
+      await F.crossEntropy(x, y, { labelSmoothing: 0.2, weight: t(w, device) }).item(),
+      crossEntropyRef(logits, target, { smoothing: 0.2, weight: w }),
+      tol(device),
+    );
+    const none = F.crossEntropy(x, y, { reduction: "none" });
+    assert.deepEqual([...none.shape], [4]);
+    const perSample = (await none.data()) as Float32Array;
+    assertClose(perSample[2], 0);
+    assertClose(
+      await F.crossEntropy(x, y, { reduction: "sum" }).item(),
+      perSample.reduce((a, b) => a + b, 0),
+      tol(device),
+    );
+    // Probabilities: one-hot rows equal class indices (without ignored rows).
+    const probs = t([[1, 0, 0], [0, 0, 1], [0, 1, 0]], device);
+    const three = t(logits.filter((_, i) => i !== 2), device);
+    assertClose(
+      await F.crossEntropy(three, probs).item(),
+      await F.crossEntropy(three, ints([0, 2, 1], device)).item(),
+      tol(device),
+    );
+    // [N, C, d] with the class in dim 1.
+    const x3 = t([[[1, 0], [2, 3], [0.5, -1]]], device);
+    const y3 = tensor([[1, 0]], { device, dtype: "int32" });
+    const ref3 = crossEntropyRef([[1, 2, 0.5], [0, 3, -1]], [1, 0]);
+    assertClose(await F.crossEntropy(x3, y3).item(), ref3, tol(device));
+    assert.throws(
+      () => F.crossEntropy(x, ints([0, 1], device)),
+      /target of shape \[2\] does not fit input of shape \[4, 3\]/,
+    );
+    assert.throws(() => F.crossEntropy(x, y, { reduction: "avg" as "mean" }), /reduction must be/);
+  },
+);
 
 backendTest("MSELoss reductions and shape errors", async (device) => {
   const a = t([[1, 2], [3, 4]], device);
   const b = t([[0, 2], [5, 4]], device);
   assertClose(await new nn.MSELoss().forward(a, b).item(), 5 / 4);
   assertClose(await new nn.MSELoss({ reduction: "sum" }).forward(a, b).item(), 5);
-  await assertTensor(new nn.MSELoss({ reduction: "none" }).forward(a, b), [1, 0, 4, 0], { shape: [2, 2] });
+  await assertTensor(new nn.MSELoss({ reduction: "none" }).forward(a, b), [1, 0, 4, 0], {
+    shape: [2, 2],
+  });
   assert.throws(
     () => F.mseLoss(a, t([1, 2], device)),
     /input of shape \[2, 2\] and target of shape \[2\] differ/,
@@ -339,43 +412,58 @@ backendTest("MSELoss reductions and shape errors", async (device) => {
 
 backendTest("Sequential MLP forward, loss and gradients match PyTorch", async (device) => {
   const model = mlp().to(device);
-  model.loadStateDict(Object.fromEntries(Object.entries(fixtures.mlp.params).map(([k, v]) => [k, t(v, device)])));
+  model.loadStateDict(
+    Object.fromEntries(Object.entries(fixtures.mlp.params).map(([k, v]) => [k, t(v, device)])),
+  );
   const out = model.forward(t(fixtures.mlp.input, device));
   await assertTensor(out, fixtures.parallel.output, { ...tol(device), shape: [10, 3] });
   const loss = new nn.CrossEntropyLoss().forward(out, ints(fixtures.mlp.target, device));
   assertClose(await loss.item(), fixtures.parallel.loss, tol(device));
   loss.backward();
   for (const [name, p] of model.namedParameters()) {
-    await assertTensor(p.grad!, (fixtures.parallel.grads as Record<string, Nested[]>)[name], { ...tol(device), what: name });
+    await assertTensor(p.grad!, (fixtures.parallel.grads as Record<string, Nested[]>)[name], {
+      ...tol(device),
+      what: name,
+    });
   }
 });
 
 // ---------------------------------------------------------------- initialisation
 
 for (const c of fixtures.linear_init) {
-  backendTest(`Linear(${c.in_features}, ${c.out_features}) init: shapes and PyTorch's bounds`, async (device) => {
-    manualSeed(700);
-    const layer = new nn.Linear(c.in_features, c.out_features, { device });
-    assert.deepEqual([...layer.weight.shape], c.weight_shape);
-    assert.deepEqual([...layer.bias!.shape], c.bias_shape);
-    assert.ok(layer.weight.requiresGrad && layer.weight.isLeaf);
-    assert.ok(layer.weight.storage.persistent);
-    const w = Array.from(await layer.weight.data());
-    const b = Array.from(await layer.bias!.data());
-    for (const v of w) assert.ok(Math.abs(v) <= c.weight_bound, `weight ${v} beyond ${c.weight_bound}`);
-    for (const v of b) assert.ok(Math.abs(v) <= c.bias_bound, `bias ${v} beyond ${c.bias_bound}`);
-    if (c.in_features === 0) assert.deepEqual([...b], [0, 0, 0]);
-    if (w.length > 10_000) {
-      // Uniform over the whole interval: the extremes come close to the bound, as PyTorch's do.
-      const min = w.reduce((a, v) => Math.min(a, v), Infinity);
-      const max = w.reduce((a, v) => Math.max(a, v), -Infinity);
-      assert.ok(min < -0.99 * c.weight_bound && max > 0.99 * c.weight_bound, `range [${min}, ${max}]`);
-      assertClose(min, c.observed.weight_min!, { atol: 0.01 * c.weight_bound, rtol: 0 });
-      assertClose(max, c.observed.weight_max!, { atol: 0.01 * c.weight_bound, rtol: 0 });
-      const mean = w.reduce((a, v) => a + v, 0) / w.length;
-      assert.ok(Math.abs(mean) < 0.01 * c.weight_bound, `mean ${mean}`);
-    }
-  });
+  backendTest(
+    `Linear(${c.in_features}, ${c.out_features}) init: shapes and PyTorch's bounds`,
+    async (device) => {
+      manualSeed(700);
+      const layer = new nn.Linear(c.in_features, c.out_features, { device });
+      assert.deepEqual([...layer.weight.shape], c.weight_shape);
+      assert.deepEqual([...layer.bias!.shape], c.bias_shape);
+      assert.ok(layer.weight.requiresGrad && layer.weight.isLeaf);
+      assert.ok(layer.weight.storage.persistent);
+      const w = Array.from(await layer.weight.data());
+      const b = Array.from(await layer.bias!.data());
+      for (const v of w) {
+        assert.ok(Math.abs(v) <= c.weight_bound, `weight ${v} beyond ${c.weight_bound}`);
+      }
+      for (const v of b) {
+        assert.ok(Math.abs(v) <= c.bias_bound, `bias ${v} beyond ${c.bias_bound}`);
+      }
+      if (c.in_features === 0) assert.deepEqual([...b], [0, 0, 0]);
+      if (w.length > 10_000) {
+        // Uniform over the whole interval: the extremes come close to the bound, as PyTorch's do.
+        const min = w.reduce((a, v) => Math.min(a, v), Infinity);
+        const max = w.reduce((a, v) => Math.max(a, v), -Infinity);
+        assert.ok(
+          min < -0.99 * c.weight_bound && max > 0.99 * c.weight_bound,
+          `range [${min}, ${max}]`,
+        );
+        assertClose(min, c.observed.weight_min!, { atol: 0.01 * c.weight_bound, rtol: 0 });
+        assertClose(max, c.observed.weight_max!, { atol: 0.01 * c.weight_bound, rtol: 0 });
+        const mean = w.reduce((a, v) => a + v, 0) / w.length;
+        assert.ok(Math.abs(mean) < 0.01 * c.weight_bound, `mean ${mean}`);
+      }
+    },
+  );
 }
 
 backendTest("the same seed gives the same Linear initialisation", async (device) => {
@@ -391,35 +479,38 @@ backendTest("the same seed gives the same Linear initialisation", async (device)
 
 // ---------------------------------------------------------------- dropout
 
-backendTest("Dropout: fraction zeroed, scaling, gradient, eval identity, p = 0 and 1", async (device) => {
-  manualSeed(1);
-  const n = 100_000;
-  for (const p of [0.1, 0.5, 0.8]) {
-    const drop = new nn.Dropout(p);
-    const x = ones([n], { device, requiresGrad: true });
-    const y = drop.forward(x);
-    const values = await y.data();
-    let zeros = 0;
-    for (const v of values) {
-      if (v === 0) zeros++;
-      else assertClose(v, 1 / (1 - p), { rtol: 1e-6, what: "kept value" });
+backendTest(
+  "Dropout: fraction zeroed, scaling, gradient, eval identity, p = 0 and 1",
+  async (device) => {
+    manualSeed(1);
+    const n = 100_000;
+    for (const p of [0.1, 0.5, 0.8]) {
+      const drop = new nn.Dropout(p);
+      const x = ones([n], { device, requiresGrad: true });
+      const y = drop.forward(x);
+      const values = await y.data();
+      let zeros = 0;
+      for (const v of values) {
+        if (v === 0) zeros++;
+        else assertClose(v, 1 / (1 - p), { rtol: 1e-6, what: "kept value" });
+      }
+      const sd = Math.sqrt(p * (1 - p) / n);
+      assert.ok(Math.abs(zeros / n - p) < 5 * sd, `p=${p}: fraction zeroed ${zeros / n}`);
+      y.sum().backward();
+      // The gradient is the same scaled mask.
+      assert.deepEqual(await x.grad!.data(), values);
     }
-    const sd = Math.sqrt(p * (1 - p) / n);
-    assert.ok(Math.abs(zeros / n - p) < 5 * sd, `p=${p}: fraction zeroed ${zeros / n}`);
-    y.sum().backward();
-    // The gradient is the same scaled mask.
-    assert.deepEqual(await x.grad!.data(), values);
-  }
-  const drop = new nn.Dropout(0.5);
-  const x = randn([4, 5], { device });
-  drop.eval();
-  assert.equal(drop.forward(x), x);
-  assert.equal(new nn.Dropout(0).forward(x), x);
-  await assertTensor(new nn.Dropout(1).forward(x), new Array(20).fill(0));
-  assert.equal(F.dropout(x, 0.5, false), x);
-  assert.throws(() => new nn.Dropout(1.5), /between 0 and 1, but got 1.5/);
-  assert.equal(drop.toString(), "Dropout(p=0.5)");
-});
+    const drop = new nn.Dropout(0.5);
+    const x = randn([4, 5], { device });
+    drop.eval();
+    assert.equal(drop.forward(x), x);
+    assert.equal(new nn.Dropout(0).forward(x), x);
+    await assertTensor(new nn.Dropout(1).forward(x), new Array(20).fill(0));
+    assert.equal(F.dropout(x, 0.5, false), x);
+    assert.throws(() => new nn.Dropout(1.5), /between 0 and 1, but got 1.5/);
+    assert.equal(drop.toString(), "Dropout(p=0.5)");
+  },
+);
 
 backendTest("Dropout masks come from the seeded stream on the input's device", async (device) => {
   const x = ones([64], { device });
@@ -453,106 +544,128 @@ class Net extends nn.Module {
   }
 }
 
-backendTest("Module discovery: names and order of parameters, buffers, children, modules", (_device) => {
-  const net = new Net();
-  assert.deepEqual(net.namedParameters().map(([n]) => n), [
-    "scale",
-    "block1.fc.weight",
-    "block1.fc.bias",
-    "block1.norm.weight",
-    "block1.norm.bias",
-    "head.0.weight",
-    "head.0.bias",
-  ]);
-  assert.equal(net.parameters().length, 7);
-  assert.ok(net.parameters().every((p) => p instanceof nn.Parameter));
-  assert.deepEqual(net.namedBuffers().map(([n]) => n), [
-    "block1.norm.running_mean",
-    "block1.norm.running_var",
-    "block1.norm.num_batches_tracked",
-  ]);
-  assert.equal(net.buffers().length, 3);
-  assert.deepEqual(net.namedChildren().map(([n]) => n), ["block1", "drop", "head"]);
-  assert.deepEqual(net.children().map((m) => m.constructor.name), ["Block", "Dropout", "Sequential"]);
-  assert.deepEqual(net.namedModules().map(([n]) => n), [
-    "",
-    "block1",
-    "block1.fc",
-    "block1.norm",
-    "drop",
-    "head",
-    "head.0",
-    "head.1",
-  ]);
-  assert.equal(net.modules()[0], net);
-  assert.deepEqual(Object.keys(net.stateDict()), [
-    "scale",
-    "block1.fc.weight",
-    "block1.fc.bias",
-    "block1.norm.weight",
-    "block1.norm.bias",
-    "block1.norm.running_mean",
-    "block1.norm.running_var",
-    "block1.norm.num_batches_tracked",
-    "head.0.weight",
-    "head.0.bias",
-  ]);
-  assert.deepEqual(net.namedParameters("", false).map(([n]) => n), ["scale"]);
-  // A parameter shared by two modules is listed once.
-  const shared = new nn.Sequential(net.block1.fc, net.block1.fc);
-  assert.equal(shared.parameters().length, 2);
-  assert.deepEqual(Object.keys(shared.stateDict()), ["0.weight", "0.bias", "1.weight", "1.bias"]);
-  assert.equal(shared.children().length, 1);
-});
+backendTest(
+  "Module discovery: names and order of parameters, buffers, children, modules",
+  (_device) => {
+    const net = new Net();
+    assert.deepEqual(net.namedParameters().map(([n]) => n), [
+      "scale",
+      "block1.fc.weight",
+      "block1.fc.bias",
+      "block1.norm.weight",
+      "block1.norm.bias",
+      "head.0.weight",
+      "head.0.bias",
+    ]);
+    assert.equal(net.parameters().length, 7);
+    assert.ok(net.parameters().every((p) => p instanceof nn.Parameter));
+    assert.deepEqual(net.namedBuffers().map(([n]) => n), [
+      "block1.norm.running_mean",
+      "block1.norm.running_var",
+      "block1.norm.num_batches_tracked",
+    ]);
+    assert.equal(net.buffers().length, 3);
+    assert.deepEqual(net.namedChildren().map(([n]) => n), ["block1", "drop", "head"]);
+    assert.deepEqual(net.children().map((m) => m.constructor.name), [
+      "Block",
+      "Dropout",
+      "Sequential",
+    ]);
+    assert.deepEqual(net.namedModules().map(([n]) => n), [
+      "",
+      "block1",
+      "block1.fc",
+      "block1.norm",
+      "drop",
+      "head",
+      "head.0",
+      "head.1",
+    ]);
+    assert.equal(net.modules()[0], net);
+    assert.deepEqual(Object.keys(net.stateDict()), [
+      "scale",
+      "block1.fc.weight",
+      "block1.fc.bias",
+      "block1.norm.weight",
+      "block1.norm.bias",
+      "block1.norm.running_mean",
+      "block1.norm.running_var",
+      "block1.norm.num_batches_tracked",
+      "head.0.weight",
+      "head.0.bias",
+    ]);
+    assert.deepEqual(net.namedParameters("", false).map(([n]) => n), ["scale"]);
+    // A parameter shared by two modules is listed once.
+    const shared = new nn.Sequential(net.block1.fc, net.block1.fc);
+    assert.equal(shared.parameters().length, 2);
+    assert.deepEqual(Object.keys(shared.stateDict()), ["0.weight", "0.bias", "1.weight", "1.bias"]);
+    assert.equal(shared.children().length, 1);
+  },
+);
 
-backendTest("train()/eval() propagate; call() is forward; apply() visits every module", (device) => {
-  const net = new Net().to(device);
-  assert.ok(net.modules().every((m) => m.training));
-  assert.equal(net.eval(), net);
-  assert.ok(net.modules().every((m) => !m.training));
-  net.train();
-  assert.ok(net.modules().every((m) => m.training));
-  net.train(false);
-  const x = randn([5, 3], { device });
-  const a = net.call(x);
-  assert.deepEqual([...a.shape], [5, 2]);
-  const seen: string[] = [];
-  net.apply((m) => seen.push(m.constructor.name));
-  assert.deepEqual(seen, ["Linear", "BatchNorm1d", "Block", "Dropout", "Linear", "Tanh", "Sequential", "Net"]);
-  assert.throws(() => new nn.Module().forward(), /forward is not implemented/);
-});
+backendTest(
+  "train()/eval() propagate; call() is forward; apply() visits every module",
+  (device) => {
+    const net = new Net().to(device);
+    assert.ok(net.modules().every((m) => m.training));
+    assert.equal(net.eval(), net);
+    assert.ok(net.modules().every((m) => !m.training));
+    net.train();
+    assert.ok(net.modules().every((m) => m.training));
+    net.train(false);
+    const x = randn([5, 3], { device });
+    const a = net.call(x);
+    assert.deepEqual([...a.shape], [5, 2]);
+    const seen: string[] = [];
+    net.apply((m) => seen.push(m.constructor.name));
+    assert.deepEqual(seen, [
+      "Linear",
+      "BatchNorm1d",
+      "Block",
+      "Dropout",
+      "Linear",
+      "Tanh",
+      "Sequential",
+      "Net",
+    ]);
+    assert.throws(() => new nn.Module().forward(), /forward is not implemented/);
+  },
+);
 
-backendTest("to(device) keeps parameter identity and moves values, gradients and buffers", async (device, devices) => {
-  const other = devices[1];
-  manualSeed(11);
-  const net = new Net().to(device);
-  const params = net.parameters();
-  const before = await Promise.all(params.map((p) => p.data()));
-  const x = randn([6, 3], { device });
-  net.forward(x).sum().backward();
-  const grads = await Promise.all(params.map((p) => p.grad!.data()));
-  assert.equal(net.to(other), net);
-  const after = net.parameters();
-  after.forEach((p, i) => {
-    assert.equal(p, params[i], "same Parameter object");
-    assert.equal(p.device, other);
-    assert.equal(p.grad!.device, other);
-    assert.ok(p.requiresGrad && p.storage.persistent);
-  });
-  for (const [i, p] of after.entries()) {
-    assert.deepEqual(await p.data(), before[i]);
-    assert.deepEqual(await p.grad!.data(), grads[i]);
-  }
-  for (const b of net.buffers()) assert.equal(b.device, other);
-  assert.equal(net.block1.norm.runningMean!.device, other);
-  assert.equal(await net.block1.norm.numBatchesTracked!.item(), 1);
-  // Still trainable where it is now.
-  net.zeroGrad();
-  net.forward(randn([6, 3], { device: other })).sum().backward();
-  assert.equal(net.scale.grad!.device, other);
-  net.to(device);
-  assert.equal(net.scale.device, device);
-});
+backendTest(
+  "to(device) keeps parameter identity and moves values, gradients and buffers",
+  async (device, devices) => {
+    const other = devices[1];
+    manualSeed(11);
+    const net = new Net().to(device);
+    const params = net.parameters();
+    const before = await Promise.all(params.map((p) => p.data()));
+    const x = randn([6, 3], { device });
+    net.forward(x).sum().backward();
+    const grads = await Promise.all(params.map((p) => p.grad!.data()));
+    assert.equal(net.to(other), net);
+    const after = net.parameters();
+    after.forEach((p, i) => {
+      assert.equal(p, params[i], "same Parameter object");
+      assert.equal(p.device, other);
+      assert.equal(p.grad!.device, other);
+      assert.ok(p.requiresGrad && p.storage.persistent);
+    });
+    for (const [i, p] of after.entries()) {
+      assert.deepEqual(await p.data(), before[i]);
+      assert.deepEqual(await p.grad!.data(), grads[i]);
+    }
+    for (const b of net.buffers()) assert.equal(b.device, other);
+    assert.equal(net.block1.norm.runningMean!.device, other);
+    assert.equal(await net.block1.norm.numBatchesTracked!.item(), 1);
+    // Still trainable where it is now.
+    net.zeroGrad();
+    net.forward(randn([6, 3], { device: other })).sum().backward();
+    assert.equal(net.scale.grad!.device, other);
+    net.to(device);
+    assert.equal(net.scale.device, device);
+  },
+);
 
 backendTest("zeroGrad: to null with the memory released, or zeroed in place", async (device) => {
   const layer = new nn.Linear(3, 2, { device });
@@ -595,7 +708,10 @@ backendTest("toString prints PyTorch's repr, nested", (_device) => {
       ")",
     ].join("\n"),
   );
-  assert.equal(new nn.Linear(2, 3, { bias: false }).toString(), "Linear(in_features=2, out_features=3, bias=False)");
+  assert.equal(
+    new nn.Linear(2, 3, { bias: false }).toString(),
+    "Linear(in_features=2, out_features=3, bias=False)",
+  );
   assert.equal(`${new nn.ReLU()}`, "ReLU()");
   assert.equal(new nn.Flatten().toString(), "Flatten(start_dim=1, end_dim=-1)");
   assert.equal(new nn.Identity().toString(), "Identity()");
@@ -603,7 +719,7 @@ backendTest("toString prints PyTorch's repr, nested", (_device) => {
   assert.equal(new nn.Softmax(1).toString(), "Softmax(dim=1)");
 });
 
-backendTest("Flatten, Identity, Sequential helpers and Parameter", async (device) => {
+backendTest("Flatten, Identity, Sequential helpers and Parameter", (device) => {
   const x = randn([2, 3, 4], { device });
   assert.deepEqual([...new nn.Flatten().forward(x).shape], [2, 12]);
   assert.deepEqual([...new nn.Flatten(0).forward(x).shape], [24]);
@@ -615,7 +731,10 @@ backendTest("Flatten, Identity, Sequential helpers and Parameter", async (device
   assert.deepEqual([...seq.forward(x).shape], [2, 2]);
   seq.append(new nn.ReLU());
   assert.deepEqual(seq.namedChildren().map(([n]) => n), ["0", "1", "2"]);
-  assert.throws(() => new nn.Sequential(new nn.ReLU(), {} as nn.Module), /argument 1 is not an nn.Module/);
+  assert.throws(
+    () => new nn.Sequential(new nn.ReLU(), {} as nn.Module),
+    /argument 1 is not an nn.Module/,
+  );
   const p = new nn.Parameter(zeros([2, 2], { device }));
   assert.ok(p.requiresGrad && p.isLeaf && p.storage.persistent);
   assert.match(p.toString(), /^Parameter\(shape=\[2, 2\]/);
@@ -626,7 +745,7 @@ backendTest("Flatten, Identity, Sequential helpers and Parameter", async (device
   assert.equal(made.weight.storage.disposed, false);
 });
 
-backendTest("registerBuffer: fields, names, persistence and errors", async (device) => {
+backendTest("registerBuffer: fields, names, persistence and errors", (device) => {
   class WithBuffers extends nn.Module {
     step: Tensor;
     cache: Tensor;
@@ -634,7 +753,9 @@ backendTest("registerBuffer: fields, names, persistence and errors", async (devi
     constructor() {
       super();
       this.step = this.registerBuffer("step_count", zeros([], { device }), { field: "step" });
-      this.cache = this.registerBuffer("cache_values", zeros([2], { device }), { persistent: false });
+      this.cache = this.registerBuffer("cache_values", zeros([2], { device }), {
+        persistent: false,
+      });
     }
   }
   const m = new WithBuffers();
@@ -660,7 +781,11 @@ backendTest("stateDict round trip into a fresh model gives the same outputs", as
   assert.notDeepEqual(await a.forward(x).data(), await b.forward(x).data());
   const sd = a.stateDict();
   assert.ok(Object.values(sd).every((v) => !v.requiresGrad));
-  assert.equal(sd["block1.fc.weight"].storage, a.block1.fc.weight.storage, "shares storage as PyTorch");
+  assert.equal(
+    sd["block1.fc.weight"].storage,
+    a.block1.fc.weight.storage,
+    "shares storage as PyTorch",
+  );
   const result = b.loadStateDict(sd);
   assert.deepEqual(result, { missingKeys: [], unexpectedKeys: [] });
   assert.deepEqual(await a.forward(x).data(), await b.forward(x).data());
@@ -684,86 +809,106 @@ backendTest("loadStateDict across devices and dtypes", async (device, devices) =
   assert.equal(await bn.numBatchesTracked!.item(), 7);
 });
 
-backendTest("loadStateDict errors name the key and shapes, and leave the module unchanged", async (device) => {
-  const model = mlp().to(device);
-  const before = await Promise.all(model.parameters().map((p) => p.data()));
-  const good = () => Object.fromEntries(Object.entries(mlp().to(device).stateDict()));
-  const missing = good();
-  delete missing["2.bias"];
-  missing["0.weight"] = zeros([8, 6], { device });
-  assert.throws(() => model.loadStateDict(missing), /missing key\(s\) in state dict: "2.bias"/);
-  const unexpected = { ...good(), "3.weight": zeros([1], { device }) };
-  assert.throws(() => model.loadStateDict(unexpected), /unexpected key\(s\) in state dict: "3.weight"/);
-  const wrong = { ...good(), "2.weight": zeros([4, 8], { device }) };
-  assert.throws(
-    () => model.loadStateDict(wrong),
-    /size mismatch for "2.weight": copying a tensor of shape \[4, 8\] from the state dict, the shape in the current model is \[3, 8\]/,
-  );
-  const notTensor = { ...good(), "0.bias": [1, 2] as unknown as Tensor };
-  assert.throws(() => model.loadStateDict(notTensor), /value for "0.bias" is not a Tensor/);
-  assert.throws(() => model.loadStateDict(null as unknown as Record<string, Tensor>), /plain object of tensors/);
-  const after = await Promise.all(model.parameters().map((p) => p.data()));
-  assert.deepEqual(after, before, "module unchanged");
-  // Not strict: missing and unexpected keys are reported, present ones loaded.
-  const partial = { "0.weight": zeros([8, 6], { device }), extra: zeros([1], { device }) };
-  const result = model.loadStateDict(partial, { strict: false });
-  assert.deepEqual(result, { missingKeys: ["0.bias", "2.weight", "2.bias"], unexpectedKeys: ["extra"] });
-  await assertTensor(model.parameters()[0], new Array(48).fill(0));
-  // A wrong shape throws even when not strict.
-  assert.throws(() => model.loadStateDict({ "0.bias": zeros([9], { device }) }, { strict: false }), /\[9\].*\[8\]/);
-});
+backendTest(
+  "loadStateDict errors name the key and shapes, and leave the module unchanged",
+  async (device) => {
+    const model = mlp().to(device);
+    const before = await Promise.all(model.parameters().map((p) => p.data()));
+    const good = () => Object.fromEntries(Object.entries(mlp().to(device).stateDict()));
+    const missing = good();
+    delete missing["2.bias"];
+    missing["0.weight"] = zeros([8, 6], { device });
+    assert.throws(() => model.loadStateDict(missing), /missing key\(s\) in state dict: "2.bias"/);
+    const unexpected = { ...good(), "3.weight": zeros([1], { device }) };
+    assert.throws(
+      () => model.loadStateDict(unexpected),
+      /unexpected key\(s\) in state dict: "3.weight"/,
+    );
+    const wrong = { ...good(), "2.weight": zeros([4, 8], { device }) };
+    assert.throws(
+      () => model.loadStateDict(wrong),
+      /size mismatch for "2.weight": copying a tensor of shape \[4, 8\] from the state dict, the shape in the current model is \[3, 8\]/,
+    );
+    const notTensor = { ...good(), "0.bias": [1, 2] as unknown as Tensor };
+    assert.throws(() => model.loadStateDict(notTensor), /value for "0.bias" is not a Tensor/);
+    assert.throws(
+      () => model.loadStateDict(null as unknown as Record<string, Tensor>),
+      /plain object of tensors/,
+    );
+    const after = await Promise.all(model.parameters().map((p) => p.data()));
+    assert.deepEqual(after, before, "module unchanged");
+    // Not strict: missing and unexpected keys are reported, present ones loaded.
+    const partial = { "0.weight": zeros([8, 6], { device }), extra: zeros([1], { device }) };
+    const result = model.loadStateDict(partial, { strict: false });
+    assert.deepEqual(result, {
+      missingKeys: ["0.bias", "2.weight", "2.bias"],
+      unexpectedKeys: ["extra"],
+    });
+    await assertTensor(model.parameters()[0], new Array(48).fill(0));
+    // A wrong shape throws even when not strict.
+    assert.throws(
+      () => model.loadStateDict({ "0.bias": zeros([9], { device }) }, { strict: false }),
+      /\[9\].*\[8\]/,
+    );
+  },
+);
 
 // ---------------------------------------------------------------- replication
 
-backendTest("_replicateWith: a structural copy with substituted parameters and buffers", async (device, devices) => {
-  manualSeed(4);
-  const net = new Net().to(device);
-  net.block1.fc = net.block1.fc; // fields keep their order
-  const calls: [string, string][] = [];
-  const replica = net._replicateWith((t, kind, name) => {
-    calls.push([kind, name]);
-    return kind === "parameter" ? t.mul(2) : t.to(devices[1]).to(device).clone();
-  });
-  assert.deepEqual(calls, [
-    ["parameter", "scale"],
-    ["parameter", "block1.fc.weight"],
-    ["parameter", "block1.fc.bias"],
-    ["parameter", "block1.norm.weight"],
-    ["parameter", "block1.norm.bias"],
-    ["buffer", "block1.norm.running_mean"],
-    ["buffer", "block1.norm.running_var"],
-    ["buffer", "block1.norm.num_batches_tracked"],
-    ["parameter", "head.0.weight"],
-    ["parameter", "head.0.bias"],
-  ]);
-  assert.ok(replica instanceof Net);
-  assert.notEqual(replica, net);
-  assert.notEqual(replica.block1, net.block1);
-  assert.ok(replica.block1 instanceof Block);
-  assert.ok(replica.head instanceof nn.Sequential);
-  assert.equal(replica.label, "net");
-  assert.equal(replica.notAParameter, net.notAParameter);
-  assert.equal(replica.toString(), net.toString());
-  // Replacements are not Parameters: not listed, as PyTorch's replicas; buffers are.
-  assert.equal(replica.parameters().length, 0);
-  assert.equal(replica.buffers().length, 3);
-  assert.notEqual(replica.block1.norm.runningMean, net.block1.norm.runningMean);
-  assert.ok(!(replica.block1.fc.weight instanceof nn.Parameter));
-  // The original is untouched, and gradients flow back to it through the mapping.
-  assert.equal(net.parameters().length, 7);
-  assert.ok(net.block1.fc.weight instanceof nn.Parameter);
-  const x = randn([4, 3], { device });
-  replica.eval();
-  assert.ok(net.training, "modes are per copy");
-  replica.forward(x).sum().backward();
-  assert.ok(net.block1.fc.weight.grad !== null);
-  await assertTensor(replica.block1.fc.weight, Array.from(await net.block1.fc.weight.data(), (v) => 2 * v));
-  // Training the replica's batch norm updates the replica's buffers only.
-  replica.train();
-  replica.forward(x);
-  assert.equal(await replica.block1.norm.numBatchesTracked!.item(), 1);
-  assert.equal(await net.block1.norm.numBatchesTracked!.item(), 0);
-});
+backendTest(
+  "_replicateWith: a structural copy with substituted parameters and buffers",
+  async (device, devices) => {
+    manualSeed(4);
+    const net = new Net().to(device);
+    const calls: [string, string][] = [];
+    const replica = net._replicateWith((t, kind, name) => {
+      calls.push([kind, name]);
+      return kind === "parameter" ? t.mul(2) : t.to(devices[1]).to(device).clone();
+    });
+    assert.deepEqual(calls, [
+      ["parameter", "scale"],
+      ["parameter", "block1.fc.weight"],
+      ["parameter", "block1.fc.bias"],
+      ["parameter", "block1.norm.weight"],
+      ["parameter", "block1.norm.bias"],
+      ["buffer", "block1.norm.running_mean"],
+      ["buffer", "block1.norm.running_var"],
+      ["buffer", "block1.norm.num_batches_tracked"],
+      ["parameter", "head.0.weight"],
+      ["parameter", "head.0.bias"],
+    ]);
+    assert.ok(replica instanceof Net);
+    assert.notEqual(replica, net);
+    assert.notEqual(replica.block1, net.block1);
+    assert.ok(replica.block1 instanceof Block);
+    assert.ok(replica.head instanceof nn.Sequential);
+    assert.equal(replica.label, "net");
+    assert.equal(replica.notAParameter, net.notAParameter);
+    assert.equal(replica.toString(), net.toString());
+    // Replacements are not Parameters: not listed, as PyTorch's replicas; buffers are.
+    assert.equal(replica.parameters().length, 0);
+    assert.equal(replica.buffers().length, 3);
+    assert.notEqual(replica.block1.norm.runningMean, net.block1.norm.runningMean);
+    assert.ok(!(replica.block1.fc.weight instanceof nn.Parameter));
+    // The original is untouched, and gradients flow back to it through the mapping.
+    assert.equal(net.parameters().length, 7);
+    assert.ok(net.block1.fc.weight instanceof nn.Parameter);
+    const x = randn([4, 3], { device });
+    replica.eval();
+    assert.ok(net.training, "modes are per copy");
+    replica.forward(x).sum().backward();
+    assert.ok(net.block1.fc.weight.grad !== null);
+    await assertTensor(
+      replica.block1.fc.weight,
+      Array.from(await net.block1.fc.weight.data(), (v) => 2 * v),
+    );
+    // Training the replica's batch norm updates the replica's buffers only.
+    replica.train();
+    replica.forward(x);
+    assert.equal(await replica.block1.norm.numBatchesTracked!.item(), 1);
+    assert.equal(await net.block1.norm.numBatchesTracked!.item(), 0);
+  },
+);
 
 backendTest("_replicateWith keeps sharing and checks the callback", (device) => {
   const lin = new nn.Linear(2, 2, { device });
@@ -775,38 +920,47 @@ backendTest("_replicateWith keeps sharing and checks the callback", (device) => 
   });
   assert.equal(calls, 2, "each tensor mapped once");
   assert.equal(replica.at(0), replica.at(1), "shared module stays shared");
-  assert.throws(() => seq._replicateWith(() => zeros([3])), /mapTensor must return a Tensor of shape \[2, 2\] for parameter "0.weight"/);
+  assert.throws(
+    () => seq._replicateWith(() => zeros([3])),
+    /mapTensor must return a Tensor of shape \[2, 2\] for parameter "0.weight"/,
+  );
 });
 
-backendTest("memory: forward/backward of a module inside tidy leaves only parameters and gradients", async (device) => {
-  const model = mlp().to(device);
-  const x = randn([10, 6], { device });
-  const y = ints(fixtures.mlp.target, device);
-  const loss = new nn.CrossEntropyLoss();
-  const step = () =>
-    tidy(() => {
-      model.zeroGrad();
-      loss.forward(model.forward(x), y).backward();
-    });
-  // Reads let queued work (the copies of .to(), frees behind them) run before measuring.
-  step();
-  await model.parameters()[0].grad!.data();
-  const used = device.memory().bytesInUse;
-  for (let i = 0; i < 20; i++) step();
-  await model.parameters()[0].grad!.data();
-  // Not more (tensors of earlier tests may be collected meanwhile, hence not "equal").
-  assert.ok(device.memory().bytesInUse <= used, `${device.memory().bytesInUse} > ${used} bytes`);
-  // Dropout and BatchNorm too.
-  const net = new Net().to(device);
-  const netStep = () =>
-    tidy(() => {
-      net.zeroGrad();
-      net.forward(rand([6, 3], { device })).sum().backward();
-    });
-  netStep();
-  await net.scale.grad!.data();
-  const used2 = device.memory().bytesInUse;
-  for (let i = 0; i < 20; i++) netStep();
-  await net.scale.grad!.data();
-  assert.ok(device.memory().bytesInUse <= used2, `${device.memory().bytesInUse} > ${used2} bytes`);
-});
+backendTest(
+  "memory: forward/backward of a module inside tidy leaves only parameters and gradients",
+  async (device) => {
+    const model = mlp().to(device);
+    const x = randn([10, 6], { device });
+    const y = ints(fixtures.mlp.target, device);
+    const loss = new nn.CrossEntropyLoss();
+    const step = () =>
+      tidy(() => {
+        model.zeroGrad();
+        loss.forward(model.forward(x), y).backward();
+      });
+    // Reads let queued work (the copies of .to(), frees behind them) run before measuring.
+    step();
+    await model.parameters()[0].grad!.data();
+    const used = device.memory().bytesInUse;
+    for (let i = 0; i < 20; i++) step();
+    await model.parameters()[0].grad!.data();
+    // Not more (tensors of earlier tests may be collected meanwhile, hence not "equal").
+    assert.ok(device.memory().bytesInUse <= used, `${device.memory().bytesInUse} > ${used} bytes`);
+    // Dropout and BatchNorm too.
+    const net = new Net().to(device);
+    const netStep = () =>
+      tidy(() => {
+        net.zeroGrad();
+        net.forward(rand([6, 3], { device })).sum().backward();
+      });
+    netStep();
+    await net.scale.grad!.data();
+    const used2 = device.memory().bytesInUse;
+    for (let i = 0; i < 20; i++) netStep();
+    await net.scale.grad!.data();
+    assert.ok(
+      device.memory().bytesInUse <= used2,
+      `${device.memory().bytesInUse} > ${used2} bytes`,
+    );
+  },
+);

@@ -15,6 +15,7 @@ import type { DType, TypedArray } from "../src/dtype.ts";
 import { DeviceLostError } from "../src/errors.ts";
 import { matmulOptions, webgpuBackend } from "../src/backends/webgpu/mod.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
+import { cpuBackend } from "../src/backends/cpu/mod.ts";
 
 const backend = await Promise.resolve().then(webgpuBackend).catch(() => null);
 const ignore = backend === null;
@@ -928,6 +929,62 @@ test("random normal follows the contract's Box-Muller", async () => {
   assertClose(got, want, 1e-5, 1e-5, "normal");
 });
 
+test("agrees with the cpu backend", async () => {
+  const g = await dev();
+  const c = await (await cpuBackend()).createDevice(0);
+  const n = 4099;
+  const run = async (
+    d: BackendDevice,
+    f: (x: DeviceBuffer, out: DeviceBuffer) => void,
+  ): Promise<TypedArray> => {
+    const x = d.allocate(n, "float32");
+    d.random(x, { numel: n, kind: "normal", seed: 5, a: 0, b: 3, dtype: "float32" });
+    const out = d.allocate(n, "float32");
+    f(x, out);
+    return await d.read(out, n, "float32");
+  };
+  const both = async (
+    what: string,
+    f: (d: BackendDevice, x: DeviceBuffer, out: DeviceBuffer) => void,
+    rtol: number,
+  ) => {
+    const want = await run(c, (x, o) => f(c, x, o));
+    const got = await run(g, (x, o) => f(g, x, o));
+    if (rtol === 0) assert.deepEqual(got, want, what);
+    else assertClose(got, want, rtol, 1e-6, what);
+  };
+  await both("uniform", (d, _x, o) =>
+    d.random(o, {
+      numel: n,
+      kind: "uniform",
+      seed: 77,
+      a: -0.1,
+      b: 0.25,
+      dtype: "float32",
+    }), 0);
+  await both("normal", (d, x, o) =>
+    d.copy(x, o, {
+      shape: [n],
+      srcStrides: [1],
+      srcOffset: 0,
+      dstStrides: [1],
+      dstOffset: 0,
+      dtype: "float32",
+    }), 1e-5);
+  for (const op of ["gelu", "geluGrad", "sigmoid", "tanh", "exp"] as UnaryOp[]) {
+    await both(op, (d, x, o) => d.unary(op, x, o, n, "float32"), 1e-5);
+  }
+  await both("softmax", (d, x, o) =>
+    d.softmax(x, o, {
+      outer: 1,
+      size: n,
+      inner: 1,
+      log: true,
+      dtype: "float32",
+    }), 1e-5);
+  c.destroy();
+});
+
 // ---------------------------------------------------------------- runtime
 
 test("zero-size buffers and kernels", async () => {
@@ -1022,6 +1079,20 @@ test("a failing kernel rejects the next read, naming it", async () => {
   await assert.rejects(d.read(x, 4, "float32"), /brokenKernel/);
   // The error is reported once; the device keeps working.
   assert.deepEqual([...await d.read(x, 4, "float32")], [1, 2, 3, 4]);
+});
+
+test("device-call errors (bad write) reach the next read; huge allocations throw", async () => {
+  const d = await dev();
+  const x = upload(d, new Float32Array([1, 2, 3, 4]));
+  let threw = false;
+  try {
+    d.write(x, new Float32Array(1000)); // far past the end of the buffer
+  } catch {
+    threw = true; // reported at once is fine too
+  }
+  if (!threw) await assert.rejects(d.read(x, 4, "float32"), /write/);
+  assert.deepEqual([...await d.read(x, 4, "float32")], [1, 2, 3, 4]);
+  assert.throws(() => d.allocate(2 ** 40, "float32"), RangeError);
 });
 
 test("two devices from one adapter work independently", async () => {

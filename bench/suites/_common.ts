@@ -122,6 +122,45 @@ export async function measure(
 }
 
 /**
+ * Times several cases round-robin (a run of each per round, the starting case
+ * rotating), so that the load of other processes on a shared machine hits
+ * every case alike and their ratios stay meaningful. `budgetS` is per case.
+ */
+export async function measureInterleaved(
+  runs: readonly (() => Promise<void>)[],
+  options: MeasureOptions,
+): Promise<Timing[]> {
+  const warmup = options.warmup ?? 1;
+  const minRuns = options.minRuns ?? 3;
+  const maxRuns = options.maxRuns ?? 50;
+  const budgetMs = options.budgetS * 1000 * runs.length;
+  for (let i = 0; i < warmup; i++) {
+    for (const run of runs) await run();
+  }
+  const samples: number[][] = runs.map(() => []);
+  let spent = 0;
+  for (let round = 0; round < maxRuns; round++) {
+    for (let j = 0; j < runs.length; j++) {
+      const c = (round + j) % runs.length;
+      const t0 = performance.now();
+      await runs[c]();
+      const ms = performance.now() - t0;
+      samples[c].push(ms);
+      spent += ms;
+    }
+    if (spent >= budgetMs && round + 1 >= minRuns) break;
+    if (spent >= 2 * budgetMs) break;
+  }
+  return samples.map((xs) => ({
+    medianMs: median(xs),
+    minMs: Math.min(...xs),
+    maxMs: Math.max(...xs),
+    runs: xs.length,
+    samplesMs: xs,
+  }));
+}
+
+/**
  * How many operations to queue before one read so that a timed run lasts
  * about `targetMs`, from the duration of one run with a single operation.
  */

@@ -12,17 +12,19 @@ import { type Device, nn } from "../../mod.ts";
 import {
   type BenchResult,
   fmt,
-  measure,
+  measureInterleaved,
   settle,
   type Suite,
   type SuiteContext,
   Table,
+  type Timing,
 } from "./_common.ts";
 import {
   createMlp,
   describeMlp,
   MLP_CONFIG,
   type MlpConfig,
+  type MlpSetup,
   profileStep,
   runStep,
   summarizeGpu,
@@ -42,24 +44,31 @@ export function estimateSeparate(t1: number, tn: number, n: number): number {
   return t1 / n + Math.max(0, tn - t1);
 }
 
-/** Measures the DataParallel step on `devices`. */
+/**
+ * Measures the DataParallel step on each device set, round-robin (so the
+ * ratios to one device are not skewed by other work on the machine).
+ */
 export async function benchDataParallel(
-  devices: readonly Device[],
+  deviceSets: readonly (readonly Device[])[],
   config: MlpConfig,
   budgetS: number,
   quick: boolean,
-): Promise<
-  { timing: { medianMs: number; runs: number; minMs: number; maxMs: number }; loss: number }
-> {
-  const s = createMlp(devices[0], config, (m) => new nn.DataParallel(m, { devices }));
+): Promise<{ timings: Timing[]; losses: number[] }> {
+  const setups: MlpSetup[] = [];
   try {
-    let loss = NaN;
-    const timing = await measure(async () => {
-      loss = (await runStep(s)).loss;
-    }, { warmup: 2, minRuns: quick ? 1 : 3, budgetS });
-    return { timing, loss };
+    for (const devices of deviceSets) {
+      setups.push(createMlp(devices[0], config, (m) => new nn.DataParallel(m, { devices })));
+    }
+    const losses = setups.map(() => NaN);
+    const timings = await measureInterleaved(
+      setups.map((s, i) => async () => {
+        losses[i] = (await runStep(s)).loss;
+      }),
+      { warmup: 2, minRuns: quick ? 1 : 3, budgetS },
+    );
+    return { timings, losses };
   } finally {
-    s.dispose();
+    for (const s of setups) s.dispose();
   }
 }
 
@@ -88,11 +97,16 @@ export const dataParallelSuite: Suite = {
     const results: BenchResult[] = [];
     const profiles: string[] = [];
     for (const backend of ctx.backends) {
-      let t1 = NaN;
-      for (const n of counts) {
-        const devices = await ctx.devices(backend, n);
-        const { timing, loss } = await benchDataParallel(devices, config, ctx.budgetS, ctx.quick);
-        if (n === 1) t1 = timing.medianMs;
+      const deviceSets = await Promise.all(counts.map((n) => ctx.devices(backend, n)));
+      const { timings, losses } = await benchDataParallel(
+        deviceSets,
+        config,
+        ctx.budgetS,
+        ctx.quick,
+      );
+      const t1 = timings[0].medianMs;
+      counts.forEach((n, i) => {
+        const timing = timings[i];
         const ratio = timing.medianMs / t1;
         const overhead = timing.medianMs - t1;
         const est = estimateSeparate(t1, timing.medianMs, n);
@@ -124,24 +138,26 @@ export const dataParallelSuite: Suite = {
             estSpeedup: speedup,
             minMs: timing.minMs,
             maxMs: timing.maxMs,
-            lastLoss: loss,
+            lastLoss: losses[i],
           },
         });
-        if (n === 2) {
-          const s = createMlp(devices[0], config, (m) => new nn.DataParallel(m, { devices }));
-          try {
-            await runStep(s);
-            const p = await profileStep(s, devices);
-            profiles.push(`${backend} N=2, one step: ${summarizeKernels(p.kernels, 10)}`);
-            if (backend === "webgpu") {
-              profiles.push(`${backend} N=2, one step: ${summarizeGpu(p.gpu)}`);
-            }
-          } finally {
-            s.dispose();
+      });
+      const two = counts.indexOf(2);
+      if (two >= 0) {
+        const devices = deviceSets[two];
+        const s = createMlp(devices[0], config, (m) => new nn.DataParallel(m, { devices }));
+        try {
+          await runStep(s);
+          const p = await profileStep(s, devices);
+          profiles.push(`${backend} N=2, one step: ${summarizeKernels(p.kernels, 10)}`);
+          if (backend === "webgpu") {
+            profiles.push(`${backend} N=2, one step: ${summarizeGpu(p.gpu)}`);
           }
+        } finally {
+          s.dispose();
         }
-        await settle();
       }
+      await settle();
     }
     table.note(
       "est. (separate GPUs) = t1/N + (tN - t1): the compute splits N ways; the measured overhead of the" +

@@ -88,7 +88,7 @@ export const memorySuite: Suite = {
         " and later (target: end within 10% of step 10)",
       [
         { title: "backend", width: 7, right: false },
-        { title: "model", width: 18, right: false },
+        { title: "model", width: 19, right: false },
         { title: "step", width: 5 },
         { title: "bytesInUse", width: 10 },
         { title: "vs step 10", width: 10 },

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { fromSafetensors, optim, save, type Tensor, tensor } from "../../mod.ts";
+import { fromSafetensors, type optim, save, type Tensor, tensor } from "../../mod.ts";
 import type { EpochRecord, History } from "./plot.ts";
 import { CheckpointError } from "./errors.ts";
 
@@ -97,10 +97,15 @@ export async function unpackCheckpoint(
   metadata: Record<string, string>,
 ): Promise<CheckpointState> {
   if (metadata.format !== CHECKPOINT_FORMAT) {
-    fail(path, `format ${JSON.stringify(metadata.format ?? null)}, expected "${CHECKPOINT_FORMAT}"`);
+    fail(
+      path,
+      `format ${JSON.stringify(metadata.format ?? null)}, expected "${CHECKPOINT_FORMAT}"`,
+    );
   }
   const epoch = Number(metadata.epoch);
-  if (!Number.isInteger(epoch) || epoch < 0) fail(path, `bad epoch ${JSON.stringify(metadata.epoch)}`);
+  if (!Number.isInteger(epoch) || epoch < 0) {
+    fail(path, `bad epoch ${JSON.stringify(metadata.epoch)}`);
+  }
   const shape = parseJson(path, metadata, "shape") as DemoShape;
   if (
     !shape || typeof shape !== "object" ||

@@ -43,8 +43,11 @@ export interface PlotOptions {
   classes?: number;
 }
 
-interface Tick {
+/** A tick of an axis: its value and its label (null for an unlabelled minor tick). */
+export interface Tick {
+  /** Where the tick is, in data units. */
   readonly value: number;
+  /** The text under or beside it, or null. */
   readonly label: string | null;
 }
 
@@ -174,7 +177,9 @@ function polyline(points: [number, number][], attrs: string): string {
 function markers(points: [number, number][], color: string, radius = 3): string {
   return points
     .map(([x, y]) =>
-      `<circle cx="${fmt(x)}" cy="${fmt(y)}" r="${radius}" fill="${color}" stroke="white" stroke-width="1"/>`
+      `<circle cx="${fmt(x)}" cy="${
+        fmt(y)
+      }" r="${radius}" fill="${color}" stroke="white" stroke-width="1"/>`
     )
     .join("");
 }
@@ -195,9 +200,11 @@ function legend(
   entries.forEach((e, i) => {
     const cy = y + 4 + rowHeight * i + rowHeight / 2;
     parts.push(
-      `<line x1="${fmt(x + 8)}" y1="${fmt(cy)}" x2="${fmt(x + 30)}" y2="${fmt(cy)}" stroke="${e.color}" stroke-width="${
-        e.width ?? 2
-      }"${e.dash ? ` stroke-dasharray="${e.dash}"` : ""}/>`,
+      `<line x1="${fmt(x + 8)}" y1="${fmt(cy)}" x2="${fmt(x + 30)}" y2="${
+        fmt(cy)
+      }" stroke="${e.color}" stroke-width="${e.width ?? 2}"${
+        e.dash ? ` stroke-dasharray="${e.dash}"` : ""
+      }/>`,
       text(x + 36, cy + 4, e.label, { "font-size": 12 }),
     );
   });

@@ -113,9 +113,13 @@ function checkPositiveInteger(name: string, value: number): void {
   }
 }
 
-interface Split {
+/** A split of the data set on a device. */
+export interface Split {
+  /** Points `[length, 2]`. */
   readonly x: Tensor;
+  /** int32 labels `[length]`. */
   readonly y: Tensor;
+  /** Rows. */
   readonly length: number;
 }
 
@@ -144,8 +148,12 @@ function bytesInUse(devices: readonly Device[]): number {
   return [...new Set(devices)].reduce((sum, d) => sum + d.memory().bytesInUse, 0);
 }
 
+let lastYield = 0;
+
 function yieldToEventLoop(): Promise<void> {
-  // Lets signal handlers (Ctrl-C) and timers run between steps.
+  // Lets signal handlers (Ctrl-C) and timers run between steps; costs about
+  // a millisecond, so it is done at most every 25 ms.
+  lastYield = performance.now();
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
@@ -171,7 +179,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   checkPositiveInteger("epochs", epochs);
   checkPositiveInteger("batch size", batchSize);
   checkPositiveInteger("readEvery", readEvery);
-  if (!(lr > 0 && Number.isFinite(lr))) throw new DemoError(`lr must be a positive number, got ${lr}`);
+  if (!(lr > 0 && Number.isFinite(lr))) {
+    throw new DemoError(`lr must be a positive number, got ${lr}`);
+  }
   const out = options.out ?? "out/demo";
   const checkpointPath = joinPath(out, "checkpoint.safetensors");
   const plotPath = joinPath(out, "loss.svg");
@@ -187,7 +197,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   };
   checkPositiveInteger("points per class", shape.pointsPerClass);
   checkPositiveInteger("hidden", shape.hidden);
-  if (!Number.isInteger(shape.seed)) throw new DemoError(`seed must be an integer, got ${shape.seed}`);
+  if (!Number.isInteger(shape.seed)) {
+    throw new DemoError(`seed must be an integer, got ${shape.seed}`);
+  }
   if (resumed && resumed.epoch >= epochs) {
     throw new DemoError(
       `the checkpoint ${checkpointPath} already has ${resumed.epoch} epochs; pass --epochs larger than ${resumed.epoch} to train further`,
@@ -206,7 +218,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   });
   const { train, test } = splitTrainTest(all, 0.2, shape.seed + 1);
   if (train.length < devices.length) {
-    throw new DemoError(`${train.length} training rows cannot be split over ${devices.length} devices`);
+    throw new DemoError(
+      `${train.length} training rows cannot be split over ${devices.length} devices`,
+    );
   }
 
   // Model: initialised from the seed on the host's default device, moved to devices[0].
@@ -234,29 +248,35 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       disposeCheckpoint(resumed);
     }
     // The learning rate given now wins over the one saved.
-    if (options.lr !== undefined) for (const group of optimizer.paramGroups) group.lr = lr;
+    if (options.lr !== undefined) { for (const group of optimizer.paramGroups) group.lr = lr; }
     startEpoch = resumed.epoch;
     history = { ...resumed.history, stepsPerEpoch: resumed.history.stepsPerEpoch };
     if (resumed.history.stepsPerEpoch !== stepsPerEpoch) {
       // A different batch size: keep the old steps on the old scale by resampling positions.
-      history.stepLoss = rescale(resumed.history.stepLoss, resumed.history.stepsPerEpoch, stepsPerEpoch);
+      history.stepLoss = rescale(
+        resumed.history.stepLoss,
+        resumed.history.stepsPerEpoch,
+        stepsPerEpoch,
+      );
       history.stepsPerEpoch = stepsPerEpoch;
     }
     log(`Resumed from ${checkpointPath} at epoch ${startEpoch} (seed ${shape.seed})`);
   }
 
-  await Deno.mkdir(out, { recursive: true });
+  await writing(`the output folder ${out}`, () => Deno.mkdir(out, { recursive: true }));
   const trainSplit = upload(train, devices[0]);
   const testSplit = upload(test, devices[0]);
   const trainSet = new data.TensorDataset(trainSplit.x, trainSplit.y);
   log(
     `Data: ${all.length} points on 3 interleaved spirals of ${shape.turns} turns (seed ${shape.seed}): ${train.length} train, ${test.length} test`,
   );
-  log(`Model: ${model.toString().split("\n").map((l) => l.trim()).join(" ")}`);
+  log(`Model: ${model.toString()}`);
   log(
-    `Parameters: ${
-      formatCount(model.parameters().reduce((n, p) => n + p.numel(), 0))
-    } on ${devices[0]}; Adam lr ${optimizer.paramGroups[0].lr}; batch ${batchSize} split over ${devices.length} device(s); ${stepsPerEpoch} steps per epoch`,
+    `Parameters: ${formatCount(model.parameters().reduce((n, p) => n + p.numel(), 0))} on ${
+      devices[0]
+    }; Adam lr ${
+      optimizer.paramGroups[0].lr
+    }; batch ${batchSize} split over ${devices.length} device(s); ${stepsPerEpoch} steps per epoch`,
   );
 
   if (!resumed) {
@@ -361,6 +381,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       windowSamples += rows;
       trainSamples += rows;
       if (pending.length >= readEvery || step === stepsPerEpoch) await flush();
+      else if (performance.now() - lastYield > 25) await yieldToEventLoop();
       if (options.shouldStop?.()) {
         interrupted = true;
         break;
@@ -392,14 +413,19 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       testAccuracy,
       seconds: (performance.now() - epochStart) / 1000,
     });
-    await writeCheckpoint(checkpointPath, {
-      epoch,
-      shape,
-      model: model.stateDict(),
-      optimizer: optimizer.stateDict(),
-      history,
-    });
-    await Deno.writeTextFile(plotPath, renderPlot(history, { subtitle: subtitle(devices, shape) }));
+    await writing(
+      checkpointPath,
+      () =>
+        writeCheckpoint(checkpointPath, {
+          epoch,
+          shape,
+          model: model.stateDict(),
+          optimizer: optimizer.stateDict(),
+          history,
+        }),
+    );
+    const svg = renderPlot(history, { subtitle: subtitle(devices, shape) });
+    await writing(plotPath, () => Deno.writeTextFile(plotPath, svg));
     memory.push(bytesInUse(devices));
     progress?.clear();
     log(
@@ -415,9 +441,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const last = history.epochs.at(-1)!;
   const total = (performance.now() - runStart) / 1000;
   log(
-    `Final (epoch ${last.epoch}): train accuracy ${formatPercent(last.trainAccuracy)}, test accuracy ${
-      formatPercent(last.testAccuracy)
-    }; ${formatDuration(total)} in all, ${
+    `Final (epoch ${last.epoch}): train accuracy ${
+      formatPercent(last.trainAccuracy)
+    }, test accuracy ${formatPercent(last.testAccuracy)}; ${formatDuration(total)} in all, ${
       formatCount(trainSamples / Math.max(1e-9, trainSeconds))
     } samples/s while training`,
   );
@@ -435,6 +461,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     plotPath,
     shape,
   };
+}
+
+/** Runs a file-system write; its failure (a read-only or missing folder) is a DemoError naming `what`. */
+async function writing(what: string, write: () => Promise<unknown>): Promise<void> {
+  try {
+    await write();
+  } catch (error) {
+    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    throw new DemoError(`cannot write ${what}: ${message}`, { cause: error });
+  }
 }
 
 function subtitle(devices: readonly Device[], shape: DemoShape): string {

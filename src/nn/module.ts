@@ -162,7 +162,9 @@ function addIndent(text: string, spaces: number): string {
  * ({@link registerBuffer}) as fields in the constructor and implement
  * {@link forward}. Fields are discovered in definition order
  * (`Object.keys(this)`), and names follow PyTorch's `state_dict()` keys
- * (`fc.weight`, `0.bias`, `running_mean`).
+ * (`fc.weight`, `0.bias`, `running_mean`). Arrays and other containers in
+ * fields are not searched: hold lists of layers in a `ModuleList` or a
+ * `Sequential`.
  *
  * Keep state that `forward` needs in ordinary fields (or TypeScript `private`
  * ones), not in `#private` fields: replicas made by {@link _replicateWith}

@@ -134,6 +134,20 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     );
   }
   commonDevice("linear", x, weight, ...(bias ? [bias] : []));
+  if (weight.dtype !== x.dtype || (bias && bias.dtype !== x.dtype)) {
+    throw new TypeError(
+      `linear: dtypes differ (input ${x.dtype}, weight ${weight.dtype}${
+        bias ? `, bias ${bias.dtype}` : ""
+      }); convert with .to()`,
+    );
+  }
+  if (bias && (bias.ndim > 1 || (bias.ndim === 1 && bias.shape[0] !== outF && bias.shape[0] !== 1))) {
+    throw new RangeError(
+      `linear: bias of shape ${formatShape(bias.shape)} does not match weight of shape ${
+        formatShape(weight.shape)
+      } (expected [${outF}])`,
+    );
+  }
   const rows = x.numel() / inF;
   const x2 = x.reshape([rows, inF]);
   const y = matmulRaw(x2, weight, { transB: true });

@@ -61,14 +61,15 @@ export function sumDims(x: Tensor, dims: number[], keepdim: boolean): Tensor {
 
 /** Sum over `dim` (a number, an array, or every dim when omitted). */
 export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
-  if (x.ndim === 0) return sumDims(x, [], keepdim);
-  return sumDims(x, normalizeDims(x, dim, "sum"), keepdim);
+  const dims = normalizeDims(x, dim, "sum"); // a 0-d tensor takes dim 0 or -1
+  return sumDims(x, x.ndim === 0 ? [] : dims, keepdim);
 }
 
 /** Mean over `dim` (float tensors). */
 export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
   requireFloat("mean", x);
-  const dims = x.ndim === 0 ? [] : normalizeDims(x, dim, "mean");
+  const checked = normalizeDims(x, dim, "mean");
+  const dims = x.ndim === 0 ? [] : checked;
   const count = dims.reduce((n, d) => n * x.shape[d], 1);
   return mul(sumDims(x, dims, keepdim), 1 / count);
 }

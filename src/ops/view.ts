@@ -90,9 +90,9 @@ export function permute(x: Tensor, dims: readonly number[]): Tensor {
 
 /** Swaps two dims. */
 export function transpose(x: Tensor, dim0: number, dim1: number): Tensor {
-  if (x.ndim < 2 && dim0 === dim1) return reshape(x, x.shape, "transpose");
   const a = normalizeDim(dim0, x.ndim, "transpose");
   const b = normalizeDim(dim1, x.ndim, "transpose");
+  if (x.ndim < 2) return reshape(x, x.shape, "transpose");
   const perm = x.shape.map((_, i) => i);
   [perm[a], perm[b]] = [perm[b], perm[a]];
   return permute(x, perm);
@@ -101,8 +101,8 @@ export function transpose(x: Tensor, dim0: number, dim1: number): Tensor {
 /** Removes size-1 dims (all, or the given one when it has size 1). */
 export function squeeze(x: Tensor, dim?: number): Tensor {
   if (dim === undefined) return reshape(x, x.shape.filter((d) => d !== 1), "squeeze");
-  if (x.ndim === 0) return reshape(x, [], "squeeze");
   const d = normalizeDim(dim, x.ndim, "squeeze");
+  if (x.ndim === 0) return reshape(x, [], "squeeze");
   return reshape(x, x.shape[d] === 1 ? x.shape.filter((_, i) => i !== d) : x.shape, "squeeze");
 }
 

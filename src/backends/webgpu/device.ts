@@ -27,6 +27,7 @@ import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { unary } from "./kernels/unary.ts";
+import { sizeClass } from "./pool.ts";
 import { Runtime } from "./runtime.ts";
 import { wgslType } from "./wgsl.ts";
 
@@ -78,7 +79,15 @@ export class WebGPUDevice implements BackendDevice {
     wgslType(dtype);
     // Zero-size buffers still get a real (minimal) buffer so bindings and
     // copies need no special cases.
-    const buffer = this.runtime.storage.acquire(Math.max(numel, 1) * 4);
+    const bytes = Math.max(numel, 1) * 4;
+    const limit = this.runtime.device.limits.maxBufferSize;
+    if (sizeClass(bytes) > limit) {
+      throw new RangeError(
+        `webgpu: a buffer of ${numel} ${dtype} elements exceeds the ` +
+          `adapter's maximum buffer size of ${limit} bytes`,
+      );
+    }
+    const buffer = this.runtime.storage.acquire(bytes);
     return new GpuBuffer(buffer, numel, dtype);
   }
 
@@ -103,13 +112,14 @@ export class WebGPUDevice implements BackendDevice {
     // queue.writeBuffer runs before any command not yet submitted, so the
     // kernels recorded so far must be submitted first to keep call order.
     this.runtime.flush();
-    this.runtime.device.queue.writeBuffer(
-      gpu,
-      offset * 4,
-      host.buffer as ArrayBuffer,
-      host.byteOffset,
-      host.byteLength,
-    );
+    this.runtime.scoped("write", () =>
+      this.runtime.device.queue.writeBuffer(
+        gpu,
+        offset * 4,
+        host.buffer as ArrayBuffer,
+        host.byteOffset,
+        host.byteLength,
+      ));
   }
 
   async read(
@@ -127,6 +137,7 @@ export class WebGPUDevice implements BackendDevice {
       rt.encoder().copyBufferToBuffer(gpu, 0, staging, 0, bytes);
     }
     rt.flush();
+    const mark = rt.errorMark();
     let result: TypedArray;
     try {
       if (staging) {
@@ -143,10 +154,10 @@ export class WebGPUDevice implements BackendDevice {
       }
     } catch (e) {
       // A failed kernel explains a failed map better than the map does.
-      const kernelError = await rt.takeError().catch(() => null);
+      const kernelError = await rt.takeError(mark).catch(() => null);
       throw kernelError ?? e;
     }
-    const error = await rt.raceLost(rt.takeError());
+    const error = await rt.raceLost(rt.takeError(mark));
     if (error) throw error;
     return result;
   }

@@ -21,25 +21,16 @@ export function sizeClass(bytes: number): number {
 
 /** A pool of buffers with one usage, by size class. */
 export class BufferPool {
-  readonly #device: GPUDevice;
-  readonly #usage: GPUBufferUsageFlags;
-  readonly #label: string;
+  readonly #create: (size: number) => GPUBuffer;
   readonly #free = new Map<number, GPUBuffer[]>();
   #freeBytes = 0;
   #inUseBytes = 0;
   /** Free bytes kept before extra freed buffers are destroyed instead. */
   readonly #maxFreeBytes: number;
 
-  /** A pool creating buffers with `usage`. */
-  constructor(
-    device: GPUDevice,
-    usage: GPUBufferUsageFlags,
-    label: string,
-    maxFreeBytes: number,
-  ) {
-    this.#device = device;
-    this.#usage = usage;
-    this.#label = label;
+  /** A pool making new buffers with `create(size)`. */
+  constructor(create: (size: number) => GPUBuffer, maxFreeBytes: number) {
+    this.#create = create;
     this.#maxFreeBytes = maxFreeBytes;
   }
 
@@ -63,11 +54,7 @@ export class BufferPool {
       this.#freeBytes -= size;
       return reused;
     }
-    return this.#device.createBuffer({
-      size,
-      usage: this.#usage,
-      label: this.#label,
-    });
+    return this.#create(size);
   }
 
   /**

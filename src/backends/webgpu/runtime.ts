@@ -14,6 +14,8 @@ export const PARAM_SLOT_BYTES = 256;
 export const PARAM_SLOT_WORDS = PARAM_SLOT_BYTES / 4;
 /** Dispatches recorded before the batch is submitted. */
 const MAX_BATCH = 256;
+/** Cached bind groups kept before the cache is cleared. */
+const MAX_BIND_GROUPS = 4096;
 
 const scratchF32 = new Float32Array(1);
 const scratchU32 = new Uint32Array(scratchF32.buffer);
@@ -53,9 +55,11 @@ export interface DispatchSpec {
   readonly groups: readonly [number, number, number];
 }
 
-/** An error seen by an error scope, with the kernels of its batch. */
-interface PendingError {
-  readonly message: string;
+/** Error scopes of one batch or device call, in submission order. */
+interface Tracked {
+  readonly seq: number;
+  /** The first error's message, or null. */
+  readonly done: Promise<string | null>;
 }
 
 /** Largest workgroup count per dimension WebGPU guarantees. */
@@ -99,8 +103,12 @@ export class Runtime {
   #batchOps: string[] = [];
   #flushScheduled = false;
   #toDestroy: GPUBuffer[] = [];
-  #scopes: Promise<void>[] = [];
-  #errors: PendingError[] = [];
+  readonly #bindGroups = new Map<string, GPUBindGroup>();
+  readonly #bufferIds = new WeakMap<GPUBuffer, number>();
+  #nextBufferId = 0;
+  #tracked: Tracked[] = [];
+  #seq = 0;
+  #uncaptured: string[] = [];
   #lostReason: string | null = null;
   #destroyed = false;
   readonly #lostWaiters = new Set<(e: Error) => void>();
@@ -111,11 +119,18 @@ export class Runtime {
     this.name = name;
     this.isCpuAdapter = isCpuAdapter;
     this.maxBinding = device.limits.maxStorageBufferBindingSize;
-    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
-      GPUBufferUsage.COPY_DST;
-    this.storage = new BufferPool(device, usage, "multigrad", 2 ** 30);
-    this.staging = new BufferPool(
-      device,
+    const pool = (usage: GPUBufferUsageFlags, label: string, max: number) =>
+      new BufferPool(
+        (size) => this.scoped("allocate", () => device.createBuffer({ size, usage, label })),
+        max,
+      );
+    this.storage = pool(
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
+        GPUBufferUsage.COPY_DST,
+      "multigrad",
+      2 ** 30,
+    );
+    this.staging = pool(
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
       "multigrad-read",
       2 ** 28,
@@ -124,6 +139,12 @@ export class Runtime {
       size: this.#paramsHost.byteLength,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
       label: "multigrad-params",
+    });
+    // Errors outside every scope (none are expected) still reach a read.
+    const target = device as unknown as Partial<EventTarget>;
+    target.addEventListener?.("uncapturederror", (ev) => {
+      const error = (ev as Event & { error?: GPUError }).error;
+      this.#uncaptured.push(`webgpu error: ${error?.message ?? "unknown"}`);
     });
     device.lost.then((info) => {
       if (this.#lostReason !== null) return;
@@ -250,22 +271,7 @@ export class Runtime {
     const pass = this.#pass;
     const slot = this.#slots++;
     this.#paramsHost.set(spec.params, slot * PARAM_SLOT_WORDS);
-    const entries: GPUBindGroupEntry[] = [{
-      binding: 0,
-      resource: {
-        buffer: this.#paramsGpu,
-        offset: 0,
-        size: PARAM_SLOT_BYTES,
-      },
-    }];
-    for (let i = 0; i < spec.buffers.length; i++) {
-      entries.push({ binding: i + 1, resource: { buffer: spec.buffers[i] } });
-    }
-    const bindGroup = this.device.createBindGroup({
-      layout: this.#bindLayout(spec.signature),
-      entries,
-      label: spec.name,
-    });
+    const bindGroup = this.#bindGroup(spec);
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup, [slot * PARAM_SLOT_BYTES]);
     pass.dispatchWorkgroups(spec.groups[0], spec.groups[1], spec.groups[2]);
@@ -283,8 +289,53 @@ export class Runtime {
     });
   }
 
+  /**
+   * The bind group of `spec`'s buffers, cached: pooled buffers recur in every
+   * step of a loop, and creating a bind group costs about as much as
+   * recording the dispatch itself. All share the parameter buffer, whose
+   * slot is a dynamic offset.
+   */
+  #bindGroup(spec: DispatchSpec): GPUBindGroup {
+    let key = `${spec.name}|${spec.signature}`;
+    for (const b of spec.buffers) key += `|${this.#bufferId(b)}`;
+    let group = this.#bindGroups.get(key);
+    if (group) return group;
+    const entries: GPUBindGroupEntry[] = [{
+      binding: 0,
+      resource: {
+        buffer: this.#paramsGpu,
+        offset: 0,
+        size: PARAM_SLOT_BYTES,
+      },
+    }];
+    for (let i = 0; i < spec.buffers.length; i++) {
+      entries.push({ binding: i + 1, resource: { buffer: spec.buffers[i] } });
+    }
+    group = this.device.createBindGroup({
+      layout: this.#bindLayout(spec.signature),
+      entries,
+      // The label names the kernel in validation messages.
+      label: spec.name,
+    });
+    if (this.#bindGroups.size >= MAX_BIND_GROUPS) this.#bindGroups.clear();
+    this.#bindGroups.set(key, group);
+    return group;
+  }
+
+  #bufferId(buffer: GPUBuffer): number {
+    let id = this.#bufferIds.get(buffer);
+    if (id === undefined) {
+      id = this.#nextBufferId++;
+      this.#bufferIds.set(buffer, id);
+    }
+    return id;
+  }
+
   /** Destroys `buffer` after the work queued so far has been submitted. */
   destroyLater(buffer: GPUBuffer): void {
+    // Cached bind groups may hold it; dropping them all is simplest, and
+    // buffers are only destroyed when the pool overflows.
+    this.#bindGroups.clear();
     if (this.#encoder) this.#toDestroy.push(buffer);
     else buffer.destroy();
   }
@@ -320,34 +371,54 @@ export class Runtime {
     const ops = this.#batchOps;
     this.#batchOps = [];
     this.device.queue.submit([encoder.finish()]);
-    const validation = this.device.popErrorScope();
-    const oom = this.device.popErrorScope();
-    const record = (kind: string) => (e: GPUError | null) => {
-      if (e) this.#errors.push({ message: describeError(kind, e, ops) });
-    };
-    const ignore = () => {};
-    this.#scopes.push(
-      Promise.all([
-        validation.then(record("validation"), ignore),
-        oom.then(record("out of memory"), ignore),
-      ]).then(ignore),
-    );
+    this.#popScopes(ops);
     for (const b of this.#toDestroy) b.destroy();
     this.#toDestroy = [];
   }
 
+  /** Pops the validation and out-of-memory scopes and tracks their result. */
+  #popScopes(ops: readonly string[]): void {
+    const validation = this.device.popErrorScope();
+    const oom = this.device.popErrorScope();
+    const describe = (kind: string) => (e: GPUError | null) =>
+      e ? describeError(kind, e, ops) : null;
+    const none = () => null;
+    const done = Promise.all([
+      validation.then(describe("validation"), none),
+      oom.then(describe("out of memory"), none),
+    ]).then(([v, o]) => v ?? o);
+    this.#tracked.push({ seq: this.#seq++, done });
+  }
+
   /**
-   * Waits for the error scopes of every submitted batch and returns the first
-   * error seen since the last call, or null.
+   * Runs a device call (buffer creation, queue write) inside its own error
+   * scopes, so that its failure is reported by a read under `name`.
    */
-  async takeError(): Promise<Error | null> {
-    const scopes = this.#scopes;
-    this.#scopes = [];
-    await Promise.all(scopes);
-    if (this.#errors.length === 0) return null;
-    const first = this.#errors[0];
-    this.#errors = [];
-    return new Error(first.message);
+  scoped<T>(name: string, fn: () => T): T {
+    this.device.pushErrorScope("out-of-memory");
+    this.device.pushErrorScope("validation");
+    try {
+      return fn();
+    } finally {
+      this.#popScopes([name]);
+    }
+  }
+
+  /** Marks the work so far; {@link takeError} with it ignores later work. */
+  errorMark(): number {
+    return this.#seq;
+  }
+
+  /**
+   * Waits for the error scopes of the work before `mark` and returns its first
+   * error (or an uncaptured one), or null. Each error is returned once.
+   */
+  async takeError(mark: number): Promise<Error | null> {
+    const mine = this.#tracked.filter((t) => t.seq < mark);
+    this.#tracked = this.#tracked.filter((t) => t.seq >= mark);
+    const messages = await Promise.all(mine.map((t) => t.done));
+    const first = messages.find((m) => m !== null) ?? this.#uncaptured.shift();
+    return first === undefined ? null : new Error(first);
   }
 
   /** Resolves with `promise`, or rejects with DeviceLostError on loss. */
@@ -393,7 +464,11 @@ export class Runtime {
   }
 }
 
-function describeError(kind: string, e: GPUError, ops: string[]): string {
+function describeError(
+  kind: string,
+  e: GPUError,
+  ops: readonly string[],
+): string {
   const msg = e.message;
   // Pipelines and bind groups are labelled with the kernel name, so the
   // message usually names the failing kernel itself.

@@ -43,6 +43,20 @@ fn uni(j: u32, key: u32) -> f32 {
 // Shader compilers may simplify (a + b) - a to b, which erases the rounding
 // errors these functions exist to capture; opq() passes a value through an
 // XOR with a runtime zero (parameter 6), which no optimiser can see through.
+// cos(2πu) for u in [0, 1), folded with exact subtractions (u is a multiple
+// of 2^-24) to an argument of at most π/4, where sin and cos keep their
+// relative accuracy; cos(2πu) itself loses it near its zeros, where a 1-ulp
+// error in 2πu is a large relative error in the result.
+const COS_2PI = `
+fn cos2pi(u: f32) -> f32 {
+  var x = select(u, 1.0 - u, u > 0.5);
+  var sgn = 1.0;
+  if (x > 0.25) { x = 0.5 - x; sgn = -1.0; }
+  if (x > 0.125) { return sgn * sin(6.283185307179586 * (0.25 - x)); }
+  return sgn * cos(6.283185307179586 * x);
+}
+`;
+
 const DOUBLE_FLOAT = `
 fn opq(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) ^ pu(6u)); }
 fn split(a: f32) -> vec2<f32> {
@@ -100,15 +114,14 @@ export function random(
     params = [numel, key, f32Bits(a), f32Bits(b)];
     body = `  let u1 = uni(2u * idx, pu(1u));
   let u2 = uni(2u * idx + 1u, pu(1u));
-  out[idx] = pf(2u) + pf(3u) * sqrt(-2.0 * log(1.0 - u1)) *
-    cos(6.283185307179586 * u2);`;
+  out[idx] = pf(2u) + pf(3u) * sqrt(-2.0 * log(1.0 - u1)) * cos2pi(u2);`;
   }
   rt.dispatch({
     name: kind === "uniform" ? "random.uniform" : "random.normal",
     key: `random_${kind}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "out", "f32", true) + COMMON +
-      (kind === "uniform" ? DOUBLE_FLOAT : "") + main1d(WG) +
+      (kind === "uniform" ? DOUBLE_FLOAT : COS_2PI) + main1d(WG) +
       `  if (idx >= pu(0u)) { return; }
 ${body}
 }
