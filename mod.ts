@@ -32,8 +32,11 @@ export {
 } from "./src/device.ts";
 export type { RegisterBackendOptions, RequestDevicesOptions } from "./src/device.ts";
 export { enableGrad, Function, FunctionCtx, isGradEnabled, noGrad } from "./src/autograd.ts";
-export type { BackwardOptions } from "./src/autograd.ts";
-export { keep, tidy } from "./src/storage.ts";
+export { Node } from "./src/autograd.ts";
+export type { BackwardFn, BackwardOptions, OutputMeta } from "./src/autograd.ts";
+export { keep, Storage, tidy } from "./src/storage.ts";
+export type { HasStorage } from "./src/storage.ts";
+export { Stream } from "./src/stream.ts";
 export { DeviceLostError } from "./src/errors.ts";
 export type { DType, TypedArray } from "./src/dtype.ts";
 export type * from "./src/backends/backend.ts";

@@ -48,8 +48,11 @@ export function enableGrad<T>(fn: () => T): T {
 
 /** Shape, dtype and device of a node's output, to make zero gradients. */
 export interface OutputMeta {
+  /** The output's shape. */
   readonly shape: readonly number[];
+  /** The output's dtype. */
   readonly dtype: DType;
+  /** The output's device. */
   readonly device: Device;
 }
 
@@ -240,6 +243,7 @@ function accumulateLeaves(grads: Map<Tensor, Tensor>, owned: Set<Tensor>): void 
 
 /** What `Function.forward` gets as `ctx`; any other field set on it reaches backward. */
 export class FunctionCtx {
+  /** Any other field set in forward is there in backward. */
   [field: string]: unknown;
   #saved: Tensor[] = [];
   /** For each input of `apply`, whether it is a tensor that requires grad. */

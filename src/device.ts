@@ -4,12 +4,7 @@
  * @module
  */
 
-import type {
-  Backend,
-  BackendDevice,
-  BackendFactory,
-  MemoryInfo,
-} from "./backends/backend.ts";
+import type { Backend, BackendDevice, BackendFactory, MemoryInfo } from "./backends/backend.ts";
 import { Stream } from "./stream.ts";
 
 /** A started device: a backend's kernels plus the stream that orders them. */
@@ -241,9 +236,7 @@ export function device(spec: string | Device): Device {
   if (found) return found;
   const started = startSync(name, entry, index);
   if (started) return started;
-  const why = entry.failure
-    ? ` (backend "${name}" failed: ${entry.failure})`
-    : "";
+  const why = entry.failure ? ` (backend "${name}" failed: ${entry.failure})` : "";
   throw new Error(
     `device("${spec}") is not started: call await requestDevices({ backend: "${name}", count: ${
       index + 1

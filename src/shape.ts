@@ -42,9 +42,7 @@ export function checkShape(shape: unknown, what = "shape"): number[] {
     !shape.every((d) => Number.isInteger(d) && d >= 0)
   ) {
     throw new TypeError(
-      `${what} must be an array of non-negative integers, got ${
-        JSON.stringify(shape)
-      }`,
+      `${what} must be an array of non-negative integers, got ${JSON.stringify(shape)}`,
     );
   }
   return shape.slice();
@@ -59,9 +57,9 @@ export function broadcastShapes(a: Shape, b: Shape, op = "op"): number[] {
     const db = i < n - b.length ? 1 : b[i - (n - b.length)];
     if (da !== db && da !== 1 && db !== 1) {
       throw new RangeError(
-        `${op}: shapes ${formatShape(a)} and ${
-          formatShape(b)
-        } cannot be broadcast (dim ${i - n}: ${da} vs ${db})`,
+        `${op}: shapes ${formatShape(a)} and ${formatShape(b)} cannot be broadcast (dim ${
+          i - n
+        }: ${da} vs ${db})`,
       );
     }
     out[i] = da === 1 ? db : da;

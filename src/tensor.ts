@@ -7,9 +7,9 @@
 
 import type { Node } from "./autograd.ts";
 import { type BackwardOptions, runBackward } from "./autograd.ts";
-import { device as resolveDevice, type Device } from "./device.ts";
+import { type Device, device as resolveDevice } from "./device.ts";
 import { assertDType, type DType, DTYPES, isFloat, type TypedArray } from "./dtype.ts";
-import { formatShape, normalizeDim, numelOf, type Shape, sameShape } from "./shape.ts";
+import { formatShape, normalizeDim, numelOf, sameShape, type Shape } from "./shape.ts";
 import type { Storage } from "./storage.ts";
 import * as ew from "./ops/elementwise.ts";
 import * as red from "./ops/reduce.ts";
@@ -35,7 +35,9 @@ export class Tensor {
   /** Wraps existing storage; use the factories (`tensor`, `zeros`, ...) instead. */
   constructor(storage: Storage, shape: Shape) {
     if (numelOf(shape) !== storage.numel) {
-      throw new RangeError(`Tensor: shape ${formatShape(shape)} does not fit storage of ${storage.numel} elements`);
+      throw new RangeError(
+        `Tensor: shape ${formatShape(shape)} does not fit storage of ${storage.numel} elements`,
+      );
     }
     this.#storage = storage;
     this.#shape = Object.freeze([...shape]);
@@ -80,7 +82,9 @@ export class Tensor {
   }
   set requiresGrad(value: boolean) {
     if (value && !isFloat(this.dtype)) {
-      throw new TypeError(`requiresGrad: only floating-point tensors can require grad, got ${this.dtype}`);
+      throw new TypeError(
+        `requiresGrad: only floating-point tensors can require grad, got ${this.dtype}`,
+      );
     }
     if (!value && this.#gradFn) {
       throw new Error("requiresGrad: cannot turn off on a non-leaf tensor; use detach()");
@@ -95,9 +99,9 @@ export class Tensor {
     if (value) {
       if (!sameShape(value.shape, this.shape) || value.device !== this.device) {
         throw new RangeError(
-          `grad: assigned gradient has shape ${formatShape(value.shape)} on ${value.device}, expected ${
-            formatShape(this.shape)
-          } on ${this.device}`,
+          `grad: assigned gradient has shape ${
+            formatShape(value.shape)
+          } on ${value.device}, expected ${formatShape(this.shape)} on ${this.device}`,
         );
       }
       value.storage.persistent = true;
@@ -145,7 +149,14 @@ export class Tensor {
     if (n === 0 || value.storage === this.storage) return;
     const src = value.storage.buffer("assign");
     const dst = this.storage.buffer("assign");
-    const layout = { shape: [n], srcStrides: [1], srcOffset: 0, dstStrides: [1], dstOffset: 0, dtype: this.dtype };
+    const layout = {
+      shape: [n],
+      srcStrides: [1],
+      srcOffset: 0,
+      dstStrides: [1],
+      dstOffset: 0,
+      dtype: this.dtype,
+    };
     launch(this.device, (k) => k.copy(src, dst, layout));
   }
 
@@ -186,7 +197,11 @@ export class Tensor {
   /** The single value of a one-element tensor. */
   async item(): Promise<number> {
     if (this.numel() !== 1) {
-      throw new RangeError(`item: the tensor has ${this.numel()} elements (shape ${formatShape(this.shape)}), expected 1`);
+      throw new RangeError(
+        `item: the tensor has ${this.numel()} elements (shape ${
+          formatShape(this.shape)
+        }), expected 1`,
+      );
     }
     return (await this.data())[0];
   }
@@ -217,7 +232,9 @@ export class Tensor {
       g = full([...this.shape], 1, { dtype: this.dtype, device: this.device });
     } else if (!sameShape(g.shape, this.shape)) {
       throw new RangeError(
-        `backward: gradient shape ${formatShape(g.shape)} does not match the tensor's shape ${formatShape(this.shape)}`,
+        `backward: gradient shape ${formatShape(g.shape)} does not match the tensor's shape ${
+          formatShape(this.shape)
+        }`,
       );
     } else if (g.device !== this.device) {
       throw new Error(`backward: gradient is on ${g.device}, the tensor on ${this.device}`);
@@ -427,7 +444,11 @@ export class Tensor {
   }
   /** Transpose of a matrix (≤ 2 dims). */
   t(): Tensor {
-    if (this.ndim > 2) throw new RangeError(`t: expects a tensor with <= 2 dims, got shape ${formatShape(this.shape)}`);
+    if (this.ndim > 2) {
+      throw new RangeError(
+        `t: expects a tensor with <= 2 dims, got shape ${formatShape(this.shape)}`,
+      );
+    }
     return this.ndim < 2 ? this.reshape(this.shape) : view.transpose(this, 0, 1);
   }
   /** Reorders dims. */

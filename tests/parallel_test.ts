@@ -398,5 +398,8 @@ test("a replica failing on a #private field gets a hint about replication", () =
     }
   }
   const dp = new nn.DataParallel(new Hidden(), { devices: cpus.slice(0, 2) });
-  assert.throws(() => dp.forward(zeros([4, 2])), /replica 1 on device cpu:1 failed: .*#private fields/);
+  assert.throws(
+    () => dp.forward(zeros([4, 2])),
+    /replica 1 on device cpu:1 failed: .*#private fields/,
+  );
 });

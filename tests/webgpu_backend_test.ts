@@ -454,6 +454,51 @@ test("pow with negative bases, zero and special exponents", async () => {
   assertClose(got, want, 3e-6, 0, "pow");
 });
 
+test("NaN propagates through maximum, minimum and comparisons", async () => {
+  const d = await dev();
+  const fa = new Float32Array([NaN, 1, -2, 3, NaN, 0, 5, NaN]);
+  const fb = new Float32Array([0, NaN, 0, 0, NaN, 1, 1, 2]);
+  const a = upload(d, fa);
+  const b = upload(d, fb);
+  const out = d.allocate(8, "float32");
+  for (const n of [7, 8]) { // scalar and vec4 paths
+    const layout = { shape: [n], aStrides: [1], bStrides: [1], dtype: "float32" as const };
+    const cases: [BinaryOp, (x: number, y: number) => number][] = [
+      ["maximum", Math.max],
+      ["minimum", Math.min],
+      ["eq", (x, y) => x === y ? 1 : 0],
+      ["ne", (x, y) => x !== y ? 1 : 0],
+      ["lt", (x, y) => x < y ? 1 : 0],
+      ["ge", (x, y) => x >= y ? 1 : 0],
+    ];
+    for (const [op, f] of cases) {
+      d.binary(op, a, b, out, layout);
+      const got = await d.read(out, n, "float32");
+      assertClose(got, [...fa.slice(0, n)].map((x, i) => f(x, fb[i])), 0, 0, `${op} ${n}`);
+    }
+  }
+});
+
+test("NaN wins max/min/argmax/argmin reductions (short and long axes)", async () => {
+  const d = await dev();
+  for (const size of [3, 300, 5000]) {
+    const data = randArray(size, size);
+    data[size - 1] = NaN;
+    data[size >> 1] = NaN;
+    const x = upload(d, data);
+    const out = d.allocate(1, "float32");
+    const outI = d.allocate(1, "int32");
+    for (const op of ["max", "min"] as ReduceOp[]) {
+      d.reduce(op, x, out, { outer: 1, size, inner: 1, dtype: "float32" });
+      assert.ok(Number.isNaN((await d.read(out, 1, "float32"))[0]), `${op} ${size}`);
+    }
+    for (const op of ["argmax", "argmin"] as ReduceOp[]) {
+      d.reduce(op, x, outI, { outer: 1, size, inner: 1, dtype: "float32" });
+      assert.equal((await d.read(outI, 1, "int32"))[0], size >> 1, `${op} ${size}`);
+    }
+  }
+});
+
 // ---------------------------------------------------------------- reduce
 
 function reduceRef(

@@ -111,7 +111,7 @@ export const memorySuite: Suite = {
           label,
           what,
           formatBytes(x.inUse),
-          ref.inUse > 0 ? `${(x.inUse / ref.inUse).toFixed(3)}x` : "",
+          typeof what === "number" && ref.inUse > 0 ? `${(x.inUse / ref.inUse).toFixed(3)}x` : "",
           formatBytes(x.reserved),
           formatBytes(x.heap),
         ]);

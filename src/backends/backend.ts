@@ -81,15 +81,20 @@ export interface BinaryLayout {
   /** Element strides of `b` for each output dim; 0 where `b` is broadcast. */
   readonly bStrides: readonly number[];
   /** The dtype of `a`, `b` and `out`. */
+  /** The element type. */
   readonly dtype: DType;
 }
 
 /** The [outer, size, inner] view a reduction, softmax or index select works on. */
 export interface AxisLayout {
+  /** Product of the dims before the axis. */
   readonly outer: number;
+  /** Length of the axis. */
   readonly size: number;
+  /** Product of the dims after the axis. */
   readonly inner: number;
   /** The input dtype. */
+  /** The element type. */
   readonly dtype: DType;
 }
 
@@ -103,14 +108,23 @@ export interface AxisLayout {
  * [batch, m, n] contiguous. Float dtypes only.
  */
 export interface MatmulLayout {
+  /** Number of matrix products. */
   readonly batch: number;
+  /** Rows of the output. */
   readonly m: number;
+  /** Columns of the output. */
   readonly n: number;
+  /** The summed dim. */
   readonly k: number;
+  /** Elements between consecutive A matrices (0 broadcasts). */
   readonly aBatchStride: number;
+  /** Elements between consecutive B matrices (0 broadcasts). */
   readonly bBatchStride: number;
+  /** A is stored [k, m]. */
   readonly transA: boolean;
+  /** B is stored [n, k]. */
   readonly transB: boolean;
+  /** The element type. */
   readonly dtype: DType;
 }
 
@@ -121,11 +135,17 @@ export interface MatmulLayout {
  * Destination positions never repeat; source positions may (expand).
  */
 export interface CopyLayout {
+  /** The index space copied. */
   readonly shape: readonly number[];
+  /** Element strides of the source per dim. */
   readonly srcStrides: readonly number[];
+  /** First source element. */
   readonly srcOffset: number;
+  /** Element strides of the destination per dim. */
   readonly dstStrides: readonly number[];
+  /** First destination element. */
   readonly dstOffset: number;
+  /** The element type. */
   readonly dtype: DType;
 }
 
@@ -140,7 +160,9 @@ export interface CopyLayout {
  * Float dtypes only.
  */
 export interface RandomLayout {
+  /** Elements to write. */
   readonly numel: number;
+  /** The distribution. */
   readonly kind: "uniform" | "normal";
   /** A u32. */
   readonly seed: number;
@@ -148,6 +170,7 @@ export interface RandomLayout {
   readonly a: number;
   /** `high` for uniform, `std` for normal. */
   readonly b: number;
+  /** The element type. */
   readonly dtype: DType;
 }
 

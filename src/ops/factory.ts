@@ -3,8 +3,15 @@
  * @module
  */
 
-import { defaultDevice, device as resolveDevice, type Device } from "../device.ts";
-import { assertDType, type DType, dtypeOfArray, isFloat, type TypedArray, toHost } from "../dtype.ts";
+import { defaultDevice, type Device, device as resolveDevice } from "../device.ts";
+import {
+  assertDType,
+  type DType,
+  dtypeOfArray,
+  isFloat,
+  toHost,
+  type TypedArray,
+} from "../dtype.ts";
 import { checkShape, formatShape, numelOf, type Shape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { empty, launch } from "./util.ts";
@@ -29,7 +36,10 @@ function resolve(options: TensorOptions, fallback: DType): { dtype: DType; devic
     // Checked before anything is allocated.
     throw new TypeError(`requiresGrad: only floating-point tensors can require grad, got ${dtype}`);
   }
-  return { dtype, device: options.device === undefined ? defaultDevice() : resolveDevice(options.device) };
+  return {
+    dtype,
+    device: options.device === undefined ? defaultDevice() : resolveDevice(options.device),
+  };
 }
 
 function finish(t: Tensor, options: TensorOptions): Tensor {
@@ -55,9 +65,9 @@ function inferShape(data: NestedArray, path: string): number[] {
     const s = inferShape(item, `${path}[${i}]`);
     if (s.length !== inner.length || s.some((d, j) => d !== inner[j])) {
       throw new RangeError(
-        `tensor: ragged nested array: ${path}[0] has shape ${formatShape(inner)} but ${path}[${i}] has shape ${
-          formatShape(s)
-        }`,
+        `tensor: ragged nested array: ${path}[0] has shape ${
+          formatShape(inner)
+        } but ${path}[${i}] has shape ${formatShape(s)}`,
       );
     }
   });
@@ -65,7 +75,7 @@ function inferShape(data: NestedArray, path: string): number[] {
 }
 
 function flatten(data: NestedArray, out: number[]): void {
-  if (Array.isArray(data)) for (const item of data) flatten(item, out);
+  if (Array.isArray(data)) { for (const item of data) flatten(item, out); }
   else if (typeof data === "boolean") out.push(data ? 1 : 0);
   else if (typeof data === "number") out.push(data);
   else throw new TypeError(`tensor: expected numbers or booleans, got ${typeof data}`);
@@ -85,7 +95,9 @@ export function tensor(
     const shape = options.shape ? checkShape(options.shape) : [typed.length];
     if (numelOf(shape) !== typed.length) {
       throw new RangeError(
-        `tensor: shape ${formatShape(shape)} holds ${numelOf(shape)} elements but the data has ${typed.length}`,
+        `tensor: shape ${formatShape(shape)} holds ${
+          numelOf(shape)
+        } elements but the data has ${typed.length}`,
       );
     }
     return finish(fromHost(toHost(dtype, typed), shape, device), options);
@@ -97,7 +109,9 @@ export function tensor(
   const target = options.shape ? checkShape(options.shape) : shape;
   if (numelOf(target) !== flat.length) {
     throw new RangeError(
-      `tensor: shape ${formatShape(target)} holds ${numelOf(target)} elements but the data has ${flat.length}`,
+      `tensor: shape ${formatShape(target)} holds ${
+        numelOf(target)
+      } elements but the data has ${flat.length}`,
     );
   }
   if (dtype === "int32" && flat.some((v) => !Number.isInteger(v))) {
@@ -119,9 +133,11 @@ export function full(shape: number[], value: number, options: TensorOptions = {}
 }
 
 /** Zeros. */
-export const zeros = (shape: number[], options: TensorOptions = {}): Tensor => full(shape, 0, options);
+export const zeros = (shape: number[], options: TensorOptions = {}): Tensor =>
+  full(shape, 0, options);
 /** Ones. */
-export const ones = (shape: number[], options: TensorOptions = {}): Tensor => full(shape, 1, options);
+export const ones = (shape: number[], options: TensorOptions = {}): Tensor =>
+  full(shape, 1, options);
 
 /**
  * `[start, end)` by `step`, as `torch.arange`: `arange(5)`, `arange(2, 5)`,
@@ -165,9 +181,19 @@ export function nextSeed(): number {
   return Number(z & 0xffffffffn);
 }
 
-function random(kind: "uniform" | "normal", shape: number[], a: number, b: number, options: TensorOptions): Tensor {
+function random(
+  kind: "uniform" | "normal",
+  shape: number[],
+  a: number,
+  b: number,
+  options: TensorOptions,
+): Tensor {
   const { dtype, device } = resolve(options, "float32");
-  if (!isFloat(dtype)) throw new TypeError(`${kind === "uniform" ? "rand" : "randn"}: dtype must be float, got ${dtype}`);
+  if (!isFloat(dtype)) {
+    throw new TypeError(
+      `${kind === "uniform" ? "rand" : "randn"}: dtype must be float, got ${dtype}`,
+    );
+  }
   const t = empty(checkShape(shape), dtype, device);
   const numel = t.numel();
   const seed = nextSeed();
@@ -182,8 +208,12 @@ function random(kind: "uniform" | "normal", shape: number[], a: number, b: numbe
 export const rand = (shape: number[], options: TensorOptions = {}): Tensor =>
   random("uniform", shape, 0, 1, options);
 /** Uniform numbers in [low, high). */
-export const uniform = (shape: number[], low: number, high: number, options: TensorOptions = {}): Tensor =>
-  random("uniform", shape, low, high, options);
+export const uniform = (
+  shape: number[],
+  low: number,
+  high: number,
+  options: TensorOptions = {},
+): Tensor => random("uniform", shape, low, high, options);
 /** Standard normal numbers. */
 export const randn = (shape: number[], options: TensorOptions = {}): Tensor =>
   random("normal", shape, 0, 1, options);

@@ -79,7 +79,9 @@ function bmm(a3: Tensor, b3: Tensor): Tensor {
     if (b3.requiresGrad) {
       if (b3.shape[0] === 1 && batch > 1) {
         const [, m, k] = a3.shape;
-        gb = matmulRaw(a3.reshape([batch * m, k]), g!.reshape([batch * m, g!.shape[2]]), { transA: true })
+        gb = matmulRaw(a3.reshape([batch * m, k]), g!.reshape([batch * m, g!.shape[2]]), {
+          transA: true,
+        })
           .reshape(b3.shape);
       } else gb = matmulRaw(a3, g!, { transA: true });
     }
@@ -94,11 +96,15 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   commonDevice("matmul", a, b);
   if (a.ndim === 0 || b.ndim === 0) {
     throw new RangeError(
-      `matmul: both arguments need at least 1 dimension, got shapes ${formatShape(a.shape)} and ${formatShape(b.shape)}`,
+      `matmul: both arguments need at least 1 dimension, got shapes ${formatShape(a.shape)} and ${
+        formatShape(b.shape)
+      }`,
     );
   }
   if (a.dtype !== b.dtype) {
-    throw new TypeError(`matmul: dtypes differ (${a.dtype} and ${b.dtype}); convert one with .to()`);
+    throw new TypeError(
+      `matmul: dtypes differ (${a.dtype} and ${b.dtype}); convert one with .to()`,
+    );
   }
   const a2 = a.ndim === 1 ? a.reshape([1, a.shape[0]]) : a;
   const b2 = b.ndim === 1 ? b.reshape([b.shape[0], 1]) : b;
@@ -106,10 +112,16 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   const [k2, n] = b2.shape.slice(-2);
   if (k !== k2) {
     throw new RangeError(
-      `matmul: shapes ${formatShape(a.shape)} and ${formatShape(b.shape)} cannot be multiplied (${k} vs ${k2})`,
+      `matmul: shapes ${formatShape(a.shape)} and ${
+        formatShape(b.shape)
+      } cannot be multiplied (${k} vs ${k2})`,
     );
   }
-  const batchShape = broadcastShapes(a2.shape.slice(0, -2), b2.shape.slice(0, -2), "matmul (batch dims)");
+  const batchShape = broadcastShapes(
+    a2.shape.slice(0, -2),
+    b2.shape.slice(0, -2),
+    "matmul (batch dims)",
+  );
   const batch = numelOf(batchShape);
   const as3 = (t: Tensor, rows: number, cols: number) => {
     const own = numelOf(t.shape.slice(0, -2));
@@ -141,7 +153,9 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
       }); convert with .to()`,
     );
   }
-  if (bias && (bias.ndim > 1 || (bias.ndim === 1 && bias.shape[0] !== outF && bias.shape[0] !== 1))) {
+  if (
+    bias && (bias.ndim > 1 || (bias.ndim === 1 && bias.shape[0] !== outF && bias.shape[0] !== 1))
+  ) {
     throw new RangeError(
       `linear: bias of shape ${formatShape(bias.shape)} does not match weight of shape ${
         formatShape(weight.shape)

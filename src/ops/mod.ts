@@ -4,9 +4,40 @@
  * @module
  */
 
-export { abs, add, clamp, div, exp, gelu, log, maximum, minimum, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh } from "./elementwise.ts";
+export {
+  abs,
+  add,
+  clamp,
+  div,
+  exp,
+  gelu,
+  log,
+  maximum,
+  minimum,
+  mul,
+  neg,
+  pow,
+  relu,
+  sigmoid,
+  sqrt,
+  sub,
+  tanh,
+} from "./elementwise.ts";
 export { argmax, argmin, max, mean, min, sum } from "./reduce.ts";
-export { cat, chunk, expand, flatten, narrow, permute, reshape, split, squeeze, stack, transpose, unsqueeze } from "./view.ts";
+export {
+  cat,
+  chunk,
+  expand,
+  flatten,
+  narrow,
+  permute,
+  reshape,
+  split,
+  squeeze,
+  stack,
+  transpose,
+  unsqueeze,
+} from "./view.ts";
 export { linear, matmul } from "./linalg.ts";
 export { logSoftmax, softmax } from "./softmax.ts";
 export { arange, full, manualSeed, ones, rand, randn, tensor, uniform, zeros } from "./factory.ts";

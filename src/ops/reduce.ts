@@ -74,7 +74,12 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   return mul(sumDims(x, dims, keepdim), 1 / count);
 }
 
-function extreme(kind: "max" | "min", x: Tensor, dim: number | undefined, keepdim: boolean): Tensor {
+function extreme(
+  kind: "max" | "min",
+  x: Tensor,
+  dim: number | undefined,
+  keepdim: boolean,
+): Tensor {
   const flat = dim === undefined ? x.reshape([x.numel()]) : x;
   const d = dim === undefined ? 0 : normalizeDim(dim, x.ndim, kind);
   if (flat.ndim === 0) return x.clone();
@@ -100,9 +105,16 @@ export const max = (x: Tensor, dim?: number, keepdim = false): Tensor =>
 export const min = (x: Tensor, dim?: number, keepdim = false): Tensor =>
   extreme("min", x, dim, keepdim);
 
-function argExtreme(op: "argmax" | "argmin", x: Tensor, dim: number | undefined, keepdim: boolean): Tensor {
+function argExtreme(
+  op: "argmax" | "argmin",
+  x: Tensor,
+  dim: number | undefined,
+  keepdim: boolean,
+): Tensor {
   if (dim === undefined) {
-    return x.ndim === 0 ? reduceRaw(op, x.reshape([1]), 0) : reduceRaw(op, x.reshape([x.numel()]), 0);
+    return x.ndim === 0
+      ? reduceRaw(op, x.reshape([1]), 0)
+      : reduceRaw(op, x.reshape([x.numel()]), 0);
   }
   const d = normalizeDim(dim, x.ndim, op);
   if (x.ndim === 0) return reduceRaw(op, x.reshape([1]), 0);

@@ -26,7 +26,9 @@ import { matmulRaw } from "./linalg.ts";
 function resolveShape(shape: readonly number[], numel: number, from: Shape, op: string): number[] {
   const out = [...shape];
   const free = out.indexOf(-1);
-  if (free !== out.lastIndexOf(-1)) throw new RangeError(`${op}: only one dimension can be -1, got ${formatShape(shape)}`);
+  if (free !== out.lastIndexOf(-1)) {
+    throw new RangeError(`${op}: only one dimension can be -1, got ${formatShape(shape)}`);
+  }
   if (out.some((d, i) => i !== free && (!Number.isInteger(d) || d < 0))) {
     throw new RangeError(`${op}: invalid shape ${formatShape(shape)}`);
   }
@@ -34,14 +36,18 @@ function resolveShape(shape: readonly number[], numel: number, from: Shape, op: 
     const known = out.reduce((n, d, i) => (i === free ? n : n * d), 1);
     if (known === 0 || numel % known !== 0) {
       throw new RangeError(
-        `${op}: shape ${formatShape(shape)} is invalid for input of shape ${formatShape(from)} (${numel} elements)`,
+        `${op}: shape ${formatShape(shape)} is invalid for input of shape ${
+          formatShape(from)
+        } (${numel} elements)`,
       );
     }
     out[free] = numel / known;
   }
   if (numelOf(out) !== numel) {
     throw new RangeError(
-      `${op}: shape ${formatShape(shape)} is invalid for input of shape ${formatShape(from)} (${numel} elements)`,
+      `${op}: shape ${formatShape(shape)} is invalid for input of shape ${
+        formatShape(from)
+      } (${numel} elements)`,
     );
   }
   return out;
@@ -49,19 +55,34 @@ function resolveShape(shape: readonly number[], numel: number, from: Shape, op: 
 
 /** The same storage seen with another shape (one dim may be -1). */
 export function reshape(x: Tensor, shape: readonly number[], op = "reshape"): Tensor {
-  if (!Array.isArray(shape)) throw new TypeError(`${op}: shape must be an array, e.g. ${op}([2, 3])`);
+  if (!Array.isArray(shape)) {
+    throw new TypeError(`${op}: shape must be an array, e.g. ${op}([2, 3])`);
+  }
   const target = resolveShape(shape, x.numel(), x.shape, op);
   const out = new Tensor(x.storage, target);
   return record(op, [x], out, ([g]) => [g!.reshape(x.shape)]);
 }
 
 /** Strided copy of `x` read with `srcStrides` into a new contiguous tensor of `shape`. */
-function gatherCopy(x: Tensor, shape: number[], srcStrides: number[], srcOffset: number, op: string): Tensor {
+function gatherCopy(
+  x: Tensor,
+  shape: number[],
+  srcStrides: number[],
+  srcOffset: number,
+  op: string,
+): Tensor {
   const out = empty(shape, x.dtype, x.device);
   if (out.numel() === 0) return out;
   const src = x.storage.buffer(op);
   const dst = out.storage.buffer();
-  const layout = { shape, srcStrides, srcOffset, dstStrides: contiguousStrides(shape), dstOffset: 0, dtype: x.dtype };
+  const layout = {
+    shape,
+    srcStrides,
+    srcOffset,
+    dstStrides: contiguousStrides(shape),
+    dstOffset: 0,
+    dtype: x.dtype,
+  };
   launch(x.device, (k) => k.copy(src, dst, layout));
   return out;
 }
@@ -76,11 +97,15 @@ export function clone(x: Tensor): Tensor {
 export function permute(x: Tensor, dims: readonly number[]): Tensor {
   if (!Array.isArray(dims) || dims.length !== x.ndim) {
     throw new RangeError(
-      `permute: expected ${x.ndim} dims for shape ${formatShape(x.shape)}, got ${JSON.stringify(dims)}`,
+      `permute: expected ${x.ndim} dims for shape ${formatShape(x.shape)}, got ${
+        JSON.stringify(dims)
+      }`,
     );
   }
   const perm = dims.map((d) => normalizeDim(d, x.ndim, "permute"));
-  if (new Set(perm).size !== perm.length) throw new RangeError(`permute: dims ${JSON.stringify(dims)} repeat`);
+  if (new Set(perm).size !== perm.length) {
+    throw new RangeError(`permute: dims ${JSON.stringify(dims)} repeat`);
+  }
   const strides = contiguousStrides(x.shape);
   const out = gatherCopy(x, perm.map((d) => x.shape[d]), perm.map((d) => strides[d]), 0, "permute");
   const inverse = new Array<number>(perm.length);
@@ -117,7 +142,9 @@ export function unsqueeze(x: Tensor, dim: number): Tensor {
 /** Broadcasts size-1 dims (and new leading dims) to `shape`; -1 keeps a dim. */
 export function expand(x: Tensor, shape: readonly number[]): Tensor {
   if (!Array.isArray(shape) || shape.length < x.ndim) {
-    throw new RangeError(`expand: cannot expand shape ${formatShape(x.shape)} to ${JSON.stringify(shape)}`);
+    throw new RangeError(
+      `expand: cannot expand shape ${formatShape(x.shape)} to ${JSON.stringify(shape)}`,
+    );
   }
   const lead = shape.length - x.ndim;
   const target = shape.map((d, i) => (d === -1 && i >= lead ? x.shape[i - lead] : d));
@@ -143,7 +170,9 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   const d = normalizeDim(dim, x.ndim, "narrow");
   const size = x.shape[d];
   const s = start < 0 ? start + size : start;
-  if (!Number.isInteger(s) || !Number.isInteger(length) || s < 0 || length < 0 || s + length > size) {
+  if (
+    !Number.isInteger(s) || !Number.isInteger(length) || s < 0 || length < 0 || s + length > size
+  ) {
     throw new RangeError(
       `narrow: start ${start} and length ${length} are out of range for dim ${d} of size ${size} (shape ${
         formatShape(x.shape)
@@ -189,7 +218,9 @@ export function split(x: Tensor, sizes: number | readonly number[], dim = 0): Te
   const n = x.shape[d];
   let parts: number[];
   if (typeof sizes === "number") {
-    if (!Number.isInteger(sizes) || sizes <= 0) throw new RangeError(`split: split size must be a positive integer, got ${sizes}`);
+    if (!Number.isInteger(sizes) || sizes <= 0) {
+      throw new RangeError(`split: split size must be a positive integer, got ${sizes}`);
+    }
     parts = [];
     for (let s = 0; s < n; s += sizes) parts.push(Math.min(sizes, n - s));
     if (n === 0) parts = [0];
@@ -198,7 +229,9 @@ export function split(x: Tensor, sizes: number | readonly number[], dim = 0): Te
     const total = parts.reduce((a, b) => a + b, 0);
     if (parts.some((p) => !Number.isInteger(p) || p < 0) || total !== n) {
       throw new RangeError(
-        `split: sizes ${JSON.stringify(sizes)} must be non-negative integers summing to ${n} (dim ${d} of shape ${
+        `split: sizes ${
+          JSON.stringify(sizes)
+        } must be non-negative integers summing to ${n} (dim ${d} of shape ${
           formatShape(x.shape)
         })`,
       );
@@ -222,15 +255,17 @@ export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
 export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
   if (!(tensors?.length > 0)) throw new RangeError("cat: expected a non-empty array of tensors");
   const first = tensors[0];
-  if (first.ndim === 0) throw new RangeError("cat: zero-dimensional tensors cannot be concatenated (use stack)");
+  if (first.ndim === 0) {
+    throw new RangeError("cat: zero-dimensional tensors cannot be concatenated (use stack)");
+  }
   const d = normalizeDim(dim, first.ndim, "cat");
   const device = commonDevice("cat", ...tensors);
   tensors.forEach((t, i) => {
     if (t.ndim !== first.ndim || t.shape.some((n, j) => j !== d && n !== first.shape[j])) {
       throw new RangeError(
-        `cat: tensor ${i} has shape ${formatShape(t.shape)}, expected ${
-          `[${first.shape.map((n, j) => (j === d ? "*" : n)).join(", ")}]`
-        } to match tensor 0 (${formatShape(first.shape)}) in every dim but ${d}`,
+        `cat: tensor ${i} has shape ${formatShape(t.shape)}, expected ${`[${
+          first.shape.map((n, j) => (j === d ? "*" : n)).join(", ")
+        }]`} to match tensor 0 (${formatShape(first.shape)}) in every dim but ${d}`,
       );
     }
   });
@@ -244,7 +279,12 @@ export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
     start += t.shape[d];
     return start - t.shape[d];
   });
-  return record("cat", inputs, out, ([g]) => inputs.map((t, i) => (t.requiresGrad ? narrow(g!, d, starts[i], t.shape[d]) : null)));
+  return record(
+    "cat",
+    inputs,
+    out,
+    ([g]) => inputs.map((t, i) => (t.requiresGrad ? narrow(g!, d, starts[i], t.shape[d]) : null)),
+  );
 }
 
 /** Stacks equal-shaped tensors along a new dim. */
@@ -254,7 +294,9 @@ export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
   tensors.forEach((t, i) => {
     if (t.ndim !== shape.length || t.shape.some((n, j) => n !== shape[j])) {
       throw new RangeError(
-        `stack: tensor ${i} has shape ${formatShape(t.shape)}, but tensor 0 has ${formatShape(shape)}; stack needs equal shapes`,
+        `stack: tensor ${i} has shape ${formatShape(t.shape)}, but tensor 0 has ${
+          formatShape(shape)
+        }; stack needs equal shapes`,
       );
     }
   });
@@ -289,11 +331,17 @@ export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
     const xb = x.storage.buffer("indexSelect");
     const ib = indices.storage.buffer("indexSelect");
     const ob = out.storage.buffer();
-    launch(x.device, (k) => k.indexSelect(xb, ib, ob, { outer, size, inner, count, dtype: x.dtype }));
+    launch(
+      x.device,
+      (k) => k.indexSelect(xb, ib, ob, { outer, size, inner, count, dtype: x.dtype }),
+    );
   }
   return record("indexSelect", [x], out, ([g]) => {
     // Scatter-add as a product with the one-hot selection matrix [count, size].
-    const onehot = cast(compare("eq", indices.reshape([count, 1]), arangeOn(size, x.device).reshape([1, size])), x.dtype);
+    const onehot = cast(
+      compare("eq", indices.reshape([count, 1]), arangeOn(size, x.device).reshape([1, size])),
+      x.dtype,
+    );
     const grad = matmulRaw(onehot, g!.reshape([outer, count, inner]), { transA: true });
     return [grad.reshape(x.shape)];
   });

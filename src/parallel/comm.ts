@@ -64,7 +64,9 @@ export function scatterSizes(
     sizes.length !== count || total !== n || sizes.some((s) => !Number.isInteger(s) || s < 0)
   ) {
     throw new RangeError(
-      `scatter: chunkSizes ${JSON.stringify(sizes)} must have one non-negative entry per device (${count}) and sum to ${n} (dim ${dim} of shape ${
+      `scatter: chunkSizes ${
+        JSON.stringify(sizes)
+      } must have one non-negative entry per device (${count}) and sum to ${n} (dim ${dim} of shape ${
         formatShape(t.shape)
       })`,
     );

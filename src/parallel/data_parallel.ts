@@ -8,7 +8,7 @@
 import { type Device, device as resolveDevice } from "../device.ts";
 import { Module } from "../nn/module.ts";
 import { type DeviceLike, resolveDevices } from "./devices.ts";
-import { replicate, checkModuleOn } from "./replicate.ts";
+import { checkModuleOn, replicate } from "./replicate.ts";
 import { gather, scatter } from "./scatter_gather.ts";
 import { parallelApply } from "./parallel_apply.ts";
 

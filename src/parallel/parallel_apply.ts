@@ -61,7 +61,8 @@ export function parallelApply(
     const where = devices ? String(devices[index]) : deviceOf(modules[index], inputs[index]);
     let message = error instanceof Error ? error.message : String(error);
     if (index > 0 && /private member/.test(message)) {
-      message += " (replicas copy a module's own fields, and JavaScript cannot copy #private fields:" +
+      message +=
+        " (replicas copy a module's own fields, and JavaScript cannot copy #private fields:" +
         " keep a module's state in ordinary fields to use it with DataParallel)";
     }
     throw new Error(`parallelApply: replica ${index} on device ${where} failed: ${message}`, {

@@ -128,7 +128,9 @@ export function gather(
       );
     }
     throw new TypeError(
-      `gather: cannot gather ${describe(first)} at ${path}; outputs must be tensors, arrays, plain objects, null or undefined`,
+      `gather: cannot gather ${
+        describe(first)
+      } at ${path}; outputs must be tensors, arrays, plain objects, null or undefined`,
     );
   };
   return map([...outputs], "output");

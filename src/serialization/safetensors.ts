@@ -209,16 +209,13 @@ export function encodeSafetensors(
   tensors: Record<string, RawTensor>,
   metadata?: Record<string, string>,
 ): Uint8Array {
-  const entries: Array<{ name: string; tensor: RawTensor; info: DtypeInfo }> =
-    [];
+  const entries: Array<{ name: string; tensor: RawTensor; info: DtypeInfo }> = [];
   for (const [name, tensor] of Object.entries(tensors)) {
     checkName(name, "tensor name");
     const dtype: string = tensor.dtype;
     if (!hasDtype(dtype)) {
       throw new SafetensorsError(
-        `tensor "${name}" has dtype ${
-          JSON.stringify(dtype)
-        }; supported dtypes: ` +
+        `tensor "${name}" has dtype ${JSON.stringify(dtype)}; supported dtypes: ` +
           Object.keys(BY_DTYPE).join(", "),
       );
     }
@@ -246,9 +243,7 @@ export function encodeSafetensors(
     }
     entries.push({ name, tensor, info: BY_DTYPE[dtype] });
   }
-  entries.sort((a, b) =>
-    b.info.rank - a.info.rank || compareCodePoints(a.name, b.name)
-  );
+  entries.sort((a, b) => b.info.rank - a.info.rank || compareCodePoints(a.name, b.name));
 
   const parts: string[] = [];
   if (metadata !== undefined) {
@@ -349,18 +344,14 @@ function readElements(
 function parseMetadata(value: unknown): Record<string, string> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new SafetensorsError(
-      `"${METADATA_KEY}" must be an object of strings, got ${
-        JSON.stringify(value)
-      }`,
+      `"${METADATA_KEY}" must be an object of strings, got ${JSON.stringify(value)}`,
     );
   }
   const out: Record<string, string> = {};
   for (const [key, v] of Object.entries(value)) {
     if (typeof v !== "string") {
       throw new SafetensorsError(
-        `"${METADATA_KEY}" entry "${key}" must be a string, got ${
-          JSON.stringify(v)
-        }`,
+        `"${METADATA_KEY}" entry "${key}" must be a string, got ${JSON.stringify(v)}`,
       );
     }
     setEntry(out, key, v);
@@ -405,21 +396,15 @@ function parseEntry(name: string, value: unknown, dataLength: number): Placed {
     !offsets.every(isDimension)
   ) {
     throw new SafetensorsError(
-      `tensor "${name}" (${dtype}, shape ${
-        formatShape(shape)
-      }) has data_offsets ` +
-        `${
-          JSON.stringify(offsets)
-        }: expected [begin, end], two non-negative integers`,
+      `tensor "${name}" (${dtype}, shape ${formatShape(shape)}) has data_offsets ` +
+        `${JSON.stringify(offsets)}: expected [begin, end], two non-negative integers`,
     );
   }
   const [begin, end] = offsets as number[];
   const placed: Placed = { name, info, shape: shape.slice(), begin, end };
   if (end < begin) {
     throw new SafetensorsError(
-      `tensor "${name}" (${dtype}, shape ${
-        formatShape(shape)
-      }) has data_offsets ` +
+      `tensor "${name}" (${dtype}, shape ${formatShape(shape)}) has data_offsets ` +
         `[${begin}, ${end}]: end comes before begin`,
     );
   }
@@ -467,9 +452,7 @@ export function decodeSafetensors(bytes: Uint8Array): DecodedSafetensors {
   const declared = view.getBigUint64(0, true);
   if (declared > BigInt(bytes.length - 8)) {
     throw new SafetensorsError(
-      `header length ${declared} is larger than the ${
-        bytes.length - 8
-      } bytes ` +
+      `header length ${declared} is larger than the ${bytes.length - 8} bytes ` +
         "that follow it (truncated file, or not a safetensors file)",
     );
   }
@@ -487,9 +470,7 @@ export function decodeSafetensors(bytes: Uint8Array): DecodedSafetensors {
     header = JSON.parse(text);
   } catch (e) {
     throw new SafetensorsError(
-      `header is not valid JSON (${
-        e instanceof Error ? e.message : String(e)
-      })`,
+      `header is not valid JSON (${e instanceof Error ? e.message : String(e)})`,
     );
   }
   if (typeof header !== "object" || header === null || Array.isArray(header)) {
@@ -507,9 +488,7 @@ export function decodeSafetensors(bytes: Uint8Array): DecodedSafetensors {
 
   // The format needs the regions to tile the data section exactly, in any
   // header order; zero-byte tensors may sit anywhere.
-  const ordered = placed.slice().sort((a, b) =>
-    a.begin - b.begin || a.end - b.end
-  );
+  const ordered = placed.slice().sort((a, b) => a.begin - b.begin || a.end - b.end);
   let covered = 0;
   let previous: Placed | undefined;
   for (const p of ordered) {
@@ -624,9 +603,7 @@ export async function writeFileAtomic(
     }
     if (created) await Deno.remove(temp).catch(() => {});
     throw new Error(
-      `writeFileAtomic: could not write "${path}": ${
-        e instanceof Error ? e.message : String(e)
-      }`,
+      `writeFileAtomic: could not write "${path}": ${e instanceof Error ? e.message : String(e)}`,
       { cause: e },
     );
   }

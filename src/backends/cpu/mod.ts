@@ -19,12 +19,7 @@ import type {
   ReduceOp,
   UnaryOp,
 } from "../backend.ts";
-import {
-  allocHost,
-  type DType,
-  dtypeSize,
-  type TypedArray,
-} from "../../dtype.ts";
+import { allocHost, type DType, dtypeSize, type TypedArray } from "../../dtype.ts";
 import { CpuBuffer } from "./kernels/buffer.ts";
 import { binary, cast, unary } from "./kernels/elementwise.ts";
 import { reduce } from "./kernels/reduce.ts";
@@ -44,8 +39,7 @@ class CpuDevice implements BackendDevice {
   #bytes = 0;
 
   constructor(index: number) {
-    this.info =
-      `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores)`;
+    this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores)`;
   }
 
   allocate(numel: number, dtype: DType): DeviceBuffer {

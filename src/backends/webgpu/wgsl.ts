@@ -55,3 +55,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 export function literals(t: "f32" | "i32"): { zero: string; one: string } {
   return t === "f32" ? { zero: "0.0", one: "1.0" } : { zero: "0", one: "1" };
 }
+
+/**
+ * `isNan(x)` for f32. Compilers may assume floats are never NaN (WGSL allows
+ * it) and fold `x != x` to false, so the test looks at the bits.
+ */
+export const IS_NAN_WGSL = `
+fn isNan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+`;

@@ -16,8 +16,7 @@ const UNARY: Record<UnaryOp, (x: number) => number> = {
   sigmoid: (x) => 1 / (1 + Math.exp(-x)),
   tanh: Math.tanh,
   gelu: (x) => 0.5 * x * (1 + erf(x * SQRT1_2)),
-  geluGrad: (x) =>
-    0.5 * (1 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
+  geluGrad: (x) => 0.5 * (1 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
   sign: Math.sign,
 };
 
@@ -48,9 +47,7 @@ function binaryFunction(
     case "mul":
       return dtype === "int32" ? Math.imul : (a, b) => a * b;
     case "div":
-      return dtype === "int32"
-        ? (a, b) => (b === 0 ? 0 : Math.trunc(a / b))
-        : (a, b) => a / b;
+      return dtype === "int32" ? (a, b) => (b === 0 ? 0 : Math.trunc(a / b)) : (a, b) => a / b;
     case "pow":
       return Math.pow;
     case "maximum":

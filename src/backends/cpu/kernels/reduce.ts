@@ -31,9 +31,7 @@ export function reduce(
           bestIndex = r;
         }
       }
-      out[o * inner + i] = op === "argmax" || op === "argmin"
-        ? bestIndex
-        : best;
+      out[o * inner + i] = op === "argmax" || op === "argmin" ? bestIndex : best;
     }
   }
 }

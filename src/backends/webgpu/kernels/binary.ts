@@ -8,7 +8,7 @@
 import type { BinaryLayout, BinaryOp } from "../../backend.ts";
 import { coalesce, numelOf } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
 
@@ -25,6 +25,9 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
   const cmp = CMP[op];
   if (cmp !== undefined) {
     const [zero, one] = t === "f32" ? ["0.0", "1.0"] : ["0", "1"];
+    // `!=` compiles to an ordered comparison (false for NaN), so ne is
+    // written as the negation of ==.
+    if (op === "ne") return `return select(${one}, ${zero}, a == b);`;
     return `return select(${zero}, ${one}, a ${cmp} b);`;
   }
   switch (op) {
@@ -39,11 +42,11 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
       return "return a / b;";
     case "maximum":
       return t === "f32"
-        ? "if (a != a || b != b) { return a + b; } return max(a, b);"
+        ? "if (isNan(a) || isNan(b)) { return a + b; } return max(a, b);"
         : "return max(a, b);";
     case "minimum":
       return t === "f32"
-        ? "if (a != a || b != b) { return a + b; } return min(a, b);"
+        ? "if (isNan(a) || isNan(b)) { return a + b; } return min(a, b);"
         : "return min(a, b);";
     case "pow":
       if (t !== "f32") break;
@@ -56,7 +59,7 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
   if (b == -1.0) { return 1.0 / a; }
   let r = pow(abs(a), b);
   if (a < 0.0) {
-    if (floor(b) != b) { return bitcast<f32>(0x7fc00000u); }
+    if (floor(b) != b || isNan(b)) { return bitcast<f32>(0x7fc00000u); }
     let h = 0.5 * b;
     if (floor(h) != h) { return -r; }
   }
@@ -75,7 +78,8 @@ export function binary(
   layout: BinaryLayout,
 ): void {
   const t = wgslType(layout.dtype);
-  const fn = `fn f(a: ${t}, b: ${t}) -> ${t} { ${body(op, t)} }\n`;
+  const fn = (t === "f32" ? IS_NAN_WGSL : "") +
+    `fn f(a: ${t}, b: ${t}) -> ${t} { ${body(op, t)} }\n`;
   const numel = numelOf(layout.shape);
   if (numel === 0) return;
   const { shape, strides: [as, bs] } = coalesce(layout.shape, [

@@ -13,7 +13,7 @@
 
 import type { AxisLayout, ReduceOp } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { IS_NAN_WGSL, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 import { main1d } from "../wgsl.ts";
 
 const WG = 256;
@@ -24,7 +24,11 @@ const SERIAL_MAX = 256;
 
 /** WGSL for combining accumulators of `op`; see {@link reduce}. */
 function combineWgsl(op: ReduceOp, t: "f32" | "i32"): string {
-  const nan = (v: string) => t === "f32" ? `(${v} != ${v})` : "false";
+  return (t === "f32" ? IS_NAN_WGSL : "") + combineBody(op, t);
+}
+
+function combineBody(op: ReduceOp, t: "f32" | "i32"): string {
+  const nan = (v: string) => t === "f32" ? `isNan(${v})` : "false";
   switch (op) {
     case "sum":
       return `fn comb(a: ${t}, b: ${t}) -> ${t} { return a + b; }\n`;

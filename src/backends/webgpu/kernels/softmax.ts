@@ -6,7 +6,7 @@
 
 import type { AxisLayout } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
 /** Threads cooperating on one contiguous row. */
@@ -20,7 +20,7 @@ function finish(log: boolean, v: string): string {
 
 /** One invocation per (o, i), walking the axis three times. */
 function serialWgsl(log: boolean): string {
-  return PARAMS_WGSL + storage(1, "x", "f32", false) +
+  return PARAMS_WGSL + IS_NAN_WGSL + storage(1, "x", "f32", false) +
     storage(2, "out", "f32", true) + main1d(WG) +
     `  if (idx >= pu(0u)) { return; }
   let size = pu(1u);
@@ -31,7 +31,7 @@ function serialWgsl(log: boolean): string {
   var m = x[base];
   for (var r = 1u; r < size; r++) {
     let v = x[base + r * inner];
-    m = select(m, v, v > m || v != v);
+    m = select(m, v, v > m || isNan(v));
   }
   var s = 0.0;
   for (var r = 0u; r < size; r++) { s += exp(x[base + r * inner] - m); }
@@ -45,7 +45,7 @@ function serialWgsl(log: boolean): string {
 
 /** One workgroup per contiguous row, with tree reductions for max and sum. */
 function rowWgsl(log: boolean): string {
-  return PARAMS_WGSL + storage(1, "x", "f32", false) +
+  return PARAMS_WGSL + IS_NAN_WGSL + storage(1, "x", "f32", false) +
     storage(2, "out", "f32", true) +
     `var<workgroup> sh: array<f32, ${ROW_WG}>;
 @compute @workgroup_size(${ROW_WG})
@@ -58,7 +58,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   var m = x[base];
   for (var r = lid; r < size; r += ${ROW_WG}u) {
     let v = x[base + r];
-    m = select(m, v, v > m || v != v);
+    m = select(m, v, v > m || isNan(v));
   }
   sh[lid] = m;
   for (var k = ${ROW_WG / 2}u; k > 0u; k = k >> 1u) {
@@ -66,7 +66,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (lid < k) {
       let v = sh[lid + k];
       let w = sh[lid];
-      sh[lid] = select(w, v, v > w || v != v);
+      sh[lid] = select(w, v, v > w || isNan(v));
     }
   }
   workgroupBarrier();
