@@ -80,6 +80,8 @@ if (cols) matmulOptions.cols = Number(cols);
 const wg = arg("wg");
 if (wg) [matmulOptions.wgX, matmulOptions.wgY] = wg.split("x").map(Number);
 const sizes = (arg("sizes") ?? "256,512,1024,2048").split(",").map(Number);
+// "a", "b" or "ab": which operands are stored transposed.
+const trans = arg("trans") ?? "";
 console.log(`adapter: ${device.info}`);
 console.log(
   `matmul variant: ${matmulOptions.variant}, block: ${matmulOptions.rows || "auto"}x${
@@ -101,8 +103,8 @@ for (const n of sizes) {
     k: n,
     aBatchStride: 0,
     bBatchStride: 0,
-    transA: false,
-    transB: false,
+    transA: trans.includes("a"),
+    transB: trans.includes("b"),
     dtype: "float32" as const,
   };
   const flops = 2 * n * n * n;
@@ -115,7 +117,7 @@ for (const n of sizes) {
   });
   const rate = (s: number) => (flops * reps / s / 1e9).toFixed(2);
   console.log(
-    `matmul ${n}x${n}x${n}: ${rate(t.median)} GFLOP/s median, ` +
+    `matmul ${n}x${n}x${n}${trans ? ` (trans ${trans})` : ""}: ${rate(t.median)} GFLOP/s median, ` +
       `${rate(t.best)} best, ${rate(t.cpu)} per CPU-second ` +
       `(${(t.median / reps * 1000).toFixed(2)} ms each, ${iters} runs)`,
   );

@@ -1,5 +1,8 @@
 // The in-page half of tests/browser_test.ts: imports the bundle and trains.
-import * as mg from "./multigrad.js";
+// The bundle exists only where the test serves it (built into a temporary
+// folder), so it is imported by a computed URL that type checks leave alone.
+const BUNDLE = new URL("./multigrad.js", import.meta.url).href;
+const mg = await import(BUNDLE);
 
 /** Why WebGPU cannot be used here, or null when an adapter is found. */
 export async function webgpuUnavailable() {
