@@ -22,15 +22,16 @@ export const USAGE = `Usage: deno task demo [options]
 
 Trains an MLP (2-64-64-3, GELU) on three interleaved spirals with nn.DataParallel,
 splitting every batch over the devices, and evaluates it on a held-out test split.
-Writes OUT/checkpoint.safetensors (model, optimizer, epoch) and OUT/loss.svg after
-every epoch. Ctrl-C stops after the current step, keeping the last checkpoint.
+Writes DIR/checkpoint.safetensors (model, optimizer, epoch) and DIR/loss.svg after
+every epoch. Ctrl-C stops after the current step (exit code 130), keeping the last
+checkpoint; --resume continues from it.
 
 Options:
   --devices LIST    backend:count list, e.g. webgpu:2,cpu:1 (mixed devices allowed);
                     default: webgpu:2 when a WebGPU adapter is found, else cpu:2
   --epochs N        train until N epochs are done, resumed ones included (default 30)
   --batch-size N    rows per optimizer step, split over the devices (default 128)
-  --lr X            Adam learning rate (default 0.01)
+  --lr X            Adam learning rate (default 0.01; on --resume, the saved one)
   --out DIR         output folder (default out/demo)
   --seed N          seed of the data set, initial weights and shuffles (default 0)
   --resume          continue from DIR/checkpoint.safetensors
@@ -228,8 +229,16 @@ export async function main(args: string[]): Promise<number> {
         progress,
         shouldStop: () => stopRequested,
       });
-      console.log(`Checkpoint: ${result.checkpointPath} (epoch ${result.epoch})`);
-      console.log(`Plot: ${result.plotPath}`);
+      if (result.epoch > 0) {
+        console.log(`Checkpoint: ${result.checkpointPath} (epoch ${result.epoch})`);
+        console.log(`Plot: ${result.plotPath}`);
+      }
+      if (result.interrupted && result.epoch > 0) {
+        const outFlag = options.out === "out/demo" ? "" : ` --out ${options.out}`;
+        console.log(
+          `Continue with: deno task demo --resume --epochs ${options.epochs}${outFlag}`,
+        );
+      }
       return result.interrupted ? 130 : 0;
     } finally {
       Deno.removeSignalListener("SIGINT", onInterrupt);

@@ -257,3 +257,50 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "demo CLI: Ctrl-C (SIGINT) stops after the current step and keeps the last checkpoint",
+  ignore: Deno.build.os === "windows",
+  ...opts,
+  async fn() {
+    const out = await Deno.makeTempDir({ prefix: "multigrad_demo_" });
+    try {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", DEMO, "--devices", "cpu:1", "--epochs", "1000", "--out", out],
+        stdout: "piped",
+        stderr: "piped",
+        stdin: "null",
+        env: { NO_COLOR: "1" },
+      }).spawn();
+      const stderr = new Response(child.stderr).text();
+      let stdout = "";
+      let signalled = false;
+      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+        stdout += chunk;
+        if (!signalled && /^epoch\s+1\/1000 /m.test(stdout)) {
+          child.kill("SIGINT");
+          signalled = true;
+        }
+      }
+      const status = await child.status;
+      const errors = await stderr;
+      assert.ok(signalled, `the run printed no epoch line:\n${stdout}\n${errors}`);
+      assert.equal(status.code, 130, `exit code; stderr:\n${errors}`);
+      assert.match(errors, /Ctrl-C: stopping after the current step/);
+      assert.doesNotMatch(errors, /\n\s+at /);
+      const stopped = /holds epoch (\d+)/.exec(stdout);
+      assert.ok(stopped, stdout);
+      // The checkpoint is whole and resumable.
+      const resumed = await runDemo({
+        devices,
+        epochs: Number(stopped[1]) + 1,
+        out,
+        resume: true,
+        log: quiet().log,
+      });
+      assert.equal(resumed.startEpoch, Number(stopped[1]));
+    } finally {
+      await Deno.remove(out, { recursive: true });
+    }
+  },
+});

@@ -392,9 +392,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     trainSeconds += epochTrainSeconds;
     if (interrupted) {
       progress?.clear();
+      const saved = history.epochs.at(-1)?.epoch ?? 0;
       log(
-        `Interrupted in epoch ${epoch} after step ${step}/${stepsPerEpoch}; the checkpoint ${checkpointPath} holds epoch ${
-          history.epochs.at(-1)?.epoch ?? 0
+        `Interrupted in epoch ${epoch} after step ${step}/${stepsPerEpoch}; ${
+          saved > 0
+            ? `the checkpoint ${checkpointPath} holds epoch ${saved}`
+            : "no epoch was completed, so no checkpoint was written"
         }`,
       );
       // Drop the unfinished epoch's steps so the history matches the checkpoint.

@@ -7,6 +7,18 @@
  * const backend = await webgpuBackend();
  * const device = await backend.createDevice(0);
  * ```
+ *
+ * Design, in brief (details in `runtime.ts` and `kernels/`):
+ * - Kernels are recorded, not run: dispatches share one compute pass and
+ *   are submitted when a `read` or `write` needs them, every 256 dispatches,
+ *   or at the end of the current task (a microtask).
+ * - Shapes travel in a 256-byte slot of one shared uniform buffer (dynamic
+ *   offsets), so a pipeline is compiled once per shape class, not per shape.
+ * - Buffers come from a pool of size classes (four per power of two) and go
+ *   back to it on `free`; queue order makes immediate reuse safe.
+ * - Each batch runs inside validation and out-of-memory error scopes; the
+ *   next `read` rejects with the failing kernel's name. After device loss
+ *   every method throws `DeviceLostError` and pending reads reject.
  * @module
  */
 

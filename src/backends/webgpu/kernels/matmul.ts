@@ -73,6 +73,10 @@ interface RbVariant {
   vecAT: boolean;
   /** B is read as vec4 along n. */
   vecB: boolean;
+  /** transB, k and batch stride % 4 == 0: B columns read as vec4 along k. */
+  vecBT: boolean;
+  /** The reduction loop steps by 4 (vecA or vecBT). */
+  k4: boolean;
   /** out is written as vec4 (n % 4 == 0). */
   vecOut: boolean;
 }
@@ -86,7 +90,7 @@ function registerWgsl(v: RbVariant): string {
   const lanes = [0, 1, 2, 3];
   let s = PARAMS_WGSL;
   s += storage(1, "a", v.vecA || v.vecAT ? "vec4<f32>" : "f32", false);
-  s += storage(2, "b", v.vecB ? "vec4<f32>" : "f32", false);
+  s += storage(2, "b", v.vecB || v.vecBT ? "vec4<f32>" : "f32", false);
   s += storage(3, "out", v.vecOut ? "vec4<f32>" : "f32", true);
   s += `
 @compute @workgroup_size(${v.wgX}, ${v.wgY})
@@ -128,6 +132,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       for (const j of lanes) {
         s += `  let c${q}${j} = min(col + ${4 * q + j}u, n - 1u);\n`;
         if (v.transB) s += `  let bc${q}${j} = bBase + c${q}${j} * k;\n`;
+        if (v.vecBT) s += `  let bq${q}${j} = bc${q}${j} / 4u;\n`;
       }
     }
   }
@@ -136,40 +141,62 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     const at = (j: number) => v.transB ? `bc${q}${j} + ${kk}` : `bBase + (${kk}) * n + c${q}${j}`;
     return `vec4<f32>(${lanes.map((j) => `b[${at(j)}]`).join(", ")})`;
   };
-  const loadAllB = (kk: string, e: string) =>
-    groups.map((q) => `    let b${e}_${q} = ${loadB(kk, q)};\n`).join("");
-  if (v.vecA) {
+  const loadAllB = (kk: string, name: string) =>
+    groups.map((q) => `    let ${name}_${q} = ${loadB(kk, q)};\n`).join("");
+  // The A value of row i at reduction index kk, for the per-k paths.
+  const perK = (kk: string, b: string): string => {
+    let t = "";
+    const update = (i: number, x: string) =>
+      groups.map((q) => `    acc${i}_${q} += ${x} * ${b}_${q};\n`).join("");
+    if (v.transA && v.vecAT) {
+      for (let h = 0; h < R / 4; h++) {
+        t += `    { let x = a[aB4 + (${kk}) * m4 + ar${h}];\n`;
+        for (const e of lanes) t += update(4 * h + e, `x.${"xyzw"[e]}`);
+        t += "    }\n";
+      }
+    } else {
+      for (const i of rows) {
+        const at = v.transA ? `aBase + (${kk}) * m + ar${i}` : `ar${i} + ${kk}`;
+        t += `    { let x = a[${at}];\n${update(i, "x")}    }\n`;
+      }
+    }
+    return t;
+  };
+  if (v.k4) {
+    // Four reduction steps per iteration: vec4 loads along k where the
+    // layout allows (A rows, or B columns when B is transposed).
     s += `  let k4 = k / 4u;
   for (var kq = 0u; kq < k4; kq++) {
     let kk = kq * 4u;
 `;
-    s += loadAllB("kk", "0") + loadAllB("kk + 1u", "1") +
-      loadAllB("kk + 2u", "2") + loadAllB("kk + 3u", "3");
-    for (const i of rows) {
-      s += `    { let x = a[aq${i} + kq];\n`;
+    if (v.vecBT) {
       for (const q of groups) {
-        s +=
-          `      acc${i}_${q} += x.x * b0_${q} + x.y * b1_${q} + x.z * b2_${q} + x.w * b3_${q};\n`;
+        for (const j of lanes) s += `    let t${q}${j} = b[bq${q}${j} + kq];\n`;
+        for (const e of lanes) {
+          const c = "xyzw"[e];
+          s +=
+            `    let b${e}_${q} = vec4<f32>(t${q}0.${c}, t${q}1.${c}, t${q}2.${c}, t${q}3.${c});\n`;
+        }
       }
-      s += "    }\n";
+    } else {
+      for (const e of lanes) s += loadAllB(e ? `kk + ${e}u` : "kk", `b${e}`);
+    }
+    if (v.vecA) {
+      for (const i of rows) {
+        s += `    { let x = a[aq${i} + kq];\n`;
+        for (const q of groups) {
+          s +=
+            `      acc${i}_${q} += x.x * b0_${q} + x.y * b1_${q} + x.z * b2_${q} + x.w * b3_${q};\n`;
+        }
+        s += "    }\n";
+      }
+    } else {
+      for (const e of lanes) s += perK(e ? `kk + ${e}u` : "kk", `b${e}`);
     }
     s += "  }\n";
   } else {
-    s += "  for (var kk = 0u; kk < k; kk++) {\n" + loadAllB("kk", "v");
-    const update = (i: number, x: string) =>
-      groups.map((q) => `    acc${i}_${q} += ${x} * bv_${q};\n`).join("");
-    if (v.transA && v.vecAT) {
-      for (let h = 0; h < R / 4; h++) {
-        s += `    let x${h} = a[aB4 + kk * m4 + ar${h}];\n`;
-        for (const e of lanes) s += update(4 * h + e, `x${h}.${"xyzw"[e]}`);
-      }
-    } else {
-      for (const i of rows) {
-        const at = v.transA ? `aBase + kk * m + ar${i}` : `ar${i} + kk`;
-        s += `    { let x = a[${at}];\n${update(i, "x")}    }\n`;
-      }
-    }
-    s += "  }\n";
+    s += "  for (var kk = 0u; kk < k; kk++) {\n" + loadAllB("kk", "bv") +
+      perK("kk", "bv") + "  }\n";
   }
   s += "  let oBase = bt * m * n;\n";
   for (const i of rows) {
@@ -316,6 +343,11 @@ export function matmul(
       vecAT: transA && rows % 4 === 0 && m % 4 === 0 &&
         aBatchStride % 4 === 0,
       vecB: !transB && n % 4 === 0 && bBatchStride % 4 === 0,
+      vecBT: transB && k % 4 === 0 && bBatchStride % 4 === 0,
+      // Unrolling without vec4 loads to gain measured slower (more live
+      // registers for nothing), so only vec4-along-k layouts step by 4.
+      k4: k % 4 === 0 && ((!transA && aBatchStride % 4 === 0) ||
+        (transB && bBatchStride % 4 === 0)),
       vecOut: n % 4 === 0,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
