@@ -33,14 +33,18 @@ export function memoryConfig(backend: string, quick: boolean): MlpConfig {
 }
 
 /** bytesInUse, bytesReserved and the JS heap at one step. */
-interface Sample {
+export interface MemorySample {
+  /** The step after which it was taken (0: before the model existed). */
   readonly step: number;
+  /** `device.memory().bytesInUse`. */
   readonly inUse: number;
+  /** `device.memory().bytesReserved` (pool entries included). */
   readonly reserved: number;
+  /** `Deno.memoryUsage().heapUsed`. */
   readonly heap: number;
 }
 
-function sample(device: Device, step: number): Sample {
+function sample(device: Device, step: number): MemorySample {
   const m = device.memory();
   return {
     step,
@@ -55,11 +59,13 @@ export async function benchMemory(
   device: Device,
   config: MlpConfig,
   steps: number,
-): Promise<{ samples: Sample[]; before: Sample; after: Sample; msPerStep: number }> {
+): Promise<
+  { samples: MemorySample[]; before: MemorySample; after: MemorySample; msPerStep: number }
+> {
   await settle();
   const before = sample(device, 0);
   const s = createMlp(device, config);
-  const samples: Sample[] = [];
+  const samples: MemorySample[] = [];
   const marks = new Set([MEMORY_REFERENCE_STEP, 100, Math.floor(steps / 2), steps]);
   let t0 = 0;
   try {
@@ -105,7 +111,7 @@ export const memorySuite: Suite = {
       const ref = samples.find((x) => x.step === MEMORY_REFERENCE_STEP)!;
       const end = samples.at(-1)!;
       const label = describeMlp(config);
-      const row = (what: string | number, x: Sample) =>
+      const row = (what: string | number, x: MemorySample) =>
         table.row([
           backend,
           label,

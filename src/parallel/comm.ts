@@ -9,6 +9,8 @@ import { type Device, device as resolveDevice } from "../device.ts";
 import { chunkSizes, formatShape, normalizeDim, sameShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { cat } from "../ops/view.ts";
+import { copyToMany } from "../ops/transfer.ts";
+import { noGrad } from "../autograd.ts";
 import { type DeviceLike, resolveDevices } from "./devices.ts";
 
 /** `t` on each device: `t` itself where it already is, a copy elsewhere. */
@@ -107,4 +109,92 @@ export function gather(tensors: readonly Tensor[], options: GatherOptions = {}):
     ? tensors[0].device
     : resolveDevice(options.destination);
   return cat(tensors.map((t) => t.to(target)), options.dim ?? 0);
+}
+
+/** Tensors flattened into one vector per dtype, in order, to move in one copy. */
+function flattenByDType(tensors: readonly Tensor[]): { flat: Tensor; members: number[] }[] {
+  const groups = new Map<string, number[]>();
+  tensors.forEach((t, i) => {
+    const list = groups.get(t.dtype) ?? [];
+    list.push(i);
+    groups.set(t.dtype, list);
+  });
+  return [...groups.values()].map((members) => ({
+    members,
+    flat: members.length === 1
+      ? tensors[members[0]].reshape([-1])
+      : cat(members.map((i) => tensors[i].reshape([-1])), 0),
+  }));
+}
+
+/** Cuts `flat` back into tensors shaped like `like[members[j]]`, into `out`. */
+function unflatten(flat: Tensor, members: number[], like: readonly Tensor[], out: Tensor[]): void {
+  const pieces = members.length === 1 ? [flat] : flat.split(members.map((i) => like[i].numel()));
+  members.forEach((i, j) => (out[i] = pieces[j].reshape(like[i].shape)));
+}
+
+/**
+ * `tensors` (all on one device) on every device of `devices`, with one host
+ * round trip per dtype instead of one per tensor (PyTorch's
+ * `broadcast_coalesced`). On the tensors' own device the originals are
+ * returned. No graph is recorded (Broadcast records its own).
+ */
+export function broadcastCoalesced(
+  tensors: readonly Tensor[],
+  devices: readonly DeviceLike[],
+): Tensor[][] {
+  const targets = resolveDevices(devices, "broadcastCoalesced");
+  if (tensors.length === 0) return targets.map(() => []);
+  const source = tensors[0].device;
+  tensors.forEach((t, i) => {
+    if (t.device !== source) {
+      throw new Error(
+        `broadcastCoalesced: tensor ${i} is on ${t.device}, tensor 0 on ${source}; all must be on one device`,
+      );
+    }
+  });
+  return noGrad(() => {
+    const remote = targets.filter((d) => d !== source);
+    const perDevice = remote.map(() => new Array<Tensor>(tensors.length));
+    for (const { flat, members } of flattenByDType(tensors)) {
+      copyToMany(flat, remote).forEach((moved, r) =>
+        unflatten(moved, members, tensors, perDevice[r])
+      );
+    }
+    return targets.map((d) => (d === source ? [...tensors] : perDevice[remote.indexOf(d)]));
+  });
+}
+
+/**
+ * For groups of tensors on different devices (group g on its own device,
+ * the same shapes in every group), the elementwise sums of the groups on
+ * `destination`, with one host round trip per group and dtype (PyTorch's
+ * `reduce_add_coalesced`). No graph is recorded.
+ */
+export function reduceAddCoalesced(
+  groups: readonly (readonly Tensor[])[],
+  destination: DeviceLike,
+): Tensor[] {
+  const target = resolveDevice(destination);
+  if (groups.length === 0) throw new RangeError("reduceAddCoalesced: expected at least one group");
+  const like = groups[0];
+  groups.forEach((g, gi) => {
+    if (g.length !== like.length || g.some((t, i) => !sameShape(t.shape, like[i].shape))) {
+      throw new RangeError(
+        `reduceAddCoalesced: group ${gi} (${
+          g.map((t) => formatShape(t.shape)).join(", ")
+        }) does not match group 0 (${like.map((t) => formatShape(t.shape)).join(", ")})`,
+      );
+    }
+  });
+  return noGrad(() => {
+    const out = new Array<Tensor>(like.length);
+    const flatGroups = groups.map((g) => flattenByDType(g));
+    flatGroups[0].forEach(({ members }, k) => {
+      let sum = flatGroups[0][k].flat.to(target);
+      for (let g = 1; g < flatGroups.length; g++) sum = sum.add(flatGroups[g][k].flat.to(target));
+      unflatten(sum, members, like, out);
+    });
+    return out;
+  });
 }

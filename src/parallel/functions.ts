@@ -117,7 +117,7 @@ export class Broadcast extends Function {
     if (inputs.length === 0) return [];
     c.sourceDevice = inputs[0].device;
     c.inputCount = inputs.length;
-    return targetDevices.flatMap((d) => inputs.map((t) => t.to(d)));
+    return comm.broadcastCoalesced(inputs, targetDevices).flat();
   }
 
   /** Sums the copies' gradients onto the source device. */
@@ -153,13 +153,9 @@ export class ReduceAddCoalesced extends Function {
     const groups = grads.length / count;
     c.targetDevices = [];
     for (let g = 0; g < groups; g++) c.targetDevices.push(grads[g * count].device);
-    const sums: Tensor[] = [];
-    for (let j = 0; j < count; j++) {
-      const column: Tensor[] = [];
-      for (let g = 0; g < groups; g++) column.push(grads[g * count + j]);
-      sums.push(comm.reduceAdd(column, destination));
-    }
-    return sums;
+    const grouped: Tensor[][] = [];
+    for (let g = 0; g < groups; g++) grouped.push(grads.slice(g * count, (g + 1) * count));
+    return comm.reduceAddCoalesced(grouped, destination);
   }
 
   /** Broadcasts each sum's gradient back to every group's device. */

@@ -5,12 +5,13 @@
  * @module
  */
 
-import { isGradEnabled, noGrad } from "../autograd.ts";
+import { isGradEnabled } from "../autograd.ts";
 import type { Device } from "../device.ts";
 import type { Module } from "../nn/module.ts";
 import type { Tensor } from "../tensor.ts";
 import { type DeviceLike, resolveDevices } from "./devices.ts";
 import { Broadcast } from "./functions.ts";
+import * as comm from "./comm.ts";
 
 /** Options of {@link replicate}. */
 export interface ReplicateOptions {
@@ -53,8 +54,8 @@ export function replicate<M extends Module>(
   const differentiable = isGradEnabled() && !options.detach;
   const paramCopies: Tensor[] = differentiable
     ? Broadcast.apply(others, ...params)
-    : noGrad(() => others.flatMap((d) => params.map((p) => p.to(d))));
-  const bufferCopies = noGrad(() => others.flatMap((d) => buffers.map((b) => b.to(d))));
+    : comm.broadcastCoalesced(params, others).flat();
+  const bufferCopies = comm.broadcastCoalesced(buffers, others).flat();
   const replicas: M[] = [module];
   others.forEach((_, r) => {
     const byOriginal = new Map<Tensor, Tensor>();
