@@ -44,4 +44,10 @@ export * as parallel from "./src/parallel/mod.ts";
 export * as nn from "./src/nn/mod.ts";
 export * as optim from "./src/optim/mod.ts";
 export * as data from "./src/data/mod.ts";
-export { fromSafetensors, load, save, toSafetensors } from "./src/serialization/mod.ts";
+export {
+  fromSafetensors,
+  fromSafetensorsWithMetadata,
+  load,
+  save,
+  toSafetensors,
+} from "./src/serialization/mod.ts";

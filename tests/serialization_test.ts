@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import {
   fromSafetensors,
+  fromSafetensorsWithMetadata,
   load,
   manualSeed,
   nn,
@@ -246,4 +247,11 @@ print(json.dumps(model(x).tolist()))
       assertClose(ours, torchOut.flat(), { atol: 1e-6, rtol: 1e-6 });
     });
   },
+});
+
+Deno.test("fromSafetensorsWithMetadata gives back the metadata save() wrote", async () => {
+  const bytes = await toSafetensors({ w: tensor([1, 2]) }, { metadata: { epoch: "3" } });
+  const { tensors, metadata } = fromSafetensorsWithMetadata(bytes);
+  assert.deepEqual(metadata, { epoch: "3" });
+  assert.deepEqual(await tensors.w.toArray(), [1, 2]);
 });

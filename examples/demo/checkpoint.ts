@@ -9,7 +9,7 @@
  * @module
  */
 
-import { fromSafetensors, type optim, save, type Tensor, tensor } from "../../mod.ts";
+import { fromSafetensorsWithMetadata, type optim, save, type Tensor, tensor } from "../../mod.ts";
 import type { EpochRecord, History } from "./plot.ts";
 import { CheckpointError } from "./errors.ts";
 
@@ -208,12 +208,10 @@ export async function readCheckpoint(path: string): Promise<CheckpointState> {
   } catch (error) {
     throw new CheckpointError(`cannot resume: cannot read ${path}: ${(error as Error).message}`);
   }
-  // `load` gives the tensors only; the metadata comes from the header, read here.
   let tensors: Record<string, Tensor>;
   let metadata: Record<string, string>;
   try {
-    tensors = fromSafetensors(bytes);
-    metadata = safetensorsMetadata(bytes);
+    ({ tensors, metadata } = fromSafetensorsWithMetadata(bytes));
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
     fail(path, why.split("\n")[0]);
@@ -236,19 +234,4 @@ export function disposeCheckpoint(state: CheckpointState): void {
   for (const entry of Object.values(state.optimizer.state)) {
     for (const v of Object.values(entry)) if (typeof v !== "number") v.dispose();
   }
-}
-
-/**
- * The `__metadata__` map of safetensors `bytes` (8-byte little-endian header
- * length, then the JSON header); `{}` when there is none.
- */
-export function safetensorsMetadata(bytes: Uint8Array): Record<string, string> {
-  if (bytes.length < 8) throw new Error("safetensors: file too short");
-  const length = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
-  if (length > bytes.length - 8) throw new Error("safetensors: header length exceeds the file");
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + length)));
-  const metadata = header?.__metadata__ ?? {};
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(metadata)) if (typeof v === "string") out[k] = v;
-  return out;
 }

@@ -76,8 +76,24 @@ export function fromSafetensors(
       `fromSafetensors: expected a Uint8Array, got ${bytes === null ? "null" : typeof bytes}`,
     );
   }
+  return fromSafetensorsWithMetadata(bytes, options).tensors;
+}
+
+/**
+ * As {@link fromSafetensors}, plus the file's `__metadata__` (string to
+ * string), where checkpoints keep their epoch, settings and the like.
+ */
+export function fromSafetensorsWithMetadata(
+  bytes: Uint8Array,
+  options: { device?: Device | string } = {},
+): { tensors: Record<string, Tensor>; metadata: Record<string, string> } {
+  if (!(bytes instanceof Uint8Array)) {
+    throw new TypeError(
+      `fromSafetensors: expected a Uint8Array, got ${bytes === null ? "null" : typeof bytes}`,
+    );
+  }
   const target = options.device === undefined ? defaultDevice() : resolveDevice(options.device);
-  const { tensors } = decodeSafetensors(bytes);
+  const { tensors, metadata } = decodeSafetensors(bytes);
   // Checked before any upload, so an error leaves nothing half made.
   for (const [key, raw] of Object.entries(tensors)) {
     if (!target.kernels.dtypes.includes(raw.dtype)) {
@@ -92,7 +108,7 @@ export function fromSafetensors(
   for (const [key, raw] of Object.entries(tensors)) {
     out[key] = fromHost(raw.data, raw.shape, target);
   }
-  return out;
+  return { tensors: out, metadata };
 }
 
 /**
