@@ -38,6 +38,7 @@ export { keep, Storage, tidy } from "./src/storage.ts";
 export type { HasStorage } from "./src/storage.ts";
 export { Stream } from "./src/stream.ts";
 export { DeviceLostError } from "./src/errors.ts";
+export { seededRandom } from "./src/util.ts";
 export type { DType, TypedArray } from "./src/dtype.ts";
 export type * from "./src/backends/backend.ts";
 export * as parallel from "./src/parallel/mod.ts";

@@ -15,6 +15,7 @@
 import type { DeviceBuffer } from "./backends/backend.ts";
 import type { Device } from "./device.ts";
 import type { DType } from "./dtype.ts";
+import { isPlainObject } from "./util.ts";
 
 interface Held {
   readonly device: Device;
@@ -112,7 +113,7 @@ function collect(value: unknown, into: Set<Storage>, seen: Set<unknown>): void {
     for (const v of value.values()) collect(v, into, seen);
     return;
   }
-  if (Object.getPrototypeOf(value) === Object.prototype) {
+  if (isPlainObject(value)) {
     for (const v of Object.values(value)) collect(v, into, seen);
   }
 }

@@ -26,6 +26,7 @@ import {
   pow,
   rand,
   randn,
+  seededRandom,
   split,
   stack,
   sub,
@@ -39,17 +40,7 @@ import { assertClose, assertTensor, BACKENDS, backendTest, type CloseOptions } f
 /** The cpu reference device every backend is compared with. */
 const REF: Device = BACKENDS.get("cpu")![0];
 
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 function numel(shape: number[]): number {
   return shape.reduce((a, b) => a * b, 1);

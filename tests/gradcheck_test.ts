@@ -25,6 +25,7 @@ import {
   noGrad,
   pow,
   requestDevices,
+  seededRandom,
   softmax,
   split,
   stack,
@@ -35,17 +36,7 @@ import {
 
 const [CPU0, CPU1] = await requestDevices({ backend: "cpu", count: 2 });
 
-/** A small deterministic PRNG (mulberry32) for inputs and weights. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 /** `numel(shape)` values in [low, high), deterministic per seed. */
 function values(shape: number[], seed: number, low = -2, high = 2): number[] {

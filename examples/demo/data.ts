@@ -4,19 +4,14 @@
  * @module
  */
 
-/** A seeded pseudo-random number generator (mulberry32): floats in [0, 1). */
+import { seededRandom } from "../../mod.ts";
+
+/** A seeded pseudo-random number generator: floats in [0, 1). */
 export type Rng = () => number;
 
-/** mulberry32, a small fast generator with a 32-bit state; good enough for data and shuffles. */
+/** The host generator of the library, seeded for the demo's data and shuffles. */
 export function makeRng(seed: number): Rng {
-  let state = (Math.trunc(seed) ^ 0x9e3779b9) >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let z = state;
-    z = Math.imul(z ^ (z >>> 15), z | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  };
+  return seededRandom(Math.trunc(seed));
 }
 
 /** A standard-normal sample from `rng` (Box-Muller). */

@@ -13,6 +13,7 @@ import { formatShape, sameShape } from "../shape.ts";
 import { adopt, keep, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { type Dataset, TensorDataset } from "./dataset.ts";
+import { isPlainObject, seededRandom } from "../util.ts";
 
 /**
  * The batch {@link defaultCollate} makes from samples of type `T`: tensors
@@ -25,12 +26,6 @@ export type Collated<T> = T extends Tensor ? Tensor
   : T extends readonly unknown[] ? { -readonly [K in keyof T]: Collated<T[K]> }
   : T extends object ? { [K in keyof T]: Collated<T[K]> }
   : T[];
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== "object") return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 function describe(v: unknown): string {
   if (v === null) return "null";
@@ -152,19 +147,6 @@ export interface DataLoaderOptions<T, B> {
   device?: Device | string;
 }
 
-/** splitmix32: a small, fast generator with a 32-bit state, good enough to shuffle. */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x9e3779b9) >>> 0;
-    let z = state;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    z = (z ^ (z >>> 16)) >>> 0;
-    return z / 4294967296;
-  };
-}
-
 function mapTensors(value: unknown, fn: (t: Tensor) => Tensor): unknown {
   if (value instanceof Tensor) return fn(value);
   if (Array.isArray(value)) return value.map((v) => mapTensors(v, fn));
@@ -247,7 +229,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
     this.dropLast = options.dropLast ?? false;
     this.device = options.device === undefined ? null : resolveDevice(options.device);
     this.#collate = options.collate ?? null;
-    this.#random = options.seed === undefined ? null : generator(Math.trunc(options.seed));
+    this.#random = options.seed === undefined ? null : seededRandom(Math.trunc(options.seed));
   }
 
   /** Number of batches per epoch. */
@@ -262,7 +244,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
     const order = new Int32Array(n);
     for (let i = 0; i < n; i++) order[i] = i;
     if (!this.shuffle) return order;
-    const random = this.#random ?? generator(nextSeed());
+    const random = this.#random ?? seededRandom(nextSeed());
     for (let i = n - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
       const t = order[i];

@@ -11,13 +11,7 @@ import { Tensor } from "../tensor.ts";
 import { type DeviceLike, resolveDevices } from "./devices.ts";
 import { Gather, Scatter } from "./functions.ts";
 import * as comm from "./comm.ts";
-
-/** Whether `value` is a plain object (PyTorch's dict), not a class instance. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== "object") return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
+import { isPlainObject } from "../util.ts";
 
 /** Options of {@link scatter}. */
 export interface NestedScatterOptions {

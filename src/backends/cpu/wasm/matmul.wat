@@ -1,0 +1,115 @@
+;; float32 matmul microkernel for the cpu backend, WebAssembly SIMD (f32x4).
+;;
+;; Hand-written; assembled by `deno run -A scripts/build_wasm.ts` (wabt's
+;; wat2wasm) into `matmul_wasm.ts`, which holds the bytes as base64 so nobody
+;; else needs wabt. The TypeScript side (`../kernels/matmul.ts`) does all the
+;; bookkeeping: transposes, batch strides, edge tiles, cache blocking. This
+;; module only multiplies packed panels, which it finds in its own memory:
+;;
+;;   A panel (4 rows of A):    [k][4] floats,  16 bytes per k step
+;;   B panel (8 columns of B): [k][8] floats,  32 bytes per k step
+;;   C:                        row-major, `ldc` bytes per row, 8 columns
+;;                             written per panel (the TS side pads C to a
+;;                             multiple of 8 columns and 4 rows and copies the
+;;                             real m x n out afterwards).
+;;
+;; Whatever A and B's transposes were, the packing makes every load here
+;; contiguous: per k step one 32-byte row of the B panel (two v128 loads) and
+;; four A values, each broadcast to all lanes by `v128.load32_splat`.
+;;
+;; Why a 4x8 tile: x86-64 V8 gives wasm SIMD 16 xmm registers (one of them a
+;; scratch register of its own). The tile's 8 accumulators (4 rows x 2
+;; vectors) + 2 B vectors + 1 broadcast A value + 1 product temporary = 12
+;; live v128 values, so nothing spills. A 6x8 or 8x8 tile would not fit
+;; without fused multiply-add. Per k step: 6 loads, 8 f32x4.mul, 8 f32x4.add
+;; (64 flops); the 8 independent accumulator chains hide the add latency.
+;; Plain mul + add (not relaxed-simd FMA) keeps results identical on every
+;; machine: relaxed_madd may or may not round the product.
+
+(module
+  ;; Grown by the TypeScript side (memory.grow) when the panels need more.
+  (memory (export "memory") 1)
+
+  ;; panel(a, b, c, panels, k, ldc)
+  ;;
+  ;; For each of `panels` consecutive A panels (4 rows each, starting at byte
+  ;; `a`, `16 * k` bytes apart) computes the 4x8 tile
+  ;;   C[4 rows][8 cols] = A_panel (4 x k) @ B_panel (k x 8)
+  ;; with the single B panel at byte `b`, writing the tile's rows at
+  ;; `c`, `c + ldc`, ... and moving `c` down 4 rows per A panel.
+  ;;
+  ;; Loop order: the B panel (32 * k bytes; 25 KB for k = 784) is reused by
+  ;; every A panel, so it stays in L1 while the A panels stream through from
+  ;; L2 (the TS side keeps the A block it passes small enough for L2). The
+  ;; caller walks the B panels, one call each, which also lets V8 tier this
+  ;; function up from its baseline compiler after the first few calls (wasm
+  ;; code has no on-stack replacement, so one long call would stay slow).
+  ;; Requires k >= 1 and panels >= 1.
+  (func (export "panel")
+    (param $a i32) (param $b i32) (param $c i32)
+    (param $panels i32) (param $k i32) (param $ldc i32)
+    (local $bp i32) (local $bend i32)
+    (local $b0 v128) (local $b1 v128) (local $x v128)
+    (local $c00 v128) (local $c01 v128) (local $c10 v128) (local $c11 v128)
+    (local $c20 v128) (local $c21 v128) (local $c30 v128) (local $c31 v128)
+
+    ;; The k loop ends when the B pointer reaches the end of its panel.
+    (local.set $bend (i32.add (local.get $b) (i32.shl (local.get $k) (i32.const 5))))
+
+    (loop $tiles
+      (local.set $c00 (v128.const i32x4 0 0 0 0))
+      (local.set $c01 (v128.const i32x4 0 0 0 0))
+      (local.set $c10 (v128.const i32x4 0 0 0 0))
+      (local.set $c11 (v128.const i32x4 0 0 0 0))
+      (local.set $c20 (v128.const i32x4 0 0 0 0))
+      (local.set $c21 (v128.const i32x4 0 0 0 0))
+      (local.set $c30 (v128.const i32x4 0 0 0 0))
+      (local.set $c31 (v128.const i32x4 0 0 0 0))
+      (local.set $bp (local.get $b))
+
+      ;; One k step per iteration: a rank-1 update of the 4x8 tile. The A
+      ;; pointer runs on from panel to panel (they are contiguous), so it
+      ;; needs no reset; the B pointer restarts for each tile. The loop is
+      ;; not unrolled: its 3 bookkeeping instructions are few next to the
+      ;; 22 of the body, and a short body keeps register pressure exact.
+      (loop $steps
+        (local.set $b0 (v128.load (local.get $bp)))
+        (local.set $b1 (v128.load offset=16 (local.get $bp)))
+
+        (local.set $x (v128.load32_splat (local.get $a)))
+        (local.set $c00 (f32x4.add (local.get $c00) (f32x4.mul (local.get $x) (local.get $b0))))
+        (local.set $c01 (f32x4.add (local.get $c01) (f32x4.mul (local.get $x) (local.get $b1))))
+
+        (local.set $x (v128.load32_splat offset=4 (local.get $a)))
+        (local.set $c10 (f32x4.add (local.get $c10) (f32x4.mul (local.get $x) (local.get $b0))))
+        (local.set $c11 (f32x4.add (local.get $c11) (f32x4.mul (local.get $x) (local.get $b1))))
+
+        (local.set $x (v128.load32_splat offset=8 (local.get $a)))
+        (local.set $c20 (f32x4.add (local.get $c20) (f32x4.mul (local.get $x) (local.get $b0))))
+        (local.set $c21 (f32x4.add (local.get $c21) (f32x4.mul (local.get $x) (local.get $b1))))
+
+        (local.set $x (v128.load32_splat offset=12 (local.get $a)))
+        (local.set $c30 (f32x4.add (local.get $c30) (f32x4.mul (local.get $x) (local.get $b0))))
+        (local.set $c31 (f32x4.add (local.get $c31) (f32x4.mul (local.get $x) (local.get $b1))))
+
+        (local.set $a (i32.add (local.get $a) (i32.const 16)))
+        (local.set $bp (i32.add (local.get $bp) (i32.const 32)))
+        (br_if $steps (i32.lt_u (local.get $bp) (local.get $bend))))
+
+      ;; Store the tile: 4 rows of 8 floats, `ldc` bytes apart.
+      (v128.store (local.get $c) (local.get $c00))
+      (v128.store offset=16 (local.get $c) (local.get $c01))
+      (local.set $c (i32.add (local.get $c) (local.get $ldc)))
+      (v128.store (local.get $c) (local.get $c10))
+      (v128.store offset=16 (local.get $c) (local.get $c11))
+      (local.set $c (i32.add (local.get $c) (local.get $ldc)))
+      (v128.store (local.get $c) (local.get $c20))
+      (v128.store offset=16 (local.get $c) (local.get $c21))
+      (local.set $c (i32.add (local.get $c) (local.get $ldc)))
+      (v128.store (local.get $c) (local.get $c30))
+      (v128.store offset=16 (local.get $c) (local.get $c31))
+      (local.set $c (i32.add (local.get $c) (local.get $ldc)))
+
+      (local.set $panels (i32.sub (local.get $panels) (i32.const 1)))
+      (br_if $tiles (local.get $panels))))
+)
