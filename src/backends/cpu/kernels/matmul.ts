@@ -1,5 +1,15 @@
+/**
+ * The cpu backend's matmul. float32 products run in a WebAssembly SIMD
+ * microkernel (`../wasm/matmul.wat`, `../wasm/matmul_relaxed.wat`) over panels
+ * packed here; float64 products, and float32 ones where WebAssembly SIMD is
+ * unavailable, run in the TypeScript kernel below, which accumulates in
+ * float64.
+ * @module
+ */
+
 import type { MatmulLayout } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { MATMUL_RELAXED_WASM, MATMUL_SIMD_WASM } from "../wasm/matmul_wasm.ts";
 
 /**
  * Copies the logical [rows, cols] matrix at `offset` (stored transposed when
@@ -31,9 +41,10 @@ function pack(
 /**
  * Batched matmul with 4x4 register blocking over packed panels: each step of
  * the inner loop loads 8 numbers and does 16 multiply-adds, accumulating in
- * float64 (so the reference is more exact than float32 kernels).
+ * float64 (so the reference is more exact than float32 kernels). Any dtype;
+ * what {@link matmul} runs for float64 and when WebAssembly is unavailable.
  */
-export function matmul(
+export function matmulTs(
   a: TypedArray,
   b: TypedArray,
   out: TypedArray,
@@ -116,4 +127,274 @@ export function matmul(
       }
     }
   }
+}
+
+// ---- WebAssembly SIMD (float32) ----
+
+/** Columns per B panel: two f32x4 vectors (both modules). */
+const NR = 8;
+/** Bytes of one packed operand block (A rows, B columns) or of the C block. */
+const BLOCK_BYTES = 8 << 20;
+/**
+ * Bytes of A panels one kernel call streams through per B panel: small
+ * enough to stay in L2 (256 KiB-1 MiB per core on current x86 and ARM cores)
+ * next to the B panel in L1.
+ */
+const A_L2_BYTES = 256 << 10;
+/** The largest wasm memory asked for; beyond it the TypeScript kernel runs. */
+const MAX_MEMORY_BYTES = 1 << 30;
+
+/** Which matmul kernel float32 products use. */
+export type MatmulKernel = "relaxed-simd" | "simd" | "typescript";
+
+/** A loaded kernel module: its memory, entry point and A panel height. */
+interface WasmMatmul {
+  readonly kind: "relaxed-simd" | "simd";
+  /** Rows per A panel (tile height): 6 for relaxed-simd, 4 for simd. */
+  readonly mr: number;
+  readonly memory: WebAssembly.Memory;
+  /** See the `.wat` files: computes `panels` tiles against one B panel. */
+  readonly panel: (a: number, b: number, c: number, panels: number, k: number, ldc: number) => void;
+  /** A float32 view of `memory` (rebuilt when growing detaches it). */
+  view: Float32Array;
+}
+
+function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+/**
+ * Compiles the first kernel module this engine accepts: relaxed SIMD, then
+ * plain SIMD (`WebAssembly.validate` says whether the proposal is there).
+ * Returns null without WebAssembly, or where compiling is refused (a
+ * Content-Security-Policy without `wasm-unsafe-eval`). Both modules are
+ * under 1 KB, well within the 4 KB that browsers compile synchronously.
+ */
+function loadWasm(allowRelaxed: boolean): WasmMatmul | null {
+  if (typeof WebAssembly === "undefined") return null;
+  const candidates = [
+    { kind: "relaxed-simd", mr: 6, source: MATMUL_RELAXED_WASM },
+    { kind: "simd", mr: 4, source: MATMUL_SIMD_WASM },
+  ] as const;
+  for (const { kind, mr, source } of candidates) {
+    if (kind === "relaxed-simd" && !allowRelaxed) continue;
+    try {
+      const bytes = decodeBase64(source);
+      if (!WebAssembly.validate(bytes)) continue;
+      const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes), {});
+      const memory = exports.memory as WebAssembly.Memory;
+      const panel = exports.panel as WasmMatmul["panel"];
+      return { kind, mr, memory, panel, view: new Float32Array(memory.buffer) };
+    } catch {
+      // Not compilable here: try the next one, or use the TypeScript kernel.
+    }
+  }
+  return null;
+}
+
+/** One instance per process, made on the first float32 matmul; null: none. */
+let wasm: WasmMatmul | null | undefined;
+let preferred: MatmulKernel | "auto" = "auto";
+
+/**
+ * Chooses the float32 matmul kernel: `"auto"` (default) takes relaxed SIMD,
+ * else SIMD, else TypeScript; the others force one (a WebAssembly kind the
+ * engine lacks falls back as `"auto"` would). For benchmarks and tests;
+ * returns the kernel now in use.
+ */
+export function setMatmulKernel(kernel: MatmulKernel | "auto"): MatmulKernel {
+  preferred = kernel;
+  wasm = undefined;
+  return matmulKernel();
+}
+
+/** The kernel float32 products run in (loads the WebAssembly module if needed). */
+export function matmulKernel(): MatmulKernel {
+  return currentWasm()?.kind ?? "typescript";
+}
+
+function currentWasm(): WasmMatmul | null {
+  if (wasm === undefined) {
+    wasm = preferred === "typescript" ? null : loadWasm(preferred !== "simd");
+  }
+  return wasm;
+}
+
+/** Makes the module's memory at least `bytes` long; false if it cannot grow. */
+function reserve(w: WasmMatmul, bytes: number): boolean {
+  const have = w.memory.buffer.byteLength;
+  if (bytes > have) {
+    if (bytes > MAX_MEMORY_BYTES) return false;
+    try {
+      w.memory.grow(Math.ceil((bytes - have) / 65536));
+    } catch {
+      return false;
+    }
+  }
+  if (w.view.buffer !== w.memory.buffer) w.view = new Float32Array(w.memory.buffer);
+  return true;
+}
+
+/**
+ * Packs rows `first .. first + count` of the logical [rows, cols] matrix at
+ * `offset` of `src` (stored [cols, rows] when `transposed`) into panels of
+ * `width` rows, each [cols][width], the first at `into[at]`: the layout the
+ * kernel reads with contiguous loads. Rows past the block are zeros (they
+ * only feed output rows that are never copied out, but zeros keep NaNs and
+ * denormals out of the arithmetic).
+ */
+function packPanels(
+  src: TypedArray,
+  offset: number,
+  rows: number,
+  cols: number,
+  transposed: boolean,
+  first: number,
+  count: number,
+  width: number,
+  into: Float32Array,
+  at: number,
+): void {
+  const end = first + count;
+  for (let r0 = first, base = at; r0 < end; r0 += width, base += cols * width) {
+    const live = Math.min(width, end - r0);
+    if (transposed) {
+      // Stored [cols][rows]: the panel's `live` values of each column are
+      // contiguous in the source, so this is a strided copy of short runs.
+      for (let c = 0, s = offset + r0, d = base; c < cols; c++, s += rows, d += width) {
+        for (let w = 0; w < live; w++) into[d + w] = src[s + w];
+        for (let w = live; w < width; w++) into[d + w] = 0;
+      }
+    } else {
+      // Stored [rows][cols]: read each row in order, scatter it down the
+      // panel with stride `width` (the panel, ~width * cols * 4 bytes,
+      // stays in cache while it fills).
+      for (let w = 0; w < live; w++) {
+        for (let c = 0, s = offset + (r0 + w) * cols, d = base + w; c < cols; c++, d += width) {
+          into[d] = src[s + c];
+        }
+      }
+      for (let w = live; w < width; w++) {
+        for (let c = 0, d = base + w; c < cols; c++, d += width) into[d] = 0;
+      }
+    }
+  }
+}
+
+const align64 = (bytes: number) => Math.ceil(bytes / 64) * 64;
+
+/**
+ * The float32 product in the WebAssembly kernel; false (nothing written)
+ * when its memory cannot hold the blocks, so the caller falls back.
+ *
+ * Blocking: B is packed in blocks of whole panels of 8 columns and A in
+ * blocks of whole panels of `mr` rows, each block at most BLOCK_BYTES (one
+ * block each for the MLP's shapes, so every operand is packed once; a
+ * broadcast operand, batch stride 0, is packed once for all batches). The
+ * kernel writes an (A block x B block) region of C into wasm memory, padded
+ * to whole tiles, and only its real rows and columns are copied to `out`.
+ * Inside a block, A is fed to the kernel A_L2_BYTES at a time, each slice
+ * against every B panel in turn.
+ */
+function matmulWasm(
+  w: WasmMatmul,
+  a: TypedArray,
+  b: TypedArray,
+  out: TypedArray,
+  layout: MatmulLayout,
+): boolean {
+  const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
+  const mr = w.mr;
+  const aPanelBytes = k * mr * 4;
+  const bPanelBytes = k * NR * 4;
+  const nPanelsAll = Math.ceil(n / NR);
+  const mPanelsAll = Math.ceil(m / mr);
+  // Panels per block: B by its budget; A by its own and by the C block's.
+  const nbPanels = Math.max(1, Math.min(nPanelsAll, Math.floor(BLOCK_BYTES / bPanelBytes)));
+  const ldc = nbPanels * NR * 4;
+  const mbPanels = Math.max(
+    1,
+    Math.min(
+      mPanelsAll,
+      Math.floor(BLOCK_BYTES / aPanelBytes),
+      Math.floor(BLOCK_BYTES / (mr * ldc)),
+    ),
+  );
+  const sliceByA = Math.max(1, Math.floor(A_L2_BYTES / aPanelBytes));
+  const aAt = 0;
+  const bAt = align64(mbPanels * aPanelBytes);
+  const cAt = bAt + align64(nbPanels * bPanelBytes);
+  if (!reserve(w, cAt + mbPanels * mr * ldc)) return false;
+  const view = w.view;
+  const nBlock = nbPanels * NR;
+  const mBlock = mbPanels * mr;
+  const singleA = mBlock >= m;
+  const singleB = nBlock >= n;
+  let packedA = -1; // source offset of the A block in memory when it is all of A
+  let packedB = -1;
+  for (let bt = 0; bt < batch; bt++) {
+    const aOffset = bt * aBatchStride;
+    const bOffset = bt * bBatchStride;
+    const outOffset = bt * m * n;
+    for (let j0 = 0; j0 < n; j0 += nBlock) {
+      const cols = Math.min(nBlock, n - j0);
+      const jPanels = Math.ceil(cols / NR);
+      if (!singleB || packedB !== bOffset) {
+        // Bᵀ is the logical [n, k] matrix; B is stored [k, n] unless transB.
+        packPanels(b, bOffset, n, k, !transB, j0, cols, NR, view, bAt / 4);
+        packedB = singleB ? bOffset : -1;
+      }
+      for (let i0 = 0; i0 < m; i0 += mBlock) {
+        const rows = Math.min(mBlock, m - i0);
+        const iPanels = Math.ceil(rows / mr);
+        if (!singleA || packedA !== aOffset) {
+          // A is the logical [m, k] matrix, stored [k, m] when transA.
+          packPanels(a, aOffset, m, k, transA, i0, rows, mr, view, aAt / 4);
+          packedA = singleA ? aOffset : -1;
+        }
+        for (let ip = 0; ip < iPanels; ip += sliceByA) {
+          const count = Math.min(sliceByA, iPanels - ip);
+          const aSlice = aAt + ip * aPanelBytes;
+          const cSlice = cAt + ip * mr * ldc;
+          for (let jp = 0; jp < jPanels; jp++) {
+            w.panel(aSlice, bAt + jp * bPanelBytes, cSlice + jp * NR * 4, count, k, ldc);
+          }
+        }
+        // Copy the block's real rows and columns out of the padded C.
+        const cFloats = cAt / 4;
+        const ldcFloats = ldc / 4;
+        if (cols === n && ldcFloats === n) {
+          out.set(view.subarray(cFloats, cFloats + rows * n), outOffset + i0 * n);
+        } else {
+          for (let r = 0; r < rows; r++) {
+            const from = cFloats + r * ldcFloats;
+            out.set(view.subarray(from, from + cols), outOffset + (i0 + r) * n + j0);
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/**
+ * Batched matmul (see {@link MatmulLayout}): float32 in the WebAssembly SIMD
+ * kernel when the engine has WebAssembly SIMD (accumulating in float32),
+ * everything else in {@link matmulTs}.
+ */
+export function matmul(
+  a: TypedArray,
+  b: TypedArray,
+  out: TypedArray,
+  layout: MatmulLayout,
+): void {
+  const { m, n, k } = layout;
+  if (layout.dtype === "float32" && m > 0 && n > 0 && k > 0) {
+    const w = currentWasm();
+    if (w !== null && matmulWasm(w, a, b, out, layout)) return;
+  }
+  matmulTs(a, b, out, layout);
 }

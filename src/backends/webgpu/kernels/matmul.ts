@@ -57,11 +57,13 @@ const BLOCKS: readonly (readonly [number, number])[] = [
   [4, 4],
 ];
 /**
- * Blocks for narrow outputs (n < 4 * wgX, e.g. a 10-class logit layer):
- * wider blocks leave most of the 8 SIMD lanes along x idle and compute
- * padding columns, so these keep 4 columns and vary the rows (measured at
- * 256x512x10 on llvmpipe: 0.37 ms vs 0.56 ms for the 4x8 block that
- * `BLOCKS` picks; at 1024x1024x10, 16x4 vs 16x16: 2x faster).
+ * Blocks for narrow outputs (n < 2 * wgX, e.g. a 10-class logit layer),
+ * chosen with half of {@link MIN_WORKGROUPS}: wider blocks leave most of the
+ * SIMD lanes along x idle and compute padding columns, so these keep 4
+ * columns and vary the rows. Measured on llvmpipe, ms per product
+ * (transB / plain / transA): 256x512x10 with 8x4 0.30 / 0.44 / 0.40 vs
+ * 0.50 / 1.03 / 1.07 with the 4x8 that `BLOCKS` gives; 1024x1024x10 with
+ * 16x4 1.9 / 2.2 / 2.6 vs 4.8 / 8.4 / 5.5 with 16x16.
  */
 const NARROW_BLOCKS: readonly (readonly [number, number])[] = [
   [16, 4],
@@ -340,10 +342,12 @@ export function matmul(
     const workgroups = ([r, c]: readonly [number, number]) =>
       Math.ceil(Math.ceil(n / c) / wgX) * Math.ceil(Math.ceil(m / r) / wgY) *
       batch;
-    const blocks = Math.ceil(n / 4) < wgX ? NARROW_BLOCKS : BLOCKS;
+    const narrow = n < 2 * wgX;
+    const blocks = narrow ? NARROW_BLOCKS : BLOCKS;
+    const enough = narrow ? MIN_WORKGROUPS / 2 : MIN_WORKGROUPS;
     const [rows, cols] = matmulOptions.rows > 0 && matmulOptions.cols > 0
       ? [matmulOptions.rows, matmulOptions.cols]
-      : blocks.find((b) => workgroups(b) >= MIN_WORKGROUPS) ??
+      : blocks.find((b) => workgroups(b) >= enough) ??
         blocks[blocks.length - 1];
     const v: RbVariant = {
       rows,
