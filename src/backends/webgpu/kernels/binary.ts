@@ -126,6 +126,13 @@ export function binary(
     });
     return;
   }
+  if (rank === 2 && shape[1] % 4 === 0) {
+    const modes = [modeOf(as, shape[1]), modeOf(bs, shape[1])];
+    if (modes[0] !== null && modes[1] !== null) {
+      rowBroadcast(rt, op, fn, t, a, b, out, shape, modes[0], modes[1]);
+      return;
+    }
+  }
   if (1 + 3 * rank > PARAM_SLOT_WORDS) {
     throw new Error(`webgpu binary ${op}: rank ${rank} is too large`);
   }
@@ -150,5 +157,72 @@ ${index}  out[idx] = f(a[ia], b[ib]);
     buffers: [a, b, out],
     params,
     groups: groups2d(Math.ceil(numel / WG)),
+  });
+}
+
+/** How a rank-2 operand of [rows, cols] is read: whole, one row, one column, one element. */
+type Mode = "full" | "row" | "col" | "one";
+
+function modeOf(strides: readonly number[], cols: number): Mode | null {
+  const [r, c] = strides;
+  if (r === cols && c === 1) return "full";
+  if (r === 0 && c === 1) return "row";
+  if (r === 1 && c === 0) return "col";
+  if (r === 0 && c === 0) return "one";
+  return null;
+}
+
+/**
+ * [rows, cols] with cols % 4 == 0 where each operand is whole, a broadcast
+ * row (a bias), a broadcast column or one element: vec4 loads and one
+ * division per 4 outputs, instead of the general path's division and
+ * modulo per dim per element (about 4x faster on llvmpipe).
+ */
+function rowBroadcast(
+  rt: Runtime,
+  op: BinaryOp,
+  fn: string,
+  t: "f32" | "i32",
+  a: GPUBuffer,
+  b: GPUBuffer,
+  out: GPUBuffer,
+  shape: number[],
+  ma: Mode,
+  mb: Mode,
+): void {
+  const [rows, cols] = shape;
+  const count = (rows * cols) / 4;
+  const v4 = `vec4<${t}>`;
+  const decl = (name: string, binding: number, m: Mode) =>
+    storage(binding, name, m === "full" || m === "row" ? v4 : t, false);
+  const load = (name: string, m: Mode) => {
+    switch (m) {
+      case "full":
+        return `${name}[idx]`;
+      case "row":
+        return `${name}[idx % c4]`;
+      case "col":
+        return `${v4}(${name}[idx / c4])`;
+      case "one":
+        return `${v4}(${name}[0])`;
+    }
+  };
+  const parts = ["x", "y", "z", "w"].map((c) => `f(va.${c}, vb.${c})`);
+  rt.dispatch({
+    name: op,
+    key: `binary_${op}_${t}_rc_${ma}_${mb}`,
+    wgsl: () =>
+      PARAMS_WGSL + decl("a", 1, ma) + decl("b", 2, mb) + storage(3, "out", v4, true) + fn +
+      main1d(WG) +
+      `  if (idx >= pu(0u)) { return; }
+  let c4 = pu(1u);
+  let va = ${load("a", ma)}; let vb = ${load("b", mb)};
+  out[idx] = ${v4}(${parts.join(", ")});
+}
+`,
+    signature: "rrw",
+    buffers: [a, b, out],
+    params: [count, cols / 4],
+    groups: groups2d(Math.ceil(count / WG)),
   });
 }
