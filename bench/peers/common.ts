@@ -30,9 +30,9 @@ export type PeerSuite = "matmul" | "mlp";
 /** Options of {@link runPeers} (see `mod.ts`) and of every peer runner. */
 export interface PeerOptions {
   /** Suites to run. */
-  suites: PeerSuite[];
+  suites: readonly PeerSuite[];
   /** Square matmul sizes N (default {@link DEFAULT_SIZES}). */
-  sizes?: number[];
+  sizes?: readonly number[];
   /** Maximum number of timed MLP steps (default {@link DEFAULT_STEPS}). */
   steps?: number;
   /** Progress sink (default: silent). */
@@ -312,6 +312,46 @@ export const MLP_MEASURE: MeasureOptions = {
 /** Upper bound for one case (init, warm-up and timing) before giving up. */
 export const CASE_TIMEOUT_MS = 90_000;
 
+/** Busy CPU time counters, in jiffies (see {@link cpuJiffies}). */
+export interface CpuSample {
+  /** Busy jiffies of the whole machine (all cores). */
+  all: number;
+  /** Busy jiffies of this process (all threads). */
+  self: number;
+}
+
+/** Busy CPU jiffies of the whole machine and of this process (Linux). */
+export function cpuJiffies(): CpuSample | undefined {
+  try {
+    const cpu = Deno.readTextFileSync("/proc/stat").split("\n")[0]
+      .trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal ...
+    const all = cpu.slice(0, 8).reduce((a, b) => a + b, 0) - cpu[3] - cpu[4];
+    const stat = Deno.readTextFileSync("/proc/self/stat");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const self = Number(fields[11]) + Number(fields[12]); // utime + stime
+    return Number.isFinite(all + self) ? { all, self } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Share of the machine's CPU time that other processes used between two
+ * {@link cpuJiffies} samples: timings are only comparable when it is low.
+ */
+export function otherLoad(
+  a: CpuSample | undefined,
+  b: CpuSample | undefined,
+  seconds: number,
+): string {
+  if (!a || !b || seconds <= 0) return "?";
+  const hz = 100; // USER_HZ on Linux
+  const capacity = seconds * hz * navigator.hardwareConcurrency;
+  const other = (b.all - a.all) - (b.self - a.self);
+  return `${Math.max(0, Math.round((100 * other) / capacity))}%`;
+}
+
 /** What a case function reports: its value and an optional detail note. */
 export interface CaseOutcome {
   /** Measured value in the case's unit. */
@@ -332,9 +372,18 @@ export async function runCase(
   const label = `${row.peer}/${row.backend}/${row.suite}`;
   log(`  ${label} ...`);
   try {
+    const cpu0 = cpuJiffies();
+    const t0 = performance.now();
     const out = await withTimeout(fn(), CASE_TIMEOUT_MS, label);
-    log(`  ${label}: ${out.value.toFixed(2)} ${row.unit} (${out.note ?? ""})`);
-    return { ...row, value: out.value, note: out.note };
+    const others = otherLoad(
+      cpu0,
+      cpuJiffies(),
+      (performance.now() - t0) / 1000,
+    );
+    const note = [out.note, `other processes ${others} CPU`]
+      .filter((s) => s).join("; ");
+    log(`  ${label}: ${out.value.toFixed(2)} ${row.unit} (${note})`);
+    return { ...row, value: out.value, note };
   } catch (e) {
     const note = errorMessage(e);
     log(`  ${label}: FAILED ${note}`);

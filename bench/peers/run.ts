@@ -13,6 +13,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { cpuJiffies, otherLoad } from "./common.ts";
 import { JAXJS_VERSION, type PeerResult, type PeerSuite, runPeers, TFJS_VERSION } from "./mod.ts";
 
 const SUITES: readonly PeerSuite[] = ["matmul", "mlp"];
@@ -50,15 +51,6 @@ export function formatTable(rows: readonly PeerResult[]): string {
   ].join("\n");
 }
 
-/** 1-minute load average (other processes skew timings), or "?". */
-function loadAverage(): string {
-  try {
-    return Deno.loadavg()[0].toFixed(2);
-  } catch {
-    return "?";
-  }
-}
-
 async function main(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
@@ -87,15 +79,15 @@ async function main(args: string[]): Promise<number> {
   const sizes = values.size?.map((s) => positiveInt(s, "--size"));
   const steps = values.steps === undefined ? undefined : positiveInt(values.steps, "--steps");
   const log = values.quiet ? undefined : (line: string) => console.error(`[peers] ${line}`);
-  const load0 = loadAverage();
+  const cpu0 = cpuJiffies();
   const t0 = performance.now();
   const rows = await runPeers({ suites, sizes, steps, log });
   const secs = (performance.now() - t0) / 1000;
   console.log(
     `peers: tfjs@${TFJS_VERSION} (cpu, webgpu), jax-js@${JAXJS_VERSION} ` +
       `(wasm, webgpu); ${Deno.build.target}; ${navigator.hardwareConcurrency} ` +
-      `cores; ${secs.toFixed(1)} s; 1-min load average ${load0} -> ` +
-      loadAverage(),
+      `cores; ${secs.toFixed(1)} s; CPU used by other processes meanwhile: ` +
+      otherLoad(cpu0, cpuJiffies(), secs),
   );
   console.log(formatTable(rows));
   if (values.json) {
