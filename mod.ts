@@ -41,6 +41,7 @@ export { DeviceLostError } from "./src/errors.ts";
 export { seededRandom } from "./src/util.ts";
 export type { DType, TypedArray } from "./src/dtype.ts";
 export type * from "./src/backends/backend.ts";
+export { lowbias32 } from "./src/backends/backend.ts";
 export * as parallel from "./src/parallel/mod.ts";
 export * as nn from "./src/nn/mod.ts";
 export * as optim from "./src/optim/mod.ts";

@@ -174,6 +174,20 @@ export interface RandomLayout {
   readonly dtype: DType;
 }
 
+/**
+ * The contract's `h(x)` for {@link RandomLayout} on the host (u32 in, u32
+ * out), so that every backend derives the same key from a seed.
+ */
+export function lowbias32(value: number): number {
+  let x = value >>> 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x7feb352d) >>> 0;
+  x ^= x >>> 15;
+  x = Math.imul(x, 0x846ca68b) >>> 0;
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
 /** Memory held by a device, in bytes. */
 export interface MemoryInfo {
   /** Bytes of live buffers (allocated and not freed). */

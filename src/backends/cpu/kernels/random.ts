@@ -1,16 +1,5 @@
-import type { RandomLayout } from "../../backend.ts";
+import { lowbias32, type RandomLayout } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
-
-/** The contract's lowbias32 hash (u32 in, u32 out). */
-export function lowbias32(value: number): number {
-  let x = value >>> 0;
-  x ^= x >>> 16;
-  x = Math.imul(x, 0x7feb352d) >>> 0;
-  x ^= x >>> 15;
-  x = Math.imul(x, 0x846ca68b) >>> 0;
-  x ^= x >>> 16;
-  return x >>> 0;
-}
 
 /** Counter-based uniform or normal numbers, as the contract defines them. */
 export function random(out: TypedArray, layout: RandomLayout): void {

@@ -8,22 +8,11 @@
  * @module
  */
 
-import type { RandomLayout } from "../../backend.ts";
+import { lowbias32, type RandomLayout } from "../../backend.ts";
 import { f32Bits, groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
-
-/** The contract's `h(x)` on the host (u32 in, u32 out). */
-export function lowbias32(x: number): number {
-  x >>>= 0;
-  x ^= x >>> 16;
-  x = Math.imul(x, 0x7feb352d);
-  x ^= x >>> 15;
-  x = Math.imul(x, 0x846ca68b);
-  x ^= x >>> 16;
-  return x >>> 0;
-}
 
 const COMMON = `
 fn h(x0: u32) -> u32 {
