@@ -16,6 +16,7 @@ import {
   requestDevices,
   type Tensor,
   tensor,
+  tidy,
   zeros,
 } from "../mod.ts";
 import { assertClose, BACKENDS } from "./harness.ts";
@@ -403,3 +404,40 @@ test("a replica failing on a #private field gets a hint about replication", () =
     /replica 1 on device cpu:1 failed: .*#private fields/,
   );
 });
+
+for (const [label, devices] of deviceSets()) {
+  test(`DataParallel steps inside tidy keep every device's memory flat [${label}]`, async () => {
+    const fx = fixtures.mlp as Record<string, unknown>;
+    const model = mlpFromFixture(fx).to(devices[0]);
+    const dp = new nn.DataParallel(model, { devices });
+    const opt = new optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9 });
+    const x = tensor(fx.input as number[][], { device: devices[0] });
+    const target = tensor(fx.target as number[], { dtype: "int32", device: devices[0] });
+    const lossFn = new nn.CrossEntropyLoss();
+    const step = () =>
+      tidy(() => {
+        opt.zeroGrad();
+        lossFn.forward(dp.forward(x), target).backward();
+        opt.step();
+      });
+    const settle = async () => {
+      for (const d of devices) {
+        const probe = zeros([1], { device: d });
+        await probe.data();
+        probe.dispose();
+      }
+      await model.parameters()[0].data();
+    };
+    for (let i = 0; i < 5; i++) step();
+    await settle();
+    const used = devices.map((d) => d.memory().bytesInUse);
+    for (let i = 0; i < 30; i++) step();
+    await settle();
+    devices.forEach((d, i) =>
+      assert.ok(
+        d.memory().bytesInUse <= used[i],
+        `${d}: ${d.memory().bytesInUse} bytes in use after 30 steps, ${used[i]} after 5`,
+      )
+    );
+  });
+}
