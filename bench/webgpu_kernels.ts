@@ -11,16 +11,11 @@
 
 import type { BackendDevice, DeviceBuffer } from "../src/backends/backend.ts";
 import { matmulOptions, type MatmulVariant, webgpuBackend } from "../src/backends/webgpu/mod.ts";
+import { median } from "./suites/_common.ts";
 
 function arg(name: string): string | undefined {
   const prefix = `--${name}=`;
   return Deno.args.find((a) => a.startsWith(prefix))?.slice(prefix.length);
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /**

@@ -168,7 +168,7 @@ export function runBackward(
       const outGrads = pending.get(node)!;
       pending.delete(node);
       const inputs = node.inputs;
-      const inGrads = noGradApply(node, outGrads);
+      const inGrads = noGrad(() => node.apply(outGrads));
       if (inGrads.length !== inputs.length) {
         throw new Error(
           `${node.name}: backward returned ${inGrads.length} gradients for ${inputs.length} inputs`,
@@ -202,15 +202,6 @@ export function runBackward(
     }
     accumulateLeaves(leafGrads, engineSums);
   });
-}
-
-function noGradApply(node: Node, grads: (Tensor | null)[]): (Tensor | null)[] {
-  const previous = setGradEnabled(false);
-  try {
-    return node.apply(grads);
-  } finally {
-    setGradEnabled(previous);
-  }
 }
 
 function checkGrad(name: string, index: number, input: Tensor, g: Tensor): void {
@@ -311,7 +302,7 @@ export class Function {
       if (!(t instanceof Tensor)) {
         throw new TypeError(`${this.name}.forward must return a Tensor or an array of Tensors`);
       }
-      return inputs.includes(t) ? t.alias() : t;
+      return inputs.includes(t) ? t.detach() : t;
     });
     const tensorInputs = inputs.map((x) => (x instanceof Tensor ? x : null));
     record(this.name, tensorInputs, outputs, (grads) => {

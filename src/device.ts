@@ -111,22 +111,32 @@ export interface RequestDevicesOptions {
   count?: number;
 }
 
+/**
+ * Runs the backend's factory once. A synchronous factory's backend is also
+ * kept in `syncBackend`, so that {@link device} can start devices without
+ * await; a failure is kept in `failure` for later messages.
+ */
 function startBackend(name: string, entry: Registration): Promise<Backend> {
-  if (!entry.started) {
-    entry.started = (async () => {
-      try {
-        const made = entry.factory();
-        // A synchronous factory lets device() start more devices later without await.
-        if (!(made instanceof Promise)) entry.syncBackend = made;
-        return await made;
-      } catch (error) {
-        entry.failure = error instanceof Error ? error.message : String(error);
-        throw new Error(`backend "${name}" cannot start: ${entry.failure}`, {
-          cause: error,
-        });
-      }
-    })();
+  if (entry.started) return entry.started;
+  const fail = (error: unknown): Error => {
+    entry.failure = error instanceof Error ? error.message : String(error);
+    return new Error(`backend "${name}" cannot start: ${entry.failure}`, { cause: error });
+  };
+  try {
+    const made = entry.factory();
+    if (made instanceof Promise) {
+      entry.started = made.catch((error) => {
+        throw fail(error);
+      });
+    } else {
+      entry.syncBackend = made;
+      entry.started = Promise.resolve(made);
+    }
+  } catch (error) {
+    entry.started = Promise.reject(fail(error));
   }
+  // device() starts backends without awaiting them: their failure is kept, not unhandled.
+  entry.started.catch(() => {});
   return entry.started;
 }
 
@@ -250,25 +260,7 @@ function startSync(
   entry: Registration,
   index: number,
 ): Device | null {
-  if (entry.failure) return null;
-  if (!entry.started) {
-    let backend: Backend | Promise<Backend>;
-    try {
-      backend = entry.factory();
-    } catch (error) {
-      entry.failure = error instanceof Error ? error.message : String(error);
-      return null;
-    }
-    if (backend instanceof Promise) {
-      entry.started = backend;
-      backend.catch((error) => {
-        entry.failure = error instanceof Error ? error.message : String(error);
-      });
-      return null;
-    }
-    entry.syncBackend = backend;
-    entry.started = Promise.resolve(backend);
-  }
+  startBackend(name, entry);
   if (!entry.syncBackend) return null;
   const kernels = entry.syncBackend.createDevice(index);
   if (kernels instanceof Promise) return null;

@@ -41,7 +41,7 @@ export function toHost(
   values: ArrayLike<number>,
 ): TypedArray {
   const out = allocHost(dtype, values.length);
-  out.set(values as ArrayLike<number>);
+  out.set(values);
   return out;
 }
 

@@ -22,13 +22,16 @@ interface Held {
   readonly buffer: DeviceBuffer;
 }
 
-const finalizer = new FinalizationRegistry<Held>(({ device, buffer }) => {
+/** Frees `buffer` once the work queued ahead of it has run. */
+function freeLater({ device, buffer }: Held): void {
   try {
     device.stream.submit(() => device.kernels.free(buffer));
   } catch {
     // A destroyed or lost device has nothing left to free.
   }
-});
+}
+
+const finalizer = new FinalizationRegistry<Held>(freeLater);
 
 const scopes: Set<Storage>[] = [];
 
@@ -83,12 +86,7 @@ export class Storage {
     if (buffer === null) return;
     this.#buffer = null;
     finalizer.unregister(this);
-    const { device } = this;
-    try {
-      device.stream.submit(() => device.kernels.free(buffer));
-    } catch {
-      // A lost device has nothing left to free.
-    }
+    freeLater({ device: this.device, buffer });
   }
 }
 

@@ -8,7 +8,7 @@
 import type { Node } from "./autograd.ts";
 import { type BackwardOptions, runBackward } from "./autograd.ts";
 import { type Device, device as resolveDevice } from "./device.ts";
-import { assertDType, type DType, DTYPES, isFloat, type TypedArray } from "./dtype.ts";
+import { type DType, DTYPES, isFloat, type TypedArray } from "./dtype.ts";
 import { formatShape, normalizeDim, numelOf, sameShape, type Shape } from "./shape.ts";
 import type { Storage } from "./storage.ts";
 import * as ew from "./ops/elementwise.ts";
@@ -252,11 +252,6 @@ export class Tensor {
     return new Tensor(this.#storage, this.#shape);
   }
 
-  /** @internal Another tensor object over the same storage, without history. */
-  alias(): Tensor {
-    return this.detach();
-  }
-
   /** Zeros like this tensor (same shape, dtype and device). */
   zerosLike(): Tensor {
     return full([...this.shape], 0, { dtype: this.dtype, device: this.device });
@@ -267,7 +262,6 @@ export class Tensor {
   /** A copy on `target` (a device or its name), or converted to a dtype. Never waits. */
   to(target: Device | string | DType): Tensor {
     if (target === "float32" || target === "int32" || target === "float64") {
-      assertDType(target);
       return ew.cast(this, target);
     }
     let d: Device;

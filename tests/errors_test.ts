@@ -368,13 +368,15 @@ Deno.test("reading a disposed tensor rejects; using it in an op throws", async (
 });
 
 Deno.test("arange, registerBackend, tidy and operand errors", async () => {
-  const { arange, registerBackend } = await import("../mod.ts");
+  const { add, arange, registerBackend } = await import("../mod.ts");
   throwsWith(() => arange(0, 5, 0), "arange", "step");
   throwsWith(
     () => registerBackend("Bad Name", () => ({ createDevice: () => CPU0.kernels })),
     "Bad Name",
   );
   throwsWith(() => tensor([1]).add("2" as unknown as number), "add", "string");
+  throwsWith(() => add("2" as unknown as number, tensor([1])), "add", "string");
+  throwsWith(() => add(2, 3), "add", "at least one Tensor", "2", "3");
   throwsWith(() => tidy(async () => {}), "tidy", "Promise");
 });
 
@@ -502,6 +504,39 @@ Deno.test({
       throwsWith(() => device("broken:0"), "broken", "no adapter here");
     } finally {
       unregisterBackend("broken");
+    }
+  },
+});
+
+Deno.test({
+  name: "a backend that device() started first fails with the same message as requestDevices",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const { registerBackend, unregisterBackend } = await import("../mod.ts");
+    registerBackend("broken-async", () => Promise.reject(new Error("no adapter")), {
+      priority: -5,
+    });
+    registerBackend("broken-sync", () => {
+      throw new Error("no driver");
+    }, { priority: -5 });
+    try {
+      // device() starts the factory without waiting for it.
+      throwsWith(() => device("broken-async:0"), "requestDevices");
+      await rejectsWith(
+        () => requestDevices({ backend: "broken-async" }),
+        'backend "broken-async" cannot start',
+        "no adapter",
+      );
+      throwsWith(() => device("broken-sync:0"), "broken-sync", "no driver");
+      await rejectsWith(
+        () => requestDevices({ backend: "broken-sync" }),
+        'backend "broken-sync" cannot start',
+        "no driver",
+      );
+    } finally {
+      unregisterBackend("broken-async");
+      unregisterBackend("broken-sync");
     }
   },
 });

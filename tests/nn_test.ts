@@ -127,6 +127,18 @@ backendTest("functional activations equal the modules", async (device) => {
   }
 });
 
+Deno.test("F.linear takes the biases the linear op takes, and names shapes otherwise", async () => {
+  const x = tensor([[1, 2], [3, 4]]);
+  const w = tensor([[1, 0], [0, 1], [1, 1]]);
+  await assertTensor(F.linear(x, w, tensor([1])), [[2, 3, 4], [4, 5, 8]]);
+  await assertTensor(F.linear(x, w, tensor([1, 2, 3])), [[2, 4, 6], [4, 6, 10]]);
+  assert.throws(
+    () => F.linear(x, w, tensor([1, 2])),
+    /bias of shape \[2\].*weight of shape \[3, 2\]/,
+  );
+  assert.throws(() => F.linear(x, w, 1 as unknown as Tensor), /linear: bias must be a Tensor/);
+});
+
 backendTest("GELU tanh approximation matches its formula", async (device) => {
   const xs = [-3, -1, -0.5, 0, 0.5, 1, 3];
   const expected = xs.map((x) =>

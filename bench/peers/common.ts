@@ -8,6 +8,10 @@
  * @module
  */
 
+import { seededRandom } from "../../src/util.ts";
+
+export { median } from "../suites/_common.ts";
+
 /** One measured (or failed) benchmark case of one peer library. */
 export interface PeerResult {
   /** Peer library, e.g. `"tfjs"` or `"jax-js"`. */
@@ -99,14 +103,6 @@ export async function measure(
   return times;
 }
 
-/** Median of a non-empty list (NaN when empty). */
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
 /** GFLOP/s of an N×N×N matmul (2·N³ flops) that took `ms` milliseconds. */
 export function matmulGflops(n: number, ms: number): number {
   return (2 * n * n * n) / (ms * 1e-3) / 1e9;
@@ -117,18 +113,6 @@ export function timingNote(timesMs: readonly number[]): string {
   const min = Math.min(...timesMs);
   const max = Math.max(...timesMs);
   return `median of ${timesMs.length}; min ${min.toFixed(1)} ms, max ${max.toFixed(1)} ms`;
-}
-
-/** Deterministic PRNG (mulberry32) returning floats in [0, 1). */
-export function makeRng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** `count` uniform floats in [lo, hi) from `rng`. */
@@ -147,7 +131,7 @@ export function uniformArray(
 export function matmulInputs(
   n: number,
 ): { a: Float32Array<ArrayBuffer>; b: Float32Array<ArrayBuffer> } {
-  const rng = makeRng(1234 + n);
+  const rng = seededRandom(1234 + n);
   return {
     a: uniformArray(rng, n * n, -1, 1),
     b: uniformArray(rng, n * n, -1, 1),
@@ -201,7 +185,7 @@ export interface MlpData {
  * and a fixed batch; identical for every peer.
  */
 export function mlpData(): MlpData {
-  const rng = makeRng(42);
+  const rng = seededRandom(42);
   const { dims, batch } = MLP_SPEC;
   const layers: MlpData["layers"] = [];
   for (let i = 0; i + 1 < dims.length; i++) {

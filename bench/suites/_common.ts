@@ -53,8 +53,9 @@ export interface Suite {
   run(ctx: SuiteContext): Promise<BenchResult[]>;
 }
 
-/** The median of `xs` (not empty). */
+/** The median of `xs` (NaN when empty). */
 export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
@@ -237,18 +238,6 @@ export function formatBytes(bytes: number): string {
     u++;
   }
   return `${fmt(v)} ${units[u]}`;
-}
-
-/** A deterministic pseudo-random generator (mulberry32), for labels. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Lets the event loop run (pending frees, GC finalizers) between cases. */

@@ -21,8 +21,6 @@ import {
 export const MATMUL_SIZES: readonly number[] = [256, 512, 1024, 2048];
 /** Sizes of a `--quick` run. */
 export const MATMUL_SIZES_QUICK: readonly number[] = [64, 256];
-/** The cpu backend (pure TypeScript) skips sizes above this in a full run. */
-const CPU_MAX_SIZE = 1024;
 
 /** Runs `reps` products of `a` and `b`, then reads the last one back. */
 async function productsThenRead(a: Tensor, b: Tensor, reps: number): Promise<void> {
@@ -109,10 +107,6 @@ export const matmulSuite: Suite = {
     for (const backend of ctx.backends) {
       const [device] = await ctx.devices(backend, 1);
       for (const n of sizes) {
-        if (backend === "cpu" && !ctx.quick && n > CPU_MAX_SIZE) {
-          table.row([backend, n, "", "", "", "skipped", "(pure TypeScript: ~4 s a product)"]);
-          continue;
-        }
         const r = await benchMatmul(device, n, ctx.budgetS, targetMs);
         results.push(r);
         table.row([

@@ -24,7 +24,7 @@ export const MEMORY_STEPS = 1000;
 export const MEMORY_STEPS_QUICK = 50;
 /** The step whose memory is the reference. */
 export const MEMORY_REFERENCE_STEP = 10;
-/** The smaller MLP the cpu backend (pure TypeScript) trains 1,000 steps of. */
+/** The smaller MLP the cpu backend trains 1,000 steps of (and every backend with `--quick`). */
 export const MEMORY_CONFIG_SMALL: MlpConfig = { layers: [784, 128, 10], batch: 64 };
 
 /** The MLP each backend trains (cpu: smaller, to keep a full run short). */

@@ -7,13 +7,22 @@
  * @module
  */
 
-import { type Device, manualSeed, nn, optim, randn, type Tensor, tensor, tidy } from "../../mod.ts";
+import {
+  type Device,
+  manualSeed,
+  nn,
+  optim,
+  randn,
+  seededRandom,
+  type Tensor,
+  tensor,
+  tidy,
+} from "../../mod.ts";
 import {
   type BenchResult,
   fmt,
   measureInterleaved,
   median,
-  seededRandom,
   settle,
   type Suite,
   type SuiteContext,
@@ -243,8 +252,8 @@ export const mlpSuite: Suite = {
         phases.forEach(([phase, label], i) => {
           const timing = timings[i];
           const timed = times[i].slice(times[i].length - timing.runs);
-          const queueMs = medianOf(timed.map((t) => t.queueMs));
-          const waitMs = medianOf(timed.map((t) => t.waitMs));
+          const queueMs = median(timed.map((t) => t.queueMs));
+          const waitMs = median(timed.map((t) => t.waitMs));
           const phaseFlop = phase === "forward" ? flop / 3 : flop;
           const gflops = phaseFlop / (timing.medianMs * 1e6);
           table.row([backend, label, timing.runs, timing.medianMs, queueMs, waitMs, gflops]);
@@ -303,7 +312,3 @@ export const mlpSuite: Suite = {
     return results;
   },
 };
-
-function medianOf(xs: readonly number[]): number {
-  return xs.length === 0 ? NaN : median(xs);
-}

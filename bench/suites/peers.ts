@@ -3,45 +3,19 @@
  * jax-js) in the same process and prints multigrad's speedup over each: for
  * throughputs (GFLOP/s) ours / theirs, for times (ms/step) theirs / ours, so
  * above 1 means multigrad is faster. The peers module is imported
- * dynamically: where it is missing the run goes on with a note.
+ * dynamically: where it fails to load the run goes on with a note.
  * @module
  */
 
-import { type BenchResult, fmt, type SuiteContext, Table } from "./_common.ts";
+import { type BenchResult, fmt, measure, type SuiteContext, Table } from "./_common.ts";
 import { benchMatmul } from "./matmul.ts";
 import { createMlp, MLP_CONFIG, runStep } from "./mlp.ts";
-import { measure } from "./_common.ts";
+import type { PeerResult, runPeers } from "../peers/mod.ts";
 
-/** One peer number, as `bench/peers/mod.ts` returns it. */
-export interface PeerResult {
-  /** `"tfjs"`, `"jax-js"`. */
-  readonly peer: string;
-  /** `"webgpu"`, `"cpu"`, `"wasm"`. */
-  readonly backend: string;
-  /** `"matmul-1024"`, `"mlp-784-512-512-10-b256"` (or plain `"matmul"`, `"mlp"`). */
-  readonly suite: string;
-  /** The number. */
-  readonly value: number;
-  /** `"GFLOP/s"`, `"ms/step"`. */
-  readonly unit: string;
-  /** Anything the peer wants said (jit, fallbacks). */
-  readonly note?: string;
-}
-
-/** Options of the peers' `runPeers`. */
-export interface RunPeersOptions {
-  /** Suites to run: `"matmul"`, `"mlp"`. */
-  readonly suites: readonly ("matmul" | "mlp")[];
-  /** Matmul sizes. */
-  readonly sizes: readonly number[];
-  /** Timed MLP steps. */
-  readonly steps: number;
-  /** Progress lines. */
-  readonly log: (line: string) => void;
-}
+export type { PeerResult };
 
 interface PeersModule {
-  runPeers(options: RunPeersOptions): Promise<PeerResult[]>;
+  runPeers: typeof runPeers;
 }
 
 /** multigrad against one peer result. */
@@ -106,12 +80,9 @@ export function speedupOf(
 }
 
 async function loadPeers(): Promise<PeersModule | string> {
+  // A computed specifier: a literal one would put the peers and their npm
+  // packages in the module graph of every run, --peers or not.
   const url = new URL("../peers/mod.ts", import.meta.url);
-  try {
-    await Deno.stat(url);
-  } catch {
-    return `bench/peers/mod.ts is not there (yet): no peer numbers in this run`;
-  }
   try {
     const mod = await import(url.href) as Partial<PeersModule>;
     if (typeof mod.runPeers !== "function") return "bench/peers/mod.ts exports no runPeers()";

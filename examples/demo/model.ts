@@ -6,11 +6,7 @@
  */
 
 import { nn, type Tensor } from "../../mod.ts";
-
-/** `[8, 10]`, a shape as the seed examples print it. */
-export function size(shape: readonly number[]): string {
-  return `[${shape.join(", ")}]`;
-}
+import { size } from "../_devices.ts";
 
 /** Options of {@link SpiralClassifier}. */
 export interface ClassifierOptions {

@@ -19,7 +19,8 @@ import {
   tidy,
 } from "../../mod.ts";
 import { makeSpirals, type PointSet, splitTrainTest } from "./data.ts";
-import { size, SpiralClassifier } from "./model.ts";
+import { SpiralClassifier } from "./model.ts";
+import { size } from "../_devices.ts";
 import { type History, renderPlot } from "./plot.ts";
 import {
   formatCount,
@@ -250,7 +251,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     // The learning rate given now wins over the one saved.
     if (options.lr !== undefined) { for (const group of optimizer.paramGroups) group.lr = lr; }
     startEpoch = resumed.epoch;
-    history = { ...resumed.history, stepsPerEpoch: resumed.history.stepsPerEpoch };
+    history = { ...resumed.history };
     if (resumed.history.stepsPerEpoch !== stepsPerEpoch) {
       // A different batch size: keep the old steps on the old scale by resampling positions.
       history.stepLoss = rescale(

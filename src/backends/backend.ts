@@ -81,7 +81,6 @@ export interface BinaryLayout {
   /** Element strides of `b` for each output dim; 0 where `b` is broadcast. */
   readonly bStrides: readonly number[];
   /** The dtype of `a`, `b` and `out`. */
-  /** The element type. */
   readonly dtype: DType;
 }
 
@@ -94,7 +93,6 @@ export interface AxisLayout {
   /** Product of the dims after the axis. */
   readonly inner: number;
   /** The input dtype. */
-  /** The element type. */
   readonly dtype: DType;
 }
 

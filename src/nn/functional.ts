@@ -6,9 +6,8 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import type { Device } from "../device.ts";
 import { isFloat } from "../dtype.ts";
-import { arange, rand } from "../ops/factory.ts";
+import { arangeOn, rand } from "../ops/factory.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
@@ -83,16 +82,8 @@ export function logSoftmax(x: Tensor, dim: number): Tensor {
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
   checkTensor("linear", "input", x);
   checkTensor("linear", "weight", weight);
-  if (bias != null) {
-    checkTensor("linear", "bias", bias);
-    if (bias.ndim !== 1 || bias.shape[0] !== weight.shape[0]) {
-      throw new RangeError(
-        `linear: bias of shape ${formatShape(bias.shape)} does not match weight of shape ${
-          formatShape(weight.shape)
-        } (expected [${weight.shape[0]}])`,
-      );
-    }
-  }
+  // Shapes, dtypes and devices are checked by the op (bias [outF], [1] or [], as PyTorch).
+  if (bias != null) checkTensor("linear", "bias", bias);
   return linearOp(x, weight, bias);
 }
 
@@ -302,20 +293,6 @@ export interface CrossEntropyOptions {
   labelSmoothing?: number;
 }
 
-const classRanges = new Map<string, Tensor>();
-
-/** int32 `[0, C)` on `device`, kept (persistent) so losses do not upload it each step. */
-function classRange(c: number, device: Device): Tensor {
-  const key = `${device}|${c}`;
-  const hit = classRanges.get(key);
-  if (hit && !hit.storage.disposed && hit.device === device) return hit;
-  const r = arange(0, c, 1, { dtype: "int32", device });
-  r.storage.persistent = true;
-  if (classRanges.size >= 64) classRanges.delete(classRanges.keys().next().value!);
-  classRanges.set(key, r);
-  return r;
-}
-
 /**
  * Cross entropy between logits and targets, as
  * `torch.nn.functional.cross_entropy`: `input` is [N, C] (or [C], or
@@ -398,7 +375,7 @@ export function crossEntropy(
   const idx = target.reshape([m, 1]);
   const { onehot, valid } = noGrad(() =>
     tidy(() => ({
-      onehot: idx.eq(classRange(c, input.device).reshape([1, c])).to(logp.dtype),
+      onehot: idx.eq(arangeOn(c, input.device).reshape([1, c])).to(logp.dtype),
       valid: idx.ne(ignoreIndex).to(logp.dtype).reshape([m]),
     }))
   );

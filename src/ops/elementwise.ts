@@ -83,16 +83,20 @@ export function binaryRaw(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   return out;
 }
 
-/** Promotes two operands to one dtype (numbers take the tensor's). */
+/** Promotes two operands to one dtype (a number takes the dtype and device of the tensor beside it). */
 function operands(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
-  const ta = typeof a === "number" ? asTensor(a, b as Tensor, op) : a;
+  if (typeof a === "number" && typeof b === "number") {
+    throw new TypeError(
+      `${op}: expected at least one Tensor operand, got the numbers ${a} and ${b}`,
+    );
+  }
+  const ta = asTensor(a, b as Tensor, op);
   const tb = asTensor(b, ta, op);
-  const tta = typeof a === "number" ? asTensor(a, tb, op) : ta;
-  commonDevice(op, tta, tb);
+  commonDevice(op, ta, tb);
   // Shapes are checked before a cast allocates, so a failing op leaves nothing behind.
-  broadcastShapes(tta.shape, tb.shape, op);
-  const dtype = promoteTypes(tta.dtype, tb.dtype);
-  return [cast(tta, dtype), cast(tb, dtype)];
+  broadcastShapes(ta.shape, tb.shape, op);
+  const dtype = promoteTypes(ta.dtype, tb.dtype);
+  return [cast(ta, dtype), cast(tb, dtype)];
 }
 
 /** Sums a broadcast gradient back to `shape`. */

@@ -14,7 +14,7 @@ import {
 } from "../dtype.ts";
 import { checkShape, formatShape, numelOf, type Shape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { empty, launch } from "./util.ts";
+import { cachedConstant, empty, launch } from "./util.ts";
 
 /** Where and how a factory makes its tensor. */
 export interface TensorOptions {
@@ -159,9 +159,20 @@ export function arange(
   return finish(fromHost(toHost(dtype, values), [count], device), options);
 }
 
-/** int32 `0..size-1` on `device` (used by ops). */
+const ranges = new Map<string, Tensor>();
+
+/**
+ * int32 `0..size-1` on `device`, for one-hot masks that ops and losses build
+ * every step: cached (persistent) per size and device, so it is uploaded once.
+ */
 export function arangeOn(size: number, device: Device): Tensor {
-  return arange(0, size, 1, { dtype: "int32", device });
+  return cachedConstant(
+    ranges,
+    64,
+    `${device}|${size}`,
+    device,
+    () => arange(0, size, 1, { dtype: "int32", device }),
+  );
 }
 
 let seedState = BigInt(Date.now()) & 0xffffffffffffffffn;

@@ -111,11 +111,7 @@ function argExtreme(
   dim: number | undefined,
   keepdim: boolean,
 ): Tensor {
-  if (dim === undefined) {
-    return x.ndim === 0
-      ? reduceRaw(op, x.reshape([1]), 0)
-      : reduceRaw(op, x.reshape([x.numel()]), 0);
-  }
+  if (dim === undefined) return reduceRaw(op, x.reshape([x.numel()]), 0);
   const d = normalizeDim(dim, x.ndim, op);
   if (x.ndim === 0) return reduceRaw(op, x.reshape([1]), 0);
   const out = reduceRaw(op, x, d);

@@ -6,7 +6,7 @@
 
 import type { BackendDevice } from "../backends/backend.ts";
 import type { Device } from "../device.ts";
-import { type DType, isFloat } from "../dtype.ts";
+import { type DType, isFloat, toHost } from "../dtype.ts";
 import { formatShape, numelOf, type Shape } from "../shape.ts";
 import { Storage } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -46,8 +46,29 @@ export function requireFloat(op: string, t: Tensor): void {
   }
 }
 
+/**
+ * A constant kept under `key` in `cache` (the key names the device): made by
+ * `make` on first use and reused while its memory lives, so a constant an op
+ * needs every step costs one upload. Its memory is persistent; past `limit`
+ * entries the oldest is forgotten (not freed: a graph may still hold it).
+ */
+export function cachedConstant(
+  cache: Map<string, Tensor>,
+  limit: number,
+  key: string,
+  device: Device,
+  make: () => Tensor,
+): Tensor {
+  const hit = cache.get(key);
+  if (hit && !hit.storage.disposed && hit.device === device) return hit;
+  const t = make();
+  t.storage.persistent = true;
+  if (cache.size >= limit) cache.delete(cache.keys().next().value!);
+  cache.set(key, t);
+  return t;
+}
+
 const scalarCache = new Map<string, Tensor>();
-const SCALAR_CACHE_LIMIT = 512;
 
 /**
  * A 0-dimensional tensor holding `value`, cached per device, dtype and value:
@@ -55,24 +76,13 @@ const SCALAR_CACHE_LIMIT = 512;
  */
 export function scalar(value: number, dtype: DType, device: Device): Tensor {
   const key = `${device}|${dtype}|${Object.is(value, -0) ? "-0" : value}`;
-  const hit = scalarCache.get(key);
-  if (hit && !hit.storage.disposed && hit.device === device) return hit;
-  const storage = Storage.allocate(device, 1, dtype);
-  storage.persistent = true;
-  const t = new Tensor(storage, []);
-  const host = dtype === "int32"
-    ? Int32Array.of(value)
-    : dtype === "float64"
-    ? Float64Array.of(value)
-    : Float32Array.of(value);
-  const buffer = storage.buffer();
-  launch(device, (k) => k.write(buffer, host));
-  if (scalarCache.size >= SCALAR_CACHE_LIMIT) {
-    const oldest = scalarCache.keys().next().value!;
-    scalarCache.delete(oldest);
-  }
-  scalarCache.set(key, t);
-  return t;
+  return cachedConstant(scalarCache, 512, key, device, () => {
+    const t = empty([], dtype, device);
+    const buffer = t.storage.buffer();
+    const host = toHost(dtype, [value]);
+    launch(device, (k) => k.write(buffer, host));
+    return t;
+  });
 }
 
 /** The dtype a number takes next to a tensor of `dtype` (PyTorch's rule). */

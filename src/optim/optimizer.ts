@@ -9,6 +9,7 @@
 import { enableGrad, noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { full } from "../ops/factory.ts";
+import { empty } from "../ops/util.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -222,9 +223,7 @@ export abstract class Optimizer<O extends object> {
         for (const [p, s] of this.state) {
           for (const [key, v] of Object.entries(s)) {
             if (!(v instanceof Tensor) || (v.device === p.device && v.dtype === p.dtype)) continue;
-            const moved = this.zerosState(p);
-            moved._assign(v.dtype === p.dtype ? v : v.to(p.dtype));
-            s[key] = moved;
+            s[key] = stateCopy(v, p);
             v.dispose();
           }
         }
@@ -352,17 +351,21 @@ export abstract class Optimizer<O extends object> {
         for (const [p, entry] of loaded) {
           const s: ParamState = {};
           for (const [k, v] of Object.entries(entry)) {
-            if (v instanceof Tensor) {
-              const t = this.zerosState(p);
-              t._assign(v.dtype === p.dtype ? v : v.to(p.dtype));
-              s[k] = t;
-            } else s[k] = v;
+            s[k] = v instanceof Tensor ? stateCopy(v, p) : v;
           }
           this.state.set(p, s);
         }
       })
     );
   }
+}
+
+/** `v`'s values in new persistent state on `p`'s device, in `p`'s dtype (no zero fill first). */
+function stateCopy(v: Tensor, p: Tensor): Tensor {
+  const t = empty(p.shape, p.dtype, p.device);
+  t.storage.persistent = true;
+  t._assign(v.dtype === p.dtype ? v : v.to(p.dtype));
+  return t;
 }
 
 /** Throws unless `value` is a number >= `min` (and < `max` when given). */

@@ -47,18 +47,23 @@ export interface ScatterOptions {
   chunkSizes?: readonly number[];
 }
 
-/** The sizes `t` splits into along `dim` over `count` devices, checked. */
-export function scatterSizes(
-  t: Tensor,
-  count: number,
-  dim: number,
-  sizes: readonly number[] | null | undefined,
-): number[] {
+/** `dim` of `t` made non-negative; a 0-dimensional `t` has no dim to split. */
+function scatterDim(t: Tensor, dim: number): number {
   if (t.ndim === 0) {
     throw new RangeError(
       "scatter: a 0-dimensional tensor cannot be scattered (it has no dim to split); pass it inside a tensor of shape [n] or as a non-tensor value",
     );
   }
+  return normalizeDim(dim, t.ndim, "scatter");
+}
+
+/** The sizes `t` splits into along `dim` (from {@link scatterDim}) over `count` devices, checked. */
+function scatterSizes(
+  t: Tensor,
+  count: number,
+  dim: number,
+  sizes: readonly number[] | undefined,
+): number[] {
   const n = t.shape[dim];
   if (!sizes) return chunkSizes(n, count);
   const total = sizes.reduce((a, b) => a + b, 0);
@@ -86,8 +91,7 @@ export function scatter(
   options: ScatterOptions = {},
 ): Tensor[] {
   const list = resolveDevices(devices, "scatter");
-  if (t.ndim === 0) scatterSizes(t, list.length, 0, null);
-  const dim = normalizeDim(options.dim ?? 0, t.ndim, "scatter");
+  const dim = scatterDim(t, options.dim ?? 0);
   const sizes = scatterSizes(t, list.length, dim, options.chunkSizes);
   return t.split(sizes, dim).map((piece, i) => piece.to(list[i]));
 }

@@ -118,9 +118,4 @@ export class DataParallel<M extends Module = Module> extends Module {
       "DataParallel",
     ) as ReturnType<M["forward"]>;
   }
-
-  /** `DataParallel(\n  (module): ...\n)`. */
-  override toString(): string {
-    return super.toString();
-  }
 }

@@ -31,13 +31,11 @@ export class Scatter extends Function {
     input: Tensor,
   ): Tensor[] {
     const c = ctx as ScatterCtx;
-    if (input.ndim === 0) comm.scatterSizes(input, targetDevices.length, 0, null);
+    const chunks = comm.scatter(input, targetDevices, { dim, chunkSizes: chunkSizes ?? undefined });
+    // comm.scatter has checked `dim`; backward needs it non-negative.
     c.dim = normalizeDim(dim, input.ndim, "scatter");
     c.inputDevice = input.device;
-    return comm.scatter(input, targetDevices, {
-      dim: c.dim,
-      chunkSizes: chunkSizes ?? undefined,
-    });
+    return chunks;
   }
 
   /** Gathers the chunk gradients on the input's device. */
@@ -150,11 +148,9 @@ export class ReduceAddCoalesced extends Function {
         `ReduceAddCoalesced: ${grads.length} tensors do not split into groups of ${count}`,
       );
     }
-    const groups = grads.length / count;
-    c.targetDevices = [];
-    for (let g = 0; g < groups; g++) c.targetDevices.push(grads[g * count].device);
     const grouped: Tensor[][] = [];
-    for (let g = 0; g < groups; g++) grouped.push(grads.slice(g * count, (g + 1) * count));
+    for (let at = 0; at < grads.length; at += count) grouped.push(grads.slice(at, at + count));
+    c.targetDevices = grouped.map((group) => group[0].device);
     return comm.reduceAddCoalesced(grouped, destination);
   }
 

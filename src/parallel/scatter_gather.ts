@@ -5,12 +5,10 @@
  * @module
  */
 
-import { isGradEnabled } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
 import { Tensor } from "../tensor.ts";
 import { type DeviceLike, resolveDevices } from "./devices.ts";
 import { Gather, Scatter } from "./functions.ts";
-import * as comm from "./comm.ts";
 import { isPlainObject } from "../util.ts";
 
 /** Options of {@link scatter}. */
@@ -21,7 +19,7 @@ export interface NestedScatterOptions {
   chunkSizes?: readonly number[];
 }
 
-/** Pieces for each device; `Infinity` length for values copied to every device. */
+/** Per-device lists regrouped by device, cut to the shortest (the fewest chunks wins). */
 function zipMin<T>(lists: T[][]): T[][] {
   const length = Math.min(...lists.map((l) => l.length));
   const out: T[][] = [];
@@ -44,10 +42,8 @@ export function scatter(
   const dim = options.dim ?? 0;
   const sizes = options.chunkSizes ?? null;
   const map = (value: unknown): unknown[] => {
-    if (value instanceof Tensor) {
-      if (isGradEnabled()) return Scatter.apply(targets, sizes, dim, value);
-      return comm.scatter(value, targets, { dim, chunkSizes: sizes ?? undefined });
-    }
+    // Scatter records a graph only where one is wanted (grad mode on, input requiring grad).
+    if (value instanceof Tensor) return Scatter.apply(targets, sizes, dim, value);
     if (Array.isArray(value) && value.length > 0) return zipMin(value.map(map));
     if (isPlainObject(value) && Object.keys(value).length > 0) {
       const keys = Object.keys(value);

@@ -71,11 +71,6 @@ export function fromSafetensors(
   bytes: Uint8Array,
   options: { device?: Device | string } = {},
 ): Record<string, Tensor> {
-  if (!(bytes instanceof Uint8Array)) {
-    throw new TypeError(
-      `fromSafetensors: expected a Uint8Array, got ${bytes === null ? "null" : typeof bytes}`,
-    );
-  }
   return fromSafetensorsWithMetadata(bytes, options).tensors;
 }
 

@@ -43,10 +43,3 @@ export function coalesce(
   }
   return { shape: outShape, strides: outStrides };
 }
-
-/** The product of a shape's sizes. */
-export function numelOf(shape: readonly number[]): number {
-  let n = 1;
-  for (const s of shape) n *= s;
-  return n;
-}

@@ -1,5 +1,6 @@
 import type { AxisLayout, CopyLayout } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { numelOf } from "../../../shape.ts";
 
 /** The strided copy of the backend contract. */
 export function copy(
@@ -9,8 +10,7 @@ export function copy(
 ): void {
   const { shape, srcStrides, dstStrides } = layout;
   const nd = shape.length;
-  let numel = 1;
-  for (const d of shape) numel *= d;
+  const numel = numelOf(shape);
   if (numel === 0) return;
   if (nd === 0) {
     dst[layout.dstOffset] = src[layout.srcOffset];

@@ -1,5 +1,6 @@
 import type { BinaryLayout, BinaryOp, UnaryOp } from "../../backend.ts";
 import type { DType, TypedArray } from "../../../dtype.ts";
+import { numelOf } from "../../../shape.ts";
 import { erf } from "./erf.ts";
 
 const SQRT1_2 = Math.SQRT1_2;
@@ -91,8 +92,7 @@ export function binary(
 ): void {
   const { shape, aStrides, bStrides } = layout;
   const f = binaryFunction(op, layout.dtype);
-  let numel = 1;
-  for (const d of shape) numel *= d;
+  const numel = numelOf(shape);
   if (numel === 0) return;
   const aFlat = isContiguous(aStrides, shape);
   const bFlat = isContiguous(bStrides, shape);

@@ -6,9 +6,10 @@
  */
 
 import type { BinaryLayout, BinaryOp } from "../../backend.ts";
-import { coalesce, numelOf } from "../layout.ts";
+import { numelOf } from "../../../shape.ts";
+import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
-import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { IS_NAN_WGSL, literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
 
@@ -24,7 +25,7 @@ const CMP: Partial<Record<BinaryOp, string>> = {
 function body(op: BinaryOp, t: "f32" | "i32"): string {
   const cmp = CMP[op];
   if (cmp !== undefined) {
-    const [zero, one] = t === "f32" ? ["0.0", "1.0"] : ["0", "1"];
+    const { zero, one } = literals(t);
     // `!=` compiles to an ordered comparison (false for NaN), so ne is
     // written as the negation of ==.
     if (op === "ne") return `return select(${one}, ${zero}, a == b);`;

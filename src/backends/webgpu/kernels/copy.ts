@@ -4,7 +4,8 @@
  */
 
 import type { CopyLayout } from "../../backend.ts";
-import { coalesce, numelOf } from "../layout.ts";
+import { numelOf } from "../../../shape.ts";
+import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 

@@ -349,6 +349,8 @@ export function matmul(
       ? [matmulOptions.rows, matmulOptions.cols]
       : blocks.find((b) => workgroups(b) >= enough) ??
         blocks[blocks.length - 1];
+    const vecA = !transA && k % 4 === 0 && aBatchStride % 4 === 0;
+    const vecBT = transB && k % 4 === 0 && bBatchStride % 4 === 0;
     const v: RbVariant = {
       rows,
       cols,
@@ -356,15 +358,14 @@ export function matmul(
       wgY,
       transA,
       transB,
-      vecA: !transA && k % 4 === 0 && aBatchStride % 4 === 0,
+      vecA,
       vecAT: transA && rows % 4 === 0 && m % 4 === 0 &&
         aBatchStride % 4 === 0,
       vecB: !transB && n % 4 === 0 && bBatchStride % 4 === 0,
-      vecBT: transB && k % 4 === 0 && bBatchStride % 4 === 0,
+      vecBT,
       // Unrolling without vec4 loads to gain measured slower (more live
       // registers for nothing), so only vec4-along-k layouts step by 4.
-      k4: k % 4 === 0 && ((!transA && aBatchStride % 4 === 0) ||
-        (transB && bBatchStride % 4 === 0)),
+      k4: vecA || vecBT,
       vecOut: n % 4 === 0,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;

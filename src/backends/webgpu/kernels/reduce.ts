@@ -13,8 +13,7 @@
 
 import type { AxisLayout, ReduceOp } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { IS_NAN_WGSL, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-import { main1d } from "../wgsl.ts";
+import { IS_NAN_WGSL, literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
 /** Elements one tree workgroup reduces. */
@@ -54,12 +53,6 @@ function combineBody(op: ReduceOp, t: "f32" | "i32"): string {
 `;
     }
   }
-}
-
-function identity(op: ReduceOp, t: "f32" | "i32"): string {
-  if (op === "sum") return t === "f32" ? "0.0" : "0";
-  // Max/min start from the first element, so no identity is needed.
-  return "";
 }
 
 interface Pass {
@@ -114,7 +107,7 @@ function serialWgsl(op: ReduceOp, t: "f32" | "i32", p: Pass): string {
   }
 `;
   } else if (op === "sum") {
-    loop = `  var bv = ${identity(op, t)};
+    loop = `  var bv = ${literals(t).zero};
   let bi = 0;
   for (var r = r0; r < r1; r++) { bv = comb(bv, xv[base + r * inner]); }
 `;
@@ -198,7 +191,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   var r0 = start + lid;
   let tail = r0 >= size;
   if (tail) { r0 = start; }
-${first}${op === "sum" ? `  if (tail) { sv[lid] = ${identity(op, t)}; }\n` : ""}  for (var s = ${
+${first}${op === "sum" ? `  if (tail) { sv[lid] = ${literals(t).zero}; }\n` : ""}  for (var s = ${
     WG / 2
   }u; s > 0u; s = s >> 1u) {
     workgroupBarrier();
