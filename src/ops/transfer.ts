@@ -41,7 +41,6 @@ export function copyToMany(x: Tensor, targets: readonly Device[]): Tensor[] {
 /** `x` on `target` (the same tensor when already there); differentiable. */
 export function toDevice(x: Tensor, target: Device): Tensor {
   if (x.device === target) return x;
-  const out = empty(x.shape, x.dtype, target);
-  copyAcross(x, out);
+  const [out] = copyToMany(x, [target]);
   return record("to", [x], out, ([g]) => [toDevice(g!, x.device)]);
 }
