@@ -8,6 +8,14 @@
 import assert from "node:assert/strict";
 import { backendNames, type Device, requestDevices, type Tensor } from "../mod.ts";
 
+/**
+ * Backends that must start (comma-separated names in MULTIGRAD_REQUIRE_BACKENDS): CI sets it so a
+ * webgpu adapter that fails to start fails the run instead of skipping every webgpu test.
+ */
+const REQUIRED_BACKENDS = new Set(
+  (Deno.env.get("MULTIGRAD_REQUIRE_BACKENDS") ?? "").split(",").filter((name) => name !== ""),
+);
+
 /** Backends that start on this machine, each with `count` devices. */
 export async function startedBackends(count = 1): Promise<Map<string, Device[]>> {
   const found = new Map<string, Device[]>();
@@ -15,7 +23,7 @@ export async function startedBackends(count = 1): Promise<Map<string, Device[]>>
     try {
       found.set(name, await requestDevices({ backend: name, count }));
     } catch (error) {
-      if (name === "cpu") throw error;
+      if (name === "cpu" || REQUIRED_BACKENDS.has(name)) throw error;
       console.warn(`backend ${name} skipped: ${(error as Error).message}`);
     }
   }
