@@ -35,7 +35,7 @@ import {
   uniform,
   zeros,
 } from "../mod.ts";
-import { assertClose, assertTensor, BACKENDS, backendTest, type CloseOptions } from "./harness.ts";
+import { assertClose, assertTensor, BACKENDS, backendTest, matchesCpu } from "./harness.ts";
 
 /** The cpu reference device every backend is compared with. */
 const REF: Device = BACKENDS.get("cpu")![0];
@@ -61,31 +61,6 @@ function ints(shape: number[], seed: number, low = -5, high = 6): number[] {
 /** A tensor of `shape` from host values on `d`. */
 function on(d: Device, shape: number[], vals: number[], dtype: DType = "float32"): Tensor {
   return tensor(vals, { shape, dtype, device: d });
-}
-
-type Build = (d: Device) => Tensor | Tensor[];
-
-/**
- * Runs `build` on the cpu reference and on `d`; the results must have the
- * same shapes and dtypes and close values (exact with `exact`).
- */
-async function matchesCpu(
-  d: Device,
-  build: Build,
-  options: CloseOptions & { exact?: boolean } = {},
-): Promise<Tensor[]> {
-  const expected = [build(REF)].flat();
-  const actual = [build(d)].flat();
-  assert.equal(actual.length, expected.length, "number of outputs");
-  const closeness = options.exact ? { atol: 0, rtol: 0 } : options;
-  for (let i = 0; i < actual.length; i++) {
-    const what = `${options.what ?? "output"} ${i} on ${d}`;
-    assert.deepEqual([...actual[i].shape], [...expected[i].shape], `${what}: shape`);
-    assert.equal(actual[i].dtype, expected[i].dtype, `${what}: dtype`);
-    assert.equal(actual[i].device, d, `${what}: device`);
-    assertClose(await actual[i].data(), await expected[i].data(), { ...closeness, what });
-  }
-  return actual;
 }
 
 // ---- factories and reading ----

@@ -99,3 +99,29 @@ export async function assertTensor(
   }
   assertClose(await t.data(), expected, options);
 }
+
+/** Builds the tensors one check compares: the same computation on any device. */
+export type Build = (d: Device) => Tensor | Tensor[];
+
+/**
+ * Runs `build` on the cpu reference device and on `d`; the results must have
+ * the same shapes and dtypes and close values (exact with `exact`).
+ */
+export async function matchesCpu(
+  d: Device,
+  build: Build,
+  options: CloseOptions & { exact?: boolean } = {},
+): Promise<Tensor[]> {
+  const expected = [build(BACKENDS.get("cpu")![0])].flat();
+  const actual = [build(d)].flat();
+  assert.equal(actual.length, expected.length, "number of outputs");
+  const closeness = options.exact ? { atol: 0, rtol: 0 } : options;
+  for (let i = 0; i < actual.length; i++) {
+    const what = `${options.what ?? "output"} ${i} on ${d}`;
+    assert.deepEqual([...actual[i].shape], [...expected[i].shape], `${what}: shape`);
+    assert.equal(actual[i].dtype, expected[i].dtype, `${what}: dtype`);
+    assert.equal(actual[i].device, d, `${what}: device`);
+    assertClose(await actual[i].data(), await expected[i].data(), { ...closeness, what });
+  }
+  return actual;
+}
