@@ -11,6 +11,7 @@
  * @module
  */
 
-export { Dataset, TensorDataset } from "./dataset.ts";
-export { DataLoader, defaultCollate } from "./dataloader.ts";
-export type { Collated, DataLoaderOptions } from "./dataloader.ts";
+// `export *` (not named re-exports) so that `deno doc` lists every member of
+// the namespace; the files re-exported here export only public API.
+export * from "./dataset.ts";
+export * from "./dataloader.ts";

@@ -9,7 +9,8 @@ import type { DType } from "../dtype.ts";
 import { uniform, zeros } from "../ops/factory.ts";
 import { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
-import { Module, Parameter, pyBool, pyFloat } from "./module.ts";
+import { Module, Parameter } from "./module.ts";
+import { pyBool, pyFloat } from "./util.ts";
 
 /** Where a layer creates its parameters (PyTorch's factory kwargs). */
 export interface FactoryOptions {

@@ -5,7 +5,8 @@
 
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
-import { Module, pyFloat } from "./module.ts";
+import { Module } from "./module.ts";
+import { pyFloat } from "./util.ts";
 
 /** Mean squared error, as `torch.nn.MSELoss`. */
 export class MSELoss extends Module {

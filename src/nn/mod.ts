@@ -15,30 +15,11 @@
  * @module
  */
 
-export { Module, Parameter } from "./module.ts";
-export type {
-  LoadStateDictOptions,
-  LoadStateDictResult,
-  RegisterBufferOptions,
-  ReplicateTensorFn,
-} from "./module.ts";
-export {
-  Dropout,
-  Flatten,
-  GELU,
-  Identity,
-  Linear,
-  LogSoftmax,
-  ModuleList,
-  ReLU,
-  Sequential,
-  Sigmoid,
-  Softmax,
-  Tanh,
-} from "./layers.ts";
-export type { FactoryOptions, LinearOptions } from "./layers.ts";
-export { BatchNorm1d, LayerNorm } from "./normalization.ts";
-export type { BatchNormModuleOptions, LayerNormModuleOptions } from "./normalization.ts";
-export { CrossEntropyLoss, MSELoss } from "./loss.ts";
+// `export *` (not named re-exports) so that `deno doc` lists every member of
+// the namespace; the files re-exported here export only public API.
+export * from "./module.ts";
+export * from "./layers.ts";
+export * from "./normalization.ts";
+export * from "./loss.ts";
 export * as functional from "./functional.ts";
-export { DataParallel } from "../parallel/data_parallel.ts";
+export * from "../parallel/data_parallel.ts";

@@ -10,6 +10,7 @@ import { type Device, device as resolveDevice } from "../device.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
+import { zeroGrads } from "./util.ts";
 
 /**
  * A tensor that is a module's learnable parameter, as `torch.nn.Parameter`:
@@ -128,25 +129,6 @@ function snakeToCamel(name: string): string {
 
 function fieldsOf(m: Module): [string, unknown][] {
   return Object.keys(m).map((k) => [k, (m as unknown as Record<string, unknown>)[k]]);
-}
-
-/** Python's repr of a float: `1e-05`, `0.1`, `1.0`. */
-export function pyFloat(x: number): string {
-  if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
-  if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
-  const exponent = Math.floor(Math.log10(Math.abs(x)));
-  if (exponent < -4 || exponent >= 16) {
-    const [mantissa, exp] = x.toExponential().split("e");
-    const sign = exp.startsWith("-") ? "-" : "+";
-    const digits = exp.replace(/^[-+]/, "").padStart(2, "0");
-    return `${mantissa}e${sign}${digits}`;
-  }
-  return String(x);
-}
-
-/** Python's repr of a boolean. */
-export function pyBool(b: boolean): string {
-  return b ? "True" : "False";
 }
 
 function addIndent(text: string, spaces: number): string {
@@ -563,22 +545,5 @@ export class Module {
   /** What `console.log` shows in Deno: the repr. */
   [Symbol.for("Deno.customInspect")](): string {
     return this.toString();
-  }
-}
-
-/** @internal Clears gradients as `zeroGrad` documents (shared by modules and optimizers). */
-export function zeroGrads(params: Iterable<Tensor>, setToNone: boolean): void {
-  const seen = new Set<Tensor>();
-  for (const p of params) {
-    if (seen.has(p)) continue;
-    seen.add(p);
-    const grad = p.grad;
-    if (!grad) continue;
-    if (setToNone) {
-      p.grad = null;
-      grad.dispose();
-    } else if (!grad.storage.disposed) {
-      tidy(() => noGrad(() => grad._assign(grad.zerosLike())));
-    }
   }
 }

@@ -10,7 +10,8 @@ import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
 import type { FactoryOptions } from "./layers.ts";
-import { Module, Parameter, pyBool, pyFloat } from "./module.ts";
+import { Module, Parameter } from "./module.ts";
+import { pyBool, pyFloat } from "./util.ts";
 import { checkBatchNorm } from "./util.ts";
 
 /** Options of {@link LayerNorm}. */

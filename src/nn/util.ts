@@ -1,10 +1,14 @@
 /**
- * Argument checks shared by `nn.functional` and the modules.
+ * Argument checks, Python-style reprs and gradient clearing shared by
+ * `nn.functional`, the modules and the optimizers (internal: not exported
+ * from `nn`).
  * @module
  */
 
+import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { formatShape, sameShape } from "../shape.ts";
+import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Throws unless `t` is a Tensor. */
@@ -71,5 +75,41 @@ export function checkBatchNorm(
         formatShape(x.shape)
       }`,
     );
+  }
+}
+
+/** Python's repr of a float: `1e-05`, `0.1`, `1.0`. */
+export function pyFloat(x: number): string {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf";
+  if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
+  const exponent = Math.floor(Math.log10(Math.abs(x)));
+  if (exponent < -4 || exponent >= 16) {
+    const [mantissa, exp] = x.toExponential().split("e");
+    const sign = exp.startsWith("-") ? "-" : "+";
+    const digits = exp.replace(/^[-+]/, "").padStart(2, "0");
+    return `${mantissa}e${sign}${digits}`;
+  }
+  return String(x);
+}
+
+/** Python's repr of a boolean. */
+export function pyBool(b: boolean): string {
+  return b ? "True" : "False";
+}
+
+/** Clears gradients as `zeroGrad` documents (shared by modules and optimizers). */
+export function zeroGrads(params: Iterable<Tensor>, setToNone: boolean): void {
+  const seen = new Set<Tensor>();
+  for (const p of params) {
+    if (seen.has(p)) continue;
+    seen.add(p);
+    const grad = p.grad;
+    if (!grad) continue;
+    if (setToNone) {
+      p.grad = null;
+      grad.dispose();
+    } else if (!grad.storage.disposed) {
+      tidy(() => noGrad(() => grad._assign(grad.zerosLike())));
+    }
   }
 }

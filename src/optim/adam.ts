@@ -4,13 +4,8 @@
  */
 
 import type { Tensor } from "../tensor.ts";
-import {
-  checkNumber,
-  Optimizer,
-  type ParamGroup,
-  type ParamGroupInput,
-  type ScalarFn,
-} from "./optimizer.ts";
+import { Optimizer, type ParamGroup, type ParamGroupInput, type ScalarFn } from "./optimizer.ts";
+import { checkNumber } from "./util.ts";
 
 /** Options of {@link Adam} and {@link AdamW}. */
 export interface AdamOptions {

@@ -12,16 +12,8 @@
  * @module
  */
 
-export { Optimizer } from "./optimizer.ts";
-export type {
-  OptimizerStateDict,
-  OptionValue,
-  ParamGroup,
-  ParamGroupInput,
-  ParamState,
-  ScalarFn,
-} from "./optimizer.ts";
-export { SGD } from "./sgd.ts";
-export type { SGDGroupOptions, SGDOptions } from "./sgd.ts";
-export { Adam, AdamW } from "./adam.ts";
-export type { AdamGroupOptions, AdamOptions } from "./adam.ts";
+// `export *` (not named re-exports) so that `deno doc` lists every member of
+// the namespace; the files re-exported here export only public API.
+export * from "./optimizer.ts";
+export * from "./sgd.ts";
+export * from "./adam.ts";

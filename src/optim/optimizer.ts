@@ -13,7 +13,7 @@ import { empty } from "../ops/util.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { zeroGrads } from "../nn/module.ts";
+import { zeroGrads } from "../nn/util.ts";
 
 /** A hyperparameter value as it appears in a state dict. */
 export type OptionValue = number | boolean | null | readonly number[];
@@ -366,21 +366,4 @@ function stateCopy(v: Tensor, p: Tensor): Tensor {
   t.storage.persistent = true;
   t._assign(v.dtype === p.dtype ? v : v.to(p.dtype));
   return t;
-}
-
-/** Throws unless `value` is a number >= `min` (and < `max` when given). */
-export function checkNumber(
-  owner: string,
-  what: string,
-  value: unknown,
-  min = 0,
-  max?: number,
-): void {
-  if (typeof value !== "number" || !(value >= min) || (max !== undefined && !(value < max))) {
-    throw new RangeError(
-      `${owner}: invalid ${what}: ${value} (expected a number >= ${min}${
-        max !== undefined ? ` and < ${max}` : ""
-      })`,
-    );
-  }
 }

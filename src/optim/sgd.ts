@@ -4,13 +4,8 @@
  */
 
 import { Tensor } from "../tensor.ts";
-import {
-  checkNumber,
-  Optimizer,
-  type ParamGroup,
-  type ParamGroupInput,
-  type ScalarFn,
-} from "./optimizer.ts";
+import { Optimizer, type ParamGroup, type ParamGroupInput, type ScalarFn } from "./optimizer.ts";
+import { checkNumber } from "./util.ts";
 
 /** Options of {@link SGD}. */
 export interface SGDOptions {

@@ -1,62 +1,21 @@
 /**
- * Data parallelism in one process: split the batch over devices, run a
- * replica of the module on each, concatenate the outputs (PyTorch's
- * `data_parallel` and `DataParallel`).
+ * `DataParallel`, the module that splits each batch over devices, runs a
+ * replica of the wrapped module on each and concatenates the outputs, as
+ * PyTorch's `DataParallel`.
  * @module
  */
 
 import { type Device, device as resolveDevice } from "../device.ts";
 import { Module } from "../nn/module.ts";
 import { type DeviceLike, resolveDevices } from "./devices.ts";
-import { checkModuleOn, replicate } from "./replicate.ts";
-import { gather, scatter } from "./scatter_gather.ts";
-import { parallelApply } from "./parallel_apply.ts";
+import { runDataParallel } from "./run_data_parallel.ts";
 
-/** Options of {@link dataParallel} and {@link DataParallel}. */
+/** Options of `dataParallel` and {@link DataParallel}. */
 export interface DataParallelOptions {
   /** Where the gathered output goes (default: the first device). */
   outputDevice?: DeviceLike;
   /** The batch dim (default 0). */
   dim?: number;
-}
-
-function run(
-  module: Module,
-  args: unknown[],
-  devices: Device[],
-  outputDevice: Device,
-  dim: number,
-  op: string,
-): unknown {
-  checkModuleOn(module, devices[0], op);
-  if (args.length === 0) return module.forward();
-  const perDevice = scatter(args, devices, { dim }) as unknown[][];
-  if (devices.length === 1 || perDevice.length === 1) {
-    const out = module.forward(...perDevice[0]);
-    return devices.length === 1 ? out : gather([out], outputDevice, { dim });
-  }
-  const used = devices.slice(0, perDevice.length);
-  const replicas = replicate(module, used);
-  const outputs = parallelApply(replicas, perDevice, { devices: used });
-  return gather(outputs, outputDevice, { dim });
-}
-
-/**
- * Evaluates `module` on `inputs` (one argument, or an array of arguments)
- * split over `devices`, as `torch.nn.parallel.data_parallel`. With no devices
- * the module runs directly.
- */
-export function dataParallel(
-  module: Module,
-  inputs: unknown,
-  devices: readonly DeviceLike[],
-  options: DataParallelOptions = {},
-): unknown {
-  const args = Array.isArray(inputs) ? inputs : [inputs];
-  if (!devices || devices.length === 0) return module.forward(...args);
-  const list = resolveDevices(devices, "dataParallel");
-  const out = options.outputDevice === undefined ? list[0] : resolveDevice(options.outputDevice);
-  return run(module, args, list, out, options.dim ?? 0, "dataParallel");
 }
 
 /** Options of the {@link DataParallel} constructor. */
@@ -109,7 +68,7 @@ export class DataParallel<M extends Module = Module> extends Module {
    * wrapped module's signature, with the whole batch in and out.
    */
   override forward(...args: Parameters<M["forward"]>): ReturnType<M["forward"]> {
-    return run(
+    return runDataParallel(
       this.module,
       args,
       [...this.devices],

@@ -6,14 +6,13 @@
  * @module
  */
 
-export { replicate } from "./replicate.ts";
-export type { ReplicateOptions } from "./replicate.ts";
-export { gather, scatter } from "./scatter_gather.ts";
-export type { NestedGatherOptions, NestedScatterOptions } from "./scatter_gather.ts";
-export { parallelApply } from "./parallel_apply.ts";
-export type { ParallelApplyOptions } from "./parallel_apply.ts";
-export { DataParallel, dataParallel } from "./data_parallel.ts";
-export type { DataParallelModuleOptions, DataParallelOptions } from "./data_parallel.ts";
-export { Broadcast, Gather, ReduceAddCoalesced, Scatter } from "./functions.ts";
+// `export *` (not named re-exports) so that `deno doc` lists every member of
+// the namespace; the files re-exported here export only public API.
+export * from "./replicate.ts";
+export * from "./scatter_gather.ts";
+export * from "./parallel_apply.ts";
+export * from "./data_parallel.ts";
+export * from "./data_parallel_function.ts";
+export * from "./functions.ts";
 export * as comm from "./comm.ts";
 export type { DeviceLike } from "./devices.ts";

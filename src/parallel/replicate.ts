@@ -6,10 +6,9 @@
  */
 
 import { isGradEnabled } from "../autograd.ts";
-import type { Device } from "../device.ts";
 import type { Module } from "../nn/module.ts";
 import type { Tensor } from "../tensor.ts";
-import { type DeviceLike, resolveDevices } from "./devices.ts";
+import { checkModuleOn, type DeviceLike, resolveDevices } from "./devices.ts";
 import { Broadcast } from "./functions.ts";
 import * as comm from "./comm.ts";
 
@@ -17,21 +16,6 @@ import * as comm from "./comm.ts";
 export interface ReplicateOptions {
   /** Plain copies without a graph, even with gradients enabled. */
   detach?: boolean;
-}
-
-/**
- * Throws unless every parameter and buffer of `module` is on `device`, naming
- * the device expected, the device found and the tensor.
- */
-export function checkModuleOn(module: Module, device: Device, op: string): void {
-  const named: [string, Tensor][] = [...module.namedParameters(), ...module.namedBuffers()];
-  for (const [name, t] of named) {
-    if (t.device !== device) {
-      throw new Error(
-        `${op}: module must have its parameters and buffers on device ${device} (devices[0]) but found ${name} on device ${t.device}`,
-      );
-    }
-  }
 }
 
 /**
