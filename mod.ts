@@ -32,8 +32,13 @@ export {
 } from "./src/device.ts";
 export type { RegisterBackendOptions, RequestDevicesOptions } from "./src/device.ts";
 export { enableGrad, Function, FunctionCtx, isGradEnabled, noGrad } from "./src/autograd.ts";
-export { Node } from "./src/autograd.ts";
-export type { BackwardFn, BackwardOptions, OutputMeta } from "./src/autograd.ts";
+export { Node, queueBackwardCallback, registerPostAccumulateGradHook } from "./src/autograd.ts";
+export type {
+  BackwardFn,
+  BackwardOptions,
+  OutputMeta,
+  PostAccumulateGradHook,
+} from "./src/autograd.ts";
 export { keep, Storage, tidy } from "./src/storage.ts";
 export type { HasStorage } from "./src/storage.ts";
 export { Stream } from "./src/stream.ts";

@@ -134,7 +134,7 @@ export function runBackward(
   const rootNode = root.gradFn;
   if (!rootNode) {
     if (root.requiresGrad) {
-      accumulateLeaves(new Map([[root, grad]]), new Set());
+      withCallbacks(() => accumulateLeaf(root, grad, false));
       return;
     }
     throw new Error(
@@ -145,11 +145,17 @@ export function runBackward(
   const dependents = new Map<Node, number>();
   const stack = [rootNode];
   dependents.set(rootNode, 0);
+  // Edges into each leaf, so a leaf's gradient is accumulated (and its hooks
+  // run) as soon as its last contribution is in, while backward goes on.
+  const leafEdges = new Map<Tensor, number>();
   while (stack.length > 0) {
     const node = stack.pop()!;
     for (const input of node.inputs) {
       const next = input?.gradFn;
-      if (!next) continue;
+      if (!next) {
+        if (input?.requiresGrad) leafEdges.set(input, (leafEdges.get(input) ?? 0) + 1);
+        continue;
+      }
       const count = dependents.get(next);
       if (count === undefined) {
         dependents.set(next, 1);
@@ -159,49 +165,54 @@ export function runBackward(
   }
   const leafGrads = new Map<Tensor, Tensor>();
   const engineSums = new Set<Tensor>();
-  tidy(() => {
-    const pending = new Map<Node, (Tensor | null)[]>();
-    pending.set(rootNode, rootNode.outputs.map((_, i) => (i === root.outputIndex ? grad : null)));
-    const ready = [rootNode];
-    while (ready.length > 0) {
-      const node = ready.pop()!;
-      const outGrads = pending.get(node)!;
-      pending.delete(node);
-      const inputs = node.inputs;
-      const inGrads = noGrad(() => node.apply(outGrads));
-      if (inGrads.length !== inputs.length) {
-        throw new Error(
-          `${node.name}: backward returned ${inGrads.length} gradients for ${inputs.length} inputs`,
-        );
-      }
-      inputs.forEach((input, i) => {
-        const g = inGrads[i];
-        if (!input) return;
-        if (g) checkGrad(node.name, i, input, g);
-        const next = input.gradFn;
-        if (next) {
-          if (g) {
-            const slots = pending.get(next) ?? next.outputs.map(() => null);
-            const old = slots[input.outputIndex];
-            slots[input.outputIndex] = old ? old.add(g) : g;
-            pending.set(next, slots);
-          } else if (!pending.has(next)) pending.set(next, next.outputs.map(() => null));
-          const left = dependents.get(next)! - 1;
-          dependents.set(next, left);
-          if (left === 0) ready.push(next);
-        } else if (g && input.requiresGrad) {
-          const old = leafGrads.get(input);
-          if (old) {
-            const sum = old.add(g);
-            engineSums.add(sum);
-            leafGrads.set(input, sum);
-          } else leafGrads.set(input, g);
+  withCallbacks(() =>
+    tidy(() => {
+      const pending = new Map<Node, (Tensor | null)[]>();
+      pending.set(rootNode, rootNode.outputs.map((_, i) => (i === root.outputIndex ? grad : null)));
+      const ready = [rootNode];
+      while (ready.length > 0) {
+        const node = ready.pop()!;
+        const outGrads = pending.get(node)!;
+        pending.delete(node);
+        const inputs = node.inputs;
+        const inGrads = noGrad(() => node.apply(outGrads));
+        if (inGrads.length !== inputs.length) {
+          throw new Error(
+            `${node.name}: backward returned ${inGrads.length} gradients for ${inputs.length} inputs`,
+          );
         }
-      });
-      if (!options.retainGraph) node.release();
-    }
-    accumulateLeaves(leafGrads, engineSums);
-  });
+        inputs.forEach((input, i) => {
+          const g = inGrads[i];
+          if (!input) return;
+          if (g) checkGrad(node.name, i, input, g);
+          const next = input.gradFn;
+          if (next) {
+            if (g) {
+              const slots = pending.get(next) ?? next.outputs.map(() => null);
+              const old = slots[input.outputIndex];
+              slots[input.outputIndex] = old ? old.add(g) : g;
+              pending.set(next, slots);
+            } else if (!pending.has(next)) pending.set(next, next.outputs.map(() => null));
+            const left = dependents.get(next)! - 1;
+            dependents.set(next, left);
+            if (left === 0) ready.push(next);
+          } else if (input.requiresGrad) {
+            const old = leafGrads.get(input);
+            if (g && old) {
+              const sum = old.add(g);
+              engineSums.add(sum);
+              leafGrads.set(input, sum);
+            } else if (g) leafGrads.set(input, g);
+            const left = leafEdges.get(input)! - 1;
+            leafEdges.set(input, left);
+            const total = leafGrads.get(input);
+            if (left === 0 && total) accumulateLeaf(input, total, engineSums.has(total));
+          }
+        });
+        if (!options.retainGraph) node.release();
+      }
+    })
+  );
 }
 
 function checkGrad(name: string, index: number, input: Tensor, g: Tensor): void {
@@ -220,15 +231,76 @@ function checkGrad(name: string, index: number, input: Tensor, g: Tensor): void 
 }
 
 /**
- * Adds this pass's gradients into leaves' `.grad`. A gradient the engine did
- * not make itself may be shared (a user's tensor, or one passed to two
- * inputs), so a leaf gets its own copy.
+ * Adds this pass's gradient into a leaf's `.grad`, then runs the leaf's
+ * post-accumulate hooks. A gradient the engine did not make itself
+ * (`owned` false) may be shared (a user's tensor, or one passed to two
+ * inputs), so the leaf gets its own copy.
  */
-function accumulateLeaves(grads: Map<Tensor, Tensor>, owned: Set<Tensor>): void {
-  for (const [leaf, g] of grads) {
-    const value = g.dtype === leaf.dtype ? g : g.to(leaf.dtype);
-    if (leaf.grad) leaf.grad._assign(leaf.grad.add(value));
-    else leaf.grad = owned.has(value) ? value : value.clone();
+function accumulateLeaf(leaf: Tensor, g: Tensor, owned: boolean): void {
+  const value = g.dtype === leaf.dtype ? g : g.to(leaf.dtype);
+  if (leaf.grad) leaf.grad._assign(leaf.grad.add(value));
+  else leaf.grad = owned && value === g ? value : value.clone();
+  for (const hook of postAccumulateHooks.get(leaf) ?? []) hook(leaf);
+}
+
+/** Called with a leaf once a backward pass has added its gradient into `.grad`. */
+export type PostAccumulateGradHook = (leaf: Tensor) => void;
+
+const postAccumulateHooks = new WeakMap<Tensor, PostAccumulateGradHook[]>();
+
+/**
+ * Calls `hook(leaf)` every time a backward pass has accumulated `leaf`'s
+ * gradient into `leaf.grad`, as soon as its last contribution is in (while
+ * the rest of backward still runs), as PyTorch's
+ * `register_post_accumulate_grad_hook`. A pass that gives the leaf no
+ * gradient does not call it. Returns a function that removes the hook.
+ */
+export function registerPostAccumulateGradHook(
+  leaf: Tensor,
+  hook: PostAccumulateGradHook,
+): () => void {
+  if (!leaf.isLeaf || !leaf.requiresGrad) {
+    throw new Error(
+      `registerPostAccumulateGradHook: only leaves that require grad accumulate gradients; got ${leaf}`,
+    );
+  }
+  const hooks = postAccumulateHooks.get(leaf) ?? [];
+  hooks.push(hook);
+  postAccumulateHooks.set(leaf, hooks);
+  return () => {
+    const at = hooks.indexOf(hook);
+    if (at >= 0) hooks.splice(at, 1);
+  };
+}
+
+// Callbacks queued by the backward passes running now (innermost last).
+const backwardCallbacks: (() => void)[][] = [];
+
+/**
+ * Runs `fn` once the backward pass that is running now has finished (every
+ * leaf accumulated), before `backward()` returns, as PyTorch's
+ * `queue_callback`. Only callable from inside backward (a hook or a
+ * backward function). A pass that throws drops its callbacks.
+ */
+export function queueBackwardCallback(fn: () => void): void {
+  const queue = backwardCallbacks.at(-1);
+  if (!queue) {
+    throw new Error(
+      "queueBackwardCallback: no backward pass is running (call it from a hook or a backward function)",
+    );
+  }
+  queue.push(fn);
+}
+
+function withCallbacks(pass: () => void): void {
+  const queue: (() => void)[] = [];
+  backwardCallbacks.push(queue);
+  try {
+    pass();
+    // A callback may queue another one for the same pass.
+    for (let i = 0; i < queue.length; i++) queue[i]();
+  } finally {
+    backwardCallbacks.pop();
   }
 }
 

@@ -22,9 +22,11 @@ import {
   manualSeed,
   noGrad,
   ones,
+  queueBackwardCallback,
   rand,
   randn,
   registerBackend,
+  registerPostAccumulateGradHook,
   requestDevices,
   setDefaultDevice,
   type Tensor,
@@ -514,6 +516,44 @@ Deno.test("backward: explicit gradient, retainGraph, leaf roots, non-leaf grads 
   const s = w.exp();
   s.mul(2).add(s.mul(3)).sum().backward();
   await assertTensor(w.grad!, [5 * Math.E, 5 / Math.E]);
+});
+
+Deno.test("post-accumulate hooks run once per leaf as its gradient lands; backward callbacks run last", async () => {
+  const w1 = tensor([[1, 2], [3, 4]], { requiresGrad: true });
+  const w2 = tensor([[1, -1], [2, 0]], { requiresGrad: true });
+  const unused = tensor([1], { requiresGrad: true });
+  const events: string[] = [];
+  const seen = new Map<string, number[]>();
+  const hook = (name: string) => (leaf: Tensor) => {
+    events.push(name);
+    // .grad already holds this pass's full gradient when the hook runs.
+    leaf.grad!.data().then((v) => seen.set(name, [...v]));
+    if (events.length === 1) queueBackwardCallback(() => events.push("end"));
+  };
+  registerPostAccumulateGradHook(w1, hook("w1"));
+  const remove = registerPostAccumulateGradHook(w2, hook("w2"));
+  registerPostAccumulateGradHook(unused, hook("unused"));
+  const x = tensor([[1, 1]]);
+  // w2 is used first and last: backward reaches its last use before w1, but
+  // its hook waits for its first use, so w1's hook runs first.
+  const h = x.matmul(w2).matmul(w1).matmul(w2);
+  h.sum().backward();
+  assert.deepEqual(events, ["w1", "w2", "end"]);
+  await w2.grad!.data();
+  assert.deepEqual(seen.get("w2"), [...(await w2.grad!.data())]);
+  assert.deepEqual(seen.get("w1"), [...(await w1.grad!.data())]);
+  remove();
+  events.length = 0;
+  x.matmul(w2).sum().backward();
+  assert.deepEqual(events, [], "removed hooks stay silent; no hook, no callback");
+  assert.throws(() => queueBackwardCallback(() => {}), /no backward pass is running/);
+  assert.throws(
+    () => registerPostAccumulateGradHook(x, () => {}),
+    /only leaves that require grad/,
+  );
+  // A leaf root runs its hooks too.
+  unused.backward(tensor([2]));
+  assert.deepEqual(events, ["unused", "end"]);
 });
 
 Deno.test("requiresGrad flows through ops; isLeaf", () => {
