@@ -16,6 +16,19 @@ const REQUIRED_BACKENDS = new Set(
   (Deno.env.get("MULTIGRAD_REQUIRE_BACKENDS") ?? "").split(",").filter((name) => name !== ""),
 );
 
+/**
+ * With `MULTIGRAD_TEST_DAWN=1` the suites also run on the dawn plugin
+ * (`npm:webgpu`), two devices per adapter; it must then start.
+ */
+export const TEST_DAWN = Deno.env.get("MULTIGRAD_TEST_DAWN") === "1";
+if (TEST_DAWN) {
+  // A computed specifier keeps npm:webgpu out of the graph of ordinary runs.
+  const plugin = new URL("../src/backends/dawn/mod.ts", import.meta.url).href;
+  const { registerDawn } = await import(plugin) as typeof import("../src/backends/dawn/mod.ts");
+  registerDawn({ devicesPerAdapter: 2 });
+  REQUIRED_BACKENDS.add("dawn");
+}
+
 /** Backends that start on this machine, each with `count` devices. */
 export async function startedBackends(count = 1): Promise<Map<string, Device[]>> {
   const found = new Map<string, Device[]>();

@@ -16,8 +16,15 @@ import { DeviceLostError } from "../src/errors.ts";
 import { matmulOptions, webgpuBackend } from "../src/backends/webgpu/mod.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
+import {
+  backendNames,
+  registerBackend,
+  requestDevices,
+  tensor,
+  unregisterBackend,
+} from "../mod.ts";
 
-const backend = await Promise.resolve().then(webgpuBackend).catch(() => null);
+const backend = await webgpuBackend().catch(() => null);
 const ignore = backend === null;
 
 let shared: WebGPUDevice | null = null;
@@ -1168,6 +1175,40 @@ test("after destroy every method throws DeviceLostError; reads reject", async ()
   assert.throws(() => d.fill(x, 0, 1, "float32"), DeviceLostError);
   assert.throws(() => d.memory(), DeviceLostError);
   await assert.rejects(async () => await d.read(x, 1, "float32"), DeviceLostError);
+});
+
+test("webgpuBackend({ gpu, name }): any GPU object, registered under another name", async () => {
+  // A wrapper standing for another implementation (a browser's, dawn's).
+  let requests = 0;
+  const real = navigator.gpu;
+  const gpu = {
+    requestAdapter: (options?: GPURequestAdapterOptions) => {
+      requests++;
+      return real.requestAdapter(options);
+    },
+    getPreferredCanvasFormat: () => real.getPreferredCanvasFormat(),
+  } as GPU;
+  registerBackend("other-gpu", () => webgpuBackend({ gpu, name: "other-gpu" }), {
+    priority: 5,
+  });
+  try {
+    assert.equal(backendNames()[0], "other-gpu");
+    const [d] = await requestDevices({ count: 1 });
+    assert.equal(d.backend, "other-gpu");
+    assert.ok(requests >= 1, "the given GPU object was asked for adapters");
+    assert.equal((d.kernels as WebGPUDevice).runtime.name, "other-gpu:0");
+    assert.deepEqual(await tensor([1, 2]).to(d).add(1).toArray(), [2, 3]);
+    assert.throws(
+      () => d.kernels.fill({}, 0, 1, "float32"),
+      /other-gpu:0: buffer was not allocated/,
+    );
+  } finally {
+    unregisterBackend("other-gpu");
+  }
+  await assert.rejects(
+    webgpuBackend({ gpu: { requestAdapter: () => Promise.resolve(null) } as unknown as GPU }),
+    /webgpu backend unavailable: no WebGPU adapter/,
+  );
 });
 
 test("shared device teardown", async () => {

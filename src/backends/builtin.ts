@@ -10,5 +10,5 @@ import { cpuBackend } from "./cpu/mod.ts";
 registerBackend("cpu", cpuBackend, { priority: 1 });
 registerBackend("webgpu", async () => {
   const { webgpuBackend } = await import("./webgpu/mod.ts");
-  return webgpuBackend();
+  return webgpuBackend({ name: "webgpu" });
 }, { priority: 2 });

@@ -55,22 +55,22 @@ export class WebGPUDevice implements BackendDevice {
   /** The kernel runtime (caches, batching, pools); exposed for tests. */
   readonly runtime: Runtime;
 
-  /** Wraps `device`, named `webgpu:<index>` in errors. */
+  /** Wraps `device`, called `name` (e.g. `webgpu:0`) in errors. */
   constructor(
     device: GPUDevice,
-    index: number,
+    name: string,
     info: string,
     isCpuAdapter: boolean,
   ) {
     this.info = info;
-    this.runtime = new Runtime(device, `webgpu:${index}`, isCpuAdapter);
+    this.runtime = new Runtime(device, name, isCpuAdapter);
   }
 
   #buf(b: DeviceBuffer): GPUBuffer {
     if (!(b instanceof GpuBuffer)) {
-      throw new TypeError("webgpu: buffer was not allocated by webgpu");
+      throw new TypeError(`${this.runtime.name}: buffer was not allocated by this backend`);
     }
-    if (b.freed) throw new Error("webgpu: buffer used after free");
+    if (b.freed) throw new Error(`${this.runtime.name}: buffer used after free`);
     return b.buffer;
   }
 
@@ -83,7 +83,7 @@ export class WebGPUDevice implements BackendDevice {
     const limit = this.runtime.device.limits.maxBufferSize;
     if (sizeClass(bytes) > limit) {
       throw new RangeError(
-        `webgpu: a buffer of ${numel} ${dtype} elements exceeds the ` +
+        `${this.runtime.name}: a buffer of ${numel} ${dtype} elements exceeds the ` +
           `adapter's maximum buffer size of ${limit} bytes`,
       );
     }

@@ -1,6 +1,7 @@
 /**
- * The webgpu backend: multigrad kernels as WGSL compute shaders on
- * `navigator.gpu` (Deno's native WebGPU).
+ * The webgpu backend: multigrad kernels as WGSL compute shaders on any
+ * WebGPU implementation: Deno's `navigator.gpu` (the default), a browser's,
+ * or Dawn's Node bindings (see `src/backends/dawn/mod.ts`).
  *
  * ```ts
  * import { webgpuBackend } from "./mod.ts";
@@ -22,15 +23,42 @@
  * @module
  */
 
-import type { Backend, BackendDevice, BackendFactory } from "../backend.ts";
+import type { Backend, BackendDevice } from "../backend.ts";
 import { WebGPUDevice } from "./device.ts";
 
 export { matmulOptions, type MatmulVariant } from "./kernels/matmul.ts";
 
-interface AdapterEntry {
+/** Options of {@link webgpuBackend}. */
+export interface WebGPUBackendOptions {
+  /**
+   * The WebGPU entry point to take adapters from: `navigator.gpu` by default;
+   * a browser's, or Dawn's `create([...])` from `npm:webgpu`.
+   */
+  readonly gpu?: GPU;
+  /**
+   * What devices are called in errors and `Device.info` (`<name>:<index>`);
+   * use the name the backend is registered under. Default `"webgpu"`.
+   */
+  readonly name?: string;
+  /**
+   * The adapter requests tried, in order; distinct adapters found take
+   * device indices in turn. Default: high-performance, low-power, then a
+   * plain request.
+   */
+  readonly adapterRequests?: readonly (GPURequestAdapterOptions | undefined)[];
+}
+
+/** One adapter devices can be started on. */
+export interface AdapterEntry {
+  /** The adapter first returned for {@link request}. */
   readonly adapter: GPUAdapter;
-  readonly options: GPURequestAdapterOptions | undefined;
+  /** Where it came from: asked again when an adapter object refuses a second device. */
+  readonly gpu: GPU;
+  /** The request that returned it. */
+  readonly request: GPURequestAdapterOptions | undefined;
+  /** Its name for `Device.info`. */
   readonly description: string;
+  /** A CPU implementation (llvmpipe, SwiftShader, WARP): picks kernel variants. */
   readonly isCpu: boolean;
 }
 
@@ -45,70 +73,125 @@ const RAISED_LIMITS = [
   "maxStorageBuffersPerShaderStage",
 ] as const;
 
+/** Software rasterizers, whatever field of the adapter info names them. */
+const CPU_ADAPTER = /llvmpipe|lavapipe|softpipe|swiftshader|\bwarp\b|microsoft basic render/i;
+
 function adapterKey(info: GPUAdapterInfo): string {
   return `${info.vendor}|${info.architecture}|${info.device}|${info.description}`;
 }
 
 /**
- * Finds the distinct adapters (high-performance, low-power and default
- * requests often return the same one) and starts devices on them in turn.
- * Throws when `navigator.gpu` is missing or no adapter is found.
+ * Describes an adapter returned for `request` by `gpu`. A CPU adapter is
+ * recognized in any field of its info: Dawn's GL backend reports llvmpipe as
+ * `device: "llvmpipe-llvm-15-0-6-256-bits-"` under the description "OpenGL
+ * version OpenGL ES 3.2 Mesa", where Deno's says "llvmpipe (LLVM 15.0.6)".
  */
-export const webgpuBackend: BackendFactory = async (): Promise<Backend> => {
-  const gpu = (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu;
+export function adapterEntry(
+  gpu: GPU,
+  adapter: GPUAdapter,
+  request: GPURequestAdapterOptions | undefined,
+): AdapterEntry {
+  const info = adapter.info;
+  const fields = [info.description, info.device, info.vendor, info.architecture];
+  const description = [...new Set(fields.filter((f) => f))].join(", ") || "webgpu adapter";
+  const fallback = (info as { isFallbackAdapter?: boolean }).isFallbackAdapter ??
+    (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? false;
+  return {
+    adapter,
+    gpu,
+    request,
+    description,
+    isCpu: fallback || fields.some((f) => CPU_ADAPTER.test(f)),
+  };
+}
+
+/** Options of {@link backendOverAdapters}. */
+export interface AdapterBackendOptions {
+  /** Names devices in errors (`<name>:<index>`). */
+  readonly name: string;
+  /**
+   * At most this many devices per adapter (device `i` runs on adapter
+   * `i mod adapters`); unlimited by default.
+   */
+  readonly devicesPerAdapter?: number;
+  /** Device `index`'s `info`; default the adapter's description. */
+  readonly info?: (entry: AdapterEntry, index: number) => string;
+}
+
+/**
+ * A backend starting device `i` on `adapters[i mod adapters.length]`, so
+ * that consecutive devices land on distinct adapters first.
+ */
+export function backendOverAdapters(
+  adapters: readonly AdapterEntry[],
+  options: AdapterBackendOptions,
+): Backend {
+  if (adapters.length === 0) {
+    throw new Error(`${options.name} backend unavailable: no WebGPU adapter was found`);
+  }
+  const limit = options.devicesPerAdapter ?? Infinity;
+  return {
+    async createDevice(index: number): Promise<BackendDevice> {
+      if (index >= adapters.length * limit) {
+        throw new RangeError(
+          `${options.name}:${index} cannot start: ${adapters.length} adapter(s) x ` +
+            `${limit} device(s) per adapter give ${adapters.length * limit} devices ` +
+            `(adapters: ${adapters.map((a) => a.description).join("; ")})`,
+        );
+      }
+      const entry = adapters[index % adapters.length];
+      const device = await requestDevice(entry);
+      const info = options.info?.(entry, index) ?? entry.description;
+      return new WebGPUDevice(device, `${options.name}:${index}`, info, entry.isCpu);
+    },
+  };
+}
+
+/**
+ * The webgpu backend over `options.gpu` (default `navigator.gpu`): finds the
+ * distinct adapters (high-performance, low-power and default requests often
+ * return the same one) and starts devices on them in turn. Rejects when
+ * there is no WebGPU or no adapter. Register it under another name to use
+ * another WebGPU implementation beside the built-in one:
+ *
+ * ```ts
+ * import { registerBackend, webgpuBackend } from "@multigrad/core";
+ * const gpu = navigator.gpu; // or dawn's create([...]), a worker's, ...
+ * registerBackend("gpu2", () => webgpuBackend({ gpu, name: "gpu2" }), { priority: 3 });
+ * ```
+ */
+export async function webgpuBackend(options: WebGPUBackendOptions = {}): Promise<Backend> {
+  const name = options.name ?? "webgpu";
+  const gpu = options.gpu ?? (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu;
   if (!gpu) {
     throw new Error(
-      "webgpu backend unavailable: navigator.gpu is missing in this runtime",
+      `${name} backend unavailable: navigator.gpu is missing in this runtime (pass options.gpu)`,
     );
   }
-  const requests: (GPURequestAdapterOptions | undefined)[] = [
+  const requests = options.adapterRequests ?? [
     { powerPreference: "high-performance" },
     { powerPreference: "low-power" },
     undefined,
   ];
   const adapters: AdapterEntry[] = [];
   const seen = new Set<string>();
-  for (const options of requests) {
+  for (const request of requests) {
     let adapter: GPUAdapter | null = null;
     try {
-      adapter = await gpu.requestAdapter(options);
+      adapter = await gpu.requestAdapter(request);
     } catch {
       adapter = null;
     }
     if (!adapter) continue;
-    const info = adapter.info;
-    const key = adapterKey(info);
+    const key = adapterKey(adapter.info);
     if (seen.has(key)) continue;
     seen.add(key);
-    const description = info.description || info.vendor || "webgpu adapter";
-    const fallback = (info as { isFallbackAdapter?: boolean })
-      .isFallbackAdapter ??
-      (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? false;
-    adapters.push({
-      adapter,
-      options,
-      description,
-      isCpu: fallback || /llvmpipe|swiftshader|lavapipe|warp/i.test(
-        description,
-      ),
-    });
+    adapters.push(adapterEntry(gpu, adapter, request));
   }
-  if (adapters.length === 0) {
-    throw new Error("webgpu backend unavailable: no WebGPU adapter was found");
-  }
-  return {
-    async createDevice(index: number): Promise<BackendDevice> {
-      const entry = adapters[index % adapters.length];
-      const device = await requestDevice(gpu, entry);
-      return new WebGPUDevice(device, index, entry.description, entry.isCpu);
-    },
-  };
-};
+  return backendOverAdapters(adapters, { name });
+}
 
-async function requestDevice(
-  gpu: GPU,
-  entry: AdapterEntry,
-): Promise<GPUDevice> {
+async function requestDevice(entry: AdapterEntry): Promise<GPUDevice> {
   const descriptor = (adapter: GPUAdapter): GPUDeviceDescriptor => {
     const requiredLimits: Record<string, number> = {};
     for (const name of RAISED_LIMITS) {
@@ -122,7 +205,7 @@ async function requestDevice(
   } catch (first) {
     // Browsers allow one device per adapter object; ask for the adapter
     // again for the second and later devices.
-    const fresh = await gpu.requestAdapter(entry.options);
+    const fresh = await entry.gpu.requestAdapter(entry.request);
     if (!fresh || adapterKey(fresh.info) !== adapterKey(entry.adapter.info)) {
       throw first;
     }

@@ -80,7 +80,7 @@ export function groups2d(n: number): [number, number, number] {
 export class Runtime {
   /** The WebGPU device. */
   readonly device: GPUDevice;
-  /** The name used in errors, `webgpu:<index>`. */
+  /** The name used in errors, `<backend>:<index>` (e.g. `webgpu:0`). */
   readonly name: string;
   /** Pool of storage buffers for tensors and temporaries. */
   readonly storage: BufferPool;
@@ -144,7 +144,7 @@ export class Runtime {
     const target = device as unknown as Partial<EventTarget>;
     target.addEventListener?.("uncapturederror", (ev) => {
       const error = (ev as Event & { error?: GPUError }).error;
-      this.#uncaptured.push(`webgpu error: ${error?.message ?? "unknown"}`);
+      this.#uncaptured.push(`${this.name} error: ${error?.message ?? "unknown"}`);
     });
     device.lost.then((info) => {
       if (this.#lostReason !== null) return;
@@ -252,7 +252,7 @@ export class Runtime {
   dispatch(spec: DispatchSpec): void {
     if (spec.params.length > PARAM_SLOT_WORDS) {
       throw new Error(
-        `webgpu ${spec.name}: ${spec.params.length} parameter words exceed ${PARAM_SLOT_WORDS}`,
+        `${this.name} ${spec.name}: ${spec.params.length} parameter words exceed ${PARAM_SLOT_WORDS}`,
       );
     }
     for (const b of spec.buffers) {
@@ -260,7 +260,7 @@ export class Runtime {
         // A binding may cover only maxBinding bytes; bigger tensors would
         // need chunked kernels.
         throw new Error(
-          `webgpu ${spec.name}: a buffer of ${b.size} bytes exceeds the ` +
+          `${this.name} ${spec.name}: a buffer of ${b.size} bytes exceeds the ` +
             `adapter's storage binding limit of ${this.maxBinding} bytes`,
         );
       }

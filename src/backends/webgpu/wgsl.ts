@@ -57,9 +57,13 @@ export function literals(t: "f32" | "i32"): { zero: string; one: string } {
 }
 
 /**
- * `isNan(x)` for f32. Compilers may assume floats are never NaN (WGSL allows
- * it) and fold `x != x` to false, so the test looks at the bits.
+ * `isNan(x)` for f32, and `nanF32()`, a quiet NaN. Compilers may assume floats
+ * are never NaN (WGSL allows it) and fold `x != x` to false, so the test
+ * looks at the bits; and Tint rejects a NaN constant (`bitcast<f32>` of a
+ * literal is constant-evaluated), so the NaN comes from a private variable.
  */
 export const IS_NAN_WGSL = `
 fn isNan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+var<private> nanBits: u32 = 0x7fc00000u;
+fn nanF32() -> f32 { return bitcast<f32>(nanBits); }
 `;

@@ -60,7 +60,7 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
   if (b == -1.0) { return 1.0 / a; }
   let r = pow(abs(a), b);
   if (a < 0.0) {
-    if (floor(b) != b || isNan(b)) { return bitcast<f32>(0x7fc00000u); }
+    if (floor(b) != b || isNan(b)) { return nanF32(); }
     let h = 0.5 * b;
     if (floor(h) != h) { return -r; }
   }

@@ -6,7 +6,7 @@
 import type { DType } from "../../../dtype.ts";
 import type { UnaryOp } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 import { NORMAL_CDF_WGSL } from "./math.ts";
 
 const WG = 256;
@@ -17,8 +17,9 @@ const FLOAT_BODIES: Record<UnaryOp, string> = {
   log: "return log(x);",
   sqrt: "return sqrt(x);",
   abs: "return abs(x);",
-  // select keeps NaN (PyTorch propagates it) where max(x, 0) may not.
-  relu: "return select(x, 0.0, x < 0.0);",
+  // PyTorch propagates NaN; max(x, 0) may not, and GL drivers may compare
+  // unordered (NaN < 0 true), so NaN is tested on the bits first.
+  relu: "if (isNan(x)) { return x; } return select(x, 0.0, x < 0.0);",
   // Two branches so exp never overflows into inf / inf.
   sigmoid: "if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); } let e = exp(x); return e / (1.0 + e);",
   // Some drivers compute tanh from exp and give NaN for large |x|.
@@ -61,6 +62,7 @@ export function unary(
     key: `unary_${op}_${t}_${vec}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "x", vt, false) + storage(2, "out", vt, true) +
+      (t === "f32" ? IS_NAN_WGSL : "") +
       (op === "gelu" || op === "geluGrad" ? NORMAL_CDF_WGSL : "") +
       `fn f(x: ${t}) -> ${t} { ${body} }\n` + main1d(WG) +
       `  if (idx >= pu(0u)) { return; }
