@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { backendNames, randn, requestDevices, tensor, unregisterBackend } from "../mod.ts";
+import { backendNames, requestDevices, tensor, unregisterBackend } from "../mod.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
 
 type Plugin = typeof import("../src/backends/dawn/mod.ts");
@@ -104,7 +104,8 @@ Deno.test({
     try {
       await Deno.writeTextFile(file, script);
       const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", file],
+        // The repository's import map resolves the plugin's "webgpu".
+        args: ["run", "-A", "--config", new URL("../deno.json", import.meta.url).pathname, file],
         stdout: "piped",
         stderr: "piped",
       }).spawn();

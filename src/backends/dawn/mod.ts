@@ -24,7 +24,7 @@
  * @module
  */
 
-import { create, globals } from "npm:webgpu@0.6.2";
+import { create, globals } from "webgpu";
 import { type Backend, type BackendFactory, registerBackend } from "../../../mod.ts";
 import { type AdapterEntry, adapterEntry, backendOverAdapters } from "../webgpu/mod.ts";
 
