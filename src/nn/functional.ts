@@ -12,18 +12,12 @@ import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { checkBatchNorm, checkTensor, sameDevice } from "./util.ts";
+import { checkBatchNorm, checkReduction, checkTensor, sameDevice } from "./util.ts";
+
+export * from "./functional/activation.ts";
 
 /** How a loss combines its per-element values, as PyTorch's `reduction`. */
 export type Reduction = "mean" | "sum" | "none";
-
-function checkReduction(op: string, reduction: string): void {
-  if (reduction !== "mean" && reduction !== "sum" && reduction !== "none") {
-    throw new RangeError(
-      `${op}: reduction must be "mean", "sum" or "none", got ${JSON.stringify(reduction)}`,
-    );
-  }
-}
 
 // ---------------------------------------------------------------- activations
 

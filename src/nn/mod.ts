@@ -19,6 +19,7 @@
 // the namespace; the files re-exported here export only public API.
 export * from "./module.ts";
 export * from "./layers.ts";
+export * from "./activation.ts";
 export * from "./normalization.ts";
 export * from "./loss.ts";
 export * as functional from "./functional.ts";

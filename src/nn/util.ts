@@ -20,6 +20,48 @@ export function checkTensor(op: string, what: string, t: unknown): asserts t is 
   }
 }
 
+/** Throws unless `x` is a floating-point Tensor. */
+export function checkFloatInput(op: string, x: unknown, what = "input"): asserts x is Tensor {
+  checkTensor(op, what, x);
+  if (!isFloat(x.dtype)) {
+    throw new TypeError(
+      `${op}: expected a floating-point ${what}, got ${x.dtype} (shape ${
+        formatShape(x.shape)
+      }); convert with .to("float32")`,
+    );
+  }
+}
+
+/** `value` when it is a finite number (and non-zero with `nonZero`), else an error naming it. */
+export function checkFinite(
+  op: string,
+  name: string,
+  value: unknown,
+  options: { nonZero?: boolean } = {},
+): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || (options.nonZero && value === 0)) {
+    throw new RangeError(
+      `${op}: ${name} must be a finite${options.nonZero ? " non-zero" : ""} number, got ${value}`,
+    );
+  }
+  return value;
+}
+
+/** Throws unless `reduction` is one of `allowed` (PyTorch's loss reductions). */
+export function checkReduction(
+  op: string,
+  reduction: unknown,
+  allowed: readonly string[] = ["mean", "sum", "none"],
+): void {
+  if (typeof reduction !== "string" || !allowed.includes(reduction)) {
+    throw new RangeError(
+      `${op}: reduction must be ${
+        allowed.map((r) => `"${r}"`).join(", ").replace(/, ([^,]*)$/, " or $1")
+      }, got ${JSON.stringify(reduction)}`,
+    );
+  }
+}
+
 /** Throws unless every given tensor is on one device, naming each. */
 export function sameDevice(op: string, tensors: Record<string, Tensor | null | undefined>): void {
   const present = Object.entries(tensors).filter((e): e is [string, Tensor] => e[1] != null);

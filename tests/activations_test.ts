@@ -1,0 +1,98 @@
+/**
+ * LeakyReLU, SiLU, ELU and Softplus: PyTorch 1.13's values and gradients
+ * (tests/fixtures/torch_layers.json, inputs at ±1000, ±89, 0 and the softplus
+ * threshold) on every backend, every backend against cpu on random inputs,
+ * and float64 gradient checks on cpu.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { type Device, nn, type Tensor, tensor } from "../mod.ts";
+import { assertTensor, backendTest, matchesCpu } from "./harness.ts";
+import { check, inp } from "./gradcheck.ts";
+import fixtures from "./fixtures/torch_layers.json" with { type: "json" };
+
+const F = nn.functional;
+
+function tol(device: Device) {
+  return device.backend === "cpu" ? { atol: 1e-6, rtol: 1e-5 } : { atol: 1e-4, rtol: 1e-4 };
+}
+
+function makeActivation(module: string, kwargs: Record<string, number>): nn.Module {
+  switch (module) {
+    case "LeakyReLU":
+      return new nn.LeakyReLU(kwargs);
+    case "SiLU":
+      return new nn.SiLU();
+    case "ELU":
+      return new nn.ELU(kwargs);
+    case "Softplus":
+      return new nn.Softplus(kwargs);
+  }
+  throw new Error(`unknown activation ${module}`);
+}
+
+for (const c of fixtures.activations) {
+  backendTest(`${c.name}: forward and backward match PyTorch at the extremes`, async (device) => {
+    const m = makeActivation(c.module, c.kwargs as Record<string, number>);
+    assert.equal(m.toString(), c.repr);
+    const x = tensor(c.input, { device, requiresGrad: true });
+    const out = m.forward(x) as Tensor;
+    await assertTensor(out, c.output, { ...tol(device), what: "output" });
+    out.mul(tensor(c.g, { device })).sum().backward();
+    await assertTensor(x.grad!, c.grads.input, { ...tol(device), what: "input grad" });
+  });
+}
+
+const FUNCTIONAL: [string, (x: Tensor) => Tensor][] = [
+  ["leakyRelu", (x) => F.leakyRelu(x, { negativeSlope: 0.1 })],
+  ["silu", (x) => F.silu(x)],
+  ["elu", (x) => F.elu(x, { alpha: 1.5 })],
+  ["softplus", (x) => F.softplus(x, { beta: 3, threshold: 4 })],
+];
+
+for (const [name, fn] of FUNCTIONAL) {
+  backendTest(`${name}: forward and input gradient equal cpu's`, async (device) => {
+    const values = Array.from({ length: 60 }, (_, i) => Math.fround(Math.sin(i * 7.1) * 6));
+    await matchesCpu(device, (d) => {
+      const x = tensor(values, { shape: [3, 4, 5], device: d, requiresGrad: true });
+      const y = fn(x);
+      y.mul(y).sum().backward();
+      return [y, x.grad!];
+    }, { atol: 1e-5, rtol: 1e-5 });
+  });
+}
+
+backendTest("activations refuse int32 input and bad options, naming them", (device) => {
+  const ints = tensor([1, 2], { dtype: "int32", device });
+  for (const [name, fn] of FUNCTIONAL) {
+    assert.throws(
+      () => fn(ints),
+      new RegExp(`${name}: expected a floating-point input, got int32`),
+    );
+  }
+  assert.throws(() => new nn.ELU({ alpha: NaN }), /ELU: alpha must be a finite number, got NaN/);
+  assert.throws(
+    () => new nn.Softplus({ beta: 0 }),
+    /Softplus: beta must be a finite non-zero number, got 0/,
+  );
+  assert.throws(
+    () => F.leakyRelu(tensor([1], { device }), { negativeSlope: Infinity }),
+    /negativeSlope must be a finite number/,
+  );
+  assert.throws(() => F.silu([1, 2] as unknown as Tensor), /silu: input must be a Tensor/);
+});
+
+// Kinks and thresholds sit between the sampled points (0 and beta x = threshold excluded).
+const AWAY = [-2.7, -1.3, -0.4, 0.3, 0.9, 2.2, -0.05, 0.07];
+check("leakyRelu", (x) => F.leakyRelu(x, { negativeSlope: 0.2 }), [{ shape: [8], values: AWAY }]);
+check("silu", (x) => F.silu(x), [inp([2, 5], 1201, -6, 6)]);
+check("elu", (x) => F.elu(x, { alpha: 0.7 }), [{ shape: [2, 4], values: AWAY }]);
+check("softplus", (x) => F.softplus(x), [inp([2, 5], 1202, -8, 8)]);
+check(
+  "softplus beta 2 threshold 3 (both branches)",
+  (x) => F.softplus(x, { beta: 2, threshold: 3 }),
+  [
+    { shape: [6], values: [-3, -0.5, 0.2, 1.2, 1.7, 4] },
+  ],
+);
