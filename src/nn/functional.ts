@@ -14,10 +14,10 @@ import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { checkBatchNorm, checkReduction, checkTensor, sameDevice } from "./util.ts";
 
-export * from "./functional/activation.ts";
+import type { Reduction } from "./functional/loss.ts";
 
-/** How a loss combines its per-element values, as PyTorch's `reduction`. */
-export type Reduction = "mean" | "sum" | "none";
+export * from "./functional/activation.ts";
+export * from "./functional/loss.ts";
 
 // ---------------------------------------------------------------- activations
 
