@@ -340,6 +340,146 @@ backendTest("NaN propagates as in PyTorch: maximum minimum clamp relu ne max arg
   await assertTensor(x.exp().narrow(0, 0, 1), [NaN], { what: "exp" });
 });
 
+/** `values` with NaN written at `positions`. */
+function withNan(values: number[], positions: number[]): number[] {
+  const out = [...values];
+  for (const p of positions) out[p] = NaN;
+  return out;
+}
+
+backendTest("NaN in every NaN-sensitive kernel, on every kernel path, as PyTorch", async (d) => {
+  // Unary: vec4 (8 elements) and scalar (7) paths; PyTorch's values at NaN.
+  for (const n of [8, 7]) {
+    const x = on(d, [n], [NaN, 1, -2, 3, 0, -0.5, NaN, 2].slice(0, n));
+    const nan = (v: number[]) => v.slice(0, n);
+    await assertTensor(x.relu(), nan([NaN, 1, 0, 3, 0, 0, NaN, 2]), { what: `relu ${n}` });
+    for (const op of ["sigmoid", "tanh", "gelu", "exp", "abs", "neg", "sqrt", "log"] as const) {
+      const got = await x[op]().data();
+      assert.ok(Number.isNaN(got[0]) && Number.isNaN(got[6]), `${op}(NaN) ${n}: ${got}`);
+    }
+    // sign(NaN) is 0 in PyTorch; it is the gradient of abs.
+    const leaf = on(d, [n], [NaN, 1, -2, 3, 0, -0.5, NaN, 2].slice(0, n));
+    leaf.requiresGrad = true;
+    leaf.abs().sum().backward();
+    await assertTensor(leaf.grad!, nan([0, 1, -1, 1, 0, -1, 0, 1]), { what: `sign ${n}` });
+    await matchesCpu(d, (dev) => {
+      const v = on(dev, [n], [NaN, 1, -2, 3, 0, -0.5, NaN, 2].slice(0, n));
+      return [v.relu(), v.sigmoid(), v.tanh(), v.gelu(), v.clamp(-1, 1)];
+    }, { what: `unary ${n}` });
+  }
+  // Comparisons: every one is false with a NaN operand, except ne. Same
+  // shapes (vec4 and scalar), a scalar operand, a broadcast row, a strided view.
+  const a = [NaN, 1, -2, 3, NaN, 0, 5, NaN];
+  const b = [0, NaN, 0, 0, NaN, 1, 1, 2];
+  const cmp = {
+    eq: (x: number, y: number) => x === y,
+    ne: (x: number, y: number) => x !== y,
+    lt: (x: number, y: number) => x < y,
+    le: (x: number, y: number) => x <= y,
+    gt: (x: number, y: number) => x > y,
+    ge: (x: number, y: number) => x >= y,
+  };
+  for (const [op, f] of Object.entries(cmp) as [keyof typeof cmp, typeof cmp.eq][]) {
+    for (const n of [8, 7]) {
+      const want = a.slice(0, n).map((x, i) => f(x, b[i]) ? 1 : 0);
+      await assertTensor(on(d, [n], a.slice(0, n))[op](on(d, [n], b.slice(0, n))), want, {
+        what: `${op} ${n}`,
+      });
+      await assertTensor(
+        on(d, [n], a.slice(0, n))[op](0),
+        a.slice(0, n).map((x) => f(x, 0) ? 1 : 0),
+        {
+          what: `${op} scalar ${n}`,
+        },
+      );
+    }
+    const row = [NaN, 0, 1, NaN];
+    await assertTensor(
+      on(d, [2, 4], a)[op](on(d, [4], row)),
+      a.map((x, i) => f(x, row[i % 4]) ? 1 : 0),
+      { what: `${op} row broadcast` },
+    );
+    const t = on(d, [2, 4], a).t();
+    await assertTensor(
+      t[op](on(d, [4, 2], b)),
+      b.map((y, i) => f(a[(i % 2) * 4 + (i >> 1)], y) ? 1 : 0),
+      { what: `${op} strided` },
+    );
+  }
+  // maximum / minimum with NaN on either side and both sides, every path.
+  await matchesCpu(d, (dev) => {
+    const x = on(dev, [8], a);
+    const y = on(dev, [8], b);
+    const r = on(dev, [4], [NaN, 0, 1, NaN]);
+    return [
+      maximum(x, y),
+      minimum(x, y),
+      maximum(x.narrow(0, 0, 7), y.narrow(0, 0, 7)),
+      maximum(x.reshape([2, 4]), r),
+      minimum(r, x.reshape([2, 4])),
+      maximum(x.reshape([2, 4]).t(), y.reshape([4, 2])),
+    ];
+  }, { exact: true, what: "maximum/minimum" });
+  await assertTensor(maximum(on(d, [3], [NaN, 1, NaN]), on(d, [3], [NaN, NaN, 2])), [
+    NaN,
+    NaN,
+    NaN,
+  ], { what: "maximum of NaNs" });
+  // pow: pow(x, 0) = pow(1, y) = 1 even for NaN; any other NaN operand gives NaN.
+  await assertTensor(
+    pow(on(d, [5], [NaN, 1, 2, NaN, -2]), on(d, [5], [0, NaN, NaN, 2, NaN])),
+    [1, 1, NaN, NaN, NaN],
+    { what: "pow with NaN" },
+  );
+  // Reductions: NaN wins max/min, argmax/argmin give the first NaN's index,
+  // over short rows, long rows (tree, several passes), columns and long
+  // columns (chunked), as PyTorch.
+  for (const [rows, cols] of [[3, 5], [2, 5000], [1200, 3]]) {
+    const values = floats([rows, cols], rows + cols);
+    const nanAt = [1, cols - 1, Math.floor(cols / 2) + cols, rows * cols - 2];
+    const data = withNan(values, nanAt);
+    const built = (dev: Device) => on(dev, [rows, cols], data);
+    const outs = await matchesCpu(d, (dev) => {
+      const x = built(dev);
+      return [
+        x.max(1),
+        x.min(1),
+        x.argmax(1),
+        x.argmin(1),
+        x.max(0),
+        x.min(0),
+        x.argmax(0),
+        x.argmin(0),
+      ];
+    }, { exact: true, what: `reductions [${rows}, ${cols}]` });
+    // Row 0 holds NaN at 1 and cols - 1: the first NaN wins.
+    assert.equal((await outs[2].data())[0], 1, `argmax row 0 [${rows}, ${cols}]`);
+    assert.equal((await outs[3].data())[0], 1, `argmin row 0 [${rows}, ${cols}]`);
+    assert.ok(Number.isNaN((await outs[0].data())[0]), `max row 0 [${rows}, ${cols}]`);
+    await assertTensor(built(d).max(), [NaN], { what: `max of all [${rows}, ${cols}]` });
+    await assertTensor(built(d).argmin(), [1], { what: `argmin of all [${rows}, ${cols}]` });
+  }
+  await assertTensor(on(d, [4], [1, NaN, 5, NaN]).argmax(), [1], {
+    what: "argmax [1, NaN, 5, NaN]",
+  });
+  await assertTensor(on(d, [4], [1, NaN, 5, NaN]).argmin(), [1], {
+    what: "argmin [1, NaN, 5, NaN]",
+  });
+  // softmax / logSoftmax: a row or column with a NaN is NaN everywhere, the
+  // others are untouched. Short rows (serial), long rows (workgroup), columns.
+  for (const [rows, cols] of [[3, 5], [3, 300]]) {
+    const values = floats([rows, cols], 7 * cols);
+    const data = withNan(values, [cols - 1]);
+    const outs = await matchesCpu(d, (dev) => {
+      const x = on(dev, [rows, cols], data);
+      return [x.softmax(1), x.logSoftmax(1), x.softmax(0), x.logSoftmax(0)];
+    }, { what: `softmax [${rows}, ${cols}]` });
+    const soft = await outs[0].data();
+    assert.ok(soft.slice(0, cols).every(Number.isNaN), `softmax NaN row [${rows}, ${cols}]`);
+    assert.ok(!soft.slice(cols).some(Number.isNaN), `softmax other rows [${rows}, ${cols}]`);
+  }
+});
+
 // ---- casts ----
 
 backendTest("cast float32 -> int32 truncates toward zero; int32 -> float32", async (d) => {

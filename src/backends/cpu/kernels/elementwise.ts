@@ -18,7 +18,8 @@ const UNARY: Record<UnaryOp, (x: number) => number> = {
   tanh: Math.tanh,
   gelu: (x) => 0.5 * x * (1 + erf(x * SQRT1_2)),
   geluGrad: (x) => 0.5 * (1 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
-  sign: Math.sign,
+  // sign(NaN) is 0, as in PyTorch.
+  sign: (x) => (x !== x ? 0 : Math.sign(x)),
 };
 
 /** `out[i] = op(x[i])`. */
@@ -50,7 +51,8 @@ function binaryFunction(
     case "div":
       return dtype === "int32" ? (a, b) => (b === 0 ? 0 : Math.trunc(a / b)) : (a, b) => a / b;
     case "pow":
-      return Math.pow;
+      // pow(1, y) is 1 even for NaN and ±inf (C and PyTorch; JavaScript gives NaN).
+      return (a, b) => (a === 1 ? 1 : Math.pow(a, b));
     case "maximum":
       return (a, b) => (a > b || Number.isNaN(a) ? a : b);
     case "minimum":

@@ -26,10 +26,12 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
   const cmp = CMP[op];
   if (cmp !== undefined) {
     const { zero, one } = literals(t);
-    // `!=` compiles to an ordered comparison (false for NaN), so ne is
-    // written as the negation of ==.
-    if (op === "ne") return `return select(${one}, ${zero}, a == b);`;
-    return `return select(${zero}, ${one}, a ${cmp} b);`;
+    // NaN is decided by bits before any float comparison: GL drivers fold
+    // comparisons as if NaN never occurs. Every comparison with NaN is
+    // false, so ne is the negation of eq.
+    const ordered = t === "f32" ? "!isNan(a) && !isNan(b) && " : "";
+    if (op === "ne") return `return select(${one}, ${zero}, ${ordered}a == b);`;
+    return `return select(${zero}, ${one}, ${ordered}a ${cmp} b);`;
   }
   switch (op) {
     case "add":
@@ -51,16 +53,20 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
         : "return min(a, b);";
     case "pow":
       if (t !== "f32") break;
-      // WGSL pow is undefined for a < 0; handle integral exponents and
-      // make the common squares and roots exact.
-      return `if (b == 0.0 || a == 1.0) { return 1.0; }
+      // pow(x, 0) = pow(1, y) = 1 even for NaN (as C and PyTorch); any other
+      // NaN operand gives NaN. WGSL pow is undefined for a < 0; handle
+      // integral exponents and make the common squares and roots exact.
+      return `let an = isNan(a);
+  let bn = isNan(b);
+  if ((!bn && b == 0.0) || (!an && a == 1.0)) { return 1.0; }
+  if (an || bn) { return nanF32(); }
   if (b == 1.0) { return a; }
   if (b == 2.0) { return a * a; }
   if (b == 0.5 && a >= 0.0) { return sqrt(a); }
   if (b == -1.0) { return 1.0 / a; }
   let r = pow(abs(a), b);
   if (a < 0.0) {
-    if (floor(b) != b || isNan(b)) { return nanF32(); }
+    if (floor(b) != b) { return nanF32(); }
     let h = 0.5 * b;
     if (floor(h) != h) { return -r; }
   }

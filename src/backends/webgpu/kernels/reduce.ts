@@ -34,10 +34,12 @@ function combineBody(op: ReduceOp, t: "f32" | "i32"): string {
     case "max":
     case "min": {
       const cmp = op === "max" ? ">" : "<";
-      // NaN propagates, as in PyTorch.
-      return `fn comb(a: ${t}, b: ${t}) -> ${t} { return select(a, b, b ${cmp} a || ${
-        nan("b")
-      }); }\n`;
+      // NaN propagates, as in PyTorch; it is decided by bits before the
+      // comparison, which GL drivers fold as if NaN never occurs.
+      return `fn comb(a: ${t}, b: ${t}) -> ${t} {
+  return select(a, b, ${nan("b")} || (!${nan("a")} && b ${cmp} a));
+}
+`;
     }
     case "argmax":
     case "argmin": {

@@ -14,13 +14,21 @@ const ROW_WG = 64;
 /** Rows at least this long get a workgroup each. */
 const ROW_MIN = 128;
 
+/**
+ * The maximum, NaN winning; NaN is decided by bits before the comparison,
+ * which GL drivers fold as if NaN never occurs.
+ */
+const MAX_NAN_WGSL = IS_NAN_WGSL + `
+fn maxNan(m: f32, v: f32) -> f32 { return select(m, v, isNan(v) || (!isNan(m) && v > m)); }
+`;
+
 function finish(log: boolean, v: string): string {
   return log ? `${v} - m - log(s)` : `exp(${v} - m) / s`;
 }
 
 /** One invocation per (o, i), walking the axis three times. */
 function serialWgsl(log: boolean): string {
-  return PARAMS_WGSL + IS_NAN_WGSL + storage(1, "x", "f32", false) +
+  return PARAMS_WGSL + MAX_NAN_WGSL + storage(1, "x", "f32", false) +
     storage(2, "out", "f32", true) + main1d(WG) +
     `  if (idx >= pu(0u)) { return; }
   let size = pu(1u);
@@ -31,7 +39,7 @@ function serialWgsl(log: boolean): string {
   var m = x[base];
   for (var r = 1u; r < size; r++) {
     let v = x[base + r * inner];
-    m = select(m, v, v > m || isNan(v));
+    m = maxNan(m, v);
   }
   var s = 0.0;
   for (var r = 0u; r < size; r++) { s += exp(x[base + r * inner] - m); }
@@ -45,7 +53,7 @@ function serialWgsl(log: boolean): string {
 
 /** One workgroup per contiguous row, with tree reductions for max and sum. */
 function rowWgsl(log: boolean): string {
-  return PARAMS_WGSL + IS_NAN_WGSL + storage(1, "x", "f32", false) +
+  return PARAMS_WGSL + MAX_NAN_WGSL + storage(1, "x", "f32", false) +
     storage(2, "out", "f32", true) +
     `var<workgroup> sh: array<f32, ${ROW_WG}>;
 @compute @workgroup_size(${ROW_WG})
@@ -58,7 +66,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
   var m = x[base];
   for (var r = lid; r < size; r += ${ROW_WG}u) {
     let v = x[base + r];
-    m = select(m, v, v > m || isNan(v));
+    m = maxNan(m, v);
   }
   sh[lid] = m;
   for (var k = ${ROW_WG / 2}u; k > 0u; k = k >> 1u) {
@@ -66,7 +74,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (lid < k) {
       let v = sh[lid + k];
       let w = sh[lid];
-      sh[lid] = select(w, v, v > w || isNan(v));
+      sh[lid] = maxNan(w, v);
     }
   }
   workgroupBarrier();

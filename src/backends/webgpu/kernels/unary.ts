@@ -11,22 +11,29 @@ import { NORMAL_CDF_WGSL } from "./math.ts";
 
 const WG = 256;
 
+/**
+ * Every float body sees NaN first, by bits: GL drivers fold float
+ * comparisons as if NaN never occurs (`x < 0.0` turning into `!(x >= 0.0)`),
+ * which made `relu(NaN)` 0 there.
+ */
 const FLOAT_BODIES: Record<UnaryOp, string> = {
   neg: "return -x;",
   exp: "return exp(x);",
   log: "return log(x);",
   sqrt: "return sqrt(x);",
   abs: "return abs(x);",
-  // PyTorch propagates NaN; max(x, 0) may not, and GL drivers may compare
-  // unordered (NaN < 0 true), so NaN is tested on the bits first.
   relu: "if (isNan(x)) { return x; } return select(x, 0.0, x < 0.0);",
   // Two branches so exp never overflows into inf / inf.
-  sigmoid: "if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); } let e = exp(x); return e / (1.0 + e);",
+  sigmoid: "if (isNan(x)) { return x; } if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); } " +
+    "let e = exp(x); return e / (1.0 + e);",
   // Some drivers compute tanh from exp and give NaN for large |x|.
-  tanh: "if (abs(x) > 9.0) { return select(-1.0, 1.0, x > 0.0); } return tanh(x);",
-  gelu: "return x * phi(x);",
-  geluGrad: "return phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);",
-  sign: "return select(select(x, -1.0, x < 0.0), 1.0, x > 0.0);",
+  tanh: "if (isNan(x)) { return x; } if (abs(x) > 9.0) { return select(-1.0, 1.0, x > 0.0); } " +
+    "return tanh(x);",
+  gelu: "if (isNan(x)) { return x; } return x * phi(x);",
+  geluGrad:
+    "if (isNan(x)) { return x; } return phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);",
+  // sign(NaN) is 0, as in PyTorch.
+  sign: "if (isNan(x)) { return 0.0; } return select(select(x, -1.0, x < 0.0), 1.0, x > 0.0);",
 };
 
 const INT_BODIES: Partial<Record<UnaryOp, string>> = {
