@@ -14,6 +14,7 @@ import type { Storage } from "./storage.ts";
 import * as ew from "./ops/elementwise.ts";
 import * as red from "./ops/reduce.ts";
 import * as view from "./ops/view.ts";
+import * as indexing from "./ops/indexing.ts";
 import { matmul } from "./ops/linalg.ts";
 import { logSoftmax, softmax } from "./ops/softmax.ts";
 import { copyAcross, toDevice } from "./ops/transfer.ts";
@@ -355,6 +356,50 @@ export class Tensor {
   gelu(): Tensor {
     return ew.gelu(this);
   }
+  /** -1, 0 or 1 (0 for NaN). */
+  sign(): Tensor {
+    return ew.sign(this);
+  }
+  /** Sine. */
+  sin(): Tensor {
+    return ew.sin(this);
+  }
+  /** Cosine. */
+  cos(): Tensor {
+    return ew.cos(this);
+  }
+  /** Largest integer <= each element. */
+  floor(): Tensor {
+    return ew.floor(this);
+  }
+  /** Smallest integer >= each element. */
+  ceil(): Tensor {
+    return ew.ceil(this);
+  }
+  /** Nearest integer, halves to even (as PyTorch). */
+  round(): Tensor {
+    return ew.round(this);
+  }
+  /** ln(1 + this), accurate for small values. */
+  log1p(): Tensor {
+    return ew.log1p(this);
+  }
+  /** e^this - 1, accurate for small values. */
+  expm1(): Tensor {
+    return ew.expm1(this);
+  }
+  /** 1 / sqrt(this). */
+  rsqrt(): Tensor {
+    return ew.rsqrt(this);
+  }
+  /** 1 / this. */
+  reciprocal(): Tensor {
+    return ew.reciprocal(this);
+  }
+  /** this * this. */
+  square(): Tensor {
+    return ew.square(this);
+  }
   /** 1 where equal, else 0 (no gradient). */
   eq(other: TensorLike): Tensor {
     return ew.compare("eq", this, other);
@@ -476,6 +521,22 @@ export class Tensor {
   /** `length` elements from `start` along `dim`. */
   narrow(dim: number, start: number, length: number): Tensor {
     return view.narrow(this, dim, start, length);
+  }
+  /** This tensor where `cond` is nonzero, else `other` (`torch.where(cond, this, other)`). */
+  where(cond: Tensor, other: TensorLike): Tensor {
+    return indexing.where(cond, this, other);
+  }
+  /** A copy with `value` where `mask` is nonzero (mask broadcasts to this shape). */
+  maskedFill(mask: Tensor, value: number | Tensor): Tensor {
+    return indexing.maskedFill(this, mask, value);
+  }
+  /** Entries along `dim` picked per position by an int32 `index` (PyTorch's `gather`). */
+  gather(dim: number, index: Tensor): Tensor {
+    return indexing.gather(this, dim, index);
+  }
+  /** The slice at `index` along `dim`, that dim removed. */
+  select(dim: number, index: number): Tensor {
+    return indexing.select(this, dim, index);
   }
   /** Picks entries along `dim` by int32 indices. */
   indexSelect(dim: number, indices: Tensor): Tensor {

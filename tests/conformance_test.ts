@@ -14,7 +14,6 @@ import {
   chunk,
   type Device,
   div,
-  type DType,
   exp,
   full,
   linear,
@@ -26,7 +25,6 @@ import {
   pow,
   rand,
   randn,
-  seededRandom,
   split,
   stack,
   sub,
@@ -35,33 +33,16 @@ import {
   uniform,
   zeros,
 } from "../mod.ts";
-import { assertClose, assertTensor, BACKENDS, backendTest, matchesCpu } from "./harness.ts";
-
-/** The cpu reference device every backend is compared with. */
-const REF: Device = BACKENDS.get("cpu")![0];
-
-const prng = seededRandom;
-
-function numel(shape: number[]): number {
-  return shape.reduce((a, b) => a * b, 1);
-}
-
-/** float32-exact values in [low, high). */
-function floats(shape: number[], seed: number, low = -3, high = 3): number[] {
-  const next = prng(seed);
-  return Array.from({ length: numel(shape) }, () => Math.fround(low + (high - low) * next()));
-}
-
-/** Integers in [low, high). */
-function ints(shape: number[], seed: number, low = -5, high = 6): number[] {
-  const next = prng(seed);
-  return Array.from({ length: numel(shape) }, () => low + Math.floor((high - low) * next()));
-}
-
-/** A tensor of `shape` from host values on `d`. */
-function on(d: Device, shape: number[], vals: number[], dtype: DType = "float32"): Tensor {
-  return tensor(vals, { shape, dtype, device: d });
-}
+import {
+  assertClose,
+  assertTensor,
+  backendTest,
+  floats,
+  ints,
+  matchesCpu,
+  on,
+  REF,
+} from "./harness.ts";
 
 // ---- factories and reading ----
 

@@ -14,8 +14,10 @@ import {
   expand,
   Function,
   type FunctionCtx,
+  gather,
   linear,
   logSoftmax,
+  maskedFill,
   matmul,
   maximum,
   minimum,
@@ -26,6 +28,7 @@ import {
   sub,
   type Tensor,
   tensor,
+  where,
 } from "../mod.ts";
 import { check, CPU0, CPU1, distinct, inp } from "./gradcheck.ts";
 
@@ -273,3 +276,45 @@ check("MLP loss", (x, w1, b1, w2) => {
   const h = linear(x, w1, b1).gelu();
   return h.matmul(w2).logSoftmax(1).mean();
 }, [inp([3, 4], 160), inp([5, 4], 161), inp([5], 162), inp([5, 2], 163)]);
+
+// ---- more elementwise math ----
+
+check("sin", (a) => a.sin(), [inp([2, 3], 170, -4, 4)]);
+check("cos", (a) => a.cos(), [inp([2, 3], 171, -4, 4)]);
+check("log1p", (a) => a.log1p(), [inp([2, 3], 172, -0.9, 3)]);
+check("expm1", (a) => a.expm1(), [inp([2, 3], 173)]);
+check("rsqrt", (a) => a.rsqrt(), [inp([2, 3], 174, 0.2, 3)]);
+check("reciprocal", (a) => a.reciprocal(), [{
+  shape: [5],
+  values: [-2, -0.5, 0.3, 1.1, 3],
+}]);
+check("square", (a) => a.square(), [inp([2, 3], 175)]);
+// Step functions: zero gradient away from their jumps (PyTorch's convention).
+check("floor ceil round sign", (a) => a.floor().add(a.ceil()).add(a.round()).add(a.sign()).add(a), [
+  { shape: [5], values: [-1.7, -0.3, 0.2, 1.4, 2.6] },
+]);
+
+// ---- selection ----
+
+check("where broadcast both sides", (a, b) => {
+  const cond = tensor([1, 0, 0, 1, 1, 0], { shape: [2, 1, 3] });
+  return where(cond, a, b);
+}, [inp([4, 1], 180), inp([4, 3], 181)]);
+check("where with a number", (a) => where(a.gt(0), a.exp(), 0.5), [inp([2, 3], 182)]);
+check("maskedFill then softmax", (a) => {
+  const mask = tensor([0, 1, 0, 0, 0, 1, 1, 0], { shape: [2, 4] });
+  return a.maskedFill(mask, -Infinity).softmax(1);
+}, [inp([2, 4], 183)]);
+check("maskedFill with a 0-d tensor value", (a, v) => {
+  const mask = tensor([0, 1, 1, 0, 0, 1], { shape: [2, 3] });
+  return maskedFill(a, mask.gt(0), v.reshape([]));
+}, [inp([2, 3], 184), inp([1], 185)]);
+check("gather dim 1 with repeats and a smaller index", (a) => {
+  const index = tensor([2, 0, 2, 1, 1, 1, 0, 2], { dtype: "int32", shape: [2, 4, 1] });
+  return a.gather(1, index);
+}, [inp([3, 3, 2], 186)]);
+check("gather dim 0", (a) => {
+  const index = tensor([1, 0, 1, 1, 1, 0], { dtype: "int32", shape: [3, 2] });
+  return gather(a, 0, index).exp();
+}, [inp([2, 2], 187)]);
+check("select", (a) => a.select(1, -1).mul(a.select(0, 0).sum()), [inp([2, 3], 188)]);

@@ -6,7 +6,15 @@
  */
 
 import assert from "node:assert/strict";
-import { backendNames, type Device, requestDevices, type Tensor } from "../mod.ts";
+import {
+  backendNames,
+  type Device,
+  type DType,
+  requestDevices,
+  seededRandom,
+  type Tensor,
+  tensor,
+} from "../mod.ts";
 
 /**
  * Backends that must start (comma-separated names in MULTIGRAD_REQUIRE_BACKENDS): CI sets it so a
@@ -113,6 +121,30 @@ export async function assertTensor(
   assertClose(await t.data(), expected, options);
 }
 
+/** The cpu reference device every backend is compared with. */
+export const REF: Device = BACKENDS.get("cpu")![0];
+
+function numel(shape: number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** float32-exact values in [low, high), deterministic per seed. */
+export function floats(shape: number[], seed: number, low = -3, high = 3): number[] {
+  const next = seededRandom(seed);
+  return Array.from({ length: numel(shape) }, () => Math.fround(low + (high - low) * next()));
+}
+
+/** Integers in [low, high), deterministic per seed. */
+export function ints(shape: number[], seed: number, low = -5, high = 6): number[] {
+  const next = seededRandom(seed);
+  return Array.from({ length: numel(shape) }, () => low + Math.floor((high - low) * next()));
+}
+
+/** A tensor of `shape` from host values on `d`. */
+export function on(d: Device, shape: number[], vals: number[], dtype: DType = "float32"): Tensor {
+  return tensor(vals, { shape, dtype, device: d });
+}
+
 /** Builds the tensors one check compares: the same computation on any device. */
 export type Build = (d: Device) => Tensor | Tensor[];
 
@@ -125,7 +157,7 @@ export async function matchesCpu(
   build: Build,
   options: CloseOptions & { exact?: boolean } = {},
 ): Promise<Tensor[]> {
-  const expected = [build(BACKENDS.get("cpu")![0])].flat();
+  const expected = [build(REF)].flat();
   const actual = [build(d)].flat();
   assert.equal(actual.length, expected.length, "number of outputs");
   const closeness = options.exact ? { atol: 0, rtol: 0 } : options;

@@ -234,6 +234,20 @@ const UNARY_REF: Record<UnaryOp, (x: number) => number> = {
   gelu: (x) => x * normalCdf(x),
   geluGrad: (x) => normalCdf(x) + x * Math.exp(-0.5 * x * x) / Math.sqrt(2 * Math.PI),
   sign: Math.sign,
+  sin: Math.sin,
+  cos: Math.cos,
+  floor: Math.floor,
+  ceil: Math.ceil,
+  // Half to even (the inputs hold -0.5 and -9.5).
+  round: (x) => {
+    const r = Math.round(x);
+    return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  },
+  log1p: Math.log1p,
+  expm1: Math.expm1,
+  rsqrt: (x) => 1 / Math.sqrt(x),
+  reciprocal: (x) => 1 / x,
+  square: (x) => x * x,
 };
 
 test("unary float ops match references", async () => {
@@ -256,12 +270,13 @@ test("unary float ops match references", async () => {
     const x = upload(d, data);
     const out = d.allocate(n, "float32");
     for (const op of Object.keys(UNARY_REF) as UnaryOp[]) {
-      const input = op === "log" || op === "sqrt" ? data.map((v) => Math.abs(v) + 1e-3) : data;
-      const xin = op === "log" || op === "sqrt" ? upload(d, input) : x;
+      const positive = op === "log" || op === "sqrt" || op === "rsqrt" || op === "log1p";
+      const input = positive ? data.map((v) => Math.abs(v) + 1e-3) : data;
+      const xin = positive ? upload(d, input) : x;
       d.unary(op, xin, out, n, "float32");
       const got = await d.read(out, n, "float32");
       const want = [...input].map((v) => Math.fround(UNARY_REF[op](v)));
-      const exp = op === "exp" || op === "sigmoid";
+      const exp = op === "exp" || op === "sigmoid" || op === "expm1";
       assertClose(got, want, exp ? 1e-5 : 3e-6, 1e-6, op);
     }
   }

@@ -30,7 +30,11 @@ import type { DType, TypedArray } from "../dtype.ts";
 /** An opaque handle to memory owned by one {@link BackendDevice}. */
 export type DeviceBuffer = object;
 
-/** Elementwise functions of one operand. Float dtypes only, except `neg`, `abs`, `relu`, `sign`. */
+/**
+ * Elementwise functions of one operand. Float dtypes only, except `neg`,
+ * `abs`, `relu`, `sign`, `floor`, `ceil`, `round` and `square`, which also
+ * take int32 (`floor`, `ceil`, `round` are then the identity).
+ */
 export type UnaryOp =
   | "neg"
   | "exp"
@@ -44,7 +48,23 @@ export type UnaryOp =
   | "gelu"
   /** d gelu / dx = Φ(x) + x φ(x). */
   | "geluGrad"
-  | "sign";
+  | "sign"
+  | "sin"
+  | "cos"
+  | "floor"
+  | "ceil"
+  /** Half to even, as PyTorch (`round(2.5) = 2`). */
+  | "round"
+  /** ln(1 + x), accurate for small x. */
+  | "log1p"
+  /** e^x - 1, accurate for small x. */
+  | "expm1"
+  /** 1 / sqrt(x). */
+  | "rsqrt"
+  /** 1 / x. */
+  | "reciprocal"
+  /** x * x. */
+  | "square";
 
 /**
  * Elementwise functions of two operands. Comparisons give 1 or 0 in the
@@ -144,6 +164,45 @@ export interface CopyLayout {
   /** First destination element. */
   readonly dstOffset: number;
   /** The element type. */
+  readonly dtype: DType;
+}
+
+/**
+ * How {@link BackendDevice.where} reads its operands:
+ * `out[i] = cond[i] != 0 ? a[i] : b[i]` over the broadcast index space
+ * `shape`. A float `cond` is true where it is not ±0 (NaN is true, as
+ * `bool(nan)` in PyTorch).
+ */
+export interface WhereLayout {
+  /** Shape of `out` (contiguous). Length 0 means a single element. */
+  readonly shape: readonly number[];
+  /** Element strides of `cond` per output dim; 0 where broadcast. */
+  readonly condStrides: readonly number[];
+  /** Element strides of `a` per output dim; 0 where broadcast. */
+  readonly aStrides: readonly number[];
+  /** Element strides of `b` per output dim; 0 where broadcast. */
+  readonly bStrides: readonly number[];
+  /** The dtype of `cond` (any stored dtype). */
+  readonly condDtype: DType;
+  /** The dtype of `a`, `b` and `out`. */
+  readonly dtype: DType;
+}
+
+/**
+ * The [outer, ·, inner] views of {@link BackendDevice.gather} and
+ * {@link BackendDevice.scatterAdd}: the data side has `size` rows along the
+ * axis, the index side (int32, shaped [outer, count, inner]) `count`.
+ */
+export interface GatherLayout {
+  /** Product of the dims before the axis. */
+  readonly outer: number;
+  /** Length of the axis on the data side. */
+  readonly size: number;
+  /** Length of the axis on the index side. */
+  readonly count: number;
+  /** Product of the dims after the axis. */
+  readonly inner: number;
+  /** The dtype of the data (not of the int32 index). */
   readonly dtype: DType;
 }
 
@@ -266,6 +325,40 @@ export interface BackendDevice {
     indices: DeviceBuffer,
     out: DeviceBuffer,
     layout: AxisLayout & { readonly count: number },
+  ): void;
+  /**
+   * `out[i] = cond[i] != 0 ? a[i] : b[i]` with broadcasting, see
+   * {@link WhereLayout}.
+   */
+  where(
+    cond: DeviceBuffer,
+    a: DeviceBuffer,
+    b: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: WhereLayout,
+  ): void;
+  /**
+   * `out[o, j, i] = x[o, index[o, j, i], i]`: x is [outer, size, inner],
+   * `index` and `out` are [outer, count, inner]. An index outside
+   * `[0, size)` gives 0 and must not crash the device.
+   */
+  gather(
+    x: DeviceBuffer,
+    index: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: GatherLayout,
+  ): void;
+  /**
+   * The adjoint of {@link gather}: `out` ([outer, size, inner]) is set to
+   * `out[o, r, i] = Σ src[o, j, i]` over the j with `index[o, j, i] = r`
+   * (0 where none); `src` and `index` are [outer, count, inner]. Indices
+   * outside `[0, size)` are skipped.
+   */
+  scatterAdd(
+    src: DeviceBuffer,
+    index: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: GatherLayout,
   ): void;
   /**
    * Softmax over the middle axis, numerically stable (subtract the max):

@@ -33,7 +33,16 @@ export function unaryRaw(op: UnaryOp, x: Tensor): Tensor {
   return out;
 }
 
-const INT_OK: ReadonlySet<UnaryOp> = new Set(["neg", "abs", "relu", "sign"]);
+const INT_OK: ReadonlySet<UnaryOp> = new Set([
+  "neg",
+  "abs",
+  "relu",
+  "sign",
+  "floor",
+  "ceil",
+  "round",
+  "square",
+]);
 
 function unary(op: UnaryOp, x: Tensor, backward: (g: Tensor, out: Tensor) => Tensor): Tensor {
   if (!INT_OK.has(op)) requireFloat(op, x);
@@ -60,8 +69,34 @@ export const sigmoid = (x: Tensor): Tensor =>
 export const tanh = (x: Tensor): Tensor => unary("tanh", x, (g, y) => mul(g, sub(1, mul(y, y))));
 /** GELU with the exact erf (PyTorch's default). */
 export const gelu = (x: Tensor): Tensor => unary("gelu", x, (g) => mul(g, unaryRaw("geluGrad", x)));
-/** -1, 0 or 1 (no gradient). */
-export const sign = (x: Tensor): Tensor => unaryRaw("sign", x);
+/** A step function: its gradient is zero everywhere (PyTorch's convention). */
+function step(op: UnaryOp, x: Tensor): Tensor {
+  return unary(op, x, (g) => g.zerosLike());
+}
+/** -1, 0 or 1 (0 for NaN, as PyTorch); zero gradient. */
+export const sign = (x: Tensor): Tensor => step("sign", x);
+/** Sine. */
+export const sin = (x: Tensor): Tensor => unary("sin", x, (g) => mul(g, unaryRaw("cos", x)));
+/** Cosine. */
+export const cos = (x: Tensor): Tensor => unary("cos", x, (g) => mul(g, neg(unaryRaw("sin", x))));
+/** Largest integer <= x; zero gradient. */
+export const floor = (x: Tensor): Tensor => step("floor", x);
+/** Smallest integer >= x; zero gradient. */
+export const ceil = (x: Tensor): Tensor => step("ceil", x);
+/** Nearest integer, halves to even (`round(2.5) = 2`, as PyTorch); zero gradient. */
+export const round = (x: Tensor): Tensor => step("round", x);
+/** ln(1 + x), accurate for small x. */
+export const log1p = (x: Tensor): Tensor => unary("log1p", x, (g) => div(g, add(x, 1)));
+/** e^x - 1, accurate for small x. */
+export const expm1 = (x: Tensor): Tensor => unary("expm1", x, (g, y) => mul(g, add(y, 1)));
+/** 1 / sqrt(x). */
+export const rsqrt = (x: Tensor): Tensor =>
+  unary("rsqrt", x, (g, y) => mul(g, mul(mul(y, mul(y, y)), -0.5)));
+/** 1 / x. */
+export const reciprocal = (x: Tensor): Tensor =>
+  unary("reciprocal", x, (g, y) => neg(mul(g, mul(y, y))));
+/** x * x. */
+export const square = (x: Tensor): Tensor => unary("square", x, (g) => mul(g, mul(x, 2)));
 
 /** Forward of a binary kernel after promotion and broadcasting, no graph. */
 export function binaryRaw(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
@@ -84,7 +119,7 @@ export function binaryRaw(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
 }
 
 /** Promotes two operands to one dtype (a number takes the dtype and device of the tensor beside it). */
-function operands(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
+export function operands(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
   if (typeof a === "number" && typeof b === "number") {
     throw new TypeError(
       `${op}: expected at least one Tensor operand, got the numbers ${a} and ${b}`,

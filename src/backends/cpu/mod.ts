@@ -14,11 +14,13 @@ import type {
   BinaryOp,
   CopyLayout,
   DeviceBuffer,
+  GatherLayout,
   MatmulLayout,
   MemoryInfo,
   RandomLayout,
   ReduceOp,
   UnaryOp,
+  WhereLayout,
 } from "../backend.ts";
 import { allocHost, type DType, dtypeSize, type TypedArray } from "../../dtype.ts";
 import { CpuBuffer } from "./kernels/buffer.ts";
@@ -28,6 +30,9 @@ import { matmul } from "./kernels/matmul.ts";
 import { copy, indexSelect } from "./kernels/copy.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { random } from "./kernels/random.ts";
+import { where } from "./kernels/where.ts";
+import { gather } from "./kernels/gather.ts";
+import { scatterAdd } from "./kernels/scatter_add.ts";
 
 function data(buffer: DeviceBuffer): TypedArray {
   return (buffer as CpuBuffer).data;
@@ -108,6 +113,26 @@ class CpuDevice implements BackendDevice {
     layout: AxisLayout & { readonly count: number },
   ): void {
     indexSelect(data(x), data(indices), data(out), layout);
+  }
+  where(
+    cond: DeviceBuffer,
+    a: DeviceBuffer,
+    b: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: WhereLayout,
+  ): void {
+    where(data(cond), data(a), data(b), data(out), layout);
+  }
+  gather(x: DeviceBuffer, index: DeviceBuffer, out: DeviceBuffer, layout: GatherLayout): void {
+    gather(data(x), data(index), data(out), layout);
+  }
+  scatterAdd(
+    src: DeviceBuffer,
+    index: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: GatherLayout,
+  ): void {
+    scatterAdd(data(src), data(index), data(out), layout);
   }
   softmax(
     x: DeviceBuffer,

@@ -11,11 +11,13 @@ import type {
   BinaryOp,
   CopyLayout,
   DeviceBuffer,
+  GatherLayout,
   MatmulLayout,
   MemoryInfo,
   RandomLayout,
   ReduceOp,
   UnaryOp,
+  WhereLayout,
 } from "../backend.ts";
 import { binary } from "./kernels/binary.ts";
 import { cast } from "./kernels/cast.ts";
@@ -27,6 +29,9 @@ import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { unary } from "./kernels/unary.ts";
+import { where } from "./kernels/where.ts";
+import { gather } from "./kernels/gather.ts";
+import { scatterAdd } from "./kernels/scatter_add.ts";
 import { sizeClass } from "./pool.ts";
 import { Runtime } from "./runtime.ts";
 import { wgslType } from "./wgsl.ts";
@@ -246,6 +251,32 @@ export class WebGPUDevice implements BackendDevice {
       this.#buf(out),
       layout,
     );
+  }
+
+  where(
+    cond: DeviceBuffer,
+    a: DeviceBuffer,
+    b: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: WhereLayout,
+  ): void {
+    this.runtime.checkLost();
+    where(this.runtime, this.#buf(cond), this.#buf(a), this.#buf(b), this.#buf(out), layout);
+  }
+
+  gather(x: DeviceBuffer, index: DeviceBuffer, out: DeviceBuffer, layout: GatherLayout): void {
+    this.runtime.checkLost();
+    gather(this.runtime, this.#buf(x), this.#buf(index), this.#buf(out), layout);
+  }
+
+  scatterAdd(
+    src: DeviceBuffer,
+    index: DeviceBuffer,
+    out: DeviceBuffer,
+    layout: GatherLayout,
+  ): void {
+    this.runtime.checkLost();
+    scatterAdd(this.runtime, this.#buf(src), this.#buf(index), this.#buf(out), layout);
   }
 
   softmax(

@@ -67,3 +67,44 @@ fn isNan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 var<private> nanBits: u32 = 0x7fc00000u;
 fn nanF32() -> f32 { return bitcast<f32>(nanBits); }
 `;
+
+/**
+ * `isFinite(x)` by bits and `infF32()` (from a private variable, as
+ * `nanF32()`: Tint rejects non-finite constants); needs {@link IS_NAN_WGSL}.
+ */
+export const FLOAT_SPECIALS_WGSL = `
+fn isFinite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
+var<private> infBits: u32 = 0x7f800000u;
+fn infF32() -> f32 { return bitcast<f32>(infBits); }
+`;
+
+/** One operand of {@link stridedOffsets}: its offset variable and where its strides start. */
+export interface StridedOperand {
+  /** Name of the `var` (i32) that receives the operand's element offset. */
+  readonly name: string;
+  /** Parameter word of the operand's stride for dim 0 (dims follow). */
+  readonly stridesAt: number;
+}
+
+/**
+ * WGSL statements that decode the linear `idx` over a row-major shape of
+ * `rank` dims (sizes in parameter words `shapeAt..shapeAt+rank-1`) into one
+ * element offset per operand: `var <name> = Σ coord_d * stride_d` (strides
+ * as i32 words; 0 broadcasts).
+ */
+export function stridedOffsets(
+  rank: number,
+  shapeAt: number,
+  operands: readonly StridedOperand[],
+): string {
+  let code = "  var rem = idx;\n";
+  for (const { name } of operands) code += `  var ${name} = 0i;\n`;
+  for (let d = rank - 1; d >= 0; d--) {
+    code += `  { let s = pu(${shapeAt + d}u); let c = i32(rem % s); rem = rem / s;\n`;
+    for (const { name, stridesAt } of operands) {
+      code += `    ${name} += c * pi(${stridesAt + d}u);\n`;
+    }
+    code += "  }\n";
+  }
+  return code;
+}

@@ -18,9 +18,25 @@ const UNARY: Record<UnaryOp, (x: number) => number> = {
   tanh: Math.tanh,
   gelu: (x) => 0.5 * x * (1 + erf(x * SQRT1_2)),
   geluGrad: (x) => 0.5 * (1 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
-  // sign(NaN) is 0, as in PyTorch.
-  sign: (x) => (x !== x ? 0 : Math.sign(x)),
+  // NaN gives 0 and -0 gives +0, as PyTorch.
+  sign: (x) => (x > 0 ? 1 : x < 0 ? -1 : 0),
+  sin: Math.sin,
+  cos: Math.cos,
+  floor: Math.floor,
+  ceil: Math.ceil,
+  round: roundHalfEven,
+  log1p: Math.log1p,
+  expm1: Math.expm1,
+  rsqrt: (x) => 1 / Math.sqrt(x),
+  reciprocal: (x) => 1 / x,
+  square: (x) => x * x,
 };
+
+/** Rounds to the nearest integer, halves to the even one (as PyTorch and WGSL). */
+function roundHalfEven(x: number): number {
+  const r = Math.round(x); // halves go up here
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
 
 /** `out[i] = op(x[i])`. */
 export function unary(
@@ -31,6 +47,11 @@ export function unary(
 ): void {
   if (op === "relu") {
     for (let i = 0; i < numel; i++) out[i] = x[i] > 0 || x[i] !== x[i] ? x[i] : 0;
+    return;
+  }
+  if (op === "square" && out instanceof Int32Array) {
+    // Wrapping int32 product: a float64 product loses low bits past 2^53.
+    for (let i = 0; i < numel; i++) out[i] = Math.imul(x[i], x[i]);
     return;
   }
   const f = UNARY[op];

@@ -6,7 +6,14 @@
 import type { DType } from "../../../dtype.ts";
 import type { UnaryOp } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import {
+  FLOAT_SPECIALS_WGSL,
+  IS_NAN_WGSL,
+  main1d,
+  PARAMS_WGSL,
+  storage,
+  wgslType,
+} from "../wgsl.ts";
 import { NORMAL_CDF_WGSL } from "./math.ts";
 
 const WG = 256;
@@ -32,8 +39,38 @@ const FLOAT_BODIES: Record<UnaryOp, string> = {
   gelu: "if (isNan(x)) { return x; } return x * phi(x);",
   geluGrad:
     "if (isNan(x)) { return x; } return phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);",
-  // sign(NaN) is 0, as in PyTorch.
-  sign: "if (isNan(x)) { return 0.0; } return select(select(x, -1.0, x < 0.0), 1.0, x > 0.0);",
+  // sign(NaN) is 0 and sign(-0) is +0 as in PyTorch (through i32).
+  sign: "if (isNan(x)) { return 0.0; } return f32(select(0, 1, x > 0.0) - select(0, 1, x < 0.0));",
+  // Drivers may compute sin/cos of inf as anything; PyTorch gives NaN.
+  sin: "if (!isFinite(x)) { return nanF32(); } return sin(x);",
+  cos: "if (!isFinite(x)) { return nanF32(); } return cos(x);",
+  floor: "if (!isFinite(x)) { return x; } return floor(x);",
+  ceil: "if (!isFinite(x)) { return x; } return ceil(x);",
+  // WGSL's round is half to even, as PyTorch's.
+  round: "if (!isFinite(x)) { return x; } return round(x);",
+  // WGSL's log and exp are only accurate to an absolute 2^-21 near 1 and
+  // 0, so near 0 these use series: log1p(x) = 2 atanh(s) with
+  // s = x / (2 + x), |s| <= 1/3 (9 odd terms), and the Taylor series of
+  // e^x - 1 for |x| < 0.5 (9 terms); both keep float32 relative accuracy.
+  log1p: `if (isNan(x) || x < -1.0) { return nanF32(); }
+  if (x == -1.0) { return -infF32(); }
+  if (!isFinite(x)) { return x; }
+  if (x <= -0.5 || x >= 1.0) { return log(1.0 + x); }
+  let s = x / (2.0 + x);
+  let s2 = s * s;
+  var p = 1.0 / 19.0;
+  for (var k = 8; k >= 0; k--) { p = 1.0 / f32(2 * k + 1) + s2 * p; }
+  return 2.0 * s * p;`,
+  expm1: `if (isNan(x)) { return x; }
+  if (x > 88.8) { return infF32(); }
+  if (x < -17.5) { return -1.0; }
+  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
+  var p = 1.0;
+  for (var k = 9; k >= 2; k--) { p = 1.0 + x / f32(k) * p; }
+  return x * p;`,
+  rsqrt: "if (isNan(x) || x < 0.0) { return nanF32(); } return 1.0 / sqrt(x);",
+  reciprocal: "return 1.0 / x;",
+  square: "return x * x;",
 };
 
 const INT_BODIES: Partial<Record<UnaryOp, string>> = {
@@ -41,6 +78,10 @@ const INT_BODIES: Partial<Record<UnaryOp, string>> = {
   abs: "return select(x, 0 - x, x < 0);",
   relu: "return max(x, 0);",
   sign: "return select(select(0, -1, x < 0), 1, x > 0);",
+  floor: "return x;",
+  ceil: "return x;",
+  round: "return x;",
+  square: "return x * x;",
 };
 
 /** Records `out[i] = op(x[i])`. */
@@ -69,7 +110,7 @@ export function unary(
     key: `unary_${op}_${t}_${vec}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "x", vt, false) + storage(2, "out", vt, true) +
-      (t === "f32" ? IS_NAN_WGSL : "") +
+      (t === "f32" ? IS_NAN_WGSL + FLOAT_SPECIALS_WGSL : "") +
       (op === "gelu" || op === "geluGrad" ? NORMAL_CDF_WGSL : "") +
       `fn f(x: ${t}) -> ${t} { ${body} }\n` + main1d(WG) +
       `  if (idx >= pu(0u)) { return; }

@@ -1,0 +1,32 @@
+/**
+ * `scatterAdd`: the adjoint of `gather` (its backward).
+ * @module
+ */
+
+import type { GatherLayout } from "../../backend.ts";
+import type { TypedArray } from "../../../dtype.ts";
+
+/**
+ * `out[o, r, i] = Σ src[o, j, i]` over the j with `index[o, j, i] = r`, 0
+ * where none; out-of-range indices are skipped.
+ */
+export function scatterAdd(
+  src: TypedArray,
+  index: TypedArray,
+  out: TypedArray,
+  { outer, size, count, inner }: GatherLayout,
+): void {
+  out.fill(0, 0, outer * size * inner);
+  for (let o = 0; o < outer; o++) {
+    const base = o * size * inner;
+    for (let j = 0; j < count; j++) {
+      const at = (o * count + j) * inner;
+      for (let i = 0; i < inner; i++) {
+        const r = index[at + i];
+        if (!(r >= 0 && r < size)) continue;
+        const k = base + r * inner + i;
+        out[k] += src[at + i]; // int32 stores wrap, as on the GPU
+      }
+    }
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * `scatterAdd`: the adjoint of `gather`. WGSL has no float atomics, so each
+ * output element sums its own matches over the index axis: deterministic
+ * (the same order as the cpu loop), at `count` reads per output element.
+ * @module
+ */
+
+import type { GatherLayout } from "../../backend.ts";
+import { groups2d, type Runtime } from "../runtime.ts";
+import { literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+
+const WG = 256;
+
+/**
+ * Records `out[o, r, i] = Σ src[o, j, i]` over the j with
+ * `index[o, j, i] = r` (0 where none).
+ */
+export function scatterAdd(
+  rt: Runtime,
+  src: GPUBuffer,
+  index: GPUBuffer,
+  out: GPUBuffer,
+  { outer, size, count, inner, dtype }: GatherLayout,
+): void {
+  const numel = outer * size * inner;
+  if (numel === 0) return;
+  const t = wgslType(dtype);
+  rt.dispatch({
+    name: "scatterAdd",
+    key: `scatterAdd_${t}`,
+    wgsl: () =>
+      PARAMS_WGSL + storage(1, "src", t, false) + storage(2, "index", "i32", false) +
+      storage(3, "out", t, true) + main1d(WG) +
+      `  if (idx >= pu(0u)) { return; }
+  let size = pu(1u);
+  let count = pu(2u);
+  let inner = pu(3u);
+  let i = idx % inner;
+  let row = idx / inner;
+  let r = i32(row % size);
+  let first = (row / size) * count * inner + i;
+  var acc = ${literals(t).zero};
+  for (var j = 0u; j < count; j++) {
+    let k = first + j * inner;
+    if (index[k] == r) { acc += src[k]; }
+  }
+  out[idx] = acc;
+}
+`,
+    signature: "rrw",
+    buffers: [src, index, out],
+    params: [numel, size, count, inner],
+    groups: groups2d(Math.ceil(numel / WG)),
+  });
+}

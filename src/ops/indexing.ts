@@ -1,0 +1,202 @@
+/**
+ * Selection by condition and by index: `where`, `maskedFill`, `gather`,
+ * `select`, and their gradients.
+ * @module
+ */
+
+import { record } from "../autograd.ts";
+import { isFloat } from "../dtype.ts";
+import {
+  broadcastShapes,
+  broadcastStrides,
+  formatShape,
+  normalizeDim,
+  type Shape,
+} from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
+import { operands, sumTo } from "./elementwise.ts";
+import { narrow, reshape } from "./view.ts";
+
+/** The where kernel after promotion, no graph; `shape` is the output's. */
+function whereRaw(cond: Tensor, a: Tensor, b: Tensor, shape: Shape): Tensor {
+  const out = empty(shape, a.dtype, a.device);
+  if (out.numel() === 0) return out;
+  const layout = {
+    shape: [...shape],
+    condStrides: broadcastStrides(cond.shape, shape),
+    aStrides: broadcastStrides(a.shape, shape),
+    bStrides: broadcastStrides(b.shape, shape),
+    condDtype: cond.dtype,
+    dtype: a.dtype,
+  };
+  const cb = cond.storage.buffer("where");
+  const ab = a.storage.buffer("where");
+  const bb = b.storage.buffer("where");
+  const ob = out.storage.buffer();
+  launch(a.device, (k) => k.where(cb, ab, bb, ob, layout));
+  return out;
+}
+
+function requireCondition(op: string, cond: unknown): asserts cond is Tensor {
+  if (!(cond instanceof Tensor)) {
+    throw new TypeError(
+      `${op}: the condition must be a Tensor (a comparison result or any dtype, nonzero = true), got ${typeof cond}`,
+    );
+  }
+}
+
+/**
+ * `cond ? a : b` elementwise, with broadcasting of all three (PyTorch's
+ * `torch.where`). `cond` is any tensor, true where nonzero (comparison
+ * results are 1/0); `a` and `b` are promoted to one dtype and may be numbers.
+ * Gradients flow to `a` where `cond` holds and to `b` elsewhere.
+ */
+export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
+  requireCondition("where", cond);
+  let ta: Tensor;
+  let tb: Tensor;
+  if (typeof a === "number" && typeof b === "number") {
+    const dtype = Number.isInteger(a) && Number.isInteger(b) ? "int32" : "float32";
+    ta = scalar(a, dtype, cond.device);
+    tb = scalar(b, dtype, cond.device);
+  } else [ta, tb] = operands("where", a, b);
+  commonDevice("where", cond, ta, tb);
+  const shape = broadcastShapes(cond.shape, broadcastShapes(ta.shape, tb.shape, "where"), "where");
+  const out = whereRaw(cond, ta, tb, shape);
+  return record("where", [ta, tb], out, ([g]) => {
+    const zero = scalar(0, g!.dtype, g!.device);
+    return [
+      ta.requiresGrad ? sumTo(whereRaw(cond, g!, zero, shape), ta.shape) : null,
+      tb.requiresGrad ? sumTo(whereRaw(cond, zero, g!, shape), tb.shape) : null,
+    ];
+  });
+}
+
+/**
+ * `x` with `value` where `mask` is nonzero (PyTorch's `masked_fill`). The
+ * mask broadcasts to `x`'s shape; `value` is a number or a 0-d tensor (which
+ * then gets the gradient of the filled places). A `-Infinity` fill before a
+ * softmax gives those places probability 0.
+ */
+export function maskedFill(x: Tensor, mask: Tensor, value: number | Tensor): Tensor {
+  requireCondition("maskedFill", mask);
+  const shape = broadcastShapes(mask.shape, x.shape, "maskedFill");
+  if (shape.length !== x.ndim || shape.some((n, i) => n !== x.shape[i])) {
+    throw new RangeError(
+      `maskedFill: the mask of shape ${
+        formatShape(mask.shape)
+      } must broadcast to the tensor's shape ${formatShape(x.shape)}`,
+    );
+  }
+  let fill: Tensor;
+  if (value instanceof Tensor) {
+    if (value.ndim !== 0) {
+      throw new RangeError(
+        `maskedFill: a tensor value must be 0-dimensional, got shape ${formatShape(value.shape)}`,
+      );
+    }
+    fill = value.dtype === x.dtype ? value : value.to(x.dtype);
+  } else {
+    if (typeof value !== "number") {
+      throw new TypeError(
+        `maskedFill: value must be a number or a 0-d Tensor, got ${typeof value}`,
+      );
+    }
+    if (!isFloat(x.dtype) && !Number.isInteger(value)) {
+      throw new TypeError(`maskedFill: cannot fill an ${x.dtype} tensor with ${value}`);
+    }
+    fill = scalar(value, x.dtype, x.device);
+  }
+  return where(mask, fill, x);
+}
+
+function requireIndex(op: string, index: unknown, x: Tensor): asserts index is Tensor {
+  if (!(index instanceof Tensor) || index.dtype !== "int32") {
+    const got = index instanceof Tensor ? `${index.dtype} tensor` : typeof index;
+    throw new TypeError(`${op}: index must be an int32 tensor, got ${got}`);
+  }
+  commonDevice(op, x, index);
+}
+
+/** The scatter-add kernel: `[outer, size, inner]` sums of `src` by `index`, no graph. */
+function scatterAddRaw(src: Tensor, index: Tensor, dim: number, size: number): Tensor {
+  const shape = index.shape.map((n, i) => (i === dim ? size : n));
+  const out = empty(shape, src.dtype, src.device);
+  if (out.numel() === 0) return out;
+  const layout = gatherLayout(index.shape, dim, size, src.dtype);
+  const sb = src.storage.buffer("gather backward");
+  const ib = index.storage.buffer("gather backward");
+  const ob = out.storage.buffer();
+  launch(src.device, (k) => k.scatterAdd(sb, ib, ob, layout));
+  return out;
+}
+
+function gatherLayout(indexShape: Shape, dim: number, size: number, dtype: Tensor["dtype"]) {
+  let outer = 1;
+  for (let i = 0; i < dim; i++) outer *= indexShape[i];
+  let inner = 1;
+  for (let i = dim + 1; i < indexShape.length; i++) inner *= indexShape[i];
+  return { outer, size, count: indexShape[dim], inner, dtype };
+}
+
+/**
+ * `out[i][j][k] = x[index[i][j][k]][j][k]` for `dim = 0` (and so on):
+ * PyTorch's `gather`. `index` is int32 with `x`'s number of dims, no larger
+ * than `x` in every dim but `dim`; the output has `index`'s shape. The
+ * gradient scatter-adds back (repeated indices sum). An index outside the
+ * dim gives 0 (the device cannot raise).
+ */
+export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+  requireIndex("gather", index, x);
+  if (x.ndim === 0 || index.ndim === 0) {
+    if (x.ndim + index.ndim > 0 && x.ndim !== index.ndim) {
+      throw new RangeError(
+        `gather: index (shape ${
+          formatShape(index.shape)
+        }) must have as many dims as the input (shape ${formatShape(x.shape)})`,
+      );
+    }
+    normalizeDim(dim, 0, "gather");
+    return reshape(gather(reshape(x, [1]), 0, reshape(index, [1])), [], "gather");
+  }
+  const d = normalizeDim(dim, x.ndim, "gather");
+  if (index.ndim !== x.ndim || index.shape.some((n, i) => i !== d && n > x.shape[i])) {
+    throw new RangeError(
+      `gather: index of shape ${formatShape(index.shape)} does not fit the input of shape ${
+        formatShape(x.shape)
+      } (same number of dims, each no larger except dim ${d})`,
+    );
+  }
+  // Trim the other dims to the index's sizes, so the kernel sees one
+  // [outer, ·, inner] view on both sides (narrow's gradient pads back).
+  let src = x;
+  for (let i = 0; i < x.ndim; i++) {
+    if (i !== d && index.shape[i] < x.shape[i]) src = narrow(src, i, 0, index.shape[i]);
+  }
+  const size = x.shape[d];
+  const out = empty(index.shape, x.dtype, x.device);
+  if (out.numel() > 0) {
+    const layout = gatherLayout(index.shape, d, size, x.dtype);
+    const xb = src.storage.buffer("gather");
+    const ib = index.storage.buffer("gather");
+    const ob = out.storage.buffer();
+    launch(x.device, (k) => k.gather(xb, ib, ob, layout));
+  }
+  return record("gather", [src], out, ([g]) => [scatterAddRaw(g!, index, d, size)]);
+}
+
+/** The slice at `index` along `dim`, with that dim removed (PyTorch's `select`). */
+export function select(x: Tensor, dim: number, index: number): Tensor {
+  const d = normalizeDim(dim, x.ndim, "select");
+  const size = x.shape[d];
+  if (!Number.isInteger(index) || index < -size || index >= size) {
+    throw new RangeError(
+      `select: index ${index} is out of range for dim ${d} of size ${size} (shape ${
+        formatShape(x.shape)
+      })`,
+    );
+  }
+  const row = narrow(x, d, index < 0 ? index + size : index, 1);
+  return reshape(row, x.shape.filter((_, i) => i !== d), "select");
+}
