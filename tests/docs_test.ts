@@ -50,6 +50,8 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
   const runtime: Record<string, object> = {
     nn: multigrad.nn,
     "nn.functional": multigrad.nn.functional,
+    "nn.init": multigrad.nn.init,
+    "nn.utils": multigrad.nn.utils,
     optim: multigrad.optim,
     data: multigrad.data,
     parallel: multigrad.parallel,

@@ -1,7 +1,7 @@
 /**
- * optim against PyTorch 1.13: eight optimizer runs of five steps on an MLP
- * (tests/fixtures/torch_reference.json), AMSGrad against a float64
- * re-derivation, state dict round trips that resume bit for bit, parameter
+ * optim against PyTorch 1.13: thirteen optimizer runs of five steps on an MLP
+ * (tests/fixtures/torch_reference.json; RMSprop and Adagrad in
+ * torch_toolkit.json), AMSGrad against a float64 re-derivation, state dict round trips that resume bit for bit, parameter
  * groups, errors, and flat memory over many steps.
  */
 
@@ -19,6 +19,7 @@ import {
 } from "../mod.ts";
 import { assertClose, assertTensor, backendTest } from "./harness.ts";
 import fixtures from "./fixtures/torch_reference.json" with { type: "json" };
+import toolkit from "./fixtures/torch_toolkit.json" with { type: "json" };
 
 type Nested = number | Nested[];
 type Run = (typeof fixtures.mlp.runs)[number];
@@ -46,6 +47,10 @@ function makeOptimizer(run: Run, params: Tensor[]): optim.Optimizer<object> {
       return new optim.Adam(params, o as optim.AdamOptions);
     case "AdamW":
       return new optim.AdamW(params, o as optim.AdamOptions);
+    case "RMSprop":
+      return new optim.RMSprop(params, o as optim.RMSpropOptions);
+    case "Adagrad":
+      return new optim.Adagrad(params, o as optim.AdagradOptions);
   }
   throw new Error(`unknown optimizer ${run.optimizer}`);
 }
@@ -67,7 +72,7 @@ function trainStep(
   });
 }
 
-for (const run of fixtures.mlp.runs) {
+for (const run of [...fixtures.mlp.runs, ...toolkit.mlp_runs] as Run[]) {
   backendTest(`${run.optimizer} ${run.name}: 5 steps on the MLP match PyTorch`, async (device) => {
     const model = mlp(device);
     const opt = makeOptimizer(run, model.parameters());
@@ -147,6 +152,11 @@ for (
     ],
     ["Adam", (ps: Tensor[]) => new optim.Adam(ps, { lr: 0.01 })],
     ["AdamW amsgrad", (ps: Tensor[]) => new optim.AdamW(ps, { lr: 0.01, amsgrad: true })],
+    [
+      "RMSprop centered momentum",
+      (ps: Tensor[]) => new optim.RMSprop(ps, { lr: 0.01, momentum: 0.5, centered: true }),
+    ],
+    ["Adagrad lrDecay", (ps: Tensor[]) => new optim.Adagrad(ps, { lr: 0.1, lrDecay: 0.1 })],
   ] as const
 ) {
   backendTest(`${name}: stateDict round trip resumes with identical steps`, async (device) => {
@@ -385,3 +395,64 @@ for (
     );
   });
 }
+
+backendTest(
+  "RMSprop and Adagrad state: PyTorch's keys, Adagrad's made at construction",
+  (device) => {
+    const p = new nn.Parameter(t([1, -2, 3], device));
+    const adagrad = new optim.Adagrad([p], { initialAccumulatorValue: 0.5 });
+    // As PyTorch: state before any step, with the accumulator at its initial value.
+    const before = adagrad.stateDict();
+    assert.deepEqual(Object.keys(before.state[0]), ["step", "sum"]);
+    assert.equal(before.state[0].step, 0);
+    const rms = new optim.RMSprop([p], { momentum: 0.9, centered: true });
+    assert.deepEqual(rms.stateDict().state, {});
+    p.grad = t([0.1, 0.2, -0.3], device);
+    rms.step();
+    adagrad.step();
+    assert.deepEqual(Object.keys(rms.stateDict().state[0]), [
+      "step",
+      "squareAvg",
+      "momentumBuffer",
+      "gradAvg",
+    ]);
+    assert.equal(adagrad.stateDict().state[0].step, 1);
+    assert.throws(() => new optim.RMSprop([p], { alpha: -1 }), /RMSprop: invalid alpha value: -1/);
+    assert.throws(
+      () => new optim.Adagrad([p], { lrDecay: -0.1 }),
+      /Adagrad: invalid lr_decay value: -0.1/,
+    );
+    assert.throws(
+      () => new optim.Adagrad([p], { initialAccumulatorValue: -1 }),
+      /invalid initial_accumulator_value value: -1/,
+    );
+  },
+);
+
+backendTest(
+  "Adagrad: initial accumulator and lr decay follow PyTorch's rule (float64)",
+  async (device) => {
+    const p = new nn.Parameter(t([0.5, -1, 2], device));
+    const grads = [[0.1, -0.2, 0.3], [-0.5, 0.1, 0.05], [0.01, 0.3, -0.2]];
+    const opt = new optim.Adagrad([p], {
+      lr: 0.2,
+      lrDecay: 0.5,
+      initialAccumulatorValue: 0.3,
+      weightDecay: 0.1,
+      maximize: true,
+    });
+    const ref = [0.5, -1, 2];
+    const sum = [0.3, 0.3, 0.3];
+    grads.forEach((g, s) => {
+      p.grad = t(g, device);
+      opt.step();
+      const clr = 0.2 / (1 + s * 0.5);
+      for (let i = 0; i < 3; i++) {
+        const gi = -g[i] + 0.1 * ref[i];
+        sum[i] += gi * gi;
+        ref[i] -= clr * gi / (Math.sqrt(sum[i]) + 1e-10);
+      }
+    });
+    await assertTensor(p, ref, { atol: 1e-6, rtol: 1e-5 });
+  },
+);

@@ -6,8 +6,10 @@
 
 import type { Device } from "../device.ts";
 import type { DType } from "../dtype.ts";
-import { uniform, zeros } from "../ops/factory.ts";
+import { resolveFactory } from "../ops/factory.ts";
+import { empty } from "../ops/util.ts";
 import { Tensor } from "../tensor.ts";
+import { calculateFanInAndFanOut, kaimingUniform_, uniform_ } from "./init.ts";
 import * as F from "./functional.ts";
 import { Module, Parameter } from "./module.ts";
 import { pyBool, pyFloat } from "./util.ts";
@@ -37,9 +39,10 @@ function checkCount(what: string, n: unknown, allowZero = true): number {
 
 /**
  * `y = x Wᵀ + b`, as `torch.nn.Linear`: `weight` [outFeatures, inFeatures]
- * and `bias` [outFeatures] (null without bias), both drawn from
- * U(-1/√in, 1/√in) — PyTorch's kaiming-uniform with a = √5 — from the
- * seeded `rand` stream.
+ * and `bias` [outFeatures] (null without bias), initialised as PyTorch's
+ * `reset_parameters`: `kaimingUniform_(weight, { a: √5 })`, i.e.
+ * U(-1/√in, 1/√in), then the bias from U(-1/√in, 1/√in), from the seeded
+ * stream (`manualSeed`).
  */
 export class Linear extends Module {
   /** Size of each input's last dim. */
@@ -56,14 +59,20 @@ export class Linear extends Module {
     super();
     this.inFeatures = checkCount("Linear: inFeatures", inFeatures);
     this.outFeatures = checkCount("Linear: outFeatures", outFeatures);
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    const bound = inFeatures > 0 ? 1 / Math.sqrt(inFeatures) : 0;
-    this.weight = new Parameter(uniform([outFeatures, inFeatures], -bound, bound, factory));
-    this.bias = (options.bias ?? true)
-      ? new Parameter(
-        bound > 0 ? uniform([outFeatures], -bound, bound, factory) : zeros([outFeatures], factory),
-      )
-      : null;
+    const { dtype, device } = resolveFactory(options, "float32");
+    this.weight = new Parameter(empty([outFeatures, inFeatures], dtype, device));
+    this.bias = (options.bias ?? true) ? new Parameter(empty([outFeatures], dtype, device)) : null;
+    this.resetParameters();
+  }
+
+  /** Draws new weights and bias, as at construction (PyTorch's `reset_parameters`). */
+  resetParameters(): void {
+    kaimingUniform_(this.weight, { a: Math.sqrt(5) });
+    if (this.bias) {
+      const [fanIn] = calculateFanInAndFanOut(this.weight);
+      const bound = fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
+      uniform_(this.bias, { a: -bound, b: bound });
+    }
   }
 
   /** Applies the layer over the last dim of `x`. */

@@ -1,6 +1,6 @@
 /**
  * Neural-network building blocks, as `torch.nn`: `Module`, `Parameter`,
- * layers, normalisation, losses and `functional`.
+ * layers, normalisation, losses, `functional`, `init` and `utils`.
  *
  * @example
  * ```ts
@@ -23,4 +23,6 @@ export * from "./activation.ts";
 export * from "./normalization.ts";
 export * from "./loss.ts";
 export * as functional from "./functional.ts";
+export * as init from "./init.ts";
+export * as utils from "./utils/mod.ts";
 export * from "../parallel/data_parallel.ts";

@@ -29,7 +29,14 @@ export interface TensorOptions {
 /** Nested arrays of numbers (or booleans), to any depth. */
 export type NestedArray = number | boolean | readonly NestedArray[];
 
-function resolve(options: TensorOptions, fallback: DType): { dtype: DType; device: Device } {
+/**
+ * The dtype (default `fallback`) and device (default the default device) that
+ * `options` ask for, checked: for layers that make their own parameters.
+ */
+export function resolveFactory(
+  options: TensorOptions,
+  fallback: DType,
+): { dtype: DType; device: Device } {
   const dtype = options.dtype ?? fallback;
   assertDType(dtype);
   if (options.requiresGrad && !isFloat(dtype)) {
@@ -91,7 +98,7 @@ export function tensor(
 ): Tensor {
   if (ArrayBuffer.isView(data)) {
     const typed = data as TypedArray;
-    const { dtype, device } = resolve(options, dtypeOfArray(typed));
+    const { dtype, device } = resolveFactory(options, dtypeOfArray(typed));
     const shape = options.shape ? checkShape(options.shape) : [typed.length];
     if (numelOf(shape) !== typed.length) {
       throw new RangeError(
@@ -102,7 +109,7 @@ export function tensor(
     }
     return finish(fromHost(toHost(dtype, typed), shape, device), options);
   }
-  const { dtype, device } = resolve(options, "float32");
+  const { dtype, device } = resolveFactory(options, "float32");
   const shape = inferShape(data, "data");
   const flat: number[] = [];
   flatten(data, flat);
@@ -122,7 +129,7 @@ export function tensor(
 
 /** A tensor of `shape` filled with `value`. */
 export function full(shape: number[], value: number, options: TensorOptions = {}): Tensor {
-  const { dtype, device } = resolve(options, "float32");
+  const { dtype, device } = resolveFactory(options, "float32");
   const t = empty(checkShape(shape), dtype, device);
   const n = t.numel();
   if (n > 0) {
@@ -153,7 +160,7 @@ export function arange(
   if (step === 0) throw new RangeError("arange: step must be non-zero");
   const count = Math.max(0, Math.ceil((end - start) / step));
   const ints = [start, end, step].every(Number.isInteger);
-  const { dtype, device } = resolve(options, ints ? "int32" : "float32");
+  const { dtype, device } = resolveFactory(options, ints ? "int32" : "float32");
   const values = new Array<number>(count);
   for (let i = 0; i < count; i++) values[i] = start + i * step;
   return finish(fromHost(toHost(dtype, values), [count], device), options);
@@ -199,7 +206,7 @@ function random(
   b: number,
   options: TensorOptions,
 ): Tensor {
-  const { dtype, device } = resolve(options, "float32");
+  const { dtype, device } = resolveFactory(options, "float32");
   if (!isFloat(dtype)) {
     throw new TypeError(
       `${kind === "uniform" ? "rand" : "randn"}: dtype must be float, got ${dtype}`,
@@ -228,3 +235,10 @@ export const uniform = (
 /** Standard normal numbers. */
 export const randn = (shape: number[], options: TensorOptions = {}): Tensor =>
   random("normal", shape, 0, 1, options);
+/** Normal numbers with mean `mean` and standard deviation `std`. */
+export const normal = (
+  shape: number[],
+  mean: number,
+  std: number,
+  options: TensorOptions = {},
+): Tensor => random("normal", shape, mean, std, options);

@@ -53,6 +53,17 @@ export {
 } from "./view.ts";
 export { linear, matmul } from "./linalg.ts";
 export { logSoftmax, softmax } from "./softmax.ts";
-export { arange, full, manualSeed, ones, rand, randn, tensor, uniform, zeros } from "./factory.ts";
+export {
+  arange,
+  full,
+  manualSeed,
+  normal,
+  ones,
+  rand,
+  randn,
+  tensor,
+  uniform,
+  zeros,
+} from "./factory.ts";
 export type { NestedArray, TensorOptions } from "./factory.ts";
 export type { TensorLike } from "./util.ts";

@@ -17,3 +17,5 @@
 export * from "./optimizer.ts";
 export * from "./sgd.ts";
 export * from "./adam.ts";
+export * from "./rmsprop.ts";
+export * from "./adagrad.ts";
