@@ -518,6 +518,10 @@ export class Tensor {
   split(sizes: number | readonly number[], dim = 0): Tensor[] {
     return view.split(this, sizes, dim);
   }
+  /** The slices along `dim`, that dim removed (`torch.unbind`). */
+  unbind(dim = 0): Tensor[] {
+    return view.unbind(this, dim);
+  }
   /** `length` elements from `start` along `dim`. */
   narrow(dim: number, start: number, length: number): Tensor {
     return view.narrow(this, dim, start, length);

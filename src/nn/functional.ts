@@ -18,6 +18,7 @@ import type { Reduction } from "./functional/loss.ts";
 
 export * from "./functional/activation.ts";
 export * from "./functional/loss.ts";
+export * from "./functional/sparse.ts";
 
 // ---------------------------------------------------------------- activations
 

@@ -12,7 +12,7 @@ import { Tensor } from "../tensor.ts";
 import { calculateFanInAndFanOut, kaimingUniform_, uniform_ } from "./init.ts";
 import * as F from "./functional.ts";
 import { Module, Parameter } from "./module.ts";
-import { pyBool, pyFloat } from "./util.ts";
+import { checkCount, pyBool, pyFloat } from "./util.ts";
 
 /** Where a layer creates its parameters (PyTorch's factory kwargs). */
 export interface FactoryOptions {
@@ -26,15 +26,6 @@ export interface FactoryOptions {
 export interface LinearOptions extends FactoryOptions {
   /** Learn an additive bias (default true). */
   bias?: boolean;
-}
-
-function checkCount(what: string, n: unknown, allowZero = true): number {
-  if (typeof n !== "number" || !Number.isInteger(n) || n < (allowZero ? 0 : 1)) {
-    throw new RangeError(
-      `${what} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${n}`,
-    );
-  }
-  return n;
 }
 
 /**

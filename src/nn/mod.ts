@@ -20,6 +20,8 @@
 export * from "./module.ts";
 export * from "./layers.ts";
 export * from "./activation.ts";
+export * from "./sparse.ts";
+export * from "./rnn.ts";
 export * from "./normalization.ts";
 export * from "./loss.ts";
 export * as functional from "./functional.ts";

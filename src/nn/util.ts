@@ -62,6 +62,32 @@ export function checkReduction(
   }
 }
 
+/** `paddingIdx` as a row index in [0, rows), or null; an error names the table's size. */
+export function resolvePaddingIdx(op: string, paddingIdx: unknown, rows: number): number | null {
+  if (paddingIdx === undefined || paddingIdx === null) return null;
+  if (typeof paddingIdx !== "number" || !Number.isInteger(paddingIdx)) {
+    throw new TypeError(`${op}: paddingIdx must be an integer, got ${paddingIdx}`);
+  }
+  if (paddingIdx < -rows || paddingIdx >= rows) {
+    throw new RangeError(
+      `${op}: paddingIdx ${paddingIdx} must be within the ${rows} embeddings (-${rows} to ${
+        rows - 1
+      })`,
+    );
+  }
+  return paddingIdx < 0 ? paddingIdx + rows : paddingIdx;
+}
+
+/** `n` when it is a non-negative (or, without `allowZero`, positive) integer; else an error naming `what`. */
+export function checkCount(what: string, n: unknown, allowZero = true): number {
+  if (typeof n !== "number" || !Number.isInteger(n) || n < (allowZero ? 0 : 1)) {
+    throw new RangeError(
+      `${what} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${n}`,
+    );
+  }
+  return n;
+}
+
 /** Throws unless every given tensor is on one device, naming each. */
 export function sameDevice(op: string, tensors: Record<string, Tensor | null | undefined>): void {
   const present = Object.entries(tensors).filter((e): e is [string, Tensor] => e[1] != null);

@@ -49,6 +49,7 @@ export {
   squeeze,
   stack,
   transpose,
+  unbind,
   unsqueeze,
 } from "./view.ts";
 export { linear, matmul } from "./linalg.ts";

@@ -5,7 +5,8 @@
  */
 
 import { record } from "../autograd.ts";
-import { promoteTypes } from "../dtype.ts";
+import type { Device } from "../device.ts";
+import { type DType, promoteTypes } from "../dtype.ts";
 import {
   axisSplit,
   checkShape,
@@ -179,19 +180,30 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
       })`,
     );
   }
-  const strides = contiguousStrides(x.shape);
-  const shape = x.shape.map((n, i) => (i === d ? length : n));
-  const out = gatherCopy(x, shape, strides, s * strides[d], "narrow");
+  const out = narrowRaw(x, d, s, length);
   return record("narrow", [x], out, ([g]) => [padInto(g!, x.shape, d, s)]);
+}
+
+/** `length` elements from `start` along `dim` (all checked), no graph. */
+function narrowRaw(x: Tensor, dim: number, start: number, length: number): Tensor {
+  const strides = contiguousStrides(x.shape);
+  const shape = x.shape.map((n, i) => (i === dim ? length : n));
+  return gatherCopy(x, shape, strides, start * strides[dim], "narrow");
 }
 
 /** Zeros of `shape` with `part` written at `start` along `dim` (narrow's backward). */
 function padInto(part: Tensor, shape: Shape, dim: number, start: number): Tensor {
-  const out = empty(shape, part.dtype, part.device);
+  const out = zeroed(shape, part.dtype, part.device);
+  writeRegion(part, out, dim, start);
+  return out;
+}
+
+/** A new tensor of zeros (no graph). */
+function zeroed(shape: Shape, dtype: DType, device: Device): Tensor {
+  const out = empty(shape, dtype, device);
   const ob = out.storage.buffer();
   const n = out.numel();
-  launch(part.device, (k) => k.fill(ob, 0, n, part.dtype));
-  writeRegion(part, out, dim, start);
+  launch(device, (k) => k.fill(ob, 0, n, dtype));
   return out;
 }
 
@@ -237,12 +249,28 @@ export function split(x: Tensor, sizes: number | readonly number[], dim = 0): Te
       );
     }
   }
+  const starts: number[] = [];
   let start = 0;
-  return parts.map((p) => {
-    const piece = narrow(x, d, start, p);
+  const pieces = parts.map((p) => {
+    starts.push(start);
     start += p;
-    return piece;
+    return narrowRaw(x, d, starts.at(-1)!, p);
   });
+  // One node for all pieces: backward writes each piece's gradient into one
+  // zeroed tensor (a narrow per piece would make a full-size gradient each).
+  return record("split", [x], pieces, (grads) => {
+    const out = zeroed(x.shape, x.dtype, x.device);
+    grads.forEach((g, i) => g && writeRegion(g, out, d, starts[i]));
+    return [out];
+  });
+}
+
+/** The slices along `dim` with that dim removed, as `torch.unbind`. */
+export function unbind(x: Tensor, dim = 0): Tensor[] {
+  const d = normalizeDim(dim, x.ndim, "unbind");
+  const shape = x.shape.filter((_, i) => i !== d);
+  if (x.shape[d] === 0) return [];
+  return split(x, 1, d).map((piece) => reshape(piece, shape, "unbind"));
 }
 
 /** `torch.chunk`: pieces of ceil(n / chunks), the remainder last. */

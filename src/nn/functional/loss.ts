@@ -146,29 +146,6 @@ export function nllLoss(input: Tensor, target: Tensor, options: NLLLossOptions =
   return reduction === "sum" ? total : total.div(sampleWeight.sum());
 }
 
-/**
- * One-hot encoding, as `torch.nn.functional.one_hot`: an int32 tensor of
- * class indices [*] gives an int32 tensor [*, numClasses] with a 1 at each
- * index. `numClasses` is required (PyTorch infers it from the largest value,
- * which would need reading the values back).
- */
-export function oneHot(indices: Tensor, numClasses: number): Tensor {
-  checkTensor("oneHot", "input", indices);
-  if (indices.dtype !== "int32") {
-    throw new TypeError(
-      `oneHot: expected int32 class indices, got ${indices.dtype} (shape ${
-        formatShape(indices.shape)
-      })`,
-    );
-  }
-  if (!Number.isInteger(numClasses) || numClasses < 1) {
-    throw new RangeError(`oneHot: numClasses must be a positive integer, got ${numClasses}`);
-  }
-  return indices.unsqueeze(-1).eq(
-    arangeOn(numClasses, indices.device).reshape([...indices.shape.map(() => 1), numClasses]),
-  );
-}
-
 // ---------------------------------------------------------------- binary cross entropy
 
 /** Options of {@link binaryCrossEntropy}. */

@@ -1,0 +1,345 @@
+/**
+ * Recurrent layers, as `torch.nn.RNN`, `torch.nn.LSTM` and `torch.nn.GRU`:
+ * several layers, both directions, batch-first or time-first input, and
+ * PyTorch's parameter names (`weight_ih_l0`, `bias_hh_l1_reverse`, ...), so a
+ * PyTorch state dict loads unchanged. Built from tensor ops (forward and
+ * backward on every backend); the input projection of a whole sequence is
+ * one matrix product per layer and direction, the recurrence one per step.
+ * @module
+ */
+
+import { linear } from "../ops/linalg.ts";
+import { uniform, zeros } from "../ops/factory.ts";
+import { cat, stack } from "../ops/view.ts";
+import { formatShape, sameShape } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import * as F from "./functional.ts";
+import type { FactoryOptions } from "./layers.ts";
+import { Module, Parameter } from "./module.ts";
+import { checkCount, checkFloatInput, pyBool, pyFloat, sameDevice } from "./util.ts";
+
+/** Options shared by {@link RNN}, {@link LSTM} and {@link GRU}. */
+export interface RNNBaseOptions extends FactoryOptions {
+  /** Stacked recurrent layers (default 1). */
+  numLayers?: number;
+  /** Learn `bias_ih` and `bias_hh` (default true). */
+  bias?: boolean;
+  /** Input and output are [batch, seq, feature] rather than [seq, batch, feature] (default false). */
+  batchFirst?: boolean;
+  /** Dropout probability on the outputs of every layer but the last, when training (default 0). */
+  dropout?: number;
+  /** Run a second pass from the end of the sequence and concatenate (default false). */
+  bidirectional?: boolean;
+}
+
+/** Options of {@link RNN}. */
+export interface RNNOptions extends RNNBaseOptions {
+  /** `"tanh"` (default) or `"relu"`. */
+  nonlinearity?: "tanh" | "relu";
+}
+
+type Mode = "RNN_TANH" | "RNN_RELU" | "LSTM" | "GRU";
+
+const GATES: Record<Mode, number> = { RNN_TANH: 1, RNN_RELU: 1, LSTM: 4, GRU: 3 };
+
+/** The weights of one layer in one direction. */
+interface CellWeights {
+  weightIh: Tensor;
+  weightHh: Tensor;
+  biasIh: Tensor | null;
+  biasHh: Tensor | null;
+}
+
+/** Hidden state of one layer and direction: `h`, and `c` for an LSTM. */
+interface CellState {
+  h: Tensor;
+  c: Tensor | null;
+}
+
+/**
+ * What RNN, LSTM and GRU share, as PyTorch's `RNNBase`: the parameters, held
+ * in fields named as PyTorch's state-dict keys, and the loop over layers,
+ * directions and time steps.
+ */
+abstract class RNNBase extends Module {
+  /** Which recurrence. */
+  readonly mode: Mode;
+  /** Features of each input step. */
+  readonly inputSize: number;
+  /** Features of the hidden state. */
+  readonly hiddenSize: number;
+  /** Stacked layers. */
+  readonly numLayers: number;
+  /** Whether the biases exist. */
+  readonly bias: boolean;
+  /** Whether input and output are [batch, seq, feature]. */
+  readonly batchFirst: boolean;
+  /** Dropout between layers when training. */
+  readonly dropout: number;
+  /** Whether a reverse pass runs too. */
+  readonly bidirectional: boolean;
+  /** Parameter field names per layer and direction, `[weight_ih, weight_hh, bias_ih?, bias_hh?]`. */
+  protected readonly weightNames: string[][][];
+
+  constructor(mode: Mode, inputSize: number, hiddenSize: number, options: RNNBaseOptions) {
+    super();
+    const owner = mode.startsWith("RNN") ? "RNN" : mode;
+    this.mode = mode;
+    this.inputSize = checkCount(`${owner}: inputSize`, inputSize);
+    this.hiddenSize = checkCount(`${owner}: hiddenSize`, hiddenSize, false);
+    this.numLayers = checkCount(`${owner}: numLayers`, options.numLayers ?? 1, false);
+    this.bias = options.bias ?? true;
+    this.batchFirst = options.batchFirst ?? false;
+    this.bidirectional = options.bidirectional ?? false;
+    const dropout = options.dropout ?? 0;
+    if (typeof dropout !== "number" || !(dropout >= 0 && dropout <= 1)) {
+      throw new RangeError(`${owner}: dropout must be a number between 0 and 1, got ${dropout}`);
+    }
+    this.dropout = dropout;
+    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    // PyTorch's default: every weight and bias from U(-1/sqrt(hidden), 1/sqrt(hidden)).
+    const bound = 1 / Math.sqrt(hiddenSize);
+    const gateSize = GATES[mode] * hiddenSize;
+    const directions = this.bidirectional ? 2 : 1;
+    const fields = this as unknown as Record<string, Parameter>;
+    this.weightNames = [];
+    for (let layer = 0; layer < this.numLayers; layer++) {
+      const perDirection: string[][] = [];
+      const layerInput = layer === 0 ? inputSize : hiddenSize * directions;
+      for (let direction = 0; direction < directions; direction++) {
+        const suffix = `_l${layer}${direction === 1 ? "_reverse" : ""}`;
+        const shapes: [string, number[]][] = [
+          [`weight_ih${suffix}`, [gateSize, layerInput]],
+          [`weight_hh${suffix}`, [gateSize, hiddenSize]],
+        ];
+        if (this.bias) {
+          shapes.push([`bias_ih${suffix}`, [gateSize]], [`bias_hh${suffix}`, [gateSize]]);
+        }
+        for (const [name, shape] of shapes) {
+          fields[name] = new Parameter(uniform(shape, -bound, bound, factory));
+        }
+        perDirection.push(shapes.map(([name]) => name));
+      }
+      this.weightNames.push(perDirection);
+    }
+  }
+
+  /** The parameters of `layer` in `direction` (0 forward, 1 reverse). */
+  protected cellWeights(layer: number, direction: number): CellWeights {
+    const fields = this as unknown as Record<string, Tensor>;
+    const [ih, hh, bih, bhh] = this.weightNames[layer][direction];
+    return {
+      weightIh: fields[ih],
+      weightHh: fields[hh],
+      biasIh: bih ? fields[bih] : null,
+      biasHh: bhh ? fields[bhh] : null,
+    };
+  }
+
+  /** One time step of the recurrence: `x` is the step's input projection (with `bias_ih`). */
+  protected abstract step(x: Tensor, state: CellState, weights: CellWeights): CellState;
+
+  /**
+   * Runs the layers over `input` from the initial states `h0` (and `c0`);
+   * gives the last layer's output sequence and every layer's final states.
+   */
+  protected run(
+    input: Tensor,
+    h0: Tensor | null,
+    c0: Tensor | null,
+  ): { output: Tensor; h: Tensor; c: Tensor | null } {
+    const owner = this.constructor.name;
+    checkFloatInput(owner, input);
+    const unbatched = input.ndim === 2;
+    if (input.ndim !== 2 && input.ndim !== 3) {
+      throw new RangeError(
+        `${owner}: expected input of 2 (unbatched [seq, feature]) or 3 dims (${
+          this.batchFirst ? "[batch, seq, feature]" : "[seq, batch, feature]"
+        }), got shape ${formatShape(input.shape)}`,
+      );
+    }
+    if (input.shape[input.ndim - 1] !== this.inputSize) {
+      throw new RangeError(
+        `${owner}: input of shape ${formatShape(input.shape)} has ${
+          input.shape[input.ndim - 1]
+        } features, expected inputSize ${this.inputSize}`,
+      );
+    }
+    const first = this.cellWeights(0, 0).weightIh;
+    sameDevice(owner, { input, weights: first });
+    if (input.dtype !== first.dtype) {
+      throw new TypeError(
+        `${owner}: input is ${input.dtype} but the weights are ${first.dtype}; convert one with .to()`,
+      );
+    }
+    // Time-major [seq, batch, feature] inside.
+    let x = unbatched ? input.unsqueeze(1) : this.batchFirst ? input.transpose(0, 1) : input;
+    const [steps, batch] = x.shape;
+    const directions = this.bidirectional ? 2 : 1;
+    const stateShape = [this.numLayers * directions, batch, this.hiddenSize];
+    const initial = (t: Tensor | null, name: string): Tensor[] => {
+      if (t === null) {
+        const zero = zeros([batch, this.hiddenSize], { dtype: x.dtype, device: x.device });
+        return Array.from({ length: stateShape[0] }, () => zero);
+      }
+      checkFloatInput(owner, t, name);
+      const expected = unbatched ? [stateShape[0], this.hiddenSize] : stateShape;
+      if (!sameShape(t.shape, expected)) {
+        throw new RangeError(
+          `${owner}: ${name} of shape ${formatShape(t.shape)} does not match ${
+            formatShape(expected)
+          } (layers * directions, ${unbatched ? "" : "batch, "}hiddenSize)`,
+        );
+      }
+      sameDevice(owner, { input, [name]: t });
+      return (unbatched ? t.unsqueeze(1) : t).unbind(0);
+    };
+    const hs = initial(h0, "h0");
+    const cs = this.mode === "LSTM" ? initial(c0, "c0") : null;
+    const finalH: Tensor[] = [];
+    const finalC: Tensor[] = [];
+    for (let layer = 0; layer < this.numLayers; layer++) {
+      const outputs: Tensor[] = [];
+      for (let direction = 0; direction < directions; direction++) {
+        const weights = this.cellWeights(layer, direction);
+        const index = layer * directions + direction;
+        // The input projection of every step at once: one matrix product.
+        const projected = steps === 0 ? [] : linear(x, weights.weightIh, weights.biasIh).unbind(0);
+        let state: CellState = { h: hs[index], c: cs ? cs[index] : null };
+        const sequence = new Array<Tensor>(steps);
+        for (let i = 0; i < steps; i++) {
+          const t = direction === 0 ? i : steps - 1 - i;
+          state = this.step(projected[t], state, weights);
+          sequence[t] = state.h;
+        }
+        finalH.push(state.h);
+        if (state.c) finalC.push(state.c);
+        outputs.push(
+          steps === 0
+            ? zeros([0, batch, this.hiddenSize], { dtype: x.dtype, device: x.device })
+            : stack(sequence, 0),
+        );
+      }
+      x = directions === 1 ? outputs[0] : cat(outputs, 2);
+      if (this.dropout > 0 && this.training && layer < this.numLayers - 1) {
+        x = F.dropout(x, this.dropout, true);
+      }
+    }
+    const output = unbatched ? x.squeeze(1) : this.batchFirst ? x.transpose(0, 1) : x;
+    const gather = (ts: Tensor[]) => {
+      const all = stack(ts, 0);
+      return unbatched ? all.squeeze(1) : all;
+    };
+    return { output, h: gather(finalH), c: cs ? gather(finalC) : null };
+  }
+
+  /** `10, 20, num_layers=2, batch_first=True`, as PyTorch prints it (without the nonlinearity). */
+  override extraRepr(): string {
+    const parts = [`${this.inputSize}`, `${this.hiddenSize}`];
+    if (this.numLayers !== 1) parts.push(`num_layers=${this.numLayers}`);
+    if (!this.bias) parts.push(`bias=${pyBool(false)}`);
+    if (this.batchFirst) parts.push(`batch_first=${pyBool(true)}`);
+    if (this.dropout !== 0) parts.push(`dropout=${pyFloat(this.dropout)}`);
+    if (this.bidirectional) parts.push(`bidirectional=${pyBool(true)}`);
+    return parts.join(", ");
+  }
+}
+
+/** The hidden-to-hidden product of a step, with `bias_hh`. */
+function hiddenProjection(h: Tensor, weights: CellWeights): Tensor {
+  return linear(h, weights.weightHh, weights.biasHh);
+}
+
+/**
+ * An Elman RNN, as `torch.nn.RNN`:
+ * `h_t = tanh(W_ih x_t + b_ih + W_hh h_(t-1) + b_hh)` (or relu).
+ * `forward(input, h0?)` returns `[output, h_n]`: output [seq, batch,
+ * directions * hidden] (batch first with `batchFirst`), h_n
+ * [layers * directions, batch, hidden].
+ */
+export class RNN extends RNNBase {
+  /** `"tanh"` or `"relu"`. */
+  readonly nonlinearity: "tanh" | "relu";
+
+  /** An RNN from `inputSize` features to `hiddenSize`. */
+  constructor(inputSize: number, hiddenSize: number, options: RNNOptions = {}) {
+    const nonlinearity = options.nonlinearity ?? "tanh";
+    if (nonlinearity !== "tanh" && nonlinearity !== "relu") {
+      throw new RangeError(
+        `RNN: nonlinearity must be "tanh" or "relu", got ${JSON.stringify(nonlinearity)}`,
+      );
+    }
+    super(nonlinearity === "tanh" ? "RNN_TANH" : "RNN_RELU", inputSize, hiddenSize, options);
+    this.nonlinearity = nonlinearity;
+  }
+
+  /** `[output, h_n]` for `input` from `h0` (zeros when omitted). */
+  override forward(input: Tensor, h0?: Tensor | null): [Tensor, Tensor] {
+    const { output, h } = this.run(input, h0 ?? null, null);
+    return [output, h];
+  }
+
+  /** `h = act(x + W_hh h + b_hh)`. */
+  protected override step(x: Tensor, state: CellState, weights: CellWeights): CellState {
+    const pre = x.add(hiddenProjection(state.h, weights));
+    return { h: this.nonlinearity === "tanh" ? pre.tanh() : pre.relu(), c: null };
+  }
+}
+
+/**
+ * A long short-term memory network, as `torch.nn.LSTM`, gates in PyTorch's
+ * order i, f, g, o: `c_t = f c_(t-1) + i g`, `h_t = o tanh(c_t)`.
+ * `forward(input, [h0, c0]?)` returns `[output, [h_n, c_n]]`.
+ */
+export class LSTM extends RNNBase {
+  /** An LSTM from `inputSize` features to `hiddenSize`. */
+  constructor(inputSize: number, hiddenSize: number, options: RNNBaseOptions = {}) {
+    super("LSTM", inputSize, hiddenSize, options);
+  }
+
+  /** `[output, [h_n, c_n]]` for `input` from `[h0, c0]` (zeros when omitted). */
+  override forward(input: Tensor, state?: [Tensor, Tensor] | null): [Tensor, [Tensor, Tensor]] {
+    if (state != null && (!Array.isArray(state) || state.length !== 2)) {
+      throw new TypeError("LSTM: the initial state must be an array [h0, c0]");
+    }
+    const { output, h, c } = this.run(input, state?.[0] ?? null, state?.[1] ?? null);
+    return [output, [h, c!]];
+  }
+
+  /** The four gates from `x + W_hh h + b_hh`, then the new cell and hidden state. */
+  protected override step(x: Tensor, state: CellState, weights: CellWeights): CellState {
+    const gates = x.add(hiddenProjection(state.h, weights));
+    const [i, f, g, o] = gates.chunk(4, 1);
+    const c = f.sigmoid().mul(state.c!).add(i.sigmoid().mul(g.tanh()));
+    return { h: o.sigmoid().mul(c.tanh()), c };
+  }
+}
+
+/**
+ * A gated recurrent unit, as `torch.nn.GRU`, gates in PyTorch's order r, z,
+ * n: `n = tanh(W_in x + b_in + r (W_hn h + b_hn))`,
+ * `h_t = (1 - z) n + z h_(t-1)`. `forward(input, h0?)` returns
+ * `[output, h_n]`.
+ */
+export class GRU extends RNNBase {
+  /** A GRU from `inputSize` features to `hiddenSize`. */
+  constructor(inputSize: number, hiddenSize: number, options: RNNBaseOptions = {}) {
+    super("GRU", inputSize, hiddenSize, options);
+  }
+
+  /** `[output, h_n]` for `input` from `h0` (zeros when omitted). */
+  override forward(input: Tensor, h0?: Tensor | null): [Tensor, Tensor] {
+    const { output, h } = this.run(input, h0 ?? null, null);
+    return [output, h];
+  }
+
+  /** r and z from both projections; n adds the reset hidden projection (with `b_hn`). */
+  protected override step(x: Tensor, state: CellState, weights: CellWeights): CellState {
+    const [xr, xz, xn] = x.chunk(3, 1);
+    const [hr, hz, hn] = hiddenProjection(state.h, weights).chunk(3, 1);
+    const r = xr.add(hr).sigmoid();
+    const z = xz.add(hz).sigmoid();
+    const n = xn.add(r.mul(hn)).tanh();
+    return { h: n.add(z.mul(state.h.sub(n))), c: null };
+  }
+}
