@@ -9,7 +9,6 @@ import type {
   AxisLayout,
   Backend,
   BackendDevice,
-  BackendFactory,
   BinaryLayout,
   BinaryOp,
   CopyLayout,
@@ -33,6 +32,14 @@ import { random } from "./kernels/random.ts";
 import { where } from "./kernels/where.ts";
 import { gather } from "./kernels/gather.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
+import { HostPool } from "./pool.ts";
+
+/**
+ * Bytes of freed arrays a device keeps for reuse: a training step frees and
+ * allocates the same sizes every step, and a fresh typed array costs a
+ * zero-fill plus garbage collection later.
+ */
+const POOL_BYTES = 256 << 20;
 
 function data(buffer: DeviceBuffer): TypedArray {
   return (buffer as CpuBuffer).data;
@@ -43,6 +50,7 @@ class CpuDevice implements BackendDevice {
   readonly info: string;
   readonly dtypes: readonly DType[] = ["float32", "int32", "float64"];
   #bytes = 0;
+  readonly #pool = new HostPool(POOL_BYTES);
 
   constructor(index: number) {
     this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores)`;
@@ -50,12 +58,15 @@ class CpuDevice implements BackendDevice {
 
   allocate(numel: number, dtype: DType): DeviceBuffer {
     this.#bytes += numel * dtypeSize(dtype);
-    return new CpuBuffer(allocHost(dtype, numel));
+    return new CpuBuffer(this.#pool.take(dtype, numel) ?? allocHost(dtype, numel));
   }
   free(buffer: DeviceBuffer): void {
-    const d = data(buffer);
+    const cpu = buffer as CpuBuffer;
+    const d = cpu.data;
     this.#bytes -= d.byteLength;
-    (buffer as CpuBuffer).data = d.subarray(0, 0);
+    // An empty view, so that a use after free reads nothing rather than reused memory.
+    cpu.data = d.subarray(0, 0);
+    this.#pool.give(d);
   }
   write(buffer: DeviceBuffer, values: TypedArray, offset = 0): void {
     data(buffer).set(values, offset);
@@ -145,12 +156,12 @@ class CpuDevice implements BackendDevice {
     random(data(out), layout);
   }
   memory(): MemoryInfo {
-    return { bytesInUse: this.#bytes, bytesReserved: this.#bytes };
+    return { bytesInUse: this.#bytes, bytesReserved: this.#bytes + this.#pool.bytes };
   }
   destroy(): void {}
 }
 
 /** The cpu backend's factory (synchronous, never fails). */
-export const cpuBackend: BackendFactory = (): Backend => ({
-  createDevice: (index: number) => new CpuDevice(index),
-});
+export function cpuBackend(): Backend {
+  return { createDevice: (index: number) => new CpuDevice(index) };
+}

@@ -1,7 +1,8 @@
 import type { BinaryLayout, BinaryOp, UnaryOp } from "../../backend.ts";
 import type { DType, TypedArray } from "../../../dtype.ts";
 import { numelOf } from "../../../shape.ts";
-import { erf } from "./erf.ts";
+import { erfc } from "./erf.ts";
+import { gelu } from "./gelu.ts";
 
 const SQRT1_2 = Math.SQRT1_2;
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
@@ -16,8 +17,9 @@ const UNARY: Record<UnaryOp, (x: number) => number> = {
   relu: (x) => (x > 0 || x !== x ? x : 0),
   sigmoid: (x) => 1 / (1 + Math.exp(-x)),
   tanh: Math.tanh,
-  gelu: (x) => 0.5 * x * (1 + erf(x * SQRT1_2)),
-  geluGrad: (x) => 0.5 * (1 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
+  // Run by ./gelu.ts (float32 and float64 paths); kept here for the table's completeness.
+  gelu: (x) => 0.5 * x * erfc(-x * SQRT1_2),
+  geluGrad: (x) => 0.5 * erfc(-x * SQRT1_2) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
   // NaN gives 0 and -0 gives +0, as PyTorch.
   sign: (x) => (x > 0 ? 1 : x < 0 ? -1 : 0),
   sin: Math.sin,
@@ -52,6 +54,10 @@ export function unary(
   if (op === "square" && out instanceof Int32Array) {
     // Wrapping int32 product: a float64 product loses low bits past 2^53.
     for (let i = 0; i < numel; i++) out[i] = Math.imul(x[i], x[i]);
+    return;
+  }
+  if (op === "gelu" || op === "geluGrad") {
+    gelu(x, out, numel, op === "geluGrad");
     return;
   }
   const f = UNARY[op];
@@ -93,16 +99,93 @@ function binaryFunction(
   }
 }
 
-function isContiguous(
-  strides: readonly number[],
+/**
+ * One output row of a binary op: `out[o + j] = a[ai + j·sa] op b[bi + j·sb]`
+ * for `j < n`. One function per op keeps each loop monomorphic (a call
+ * through a closure per element costs V8 several times the arithmetic).
+ */
+type RowLoop = (
+  out: TypedArray,
+  o: number,
+  a: TypedArray,
+  ai: number,
+  sa: number,
+  b: TypedArray,
+  bi: number,
+  sb: number,
+  n: number,
+) => void;
+
+const ROW_LOOPS: Partial<Record<BinaryOp, RowLoop>> = {
+  add(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = a[ai] + b[bi];
+  },
+  sub(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = a[ai] - b[bi];
+  },
+  mul(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = a[ai] * b[bi];
+  },
+  div(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = a[ai] / b[bi];
+  },
+  gt(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = a[ai] > b[bi] ? 1 : 0;
+  },
+  lt(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = a[ai] < b[bi] ? 1 : 0;
+  },
+  eq(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = a[ai] === b[bi] ? 1 : 0;
+  },
+  maximum(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) {
+      const x = a[ai], y = b[bi];
+      out[o + j] = x > y || x !== x ? x : y;
+    }
+  },
+};
+
+/** The row loop of `op` for `dtype`, or one calling `f` per element. */
+function rowLoop(op: BinaryOp, dtype: DType, f: (a: number, b: number) => number): RowLoop {
+  // int32 mul and div need Math.imul and truncation.
+  const loop = dtype === "int32" && (op === "mul" || op === "div") ? undefined : ROW_LOOPS[op];
+  return loop ?? ((out, o, a, ai, sa, b, bi, sb, n) => {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = f(a[ai], b[bi]);
+  });
+}
+
+/**
+ * The layout with size-1 dims dropped and neighbouring dims merged where
+ * both operands step through them as one (contiguous runs, or broadcast in
+ * both), so a bias add [m, n] + [n] becomes m rows of n and a same-shape
+ * op one row.
+ */
+function collapse(
   shape: readonly number[],
-): boolean {
-  let s = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    if (shape[i] !== 1 && strides[i] !== s) return false;
-    s *= shape[i];
+  aStrides: readonly number[],
+  bStrides: readonly number[],
+): { shape: number[]; sa: number[]; sb: number[] } {
+  const dims: number[] = [];
+  const sa: number[] = [];
+  const sb: number[] = [];
+  for (let d = 0; d < shape.length; d++) {
+    if (shape[d] === 1) continue;
+    const last = dims.length - 1;
+    if (
+      last >= 0 && sa[last] === aStrides[d] * shape[d] && sb[last] === bStrides[d] * shape[d]
+    ) {
+      dims[last] *= shape[d];
+      sa[last] = aStrides[d];
+      sb[last] = bStrides[d];
+      continue;
+    }
+    dims.push(shape[d]);
+    sa.push(aStrides[d]);
+    sb.push(bStrides[d]);
   }
-  return true;
+  if (dims.length === 0) return { shape: [1], sa: [0], sb: [0] };
+  return { shape: dims, sa, sb };
 }
 
 /** `out = op(a, b)` with broadcasting. */
@@ -113,39 +196,28 @@ export function binary(
   out: TypedArray,
   layout: BinaryLayout,
 ): void {
-  const { shape, aStrides, bStrides } = layout;
-  const f = binaryFunction(op, layout.dtype);
-  const numel = numelOf(shape);
+  const numel = numelOf(layout.shape);
   if (numel === 0) return;
-  const aFlat = isContiguous(aStrides, shape);
-  const bFlat = isContiguous(bStrides, shape);
-  const bScalar = bStrides.every((s) => s === 0);
-  if (aFlat && bFlat) {
-    if (op === "add") { for (let i = 0; i < numel; i++) out[i] = a[i] + b[i]; }
-    else if (op === "mul" && layout.dtype !== "int32") {
-      for (let i = 0; i < numel; i++) out[i] = a[i] * b[i];
-    } else if (op === "sub") {
-      for (let i = 0; i < numel; i++) out[i] = a[i] - b[i];
-    } else for (let i = 0; i < numel; i++) out[i] = f(a[i], b[i]);
-    return;
-  }
-  if (aFlat && bScalar) {
-    const s = b[0];
-    for (let i = 0; i < numel; i++) out[i] = f(a[i], s);
-    return;
-  }
-  // General case: walk the output with an odometer over all but the last dim.
+  const { shape, sa: aStrides, sb: bStrides } = collapse(
+    layout.shape,
+    layout.aStrides,
+    layout.bStrides,
+  );
+  const loop = rowLoop(op, layout.dtype, binaryFunction(op, layout.dtype));
   const nd = shape.length;
   const last = shape[nd - 1];
   const sa = aStrides[nd - 1];
   const sb = bStrides[nd - 1];
+  if (nd === 1) {
+    loop(out, 0, a, 0, sa, b, 0, sb, last);
+    return;
+  }
+  // Walk the output rows with an odometer over the outer dims.
   const index = new Array<number>(nd).fill(0);
   let ai = 0;
   let bi = 0;
   for (let o = 0; o < numel; o += last) {
-    for (let j = 0; j < last; j++) {
-      out[o + j] = f(a[ai + j * sa], b[bi + j * sb]);
-    }
+    loop(out, o, a, ai, sa, b, bi, sb, last);
     for (let d = nd - 2; d >= 0; d--) {
       index[d]++;
       ai += aStrides[d];

@@ -1,0 +1,78 @@
+/**
+ * The cpu backend's own machinery: erf/erfc accuracy, the float32 GELU path
+ * against float64, the host array pool's accounting.
+ */
+
+import assert from "node:assert/strict";
+import { erf, erfc } from "../src/backends/cpu/kernels/erf.ts";
+import { gelu } from "../src/backends/cpu/kernels/gelu.ts";
+import { cpuBackend } from "../src/backends/cpu/mod.ts";
+import type { BackendDevice } from "../src/backends/backend.ts";
+
+Deno.test("cpu erf/erfc: float64 values to 1e-15 relative, tails without cancellation", () => {
+  // Reference values: Python's math.erf / math.erfc (glibc, within 1 ulp).
+  const cases: [number, number, number][] = [
+    [0.1, 0.1124629160182849, 0.8875370839817152],
+    [0.46875, 0.49261347321793797, 0.507386526782062],
+    [0.5, 0.5204998778130465, 0.4795001221869535],
+    [1, 0.8427007929497149, 0.15729920705028513],
+    [2, 0.9953222650189527, 0.004677734981047265],
+    [3.5, 0.9999992569016276, 7.430983723414128e-7],
+    [4, 0.9999999845827421, 1.541725790028002e-8],
+    [5, 0.9999999999984626, 1.5374597944280351e-12],
+    [10, 1, 2.088487583762545e-45],
+  ];
+  for (const [x, e, c] of cases) {
+    assert.ok(Math.abs(erf(x) - e) <= 2e-16 + 1e-15 * e, `erf(${x}) = ${erf(x)}, want ${e}`);
+    assert.ok(Math.abs(erf(-x) + e) <= 2e-16 + 1e-15 * e, `erf(${-x})`);
+    assert.ok(Math.abs(erfc(x) - c) <= 1e-14 * c, `erfc(${x}) = ${erfc(x)}, want ${c}`);
+    assert.ok(Math.abs(erfc(-x) - (2 - c)) <= 1e-15 * 2, `erfc(${-x})`);
+  }
+  assert.equal(erf(0), 0);
+  assert.equal(erf(Infinity), 1);
+  assert.equal(erfc(Infinity), 0);
+  assert.ok(Number.isNaN(erf(NaN)) && Number.isNaN(erfc(NaN)));
+});
+
+Deno.test("cpu gelu: the float32 path is within 2 ulp of float64 (the derivative: of its larger term), tails included", () => {
+  const n = 4001;
+  const x64 = new Float64Array(n).map((_, i) => -20 + (40 * i) / (n - 1));
+  const x32 = Float32Array.from(x64);
+  for (const grad of [false, true]) {
+    const ref = new Float64Array(n);
+    gelu(Float64Array.from(x32), ref, n, grad);
+    const out = new Float32Array(n);
+    gelu(x32, out, n, grad);
+    for (let i = 0; i < n; i++) {
+      const want = Math.fround(ref[i]);
+      // Two ulp of the result, or for the derivative Φ(x) + xφ(x) of its larger
+      // term (they cancel near x = -0.75), or two of the smallest denormal steps.
+      const v = x32[i];
+      const scale = grad
+        ? 0.5 * erfc(-v * Math.SQRT1_2) +
+          Math.abs(v) * Math.exp(-0.5 * v * v) / Math.sqrt(2 * Math.PI)
+        : Math.abs(want);
+      const tol = 2 * 2 ** -23 * scale + 2 * 2 ** -149;
+      assert.ok(
+        Math.abs(out[i] - want) <= tol,
+        `${grad ? "geluGrad" : "gelu"}(${x32[i]}) = ${out[i]}, float64 gives ${ref[i]}`,
+      );
+    }
+  }
+});
+
+Deno.test("cpu memory: freed arrays are pooled; bytesInUse exact, bytesReserved includes the pool", () => {
+  const d = cpuBackend().createDevice(0) as BackendDevice;
+  const a = d.allocate(1000, "float32");
+  const b = d.allocate(10, "int32");
+  assert.deepEqual(d.memory(), { bytesInUse: 4040, bytesReserved: 4040 });
+  d.write(a, new Float32Array(1000).fill(7));
+  d.free(a);
+  assert.deepEqual(d.memory(), { bytesInUse: 40, bytesReserved: 4040 });
+  const again = d.allocate(1000, "float32");
+  assert.deepEqual(d.memory(), { bytesInUse: 4040, bytesReserved: 4040 });
+  d.free(again);
+  d.free(b);
+  // The second 1000-element array reused the first: 4000 + 40 bytes pooled.
+  assert.deepEqual(d.memory(), { bytesInUse: 0, bytesReserved: 4040 });
+});
