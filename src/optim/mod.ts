@@ -1,6 +1,7 @@
 /**
- * Optimizers, as `torch.optim`: `SGD`, `Adam`, `AdamW` and the `Optimizer`
- * base class.
+ * Optimizers, as `torch.optim`: `SGD`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`,
+ * the `Optimizer` base class, and the learning-rate schedules of
+ * `lrScheduler`.
  *
  * @example
  * ```ts
@@ -19,3 +20,4 @@ export * from "./sgd.ts";
 export * from "./adam.ts";
 export * from "./rmsprop.ts";
 export * from "./adagrad.ts";
+export * as lrScheduler from "./lr_scheduler.ts";

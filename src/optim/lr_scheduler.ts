@@ -1,0 +1,920 @@
+/**
+ * Learning-rate schedules, as `torch.optim.lr_scheduler`: each scheduler
+ * writes `optimizer.paramGroups[i].lr` when it steps, with PyTorch 1.13's
+ * (mostly recursive) formulas evaluated in the same order, so the learning
+ * rate of every step is PyTorch's.
+ *
+ * Call `scheduler.step()` after `optimizer.step()`, once per epoch (or per
+ * batch for `OneCycleLR`). Building a scheduler performs its first step, as
+ * in PyTorch: the groups' `lr` is the schedule's value at epoch 0 from then
+ * on.
+ *
+ * @example
+ * ```ts
+ * import { nn, optim } from "@multigrad/core";
+ * const opt = new optim.SGD(new nn.Linear(4, 2).parameters(), { lr: 0.1 });
+ * const scheduler = new optim.lrScheduler.StepLR(opt, 30, { gamma: 0.1 });
+ * for (let epoch = 0; epoch < 100; epoch++) {
+ *   // train: opt.zeroGrad(); loss.backward(); opt.step();
+ *   scheduler.step();
+ * }
+ * ```
+ * @module
+ */
+
+import { Optimizer } from "./optimizer.ts";
+
+/** A value in a scheduler's state dict: plain data that survives `JSON.stringify`. */
+export type SchedulerStateValue =
+  | number
+  | boolean
+  | string
+  | null
+  | SchedulerStateValue[]
+  | { [key: string]: SchedulerStateValue };
+
+/**
+ * What a scheduler's `stateDict()` returns: its counters and settings by
+ * name (PyTorch's attribute names in camelCase: `lastEpoch`, `baseLrs`,
+ * `gamma`, ...). Functions (`LambdaLR`'s factors) are not part of it.
+ */
+export type SchedulerStateDict = Record<string, SchedulerStateValue>;
+
+/** Options every scheduler built on {@link LRScheduler} takes. */
+export interface SchedulerOptions {
+  /**
+   * The index of the last epoch when resuming (default -1: start). When not
+   * -1, every parameter group must already hold `initialLr` (an optimizer
+   * restored from a state dict that a scheduler had stepped does).
+   */
+  lastEpoch?: number;
+}
+
+/** The optimizer's groups seen as records: schedulers read and write `lr` and their own keys. */
+type Group = Record<string, unknown> & { lr: number };
+
+function groupsOf(optimizer: Optimizer<object>): Group[] {
+  return optimizer.paramGroups as unknown as Group[];
+}
+
+function checkOptimizer(owner: string, optimizer: unknown): asserts optimizer is Optimizer<object> {
+  if (!(optimizer instanceof Optimizer)) {
+    throw new TypeError(
+      `${owner}: ${
+        optimizer === null
+          ? "null"
+          : typeof optimizer === "object"
+          ? (optimizer as object).constructor?.name ?? "object"
+          : typeof optimizer
+      } is not an Optimizer`,
+    );
+  }
+}
+
+function checkFinite(owner: string, what: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new RangeError(`${owner}: ${what} must be a finite number, got ${String(value)}`);
+  }
+  return value;
+}
+
+function checkInteger(owner: string, what: string, value: unknown, min: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+    throw new RangeError(`${owner}: ${what} must be an integer >= ${min}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** One value per group: `value` repeated, or an array that must have one entry per group. */
+function perGroup(
+  owner: string,
+  what: string,
+  value: number | readonly number[],
+  groups: number,
+): number[] {
+  if (Array.isArray(value)) {
+    if (value.length !== groups) {
+      throw new RangeError(`${owner}: expected ${groups} values for ${what}, got ${value.length}`);
+    }
+    return value.map((v, i) => checkFinite(owner, `${what}[${i}]`, v));
+  }
+  return new Array(groups).fill(checkFinite(owner, what, value));
+}
+
+function copyState(value: SchedulerStateValue): SchedulerStateValue {
+  return value !== null && typeof value === "object" ? structuredClone(value) : value;
+}
+
+function kindOf(value: unknown): string {
+  return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+}
+
+/** Restores the fields `keys` of `target` from `stateDict`, checked first so that an error changes nothing. */
+function loadFields(
+  owner: string,
+  target: object,
+  keys: readonly string[],
+  stateDict: SchedulerStateDict,
+  nullable: readonly string[] = [],
+): void {
+  if (stateDict === null || typeof stateDict !== "object" || Array.isArray(stateDict)) {
+    throw new TypeError(
+      `${owner}.loadStateDict: expected a state dict object, got ${kindOf(stateDict)}`,
+    );
+  }
+  const fields = target as Record<string, SchedulerStateValue>;
+  for (const key of keys) {
+    if (!(key in stateDict)) {
+      throw new Error(`${owner}.loadStateDict: the state dict has no "${key}"`);
+    }
+    const want = kindOf(fields[key]);
+    const got = kindOf(stateDict[key]);
+    if (got !== want && !(got === "null" && nullable.includes(key))) {
+      throw new TypeError(`${owner}.loadStateDict: "${key}" must be a ${want}, got ${got}`);
+    }
+  }
+  for (const key of keys) fields[key] = copyState(stateDict[key]);
+}
+
+/**
+ * The base of the epoch-driven schedulers, as PyTorch's `_LRScheduler`:
+ * `step()` advances `lastEpoch`, computes every group's new learning rate
+ * (`getLr`) and writes it into `optimizer.paramGroups[i].lr`.
+ *
+ * A subclass calls {@link initialStep} at the end of its constructor, once
+ * its own fields are set.
+ */
+export abstract class LRScheduler {
+  /** The optimizer whose groups' `lr` this scheduler sets. */
+  readonly optimizer: Optimizer<object>;
+  /** Each group's `initialLr` when the scheduler was made. */
+  baseLrs: number[];
+  /** The index of the last epoch stepped (0 after construction). */
+  lastEpoch: number;
+  /** Steps taken, the initial one included (PyTorch's `_step_count`). */
+  stepCount = 0;
+  /** The learning rates the last step set. */
+  lastLr: number[] = [];
+
+  /** Attaches to `optimizer`, setting each group's `initialLr` (to its `lr`) when starting. */
+  constructor(optimizer: Optimizer<object>, lastEpoch = -1) {
+    const name = new.target.name;
+    checkOptimizer(name, optimizer);
+    checkInteger(name, "lastEpoch", lastEpoch, -1);
+    this.optimizer = optimizer;
+    const groups = groupsOf(optimizer);
+    if (lastEpoch === -1) {
+      for (const group of groups) if (group.initialLr === undefined) group.initialLr = group.lr;
+    } else {
+      groups.forEach((group, i) => {
+        if (typeof group.initialLr !== "number") {
+          throw new Error(
+            `${name}: param 'initialLr' is not specified in paramGroups[${i}] when resuming an optimizer (lastEpoch ${lastEpoch})`,
+          );
+        }
+      });
+    }
+    this.baseLrs = groups.map((g) => g.initialLr as number);
+    this.lastEpoch = lastEpoch;
+  }
+
+  /** The first step, which sets the epoch-0 learning rates: subclasses call it last in their constructor. */
+  protected initialStep(): void {
+    this.stepCount = 0;
+    this.step();
+  }
+
+  /** The learning rate of every group for the epoch `lastEpoch` (just advanced). */
+  protected abstract getLr(): number[];
+
+  /** The names of the subclass's fields that its state dict holds besides the base's. */
+  protected abstract stateKeys(): readonly string[];
+
+  /** Advances one epoch and sets every group's `lr`. */
+  step(): void {
+    this.stepCount += 1;
+    this.lastEpoch += 1;
+    const values = this.getLr();
+    const groups = groupsOf(this.optimizer);
+    groups.forEach((group, i) => group.lr = values[i]);
+    this.lastLr = groups.map((g) => g.lr);
+  }
+
+  /** The learning rates the last step set, one per group. */
+  getLastLr(): number[] {
+    return [...this.lastLr];
+  }
+
+  /** The scheduler's counters and settings (plain data; see {@link SchedulerStateDict}). */
+  stateDict(): SchedulerStateDict {
+    const fields = this as unknown as Record<string, SchedulerStateValue>;
+    const out: SchedulerStateDict = {};
+    for (const key of ["baseLrs", "lastEpoch", "stepCount", "lastLr", ...this.stateKeys()]) {
+      out[key] = copyState(fields[key]);
+    }
+    return out;
+  }
+
+  /**
+   * Restores a {@link stateDict}. Load the optimizer's state dict too: the
+   * groups' learning rates live there.
+   */
+  loadStateDict(stateDict: SchedulerStateDict): void {
+    loadFields(this.constructor.name, this, [
+      "baseLrs",
+      "lastEpoch",
+      "stepCount",
+      "lastLr",
+      ...this.stateKeys(),
+    ], stateDict);
+  }
+}
+
+/** Options of {@link StepLR}. */
+export interface StepLROptions extends SchedulerOptions {
+  /** Factor of each decay (default 0.1). */
+  gamma?: number;
+}
+
+/** Multiplies the learning rate by `gamma` every `stepSize` epochs, as `torch.optim.lr_scheduler.StepLR`. */
+export class StepLR extends LRScheduler {
+  /** Epochs between decays. */
+  stepSize: number;
+  /** Factor of each decay. */
+  gamma: number;
+
+  /** Decays `optimizer`'s learning rates every `stepSize` epochs. */
+  constructor(optimizer: Optimizer<object>, stepSize: number, options: StepLROptions = {}) {
+    super(optimizer, options.lastEpoch);
+    this.stepSize = checkInteger("StepLR", "stepSize", stepSize, 1);
+    this.gamma = checkFinite("StepLR", "gamma", options.gamma ?? 0.1);
+    this.initialStep();
+  }
+
+  /** PyTorch's recursive form. */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    if (this.lastEpoch === 0 || this.lastEpoch % this.stepSize !== 0) {
+      return groups.map((g) => g.lr);
+    }
+    return groups.map((g) => g.lr * this.gamma);
+  }
+
+  /** `stepSize`, `gamma`. */
+  protected override stateKeys(): readonly string[] {
+    return ["stepSize", "gamma"];
+  }
+}
+
+/** Options of {@link MultiStepLR}. */
+export interface MultiStepLROptions extends SchedulerOptions {
+  /** Factor of each decay (default 0.1). */
+  gamma?: number;
+}
+
+/**
+ * Multiplies the learning rate by `gamma` at each milestone epoch (by
+ * `gamma^k` at a milestone listed k times), as
+ * `torch.optim.lr_scheduler.MultiStepLR`.
+ */
+export class MultiStepLR extends LRScheduler {
+  /** The milestone epochs, sorted (repeats kept). */
+  milestones: number[];
+  /** Factor of each decay. */
+  gamma: number;
+
+  /** Decays `optimizer`'s learning rates at `milestones`. */
+  constructor(
+    optimizer: Optimizer<object>,
+    milestones: readonly number[],
+    options: MultiStepLROptions = {},
+  ) {
+    super(optimizer, options.lastEpoch);
+    if (!Array.isArray(milestones)) {
+      throw new TypeError(
+        `MultiStepLR: milestones must be an array of epochs, got ${kindOf(milestones)}`,
+      );
+    }
+    this.milestones = milestones.map((m, i) =>
+      checkInteger("MultiStepLR", `milestones[${i}]`, m, 0)
+    )
+      .sort((a, b) => a - b);
+    this.gamma = checkFinite("MultiStepLR", "gamma", options.gamma ?? 0.1);
+    this.initialStep();
+  }
+
+  /** PyTorch's recursive form. */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    const count = this.milestones.filter((m) => m === this.lastEpoch).length;
+    if (count === 0) return groups.map((g) => g.lr);
+    return groups.map((g) => g.lr * this.gamma ** count);
+  }
+
+  /** `milestones`, `gamma`. */
+  protected override stateKeys(): readonly string[] {
+    return ["milestones", "gamma"];
+  }
+}
+
+/** Multiplies the learning rate by `gamma` every epoch, as `torch.optim.lr_scheduler.ExponentialLR`. */
+export class ExponentialLR extends LRScheduler {
+  /** Factor of each decay. */
+  gamma: number;
+
+  /** Decays `optimizer`'s learning rates by `gamma` per epoch. */
+  constructor(optimizer: Optimizer<object>, gamma: number, options: SchedulerOptions = {}) {
+    super(optimizer, options.lastEpoch);
+    this.gamma = checkFinite("ExponentialLR", "gamma", gamma);
+    this.initialStep();
+  }
+
+  /** PyTorch's recursive form. */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    if (this.lastEpoch === 0) return groups.map((g) => g.lr);
+    return groups.map((g) => g.lr * this.gamma);
+  }
+
+  /** `gamma`. */
+  protected override stateKeys(): readonly string[] {
+    return ["gamma"];
+  }
+}
+
+/** Options of {@link CosineAnnealingLR}. */
+export interface CosineAnnealingLROptions extends SchedulerOptions {
+  /** The lowest learning rate (default 0). */
+  etaMin?: number;
+}
+
+/**
+ * Cosine annealing from each group's initial learning rate to `etaMin` over
+ * `tMax` epochs, as `torch.optim.lr_scheduler.CosineAnnealingLR`, in
+ * PyTorch's recursive form: past `tMax` the rate climbs back up (the cosine
+ * continues), and changes made to `lr` from outside carry on.
+ */
+export class CosineAnnealingLR extends LRScheduler {
+  /** Epochs of one half period. */
+  tMax: number;
+  /** The lowest learning rate. */
+  etaMin: number;
+
+  /** Anneals `optimizer`'s learning rates over `tMax` epochs. */
+  constructor(optimizer: Optimizer<object>, tMax: number, options: CosineAnnealingLROptions = {}) {
+    super(optimizer, options.lastEpoch);
+    this.tMax = checkInteger("CosineAnnealingLR", "tMax", tMax, 1);
+    this.etaMin = checkFinite("CosineAnnealingLR", "etaMin", options.etaMin ?? 0);
+    this.initialStep();
+  }
+
+  /** PyTorch's recursive form (the closed form on a resumed first step). */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    const { lastEpoch: e, tMax, etaMin } = this;
+    if (e === 0) return groups.map((g) => g.lr);
+    if (this.stepCount === 1 && e > 0) {
+      return this.baseLrs.map((base) =>
+        etaMin + (base - etaMin) * (1 + Math.cos(e * Math.PI / tMax)) / 2
+      );
+    }
+    if ((e - 1 - tMax) % (2 * tMax) === 0) {
+      return groups.map((g, i) =>
+        g.lr + (this.baseLrs[i] - etaMin) * (1 - Math.cos(Math.PI / tMax)) / 2
+      );
+    }
+    return groups.map((g) =>
+      (1 + Math.cos(Math.PI * e / tMax)) / (1 + Math.cos(Math.PI * (e - 1) / tMax)) *
+        (g.lr - etaMin) + etaMin
+    );
+  }
+
+  /** `tMax`, `etaMin`. */
+  protected override stateKeys(): readonly string[] {
+    return ["tMax", "etaMin"];
+  }
+}
+
+/** Options of {@link LinearLR}. */
+export interface LinearLROptions extends SchedulerOptions {
+  /** Factor of the first epoch, in (0, 1] (default 1/3). */
+  startFactor?: number;
+  /** Factor from `totalIters` on, in [0, 1] (default 1). */
+  endFactor?: number;
+  /** Epochs over which the factor moves from start to end (default 5). */
+  totalIters?: number;
+}
+
+/**
+ * Scales the learning rate by a factor that moves linearly from
+ * `startFactor` to `endFactor` over `totalIters` epochs (a warm-up, or a
+ * linear decay), as `torch.optim.lr_scheduler.LinearLR`.
+ */
+export class LinearLR extends LRScheduler {
+  /** Factor of the first epoch. */
+  startFactor: number;
+  /** Factor from `totalIters` on. */
+  endFactor: number;
+  /** Epochs of the ramp. */
+  totalIters: number;
+
+  /** Ramps `optimizer`'s learning rates. */
+  constructor(optimizer: Optimizer<object>, options: LinearLROptions = {}) {
+    super(optimizer, options.lastEpoch);
+    const start = checkFinite("LinearLR", "startFactor", options.startFactor ?? 1 / 3);
+    const end = checkFinite("LinearLR", "endFactor", options.endFactor ?? 1);
+    // 0 would divide by zero at the second step (PyTorch 1.13 raises ZeroDivisionError there).
+    if (!(start > 0 && start <= 1)) {
+      throw new RangeError(`LinearLR: startFactor must be in (0, 1], got ${start}`);
+    }
+    if (!(end >= 0 && end <= 1)) {
+      throw new RangeError(`LinearLR: endFactor must be in [0, 1], got ${end}`);
+    }
+    this.startFactor = start;
+    this.endFactor = end;
+    this.totalIters = checkInteger("LinearLR", "totalIters", options.totalIters ?? 5, 1);
+    this.initialStep();
+  }
+
+  /** PyTorch's recursive form. */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    const { lastEpoch: e, startFactor: start, endFactor: end, totalIters } = this;
+    if (e === 0) return groups.map((g) => g.lr * start);
+    if (e > totalIters) return groups.map((g) => g.lr);
+    return groups.map((g) =>
+      g.lr * (1 + (end - start) / (totalIters * start + (e - 1) * (end - start)))
+    );
+  }
+
+  /** `startFactor`, `endFactor`, `totalIters`. */
+  protected override stateKeys(): readonly string[] {
+    return ["startFactor", "endFactor", "totalIters"];
+  }
+}
+
+/** A factor of the initial learning rate by epoch, for {@link LambdaLR}. */
+export type LrLambda = (epoch: number) => number;
+
+/**
+ * Sets each group's learning rate to its initial one times `fn(epoch)`, as
+ * `torch.optim.lr_scheduler.LambdaLR`; one function for every group, or one
+ * per group. The functions are not part of the state dict.
+ */
+export class LambdaLR extends LRScheduler {
+  /** The factor functions, one per group. */
+  readonly lrLambdas: LrLambda[];
+
+  /** Scales `optimizer`'s initial learning rates by `lrLambda(epoch)`. */
+  constructor(
+    optimizer: Optimizer<object>,
+    lrLambda: LrLambda | readonly LrLambda[],
+    options: SchedulerOptions = {},
+  ) {
+    super(optimizer, options.lastEpoch);
+    const groups = this.optimizer.paramGroups.length;
+    if (Array.isArray(lrLambda)) {
+      if (lrLambda.length !== groups) {
+        throw new RangeError(`LambdaLR: expected ${groups} lrLambdas, but got ${lrLambda.length}`);
+      }
+      this.lrLambdas = [...lrLambda];
+    } else this.lrLambdas = new Array(groups).fill(lrLambda);
+    this.lrLambdas.forEach((fn, i) => {
+      if (typeof fn !== "function") {
+        throw new TypeError(`LambdaLR: lrLambda ${i} is not a function (got ${typeof fn})`);
+      }
+    });
+    this.initialStep();
+  }
+
+  /** `baseLr · fn(lastEpoch)`. */
+  protected override getLr(): number[] {
+    return this.baseLrs.map((base, i) => {
+      const factor = this.lrLambdas[i](this.lastEpoch);
+      if (typeof factor !== "number" || Number.isNaN(factor)) {
+        throw new TypeError(
+          `LambdaLR: lrLambda ${i} returned ${
+            String(factor)
+          } for epoch ${this.lastEpoch}; expected a number`,
+        );
+      }
+      return base * factor;
+    });
+  }
+
+  /** None: the functions are code, not state. */
+  protected override stateKeys(): readonly string[] {
+    return [];
+  }
+}
+
+/** One phase of {@link OneCycleLR}: from one group key's value to another's, ending at `endStep`. */
+export interface OneCyclePhase {
+  /** The last step of the phase (a float, as PyTorch computes it). */
+  endStep: number;
+  /** The group key holding the phase's first learning rate (`initialLr`, `maxLr`). */
+  startLr: string;
+  /** The group key holding its last learning rate (`maxLr`, `initialLr`, `minLr`). */
+  endLr: string;
+  /** The group key of its first momentum (`maxMomentum`, `baseMomentum`). */
+  startMomentum: string;
+  /** The group key of its last momentum. */
+  endMomentum: string;
+  /** Plain data, so that phases are part of the state dict. */
+  [key: string]: SchedulerStateValue;
+}
+
+/** Options of {@link OneCycleLR}. */
+export interface OneCycleLROptions extends SchedulerOptions {
+  /** The peak learning rate, for every group or one per group (required). */
+  maxLr: number | readonly number[];
+  /** Steps in the cycle; else `epochs · stepsPerEpoch`. */
+  totalSteps?: number;
+  /** Epochs, with `stepsPerEpoch`, when `totalSteps` is not given. */
+  epochs?: number;
+  /** Steps per epoch, with `epochs`. */
+  stepsPerEpoch?: number;
+  /** Fraction of the cycle spent increasing the learning rate (default 0.3). */
+  pctStart?: number;
+  /** `"cos"` (default) or `"linear"` annealing. */
+  annealStrategy?: "cos" | "linear";
+  /** Cycle the momentum (SGD's `momentum`, Adam's `betas[0]`) inversely to the learning rate (default true). */
+  cycleMomentum?: boolean;
+  /** The momentum at the learning rate's peak, for every group or per group (default 0.85). */
+  baseMomentum?: number | readonly number[];
+  /** The momentum at the cycle's ends, for every group or per group (default 0.95). */
+  maxMomentum?: number | readonly number[];
+  /** `initialLr = maxLr / divFactor` (default 25). */
+  divFactor?: number;
+  /** `minLr = initialLr / finalDivFactor` (default 1e4). */
+  finalDivFactor?: number;
+  /** Three phases (up, down to `initialLr`, down to `minLr`) instead of two (default false). */
+  threePhase?: boolean;
+}
+
+/**
+ * The 1cycle policy, as `torch.optim.lr_scheduler.OneCycleLR`: the
+ * learning rate climbs from `maxLr / divFactor` to `maxLr`, then anneals to
+ * `initialLr / finalDivFactor`, while the momentum moves the other way
+ * between `maxMomentum` and `baseMomentum`. Step it after every batch;
+ * stepping past `totalSteps` is an error. It writes `initialLr`, `maxLr`,
+ * `minLr`, `maxMomentum` and `baseMomentum` into each parameter group.
+ */
+export class OneCycleLR extends LRScheduler {
+  /** Steps in the cycle. */
+  totalSteps: number;
+  /** The phases of the cycle. */
+  schedulePhases: OneCyclePhase[];
+  /** `"cos"` or `"linear"`. */
+  annealStrategy: "cos" | "linear";
+  /** Whether the momentum is cycled. */
+  cycleMomentum: boolean;
+  /** Whether the momentum is Adam's `betas[0]` rather than SGD's `momentum`. */
+  useBeta1: boolean;
+
+  /** A 1cycle schedule over `optimizer`. */
+  constructor(optimizer: Optimizer<object>, options: OneCycleLROptions) {
+    const name = "OneCycleLR";
+    checkOptimizer(name, optimizer);
+    if (options === null || typeof options !== "object" || options.maxLr === undefined) {
+      throw new TypeError(`${name}: options { maxLr, totalSteps } are required`);
+    }
+    let totalSteps: number;
+    if (options.totalSteps !== undefined) {
+      totalSteps = checkInteger(name, "totalSteps", options.totalSteps, 1);
+    } else if (options.epochs !== undefined || options.stepsPerEpoch !== undefined) {
+      totalSteps = checkInteger(name, "epochs", options.epochs, 1) *
+        checkInteger(name, "stepsPerEpoch", options.stepsPerEpoch, 1);
+    } else {
+      throw new TypeError(
+        `${name}: you must define either totalSteps OR (epochs AND stepsPerEpoch)`,
+      );
+    }
+    const pctStart = options.pctStart ?? 0.3;
+    if (typeof pctStart !== "number" || !(pctStart >= 0 && pctStart <= 1)) {
+      throw new RangeError(`${name}: expected pctStart between 0 and 1, got ${String(pctStart)}`);
+    }
+    const annealStrategy = options.annealStrategy ?? "cos";
+    if (annealStrategy !== "cos" && annealStrategy !== "linear") {
+      throw new RangeError(
+        `${name}: annealStrategy must be one of "cos" or "linear", got ${
+          JSON.stringify(annealStrategy)
+        }`,
+      );
+    }
+    const lastEpoch = options.lastEpoch ?? -1;
+    const groups = groupsOf(optimizer);
+    const maxLrs = perGroup(name, "maxLr", options.maxLr, groups.length);
+    const divFactor = checkFinite(name, "divFactor", options.divFactor ?? 25);
+    const finalDivFactor = checkFinite(name, "finalDivFactor", options.finalDivFactor ?? 1e4);
+    const cycleMomentum = options.cycleMomentum ?? true;
+    let useBeta1 = false;
+    let maxMomentums: number[] = [];
+    let baseMomentums: number[] = [];
+    if (cycleMomentum) {
+      if (!("momentum" in optimizer.defaults) && !("betas" in optimizer.defaults)) {
+        throw new TypeError(
+          `${name}: optimizer ${optimizer.constructor.name} must support momentum (momentum or betas) with cycleMomentum enabled`,
+        );
+      }
+      useBeta1 = "betas" in optimizer.defaults;
+      maxMomentums = perGroup(name, "maxMomentum", options.maxMomentum ?? 0.95, groups.length);
+      baseMomentums = perGroup(name, "baseMomentum", options.baseMomentum ?? 0.85, groups.length);
+    }
+    // Checked: now write the groups, as PyTorch does before the base constructor runs.
+    if (lastEpoch === -1) {
+      groups.forEach((group, i) => {
+        group.initialLr = maxLrs[i] / divFactor;
+        group.maxLr = maxLrs[i];
+        group.minLr = (group.initialLr as number) / finalDivFactor;
+      });
+      if (cycleMomentum) {
+        groups.forEach((group, i) => {
+          if (useBeta1) group.betas = [maxMomentums[i], ...(group.betas as number[]).slice(1)];
+          else group.momentum = maxMomentums[i];
+          group.maxMomentum = maxMomentums[i];
+          group.baseMomentum = baseMomentums[i];
+        });
+      }
+    }
+    super(optimizer, lastEpoch);
+    this.totalSteps = totalSteps;
+    const phase = (
+      endStep: number,
+      startLr: string,
+      endLr: string,
+      startMomentum: string,
+      endMomentum: string,
+    ): OneCyclePhase => ({ endStep, startLr, endLr, startMomentum, endMomentum });
+    this.schedulePhases = options.threePhase
+      ? [
+        phase(pctStart * totalSteps - 1, "initialLr", "maxLr", "maxMomentum", "baseMomentum"),
+        phase(2 * pctStart * totalSteps - 2, "maxLr", "initialLr", "baseMomentum", "maxMomentum"),
+        phase(totalSteps - 1, "initialLr", "minLr", "maxMomentum", "maxMomentum"),
+      ]
+      : [
+        phase(pctStart * totalSteps - 1, "initialLr", "maxLr", "maxMomentum", "baseMomentum"),
+        phase(totalSteps - 1, "maxLr", "minLr", "baseMomentum", "maxMomentum"),
+      ];
+    this.annealStrategy = annealStrategy;
+    this.cycleMomentum = cycleMomentum;
+    this.useBeta1 = useBeta1;
+    this.initialStep();
+  }
+
+  #anneal(start: number, end: number, pct: number): number {
+    if (this.annealStrategy === "cos") {
+      const cosOut = Math.cos(Math.PI * pct) + 1;
+      return end + (start - end) / 2 * cosOut;
+    }
+    return (end - start) * pct + start;
+  }
+
+  /** Advances one step; past `totalSteps` it throws and changes nothing. */
+  override step(): void {
+    // PyTorch's get_lr raises once lastEpoch + 1 > totalSteps; checked before anything moves.
+    if (this.lastEpoch + 1 > this.totalSteps) {
+      throw new RangeError(
+        `OneCycleLR: tried to step ${
+          this.lastEpoch + 2
+        } times; the specified number of total steps is ${this.totalSteps}`,
+      );
+    }
+    super.step();
+  }
+
+  /** The learning rate of the current phase; also sets the cycled momentum. */
+  protected override getLr(): number[] {
+    const stepNum = this.lastEpoch;
+    const phases = this.schedulePhases;
+    return groupsOf(this.optimizer).map((group) => {
+      let startStep = 0;
+      for (let i = 0; i < phases.length; i++) {
+        const phase = phases[i];
+        const endStep = phase.endStep;
+        if (stepNum <= endStep || i === phases.length - 1) {
+          const pct = (stepNum - startStep) / (endStep - startStep);
+          const lr = this.#anneal(
+            group[phase.startLr] as number,
+            group[phase.endLr] as number,
+            pct,
+          );
+          if (this.cycleMomentum) {
+            const momentum = this.#anneal(
+              group[phase.startMomentum] as number,
+              group[phase.endMomentum] as number,
+              pct,
+            );
+            if (this.useBeta1) group.betas = [momentum, ...(group.betas as number[]).slice(1)];
+            else group.momentum = momentum;
+          }
+          return lr;
+        }
+        startStep = phase.endStep;
+      }
+      throw new Error("OneCycleLR: no phase"); // unreachable: the last phase always matches
+    });
+  }
+
+  /** `totalSteps`, `schedulePhases`, `annealStrategy`, `cycleMomentum`, `useBeta1`. */
+  protected override stateKeys(): readonly string[] {
+    return ["totalSteps", "schedulePhases", "annealStrategy", "cycleMomentum", "useBeta1"];
+  }
+}
+
+/** Options of {@link ReduceLROnPlateau}. */
+export interface ReduceLROnPlateauOptions {
+  /** `"min"` (default): lower metrics are better; `"max"`: higher are. */
+  mode?: "min" | "max";
+  /** Factor applied to the learning rate on a plateau, in [0, 1) (default 0.1). */
+  factor?: number;
+  /** Epochs without improvement tolerated before reducing (default 10). */
+  patience?: number;
+  /** How much better a metric must be to count as an improvement (default 1e-4). */
+  threshold?: number;
+  /** `"rel"` (default): relative to the best; `"abs"`: absolute. */
+  thresholdMode?: "rel" | "abs";
+  /** Epochs to wait after a reduction before counting again (default 0). */
+  cooldown?: number;
+  /** The lowest learning rate, for every group or one per group (default 0). */
+  minLr?: number | readonly number[];
+  /** Reductions smaller than this are skipped (default 1e-8). */
+  eps?: number;
+}
+
+/**
+ * Reduces the learning rate by `factor` once a metric has stopped improving
+ * for `patience` epochs, as `torch.optim.lr_scheduler.ReduceLROnPlateau`.
+ * `step(metric)` takes the epoch's metric as a number (read a loss tensor
+ * with `await loss.item()` first).
+ *
+ * @example
+ * ```ts
+ * const scheduler = new optim.lrScheduler.ReduceLROnPlateau(opt, { mode: "min", patience: 2 });
+ * // each epoch, after validating:
+ * scheduler.step(validationLoss);
+ * ```
+ */
+export class ReduceLROnPlateau {
+  /** The optimizer whose groups' `lr` this scheduler sets. */
+  readonly optimizer: Optimizer<object>;
+  /** `"min"` or `"max"`. */
+  mode: "min" | "max";
+  /** Factor applied on a plateau. */
+  factor: number;
+  /** Epochs without improvement tolerated. */
+  patience: number;
+  /** Improvement threshold. */
+  threshold: number;
+  /** `"rel"` or `"abs"`. */
+  thresholdMode: "rel" | "abs";
+  /** Epochs to wait after a reduction. */
+  cooldown: number;
+  /** Epochs of cooldown left. */
+  cooldownCounter = 0;
+  /** The lowest learning rate of each group. */
+  minLrs: number[];
+  /** Reductions smaller than this are skipped. */
+  eps: number;
+  /** The best metric so far (±Infinity before the first). */
+  best: number;
+  /** Epochs since the last improvement. */
+  numBadEpochs = 0;
+  /** The index of the last epoch stepped. */
+  lastEpoch = 0;
+  /** The learning rates after the last step. */
+  lastLr: number[];
+
+  /** Watches a metric and reduces `optimizer`'s learning rates on plateaus. */
+  constructor(optimizer: Optimizer<object>, options: ReduceLROnPlateauOptions = {}) {
+    const name = "ReduceLROnPlateau";
+    checkOptimizer(name, optimizer);
+    const factor = checkFinite(name, "factor", options.factor ?? 0.1);
+    if (!(factor >= 0 && factor < 1)) {
+      throw new RangeError(`${name}: factor should be >= 0 and < 1.0, got ${factor}`);
+    }
+    const mode = options.mode ?? "min";
+    if (mode !== "min" && mode !== "max") {
+      throw new RangeError(
+        `${name}: mode ${JSON.stringify(mode)} is unknown (expected "min" or "max")`,
+      );
+    }
+    const thresholdMode = options.thresholdMode ?? "rel";
+    if (thresholdMode !== "rel" && thresholdMode !== "abs") {
+      throw new RangeError(
+        `${name}: threshold mode ${
+          JSON.stringify(thresholdMode)
+        } is unknown (expected "rel" or "abs")`,
+      );
+    }
+    const groups = groupsOf(optimizer);
+    this.optimizer = optimizer;
+    this.factor = factor;
+    this.minLrs = perGroup(name, "minLr", options.minLr ?? 0, groups.length);
+    this.patience = checkInteger(name, "patience", options.patience ?? 10, 0);
+    this.cooldown = checkInteger(name, "cooldown", options.cooldown ?? 0, 0);
+    this.mode = mode;
+    this.threshold = checkFinite(name, "threshold", options.threshold ?? 1e-4);
+    this.thresholdMode = thresholdMode;
+    this.eps = checkFinite(name, "eps", options.eps ?? 1e-8);
+    this.best = this.#modeWorse();
+    this.lastLr = groups.map((g) => g.lr);
+  }
+
+  #modeWorse(): number {
+    return this.mode === "min" ? Infinity : -Infinity;
+  }
+
+  /** Whether `a` improves on `best` by more than the threshold. */
+  isBetter(a: number, best: number): boolean {
+    if (this.mode === "min" && this.thresholdMode === "rel") return a < best * (1 - this.threshold);
+    if (this.mode === "min") return a < best - this.threshold;
+    if (this.thresholdMode === "rel") return a > best * (this.threshold + 1);
+    return a > best + this.threshold;
+  }
+
+  /** Whether a reduction happened less than `cooldown` epochs ago. */
+  get inCooldown(): boolean {
+    return this.cooldownCounter > 0;
+  }
+
+  /** Records the epoch's `metric` and reduces the learning rates when it has plateaued. */
+  step(metric: number): void {
+    if (typeof metric !== "number") {
+      throw new TypeError(
+        `ReduceLROnPlateau.step: metric must be a number, got ${kindOf(metric)}${
+          metric !== null && typeof metric === "object"
+            ? " (read a tensor with await t.item())"
+            : ""
+        }`,
+      );
+    }
+    this.lastEpoch += 1;
+    if (this.isBetter(metric, this.best)) {
+      this.best = metric;
+      this.numBadEpochs = 0;
+    } else this.numBadEpochs += 1;
+    if (this.inCooldown) {
+      this.cooldownCounter -= 1;
+      this.numBadEpochs = 0; // bad epochs in cooldown do not count
+    }
+    const groups = groupsOf(this.optimizer);
+    if (this.numBadEpochs > this.patience) {
+      groups.forEach((group, i) => {
+        const oldLr = group.lr;
+        const newLr = Math.max(oldLr * this.factor, this.minLrs[i]);
+        if (oldLr - newLr > this.eps) group.lr = newLr;
+      });
+      this.cooldownCounter = this.cooldown;
+      this.numBadEpochs = 0;
+    }
+    this.lastLr = groups.map((g) => g.lr);
+  }
+
+  /** The learning rates after the last step (the groups' rates before any). */
+  getLastLr(): number[] {
+    return [...this.lastLr];
+  }
+
+  /** Counters and settings; `best` is ±Infinity until a metric came (`null` in JSON is read back as that). */
+  stateDict(): SchedulerStateDict {
+    const out: SchedulerStateDict = {};
+    const fields = this as unknown as Record<string, SchedulerStateValue>;
+    for (const key of PLATEAU_KEYS) out[key] = copyState(fields[key]);
+    return out;
+  }
+
+  /** Restores a {@link stateDict} (checked first; on error nothing changes). */
+  loadStateDict(stateDict: SchedulerStateDict): void {
+    for (
+      const [key, allowed] of [["mode", ["min", "max"]], ["thresholdMode", ["rel", "abs"]]] as const
+    ) {
+      if (
+        stateDict && key in stateDict && !(allowed as readonly unknown[]).includes(stateDict[key])
+      ) {
+        throw new RangeError(
+          `ReduceLROnPlateau.loadStateDict: bad ${key} ${JSON.stringify(stateDict[key])}`,
+        );
+      }
+    }
+    loadFields("ReduceLROnPlateau", this, PLATEAU_KEYS, stateDict, ["best"]);
+    // JSON writes ±Infinity as null: before the first metric, best is the mode's worst value.
+    if ((this.best as number | null) === null) this.best = this.#modeWorse();
+  }
+}
+
+const PLATEAU_KEYS = [
+  "mode",
+  "factor",
+  "patience",
+  "threshold",
+  "thresholdMode",
+  "cooldown",
+  "cooldownCounter",
+  "minLrs",
+  "eps",
+  "best",
+  "numBadEpochs",
+  "lastEpoch",
+  "lastLr",
+] as const;
