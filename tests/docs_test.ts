@@ -53,6 +53,7 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
     "nn.init": multigrad.nn.init,
     "nn.utils": multigrad.nn.utils,
     optim: multigrad.optim,
+    "optim.lrScheduler": multigrad.optim.lrScheduler,
     data: multigrad.data,
     parallel: multigrad.parallel,
     "parallel.comm": multigrad.parallel.comm,
@@ -67,7 +68,7 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
   for (const name of ["Module", "Linear", "Sequential", "DataParallel", "BatchNorm1d"]) {
     assert.ok(documented.get("nn")!.has(name), `nn.${name}`);
   }
-  for (const name of ["Optimizer", "SGD", "Adam", "AdamW"]) {
+  for (const name of ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]) {
     assert.ok(documented.get("optim")!.has(name), `optim.${name}`);
   }
   for (const name of ["Dataset", "TensorDataset", "DataLoader"]) {
