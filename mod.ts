@@ -54,6 +54,7 @@ export * as parallel from "./src/parallel/mod.ts";
 export * as nn from "./src/nn/mod.ts";
 export * as optim from "./src/optim/mod.ts";
 export * as data from "./src/data/mod.ts";
+export * as distributed from "./src/distributed/mod.ts";
 export {
   fromSafetensors,
   fromSafetensorsWithMetadata,

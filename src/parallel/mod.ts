@@ -14,5 +14,6 @@ export * from "./parallel_apply.ts";
 export * from "./data_parallel.ts";
 export * from "./data_parallel_function.ts";
 export * from "./functions.ts";
+export * from "../distributed/ddp.ts";
 export * as comm from "./comm.ts";
 export type { DeviceLike } from "./devices.ts";

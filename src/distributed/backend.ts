@@ -1,0 +1,214 @@
+/**
+ * The process-group backend contract: what a backend of collectives (the
+ * shared-memory `"local"` one, `"mpi"`, or a plugin) implements, and the
+ * call header every rank compares before it moves any data.
+ *
+ * A backend moves host arrays between ranks and knows nothing of tensors,
+ * devices or modules: the tensor layer reads a tensor to the host, hands the
+ * array to the backend, and writes the result back in stream order. The
+ * backend is called one collective at a time, in the order the program
+ * called them.
+ * @module
+ */
+
+import type { DType, TypedArray } from "../dtype.ts";
+
+/** How `allReduce` combines the ranks' values. `"avg"` is for float dtypes. */
+export type ReduceOp = "sum" | "avg" | "max" | "min";
+
+/** The collectives a backend implements. */
+export type CollectiveKind = "allReduce" | "broadcast" | "allGather" | "barrier";
+
+/** Int32 words in a packed {@link CollectiveCall.header}. */
+export const HEADER_WORDS = 16;
+
+/**
+ * One collective as the calling rank sees it. Every rank must make the same
+ * calls in the same order; backends compare the packed `header` of every
+ * rank (cheaply, with the data of the call's first exchange) and reject a
+ * mismatch on every rank with {@link checkHeaders}.
+ */
+export interface CollectiveCall {
+  /** Which collective. */
+  readonly kind: CollectiveKind;
+  /** Position of this call among the group's collectives (0, 1, ...). */
+  readonly seq: number;
+  /** The element type moved, or null for a barrier. */
+  readonly dtype: DType | null;
+  /** `allReduce`'s combination. */
+  readonly op?: ReduceOp;
+  /** `broadcast`'s source rank. */
+  readonly src?: number;
+  /** The call packed into {@link HEADER_WORDS} int32 words, to exchange and compare. */
+  readonly header: Int32Array;
+}
+
+/**
+ * A started process group: this rank's end of the collectives. Arrays are
+ * host arrays of the call's dtype, the same length on every rank.
+ */
+export interface ProcessGroupBackend {
+  /** This process's rank, 0 ≤ rank < worldSize. */
+  readonly rank: number;
+  /** Number of ranks. */
+  readonly worldSize: number;
+  /** Replaces `data` on every rank by the elementwise `call.op` over the ranks. */
+  allReduce(call: CollectiveCall, data: TypedArray): Promise<void>;
+  /** Replaces `data` on every rank by rank `call.src`'s. */
+  broadcast(call: CollectiveCall, data: TypedArray): Promise<void>;
+  /** Every rank's `data`, in rank order. */
+  allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]>;
+  /** Resolves once every rank has called it. */
+  barrier(call: CollectiveCall): Promise<void>;
+  /** Leaves the group; collectives after it are refused. */
+  destroy(): void | Promise<void>;
+}
+
+/** What `initProcessGroup` hands a backend factory. */
+export interface ProcessGroupInit {
+  /** The rank asked for, when the caller gave one (launchers may supply their own). */
+  readonly rank?: number;
+  /** The world size asked for, when given. */
+  readonly worldSize?: number;
+  /** How long a collective may wait for the other ranks before it fails. */
+  readonly timeoutMs: number;
+}
+
+/** Starts this rank's end of a process group; may be async and may throw. */
+export type ProcessGroupFactory = (
+  init: ProcessGroupInit,
+) => ProcessGroupBackend | Promise<ProcessGroupBackend>;
+
+/**
+ * A collective that cannot complete: ranks that disagree about a call, a
+ * rank that failed, left, or did not arrive in time. `ranks` are the ranks
+ * it names.
+ */
+export class DistributedError extends Error {
+  /** The ranks the error is about. */
+  readonly ranks: readonly number[];
+
+  /** An error about `ranks`. */
+  constructor(message: string, ranks: readonly number[], options?: ErrorOptions) {
+    super(message, options);
+    this.name = "DistributedError";
+    this.ranks = ranks;
+  }
+}
+
+const KINDS: readonly CollectiveKind[] = ["allReduce", "broadcast", "allGather", "barrier"];
+const DTYPE_CODES: readonly (DType | null)[] = [null, "float32", "int32", "float64"];
+const OPS: readonly ReduceOp[] = ["sum", "avg", "max", "min"];
+const MAX_DIMS = 8;
+
+/** FNV-1a over the dims of several shapes, for headers of coalesced calls. */
+function shapesHash(shapes: readonly (readonly number[])[]): number {
+  let h = 0x811c9dc5;
+  const mix = (v: number) => {
+    h = Math.imul(h ^ (v & 0xffff), 0x01000193);
+    h = Math.imul(h ^ (v >>> 16), 0x01000193);
+  };
+  for (const shape of shapes) {
+    mix(shape.length);
+    for (const d of shape) mix(d);
+  }
+  return h | 0;
+}
+
+/** What a collective carries, for {@link packHeader}. */
+export interface CallShape {
+  /** Which collective. */
+  readonly kind: CollectiveKind;
+  /** Its position among the group's collectives. */
+  readonly seq: number;
+  /** Element type, null for a barrier. */
+  readonly dtype: DType | null;
+  /** The shapes of the tensors moved together (one for a plain call). */
+  readonly shapes: readonly (readonly number[])[];
+  /** `allReduce`'s op. */
+  readonly op?: ReduceOp;
+  /** `broadcast`'s source. */
+  readonly src?: number;
+}
+
+/** Packs a call into the header ranks compare. */
+export function packHeader(call: CallShape): Int32Array {
+  const h = new Int32Array(HEADER_WORDS);
+  h[0] = KINDS.indexOf(call.kind) + 1;
+  h[1] = call.seq | 0;
+  h[2] = DTYPE_CODES.indexOf(call.dtype);
+  h[3] = call.kind === "allReduce"
+    ? OPS.indexOf(call.op ?? "sum") + 1
+    : call.kind === "broadcast"
+    ? call.src ?? 0
+    : 0;
+  h[4] = call.shapes.length;
+  h[5] = call.shapes.reduce((n, s) => n + s.reduce((a, b) => a * b, 1), 0);
+  const single = call.shapes.length === 1 && call.shapes[0].length <= MAX_DIMS;
+  if (single) {
+    const shape = call.shapes[0];
+    h[6] = shape.length;
+    shape.forEach((d, i) => (h[7 + i] = d));
+  } else {
+    h[6] = -1;
+    h[7] = shapesHash(call.shapes);
+  }
+  return h;
+}
+
+/** `allReduce #3 (sum) of float32 [4, 3]`, from a packed header. */
+export function describeHeader(h: Int32Array): string {
+  const kind = KINDS[h[0] - 1];
+  if (!kind) return `an unknown call (header word 0 = ${h[0]})`;
+  const detail = kind === "allReduce"
+    ? ` (${OPS[h[3] - 1] ?? "?"})`
+    : kind === "broadcast"
+    ? ` (from rank ${h[3]})`
+    : "";
+  if (kind === "barrier") return `barrier #${h[1]}`;
+  const dtype = DTYPE_CODES[h[2]] ?? "?";
+  const what = h[6] >= 0
+    ? `${dtype} [${Array.from(h.subarray(7, 7 + h[6])).join(", ")}]`
+    : `${h[4]} ${dtype} tensor${h[4] === 1 ? "" : "s"} of ${h[5]} elements (shapes hash ${
+      (h[7] >>> 0).toString(16)
+    })`;
+  return `${kind} #${h[1]}${detail} of ${what}`;
+}
+
+/** Whether two headers describe the same call (word 15 is the backend's own). */
+function sameCall(a: Int32Array, b: Int32Array): boolean {
+  for (let i = 0; i < HEADER_WORDS - 1; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Throws the same {@link DistributedError} on every rank when the ranks'
+ * headers (in rank order) do not all describe the same call, naming each
+ * rank and what it called.
+ */
+export function checkHeaders(headers: readonly Int32Array[]): void {
+  if (headers.every((h) => sameCall(h, headers[0]))) return;
+  const groups = new Map<string, number[]>();
+  headers.forEach((h, rank) => {
+    const text = describeHeader(h);
+    const ranks = groups.get(text) ?? [];
+    ranks.push(rank);
+    groups.set(text, ranks);
+  });
+  const parts = [...groups].map(([text, ranks]) =>
+    `${ranks.length === 1 ? "rank" : "ranks"} ${ranks.join(", ")} called ${text}`
+  );
+  const odd = [...groups.values()].slice(1).flat();
+  throw new DistributedError(
+    `collective mismatch: every rank must call the same collectives in the same order with the same shapes and dtypes, but ${
+      parts.join("; ")
+    }`,
+    odd,
+  );
+}
+
+/** Words 0 and 1 of a header: which collective a rank is at, for timeouts. */
+export function describeProgress(h: Int32Array): string {
+  const kind = KINDS[h[0] - 1];
+  return kind ? `${kind} #${h[1]}` : "no collective yet";
+}

@@ -1,0 +1,167 @@
+/**
+ * Collectives on tensors of any device (`torch.distributed.all_reduce` and
+ * friends). Like every op they return without waiting: the tensor is read
+ * when the work producing it has run, the group's backend combines the
+ * ranks' values, and the result is written back in stream order, so later
+ * ops and reads on the tensor see it. The returned {@link Work} can be
+ * awaited (PyTorch's `async_op=True` handle).
+ * @module
+ */
+
+import { allocHost, isFloat } from "../dtype.ts";
+import { empty } from "../ops/util.ts";
+import { formatShape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import type { ReduceOp } from "./backend.ts";
+import { readFlat, runOnHost, writeFlat } from "./host.ts";
+import { activeGroup } from "./state.ts";
+
+/**
+ * A collective in flight: `await work` (or `work.wait()`) resolves once
+ * this rank's part is done and rejects with the collective's error. The
+ * tensors involved need no await: later ops on them are ordered after it.
+ */
+export class Work implements PromiseLike<void> {
+  readonly #done: Promise<void>;
+  #settled = false;
+
+  /** Wraps the promise of a collective. */
+  constructor(done: Promise<unknown>) {
+    this.#done = done.then(
+      () => {
+        this.#settled = true;
+      },
+      (error) => {
+        this.#settled = true;
+        throw error;
+      },
+    );
+    // Its errors also reach the tensor's next read: no unhandled rejection.
+    this.#done.catch(() => {});
+  }
+
+  /** Resolves when the collective is done on this rank. */
+  wait(): Promise<void> {
+    return this.#done;
+  }
+
+  /** Whether the collective has finished (or failed). */
+  isCompleted(): boolean {
+    return this.#settled;
+  }
+
+  /** Lets `await work` wait for the collective. */
+  then<A = void, B = never>(
+    onFulfilled?: ((value: void) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    return this.#done.then(onFulfilled, onRejected);
+  }
+}
+
+const OPS: readonly ReduceOp[] = ["sum", "avg", "max", "min"];
+
+function checkTensor(op: string, t: unknown): asserts t is Tensor {
+  if (!(t instanceof Tensor)) {
+    throw new TypeError(
+      `${op}: expected a Tensor, got ${t === null ? "null" : typeof t}`,
+    );
+  }
+}
+
+/** Options of {@link allReduce}. */
+export interface AllReduceOptions {
+  /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype). */
+  op?: ReduceOp;
+}
+
+/**
+ * Replaces `t` on every rank by the elementwise combination (`op`) of every
+ * rank's `t`, in place, as `torch.distributed.all_reduce`. Every rank gets
+ * bit-identical values.
+ */
+export function allReduce(t: Tensor, options: AllReduceOptions = {}): Work {
+  checkTensor("allReduce", t);
+  const op = options.op ?? "sum";
+  if (!OPS.includes(op)) {
+    throw new RangeError(`allReduce: op must be one of ${OPS.join(", ")}, got "${op}"`);
+  }
+  if (op === "avg" && !isFloat(t.dtype)) {
+    throw new TypeError(
+      `allReduce: op "avg" needs a floating-point tensor, got ${t.dtype} (shape ${
+        formatShape(t.shape)
+      })`,
+    );
+  }
+  const group = activeGroup("allReduce");
+  const call = group.call({ kind: "allReduce", dtype: t.dtype, shapes: [t.shape], op });
+  const values = readFlat([t], "allReduce");
+  const result = runOnHost(group, call, values, async (host) => {
+    await group.backend.allReduce(call, host);
+    return host;
+  });
+  writeFlat([t], result);
+  return new Work(result);
+}
+
+/** Options of {@link broadcast}. */
+export interface BroadcastOptions {
+  /** The rank whose values every rank gets. */
+  src: number;
+}
+
+/**
+ * Replaces `t` on every rank by rank `src`'s `t`, in place, as
+ * `torch.distributed.broadcast`.
+ */
+export function broadcast(t: Tensor, options: BroadcastOptions): Work {
+  checkTensor("broadcast", t);
+  const group = activeGroup("broadcast");
+  const src = options?.src;
+  if (!Number.isInteger(src) || src < 0 || src >= group.worldSize) {
+    throw new RangeError(
+      `broadcast: src must be a rank in [0, ${group.worldSize}), got ${src}`,
+    );
+  }
+  const call = group.call({ kind: "broadcast", dtype: t.dtype, shapes: [t.shape], src });
+  if (group.rank === src) {
+    const values = readFlat([t], "broadcast");
+    return new Work(runOnHost(group, call, values, (host) => group.backend.broadcast(call, host)));
+  }
+  // The receivers' own values do not matter: nothing to read.
+  const host = Promise.resolve(allocHost(t.dtype, t.numel()));
+  const result = runOnHost(group, call, host, async (data) => {
+    await group.backend.broadcast(call, data);
+    return data;
+  });
+  writeFlat([t], result);
+  return new Work(result);
+}
+
+/**
+ * Every rank's `t`, in rank order, as new tensors on `t`'s device
+ * (`torch.distributed.all_gather`). They are returned at once; reads and
+ * later ops see the gathered values.
+ */
+export function allGather(t: Tensor): Tensor[] {
+  checkTensor("allGather", t);
+  const group = activeGroup("allGather");
+  const call = group.call({ kind: "allGather", dtype: t.dtype, shapes: [t.shape] });
+  const values = readFlat([t], "allGather");
+  const outs = Array.from({ length: group.worldSize }, () => empty(t.shape, t.dtype, t.device));
+  const gathered = runOnHost(group, call, values, (host) => group.backend.allGather(call, host));
+  const flat = gathered.then((parts) => {
+    const all = allocHost(t.dtype, t.numel() * parts.length);
+    parts.forEach((part, q) => all.set(part, q * t.numel()));
+    return all;
+  });
+  writeFlat(outs, flat);
+  return outs;
+}
+
+/** Resolves once every rank has called `barrier` (`torch.distributed.barrier`). */
+export function barrier(): Promise<void> {
+  const group = activeGroup("barrier");
+  const call = group.call({ kind: "barrier", dtype: null, shapes: [] });
+  return group.run(call, () => group.backend.barrier(call));
+}

@@ -1,0 +1,335 @@
+/**
+ * `DistributedDataParallel` (DDP): one replica of a module per rank for the
+ * whole run, each on its own batch; the only communication per step is an
+ * averaging all-reduce of the gradients, bucketed and started while
+ * backward still runs.
+ * @module
+ */
+
+import { queueBackwardCallback, registerPostAccumulateGradHook } from "../autograd.ts";
+import { type Device, device as resolveDevice } from "../device.ts";
+import { allocHost, type DType, dtypeSize, type TypedArray } from "../dtype.ts";
+import { Module, type Parameter } from "../nn/module.ts";
+import { formatShape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import { isPlainObject } from "../util.ts";
+import { readFlat, runOnHost, writeFlat } from "./host.ts";
+import { activeGroup, type ProcessGroup } from "./state.ts";
+
+/** Options of {@link DistributedDataParallel}. */
+export interface DistributedDataParallelOptions {
+  /** This rank's device (default: where the module's parameters are). Inputs are moved there. */
+  device?: Device | string;
+  /** Size of a gradient bucket in MiB after the first (about 1 MiB); default 25. */
+  bucketCapMB?: number;
+  /** Broadcast rank 0's buffers (BatchNorm statistics) before every forward; default true. */
+  broadcastBuffers?: boolean;
+  /**
+   * Parameters that get no gradient in a backward pass count as zero
+   * gradients (default false: an error naming them).
+   */
+  findUnusedParameters?: boolean;
+}
+
+const MIB = 1 << 20;
+/** PyTorch's `dist._DEFAULT_FIRST_BUCKET_BYTES`: a small first bucket starts communication early. */
+const FIRST_BUCKET_BYTES = MIB;
+
+interface Bucket {
+  /** Parameters in bucket order (reverse registration order). */
+  readonly params: readonly Parameter[];
+  readonly dtype: DType;
+}
+
+/** What one backward pass has done so far. */
+interface Pass {
+  /** Parameters whose gradient is in. */
+  readonly ready: Set<Parameter>;
+  /** Buckets launched, in order: `[bucket, gradients read, averaged values]`. */
+  readonly launched: [Bucket, Tensor[], Promise<TypedArray>][];
+}
+
+/**
+ * Buckets as PyTorch's `compute_bucket_assignment_by_size`: parameters in
+ * reverse order (backward produces the last layers' gradients first), one
+ * run per dtype, a bucket closing once it holds `cap` bytes (the first
+ * `FIRST_BUCKET_BYTES`, the rest `capBytes`).
+ */
+function assignBuckets(params: readonly Parameter[], capBytes: number): Bucket[] {
+  const open = new Map<DType, { params: Parameter[]; bytes: number; closed: number }>();
+  const buckets: Bucket[] = [];
+  for (const p of [...params].reverse()) {
+    const entry = open.get(p.dtype) ?? { params: [], bytes: 0, closed: 0 };
+    open.set(p.dtype, entry);
+    entry.params.push(p);
+    entry.bytes += p.numel() * dtypeSize(p.dtype);
+    const cap = entry.closed === 0 ? FIRST_BUCKET_BYTES : capBytes;
+    if (entry.bytes >= cap) {
+      buckets.push({ params: entry.params, dtype: p.dtype });
+      open.set(p.dtype, { params: [], bytes: 0, closed: entry.closed + 1 });
+    }
+  }
+  for (const [dtype, entry] of open) {
+    if (entry.params.length > 0) buckets.push({ params: entry.params, dtype });
+  }
+  return buckets;
+}
+
+/** `value` with every tensor in it (arrays and plain objects too) on `target`. */
+function moveInputs(value: unknown, target: Device): unknown {
+  if (value instanceof Tensor) return value.to(target);
+  if (Array.isArray(value)) return value.map((v) => moveInputs(v, target));
+  if (isPlainObject(value)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = moveInputs(v, target);
+    return out;
+  }
+  return value;
+}
+
+/**
+ * Broadcasts `tensors` (one device) from rank `src`, one collective per
+ * dtype; every rank must pass tensors of the same shapes.
+ */
+function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: number): void {
+  const byDType = new Map<DType, Tensor[]>();
+  for (const t of tensors) byDType.set(t.dtype, [...(byDType.get(t.dtype) ?? []), t]);
+  for (const [dtype, list] of byDType) {
+    const call = group.call({ kind: "broadcast", dtype, shapes: list.map((t) => t.shape), src });
+    if (group.rank === src) {
+      const values = readFlat(list, "DistributedDataParallel");
+      runOnHost(group, call, values, (host) => group.backend.broadcast(call, host)).catch(() => {
+        // Also raised by this rank's next collective (the group is broken).
+      });
+      continue;
+    }
+    const numel = list.reduce((n, t) => n + t.numel(), 0);
+    const result = runOnHost(
+      group,
+      call,
+      Promise.resolve(allocHost(dtype, numel)),
+      async (host) => {
+        await group.backend.broadcast(call, host);
+        return host;
+      },
+    );
+    writeFlat(list, result);
+  }
+}
+
+/**
+ * Data parallelism over ranks (processes or Workers), as
+ * `torch.nn.parallel.DistributedDataParallel`. Every rank wraps its own
+ * replica (on its own device); at construction rank 0's parameters and
+ * buffers are broadcast so all start identical. `forward` runs the local
+ * module on the local batch. During `loss.backward()` the gradients are put
+ * into buckets in reverse parameter order (about 1 MiB first, then up to
+ * `bucketCapMB`), and each bucket's all-reduce starts as soon as its last
+ * gradient is in, while backward goes on. When `backward()` returns every
+ * rank's `.grad` holds the average over the ranks (in stream order: no
+ * await is needed before `optimizer.step()`), so N ranks with batch b train
+ * exactly like one process with batch N·b, and all ranks stay bit-identical.
+ *
+ * `stateDict()` has the wrapped module's own keys (no `module.` prefix), so
+ * a checkpoint saved from rank 0 loads into the plain module.
+ *
+ * @example
+ * ```ts
+ * export async function main(rank: number, worldSize: number) {
+ *   const [device] = await requestDevices();
+ *   const model = new distributed.DistributedDataParallel(makeModel().to(device));
+ *   const opt = new optim.SGD(model.parameters(), { lr: 0.1 });
+ *   const sampler = new data.DistributedSampler(dataset);
+ *   for (const [x, y] of new data.DataLoader(dataset, { sampler, batchSize: 64 })) {
+ *     opt.zeroGrad();
+ *     lossFn.forward(model.forward(x), y).backward(); // gradients averaged over ranks
+ *     opt.step();
+ *   }
+ * }
+ * ```
+ */
+export class DistributedDataParallel<M extends Module = Module> extends Module {
+  /** The wrapped module (this rank's replica). */
+  readonly module: M;
+  /** This rank's device. */
+  readonly device: Device;
+  /** Bucket size after the first, in MiB. */
+  readonly bucketCapMB: number;
+  /** Whether buffers are broadcast from rank 0 before each forward. */
+  readonly broadcastBuffers: boolean;
+  /** Whether parameters without a gradient count as zeros. */
+  readonly findUnusedParameters: boolean;
+  readonly #group: ProcessGroup;
+  readonly #buckets: readonly Bucket[];
+  readonly #bucketOf: Map<Parameter, number>;
+  readonly #names: Map<Parameter, string>;
+  #syncing = true;
+  #pass: Pass | null = null;
+
+  /** Wraps `module` (already on this rank's device) and makes every rank start from rank 0's state. */
+  constructor(module: M, options: DistributedDataParallelOptions = {}) {
+    super();
+    if (!(module instanceof Module)) {
+      throw new TypeError("DistributedDataParallel: the first argument must be an nn.Module");
+    }
+    const group = activeGroup("DistributedDataParallel");
+    const capMB = options.bucketCapMB ?? 25;
+    if (!(capMB > 0) || !Number.isFinite(capMB)) {
+      throw new RangeError(
+        `DistributedDataParallel: bucketCapMB must be a positive number, got ${capMB}`,
+      );
+    }
+    const named = module.namedParameters();
+    const seen = new Set<Parameter>();
+    const params: Parameter[] = [];
+    const names = new Map<Parameter, string>();
+    for (const [name, p] of named) {
+      if (seen.has(p) || !p.requiresGrad) continue;
+      seen.add(p);
+      params.push(p);
+      names.set(p, name);
+    }
+    const target = options.device !== undefined
+      ? resolveDevice(options.device)
+      : (named[0]?.[1].device ?? null);
+    const tensors = [...named.map(([n, p]) => [n, p] as const), ...module.namedBuffers()];
+    const elsewhere = tensors.filter(([, t]) => target !== null && t.device !== target);
+    if (elsewhere.length > 0) {
+      throw new Error(
+        `DistributedDataParallel: the module must be on this rank's device ${target} before wrapping, but ${
+          elsewhere.map(([n, t]) => `${n} is on ${t.device}`).join(", ")
+        }; call module.to(device) first`,
+      );
+    }
+    if (target === null) {
+      throw new Error(
+        "DistributedDataParallel: the module has no parameters; pass { device } to say where inputs go",
+      );
+    }
+    this.module = module;
+    this.device = target;
+    this.bucketCapMB = capMB;
+    this.broadcastBuffers = options.broadcastBuffers ?? true;
+    this.findUnusedParameters = options.findUnusedParameters ?? false;
+    this.#group = group;
+    this.#names = names;
+    this.#buckets = assignBuckets(params, capMB * MIB);
+    this.#bucketOf = new Map();
+    this.#buckets.forEach((b, i) => b.params.forEach((p) => this.#bucketOf.set(p, i)));
+    if (group.worldSize > 1) {
+      const all = [...named.map(([, p]) => p as Tensor), ...module.buffers()];
+      broadcastTensors(group, [...new Set(all)], 0);
+    }
+    for (const p of params) {
+      registerPostAccumulateGradHook(p, (leaf) => this.#onGrad(leaf as Parameter));
+    }
+  }
+
+  /**
+   * Runs the wrapped module on this rank's batch (inputs are moved to this
+   * rank's device), broadcasting rank 0's buffers first when
+   * `broadcastBuffers`.
+   */
+  override forward(...args: Parameters<M["forward"]>): ReturnType<M["forward"]> {
+    const buffers = this.module.buffers();
+    if (this.broadcastBuffers && this.#group.worldSize > 1 && buffers.length > 0) {
+      broadcastTensors(this.#group, buffers, 0);
+    }
+    // A backward pass that failed half-way leaves nothing behind.
+    this.#pass = null;
+    const moved = moveInputs(args, this.device) as Parameters<M["forward"]>;
+    return this.module.forward(...moved) as ReturnType<M["forward"]>;
+  }
+
+  /**
+   * Runs `fn` with gradient synchronisation off: backward passes inside it
+   * only accumulate gradients locally, and the next backward outside it
+   * all-reduces the accumulated sum (gradient accumulation, PyTorch's
+   * `no_sync`). `fn` may be async; synchronisation resumes when it settles.
+   */
+  noSync<T>(fn: () => T): T {
+    const previous = this.#syncing;
+    this.#syncing = false;
+    let result: T;
+    try {
+      result = fn();
+    } catch (error) {
+      this.#syncing = previous;
+      throw error;
+    }
+    if (result instanceof Promise) {
+      return result.finally(() => (this.#syncing = previous)) as T;
+    }
+    this.#syncing = previous;
+    return result;
+  }
+
+  /** The wrapped module's state dict (its own keys, no `module.` prefix). */
+  override stateDict(): Record<string, Tensor> {
+    return this.module.stateDict();
+  }
+
+  /** Loads into the wrapped module (keys without a `module.` prefix). */
+  override loadStateDict(
+    ...args: Parameters<Module["loadStateDict"]>
+  ): ReturnType<Module["loadStateDict"]> {
+    return this.module.loadStateDict(...args);
+  }
+
+  #onGrad(p: Parameter): void {
+    if (!this.#syncing) return;
+    let pass = this.#pass;
+    if (!pass) {
+      pass = this.#pass = { ready: new Set(), launched: [] };
+      queueBackwardCallback(() => this.#finishPass());
+    }
+    pass.ready.add(p);
+    this.#launchReady(pass, false);
+  }
+
+  /**
+   * Launches, in bucket order (the same on every rank), every bucket whose
+   * gradients are all in; at the end of backward (`final`) the rest too,
+   * with zeros for parameters that got no gradient.
+   */
+  #launchReady(pass: Pass, final: boolean): void {
+    while (pass.launched.length < this.#buckets.length) {
+      const bucket = this.#buckets[pass.launched.length];
+      if (!final && !bucket.params.every((p) => pass.ready.has(p))) return;
+      const grads = bucket.params.map((p) => {
+        if (!p.grad) p.grad = p.zerosLike();
+        return p.grad;
+      });
+      const call = this.#group.call({
+        kind: "allReduce",
+        dtype: bucket.dtype,
+        shapes: bucket.params.map((p) => p.shape),
+        op: "avg",
+      });
+      const values = readFlat(grads, "DistributedDataParallel");
+      const averaged = runOnHost(this.#group, call, values, async (host) => {
+        await this.#group.backend.allReduce(call, host);
+        return host;
+      });
+      pass.launched.push([bucket, grads, averaged]);
+    }
+  }
+
+  #finishPass(): void {
+    const pass = this.#pass;
+    this.#pass = null;
+    if (!pass) return;
+    const unused = [...this.#names.keys()].filter((p) => !pass.ready.has(p));
+    if (unused.length > 0 && !this.findUnusedParameters) {
+      throw new Error(
+        `DistributedDataParallel (rank ${this.#group.rank}): ${
+          unused.map((p) => `${this.#names.get(p)} ${formatShape(p.shape)}`).join(", ")
+        } got no gradient in this backward pass, so the ranks' gradient buckets cannot be all-reduced; pass { findUnusedParameters: true } to count them as zeros, or leave them out of the module`,
+      );
+    }
+    this.#launchReady(pass, true);
+    // The averages land in stream order: `backward()` returns now, and the
+    // optimizer step queued after it runs once they are in.
+    for (const [, grads, averaged] of pass.launched) writeFlat(grads, averaged);
+  }
+}

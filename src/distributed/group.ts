@@ -1,0 +1,165 @@
+/**
+ * Process groups (`torch.distributed`'s `init_process_group` and friends):
+ * one per thread, backed by a plugin registered with
+ * {@link registerProcessGroupBackend}. Two ship: `"local"` (Workers started
+ * by `spawn`, shared memory) and `"mpi"` (processes started by `mpiexec`).
+ * @module
+ */
+
+import type { ProcessGroupFactory } from "./backend.ts";
+import { createLocalShared, LocalBackend, localLaunch } from "./local.ts";
+import { mpiBackend } from "./mpi.ts";
+import {
+  activeGroup,
+  currentGroup,
+  factoryOf,
+  ProcessGroup,
+  registerFactory,
+  setCurrentGroup,
+} from "./state.ts";
+
+/** Default of {@link InitProcessGroupOptions.timeoutMs}: one minute, as PyTorch's NCCL default is 10. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+/**
+ * Registers (or replaces) a process-group backend: `factory` starts this
+ * rank's end of a group when `initProcessGroup({ backend: name })` runs.
+ */
+export function registerProcessGroupBackend(name: string, factory: ProcessGroupFactory): void {
+  registerFactory(name, factory);
+}
+
+function env(name: string): string | undefined {
+  try {
+    return globalThis.Deno?.env.get(name);
+  } catch {
+    // No --allow-env: then no launcher can be seen either.
+    return undefined;
+  }
+}
+
+/**
+ * Whether this process was started by an MPI launcher (`mpiexec`, `mpirun`,
+ * or Slurm's `srun --mpi=pmi2`), as seen in its environment (`PMI_RANK`,
+ * `PMI_SIZE`, `PMIX_RANK`, `OMPI_COMM_WORLD_SIZE`).
+ */
+export function launchedByMpi(): boolean {
+  return ["PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE"].some((v) =>
+    env(v) !== undefined
+  );
+}
+
+/** Options of {@link initProcessGroup}. */
+export interface InitProcessGroupOptions {
+  /**
+   * `"local"` or `"mpi"` (or a registered plugin). Default: `"local"` inside
+   * a Worker started by `spawn`, `"mpi"` under an MPI launcher.
+   */
+  backend?: string;
+  /** This rank; launchers supply it (given, it must agree with theirs). */
+  rank?: number;
+  /** Number of ranks; launchers supply it (given, it must agree). */
+  worldSize?: number;
+  /**
+   * How long a collective waits for the other ranks before it fails naming
+   * those that did not arrive (default 60 000).
+   */
+  timeoutMs?: number;
+}
+
+function checkIndex(what: string, value: number | undefined, min: number): void {
+  if (value !== undefined && (!Number.isInteger(value) || value < min)) {
+    throw new RangeError(`initProcessGroup: ${what} must be an integer >= ${min}, got ${value}`);
+  }
+}
+
+/**
+ * Starts this thread's process group (`torch.distributed.init_process_group`).
+ * Collectives and `DistributedDataParallel` use it until
+ * {@link destroyProcessGroup}.
+ */
+export async function initProcessGroup(options: InitProcessGroupOptions = {}): Promise<void> {
+  const existing = currentGroup();
+  if (existing) {
+    throw new Error(
+      `initProcessGroup: a process group is already initialised (backend "${existing.backendName}", rank ${existing.rank} of ${existing.worldSize}); call destroyProcessGroup() first`,
+    );
+  }
+  checkIndex("rank", options.rank, 0);
+  checkIndex("worldSize", options.worldSize, 1);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
+    throw new RangeError(
+      `initProcessGroup: timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`,
+    );
+  }
+  const name = options.backend ?? (localLaunch() ? "local" : launchedByMpi() ? "mpi" : null);
+  if (name === null) {
+    throw new Error(
+      "initProcessGroup: no backend given and no launcher found: start the ranks with " +
+        'distributed.spawn(moduleUrl, { nprocs }) (backend "local": Workers of one process) or with ' +
+        '`mpiexec -n N deno run -A script.ts` (backend "mpi": processes, on one or many machines)',
+    );
+  }
+  const backend = await factoryOf(name)({
+    rank: options.rank,
+    worldSize: options.worldSize,
+    timeoutMs,
+  });
+  const mismatch = (options.rank !== undefined && options.rank !== backend.rank) ||
+    (options.worldSize !== undefined && options.worldSize !== backend.worldSize);
+  if (mismatch) {
+    await backend.destroy();
+    throw new Error(
+      `initProcessGroup: asked for rank ${options.rank ?? "(any)"} of ${
+        options.worldSize ?? "(any)"
+      }, but the "${name}" launcher started this process as rank ${backend.rank} of ${backend.worldSize}`,
+    );
+  }
+  setCurrentGroup(new ProcessGroup(name, backend, timeoutMs));
+}
+
+/**
+ * Leaves the process group. Collectives already called still run; the
+ * returned promise settles once they have and the backend is closed.
+ */
+export async function destroyProcessGroup(): Promise<void> {
+  const group = activeGroup("destroyProcessGroup");
+  setCurrentGroup(null);
+  await group.destroy();
+}
+
+/** Whether this thread has a process group. */
+export function isInitialized(): boolean {
+  return currentGroup() !== null;
+}
+
+/** This rank (0 ≤ rank < worldSize). */
+export function getRank(): number {
+  return activeGroup("getRank").rank;
+}
+
+/** Number of ranks in the group. */
+export function getWorldSize(): number {
+  return activeGroup("getWorldSize").worldSize;
+}
+
+/** The group's backend name (`"local"`, `"mpi"`). */
+export function getBackend(): string {
+  return activeGroup("getBackend").backendName;
+}
+
+registerFactory("local", (init) => {
+  const launch = localLaunch();
+  if (launch) return new LocalBackend(launch.shared, launch.rank, init.timeoutMs);
+  if ((init.worldSize ?? 1) === 1 && (init.rank ?? 0) === 0) {
+    // One rank needs no launcher: collectives then leave values as they are.
+    return new LocalBackend(createLocalShared(1, 8), 0, init.timeoutMs);
+  }
+  throw new Error(
+    `initProcessGroup: the "local" backend's ranks are Workers started by distributed.spawn(moduleUrl, { nprocs }), and this thread was not (asked for rank ${
+      init.rank ?? "(any)"
+    } of ${init.worldSize}); use spawn, or mpiexec with the "mpi" backend for processes`,
+  );
+});
+registerFactory("mpi", mpiBackend);

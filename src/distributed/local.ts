@@ -1,0 +1,385 @@
+/**
+ * The `"local"` process group: ranks are Web Workers of one process (started
+ * by `distributed.spawn`) and collectives go through SharedArrayBuffers.
+ *
+ * Every collective is a sequence of rounds. In round k each rank writes its
+ * header and data into its own slot of buffer k % 2, publishes k as its
+ * phase, and waits (`Atomics.waitAsync`, so the Worker's event loop keeps
+ * running and no core spins) until every rank's phase is at least k. Data of
+ * round k is only read between that barrier and the rank's arrival at round
+ * k + 1, so two buffers per rank suffice. An all-reduce takes two rounds per
+ * chunk: in the first every rank reduces its own share of the chunk (in rank
+ * order, so every rank gets bit-identical results) into its slot of the next
+ * round, in the second everyone copies the shares.
+ * @module
+ */
+
+import type { DType, TypedArray } from "../dtype.ts";
+import { chunkSizes } from "../shape.ts";
+import {
+  checkHeaders,
+  type CollectiveCall,
+  describeHeader,
+  describeProgress,
+  DistributedError,
+  HEADER_WORDS,
+  type ProcessGroupBackend,
+  type ReduceOp,
+} from "./backend.ts";
+
+/** A rank's state as the others see it: running, left the group, or failed. */
+export const RankStatus = { Running: 0, Left: 1, Failed: 2 } as const;
+/** One of {@link RankStatus}'s values. */
+export type RankStatus = (typeof RankStatus)[keyof typeof RankStatus];
+
+const MESSAGE_BYTES = 1024;
+const MIB = 1 << 20;
+
+/** The memory the ranks of one local group share (structured-cloned to each Worker). */
+export interface LocalShared {
+  /** Number of ranks. */
+  readonly worldSize: number;
+  /** Bytes of one slot: the most one rank moves per round. */
+  readonly chunkBytes: number;
+  /** Phases, statuses, headers, failure messages. */
+  readonly control: SharedArrayBuffer;
+  /** Two slots per rank. */
+  readonly data: SharedArrayBuffer;
+}
+
+// Int32 word offsets in `control`.
+const phaseAt = (rank: number) => rank;
+const statusAt = (n: number, rank: number) => n + rank;
+const headerAt = (n: number, rank: number, parity: number) =>
+  2 * n + (2 * rank + parity) * HEADER_WORDS;
+const messageLengthAt = (n: number, rank: number) => 2 * n + 2 * n * HEADER_WORDS + rank;
+const controlWords = (n: number) => 3 * n + 2 * n * HEADER_WORDS;
+const messageOffset = (n: number, rank: number) =>
+  Math.ceil((controlWords(n) * 4) / 8) * 8 + rank * MESSAGE_BYTES;
+
+/**
+ * Shared memory for `worldSize` ranks. Slots default to 4 MiB for a few
+ * ranks, less for many (16 MiB over all ranks, at least 512 KiB each):
+ * larger collectives go through in chunks.
+ */
+export function createLocalShared(worldSize: number, chunkBytes?: number): LocalShared {
+  const bytes = chunkBytes ??
+    Math.min(4 * MIB, Math.max(MIB / 2, Math.floor(16 * MIB / worldSize)));
+  const slot = Math.max(8, Math.floor(bytes / 8) * 8);
+  return {
+    worldSize,
+    chunkBytes: slot,
+    control: new SharedArrayBuffer(messageOffset(worldSize, worldSize)),
+    data: new SharedArrayBuffer(2 * worldSize * slot),
+  };
+}
+
+/**
+ * Publishes `rank`'s status (and why it failed) and wakes every rank
+ * waiting for it. Callable from any thread holding `shared` (the launcher
+ * marks a Worker that died).
+ */
+export function markRank(
+  shared: LocalShared,
+  rank: number,
+  status: RankStatus,
+  message = "",
+): void {
+  const n = shared.worldSize;
+  const control = new Int32Array(shared.control);
+  if (status === RankStatus.Failed && Atomics.load(control, statusAt(n, rank)) !== 0) return;
+  if (message) {
+    const bytes = new Uint8Array(shared.control, messageOffset(n, rank), MESSAGE_BYTES);
+    const { written } = new TextEncoder().encodeInto(message, bytes);
+    Atomics.store(control, messageLengthAt(n, rank), written);
+  }
+  Atomics.store(control, statusAt(n, rank), status);
+  Atomics.notify(control, phaseAt(rank));
+}
+
+/** `rank`'s published status. */
+export function rankStatus(shared: LocalShared, rank: number): RankStatus {
+  return Atomics.load(
+    new Int32Array(shared.control),
+    statusAt(shared.worldSize, rank),
+  ) as RankStatus;
+}
+
+function failureMessage(shared: LocalShared, rank: number): string {
+  const n = shared.worldSize;
+  const control = new Int32Array(shared.control);
+  const length = Atomics.load(control, messageLengthAt(n, rank));
+  if (length === 0) return "no message";
+  // TextDecoder refuses views of shared memory: copy first.
+  const bytes = new Uint8Array(shared.control, messageOffset(n, rank), length).slice();
+  return new TextDecoder().decode(bytes);
+}
+
+function view(buffer: SharedArrayBuffer, dtype: DType, byteOffset: number, bytes: number) {
+  switch (dtype) {
+    case "float32":
+      return new Float32Array(buffer, byteOffset, bytes / 4);
+    case "int32":
+      return new Int32Array(buffer, byteOffset, bytes / 4);
+    case "float64":
+      return new Float64Array(buffer, byteOffset, bytes / 8);
+  }
+}
+
+/** `out[s..e) = op over sources[q][s..e)`, in rank order; avg divides once at the end. */
+function reduceShare(
+  out: TypedArray,
+  sources: readonly TypedArray[],
+  start: number,
+  end: number,
+  op: ReduceOp,
+): void {
+  out.set(sources[0].subarray(start, end), start);
+  for (let q = 1; q < sources.length; q++) {
+    const src = sources[q];
+    if (op === "sum" || op === "avg") {
+      for (let i = start; i < end; i++) out[i] += src[i];
+    } else if (op === "max") {
+      // NaN wins, as torch.maximum.
+      for (let i = start; i < end; i++) {
+        const b = src[i];
+        if (b > out[i] || b !== b) out[i] = b;
+      }
+    } else {
+      for (let i = start; i < end; i++) {
+        const b = src[i];
+        if (b < out[i] || b !== b) out[i] = b;
+      }
+    }
+  }
+  if (op === "avg") {
+    const n = sources.length;
+    for (let i = start; i < end; i++) out[i] /= n;
+  }
+}
+
+/** This rank's end of a local group. */
+export class LocalBackend implements ProcessGroupBackend {
+  readonly #shared: LocalShared;
+  readonly #control: Int32Array;
+  readonly #timeoutMs: number;
+  #round = 0;
+  #left = false;
+
+  /** Joins the group in `shared` as `rank`. */
+  constructor(shared: LocalShared, readonly rank: number, timeoutMs: number) {
+    this.#shared = shared;
+    this.#control = new Int32Array(shared.control);
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Number of ranks. */
+  get worldSize(): number {
+    return this.#shared.worldSize;
+  }
+
+  #slot(rank: number, parity: number, dtype: DType): TypedArray {
+    const bytes = this.#shared.chunkBytes;
+    return view(this.#shared.data, dtype, (2 * rank + parity) * bytes, bytes);
+  }
+
+  #header(rank: number, parity: number): Int32Array {
+    const at = headerAt(this.worldSize, rank, parity);
+    return this.#control.subarray(at, at + HEADER_WORDS);
+  }
+
+  /** Elements of `dtype` one round moves per rank. */
+  #perRound(dtype: DType | null): number {
+    return Math.floor(this.#shared.chunkBytes / (dtype === "float64" ? 8 : 4));
+  }
+
+  /**
+   * One round: writes the header and (through `fill`) this rank's slot,
+   * arrives, and waits for every rank. Returns the round's parity. The
+   * first round of a call compares every rank's header.
+   */
+  async #exchange(
+    call: CollectiveCall,
+    first: boolean,
+    deadline: number,
+    fill?: (slot: TypedArray) => void,
+  ): Promise<number> {
+    if (this.#left) {
+      throw new DistributedError(
+        `${describeHeader(call.header)}: this rank (${this.rank}) already left the process group`,
+        [this.rank],
+      );
+    }
+    const round = ++this.#round;
+    const parity = round & 1;
+    this.#header(this.rank, parity).set(call.header);
+    if (fill && call.dtype) fill(this.#slot(this.rank, parity, call.dtype));
+    Atomics.store(this.#control, phaseAt(this.rank), round);
+    Atomics.notify(this.#control, phaseAt(this.rank));
+    await this.#waitAll(call, round, deadline);
+    if (first) {
+      const headers = [];
+      for (let q = 0; q < this.worldSize; q++) headers.push(this.#header(q, parity).slice());
+      checkHeaders(headers);
+    }
+    return parity;
+  }
+
+  async #waitAll(call: CollectiveCall, round: number, deadline: number): Promise<void> {
+    const control = this.#control;
+    for (let q = 0; q < this.worldSize; q++) {
+      if (q === this.rank) continue;
+      for (;;) {
+        const seen = Atomics.load(control, phaseAt(q));
+        if (seen >= round) break;
+        this.#checkPeer(call, q);
+        const left = deadline - performance.now();
+        if (left <= 0) throw this.#timeout(call, round);
+        const wait = Atomics.waitAsync(control, phaseAt(q), seen, left);
+        if (wait.async) await wait.value;
+      }
+    }
+  }
+
+  #checkPeer(call: CollectiveCall, q: number): void {
+    const status = Atomics.load(this.#control, statusAt(this.worldSize, q));
+    if (status === RankStatus.Failed) {
+      throw new DistributedError(
+        `${describeHeader(call.header)} on rank ${this.rank}: rank ${q} failed: ${
+          failureMessage(this.#shared, q)
+        }`,
+        [q],
+      );
+    }
+    if (status === RankStatus.Left) {
+      throw new DistributedError(
+        `${
+          describeHeader(call.header)
+        } on rank ${this.rank}: rank ${q} left the process group (its main returned or it called destroyProcessGroup) without joining this collective`,
+        [q],
+      );
+    }
+  }
+
+  #timeout(call: CollectiveCall, round: number): DistributedError {
+    const late: number[] = [];
+    const where: string[] = [];
+    for (let q = 0; q < this.worldSize; q++) {
+      const phase = Atomics.load(this.#control, phaseAt(q));
+      if (q === this.rank || phase >= round) continue;
+      late.push(q);
+      where.push(
+        `rank ${q} is at ${
+          phase === 0 ? "no collective yet" : describeProgress(this.#header(q, phase & 1))
+        }`,
+      );
+    }
+    return new DistributedError(
+      `${describeHeader(call.header)} on rank ${this.rank}: ${
+        late.length === 1 ? "rank" : "ranks"
+      } ${late.join(", ")} did not join within ${this.#timeoutMs} ms (${
+        where.join("; ")
+      }): a rank hung, died, or skipped this collective`,
+      late,
+    );
+  }
+
+  async allReduce(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const deadline = performance.now() + this.#timeoutMs;
+    const n = this.worldSize;
+    const per = this.#perRound(call.dtype);
+    const dtype = call.dtype!;
+    const chunks = Math.max(1, Math.ceil(data.length / per));
+    for (let c = 0; c < chunks; c++) {
+      const start = c * per;
+      const length = Math.min(per, data.length - start);
+      const a = await this.#exchange(
+        call,
+        c === 0,
+        deadline,
+        (slot) => slot.set(data.subarray(start, start + length)),
+      );
+      const shares = chunkSizes(length, n);
+      const offsets = shares.map((_, q) => shares.slice(0, q).reduce((x, y) => x + y, 0));
+      const sources = [];
+      for (let q = 0; q < n; q++) sources.push(this.#slot(q, a, dtype));
+      // This rank's slot of the next round: free, since every rank has
+      // finished reading the round before this one.
+      const out = this.#slot(this.rank, a ^ 1, dtype);
+      const s = offsets[this.rank];
+      reduceShare(out, sources, s, s + shares[this.rank], call.op ?? "sum");
+      const b = await this.#exchange(call, false, deadline);
+      for (let q = 0; q < n; q++) {
+        const from = offsets[q];
+        data.set(this.#slot(q, b, dtype).subarray(from, from + shares[q]), start + from);
+      }
+    }
+  }
+
+  async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const deadline = performance.now() + this.#timeoutMs;
+    const src = call.src ?? 0;
+    const per = this.#perRound(call.dtype);
+    const chunks = Math.max(1, Math.ceil(data.length / per));
+    for (let c = 0; c < chunks; c++) {
+      const start = c * per;
+      const length = Math.min(per, data.length - start);
+      const fill = this.rank === src
+        ? (slot: TypedArray) => slot.set(data.subarray(start, start + length))
+        : undefined;
+      const p = await this.#exchange(call, c === 0, deadline, fill);
+      if (this.rank !== src) data.set(this.#slot(src, p, call.dtype!).subarray(0, length), start);
+    }
+  }
+
+  async allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]> {
+    const deadline = performance.now() + this.#timeoutMs;
+    const per = this.#perRound(call.dtype);
+    const chunks = Math.max(1, Math.ceil(data.length / per));
+    const out: TypedArray[] = [];
+    for (let q = 0; q < this.worldSize; q++) {
+      out.push(
+        q === this.rank
+          ? data.slice()
+          : new (data.constructor as Float32ArrayConstructor)(data.length),
+      );
+    }
+    for (let c = 0; c < chunks; c++) {
+      const start = c * per;
+      const length = Math.min(per, data.length - start);
+      const p = await this.#exchange(
+        call,
+        c === 0,
+        deadline,
+        (slot) => slot.set(data.subarray(start, start + length)),
+      );
+      for (let q = 0; q < this.worldSize; q++) {
+        if (q !== this.rank) out[q].set(this.#slot(q, p, call.dtype!).subarray(0, length), start);
+      }
+    }
+    return out;
+  }
+
+  async barrier(call: CollectiveCall): Promise<void> {
+    await this.#exchange(call, true, performance.now() + this.#timeoutMs);
+  }
+
+  destroy(): void {
+    if (this.#left) return;
+    this.#left = true;
+    markRank(this.#shared, this.rank, RankStatus.Left);
+  }
+}
+
+// What `spawn` handed this Worker, read by the "local" factory.
+let launched: { shared: LocalShared; rank: number } | null = null;
+
+/** @internal Called by the Worker bootstrap before `initProcessGroup`. */
+export function setLocalLaunch(shared: LocalShared, rank: number): void {
+  launched = { shared, rank };
+}
+
+/** @internal The launch of this Worker, or null outside a spawned rank. */
+export function localLaunch(): { shared: LocalShared; rank: number } | null {
+  return launched;
+}

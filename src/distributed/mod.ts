@@ -1,0 +1,26 @@
+/**
+ * Training over several ranks (`torch.distributed`): process groups behind
+ * a plugin registry (`"local"`: Workers of this process started by
+ * {@link spawn}; `"mpi"`: processes started by `mpiexec`), collectives on
+ * tensors of any device, and `DistributedDataParallel`.
+ *
+ * @example
+ * ```ts
+ * // train.ts: run with `deno run -A train.ts` (2 Workers) or `mpiexec -n 2 deno run -A train.ts`
+ * import { distributed, ones } from "@multigrad/core";
+ * export async function main(rank: number, worldSize: number) {
+ *   const t = ones([3]).mul(rank + 1);
+ *   distributed.allReduce(t);
+ *   return await t.toArray(); // [3, 3, 3] on both ranks
+ * }
+ * if (import.meta.main) await distributed.spawn(import.meta.url, { nprocs: 2 });
+ * ```
+ * @module
+ */
+
+// `export *` so that `deno doc` lists every member; these files export only public API.
+export * from "./backend.ts";
+export * from "./group.ts";
+export * from "./collectives.ts";
+export * from "./spawn.ts";
+export * from "./ddp.ts";

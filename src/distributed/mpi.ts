@@ -1,0 +1,506 @@
+/**
+ * The `"mpi"` process group: ranks are processes started by an MPI launcher
+ * (`mpiexec -n N deno run -A train.ts`, `srun --mpi=pmi2`), on one machine
+ * or many. MPI is called through Deno's FFI on the MPICH ABI
+ * (`libmpich.so.12`: Debian's `mpich`; Intel MPI and Cray MPICH share it),
+ * whose handles are plain integers (`MPI_COMM_WORLD = 0x44000000`).
+ *
+ * MPI is started with `MPI_THREAD_MULTIPLE` and every call that can wait is
+ * an FFI symbol marked `nonblocking`, so it runs on a helper thread and the
+ * event loop goes on. Each collective first exchanges its header point to
+ * point (so a rank that never arrives is named), then runs the MPI
+ * nonblocking collective. A rank whose program throws tells the others over
+ * a failure channel (a receive every rank keeps posted) before it exits.
+ * A failed collective ends the job with `MPI_Abort` shortly after the error
+ * is reported, as MPI's own errors do: the ranks cannot agree any more.
+ * @module
+ */
+
+import type { TypedArray } from "../dtype.ts";
+import {
+  checkHeaders,
+  type CollectiveCall,
+  describeHeader,
+  DistributedError,
+  HEADER_WORDS,
+  type ProcessGroupBackend,
+  type ProcessGroupInit,
+} from "./backend.ts";
+
+// MPICH's handles and constants (mpi.h of MPICH 3.x/4.x; the ABI is stable).
+const MPI_COMM_WORLD = 0x44000000;
+const MPI_BYTE = 0x4c00010d;
+const MPI_INT = 0x4c000405;
+const MPI_FLOAT = 0x4c00040a;
+const MPI_DOUBLE = 0x4c00080b;
+const MPI_MAX = 0x58000001;
+const MPI_MIN = 0x58000002;
+const MPI_SUM = 0x58000003;
+const MPI_REQUEST_NULL = 0x2c000000;
+const MPI_THREAD_SERIALIZED = 2;
+const MPI_THREAD_MULTIPLE = 3;
+const MPI_ANY_SOURCE = -2;
+const MPI_UNDEFINED = -32766;
+
+const TAG_HEADER = 0x6d67;
+const TAG_FAILURE = 0x6d68;
+const FAILURE_BYTES = 2048;
+/** Grace period between reporting a failed collective and `MPI_Abort`. */
+const ABORT_AFTER_MS = 1000;
+
+const SYMBOLS = {
+  MPI_Initialized: { parameters: ["buffer"], result: "i32" },
+  MPI_Finalized: { parameters: ["buffer"], result: "i32" },
+  MPI_Init_thread: { parameters: ["pointer", "pointer", "i32", "buffer"], result: "i32" },
+  MPI_Finalize: { parameters: [], result: "i32" },
+  MPI_Abort: { parameters: ["i32", "i32"], result: "i32" },
+  MPI_Comm_dup: { parameters: ["i32", "buffer"], result: "i32" },
+  MPI_Comm_free: { parameters: ["buffer"], result: "i32" },
+  MPI_Comm_rank: { parameters: ["i32", "buffer"], result: "i32" },
+  MPI_Comm_size: { parameters: ["i32", "buffer"], result: "i32" },
+  MPI_Send: { parameters: ["buffer", "i32", "i32", "i32", "i32", "i32"], result: "i32" },
+  MPI_Isend: {
+    parameters: ["buffer", "i32", "i32", "i32", "i32", "i32", "buffer"],
+    result: "i32",
+  },
+  MPI_Irecv: {
+    parameters: ["buffer", "i32", "i32", "i32", "i32", "i32", "buffer"],
+    result: "i32",
+  },
+  MPI_Iallreduce: {
+    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32", "buffer"],
+    result: "i32",
+  },
+  MPI_Ibcast: { parameters: ["buffer", "i32", "i32", "i32", "i32", "buffer"], result: "i32" },
+  MPI_Iallgather: {
+    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "buffer"],
+    result: "i32",
+  },
+  MPI_Waitsome: {
+    parameters: ["i32", "buffer", "buffer", "buffer", "pointer"],
+    result: "i32",
+    nonblocking: true,
+  },
+  MPI_Cancel: { parameters: ["buffer"], result: "i32" },
+  MPI_Wait: { parameters: ["buffer", "pointer"], result: "i32" },
+} as const;
+
+type MpiLibrary = Deno.DynamicLibrary<typeof SYMBOLS>;
+
+/** Library names tried in order (after `MULTIGRAD_MPI_LIB`). */
+const LIBRARY_NAMES = ["libmpich.so.12", "libmpich.so", "libmpich.12.dylib", "libmpi.so.12"];
+
+let library: MpiLibrary | null = null;
+let started = false;
+let aborting = false;
+const live = new Set<MpiBackend>();
+
+function envVar(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+function loadLibrary(): MpiLibrary {
+  if (library) return library;
+  if (typeof globalThis.Deno?.dlopen !== "function") {
+    throw new Error(
+      'the "mpi" process-group backend needs Deno\'s FFI (Deno.dlopen): run with --allow-ffi (or -A)',
+    );
+  }
+  const override = envVar("MULTIGRAD_MPI_LIB");
+  const names = override ? [override] : LIBRARY_NAMES;
+  const reasons: string[] = [];
+  for (const name of names) {
+    try {
+      library = Deno.dlopen(name, SYMBOLS);
+      return library;
+    } catch (error) {
+      reasons.push(`${name}: ${(error as Error).message}`);
+    }
+  }
+  throw new Error(
+    `the "mpi" process-group backend needs MPICH's library (libmpich.so.12, or an ABI-compatible MPI such as Intel MPI or Cray MPICH) and found none: install it with \`apt-get install mpich\` (Debian, Ubuntu; \`dnf install mpich\` on Fedora), or set MULTIGRAD_MPI_LIB to the library's path (${
+      reasons.join("; ")
+    })`,
+  );
+}
+
+function check(what: string, code: number): void {
+  if (code !== 0) throw new Error(`mpi: ${what} failed with MPI error code ${code}`);
+}
+
+/** Blocks the thread for `ms` (a failing rank's last moment, so peers can report it). */
+function sleepSync(ms: number): void {
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  } catch {
+    // Atomics.wait is refused on this thread: exit without the grace period.
+  }
+}
+
+function datatype(call: CollectiveCall): number {
+  switch (call.dtype) {
+    case "float32":
+      return MPI_FLOAT;
+    case "int32":
+      return MPI_INT;
+    case "float64":
+      return MPI_DOUBLE;
+    default:
+      throw new TypeError(`mpi: ${describeHeader(call.header)} has no data type`);
+  }
+}
+
+/** Tells every other rank of every live group that this process is failing. */
+function reportFailure(error: unknown): void {
+  const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  for (const group of live) group.announceFailure(text);
+}
+
+function onUncaught(event: ErrorEvent | PromiseRejectionEvent): void {
+  // After a failed collective the job is ending anyway (MPI_Abort is queued).
+  if (live.size === 0 || aborting) return;
+  const error = "error" in event ? event.error : (event as PromiseRejectionEvent).reason;
+  reportFailure(error);
+  // Give the other ranks a moment to print which rank failed before this
+  // process exits and the launcher ends them.
+  sleepSync(200);
+}
+
+function onUnload(): void {
+  const lib = library;
+  if (!lib || !started || aborting) return;
+  for (const group of live) group.close();
+  const finalized = new Int32Array(1);
+  lib.symbols.MPI_Finalized(finalized);
+  if (!finalized[0]) lib.symbols.MPI_Finalize();
+}
+
+function startMpi(lib: MpiLibrary): void {
+  if (started) return;
+  const flag = new Int32Array(1);
+  check("MPI_Initialized", lib.symbols.MPI_Initialized(flag));
+  if (!flag[0]) {
+    const provided = new Int32Array(1);
+    check(
+      "MPI_Init_thread",
+      lib.symbols.MPI_Init_thread(null, null, MPI_THREAD_MULTIPLE, provided),
+    );
+    // Calls come from the event loop's thread and FFI helper threads, one
+    // at a time except a failing rank's last message: SERIALIZED is the least.
+    if (provided[0] < MPI_THREAD_SERIALIZED) {
+      throw new Error(
+        `mpi: the MPI library gives thread level ${
+          provided[0]
+        }; multigrad needs MPI_THREAD_SERIALIZED (2) or better (MPI_THREAD_MULTIPLE asked)`,
+      );
+    }
+  }
+  started = true;
+  globalThis.addEventListener("error", onUncaught);
+  globalThis.addEventListener("unhandledrejection", onUncaught);
+  globalThis.addEventListener("unload", onUnload);
+}
+
+/** This rank's end of an MPI process group (a duplicate of MPI_COMM_WORLD). */
+class MpiBackend implements ProcessGroupBackend {
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly #lib: MpiLibrary;
+  readonly #comm: number;
+  readonly #timeoutMs: number;
+  // The failure channel: a receive kept posted for another rank's last words.
+  readonly #failureRequest = new Int32Array([MPI_REQUEST_NULL]);
+  readonly #failureBuffer = new Uint8Array(FAILURE_BYTES);
+  #closed = false;
+
+  constructor(lib: MpiLibrary, timeoutMs: number) {
+    this.#lib = lib;
+    this.#timeoutMs = timeoutMs;
+    const comm = new Int32Array(1);
+    check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(MPI_COMM_WORLD, comm));
+    this.#comm = comm[0];
+    const value = new Int32Array(1);
+    check("MPI_Comm_rank", lib.symbols.MPI_Comm_rank(this.#comm, value));
+    this.rank = value[0];
+    check("MPI_Comm_size", lib.symbols.MPI_Comm_size(this.#comm, value));
+    this.worldSize = value[0];
+    check(
+      "MPI_Irecv",
+      lib.symbols.MPI_Irecv(
+        this.#failureBuffer,
+        FAILURE_BYTES,
+        MPI_BYTE,
+        MPI_ANY_SOURCE,
+        TAG_FAILURE,
+        this.#comm,
+        this.#failureRequest,
+      ),
+    );
+  }
+
+  /** Sends `text` (why this rank fails) to every other rank. */
+  announceFailure(text: string): void {
+    if (this.#closed) return;
+    const payload = new Uint8Array(FAILURE_BYTES);
+    const view = new DataView(payload.buffer);
+    const { written } = new TextEncoder().encodeInto(text, payload.subarray(8));
+    view.setInt32(0, this.rank, true);
+    view.setInt32(4, written, true);
+    for (let q = 0; q < this.worldSize; q++) {
+      if (q === this.rank) continue;
+      this.#lib.symbols.MPI_Send(payload, 8 + written, MPI_BYTE, q, TAG_FAILURE, this.#comm);
+    }
+  }
+
+  /** Withdraws the failure channel and frees the communicator (no communication). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    live.delete(this);
+    if (this.#failureRequest[0] !== MPI_REQUEST_NULL) {
+      this.#lib.symbols.MPI_Cancel(this.#failureRequest);
+      this.#lib.symbols.MPI_Wait(this.#failureRequest, Deno.UnsafePointer.create(1n));
+    }
+    const comm = new Int32Array([this.#comm]);
+    this.#lib.symbols.MPI_Comm_free(comm);
+  }
+
+  #failureFromPeer(call: CollectiveCall): DistributedError {
+    const view = new DataView(this.#failureBuffer.buffer);
+    const rank = view.getInt32(0, true);
+    const length = view.getInt32(4, true);
+    const text = new TextDecoder().decode(this.#failureBuffer.subarray(8, 8 + length));
+    return new DistributedError(
+      `${describeHeader(call.header)} on rank ${this.rank}: rank ${rank} failed: ${text}`,
+      [rank],
+    );
+  }
+
+  /**
+   * Waits (on a helper thread) until every request in `requests` is done,
+   * watching the failure channel too. `onTimeout` explains which requests
+   * were still pending when the deadline passed.
+   */
+  async #waitAll(
+    call: CollectiveCall,
+    requests: Int32Array,
+    deadline: number,
+    onTimeout: (pending: number[]) => DistributedError,
+  ): Promise<void> {
+    const n = requests.length;
+    const all = new Int32Array(n + 1);
+    all.set(requests);
+    all[n] = this.#failureRequest[0];
+    const outCount = new Int32Array(1);
+    const indices = new Int32Array(n + 1);
+    const ignore = Deno.UnsafePointer.create(1n);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      while (Array.from(all.subarray(0, n)).some((r) => r !== MPI_REQUEST_NULL)) {
+        const left = deadline - performance.now();
+        const timedOut = new Promise<"timeout">((resolve) => {
+          timer = setTimeout(() => resolve("timeout"), Math.max(0, left));
+        });
+        const done = this.#lib.symbols.MPI_Waitsome(n + 1, all, outCount, indices, ignore);
+        const result = await Promise.race([done, timedOut]);
+        clearTimeout(timer);
+        if (result === "timeout") {
+          const pending: number[] = [];
+          all.subarray(0, n).forEach((r, i) => r !== MPI_REQUEST_NULL && pending.push(i));
+          throw onTimeout(pending);
+        }
+        check("MPI_Waitsome", result);
+        if (outCount[0] === MPI_UNDEFINED) break;
+        this.#failureRequest[0] = all[n];
+        for (let i = 0; i < outCount[0]; i++) {
+          if (indices[i] === n) throw this.#failureFromPeer(call);
+        }
+      }
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** After a failed collective, the job ends (the ranks no longer agree on where they are). */
+  #fail(error: unknown): void {
+    if (aborting) return;
+    aborting = true;
+    const lib = this.#lib;
+    const comm = this.#comm;
+    const timer = setTimeout(() => {
+      console.error(
+        `multigrad mpi rank ${this.rank}: ending the job (MPI_Abort) after a failed collective: ${
+          (error as Error).message ?? String(error)
+        }`,
+      );
+      lib.symbols.MPI_Abort(comm, 1);
+    }, ABORT_AFTER_MS);
+    // The abort must not keep a process alive that is exiting anyway.
+    Deno.unrefTimer(Number(timer));
+  }
+
+  /** Sends this rank's header to every rank and checks theirs. */
+  async #agree(call: CollectiveCall, deadline: number): Promise<void> {
+    const n = this.worldSize;
+    if (n === 1) return;
+    const headers = Array.from(
+      { length: n },
+      (_, q) => q === this.rank ? call.header : new Int32Array(HEADER_WORDS),
+    );
+    const requests = new Int32Array(2 * (n - 1));
+    const peers: number[] = [];
+    const slot = new Int32Array(1);
+    let at = 0;
+    for (let q = 0; q < n; q++) {
+      if (q === this.rank) continue;
+      peers.push(q);
+      check(
+        "MPI_Irecv",
+        this.#lib.symbols.MPI_Irecv(
+          headers[q],
+          HEADER_WORDS,
+          MPI_INT,
+          q,
+          TAG_HEADER,
+          this.#comm,
+          slot,
+        ),
+      );
+      requests[at++] = slot[0];
+    }
+    for (const q of peers) {
+      check(
+        "MPI_Isend",
+        this.#lib.symbols.MPI_Isend(
+          call.header,
+          HEADER_WORDS,
+          MPI_INT,
+          q,
+          TAG_HEADER,
+          this.#comm,
+          slot,
+        ),
+      );
+      requests[at++] = slot[0];
+    }
+    await this.#waitAll(call, requests, deadline, (pending) => {
+      const late = pending.filter((i) => i < peers.length).map((i) => peers[i]);
+      return new DistributedError(
+        `${describeHeader(call.header)} on rank ${this.rank}: ${
+          late.length === 1 ? "rank" : "ranks"
+        } ${
+          late.join(", ")
+        } did not join within ${this.#timeoutMs} ms: a rank hung, died, or skipped this collective`,
+        late,
+      );
+    });
+    try {
+      checkHeaders(headers);
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    }
+  }
+
+  async #run(call: CollectiveCall, start: (request: Int32Array) => number): Promise<void> {
+    if (this.#closed) {
+      throw new DistributedError(
+        `${describeHeader(call.header)}: this rank (${this.rank}) already left the process group`,
+        [this.rank],
+      );
+    }
+    const deadline = performance.now() + this.#timeoutMs;
+    await this.#agree(call, deadline);
+    const request = new Int32Array([MPI_REQUEST_NULL]);
+    check(call.kind, start(request));
+    await this.#waitAll(call, request, deadline, () =>
+      new DistributedError(
+        `${
+          describeHeader(call.header)
+        } on rank ${this.rank}: every rank joined, but the data exchange did not finish within ${this.#timeoutMs} ms: a rank died or hung`,
+        [],
+      ));
+  }
+
+  async allReduce(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const op = call.op ?? "sum";
+    const mpiOp = op === "max" ? MPI_MAX : op === "min" ? MPI_MIN : MPI_SUM;
+    const send = data.slice();
+    await this.#run(call, (request) =>
+      this.#lib.symbols.MPI_Iallreduce(
+        send,
+        data,
+        data.length,
+        datatype(call),
+        mpiOp,
+        this.#comm,
+        request,
+      ));
+    if (op === "avg") {
+      const n = this.worldSize;
+      for (let i = 0; i < data.length; i++) data[i] /= n;
+    }
+  }
+
+  async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {
+    await this.#run(call, (request) =>
+      this.#lib.symbols.MPI_Ibcast(
+        data,
+        data.length,
+        datatype(call),
+        call.src ?? 0,
+        this.#comm,
+        request,
+      ));
+  }
+
+  async allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]> {
+    const n = data.length;
+    const all = new (data.constructor as Float32ArrayConstructor)(n * this.worldSize);
+    await this.#run(call, (request) =>
+      this.#lib.symbols.MPI_Iallgather(
+        data,
+        n,
+        datatype(call),
+        all,
+        n,
+        datatype(call),
+        this.#comm,
+        request,
+      ));
+    return Array.from({ length: this.worldSize }, (_, q) => all.slice(q * n, (q + 1) * n));
+  }
+
+  async barrier(call: CollectiveCall): Promise<void> {
+    // The header exchange is itself a barrier.
+    const deadline = performance.now() + this.#timeoutMs;
+    await this.#agree(call, deadline);
+  }
+
+  destroy(): void {
+    this.close();
+  }
+}
+
+/** @internal The "mpi" factory: starts MPI (once per process) and joins a duplicate of MPI_COMM_WORLD. */
+export function mpiBackend(init: ProcessGroupInit): ProcessGroupBackend {
+  const lib = loadLibrary();
+  startMpi(lib);
+  const backend = new MpiBackend(lib, init.timeoutMs);
+  const tasks = Number(envVar("SLURM_NTASKS") ?? "0");
+  if (backend.worldSize === 1 && tasks > 1) {
+    backend.close();
+    throw new Error(
+      `mpi: Slurm started ${tasks} tasks but MPI sees a world of 1: launch with \`srun --mpi=pmi2\` (or mpiexec inside the allocation) so MPI finds its peers`,
+    );
+  }
+  live.add(backend);
+  return backend;
+}

@@ -1,0 +1,144 @@
+/**
+ * The process-group registry and this thread's group: internal to the
+ * distributed layer (the public functions are in `group.ts`).
+ * @module
+ */
+
+import {
+  type CallShape,
+  type CollectiveCall,
+  describeHeader,
+  DistributedError,
+  packHeader,
+  type ProcessGroupBackend,
+  type ProcessGroupFactory,
+} from "./backend.ts";
+
+const registry = new Map<string, ProcessGroupFactory>();
+
+/** @internal Adds or replaces a backend factory. */
+export function registerFactory(name: string, factory: ProcessGroupFactory): void {
+  if (!/^[a-z][a-z0-9_-]*$/.test(name)) {
+    throw new TypeError(
+      `registerProcessGroupBackend: name must be lower-case letters, digits, - or _, got "${name}"`,
+    );
+  }
+  if (typeof factory !== "function") {
+    throw new TypeError(
+      `registerProcessGroupBackend: the factory of "${name}" must be a function, got ${typeof factory}`,
+    );
+  }
+  registry.set(name, factory);
+}
+
+/** @internal The factory registered as `name`, or an error listing the registered ones. */
+export function factoryOf(name: string): ProcessGroupFactory {
+  const factory = registry.get(name);
+  if (!factory) {
+    throw new Error(
+      `initProcessGroup: no process-group backend "${name}" (registered: ${
+        [...registry.keys()].join(", ")
+      }; add one with registerProcessGroupBackend)`,
+    );
+  }
+  return factory;
+}
+
+/**
+ * This thread's process group: the backend plus what every backend needs
+ * from the tensor layer: call numbering and running one collective at a
+ * time, in call order. A failed collective breaks the group (the ranks no
+ * longer agree on where they are), so later ones fail at once.
+ */
+export class ProcessGroup {
+  #seq = 0;
+  #tail: Promise<void> = Promise.resolve();
+  #failure: Error | null = null;
+  #destroyed = false;
+
+  /** Wraps a started backend. */
+  constructor(
+    readonly backendName: string,
+    readonly backend: ProcessGroupBackend,
+    readonly timeoutMs: number,
+  ) {}
+
+  /** This rank. */
+  get rank(): number {
+    return this.backend.rank;
+  }
+
+  /** Number of ranks. */
+  get worldSize(): number {
+    return this.backend.worldSize;
+  }
+
+  /** Numbers the next call (in program order, at the call) and packs its header. */
+  call(shape: Omit<CallShape, "seq">): CollectiveCall {
+    const seq = this.#seq++;
+    return {
+      kind: shape.kind,
+      seq,
+      dtype: shape.dtype,
+      op: shape.op,
+      src: shape.src,
+      header: packHeader({ ...shape, seq }),
+    };
+  }
+
+  /** Runs `body` (which calls the backend once) after every earlier collective settled. */
+  run<T>(call: CollectiveCall, body: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(() => {
+      const failure = this.#failure;
+      if (failure) {
+        const ranks = failure instanceof DistributedError ? failure.ranks : [];
+        throw new DistributedError(
+          `${
+            describeHeader(call.header)
+          }: the process group failed at an earlier collective, so no collective can run after it: ${failure.message}`,
+          ranks,
+          { cause: failure },
+        );
+      }
+      if (this.#destroyed) {
+        throw new Error(
+          `${describeHeader(call.header)}: the process group was destroyed before it ran`,
+        );
+      }
+      return body();
+    });
+    this.#tail = result.then(() => {}, (error) => {
+      this.#failure ??= error instanceof Error ? error : new Error(String(error));
+    });
+    return result;
+  }
+
+  /** Leaves the group once every collective called so far has settled. */
+  async destroy(): Promise<void> {
+    await this.#tail;
+    this.#destroyed = true;
+    await this.backend.destroy();
+  }
+}
+
+let current: ProcessGroup | null = null;
+
+/** @internal This thread's group, or null. */
+export function currentGroup(): ProcessGroup | null {
+  return current;
+}
+
+/** @internal Sets (or clears) this thread's group. */
+export function setCurrentGroup(group: ProcessGroup | null): void {
+  current = group;
+}
+
+/** @internal This thread's group, or an error telling `op` how to start one. */
+export function activeGroup(op: string): ProcessGroup {
+  if (!current) {
+    throw new Error(
+      `${op}: no process group in this thread: call await distributed.initProcessGroup() first (in a rank started by distributed.spawn, or under mpiexec)`,
+    );
+  }
+  return current;
+}

@@ -1,0 +1,259 @@
+/**
+ * What the ranks of tests/distributed_test.ts run: spawned as Workers (its
+ * `main`) or under `mpiexec` (run as a script, writing each rank's result
+ * as JSON to a file). Each scenario returns plain values for the test to
+ * compare.
+ * @module
+ */
+
+import {
+  distributed,
+  manualSeed,
+  nn,
+  optim,
+  requestDevices,
+  seededRandom,
+  type Tensor,
+  tensor,
+  tidy,
+} from "../mod.ts";
+
+/** The model every training scenario uses (and the single-process reference). */
+export function makeModel(seed: number): nn.Sequential {
+  manualSeed(seed);
+  return new nn.Sequential(new nn.Linear(6, 16), new nn.ReLU(), new nn.Linear(16, 3));
+}
+
+/** The whole data set: `rows` inputs [rows, 6] and int32 labels, the same on every rank. */
+export function makeData(rows: number): { x: number[][]; y: number[] } {
+  const random = seededRandom(42);
+  const x = Array.from({ length: rows }, () => Array.from({ length: 6 }, () => random() * 2 - 1));
+  const y = x.map((row) => (row[0] + row[1] > 0 ? 0 : row[2] > 0 ? 1 : 2));
+  return { x, y };
+}
+
+/** Options of the training scenario. */
+export interface TrainOptions {
+  /** Backend of each rank's device. */
+  backend: string;
+  /** Optimizer steps. */
+  steps: number;
+  /** Rows per rank per step. */
+  batch: number;
+  /** Split each rank's batch into two micro-batches, the first under noSync. */
+  accumulate?: boolean;
+  /** Buckets small enough that the model spans several. */
+  bucketCapMB?: number;
+}
+
+/** Flattened parameter values, in `parameters()` order. */
+export async function parameterValues(model: nn.Module): Promise<number[][]> {
+  return await Promise.all(model.parameters().map(async (p) => [...(await p.data())]));
+}
+
+async function train(rank: number, worldSize: number, o: TrainOptions) {
+  const [device] = await requestDevices({ backend: o.backend });
+  // Each rank starts from different weights: DDP must broadcast rank 0's.
+  const model = makeModel(1 + rank * 100).to(device);
+  const ddp = new distributed.DistributedDataParallel(model, {
+    bucketCapMB: o.bucketCapMB,
+  });
+  const opt = new optim.SGD(ddp.parameters(), { lr: 0.5 });
+  const lossFn = new nn.CrossEntropyLoss();
+  const all = makeData(o.steps * worldSize * o.batch);
+  const losses: number[] = [];
+  for (let s = 0; s < o.steps; s++) {
+    const from = (s * worldSize + rank) * o.batch;
+    const x = tensor(all.x.slice(from, from + o.batch), { device });
+    const y = tensor(all.y.slice(from, from + o.batch), { dtype: "int32", device });
+    const loss = tidy(() => {
+      opt.zeroGrad();
+      if (!o.accumulate) {
+        const loss = lossFn.forward(ddp.forward(x) as Tensor, y);
+        loss.backward();
+        opt.step();
+        return loss;
+      }
+      const half = o.batch / 2;
+      ddp.noSync(() => {
+        lossFn.forward(ddp.forward(x.narrow(0, 0, half)) as Tensor, y.narrow(0, 0, half))
+          .mul(0.5).backward();
+      });
+      const loss = lossFn.forward(
+        ddp.forward(x.narrow(0, half, half)) as Tensor,
+        y.narrow(0, half, half),
+      ).mul(0.5);
+      loss.backward();
+      opt.step();
+      return loss;
+    });
+    losses.push(await loss.item());
+  }
+  return { params: await parameterValues(model), losses, state: Object.keys(ddp.stateDict()) };
+}
+
+async function collectives(rank: number, worldSize: number, backend: string) {
+  const [device] = await requestDevices({ backend });
+  const values = (t: Tensor) => t.toArray();
+  const sum = tensor([1, 2, 3].map((v) => v * (rank + 1)), { device });
+  const work = distributed.allReduce(sum);
+  const avg = tensor([rank, 2 * rank], { device });
+  distributed.allReduce(avg, { op: "avg" });
+  const max = tensor([rank, 5 - rank, rank === 0 ? NaN : 1], { device });
+  distributed.allReduce(max, { op: "max" });
+  const min = tensor([rank, 5 - rank], { device });
+  distributed.allReduce(min, { op: "min" });
+  const ints = tensor([rank + 1, 7], { dtype: "int32", device });
+  distributed.allReduce(ints);
+  const b = tensor([[rank, rank], [rank, rank]], { device });
+  distributed.broadcast(b, { src: worldSize - 1 });
+  const gathered = distributed.allGather(tensor([rank, rank * 10], { device }));
+  // Larger than one shared-memory slot: goes through in chunks.
+  const n = 1_500_000;
+  const big = tensor(Array.from({ length: n }, (_, i) => (i % 5) * (rank + 1)), { device });
+  distributed.allReduce(big);
+  const bigValues = await big.data();
+  let bigErrors = 0;
+  const scale = (worldSize * (worldSize + 1)) / 2;
+  for (let i = 0; i < n; i++) if (bigValues[i] !== (i % 5) * scale) bigErrors++;
+  await work;
+  const completed = work.isCompleted();
+  // A later op on the tensor sees the reduced values without an await.
+  const doubled = sum.mul(2);
+  await distributed.barrier();
+  return {
+    sum: await values(sum),
+    doubled: await values(doubled),
+    avg: await values(avg),
+    max: await values(max),
+    min: await values(min),
+    ints: await values(ints),
+    broadcast: await values(b),
+    gathered: await Promise.all(gathered.map(values)),
+    bigErrors,
+    completed,
+    rank: distributed.getRank(),
+    worldSize: distributed.getWorldSize(),
+    backend: distributed.getBackend(),
+  };
+}
+
+/** Runs `fn`, returning its error's message (and ranks) instead of throwing. */
+async function caught(fn: () => Promise<unknown>): Promise<{ message: string; ranks?: number[] }> {
+  try {
+    await fn();
+  } catch (error) {
+    const ranks = error instanceof distributed.DistributedError ? [...error.ranks] : undefined;
+    return { message: (error as Error).message, ranks };
+  }
+  return { message: "no error" };
+}
+
+async function failures(rank: number, kind: string): Promise<unknown> {
+  const [device] = await requestDevices({ backend: "cpu" });
+  switch (kind) {
+    case "shape":
+      return await caught(() =>
+        distributed.allReduce(tensor(rank === 0 ? [1, 2, 3] : [1, 2, 3, 4], { device })).wait()
+      );
+    case "kind":
+      return await caught(() =>
+        rank === 0 ? distributed.allReduce(tensor([1], { device })).wait() : distributed.barrier()
+      );
+    case "after": {
+      // A mismatch breaks the group: the next collective fails at once, naming why.
+      await caught(() =>
+        distributed.allReduce(tensor(rank === 0 ? [1] : [1, 2], { device })).wait()
+      );
+      return await caught(() => distributed.barrier());
+    }
+    case "stream": {
+      // The collective's error reaches the tensor's next read.
+      const t = tensor(rank === 0 ? [1, 2] : [[1, 2]], { device });
+      distributed.allReduce(t);
+      return await caught(() => t.data());
+    }
+    case "throw":
+      if (rank === 1) throw new Error("boom from rank 1");
+      await distributed.allReduce(tensor([1], { device }));
+      return "unreachable";
+    case "hang":
+      if (rank === 1) return await new Promise(() => {});
+      await distributed.allReduce(tensor([1], { device }));
+      return "unreachable";
+    case "leave":
+      if (rank === 1) return "left";
+      return await caught(() => distributed.allReduce(tensor([1], { device })).wait());
+    case "exit":
+      if (rank === 1) Deno.exit(3);
+      await distributed.allReduce(tensor([1], { device }));
+      return "unreachable";
+    case "close":
+      if (rank === 1) (globalThis as unknown as { close(): void }).close();
+      await distributed.allReduce(tensor([1], { device }));
+      return "unreachable";
+    case "unused": {
+      const model = makeModel(1).to(device);
+      const extra = new nn.Linear(2, 2).to(device);
+      const holder = new nn.ModuleList([model, extra]);
+      const ddp = new distributed.DistributedDataParallel(holder);
+      return await caught(async () => {
+        const out = model.forward(tensor([[1, 2, 3, 4, 5, 6]], { device }));
+        out.sum().backward();
+        await ddp.parameters()[0].grad!.data();
+      });
+    }
+    case "unusedAllowed": {
+      const model = makeModel(1).to(device);
+      const extra = new nn.Linear(2, 2).to(device);
+      const ddp = new distributed.DistributedDataParallel(new nn.ModuleList([model, extra]), {
+        findUnusedParameters: true,
+      });
+      // Rank 1 uses `extra` too: its gradient is averaged with rank 0's zeros.
+      let loss = model.forward(tensor([[1, 2, 3, 4, 5, 6]], { device })).sum();
+      if (rank === 1) loss = loss.add(extra.forward(tensor([[1, 1]], { device })).sum());
+      loss.backward();
+      return {
+        extraWeightGrad: await extra.weight.grad!.toArray(),
+        modelBiasGrad: await model.parameters()[3].grad!.toArray(),
+      };
+    }
+    case "models": {
+      // Different models on the ranks: the construction broadcast names both.
+      const model = rank === 0 ? makeModel(1) : new nn.Linear(6, 3);
+      const ddp = new distributed.DistributedDataParallel(model.to(device));
+      return await caught(() => ddp.parameters()[0].data().then(() => distributed.barrier()));
+    }
+    default:
+      throw new Error(`unknown failure scenario ${kind}`);
+  }
+}
+
+/** A rank: `scenario` picks what it runs. */
+export async function main(
+  rank: number,
+  worldSize: number,
+  scenario: string,
+  options: Record<string, unknown> = {},
+): Promise<unknown> {
+  switch (scenario) {
+    case "collectives":
+      return await collectives(rank, worldSize, options.backend as string);
+    case "train":
+      return await train(rank, worldSize, options as unknown as TrainOptions);
+    case "failure":
+      return await failures(rank, options.kind as string);
+    default:
+      throw new Error(`unknown scenario ${scenario}`);
+  }
+}
+
+// Under mpiexec: `deno run -A tests/distributed_ranks.ts OUT_PREFIX SCENARIO JSON_OPTIONS`.
+if (import.meta.main) {
+  const [out, scenario, json] = Deno.args;
+  await distributed.initProcessGroup({ timeoutMs: 20_000 });
+  const rank = distributed.getRank();
+  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
+  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
+  await distributed.destroyProcessGroup();
+}

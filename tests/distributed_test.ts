@@ -1,0 +1,348 @@
+/**
+ * The distributed layer: process groups, collectives, spawn, failures in
+ * bounded time, DistributedDataParallel's equivalence with one process on
+ * the whole batch (cpu ranks, webgpu ranks, noSync, mpiexec), and the
+ * DistributedSampler.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { distributed, nn, optim, type Tensor, tensor, tidy } from "../mod.ts";
+import { BACKENDS } from "./harness.ts";
+import { makeData, makeModel, parameterValues, type TrainOptions } from "./distributed_ranks.ts";
+
+const RANKS = new URL("./distributed_ranks.ts", import.meta.url);
+// Workers and shared memory outlive a test's own ops by design (terminated at its end).
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+interface Collected {
+  sum: number[];
+  doubled: number[];
+  avg: number[];
+  max: number[];
+  min: number[];
+  ints: number[];
+  broadcast: number[][];
+  gathered: number[][];
+  bigErrors: number;
+  completed: boolean;
+  rank: number;
+  worldSize: number;
+  backend: string;
+}
+
+for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
+  Deno.test({
+    name:
+      `collectives: allReduce (sum, avg, max, min, int32, chunked), broadcast, allGather, barrier [${backend}]`,
+    ...opts,
+    fn: async () => {
+      const results = await distributed.spawn<Collected>(RANKS, {
+        nprocs: 3,
+        args: ["collectives", { backend }],
+      });
+      results.forEach((r, rank) => {
+        assert.equal(r.rank, rank);
+        assert.equal(r.worldSize, 3);
+        assert.equal(r.backend, "local");
+        assert.deepEqual(r.sum, [6, 12, 18]);
+        assert.deepEqual(r.doubled, [12, 24, 36]);
+        assert.deepEqual(r.avg, [1, 2]);
+        assert.ok(Number.isNaN(r.max[2]), "max propagates NaN");
+        assert.deepEqual(r.max.slice(0, 2), [2, 5]);
+        assert.deepEqual(r.min, [0, 3]);
+        assert.deepEqual(r.ints, [6, 21]);
+        assert.deepEqual(r.broadcast, [[2, 2], [2, 2]]);
+        assert.deepEqual(r.gathered, [[0, 0], [1, 10], [2, 20]]);
+        assert.equal(r.bigErrors, 0);
+        assert.equal(r.completed, true);
+      });
+    },
+  });
+}
+
+Deno.test("process group: one rank without a launcher; clear errors before init and on bad input", async () => {
+  assert.equal(distributed.isInitialized(), false);
+  assert.throws(() => distributed.getRank(), /no process group in this thread/);
+  assert.throws(() => distributed.allReduce(tensor([1])), /initProcessGroup/);
+  await assert.rejects(
+    () => distributed.initProcessGroup({ worldSize: 2 }),
+    /no backend given and no launcher found: start the ranks with distributed\.spawn.*mpiexec/,
+  );
+  await assert.rejects(
+    () => distributed.initProcessGroup({ backend: "local", worldSize: 2 }),
+    /Workers started by distributed\.spawn/,
+  );
+  await assert.rejects(
+    () => distributed.initProcessGroup({ backend: "nccl" }),
+    /no process-group backend "nccl" \(registered: local, mpi/,
+  );
+  await assert.rejects(() => distributed.initProcessGroup({ timeoutMs: -1 }), /timeoutMs/);
+  await distributed.initProcessGroup({ backend: "local", worldSize: 1 });
+  try {
+    assert.equal(distributed.getWorldSize(), 1);
+    assert.equal(distributed.getBackend(), "local");
+    await assert.rejects(() => distributed.initProcessGroup({ backend: "local" }), /already/);
+    const t = tensor([1, 2]);
+    await distributed.allReduce(t, { op: "avg" });
+    assert.deepEqual(await t.toArray(), [1, 2]);
+    assert.throws(() => distributed.allReduce(t, { op: "prod" as "sum" }), /op must be one of/);
+    assert.throws(
+      () => distributed.allReduce(tensor([1], { dtype: "int32" }), { op: "avg" }),
+      /"avg" needs a floating-point tensor, got int32/,
+    );
+    assert.throws(() => distributed.broadcast(t, { src: 1 }), /src must be a rank in \[0, 1\)/);
+    await distributed.barrier();
+  } finally {
+    await distributed.destroyProcessGroup();
+  }
+  assert.equal(distributed.isInitialized(), false);
+});
+
+Deno.test("process group: a registered plugin backend is used by initProcessGroup", async () => {
+  const calls: string[] = [];
+  distributed.registerProcessGroupBackend("recording", (init) => ({
+    rank: init.rank ?? 0,
+    worldSize: init.worldSize ?? 1,
+    allReduce: (call, data) => {
+      calls.push(distributed.describeHeader(call.header));
+      data.fill(7);
+      return Promise.resolve();
+    },
+    broadcast: () => Promise.resolve(),
+    allGather: (_call, data) => Promise.resolve([data]),
+    barrier: () => Promise.resolve(),
+    destroy: () => {
+      calls.push("destroy");
+    },
+  }));
+  await distributed.initProcessGroup({ backend: "recording" });
+  const t = tensor([[1, 2, 3]]);
+  distributed.allReduce(t, { op: "max" });
+  assert.deepEqual(await t.toArray(), [[7, 7, 7]]);
+  await distributed.destroyProcessGroup();
+  assert.deepEqual(calls, ["allReduce #0 (max) of float32 [1, 3]", "destroy"]);
+  assert.throws(
+    () => distributed.registerProcessGroupBackend("Bad Name", () => ({}) as never),
+    /lower-case/,
+  );
+});
+
+// ---- failures: every case ends in bounded time, naming the ranks ----
+
+function failure(kind: string, timeoutMs = 20_000) {
+  return distributed.spawn<{ message: string; ranks?: number[] }>(RANKS, {
+    nprocs: 2,
+    args: ["failure", { kind }],
+    timeoutMs,
+  });
+}
+
+Deno.test({
+  name: "failures: shape and kind mismatches are the same clear error on every rank",
+  ...opts,
+  fn: async () => {
+    const shape = await failure("shape");
+    for (const r of shape) {
+      assert.match(
+        r.message,
+        /collective mismatch.*rank 0 called allReduce #0 \(sum\) of float32 \[3\]; rank 1 called allReduce #0 \(sum\) of float32 \[4\]/,
+      );
+      assert.deepEqual(r.ranks, [1]);
+    }
+    assert.equal(shape[0].message, shape[1].message);
+    const kind = await failure("kind");
+    for (const r of kind) {
+      assert.match(
+        r.message,
+        /rank 0 called allReduce #0 \(sum\) of float32 \[1\]; rank 1 called barrier #0/,
+      );
+    }
+    const after = await failure("after");
+    for (const r of after) {
+      assert.match(
+        r.message,
+        /barrier #1: the process group failed at an earlier collective.*mismatch/,
+      );
+    }
+    const stream = await failure("stream");
+    for (const r of stream) assert.match(r.message, /float32 \[2\].*float32 \[1, 2\]/);
+    const models = await failure("models");
+    for (const r of models) {
+      assert.match(
+        r.message,
+        /rank 0 called broadcast #0 \(from rank 0\) of 4 float32 tensors.*rank 1 called broadcast #0 \(from rank 0\) of 2 float32 tensors/,
+      );
+    }
+  },
+});
+
+async function rejection(kind: string, timeoutMs: number): Promise<Error> {
+  const started = performance.now();
+  const error = await failure(kind, timeoutMs).then(
+    () => assert.fail(`${kind}: spawn resolved`),
+    (e: Error) => e,
+  );
+  assert.ok(performance.now() - started < 15_000, `${kind} took too long`);
+  return error;
+}
+
+Deno.test({
+  name: "failures: a rank that throws, exits, closes, hangs or leaves makes spawn reject naming it",
+  ...opts,
+  fn: async () => {
+    const thrown = await rejection("throw", 20_000);
+    assert.match(thrown.message, /^spawn: rank 1 of 2 failed: boom from rank 1/);
+    assert.ok(thrown instanceof distributed.DistributedError);
+    assert.deepEqual((thrown as distributed.DistributedError).ranks, [1]);
+    assert.match((thrown.cause as Error).message, /boom from rank 1/);
+    const exited = await rejection("exit", 20_000);
+    assert.match(exited.message, /rank 1 of 2 failed: the rank called Deno\.exit\(3\)/);
+    const closed = await rejection("close", 20_000);
+    assert.match(closed.message, /rank 1 of 2 failed: the rank closed its Worker/);
+    // A rank that never arrives: the other times out naming it and where it is.
+    const hung = await rejection("hang", 300);
+    assert.match(
+      hung.message,
+      /rank 0 of 2 failed: allReduce #0 \(sum\) of float32 \[1\] on rank 0: rank 1 did not join within 300 ms \(rank 1 is at no collective yet\)/,
+    );
+    const left = await failure("leave");
+    assert.match(left[0].message, /rank 1 left the process group/);
+    await assert.rejects(
+      () => distributed.spawn(new URL("./harness.ts", import.meta.url), { nprocs: 1 }),
+      /rank 0 of 1 failed: spawn: .*harness\.ts exports no function main/,
+    );
+    await assert.rejects(
+      () => distributed.spawn(RANKS, { nprocs: 0 }),
+      /nprocs must be an integer >= 1/,
+    );
+  },
+});
+
+// ---- DistributedDataParallel ----
+
+/** One process training on every rank's rows at once (the reference). */
+async function reference(worldSize: number, o: TrainOptions): Promise<number[][]> {
+  const model = makeModel(1);
+  const opt = new optim.SGD(model.parameters(), { lr: 0.5 });
+  const lossFn = new nn.CrossEntropyLoss();
+  const rows = worldSize * o.batch;
+  const all = makeData(o.steps * rows);
+  for (let s = 0; s < o.steps; s++) {
+    const x = tensor(all.x.slice(s * rows, (s + 1) * rows));
+    const y = tensor(all.y.slice(s * rows, (s + 1) * rows), { dtype: "int32" });
+    tidy(() => {
+      opt.zeroGrad();
+      lossFn.forward(model.forward(x) as Tensor, y).backward();
+      opt.step();
+    });
+  }
+  return await parameterValues(model);
+}
+
+interface Trained {
+  params: number[][];
+  losses: number[];
+  state: string[];
+}
+
+async function checkEquivalence(worldSize: number, o: TrainOptions): Promise<void> {
+  const ranks = await distributed.spawn<Trained>(RANKS, { nprocs: worldSize, args: ["train", o] });
+  const expected = await reference(worldSize, o);
+  checkTrained(ranks, expected);
+}
+
+function checkTrained(ranks: Trained[], expected: number[][]): void {
+  for (const r of ranks.slice(1)) {
+    assert.deepEqual(r.params, ranks[0].params, "all ranks hold bit-identical parameters");
+  }
+  assert.deepEqual(ranks[0].state, ["0.weight", "0.bias", "2.weight", "2.bias"]);
+  ranks[0].params.forEach((values, i) =>
+    values.forEach((v, j) => {
+      const e = expected[i][j];
+      assert.ok(
+        Math.abs(v - e) <= 1e-5 + 1e-4 * Math.abs(e),
+        `parameter ${i}[${j}]: DDP ${v}, one process ${e}`,
+      );
+    })
+  );
+}
+
+Deno.test({
+  name: "DDP: 2 cpu ranks with batch b end each step like one process on 2b rows",
+  ...opts,
+  fn: () => checkEquivalence(2, { backend: "cpu", steps: 3, batch: 8 }),
+});
+
+Deno.test({
+  name: "DDP: 3 cpu ranks, several buckets, noSync gradient accumulation",
+  ...opts,
+  fn: () =>
+    checkEquivalence(3, {
+      backend: "cpu",
+      steps: 2,
+      batch: 8,
+      accumulate: true,
+      bucketCapMB: 1e-4,
+    }),
+});
+
+if (BACKENDS.has("webgpu")) {
+  Deno.test({
+    name: "DDP: 2 webgpu ranks (own GPUDevice each) end each step like one process",
+    ...opts,
+    fn: () => checkEquivalence(2, { backend: "webgpu", steps: 3, batch: 8, bucketCapMB: 1e-4 }),
+  });
+}
+
+Deno.test({
+  name: "DDP: unused parameters are an error naming them, or zeros with findUnusedParameters",
+  ...opts,
+  fn: async () => {
+    const results = await failure("unused");
+    for (const r of results) {
+      assert.match(
+        r.message,
+        /1\.weight \[2, 2\], 1\.bias \[2\] got no gradient.*findUnusedParameters/,
+      );
+    }
+    const allowed = await distributed.spawn<
+      { extraWeightGrad: number[][]; modelBiasGrad: number[] }
+    >(
+      RANKS,
+      { nprocs: 2, args: ["failure", { kind: "unusedAllowed" }] },
+    );
+    // Only rank 1 used `extra`: d(sum)/dW = [[1, 1], [1, 1]], averaged with rank 0's zeros.
+    for (const r of allowed) {
+      assert.deepEqual(r.extraWeightGrad, [[0.5, 0.5], [0.5, 0.5]]);
+      assert.deepEqual(r.modelBiasGrad, [1, 1, 1]);
+    }
+  },
+});
+
+Deno.test("DDP: needs a process group, the module on one device, a valid bucketCapMB", async () => {
+  assert.throws(
+    () => new distributed.DistributedDataParallel(new nn.Linear(2, 2)),
+    /initProcessGroup/,
+  );
+  await distributed.initProcessGroup({ backend: "local" });
+  try {
+    assert.throws(
+      () => new distributed.DistributedDataParallel(new nn.Linear(2, 2), { bucketCapMB: 0 }),
+      /bucketCapMB must be a positive number/,
+    );
+    assert.throws(
+      () => new distributed.DistributedDataParallel({} as nn.Module),
+      /must be an nn\.Module/,
+    );
+    const ddp = new distributed.DistributedDataParallel(makeModel(1));
+    assert.equal(
+      distributed.DistributedDataParallel,
+      (await import("../mod.ts")).parallel.DistributedDataParallel,
+    );
+    const out = ddp.forward(tensor([[1, 2, 3, 4, 5, 6]])) as Tensor;
+    assert.deepEqual(out.shape, [1, 3]);
+  } finally {
+    await distributed.destroyProcessGroup();
+  }
+});
