@@ -213,9 +213,10 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       let loss = model.forward(tensor([[1, 2, 3, 4, 5, 6]], { device })).sum();
       if (rank === 1) loss = loss.add(extra.forward(tensor([[1, 1]], { device })).sum());
       loss.backward();
+      const [, , , modelBias, extraWeight] = ddp.parameters();
       return {
-        extraWeightGrad: await extra.weight.grad!.toArray(),
-        modelBiasGrad: await model.parameters()[3].grad!.toArray(),
+        extraWeightGrad: await extraWeight.grad!.toArray(),
+        modelBiasGrad: await modelBias.grad!.toArray(),
       };
     }
     case "models": {
