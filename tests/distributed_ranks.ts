@@ -178,7 +178,9 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       await distributed.allReduce(tensor([1], { device }));
       return "unreachable";
     case "hang":
-      if (rank === 1) return await new Promise(() => {});
+      // Longer than the collective timeout (but not forever: under mpiexec
+      // a process with nothing left to do would exit at once).
+      if (rank === 1) return await new Promise((resolve) => setTimeout(resolve, 30_000));
       await distributed.allReduce(tensor([1], { device }));
       return "unreachable";
     case "leave":
@@ -252,9 +254,10 @@ export async function main(
 // Under mpiexec: `deno run -A tests/distributed_ranks.ts OUT_PREFIX SCENARIO JSON_OPTIONS`.
 if (import.meta.main) {
   const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 20_000 });
+  const options = JSON.parse(json ?? "{}");
+  await distributed.initProcessGroup({ timeoutMs: options.timeoutMs ?? 20_000 });
   const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
+  const result = await main(rank, distributed.getWorldSize(), scenario, options);
   await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
   await distributed.destroyProcessGroup();
 }

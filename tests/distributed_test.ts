@@ -346,3 +346,136 @@ Deno.test("DDP: needs a process group, the module on one device, a valid bucketC
     await distributed.destroyProcessGroup();
   }
 });
+
+// ---- the "mpi" backend, under mpiexec ----
+
+async function findMpiexec(): Promise<string | null> {
+  try {
+    const out = await new Deno.Command("mpiexec", {
+      args: ["--version"],
+      stdout: "null",
+      stderr: "null",
+    })
+      .output();
+    return out.success ? "mpiexec" : null;
+  } catch {
+    return null;
+  }
+}
+
+const MPIEXEC = await findMpiexec();
+if (!MPIEXEC) {
+  console.warn(
+    'mpiexec not found: the mpiexec tests of the "mpi" backend are SKIPPED (install it with `apt-get install mpich`)',
+  );
+}
+
+/** Runs the ranks script under `mpiexec -n ranks`; returns each rank's result and the job's output. */
+async function mpiRun<T>(
+  ranks: number,
+  scenario: string,
+  options: Record<string, unknown>,
+): Promise<{ code: number; output: string; results: (T | undefined)[] }> {
+  const dir = await Deno.makeTempDir({ prefix: "multigrad_mpi_" });
+  try {
+    const prefix = `${dir}/result`;
+    const out = await new Deno.Command(MPIEXEC!, {
+      args: [
+        "-n",
+        String(ranks),
+        Deno.execPath(),
+        "run",
+        "-A",
+        new URL(RANKS).pathname,
+        prefix,
+        scenario,
+        JSON.stringify(options),
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const output = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    const results = await Promise.all(
+      Array.from(
+        { length: ranks },
+        (_, r) =>
+          Deno.readTextFile(`${prefix}.${r}.json`).then((t) => JSON.parse(t) as T, () => undefined),
+      ),
+    );
+    return { code: out.code, output, results };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test({
+  name: "mpi: collectives and DDP equivalence under mpiexec -n 2",
+  ignore: !MPIEXEC,
+  ...opts,
+  fn: async () => {
+    const c = await mpiRun<Collected>(2, "collectives", { backend: "cpu" });
+    assert.equal(c.code, 0, c.output);
+    c.results.forEach((r, rank) => {
+      assert.ok(r, `rank ${rank} wrote no result: ${c.output}`);
+      assert.equal(r.backend, "mpi");
+      assert.equal(r.rank, rank);
+      assert.deepEqual(r.sum, [3, 6, 9]);
+      assert.deepEqual(r.avg, [0.5, 1]);
+      assert.deepEqual(r.max, [1, 5, null], "NaN (null in JSON) wins on every rank");
+      assert.deepEqual(r.min, [0, 4]);
+      assert.deepEqual(r.ints, [3, 14]);
+      assert.deepEqual(r.broadcast, [[1, 1], [1, 1]]);
+      assert.deepEqual(r.gathered, [[0, 0], [1, 10]]);
+      assert.equal(r.bigErrors, 0);
+    });
+    for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
+      const o: TrainOptions = { backend, steps: 3, batch: 8, accumulate: true, bucketCapMB: 1e-4 };
+      const t = await mpiRun<Trained>(2, "train", o as unknown as Record<string, unknown>);
+      assert.equal(t.code, 0, t.output);
+      checkTrained(t.results as Trained[], await reference(2, o));
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "mpi: a mismatch is an error on both ranks; a rank that throws or hangs ends the job naming it",
+  ignore: !MPIEXEC,
+  ...opts,
+  fn: async () => {
+    const shape = await mpiRun<{ message: string }>(2, "failure", { kind: "shape" });
+    assert.equal(shape.code, 0, shape.output);
+    for (const r of shape.results) {
+      assert.match(
+        r!.message,
+        /rank 0 called allReduce #0 \(sum\) of float32 \[3\]; rank 1 called allReduce #0 \(sum\) of float32 \[4\]/,
+      );
+    }
+    const started = performance.now();
+    const thrown = await mpiRun(2, "failure", { kind: "throw" });
+    assert.notEqual(thrown.code, 0);
+    assert.match(
+      thrown.output,
+      /rank 0: uncaught DistributedError: allReduce #0 \(sum\) of float32 \[1\] on rank 0: rank 1 failed: Error: boom from rank 1/,
+    );
+    const hung = await mpiRun(2, "failure", { kind: "hang", timeoutMs: 500 });
+    assert.notEqual(hung.code, 0);
+    assert.match(hung.output, /on rank 0: rank 1 did not join within 500 ms/);
+    assert.ok(performance.now() - started < 20_000, "bounded time");
+  },
+});
+
+Deno.test("mpi: a missing MPI library is a clear error naming the package to install", async () => {
+  const previous = Deno.env.get("MULTIGRAD_MPI_LIB");
+  Deno.env.set("MULTIGRAD_MPI_LIB", "/nonexistent/libmpich.so.12");
+  try {
+    await assert.rejects(
+      () => distributed.initProcessGroup({ backend: "mpi" }),
+      /needs MPICH's library .*apt-get install mpich.*MULTIGRAD_MPI_LIB.*\/nonexistent\/libmpich\.so\.12/,
+    );
+    assert.equal(distributed.isInitialized(), false);
+  } finally {
+    if (previous === undefined) Deno.env.delete("MULTIGRAD_MPI_LIB");
+    else Deno.env.set("MULTIGRAD_MPI_LIB", previous);
+  }
+});

@@ -212,3 +212,40 @@ export function describeProgress(h: Int32Array): string {
   const kind = KINDS[h[0] - 1];
   return kind ? `${kind} #${h[1]}` : "no collective yet";
 }
+
+/**
+ * `out[i] = op over q of sources[q][i]` for `start <= i < end`, combining the
+ * ranks' values in rank order (so every rank computing it gets the same
+ * bits); `"avg"` sums, then divides once; `"max"` and `"min"` propagate NaN
+ * as `torch.maximum` does. The typed array rounds after every step.
+ */
+export function reduceInto(
+  out: TypedArray,
+  sources: readonly TypedArray[],
+  start: number,
+  end: number,
+  op: ReduceOp,
+): void {
+  out.set(sources[0].subarray(start, end), start);
+  for (let q = 1; q < sources.length; q++) {
+    const src = sources[q];
+    if (op === "sum" || op === "avg") {
+      for (let i = start; i < end; i++) out[i] += src[i];
+    } else if (op === "max") {
+      // NaN wins, as torch.maximum.
+      for (let i = start; i < end; i++) {
+        const b = src[i];
+        if (b > out[i] || b !== b) out[i] = b;
+      }
+    } else {
+      for (let i = start; i < end; i++) {
+        const b = src[i];
+        if (b < out[i] || b !== b) out[i] = b;
+      }
+    }
+  }
+  if (op === "avg") {
+    const n = sources.length;
+    for (let i = start; i < end; i++) out[i] /= n;
+  }
+}

@@ -24,7 +24,7 @@ import {
   DistributedError,
   HEADER_WORDS,
   type ProcessGroupBackend,
-  type ReduceOp,
+  reduceInto,
 } from "./backend.ts";
 
 /** A rank's state as the others see it: running, left the group, or failed. */
@@ -123,38 +123,6 @@ function view(buffer: SharedArrayBuffer, dtype: DType, byteOffset: number, bytes
       return new Int32Array(buffer, byteOffset, bytes / 4);
     case "float64":
       return new Float64Array(buffer, byteOffset, bytes / 8);
-  }
-}
-
-/** `out[s..e) = op over sources[q][s..e)`, in rank order; avg divides once at the end. */
-function reduceShare(
-  out: TypedArray,
-  sources: readonly TypedArray[],
-  start: number,
-  end: number,
-  op: ReduceOp,
-): void {
-  out.set(sources[0].subarray(start, end), start);
-  for (let q = 1; q < sources.length; q++) {
-    const src = sources[q];
-    if (op === "sum" || op === "avg") {
-      for (let i = start; i < end; i++) out[i] += src[i];
-    } else if (op === "max") {
-      // NaN wins, as torch.maximum.
-      for (let i = start; i < end; i++) {
-        const b = src[i];
-        if (b > out[i] || b !== b) out[i] = b;
-      }
-    } else {
-      for (let i = start; i < end; i++) {
-        const b = src[i];
-        if (b < out[i] || b !== b) out[i] = b;
-      }
-    }
-  }
-  if (op === "avg") {
-    const n = sources.length;
-    for (let i = start; i < end; i++) out[i] /= n;
   }
 }
 
@@ -307,7 +275,7 @@ export class LocalBackend implements ProcessGroupBackend {
       // finished reading the round before this one.
       const out = this.#slot(this.rank, a ^ 1, dtype);
       const s = offsets[this.rank];
-      reduceShare(out, sources, s, s + shares[this.rank], call.op ?? "sum");
+      reduceInto(out, sources, s, s + shares[this.rank], call.op ?? "sum");
       const b = await this.#exchange(call, false, deadline);
       for (let q = 0; q < n; q++) {
         const from = offsets[q];

@@ -25,6 +25,7 @@ import {
   HEADER_WORDS,
   type ProcessGroupBackend,
   type ProcessGroupInit,
+  reduceInto,
 } from "./backend.ts";
 
 // MPICH's handles and constants (mpi.h of MPICH 3.x/4.x; the ABI is stable).
@@ -33,8 +34,6 @@ const MPI_BYTE = 0x4c00010d;
 const MPI_INT = 0x4c000405;
 const MPI_FLOAT = 0x4c00040a;
 const MPI_DOUBLE = 0x4c00080b;
-const MPI_MAX = 0x58000001;
-const MPI_MIN = 0x58000002;
 const MPI_SUM = 0x58000003;
 const MPI_REQUEST_NULL = 0x2c000000;
 const MPI_THREAD_SERIALIZED = 2;
@@ -93,6 +92,7 @@ const LIBRARY_NAMES = ["libmpich.so.12", "libmpich.so", "libmpich.12.dylib", "li
 let library: MpiLibrary | null = null;
 let started = false;
 let aborting = false;
+let worldRank = -1;
 const live = new Set<MpiBackend>();
 
 function envVar(name: string): string | undefined {
@@ -161,9 +161,16 @@ function reportFailure(error: unknown): void {
 }
 
 function onUncaught(event: ErrorEvent | PromiseRejectionEvent): void {
-  // After a failed collective the job is ending anyway (MPI_Abort is queued).
-  if (live.size === 0 || aborting) return;
   const error = "error" in event ? event.error : (event as PromiseRejectionEvent).reason;
+  if (aborting && library) {
+    // A collective failed and an MPI call may still be blocked on a helper
+    // thread: exiting under it can crash, so end the job the MPI way.
+    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    console.error(`multigrad mpi rank ${worldRank}: uncaught ${text}`);
+    library.symbols.MPI_Abort(MPI_COMM_WORLD, 1);
+    return;
+  }
+  if (live.size === 0) return;
   reportFailure(error);
   // Give the other ranks a moment to print which rank failed before this
   // process exits and the launcher ends them.
@@ -225,7 +232,7 @@ class MpiBackend implements ProcessGroupBackend {
     this.#comm = comm[0];
     const value = new Int32Array(1);
     check("MPI_Comm_rank", lib.symbols.MPI_Comm_rank(this.#comm, value));
-    this.rank = value[0];
+    this.rank = worldRank = value[0];
     check("MPI_Comm_size", lib.symbols.MPI_Comm_size(this.#comm, value));
     this.worldSize = value[0];
     check(
@@ -333,14 +340,13 @@ class MpiBackend implements ProcessGroupBackend {
     if (aborting) return;
     aborting = true;
     const lib = this.#lib;
-    const comm = this.#comm;
     const timer = setTimeout(() => {
       console.error(
         `multigrad mpi rank ${this.rank}: ending the job (MPI_Abort) after a failed collective: ${
           (error as Error).message ?? String(error)
         }`,
       );
-      lib.symbols.MPI_Abort(comm, 1);
+      lib.symbols.MPI_Abort(MPI_COMM_WORLD, 1);
     }, ABORT_AFTER_MS);
     // The abort must not keep a process alive that is exiting anyway.
     Deno.unrefTimer(Number(timer));
@@ -401,12 +407,8 @@ class MpiBackend implements ProcessGroupBackend {
         late,
       );
     });
-    try {
-      checkHeaders(headers);
-    } catch (error) {
-      this.#fail(error);
-      throw error;
-    }
+    // A mismatch leaves MPI in order (every exchange completed): no abort.
+    checkHeaders(headers);
   }
 
   async #run(call: CollectiveCall, start: (request: Int32Array) => number): Promise<void> {
@@ -431,7 +433,13 @@ class MpiBackend implements ProcessGroupBackend {
 
   async allReduce(call: CollectiveCall, data: TypedArray): Promise<void> {
     const op = call.op ?? "sum";
-    const mpiOp = op === "max" ? MPI_MAX : op === "min" ? MPI_MIN : MPI_SUM;
+    if (op === "max" || op === "min") {
+      // MPI_MAX and MPI_MIN let NaN win or lose by operand order, so ranks
+      // could disagree: gather and combine in rank order instead.
+      const parts = await this.allGather(call, data);
+      reduceInto(data, parts, 0, data.length, op);
+      return;
+    }
     const send = data.slice();
     await this.#run(call, (request) =>
       this.#lib.symbols.MPI_Iallreduce(
@@ -439,7 +447,7 @@ class MpiBackend implements ProcessGroupBackend {
         data,
         data.length,
         datatype(call),
-        mpiOp,
+        MPI_SUM,
         this.#comm,
         request,
       ));
