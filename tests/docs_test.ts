@@ -57,6 +57,7 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
     data: multigrad.data,
     parallel: multigrad.parallel,
     "parallel.comm": multigrad.parallel.comm,
+    distributed: multigrad.distributed,
   };
   for (const [path, namespace] of Object.entries(runtime)) {
     const members = documented.get(path);
@@ -71,10 +72,24 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
   for (const name of ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]) {
     assert.ok(documented.get("optim")!.has(name), `optim.${name}`);
   }
-  for (const name of ["Dataset", "TensorDataset", "DataLoader"]) {
+  for (const name of ["initProcessGroup", "spawn", "allReduce", "DistributedDataParallel"]) {
+    assert.ok(documented.get("distributed")!.has(name), `distributed.${name}`);
+  }
+  for (const name of ["Dataset", "TensorDataset", "DataLoader", "DistributedSampler"]) {
     assert.ok(documented.get("data")!.has(name), `data.${name}`);
   }
-  for (const internal of ["pyFloat", "pyBool", "zeroGrads", "checkNumber", "checkModuleOn"]) {
+  for (
+    const internal of [
+      "pyFloat",
+      "pyBool",
+      "zeroGrads",
+      "checkNumber",
+      "checkModuleOn",
+      "activeGroup",
+      "readFlat",
+      "setLocalLaunch",
+    ]
+  ) {
     for (const path of Object.keys(runtime)) {
       assert.ok(!(internal in runtime[path]), `${path}.${internal} is internal`);
     }

@@ -130,6 +130,11 @@ export interface DataLoaderOptions<T, B> {
   batchSize?: number;
   /** A new random order every epoch (default false). */
   shuffle?: boolean;
+  /**
+   * The indices to visit, in order, each epoch (a `Sampler` such as
+   * `DistributedSampler`, or any iterable of indices); replaces `shuffle`.
+   */
+  sampler?: Iterable<number>;
   /** Drop the last batch when it is smaller than `batchSize` (default false). */
   dropLast?: boolean;
   /**
@@ -198,6 +203,8 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
   readonly dropLast: boolean;
   /** Where batches are copied, or null. */
   readonly device: Device | null;
+  /** The indices visited each epoch, when given. */
+  readonly sampler: Iterable<number> | null;
   readonly #collate: ((samples: T[]) => B) | null;
   readonly #random: (() => number) | null;
 
@@ -223,6 +230,18 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
     if (options.seed !== undefined && !Number.isFinite(options.seed)) {
       throw new RangeError(`DataLoader: seed must be a finite number, got ${options.seed}`);
     }
+    const sampler = options.sampler ?? null;
+    if (sampler !== null) {
+      if (typeof (sampler as Iterable<number>)[Symbol.iterator] !== "function") {
+        throw new TypeError("DataLoader: sampler must be an iterable of dataset indices");
+      }
+      if (options.shuffle) {
+        throw new RangeError(
+          "DataLoader: sampler and shuffle are mutually exclusive (the sampler decides the order; DistributedSampler shuffles itself)",
+        );
+      }
+    }
+    this.sampler = sampler;
     this.dataset = dataset;
     this.batchSize = batchSize;
     this.shuffle = options.shuffle ?? false;
@@ -234,12 +253,21 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
 
   /** Number of batches per epoch. */
   get length(): number {
-    const n = this.dataset.length;
+    const n = this.#samples();
     return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
+  }
+
+  /** Samples per epoch: the sampler's length, or the dataset's. */
+  #samples(): number {
+    const sampler = this.sampler;
+    if (sampler === null) return this.dataset.length;
+    const length = (sampler as { length?: unknown }).length;
+    return typeof length === "number" ? length : [...sampler].length;
   }
 
   /** This epoch's sample order. */
   #order(): Int32Array {
+    if (this.sampler !== null) return this.#sampled();
     const n = this.dataset.length;
     const order = new Int32Array(n);
     for (let i = 0; i < n; i++) order[i] = i;
@@ -252,6 +280,20 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
       order[j] = t;
     }
     return order;
+  }
+
+  /** The sampler's indices for this epoch, checked against the dataset. */
+  #sampled(): Int32Array {
+    const n = this.dataset.length;
+    const indices = [...this.sampler!];
+    indices.forEach((index, at) => {
+      if (!Number.isInteger(index) || index < 0 || index >= n) {
+        throw new RangeError(
+          `DataLoader: the sampler gave index ${index} (position ${at}), outside the dataset's ${n} samples`,
+        );
+      }
+    });
+    return Int32Array.from(indices);
   }
 
   /**
@@ -302,12 +344,12 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
    * handed out (the loop ended early) is released.
    */
   *[Symbol.iterator](): Iterator<B> {
-    const n = this.dataset.length;
-    const count = this.length;
-    if (count === 0) return;
     const order = this.#order();
+    const n = order.length;
     const batchSize = this.batchSize;
-    const contiguous = !this.shuffle;
+    const count = this.dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
+    if (count === 0) return;
+    const contiguous = !this.shuffle && this.sampler === null;
     const make = (b: number) =>
       this.#make(order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize)), contiguous);
     const prefetch = this.device !== null;

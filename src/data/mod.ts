@@ -1,6 +1,7 @@
 /**
  * Data loading, as `torch.utils.data`: `Dataset`, `TensorDataset`,
- * `DataLoader` and `defaultCollate`.
+ * `DataLoader`, `defaultCollate`, and samplers (`DistributedSampler` gives
+ * each rank of a process group its own share).
  *
  * @example
  * ```ts
@@ -15,3 +16,4 @@
 // the namespace; the files re-exported here export only public API.
 export * from "./dataset.ts";
 export * from "./dataloader.ts";
+export * from "./sampler.ts";
