@@ -14,6 +14,7 @@ import { adopt, keep, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { type Dataset, TensorDataset } from "./dataset.ts";
 import { isPlainObject, seededRandom } from "../util.ts";
+import { mapTensors } from "../nested.ts";
 
 /**
  * The batch {@link defaultCollate} makes from samples of type `T`: tensors
@@ -150,17 +151,6 @@ export interface DataLoaderOptions<T, B> {
    * the current batch is handed out, so transfers overlap with compute.
    */
   device?: Device | string;
-}
-
-function mapTensors(value: unknown, fn: (t: Tensor) => Tensor): unknown {
-  if (value instanceof Tensor) return fn(value);
-  if (Array.isArray(value)) return value.map((v) => mapTensors(v, fn));
-  if (isPlainObject(value)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = mapTensors(v, fn);
-    return out;
-  }
-  return value;
 }
 
 function forEachTensor(value: unknown, fn: (t: Tensor) => void): void {

@@ -11,8 +11,8 @@ import { type Device, device as resolveDevice } from "../device.ts";
 import { allocHost, type DType, dtypeSize, type TypedArray } from "../dtype.ts";
 import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
-import { Tensor } from "../tensor.ts";
-import { isPlainObject } from "../util.ts";
+import type { Tensor } from "../tensor.ts";
+import { mapTensors } from "../nested.ts";
 import { readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
@@ -73,18 +73,6 @@ function assignBuckets(params: readonly Parameter[], capBytes: number): Bucket[]
     if (entry.params.length > 0) buckets.push({ params: entry.params, dtype });
   }
   return buckets;
-}
-
-/** `value` with every tensor in it (arrays and plain objects too) on `target`. */
-function moveInputs(value: unknown, target: Device): unknown {
-  if (value instanceof Tensor) return value.to(target);
-  if (Array.isArray(value)) return value.map((v) => moveInputs(v, target));
-  if (isPlainObject(value)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = moveInputs(v, target);
-    return out;
-  }
-  return value;
 }
 
 /**
@@ -237,7 +225,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     }
     // A backward pass that failed half-way leaves nothing behind.
     this.#pass = null;
-    const moved = moveInputs(args, this.device) as Parameters<M["forward"]>;
+    const moved = mapTensors(args, (t) => t.to(this.device)) as Parameters<M["forward"]>;
     return this.module.forward(...moved) as ReturnType<M["forward"]>;
   }
 

@@ -364,38 +364,22 @@ class MpiBackend implements ProcessGroupBackend {
     const peers: number[] = [];
     const slot = new Int32Array(1);
     let at = 0;
-    for (let q = 0; q < n; q++) {
-      if (q === this.rank) continue;
-      peers.push(q);
-      check(
-        "MPI_Irecv",
-        this.#lib.symbols.MPI_Irecv(
-          headers[q],
-          HEADER_WORDS,
-          MPI_INT,
-          q,
-          TAG_HEADER,
-          this.#comm,
-          slot,
-        ),
+    const post = (what: "MPI_Irecv" | "MPI_Isend", buffer: Int32Array, q: number) => {
+      const code = this.#lib.symbols[what](
+        buffer,
+        HEADER_WORDS,
+        MPI_INT,
+        q,
+        TAG_HEADER,
+        this.#comm,
+        slot,
       );
+      check(what, code);
       requests[at++] = slot[0];
-    }
-    for (const q of peers) {
-      check(
-        "MPI_Isend",
-        this.#lib.symbols.MPI_Isend(
-          call.header,
-          HEADER_WORDS,
-          MPI_INT,
-          q,
-          TAG_HEADER,
-          this.#comm,
-          slot,
-        ),
-      );
-      requests[at++] = slot[0];
-    }
+    };
+    for (let q = 0; q < n; q++) if (q !== this.rank) peers.push(q);
+    for (const q of peers) post("MPI_Irecv", headers[q], q);
+    for (const q of peers) post("MPI_Isend", call.header, q);
     await this.#waitAll(call, requests, deadline, (pending) => {
       const late = pending.filter((i) => i < peers.length).map((i) => peers[i]);
       return new DistributedError(
