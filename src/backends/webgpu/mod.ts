@@ -13,8 +13,9 @@
  * - Kernels are recorded, not run: dispatches share one compute pass and
  *   are submitted when a `read` or `write` needs them, every 256 dispatches,
  *   or at the end of the current task (a microtask).
- * - Shapes travel in a 256-byte slot of one shared uniform buffer (dynamic
- *   offsets), so a pipeline is compiled once per shape class, not per shape.
+ * - Shapes travel in a 256-byte slot of one shared read-only storage buffer
+ *   (dynamic offsets), so a pipeline is compiled once per shape class, not
+ *   per shape (storage, not uniform: see `wgsl.ts`).
  * - Buffers come from a pool of size classes (four per power of two) and go
  *   back to it on `free`; queue order makes immediate reuse safe.
  * - Each batch runs inside validation and out-of-memory error scopes; the

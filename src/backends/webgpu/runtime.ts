@@ -33,7 +33,7 @@ export function i32Bits(x: number): number {
 
 /**
  * How a kernel reads each storage binding, in binding order (bindings 1..n;
- * binding 0 is always the parameter uniform): `r` read-only, `w` read-write.
+ * binding 0 is always the parameter block): `r` read-only, `w` read-write.
  */
 export type BindingSignature = string;
 
@@ -137,7 +137,7 @@ export class Runtime {
     );
     this.#paramsGpu = device.createBuffer({
       size: this.#paramsHost.byteLength,
-      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
       label: "multigrad-params",
     });
     // Errors outside every scope (none are expected) still reach a read.
@@ -170,7 +170,8 @@ export class Runtime {
         binding: 0,
         visibility: GPUShaderStage.COMPUTE,
         buffer: {
-          type: "uniform",
+          // Storage, not uniform: see PARAMS_WGSL.
+          type: "read-only-storage",
           hasDynamicOffset: true,
           minBindingSize: PARAM_SLOT_BYTES,
         },
