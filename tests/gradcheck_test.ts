@@ -21,6 +21,7 @@ import {
   matmul,
   maximum,
   minimum,
+  nn,
   pow,
   softmax,
   split,
@@ -318,3 +319,57 @@ check("gather dim 0", (a) => {
   return gather(a, 0, index).exp();
 }, [inp([2, 2], 187)]);
 check("select", (a) => a.select(1, -1).mul(a.select(0, 0).sum()), [inp([2, 3], 188)]);
+
+// ---- convolution, pooling, padding ----
+
+const Fn = nn.functional;
+check(
+  "conv2d stride 2, padding, groups 2, bias",
+  (x, w, b) => Fn.conv2d(x, w, b, { stride: 2, padding: [1, 0], groups: 2 }),
+  [
+    inp([1, 4, 5, 4], 190),
+    inp([2, 2, 3, 2], 191),
+    inp([2], 192),
+  ],
+);
+check(
+  "conv2d dilation 2, 1x1 pointwise",
+  (x, w, v) => Fn.conv2d(x, w, null, { dilation: 2, padding: 1 }).add(Fn.conv2d(x, v).sum()),
+  [
+    inp([2, 2, 4, 4], 193),
+    inp([3, 2, 2, 2], 194),
+    inp([1, 2, 1, 1], 195),
+  ],
+);
+check("conv1d", (x, w, b) => Fn.conv1d(x, w, b, { stride: 2, padding: 1 }), [
+  inp([2, 2, 7], 196),
+  inp([3, 2, 3], 197),
+  inp([3], 198),
+]);
+check(
+  "maxPool2d padding, ceilMode, dilation",
+  (x) =>
+    Fn.maxPool2d(x, 2, { stride: 2, padding: 1, ceilMode: true }).add(
+      Fn.maxPool2d(x, [2, 2], { stride: 1, dilation: 2 }).sum(),
+    ),
+  [{ shape: [1, 2, 5, 5], values: distinct([1, 2, 5, 5], 199) }],
+);
+check(
+  "avgPool2d both divisor rules",
+  (x) =>
+    Fn.avgPool2d(x, 3, { stride: 2, padding: 1, ceilMode: true, countIncludePad: false }).add(
+      Fn.avgPool2d(x, 3, { stride: 2, padding: 1, ceilMode: true }),
+    ),
+  [inp([1, 2, 6, 5], 200)],
+);
+check("adaptiveAvgPool2d", (x) => Fn.adaptiveAvgPool2d(x, [3, 2]), [inp([1, 2, 7, 5], 201)]);
+check(
+  "pad constant (crop), reflect, replicate",
+  (x) =>
+    Fn.pad(x, [1, -1, 2, 0], { value: 0.5 }).sum().add(
+      Fn.pad(x, [2, 1, 1, 2], { mode: "reflect" }).mul(
+        Fn.pad(x, [2, 1, 1, 2], { mode: "replicate" }),
+      ),
+    ),
+  [inp([1, 2, 3, 4], 202)],
+);

@@ -207,6 +207,47 @@ export interface GatherLayout {
 }
 
 /**
+ * The sliding windows of a 2-d convolution or pooling over an input
+ * [batch, channels, height, width] (contiguous): output position
+ * (oh, ow) and kernel tap (ki, kj) read input row
+ * `oh * strideH - padH + ki * dilationH` and column
+ * `ow * strideW - padW + kj * dilationW`. The unfolded matrix ("columns")
+ * is [batch, channels, kernelH, kernelW, outH, outW], contiguous.
+ */
+export interface WindowLayout {
+  /** Images. */
+  readonly batch: number;
+  /** Channels per image. */
+  readonly channels: number;
+  /** Input rows. */
+  readonly height: number;
+  /** Input columns. */
+  readonly width: number;
+  /** Kernel rows. */
+  readonly kernelH: number;
+  /** Kernel columns. */
+  readonly kernelW: number;
+  /** Rows between windows. */
+  readonly strideH: number;
+  /** Columns between windows. */
+  readonly strideW: number;
+  /** Rows of padding before the first input row. */
+  readonly padH: number;
+  /** Columns of padding before the first input column. */
+  readonly padW: number;
+  /** Rows between kernel taps. */
+  readonly dilationH: number;
+  /** Columns between kernel taps. */
+  readonly dilationW: number;
+  /** Output rows (windows down). */
+  readonly outH: number;
+  /** Output columns (windows across). */
+  readonly outW: number;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
+/**
  * Counter-based random numbers, identical on every backend for the same
  * seed. Element `i` of `out` uses
  * `h(x) = lowbias32(x)`:
@@ -360,6 +401,22 @@ export interface BackendDevice {
     out: DeviceBuffer,
     layout: GatherLayout,
   ): void;
+  /**
+   * Unfolds windows: `cols[n, c, ki, kj, oh, ow]` = the input element the
+   * tap reads (see {@link WindowLayout}), or `padValue` where it falls
+   * outside the input (0 for convolution, -inf for max pooling).
+   */
+  im2col(
+    x: DeviceBuffer,
+    cols: DeviceBuffer,
+    layout: WindowLayout & { readonly padValue: number },
+  ): void;
+  /**
+   * The adjoint of {@link im2col}: `out` ([batch, channels, height, width])
+   * is set to, per input element, the sum of the `cols` entries whose tap
+   * reads it. Float dtypes only.
+   */
+  col2im(cols: DeviceBuffer, out: DeviceBuffer, layout: WindowLayout): void;
   /**
    * Softmax over the middle axis, numerically stable (subtract the max):
    * `out[o, r, i] = exp(x[o,r,i] - m) / Σ exp(x[o,·,i] - m)`, or with `log`

@@ -19,6 +19,7 @@ import type { Reduction } from "./functional/loss.ts";
 export * from "./functional/activation.ts";
 export * from "./functional/loss.ts";
 export * from "./functional/sparse.ts";
+export * from "./functional/conv.ts";
 
 // ---------------------------------------------------------------- activations
 

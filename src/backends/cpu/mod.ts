@@ -20,6 +20,7 @@ import type {
   ReduceOp,
   UnaryOp,
   WhereLayout,
+  WindowLayout,
 } from "../backend.ts";
 import { allocHost, type DType, dtypeSize, type TypedArray } from "../../dtype.ts";
 import { CpuBuffer } from "./kernels/buffer.ts";
@@ -32,6 +33,8 @@ import { random } from "./kernels/random.ts";
 import { where } from "./kernels/where.ts";
 import { gather } from "./kernels/gather.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
+import { im2col } from "./kernels/im2col.ts";
+import { col2im } from "./kernels/col2im.ts";
 import { HostPool } from "./pool.ts";
 
 /**
@@ -144,6 +147,16 @@ class CpuDevice implements BackendDevice {
     layout: GatherLayout,
   ): void {
     scatterAdd(data(src), data(index), data(out), layout);
+  }
+  im2col(
+    x: DeviceBuffer,
+    cols: DeviceBuffer,
+    layout: WindowLayout & { readonly padValue: number },
+  ): void {
+    im2col(data(x), data(cols), layout);
+  }
+  col2im(cols: DeviceBuffer, out: DeviceBuffer, layout: WindowLayout): void {
+    col2im(data(cols), data(out), layout);
   }
   softmax(
     x: DeviceBuffer,

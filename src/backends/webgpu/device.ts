@@ -18,6 +18,7 @@ import type {
   ReduceOp,
   UnaryOp,
   WhereLayout,
+  WindowLayout,
 } from "../backend.ts";
 import { binary } from "./kernels/binary.ts";
 import { cast } from "./kernels/cast.ts";
@@ -32,6 +33,8 @@ import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
 import { gather } from "./kernels/gather.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
+import { im2col } from "./kernels/im2col.ts";
+import { col2im } from "./kernels/col2im.ts";
 import { sizeClass } from "./pool.ts";
 import { Runtime } from "./runtime.ts";
 import { wgslType } from "./wgsl.ts";
@@ -277,6 +280,20 @@ export class WebGPUDevice implements BackendDevice {
   ): void {
     this.runtime.checkLost();
     scatterAdd(this.runtime, this.#buf(src), this.#buf(index), this.#buf(out), layout);
+  }
+
+  im2col(
+    x: DeviceBuffer,
+    cols: DeviceBuffer,
+    layout: WindowLayout & { readonly padValue: number },
+  ): void {
+    this.runtime.checkLost();
+    im2col(this.runtime, this.#buf(x), this.#buf(cols), layout);
+  }
+
+  col2im(cols: DeviceBuffer, out: DeviceBuffer, layout: WindowLayout): void {
+    this.runtime.checkLost();
+    col2im(this.runtime, this.#buf(cols), this.#buf(out), layout);
   }
 
   softmax(

@@ -1,0 +1,498 @@
+/**
+ * Convolution, pooling and padding, as `torch.nn.functional`: `conv1d`,
+ * `conv2d`, `maxPool2d`, `avgPool2d`, `adaptiveAvgPool2d` and `pad`.
+ *
+ * Every windowed op unfolds its windows with one `im2col` kernel
+ * (`unfold2d`, whose gradient is the `col2im` kernel) and then reduces them
+ * with existing kernels: a convolution is one (batched) matrix product with
+ * the weight, a max pool an argmax plus a gather, an average pool a sum.
+ * @module
+ */
+
+import { cachedConstant } from "../../ops/util.ts";
+import { full, tensor } from "../../ops/factory.ts";
+import { cat } from "../../ops/view.ts";
+import { unfold2d, type Window2d } from "../../ops/window.ts";
+import { formatShape } from "../../shape.ts";
+import type { Tensor } from "../../tensor.ts";
+import { checkFloatInput, checkTensor, sameDevice } from "../util.ts";
+
+/** A size PyTorch takes as an int or a tuple: one number for every dim, or one per dim. */
+export type Size2 = number | readonly [number, number];
+
+/** Options of {@link conv2d}. */
+export interface Conv2dOptions {
+  /** Step between windows (default 1). */
+  stride?: Size2;
+  /** Zero padding on both sides of each spatial dim, or `"valid"` (none) or `"same"` (output size = input size; stride 1). Default 0. */
+  padding?: Size2 | "valid" | "same";
+  /** Step between kernel taps (default 1). */
+  dilation?: Size2;
+  /** Channel groups: input and output channels split into this many independent convolutions (default 1). */
+  groups?: number;
+}
+
+/** Options of {@link conv1d}. */
+export interface Conv1dOptions {
+  /** Step between windows (default 1). */
+  stride?: number | readonly [number];
+  /** Zero padding on both sides, or `"valid"` / `"same"` (default 0). */
+  padding?: number | readonly [number] | "valid" | "same";
+  /** Step between kernel taps (default 1). */
+  dilation?: number | readonly [number];
+  /** Channel groups (default 1). */
+  groups?: number;
+}
+
+/** `value` as [rows, columns], checked to be integers of at least `min`. */
+function pair(
+  op: string,
+  name: string,
+  value: Size2 | readonly [number],
+  min: number,
+): [number, number] {
+  const list = typeof value === "number" ? [value, value] : [...value];
+  if (list.length !== 2 || list.some((v) => !Number.isInteger(v) || v < min)) {
+    throw new RangeError(
+      `${op}: ${name} must be an integer >= ${min} or a pair of them, got ${JSON.stringify(value)}`,
+    );
+  }
+  return list as [number, number];
+}
+
+/** Output length of one spatial dim (PyTorch's formula). */
+function outLength(
+  size: number,
+  kernel: number,
+  stride: number,
+  pad: number,
+  dilation: number,
+  ceilMode: boolean,
+): number {
+  const span = size + 2 * pad - dilation * (kernel - 1) - 1;
+  let out = (ceilMode ? Math.ceil(span / stride) : Math.floor(span / stride)) + 1;
+  // The last window must start inside the input or the left padding.
+  if (ceilMode && (out - 1) * stride >= size + pad) out--;
+  return out;
+}
+
+/** A [N, C, H, W] view of a batched or unbatched ([C, H, W]) input. */
+function batched(op: string, x: Tensor, rank: number): Tensor {
+  checkFloatInput(op, x);
+  if (x.ndim === rank) return x;
+  if (x.ndim === rank - 1) return x.unsqueeze(0);
+  throw new RangeError(
+    `${op}: expected a ${rank - 1}-D (unbatched) or ${rank}-D (batched) input, got shape ${
+      formatShape(x.shape)
+    }`,
+  );
+}
+
+/**
+ * 2-d convolution (cross-correlation, as PyTorch) of `input` [N, C, H, W]
+ * (or [C, H, W]) with `weight` [Cout, C / groups, kH, kW], plus `bias`
+ * [Cout]: as `torch.nn.functional.conv2d`.
+ */
+export function conv2d(
+  input: Tensor,
+  weight: Tensor,
+  bias?: Tensor | null,
+  options: Conv2dOptions = {},
+): Tensor {
+  const op = "conv2d";
+  const x = batched(op, input, 4);
+  checkTensor(op, "weight", weight);
+  if (bias != null) checkTensor(op, "bias", bias);
+  sameDevice(op, { input: x, weight, bias });
+  if (weight.ndim !== 4) {
+    throw new RangeError(
+      `${op}: weight must be [out_channels, in_channels / groups, kH, kW], got shape ${
+        formatShape(weight.shape)
+      }`,
+    );
+  }
+  const groups = options.groups ?? 1;
+  const [n, c, h, w] = x.shape;
+  const [cout, cPerGroup, kh, kw] = weight.shape;
+  if (!Number.isInteger(groups) || groups < 1 || c % groups !== 0 || cout % groups !== 0) {
+    throw new RangeError(
+      `${op}: groups (${groups}) must be a positive integer dividing in_channels (${c}) and out_channels (${cout})`,
+    );
+  }
+  if (cPerGroup * groups !== c) {
+    throw new RangeError(
+      `${op}: input of shape ${formatShape(x.shape)} has ${c} channels, but weight of shape ${
+        formatShape(weight.shape)
+      } with groups=${groups} expects ${cPerGroup * groups}`,
+    );
+  }
+  if (weight.dtype !== x.dtype || (bias && bias.dtype !== x.dtype)) {
+    throw new TypeError(
+      `${op}: dtypes differ (input ${x.dtype}, weight ${weight.dtype}${
+        bias ? `, bias ${bias.dtype}` : ""
+      })`,
+    );
+  }
+  if (bias && (bias.ndim !== 1 || bias.shape[0] !== cout)) {
+    throw new RangeError(
+      `${op}: bias of shape ${formatShape(bias.shape)} does not match ${cout} output channels`,
+    );
+  }
+  const stride = pair(op, "stride", options.stride ?? 1, 1);
+  const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  let padding: [number, number];
+  let src = x;
+  const requested = options.padding ?? 0;
+  if (requested === "valid") padding = [0, 0];
+  else if (requested === "same") {
+    if (stride[0] !== 1 || stride[1] !== 1) {
+      throw new RangeError(`${op}: padding="same" needs stride 1, got ${JSON.stringify(stride)}`);
+    }
+    // Total padding d (k - 1) per dim; an odd total puts the extra row or
+    // column after, as PyTorch does.
+    const total = [dilation[0] * (kh - 1), dilation[1] * (kw - 1)];
+    padding = [Math.floor(total[0] / 2), Math.floor(total[1] / 2)];
+    if (total[0] % 2 || total[1] % 2) src = pad(x, [0, total[1] % 2, 0, total[0] % 2]);
+  } else padding = pair(op, "padding", requested, 0);
+  const [sh, sw] = [src.shape[2], src.shape[3]];
+  const out: [number, number] = [
+    outLength(sh, kh, stride[0], padding[0], dilation[0], false),
+    outLength(sw, kw, stride[1], padding[1], dilation[1], false),
+  ];
+  if (out[0] < 1 || out[1] < 1) {
+    throw new RangeError(
+      `${op}: the kernel ${kh}x${kw} (dilation ${dilation}) is larger than the padded input ${
+        h + 2 * padding[0]
+      }x${w + 2 * padding[1]}`,
+    );
+  }
+  const taps = out[0] * out[1];
+  const k = cPerGroup * kh * kw;
+  // Per shape: a 1x1 kernel with stride 1 and no padding reads the input
+  // as it is, so it skips the unfold.
+  const pointwise = kh === 1 && kw === 1 && stride[0] === 1 && stride[1] === 1 &&
+    padding[0] === 0 && padding[1] === 0;
+  const cols = pointwise
+    ? src
+    : unfold2d(src, { kernel: [kh, kw], stride, padding, dilation, out });
+  let y: Tensor;
+  if (groups === 1) {
+    y = weight.reshape([cout, k]).matmul(cols.reshape([n, k, taps]));
+  } else {
+    y = weight.reshape([groups, cout / groups, k]).matmul(cols.reshape([n, groups, k, taps]));
+  }
+  if (bias) y = y.reshape([n, cout, taps]).add(bias.reshape([cout, 1]));
+  y = y.reshape([n, cout, out[0], out[1]]);
+  return input.ndim === 3 ? y.squeeze(0) : y;
+}
+
+/**
+ * 1-d convolution of `input` [N, C, L] (or [C, L]) with `weight`
+ * [Cout, C / groups, k], plus `bias` [Cout]: as
+ * `torch.nn.functional.conv1d` (a 2-d convolution over a height of 1).
+ */
+export function conv1d(
+  input: Tensor,
+  weight: Tensor,
+  bias?: Tensor | null,
+  options: Conv1dOptions = {},
+): Tensor {
+  const x = batched("conv1d", input, 3);
+  checkTensor("conv1d", "weight", weight);
+  if (weight.ndim !== 3) {
+    throw new RangeError(
+      `conv1d: weight must be [out_channels, in_channels / groups, k], got shape ${
+        formatShape(weight.shape)
+      }`,
+    );
+  }
+  const one = (name: string, v: number | readonly [number] | undefined, dflt: number) => {
+    const value = v ?? dflt;
+    const list = typeof value === "number" ? [value] : [...value];
+    if (list.length !== 1) {
+      throw new RangeError(
+        `conv1d: ${name} must be a number or [number], got ${JSON.stringify(v)}`,
+      );
+    }
+    return [1, list[0]] as [number, number];
+  };
+  const pad = options.padding;
+  const y = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, {
+    stride: one("stride", options.stride, 1),
+    dilation: one("dilation", options.dilation, 1),
+    padding: pad === "valid" || pad === "same" ? pad : [0, one("padding", pad, 0)[1]],
+    groups: options.groups,
+  }).squeeze(2);
+  return input.ndim === 2 ? y.squeeze(0) : y;
+}
+
+/** Options of {@link maxPool2d}. */
+export interface MaxPool2dOptions {
+  /** Step between windows (default: the kernel size). */
+  stride?: Size2 | null;
+  /** Implicit -inf padding on both sides (at most half the kernel; default 0). */
+  padding?: Size2;
+  /** Step between kernel taps (default 1). */
+  dilation?: Size2;
+  /** Round the output size up instead of down (default false). */
+  ceilMode?: boolean;
+}
+
+interface PoolWindow {
+  window: Window2d;
+  x: Tensor;
+}
+
+function poolWindow(
+  op: string,
+  input: Tensor,
+  kernelSize: Size2,
+  options: MaxPool2dOptions,
+  dilationAllowed: boolean,
+): PoolWindow {
+  const x = batched(op, input, 4);
+  const kernel = pair(op, "kernelSize", kernelSize, 1);
+  const stride = options.stride == null ? kernel : pair(op, "stride", options.stride, 1);
+  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  const dilation = dilationAllowed ? pair(op, "dilation", options.dilation ?? 1, 1) : [1, 1] as [
+    number,
+    number,
+  ];
+  if (padding[0] * 2 > kernel[0] || padding[1] * 2 > kernel[1]) {
+    throw new RangeError(
+      `${op}: padding ${JSON.stringify(padding)} must be at most half the kernel size ${
+        JSON.stringify(kernel)
+      }`,
+    );
+  }
+  const ceilMode = options.ceilMode ?? false;
+  const out: [number, number] = [0, 1].map((d) =>
+    outLength(x.shape[2 + d], kernel[d], stride[d], padding[d], dilation[d], ceilMode)
+  ) as [number, number];
+  if (out[0] < 1 || out[1] < 1) {
+    throw new RangeError(
+      `${op}: output size ${out[0]}x${out[1]} is too small for input of shape ${
+        formatShape(input.shape)
+      } (kernel ${JSON.stringify(kernel)}, padding ${JSON.stringify(padding)})`,
+    );
+  }
+  return { x, window: { kernel, stride, padding, dilation, out } };
+}
+
+/**
+ * Max pooling over [N, C, H, W] (or [C, H, W]) windows, as
+ * `torch.nn.functional.max_pool2d`; the gradient goes to each window's
+ * maximum (the first one on ties, NaN counting as the maximum).
+ */
+export function maxPool2d(
+  input: Tensor,
+  kernelSize: Size2,
+  options: MaxPool2dOptions = {},
+): Tensor {
+  const { x, window } = poolWindow("maxPool2d", input, kernelSize, options, true);
+  const [n, c] = x.shape;
+  const [oh, ow] = window.out;
+  const taps = window.kernel[0] * window.kernel[1];
+  const cols = unfold2d(x, window, -Infinity).reshape([n, c, taps, oh * ow]);
+  const index = cols.argmax(2, true);
+  const y = cols.gather(2, index).reshape([n, c, oh, ow]);
+  return input.ndim === 3 ? y.squeeze(0) : y;
+}
+
+/** Options of {@link avgPool2d}. */
+export interface AvgPool2dOptions {
+  /** Step between windows (default: the kernel size). */
+  stride?: Size2 | null;
+  /** Implicit zero padding on both sides (at most half the kernel; default 0). */
+  padding?: Size2;
+  /** Round the output size up instead of down (default false). */
+  ceilMode?: boolean;
+  /** Count padding zeros in each window's divisor (default true). */
+  countIncludePad?: boolean;
+  /** Divide every window by this instead. */
+  divisorOverride?: number | null;
+}
+
+const divisorCache = new Map<string, Tensor>();
+
+/**
+ * Average pooling over [N, C, H, W] (or [C, H, W]) windows, as
+ * `torch.nn.functional.avg_pool2d` (its divisor rules for padding and
+ * `ceilMode` included).
+ */
+export function avgPool2d(
+  input: Tensor,
+  kernelSize: Size2,
+  options: AvgPool2dOptions = {},
+): Tensor {
+  const { x, window } = poolWindow("avgPool2d", input, kernelSize, options, false);
+  const [n, c, h, w] = x.shape;
+  const [oh, ow] = window.out;
+  const taps = window.kernel[0] * window.kernel[1];
+  const includePad = options.countIncludePad ?? true;
+  const override = options.divisorOverride ?? null;
+  if (override !== null && !(Number.isInteger(override) && override > 0)) {
+    throw new RangeError(`avgPool2d: divisorOverride must be a positive integer, got ${override}`);
+  }
+  const sums = unfold2d(x, window, 0).reshape([n, c, taps, oh * ow]).sum(2);
+  let divisor: Tensor | number;
+  if (override !== null) divisor = override;
+  else {
+    const key = `${x.device}|${x.dtype}|${h},${w}|${JSON.stringify(window)}|${includePad}`;
+    divisor = cachedConstant(divisorCache, 64, key, x.device, () => {
+      // PyTorch's rule: a window is clipped to the padded input; without
+      // countIncludePad, further to the input itself.
+      const counts = (size: number, d: number) =>
+        Array.from({ length: window.out[d] }, (_, o) => {
+          const start = o * window.stride[d] - window.padding[d];
+          const end = Math.min(start + window.kernel[d], size + window.padding[d]);
+          if (includePad) return end - start;
+          return Math.min(end, size) - Math.max(start, 0);
+        });
+      const rows = counts(h, 0);
+      const cols = counts(w, 1);
+      const values = rows.flatMap((r) => cols.map((q) => r * q));
+      return tensor(values, { dtype: x.dtype, device: x.device });
+    });
+  }
+  const y = sums.div(divisor).reshape([n, c, oh, ow]);
+  return input.ndim === 3 ? y.squeeze(0) : y;
+}
+
+const adaptiveCache = new Map<string, Tensor>();
+
+/** The [out, size] matrix averaging PyTorch's adaptive windows along one dim. */
+function adaptiveMatrix(size: number, out: number, x: Tensor): Tensor {
+  const key = `${x.device}|${x.dtype}|${size}|${out}`;
+  return cachedConstant(adaptiveCache, 64, key, x.device, () => {
+    const values = new Array<number>(out * size).fill(0);
+    for (let i = 0; i < out; i++) {
+      const start = Math.floor((i * size) / out);
+      const end = Math.ceil(((i + 1) * size) / out);
+      for (let j = start; j < end; j++) values[i * size + j] = 1 / (end - start);
+    }
+    return tensor(values, { shape: [out, size], dtype: x.dtype, device: x.device });
+  });
+}
+
+/**
+ * Average pooling to a fixed output size [outH, outW] (a number for both;
+ * null keeps that dim), as `torch.nn.functional.adaptive_avg_pool2d`.
+ * Window i of a dim covers [floor(i·size/out), ceil((i+1)·size/out)).
+ */
+export function adaptiveAvgPool2d(
+  input: Tensor,
+  outputSize: number | readonly [number | null, number | null],
+): Tensor {
+  const x = batched("adaptiveAvgPool2d", input, 4);
+  const [, , h, w] = x.shape;
+  const sizes = typeof outputSize === "number" ? [outputSize, outputSize] : [...outputSize];
+  const [oh, ow] = [sizes[0] ?? h, sizes[1] ?? w];
+  if (sizes.length !== 2 || ![oh, ow].every((s) => Number.isInteger(s) && s >= 1)) {
+    throw new RangeError(
+      `adaptiveAvgPool2d: outputSize must be a positive integer or a pair of them (or null), got ${
+        JSON.stringify(outputSize)
+      }`,
+    );
+  }
+  // Windows are rectangles, so the average separates: rows, then columns.
+  let y = x;
+  if (oh !== h) y = adaptiveMatrix(h, oh, x).matmul(y);
+  if (ow !== w) y = y.matmul(adaptiveMatrix(w, ow, x).t());
+  if (y === x) y = x.clone();
+  return input.ndim === 3 ? y.squeeze(0) : y;
+}
+
+/** Options of {@link pad}. */
+export interface PadOptions {
+  /** `"constant"` (default), `"reflect"` (mirror without the edge) or `"replicate"` (repeat the edge). */
+  mode?: "constant" | "reflect" | "replicate";
+  /** The fill of `"constant"` (default 0). */
+  value?: number;
+}
+
+/**
+ * Pads the last dims of `input`, as `torch.nn.functional.pad`: `pad` lists
+ * (before, after) amounts starting from the last dim, e.g. `[left, right,
+ * top, bottom]`. `"constant"` pads any dims (negative amounts crop);
+ * `"reflect"` and `"replicate"` pad up to the last 3 dims of a batched input.
+ */
+export function pad(input: Tensor, pad: readonly number[], options: PadOptions = {}): Tensor {
+  checkTensor("pad", "input", input);
+  const mode = options.mode ?? "constant";
+  if (
+    !Array.isArray(pad) || pad.length % 2 !== 0 || pad.length / 2 > input.ndim ||
+    pad.some((p) => !Number.isInteger(p))
+  ) {
+    throw new RangeError(
+      `pad: expected an even number of integer amounts, at most 2 per dim of shape ${
+        formatShape(input.shape)
+      }, got ${JSON.stringify(pad)}`,
+    );
+  }
+  if (mode !== "constant" && mode !== "reflect" && mode !== "replicate") {
+    throw new RangeError(
+      `pad: mode must be "constant", "reflect" or "replicate", got ${JSON.stringify(mode)}`,
+    );
+  }
+  if (mode !== "constant" && (pad.length / 2 > 3 || pad.length / 2 >= input.ndim)) {
+    throw new RangeError(
+      `pad: ${mode} padding of ${
+        pad.length / 2
+      } dims needs a batched input with more dims, got shape ${formatShape(input.shape)}`,
+    );
+  }
+  let y = input;
+  for (let i = 0; i < pad.length / 2; i++) {
+    const dim = input.ndim - 1 - i;
+    let [before, after] = [pad[2 * i], pad[2 * i + 1]];
+    const size = y.shape[dim];
+    if (mode === "constant") {
+      // Negative amounts crop first.
+      if (before < 0 || after < 0) {
+        const start = Math.max(0, -before);
+        const length = size - start - Math.max(0, -after);
+        if (length < 0) {
+          throw new RangeError(
+            `pad: cropping ${-before} and ${-after} from dim ${dim} of size ${size}`,
+          );
+        }
+        y = y.narrow(dim, start, length);
+        before = Math.max(0, before);
+        after = Math.max(0, after);
+      }
+      if (before === 0 && after === 0) continue;
+      const value = options.value ?? 0;
+      const filler = (n: number) =>
+        full(y.shape.map((s, j) => (j === dim ? n : s)), value, {
+          dtype: y.dtype,
+          device: y.device,
+        });
+      const parts = [
+        ...(before > 0 ? [filler(before)] : []),
+        y,
+        ...(after > 0 ? [filler(after)] : []),
+      ];
+      y = cat(parts, dim);
+      continue;
+    }
+    if (before < 0 || after < 0) {
+      throw new RangeError(
+        `pad: ${mode} padding amounts must be non-negative, got ${JSON.stringify(pad)}`,
+      );
+    }
+    if (mode === "reflect" && (before >= size || after >= size)) {
+      throw new RangeError(
+        `pad: reflect padding (${before}, ${after}) must be less than the size ${size} of dim ${dim}`,
+      );
+    }
+    if (before === 0 && after === 0) continue;
+    const index = Array.from({ length: before + size + after }, (_, j) => {
+      const p = j - before;
+      if (mode === "replicate") return Math.min(Math.max(p, 0), size - 1);
+      return p < 0 ? -p : p >= size ? 2 * (size - 1) - p : p;
+    });
+    y = y.indexSelect(dim, tensor(index, { dtype: "int32", device: y.device }));
+  }
+  return y === input ? input.clone() : y;
+}

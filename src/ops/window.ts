@@ -1,0 +1,79 @@
+/**
+ * `unfold2d`: the sliding windows of a 2-d convolution or pooling as
+ * columns (one `im2col` kernel), with the `col2im` kernel as its gradient.
+ * Convolution and pooling in `nn.functional` are built on it.
+ * @module
+ */
+
+import type { WindowLayout } from "../backends/backend.ts";
+import { record } from "../autograd.ts";
+import { formatShape } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { empty, launch, requireFloat } from "./util.ts";
+
+/** Where the windows of {@link unfold2d} sit: per dim [rows, columns]. */
+export interface Window2d {
+  /** Kernel size. */
+  readonly kernel: readonly [number, number];
+  /** Step between windows. */
+  readonly stride: readonly [number, number];
+  /** Implicit padding before the first row / column. */
+  readonly padding: readonly [number, number];
+  /** Step between kernel taps. */
+  readonly dilation: readonly [number, number];
+  /** Windows down and across (the output's spatial size). */
+  readonly out: readonly [number, number];
+}
+
+/**
+ * The windows of a [N, C, H, W] float tensor unfolded to
+ * [N, C, kernelH, kernelW, outH, outW]: entry (n, c, ki, kj, oh, ow) is the
+ * element tap (ki, kj) of window (oh, ow) reads, `padValue` where it falls
+ * in the padding. The gradient sums each entry back into its element.
+ */
+export function unfold2d(x: Tensor, window: Window2d, padValue = 0): Tensor {
+  requireFloat("unfold2d", x);
+  if (x.ndim !== 4) {
+    throw new RangeError(
+      `unfold2d: expected a [N, C, H, W] input, got shape ${formatShape(x.shape)}`,
+    );
+  }
+  const [batch, channels, height, width] = x.shape;
+  const [kernelH, kernelW] = window.kernel;
+  const [outH, outW] = window.out;
+  const layout: WindowLayout = {
+    batch,
+    channels,
+    height,
+    width,
+    kernelH,
+    kernelW,
+    strideH: window.stride[0],
+    strideW: window.stride[1],
+    padH: window.padding[0],
+    padW: window.padding[1],
+    dilationH: window.dilation[0],
+    dilationW: window.dilation[1],
+    outH,
+    outW,
+    dtype: x.dtype,
+  };
+  const out = empty([batch, channels, kernelH, kernelW, outH, outW], x.dtype, x.device);
+  if (out.numel() > 0) {
+    const xb = x.storage.buffer("unfold2d");
+    const ob = out.storage.buffer();
+    launch(x.device, (k) => k.im2col(xb, ob, { ...layout, padValue }));
+  }
+  return record("unfold2d", [x], out, ([g]) => {
+    const grad = empty(x.shape, x.dtype, x.device);
+    const n = grad.numel();
+    if (n === 0) return [grad];
+    const gb = g!.storage.buffer("unfold2d backward");
+    const ob = grad.storage.buffer();
+    launch(x.device, (k) => {
+      if (out.numel() === 0) k.fill(ob, 0, n, x.dtype);
+      else k.col2im(gb, ob, layout);
+    });
+    return [grad];
+  });
+}

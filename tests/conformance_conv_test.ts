@@ -1,0 +1,168 @@
+/**
+ * Conformance of convolution, pooling and padding (the `im2col` and `col2im`
+ * kernels under them) on every backend against the cpu reference: larger
+ * shapes than the PyTorch fixtures, NaN and infinities, and hand-computed
+ * values.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { type Device, nn, type Tensor } from "../mod.ts";
+import { assertClose, assertTensor, backendTest, floats, matchesCpu, on, REF } from "./harness.ts";
+
+const F = nn.functional;
+
+/** Forward and the gradients of every input that requires grad. */
+function withGrads(d: Device, shapes: number[][], seed: number, fn: (...xs: Tensor[]) => Tensor) {
+  const xs = shapes.map((s, i) => {
+    const x = on(d, s, floats(s, seed + i, -1, 1));
+    x.requiresGrad = true;
+    return x;
+  });
+  const y = fn(...xs);
+  y.mul(on(d, [...y.shape], floats([...y.shape], seed + 99, -1, 1))).sum().backward();
+  return [y, ...xs.map((x) => x.grad!)];
+}
+
+const TOL = { atol: 1e-4, rtol: 1e-4 };
+
+backendTest(
+  "conv2d [4,16,20,20] 3x3 and strided/grouped/dilated forms, with gradients",
+  async (d) => {
+    const cases: [string, number[], number[], nn.functional.Conv2dOptions][] = [
+      ["3x3 pad 1", [4, 16, 20, 20], [24, 16, 3, 3], { padding: 1 }],
+      ["5x5 stride 2 dilation 2 groups 4", [2, 16, 21, 19], [8, 4, 5, 5], {
+        stride: 2,
+        dilation: 2,
+        padding: 3,
+        groups: 4,
+      }],
+      ["1x1", [3, 8, 9, 7], [5, 8, 1, 1], {}],
+      ["depthwise 3x3 same", [2, 6, 10, 11], [6, 1, 3, 3], { padding: "same", groups: 6 }],
+    ];
+    for (const [name, xs, ws, opts] of cases) {
+      await matchesCpu(
+        d,
+        (dev) => withGrads(dev, [xs, ws, [ws[0]]], 400, (x, w, b) => F.conv2d(x, w, b, opts)),
+        {
+          ...TOL,
+          what: name,
+        },
+      );
+    }
+  },
+);
+
+backendTest("pooling and padding over [3,5,17,15] with gradients", async (d) => {
+  await matchesCpu(
+    d,
+    (dev) =>
+      withGrads(
+        dev,
+        [[3, 5, 17, 15]],
+        410,
+        (x) =>
+          F.maxPool2d(x, 3, { stride: 2, padding: 1, ceilMode: true }).sum()
+            .add(F.maxPool2d(x, [2, 3], { stride: [1, 2], dilation: 2 }).mean())
+            .add(F.avgPool2d(x, 3, { stride: 2, padding: 1, countIncludePad: false }).sum())
+            .add(F.adaptiveAvgPool2d(x, [4, 6]).sum())
+            .add(F.pad(x, [2, 1, 3, 0], { mode: "reflect" }).square().sum())
+            .add(F.pad(x, [1, 1, 1, 1], { mode: "replicate" }).mean())
+            .add(F.pad(x, [-1, 2, 0, 1], { value: 2 }).sum()),
+      ),
+    TOL,
+  );
+});
+
+backendTest("maxPool2d: NaN wins its window, -inf and +inf, padding never wins", async (d) => {
+  const x = on(d, [1, 1, 2, 4], [NaN, 1, -Infinity, -Infinity, 2, 3, Infinity, -5]);
+  await assertTensor(F.maxPool2d(x, 2), [NaN, Infinity], { shape: [1, 1, 1, 2] });
+  const neg = on(d, [1, 1, 2, 2], [-7, -8, -9, -6]);
+  // With padding, windows still pick a real element (the padding is -inf).
+  await assertTensor(F.maxPool2d(neg, 2, { stride: 1, padding: 1 }), [
+    -7,
+    -7,
+    -8,
+    -7,
+    -6,
+    -6,
+    -9,
+    -6,
+    -6,
+  ]);
+  await matchesCpu(d, (dev) => {
+    const v = floats([2, 3, 6, 6], 420);
+    for (const [i, s] of [[3, NaN], [40, Infinity], [77, -Infinity], [100, NaN]]) v[i] = s;
+    return F.maxPool2d(on(dev, [2, 3, 6, 6], v), 3, { stride: 2, ceilMode: true });
+  }, { exact: true });
+  // The gradient goes to the arg-max only (first on ties).
+  const t = on(d, [1, 1, 2, 2], [1, 4, 4, 2]);
+  t.requiresGrad = true;
+  F.maxPool2d(t, 2).sum().backward();
+  await assertTensor(t.grad!, [0, 1, 0, 0]);
+});
+
+backendTest("conv2d and avgPool2d with inf/NaN inputs match cpu", async (d) => {
+  await matchesCpu(d, (dev) => {
+    const v = floats([1, 2, 5, 5], 430);
+    v[6] = Infinity;
+    v[30] = NaN;
+    const x = on(dev, [1, 2, 5, 5], v);
+    const w = on(dev, [2, 2, 2, 2], floats([2, 2, 2, 2], 431));
+    return [F.conv2d(x, w, null, { padding: 1 }), F.avgPool2d(x, 2, { stride: 1 })];
+  }, TOL);
+});
+
+backendTest("conv2d hand-computed: a 2x2 box filter with padding and stride", async (d) => {
+  const x = on(d, [1, 1, 3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  const w = on(d, [1, 1, 2, 2], [1, 1, 1, 1]);
+  await assertTensor(F.conv2d(x, w), [12, 16, 24, 28], { shape: [1, 1, 2, 2] });
+  await assertTensor(F.conv2d(x, w, on(d, [1], [0.5]), { padding: 1, stride: 2 }), [
+    1.5,
+    5.5,
+    11.5,
+    28.5,
+  ], { shape: [1, 1, 2, 2] });
+  await assertTensor(F.avgPool2d(x, 2, { stride: 1 }), [3, 4, 6, 7]);
+  await assertTensor(F.adaptiveAvgPool2d(x, 1), [5], { shape: [1, 1, 1, 1] });
+  await assertTensor(F.pad(on(d, [1, 3], [1, 2, 3]), [2, 2], { mode: "reflect" }), [
+    3,
+    2,
+    1,
+    2,
+    3,
+    2,
+    1,
+  ]);
+  assert.throws(() => F.conv2d(x, on(d, [1, 2, 2, 2], new Array(8).fill(1))), /channels/);
+  assert.throws(() => F.conv2d(x, on(d, [1, 1, 4, 4], new Array(16).fill(1))), /larger/);
+  assert.throws(() => F.maxPool2d(x, 2, { padding: 2 }), /half the kernel/);
+  assert.throws(() => F.pad(on(d, [1, 3], [1, 2, 3]), [3, 0], { mode: "reflect" }), /less than/);
+});
+
+backendTest("unbatched inputs and a large im2col (several dispatch rows)", async (d) => {
+  const x = floats([3, 9, 9], 440);
+  const w = floats([4, 3, 3, 3], 441);
+  const out = await matchesCpu(
+    d,
+    (dev) => F.conv2d(on(dev, [3, 9, 9], x), on(dev, [4, 3, 3, 3], w)),
+    TOL,
+  );
+  assert.deepEqual([...out[0].shape], [4, 7, 7]);
+  // A 590k-entry im2col and its col2im.
+  const got = withGrads(
+    d,
+    [[1, 64, 32, 32], [2, 64, 3, 3]],
+    450,
+    (a, b) => F.conv2d(a, b, null, { padding: 1 }),
+  );
+  const want = withGrads(
+    REF,
+    [[1, 64, 32, 32], [2, 64, 3, 3]],
+    450,
+    (a, b) => F.conv2d(a, b, null, { padding: 1 }),
+  );
+  for (let i = 0; i < 3; i++) {
+    assertClose(await got[i].data(), await want[i].data(), { ...TOL, what: `big ${i}` });
+  }
+});
