@@ -5,6 +5,7 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { type Device, nn, type Tensor, tensor } from "../mod.ts";
 import fixtures from "./fixtures/torch_reference.json" with { type: "json" };
 import { assertTensor, backendTest } from "./harness.ts";
@@ -123,3 +124,88 @@ for (const p of C.pad) {
     });
   });
 }
+
+backendTest(
+  "torch BatchNorm2d: two training steps (running stats, momentum 0.2), then eval",
+  async (d) => {
+    const c = C.batch_norm2d;
+    const bn = new nn.BatchNorm2d(3, { momentum: c.momentum, device: d });
+    bn.loadStateDict(
+      Object.fromEntries(
+        Object.entries(bn.stateDict()).map(([k, v]) =>
+          k in c.params
+            ? [k, tensor((c.params as Record<string, number[]>)[k], { device: d })]
+            : [k, v]
+        ),
+      ),
+    );
+    for (const [i, s] of c.train_steps.entries()) {
+      await check(d, `step ${i}`, [s.input], (x) => bn.forward(x), {
+        output: s.output,
+        g: s.g,
+        grads: [s.grad_input],
+      });
+      await assertTensor(bn.runningMean!, s.running_mean, { ...TOL, what: `running_mean ${i}` });
+      await assertTensor(bn.runningVar!, s.running_var, { ...TOL, what: `running_var ${i}` });
+    }
+    await assertTensor(bn.numBatchesTracked!, [2]);
+    bn.eval();
+    const out = bn.forward(t(d, c.eval.input));
+    await assertTensor(out, (c.eval.output as Nested[]).flat(Infinity as 1) as number[], TOL);
+    assert.throws(() => bn.forward(t(d, [[1, 2, 3]])), /4D \[N, C, H, W\]/);
+  },
+);
+
+backendTest("torch GroupNorm(2, 6): forward and gradients of input, weight, bias", async (d) => {
+  const c = C.group_norm;
+  const gn = new nn.GroupNorm(c.num_groups, 6, { device: d });
+  gn.weight!._assign(tensor(c.params.weight, { device: d }));
+  gn.bias!._assign(tensor(c.params.bias, { device: d }));
+  const x = t(d, c.input);
+  const out = gn.forward(x);
+  await assertTensor(out, (c.output as Nested[]).flat(Infinity as 1) as number[], TOL);
+  out.mul(t(d, c.g)).sum().backward();
+  await assertTensor(x.grad!, (c.grad_input as Nested[]).flat(Infinity as 1) as number[], TOL);
+  await assertTensor(gn.weight!.grad!, c.grad_weight, TOL);
+  await assertTensor(gn.bias!.grad!, c.grad_bias, TOL);
+});
+
+backendTest(
+  "Conv2d/Conv1d modules: PyTorch's init bounds, state-dict keys, shapes, repr",
+  async (d) => {
+    const conv = new nn.Conv2d(6, 8, 3, { padding: 1, groups: 2, device: d });
+    assert.deepEqual(Object.keys(conv.stateDict()), ["weight", "bias"]);
+    assert.deepEqual([...conv.weight.shape], [8, 3, 3, 3]);
+    // kaiming-uniform with a = √5: U(-1/√fanIn, 1/√fanIn), fanIn = 3·3·3.
+    const bound = 1 / Math.sqrt(27);
+    const w = await conv.weight.data();
+    assert.ok(w.every((v) => Math.abs(v) <= bound), "weights within 1/sqrt(fan_in)");
+    assert.ok(Math.max(...w.map(Math.abs)) > 0.8 * bound, "weights fill the range");
+    assert.ok((await conv.bias!.data()).every((v) => Math.abs(v) <= bound));
+    const y = conv.forward(
+      t(d, new Array(2).fill(new Array(6).fill(new Array(5).fill([1, 2, 3, 4])))),
+    );
+    assert.deepEqual([...y.shape], [2, 8, 5, 4]);
+    assert.deepEqual(
+      conv.extraRepr(),
+      "6, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), groups=2",
+    );
+    const c1 = new nn.Conv1d(2, 4, 5, { stride: 2, bias: false, device: d });
+    assert.deepEqual(c1.bias, null);
+    assert.deepEqual(c1.extraRepr(), "2, 4, kernel_size=(5,), stride=(2,), bias=False");
+    assert.deepEqual(
+      [...c1.forward(t(d, [[[1, 2, 3, 4, 5, 6, 7], [0, 1, 0, 1, 0, 1, 0]]])).shape],
+      [
+        1,
+        4,
+        2,
+      ],
+    );
+    const pool = new nn.MaxPool2d(2);
+    assert.deepEqual(
+      pool.extraRepr(),
+      "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False",
+    );
+    assert.deepEqual(new nn.AdaptiveAvgPool2d([1, null]).extraRepr(), "output_size=(1, None)");
+  },
+);

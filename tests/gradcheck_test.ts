@@ -373,3 +373,17 @@ check(
     ),
   [inp([1, 2, 3, 4], 202)],
 );
+check("groupNorm with affine", (x, w, b) => Fn.groupNorm(x, 2, { weight: w, bias: b }), [
+  inp([2, 4, 3, 2], 203),
+  inp([4], 204),
+  inp([4], 205),
+]);
+check(
+  "batchNorm over [N, C, H, W] in training",
+  (x, w, b) => Fn.batchNorm(x, null, null, { weight: w, bias: b, training: true }),
+  [
+    inp([3, 2, 2, 3], 206),
+    inp([2], 207),
+    inp([2], 208),
+  ],
+);

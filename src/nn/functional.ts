@@ -188,7 +188,7 @@ export interface BatchNormOptions {
 }
 
 /**
- * Batch normalisation over dim 1 of an [N, C] or [N, C, L] input, as
+ * Batch normalisation over dim 1 of an [N, C, ...] input, as
  * `torch.nn.functional.batch_norm`. In training the batch mean and biased
  * variance normalize, and `runningMean`/`runningVar` (when given) are updated
  * in place with `momentum` and the UNBIASED variance; otherwise the running
@@ -216,10 +216,11 @@ export function batchNorm(
     );
   }
   const c = x.shape[1];
-  const view = x.ndim === 2 ? [1, c] : [1, c, 1];
+  // [1, C, 1, ...]: the per-channel view that broadcasts over x.
+  const view = x.shape.map((_, i) => (i === 1 ? c : 1));
   let y: Tensor;
   if (training) {
-    const dims = x.ndim === 2 ? [0] : [0, 2];
+    const dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
     const n = x.numel() / c;
     const mean = x.mean(dims, true);
     const centered = x.sub(mean);
@@ -244,6 +245,60 @@ export function batchNorm(
   }
   if (weight) y = y.mul(weight.reshape(view.slice(1)));
   if (bias) y = y.add(bias.reshape(view.slice(1)));
+  return y;
+}
+
+/** Options of {@link groupNorm}. */
+export interface GroupNormOptions {
+  /** Per-channel scale [C]. */
+  weight?: Tensor | null;
+  /** Per-channel shift [C]. */
+  bias?: Tensor | null;
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+}
+
+/**
+ * Group normalisation of [N, C, ...], as `torch.nn.functional.group_norm`:
+ * each sample's channels split into `numGroups` groups, each normalized over
+ * its channels and positions with the biased variance, then `weight` and
+ * `bias` per channel.
+ */
+export function groupNorm(x: Tensor, numGroups: number, options: GroupNormOptions = {}): Tensor {
+  checkTensor("groupNorm", "input", x);
+  const eps = options.eps ?? 1e-5;
+  const { weight, bias } = options;
+  if (x.ndim < 2 || !isFloat(x.dtype)) {
+    throw new RangeError(
+      `groupNorm: expected a floating-point input [N, C, ...], got ${x.dtype} of shape ${
+        formatShape(x.shape)
+      }`,
+    );
+  }
+  const [n, c] = x.shape;
+  if (!Number.isInteger(numGroups) || numGroups < 1 || c % numGroups !== 0) {
+    throw new RangeError(
+      `groupNorm: ${c} channels (input of shape ${
+        formatShape(x.shape)
+      }) are not divisible into ${numGroups} groups`,
+    );
+  }
+  for (const [name, t] of [["weight", weight], ["bias", bias]] as const) {
+    if (t != null && !sameShape(t.shape, [c])) {
+      throw new RangeError(
+        `groupNorm: ${name} of shape ${formatShape(t.shape)} does not match ${c} channels`,
+      );
+    }
+  }
+  sameDevice("groupNorm", { input: x, weight, bias });
+  const grouped = x.reshape([n, numGroups, -1]);
+  const mean = grouped.mean(2, true);
+  const centered = grouped.sub(mean);
+  const variance = centered.mul(centered).mean(2, true);
+  let y = centered.div(variance.add(eps).sqrt()).reshape(x.shape);
+  const view = x.shape.map((s, i) => (i === 1 ? s : 1)).slice(1);
+  if (weight) y = y.mul(weight.reshape(view));
+  if (bias) y = y.add(bias.reshape(view));
   return y;
 }
 

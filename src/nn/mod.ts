@@ -23,6 +23,7 @@ export * from "./activation.ts";
 export * from "./sparse.ts";
 export * from "./rnn.ts";
 export * from "./normalization.ts";
+export * from "./conv.ts";
 export * from "./loss.ts";
 export * as functional from "./functional.ts";
 export * as init from "./init.ts";

@@ -1,5 +1,6 @@
 /**
- * Normalisation layers: `LayerNorm` and `BatchNorm1d`.
+ * Normalisation layers: `LayerNorm`, `BatchNorm1d`, `BatchNorm2d` and
+ * `GroupNorm`.
  * @module
  */
 
@@ -104,14 +105,14 @@ export interface BatchNormModuleOptions extends FactoryOptions {
 }
 
 /**
- * Batch normalisation over the channels (dim 1) of [N, C] or [N, C, L]
- * inputs, as `torch.nn.BatchNorm1d`. Training normalizes with the batch mean
- * and biased variance and updates the buffers `running_mean`,
+ * What BatchNorm1d and BatchNorm2d share, as PyTorch's `_BatchNorm`:
+ * normalisation over the channels (dim 1). Training normalizes with the
+ * batch mean and biased variance and updates the buffers `running_mean`,
  * `running_var` (with the unbiased variance) and `num_batches_tracked` on the
  * device; evaluation normalizes with the running statistics.
  * `num_batches_tracked` is int32 (PyTorch: int64).
  */
-export class BatchNorm1d extends Module {
+export abstract class BatchNormBase extends Module {
   /** C. */
   readonly numFeatures: number;
   /** Added to the variance. */
@@ -133,19 +134,31 @@ export class BatchNorm1d extends Module {
   /** Buffer `num_batches_tracked` (0-dimensional int32), or null. */
   numBatchesTracked: Tensor | null;
 
-  /** Batch norm over `numFeatures` channels. */
-  constructor(numFeatures: number, options: BatchNormModuleOptions = {}) {
+  /** The class name used in errors. */
+  readonly layerName: string;
+  /** The input ranks accepted, and how errors describe them. */
+  readonly inputRanks: { readonly allowed: readonly number[]; readonly describe: string };
+
+  /** Batch norm over `numFeatures` channels of inputs of the given ranks, named `name` in errors. */
+  constructor(
+    name: string,
+    ranks: { readonly allowed: readonly number[]; readonly describe: string },
+    numFeatures: number,
+    options: BatchNormModuleOptions = {},
+  ) {
     super();
+    this.layerName = name;
+    this.inputRanks = ranks;
     if (!Number.isInteger(numFeatures) || numFeatures <= 0) {
       throw new RangeError(
-        `BatchNorm1d: numFeatures must be a positive integer, got ${numFeatures}`,
+        `${name}: numFeatures must be a positive integer, got ${numFeatures}`,
       );
     }
     this.numFeatures = numFeatures;
-    this.eps = checkEps("BatchNorm1d", options.eps ?? 1e-5);
+    this.eps = checkEps(name, options.eps ?? 1e-5);
     const momentum = options.momentum === undefined ? 0.1 : options.momentum;
     if (momentum !== null && !(typeof momentum === "number" && momentum >= 0 && momentum <= 1)) {
-      throw new RangeError(`BatchNorm1d: momentum must be in [0, 1] or null, got ${momentum}`);
+      throw new RangeError(`${name}: momentum must be in [0, 1] or null, got ${momentum}`);
     }
     this.momentum = momentum;
     this.affine = options.affine ?? true;
@@ -197,11 +210,12 @@ export class BatchNorm1d extends Module {
       { ...stats, weight: this.weight, bias: this.bias },
       useBatchStats,
       this.numFeatures,
+      this.inputRanks,
     );
     const tracked = update ? this.numBatchesTracked : null;
     if (tracked && tracked.device !== x.device) {
       throw new Error(
-        `BatchNorm1d: num_batches_tracked is on ${tracked.device}, the input on ${x.device}`,
+        `${this.layerName}: num_batches_tracked is on ${tracked.device}, the input on ${x.device}`,
       );
     }
     let factor: Tensor | null = null;
@@ -229,5 +243,101 @@ export class BatchNorm1d extends Module {
     return `${this.numFeatures}, eps=${pyFloat(this.eps)}, momentum=${momentum}, affine=${
       pyBool(this.affine)
     }, track_running_stats=${pyBool(this.trackRunningStats)}`;
+  }
+}
+
+/**
+ * Batch normalisation over the channels of [N, C] or [N, C, L] inputs, as
+ * `torch.nn.BatchNorm1d` (see {@link BatchNormBase}).
+ */
+export class BatchNorm1d extends BatchNormBase {
+  /** Batch norm over `numFeatures` channels. */
+  constructor(numFeatures: number, options: BatchNormModuleOptions = {}) {
+    super(
+      "BatchNorm1d",
+      {
+        allowed: [2, 3],
+        describe: "a 2D [N, C] or 3D [N, C, L] input",
+      },
+      numFeatures,
+      options,
+    );
+  }
+}
+
+/**
+ * Batch normalisation over the channels of [N, C, H, W] inputs, as
+ * `torch.nn.BatchNorm2d` (see {@link BatchNormBase}): statistics over N, H
+ * and W per channel.
+ */
+export class BatchNorm2d extends BatchNormBase {
+  /** Batch norm over `numFeatures` channels. */
+  constructor(numFeatures: number, options: BatchNormModuleOptions = {}) {
+    super(
+      "BatchNorm2d",
+      { allowed: [4], describe: "a 4D [N, C, H, W] input" },
+      numFeatures,
+      options,
+    );
+  }
+}
+
+/** Options of {@link GroupNorm}. */
+export interface GroupNormModuleOptions extends FactoryOptions {
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+  /** Learn per-channel `weight` (ones) and `bias` (zeros) (default true). */
+  affine?: boolean;
+}
+
+/**
+ * Group normalisation, as `torch.nn.GroupNorm`: the channels of [N, C, ...]
+ * split into `numGroups` groups, each normalized per sample over its channels
+ * and positions (biased variance), then a per-channel affine transform.
+ */
+export class GroupNorm extends Module {
+  /** Groups the channels split into. */
+  readonly numGroups: number;
+  /** C. */
+  readonly numChannels: number;
+  /** Added to the variance. */
+  readonly eps: number;
+  /** Whether `weight`/`bias` exist. */
+  readonly affine: boolean;
+  /** Scale [C], or null. */
+  weight: Parameter | null;
+  /** Shift [C], or null. */
+  bias: Parameter | null;
+
+  /** `numChannels` split into `numGroups` (which must divide it). */
+  constructor(numGroups: number, numChannels: number, options: GroupNormModuleOptions = {}) {
+    super();
+    if (
+      !Number.isInteger(numGroups) || !Number.isInteger(numChannels) || numGroups < 1 ||
+      numChannels < 1 || numChannels % numGroups !== 0
+    ) {
+      throw new RangeError(
+        `GroupNorm: numChannels (${numChannels}) must be divisible by numGroups (${numGroups}), both positive integers`,
+      );
+    }
+    this.numGroups = numGroups;
+    this.numChannels = numChannels;
+    this.eps = checkEps("GroupNorm", options.eps ?? 1e-5);
+    this.affine = options.affine ?? true;
+    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    this.weight = this.affine ? new Parameter(ones([numChannels], factory)) : null;
+    this.bias = this.affine ? new Parameter(zeros([numChannels], factory)) : null;
+  }
+
+  /** Normalizes `x` [N, C, ...]. */
+  override forward(x: Tensor): Tensor {
+    return F.groupNorm(x, this.numGroups, { weight: this.weight, bias: this.bias, eps: this.eps });
+  }
+
+  /** `2, 4, eps=1e-05, affine=True`. */
+  override extraRepr(): string {
+    return `${this.numGroups}, ${this.numChannels}, eps=${pyFloat(this.eps)}, affine=${
+      pyBool(this.affine)
+    }`;
   }
 }

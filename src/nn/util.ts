@@ -98,20 +98,24 @@ export function sameDevice(op: string, tensors: Record<string, Tensor | null | u
 }
 
 /**
- * Checks a batch-norm call completely before anything changes:
- * input [N, C] or [N, C, L], per-channel tensors of shape [C] on the input's
- * device, and more than one value per channel when training.
+ * Checks a batch-norm call completely before anything changes: an input
+ * [N, C, ...] of one of `ranks` (the module's; any rank >= 2 by default),
+ * per-channel tensors of shape [C] on the input's device, and more than one
+ * value per channel when training.
  */
 export function checkBatchNorm(
   x: Tensor,
   channels: Record<string, Tensor | null | undefined>,
   training: boolean,
   expectedC?: number,
+  ranks?: { readonly allowed: readonly number[]; readonly describe: string },
 ): void {
   checkTensor("batchNorm", "input", x);
-  if (x.ndim !== 2 && x.ndim !== 3) {
+  if (ranks ? !ranks.allowed.includes(x.ndim) : x.ndim < 2) {
     throw new RangeError(
-      `batchNorm: expected a 2D [N, C] or 3D [N, C, L] input, got shape ${formatShape(x.shape)}`,
+      `batchNorm: expected ${
+        ranks?.describe ?? "an input of at least 2 dims [N, C, ...]"
+      }, got shape ${formatShape(x.shape)}`,
     );
   }
   if (!isFloat(x.dtype)) {

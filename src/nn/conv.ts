@@ -1,0 +1,296 @@
+/**
+ * Convolution and pooling layers, as `torch.nn`: `Conv1d`, `Conv2d`,
+ * `MaxPool2d`, `AvgPool2d`, `AdaptiveAvgPool2d` (see `functional/conv.ts`
+ * for how they compute).
+ * @module
+ */
+
+import { resolveFactory } from "../ops/factory.ts";
+import { empty } from "../ops/util.ts";
+import type { Tensor } from "../tensor.ts";
+import * as F from "./functional.ts";
+import type { Size2 } from "./functional/conv.ts";
+import { calculateFanInAndFanOut, kaimingUniform_, uniform_ } from "./init.ts";
+import type { FactoryOptions } from "./layers.ts";
+import { Module, Parameter } from "./module.ts";
+import { checkCount, pyBool } from "./util.ts";
+
+/** Options of {@link Conv2d}. */
+export interface Conv2dModuleOptions extends FactoryOptions {
+  /** Step between windows (default 1). */
+  stride?: Size2;
+  /** Zero padding, or `"valid"` / `"same"` (default 0). */
+  padding?: Size2 | "valid" | "same";
+  /** Step between kernel taps (default 1). */
+  dilation?: Size2;
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Learn an additive bias (default true). */
+  bias?: boolean;
+}
+
+/** Options of {@link Conv1d}. */
+export interface Conv1dModuleOptions extends FactoryOptions {
+  /** Step between windows (default 1). */
+  stride?: number | readonly [number];
+  /** Zero padding, or `"valid"` / `"same"` (default 0). */
+  padding?: number | readonly [number] | "valid" | "same";
+  /** Step between kernel taps (default 1). */
+  dilation?: number | readonly [number];
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Learn an additive bias (default true). */
+  bias?: boolean;
+}
+
+function pyTuple(v: number | readonly (number | null)[], rank: number): string {
+  const list = typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
+  return `(${list.join(", ")}${list.length === 1 ? "," : ""})`;
+}
+
+/** Shared by Conv1d and Conv2d: channels, weight, bias and PyTorch's initialisation. */
+abstract class ConvNd extends Module {
+  /** Input channels. */
+  readonly inChannels: number;
+  /** Output channels. */
+  readonly outChannels: number;
+  /** Kernel size per spatial dim. */
+  readonly kernelSize: readonly number[];
+  /** Channel groups. */
+  readonly groups: number;
+  /** [outChannels, inChannels / groups, ...kernelSize]. */
+  weight: Parameter;
+  /** [outChannels], or null. */
+  bias: Parameter | null;
+
+  constructor(
+    name: string,
+    inChannels: number,
+    outChannels: number,
+    kernelSize: readonly number[],
+    groups: number,
+    options: FactoryOptions & { bias?: boolean },
+  ) {
+    super();
+    this.inChannels = checkCount(`${name}: inChannels`, inChannels);
+    this.outChannels = checkCount(`${name}: outChannels`, outChannels);
+    if (!Number.isInteger(groups) || groups < 1 || inChannels % groups || outChannels % groups) {
+      throw new RangeError(
+        `${name}: groups (${groups}) must be a positive integer dividing inChannels (${inChannels}) and outChannels (${outChannels})`,
+      );
+    }
+    if (kernelSize.some((k) => !Number.isInteger(k) || k < 1)) {
+      throw new RangeError(`${name}: kernelSize must be positive integers, got ${kernelSize}`);
+    }
+    this.kernelSize = kernelSize;
+    this.groups = groups;
+    const { dtype, device } = resolveFactory(options, "float32");
+    this.weight = new Parameter(
+      empty([outChannels, inChannels / groups, ...kernelSize], dtype, device),
+    );
+    this.bias = (options.bias ?? true) ? new Parameter(empty([outChannels], dtype, device)) : null;
+    this.resetParameters();
+  }
+
+  /**
+   * Draws new parameters as PyTorch's `reset_parameters`:
+   * `kaimingUniform_(weight, { a: √5 })`, i.e. U(-1/√fanIn, 1/√fanIn) with
+   * fanIn = inChannels / groups · kernel area, and the bias from the same
+   * range.
+   */
+  resetParameters(): void {
+    kaimingUniform_(this.weight, { a: Math.sqrt(5) });
+    if (this.bias) {
+      const [fanIn] = calculateFanInAndFanOut(this.weight);
+      const bound = fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
+      uniform_(this.bias, { a: -bound, b: bound });
+    }
+  }
+}
+
+/** 2-d convolution, as `torch.nn.Conv2d`. */
+export class Conv2d extends ConvNd {
+  /** Step between windows. */
+  readonly stride: Size2;
+  /** Padding. */
+  readonly padding: Size2 | "valid" | "same";
+  /** Step between taps. */
+  readonly dilation: Size2;
+
+  /**
+   * `kernelSize` is a number or [kH, kW]; weight [outChannels,
+   * inChannels / groups, kH, kW], bias [outChannels].
+   */
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: Size2,
+    options: Conv2dModuleOptions = {},
+  ) {
+    const kernel = typeof kernelSize === "number" ? [kernelSize, kernelSize] : [...kernelSize];
+    super("Conv2d", inChannels, outChannels, kernel, options.groups ?? 1, options);
+    this.stride = options.stride ?? 1;
+    this.padding = options.padding ?? 0;
+    this.dilation = options.dilation ?? 1;
+  }
+
+  /** Convolves `x` [N, C, H, W] (or [C, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.conv2d(x, this.weight, this.bias, {
+      stride: this.stride,
+      padding: this.padding,
+      dilation: this.dilation,
+      groups: this.groups,
+    });
+  }
+
+  /** `1, 8, kernel_size=(3, 3), stride=(1, 1)`, as PyTorch prints it. */
+  override extraRepr(): string {
+    return convRepr(this, 2, this.stride, this.padding, this.dilation);
+  }
+}
+
+/** 1-d convolution, as `torch.nn.Conv1d`. */
+export class Conv1d extends ConvNd {
+  /** Step between windows. */
+  readonly stride: number | readonly [number];
+  /** Padding. */
+  readonly padding: number | readonly [number] | "valid" | "same";
+  /** Step between taps. */
+  readonly dilation: number | readonly [number];
+
+  /** Weight [outChannels, inChannels / groups, kernelSize], bias [outChannels]. */
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: number | readonly [number],
+    options: Conv1dModuleOptions = {},
+  ) {
+    const kernel = typeof kernelSize === "number" ? [kernelSize] : [...kernelSize];
+    super("Conv1d", inChannels, outChannels, kernel, options.groups ?? 1, options);
+    this.stride = options.stride ?? 1;
+    this.padding = options.padding ?? 0;
+    this.dilation = options.dilation ?? 1;
+  }
+
+  /** Convolves `x` [N, C, L] (or [C, L]). */
+  override forward(x: Tensor): Tensor {
+    return F.conv1d(x, this.weight, this.bias, {
+      stride: this.stride,
+      padding: this.padding,
+      dilation: this.dilation,
+      groups: this.groups,
+    });
+  }
+
+  /** `1, 8, kernel_size=(3,), stride=(1,)`, as PyTorch prints it. */
+  override extraRepr(): string {
+    return convRepr(this, 1, this.stride, this.padding, this.dilation);
+  }
+}
+
+function convRepr(
+  m: ConvNd,
+  rank: number,
+  stride: number | readonly number[],
+  padding: number | readonly number[] | string,
+  dilation: number | readonly number[],
+): string {
+  let s = `${m.inChannels}, ${m.outChannels}, kernel_size=${pyTuple(m.kernelSize, rank)}, stride=${
+    pyTuple(stride, rank)
+  }`;
+  const zero = typeof padding === "number"
+    ? padding === 0
+    : padding === "valid"
+    ? false
+    : typeof padding !== "string" && padding.every((p) => p === 0);
+  if (!zero) {
+    s += `, padding=${typeof padding === "string" ? padding : pyTuple(padding, rank)}`;
+  }
+  const one = typeof dilation === "number" ? dilation === 1 : dilation.every((d) => d === 1);
+  if (!one) s += `, dilation=${pyTuple(dilation, rank)}`;
+  if (m.groups !== 1) s += `, groups=${m.groups}`;
+  if (!m.bias) s += `, bias=${pyBool(false)}`;
+  return s;
+}
+
+/** Max pooling, as `torch.nn.MaxPool2d`; the gradient goes to each window's arg-max. */
+export class MaxPool2d extends Module {
+  /** Window size. */
+  readonly kernelSize: Size2;
+  /** Options as given (stride defaults to the kernel size). */
+  readonly options: F.MaxPool2dOptions;
+
+  /** Pools `kernelSize` windows. */
+  constructor(kernelSize: Size2, options: F.MaxPool2dOptions = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+
+  /** Pools `x` [N, C, H, W] (or [C, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.maxPool2d(x, this.kernelSize, this.options);
+  }
+
+  /** `kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False`. */
+  override extraRepr(): string {
+    const o = this.options;
+    return `kernel_size=${this.kernelSize}, stride=${o.stride ?? this.kernelSize}, padding=${
+      o.padding ?? 0
+    }, dilation=${o.dilation ?? 1}, ceil_mode=${pyBool(o.ceilMode ?? false)}`;
+  }
+}
+
+/** Average pooling, as `torch.nn.AvgPool2d`. */
+export class AvgPool2d extends Module {
+  /** Window size. */
+  readonly kernelSize: Size2;
+  /** Options as given (stride defaults to the kernel size). */
+  readonly options: F.AvgPool2dOptions;
+
+  /** Pools `kernelSize` windows. */
+  constructor(kernelSize: Size2, options: F.AvgPool2dOptions = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+
+  /** Pools `x` [N, C, H, W] (or [C, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.avgPool2d(x, this.kernelSize, this.options);
+  }
+
+  /** `kernel_size=2, stride=2, padding=0`. */
+  override extraRepr(): string {
+    const o = this.options;
+    return `kernel_size=${this.kernelSize}, stride=${o.stride ?? this.kernelSize}, padding=${
+      o.padding ?? 0
+    }`;
+  }
+}
+
+/** Average pooling to a fixed output size, as `torch.nn.AdaptiveAvgPool2d`. */
+export class AdaptiveAvgPool2d extends Module {
+  /** [outH, outW], a number for both; null keeps the input's size. */
+  readonly outputSize: number | readonly [number | null, number | null];
+
+  /** Pools to `outputSize`. */
+  constructor(outputSize: number | readonly [number | null, number | null]) {
+    super();
+    this.outputSize = outputSize;
+  }
+
+  /** Pools `x` [N, C, H, W] (or [C, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.adaptiveAvgPool2d(x, this.outputSize);
+  }
+
+  /** `output_size=(1, 1)`. */
+  override extraRepr(): string {
+    const size = this.outputSize;
+    return `output_size=${
+      typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
+    }`;
+  }
+}
