@@ -75,7 +75,16 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
   for (const name of ["initProcessGroup", "spawn", "allReduce", "DistributedDataParallel"]) {
     assert.ok(documented.get("distributed")!.has(name), `distributed.${name}`);
   }
-  for (const name of ["Dataset", "TensorDataset", "DataLoader", "DistributedSampler"]) {
+  for (
+    const name of [
+      "Dataset",
+      "TensorDataset",
+      "DataLoader",
+      "DistributedSampler",
+      "Subset",
+      "randomSplit",
+    ]
+  ) {
     assert.ok(documented.get("data")!.has(name), `data.${name}`);
   }
   for (

@@ -1,7 +1,7 @@
 /**
- * Data loading, as `torch.utils.data`: `Dataset`, `TensorDataset`,
- * `DataLoader`, `defaultCollate`, and samplers (`DistributedSampler` gives
- * each rank of a process group its own share).
+ * Data loading, as `torch.utils.data`: `Dataset`, `TensorDataset`, `Subset`,
+ * `randomSplit`, `DataLoader`, `defaultCollate`, and samplers
+ * (`DistributedSampler` gives each rank of a process group its own share).
  *
  * @example
  * ```ts
@@ -17,3 +17,4 @@
 export * from "./dataset.ts";
 export * from "./dataloader.ts";
 export * from "./sampler.ts";
+export * from "./subset.ts";
