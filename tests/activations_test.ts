@@ -63,6 +63,14 @@ for (const [name, fn] of FUNCTIONAL) {
   });
 }
 
+backendTest("activations of ±Infinity and NaN give PyTorch's values", async (device) => {
+  const x = tensor([-Infinity, Infinity, NaN], { device });
+  await assertTensor(F.softplus(x), [0, Infinity, NaN], { what: "softplus" });
+  await assertTensor(F.elu(x), [-1, Infinity, NaN], { what: "elu" });
+  await assertTensor(F.leakyRelu(x), [-Infinity, Infinity, NaN], { what: "leakyRelu" });
+  await assertTensor(F.silu(x), [NaN, Infinity, NaN], { what: "silu" });
+});
+
 backendTest("activations refuse int32 input and bad options, naming them", (device) => {
   const ints = tensor([1, 2], { dtype: "int32", device });
   for (const [name, fn] of FUNCTIONAL) {

@@ -170,3 +170,31 @@ export async function matchesCpu(
   }
   return actual;
 }
+
+/** Nested fixture values: numbers, or "NaN" / "Infinity" / "-Infinity" (JSON has no such numbers). */
+export type FixtureValues = number | string | FixtureValues[];
+
+/** The numbers of nested fixture values, flat, with the special strings decoded. */
+export function decodeFixture(values: FixtureValues): number[] {
+  if (Array.isArray(values)) return values.flatMap(decodeFixture);
+  return [typeof values === "string" ? Number(values) : values];
+}
+
+/** The shape of nested fixture values (`[]` for a number). */
+export function shapeOf(values: FixtureValues): number[] {
+  return Array.isArray(values) ? [values.length, ...shapeOf(values[0])] : [];
+}
+
+/** A tensor of nested fixture values on `device` (float32 unless told). */
+export function fixtureTensor(
+  values: FixtureValues,
+  device: Device,
+  options: { requiresGrad?: boolean; dtype?: DType } = {},
+): Tensor {
+  return tensor(decodeFixture(values), {
+    shape: shapeOf(values),
+    device,
+    requiresGrad: options.requiresGrad,
+    dtype: options.dtype,
+  });
+}

@@ -9,12 +9,19 @@
 
 import assert from "node:assert/strict";
 import { type Device, nn, type Tensor, tensor } from "../mod.ts";
-import { assertClose, assertTensor, backendTest, matchesCpu } from "./harness.ts";
+import {
+  assertClose,
+  assertTensor,
+  backendTest,
+  fixtureTensor,
+  type FixtureValues,
+  matchesCpu,
+} from "./harness.ts";
 import { check, inp, values } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_layers.json" with { type: "json" };
 
 const F = nn.functional;
-type Nested = number | Nested[];
+type Nested = FixtureValues;
 type Kwargs = Record<string, unknown>;
 
 function tol(device: Device) {
@@ -48,9 +55,8 @@ function makeLoss(module: string, kwargs: Kwargs, device: Device): nn.Module {
 for (const c of fixtures.losses) {
   backendTest(`${c.name}: value and input gradient match PyTorch`, async (device) => {
     const loss = makeLoss(c.module, c.kwargs as Kwargs, device);
-    const x = tensor(c.input as Nested as number[], { device, requiresGrad: true });
-    const target = tensor(c.target as Nested as number[], {
-      device,
+    const x = fixtureTensor(c.input as Nested, device, { requiresGrad: true });
+    const target = fixtureTensor(c.target as Nested, device, {
       dtype: c.module === "NLLLoss" ? "int32" : "float32",
     });
     const out = loss.forward(x, target) as Tensor;

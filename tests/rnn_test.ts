@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { type Device, manualSeed, nn, type Tensor, tensor } from "../mod.ts";
-import { assertTensor, backendTest, matchesCpu } from "./harness.ts";
+import { assertTensor, backendTest, matchesCpu, shapeOf } from "./harness.ts";
 import { check, inp, values } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_layers.json" with { type: "json" };
 
@@ -25,10 +25,6 @@ function t(values: Nested, device: Device, requiresGrad = false): Tensor {
 
 function tol(device: Device) {
   return device.backend === "cpu" ? { atol: 2e-6, rtol: 1e-5 } : { atol: 1e-4, rtol: 1e-4 };
-}
-
-function shapeOf(v: Nested): number[] {
-  return Array.isArray(v) ? [v.length, ...shapeOf(v[0])] : [];
 }
 
 /** Runs a recurrent module; gives output, h_n and (LSTM) c_n. */

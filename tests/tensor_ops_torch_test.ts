@@ -6,30 +6,28 @@
  * @module
  */
 
-import { type Device, gather, type Tensor, tensor, where } from "../mod.ts";
+import { type Device, gather, type Tensor, where } from "../mod.ts";
 import fixtures from "./fixtures/torch_reference.json" with { type: "json" };
-import { assertTensor, backendTest } from "./harness.ts";
+import {
+  assertTensor,
+  backendTest,
+  decodeFixture,
+  fixtureTensor,
+  type FixtureValues,
+  shapeOf,
+} from "./harness.ts";
 
 const F = fixtures.tensor_ops;
-type Nested = number | string | Nested[];
+type Nested = FixtureValues;
 
-/** Fixture numbers, with "NaN" / "Infinity" / "-Infinity" strings decoded. */
-function decode(values: Nested): number[] {
-  if (Array.isArray(values)) return values.flatMap(decode);
-  return [typeof values === "string" ? Number(values) : values];
-}
-
-function shapeOf(values: Nested): number[] {
-  return Array.isArray(values) ? [values.length, ...shapeOf(values[0])] : [];
-}
-
+/** A tensor of fixture values on `d`. */
 function t(
   d: Device,
   values: Nested,
   requiresGrad = false,
   dtype: "float32" | "int32" = "float32",
 ): Tensor {
-  return tensor(decode(values), { shape: shapeOf(values), device: d, requiresGrad, dtype });
+  return fixtureTensor(values, d, { requiresGrad, dtype });
 }
 
 const TOL = { atol: 1e-5, rtol: 1e-5 };
@@ -48,15 +46,15 @@ for (const c of F.unary) {
     | "reciprocal"
     | "square";
   backendTest(`torch ${op}: special values, values and gradient`, async (d) => {
-    await assertTensor(t(d, F.special)[op](), decode(c.special_output), {
+    await assertTensor(t(d, F.special)[op](), decodeFixture(c.special_output), {
       ...TOL,
       what: `${op} of NaN/inf/±0/halves`,
     });
     const x = t(d, c.input, true);
     const y = x[op]();
-    await assertTensor(y, decode(c.output), { ...TOL, what: op });
+    await assertTensor(y, decodeFixture(c.output), { ...TOL, what: op });
     y.mul(t(d, F.g)).sum().backward();
-    await assertTensor(x.grad!, decode(c.grad), { ...TOL, what: `${op} grad` });
+    await assertTensor(x.grad!, decodeFixture(c.grad), { ...TOL, what: `${op} grad` });
   });
 }
 
@@ -65,26 +63,26 @@ backendTest("torch where: broadcast forward and gradients", async (d) => {
   const a = t(d, w.a, true);
   const b = t(d, w.b, true);
   const out = where(t(d, w.cond), a, b);
-  await assertTensor(out, decode(w.output), { ...TOL, shape: shapeOf(w.output) });
+  await assertTensor(out, decodeFixture(w.output), { ...TOL, shape: shapeOf(w.output) });
   out.mul(t(d, w.g)).sum().backward();
-  await assertTensor(a.grad!, decode(w.grad_a), TOL);
-  await assertTensor(b.grad!, decode(w.grad_b), TOL);
+  await assertTensor(a.grad!, decodeFixture(w.grad_a), TOL);
+  await assertTensor(b.grad!, decodeFixture(w.grad_b), TOL);
 });
 
 backendTest("torch masked_fill(-inf) + softmax: forward and gradient", async (d) => {
   const m = F.masked_softmax;
   const scores = t(d, m.scores, true);
   const probs = scores.maskedFill(t(d, m.mask), -Infinity).softmax(-1);
-  await assertTensor(probs, decode(m.output), TOL);
+  await assertTensor(probs, decodeFixture(m.output), TOL);
   probs.mul(t(d, m.g)).sum().backward();
-  await assertTensor(scores.grad!, decode(m.grad), TOL);
+  await assertTensor(scores.grad!, decodeFixture(m.grad), TOL);
 });
 
 backendTest("torch gather: forward and scatter-add gradient", async (d) => {
   const g = F.gather;
   const x = t(d, g.input, true);
   const out = gather(x, g.dim, t(d, g.index, false, "int32"));
-  await assertTensor(out, decode(g.output), { atol: 0, rtol: 0, shape: shapeOf(g.output) });
+  await assertTensor(out, decodeFixture(g.output), { atol: 0, rtol: 0, shape: shapeOf(g.output) });
   out.mul(t(d, g.g)).sum().backward();
-  await assertTensor(x.grad!, decode(g.grad), TOL);
+  await assertTensor(x.grad!, decodeFixture(g.grad), TOL);
 });

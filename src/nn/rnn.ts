@@ -9,11 +9,13 @@
  */
 
 import { linear } from "../ops/linalg.ts";
-import { uniform, zeros } from "../ops/factory.ts";
+import { resolveFactory, zeros } from "../ops/factory.ts";
+import { empty } from "../ops/util.ts";
 import { cat, stack } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
+import { uniform_ } from "./init.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
 import { checkCount, checkFloatInput, pyBool, pyFloat, sameDevice } from "./util.ts";
@@ -96,9 +98,7 @@ abstract class RNNBase extends Module {
       throw new RangeError(`${owner}: dropout must be a number between 0 and 1, got ${dropout}`);
     }
     this.dropout = dropout;
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    // PyTorch's default: every weight and bias from U(-1/sqrt(hidden), 1/sqrt(hidden)).
-    const bound = 1 / Math.sqrt(hiddenSize);
+    const { dtype, device } = resolveFactory(options, "float32");
     const gateSize = GATES[mode] * hiddenSize;
     const directions = this.bidirectional ? 2 : 1;
     const fields = this as unknown as Record<string, Parameter>;
@@ -116,12 +116,22 @@ abstract class RNNBase extends Module {
           shapes.push([`bias_ih${suffix}`, [gateSize]], [`bias_hh${suffix}`, [gateSize]]);
         }
         for (const [name, shape] of shapes) {
-          fields[name] = new Parameter(uniform(shape, -bound, bound, factory));
+          fields[name] = new Parameter(empty(shape, dtype, device));
         }
         perDirection.push(shapes.map(([name]) => name));
       }
       this.weightNames.push(perDirection);
     }
+    this.resetParameters();
+  }
+
+  /**
+   * Draws every weight and bias from U(-1/√hidden, 1/√hidden), PyTorch's
+   * `reset_parameters`.
+   */
+  resetParameters(): void {
+    const bound = 1 / Math.sqrt(this.hiddenSize);
+    for (const p of this.parameters()) uniform_(p, { a: -bound, b: bound });
   }
 
   /** The parameters of `layer` in `direction` (0 forward, 1 reverse). */

@@ -4,11 +4,13 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import { arangeOn, randn } from "../ops/factory.ts";
+import { arangeOn, resolveFactory } from "../ops/factory.ts";
+import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
+import { normal_ } from "./init.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
 import { checkCount, checkFloatInput, resolvePaddingIdx } from "./util.ts";
@@ -52,9 +54,23 @@ export class Embedding extends Module {
     this.numEmbeddings = checkCount("Embedding: numEmbeddings", numEmbeddings);
     this.embeddingDim = checkCount("Embedding: embeddingDim", embeddingDim);
     this.paddingIdx = resolvePaddingIdx("Embedding", options.paddingIdx, numEmbeddings);
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    this.weight = new Parameter(randn([numEmbeddings, embeddingDim], factory));
-    if (this.paddingIdx !== null) zeroRow(this.weight, this.paddingIdx);
+    const { dtype, device } = resolveFactory(options, "float32");
+    this.weight = new Parameter(empty([numEmbeddings, embeddingDim], dtype, device));
+    this.resetParameters();
+  }
+
+  /** Draws a new table from N(0, 1) and zeroes the padding row (PyTorch's `reset_parameters`). */
+  resetParameters(): void {
+    normal_(this.weight);
+    if (this.paddingIdx === null) return;
+    const rows = this.numEmbeddings;
+    const padding = this.paddingIdx;
+    noGrad(() =>
+      tidy(() => {
+        const isPadding = arangeOn(rows, this.weight.device).eq(padding).reshape([rows, 1]);
+        this.weight._assign(this.weight.maskedFill(isPadding, 0));
+      })
+    );
   }
 
   /**
@@ -91,15 +107,4 @@ export class Embedding extends Module {
     const padding = this.paddingIdx === null ? "" : `, padding_idx=${this.paddingIdx}`;
     return `${this.numEmbeddings}, ${this.embeddingDim}${padding}`;
   }
-}
-
-/** Writes zeros into row `row` of a 2-D tensor, in place, outside the graph. */
-function zeroRow(weight: Tensor, row: number): void {
-  noGrad(() =>
-    tidy(() => {
-      const keep = arangeOn(weight.shape[0], weight.device).ne(row).to(weight.dtype);
-      // + 0 turns the -0 of a negative value times 0 into +0, as PyTorch's fill.
-      weight._assign(weight.mul(keep.reshape([weight.shape[0], 1])).add(0));
-    })
-  );
 }

@@ -9,13 +9,9 @@
 
 import { noGrad } from "../../autograd.ts";
 import { tidy } from "../../storage.ts";
+import { where } from "../../ops/indexing.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFinite, checkFloatInput } from "../util.ts";
-
-/** `a` where `mask` is 1 and `b` where it is 0 (the mask carries no gradient). */
-function choose(mask: Tensor, a: Tensor, b: Tensor): Tensor {
-  return a.mul(mask).add(b.mul(noGrad(() => tidy(() => mask.neg().add(1)))));
-}
 
 /** Options of {@link leakyRelu}. */
 export interface LeakyReluOptions {
@@ -57,10 +53,10 @@ export interface EluOptions {
 export function elu(x: Tensor, options: EluOptions = {}): Tensor {
   checkFloatInput("elu", x);
   const alpha = checkFinite("elu", "alpha", options.alpha ?? 1);
-  // clamp passes the gradient at its bound (x = 0), relu does not: together
-  // the slope at 0 is alpha, the negative branch's.
-  const negative = x.clamp(undefined, 0).exp().sub(1).mul(alpha);
-  return x.relu().add(negative);
+  // expm1 only sees min(x, 0); clamp passes the gradient at its bound, so
+  // the slope at 0 is alpha, as PyTorch's.
+  const negative = x.clamp(undefined, 0).expm1().mul(alpha);
+  return where(x.gt(0), x, negative);
 }
 
 /** Options of {@link softplus}. */
@@ -81,7 +77,6 @@ export function softplus(x: Tensor, options: SoftplusOptions = {}): Tensor {
   const beta = checkFinite("softplus", "beta", options.beta ?? 1, { nonZero: true });
   const threshold = checkFinite("softplus", "threshold", options.threshold ?? 20);
   const scaled = beta === 1 ? x : x.mul(beta);
-  const linear = noGrad(() => tidy(() => scaled.gt(threshold)));
-  const soft = scaled.clamp(undefined, threshold).exp().add(1).log();
-  return choose(linear, x, beta === 1 ? soft : soft.div(beta));
+  const soft = scaled.clamp(undefined, threshold).exp().log1p();
+  return where(scaled.gt(threshold), x, beta === 1 ? soft : soft.div(beta));
 }

@@ -10,7 +10,7 @@
 
 import { noGrad, record } from "../../autograd.ts";
 import { sumTo } from "../../ops/elementwise.ts";
-import { arangeOn } from "../../ops/factory.ts";
+import { where } from "../../ops/indexing.ts";
 import { formatShape, numelOf, sameShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
@@ -131,16 +131,16 @@ export function nllLoss(input: Tensor, target: Tensor, options: NLLLossOptions =
   const m = numelOf(outShape);
   const logp = (input.ndim > 2 ? input.permute(perm) : input).reshape([m, c]);
   const idx = target.reshape([m, 1]);
-  const { onehot, valid } = noGrad(() =>
-    tidy(() => ({
-      onehot: idx.eq(arangeOn(c, input.device).reshape([1, c])).to(logp.dtype),
-      valid: idx.ne(ignoreIndex).to(logp.dtype).reshape([m]),
-    }))
-  );
-  const sampleWeight = weight
-    ? onehot.mul(weight.to(logp.dtype).reshape([1, c])).sum(1).mul(valid)
-    : valid;
-  const losses = onehot.mul(logp).sum(1).neg().mul(sampleWeight);
+  // Ignored targets (any value, -100 by default) gather class 0 and are then
+  // dropped with where, never multiplied: a -inf log-probability elsewhere
+  // cannot turn into NaN.
+  const valid = noGrad(() => idx.ne(ignoreIndex));
+  const safeIdx = noGrad(() => where(valid, idx, 0));
+  const picked = logp.gather(1, safeIdx);
+  const classWeight = weight ? weight.to(logp.dtype).reshape([c, 1]).gather(0, safeIdx) : null;
+  const sampleWeight = where(valid, classWeight ?? 1, 0).to(logp.dtype);
+  const losses = where(valid, classWeight ? picked.mul(classWeight).neg() : picked.neg(), 0)
+    .reshape([m]);
   if (reduction === "none") return losses.reshape(outShape);
   const total = losses.sum();
   return reduction === "sum" ? total : total.div(sampleWeight.sum());
@@ -176,7 +176,7 @@ export function binaryCrossEntropy(
   const [logX, log1mX, unweighted] = noGrad(() =>
     tidy(() => {
       const logX = input.log().clamp(-100);
-      const log1mX = input.neg().add(1).log().clamp(-100);
+      const log1mX = input.neg().log1p().clamp(-100);
       return [logX, log1mX, target.mul(logX).add(target.neg().add(1).mul(log1mX)).neg()];
     })
   );
