@@ -6,7 +6,8 @@
  * megabytes of GPU memory wait. So memory is released three ways: at once by
  * `dispose()`, at the end of a `tidy(fn)` scope for everything the scope made
  * and did not return or keep (as TensorFlow.js does), and by a
- * FinalizationRegistry as the last resort. Storage assigned to parameters,
+ * FinalizationRegistry as the last resort (reads give its callbacks the
+ * event-loop turn they need, see {@link settleReleases}). Storage assigned to parameters,
  * gradients, buffers and optimizer state is marked persistent and survives
  * tidy scopes.
  * @module
@@ -35,6 +36,39 @@ const finalizer = new FinalizationRegistry<Held>(freeLater);
 
 const scopes: Set<Storage>[] = [];
 
+// Storages made outside every tidy scope since reads last let the event loop
+// turn: they may be garbage whose FinalizationRegistry callback is waiting.
+let unscopedSinceTurn = 0;
+let settling: Promise<void> | undefined;
+
+/**
+ * Lets the event loop run one macrotask turn when storages made outside
+ * every tidy scope may be waiting for their FinalizationRegistry callback,
+ * which only runs between macrotasks. A read on the cpu backend resolves
+ * without one, so a plain training loop that awaits cpu reads would
+ * otherwise never release the memory of tensors it dropped. A message on a
+ * MessageChannel is a macrotask that costs microseconds (a `setTimeout(0)`
+ * is clamped to milliseconds once nested); reads after nothing unscoped was
+ * made skip it.
+ */
+export function settleReleases(): Promise<void> | undefined {
+  // A read issued while a turn is pending waits for it too, so that reads
+  // still resolve in the order they were made.
+  if (unscopedSinceTurn === 0) return settling;
+  unscopedSinceTurn = 0;
+  settling ??= new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      channel.port2.close();
+      settling = undefined;
+      resolve();
+    };
+    channel.port2.postMessage(null);
+  });
+  return settling;
+}
+
 /** Memory for `numel` elements of `dtype` on one device. */
 export class Storage {
   #buffer: DeviceBuffer | null;
@@ -50,7 +84,9 @@ export class Storage {
   ) {
     this.#buffer = buffer;
     finalizer.register(this, { device, buffer }, this);
-    scopes.at(-1)?.add(this);
+    const scope = scopes.at(-1);
+    if (scope) scope.add(this);
+    else unscopedSinceTurn++;
   }
 
   /** Allocates fresh storage on `device`. */

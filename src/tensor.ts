@@ -10,7 +10,7 @@ import { type BackwardOptions, runBackward } from "./autograd.ts";
 import { type Device, device as resolveDevice } from "./device.ts";
 import { type DType, DTYPES, isFloat, type TypedArray } from "./dtype.ts";
 import { formatShape, normalizeDim, numelOf, sameShape, type Shape } from "./shape.ts";
-import type { Storage } from "./storage.ts";
+import { settleReleases, type Storage } from "./storage.ts";
 import * as ew from "./ops/elementwise.ts";
 import * as red from "./ops/reduce.ts";
 import * as view from "./ops/view.ts";
@@ -175,7 +175,10 @@ export class Tensor {
     const { device, dtype } = this;
     const n = this.numel();
     const buffer = this.#storage.buffer("data");
-    return await device.stream.read(() => device.kernels.read(buffer, n, dtype));
+    const values = device.stream.read(() => device.kernels.read(buffer, n, dtype));
+    // Awaited together, so a failed read is never an unhandled rejection.
+    const [result] = await Promise.all([values, settleReleases()]);
+    return result;
   }
 
   /** The values as nested arrays (a number for a 0-dimensional tensor). */
