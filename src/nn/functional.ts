@@ -7,7 +7,7 @@
 
 import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
-import { arangeOn, rand } from "../ops/factory.ts";
+import { arangeOn } from "../ops/factory.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
@@ -18,6 +18,8 @@ import type { Reduction } from "./functional/loss.ts";
 
 export * from "./functional/activation.ts";
 export * from "./functional/loss.ts";
+export * from "./functional/dropout.ts";
+export * from "./functional/attention.ts";
 export * from "./functional/sparse.ts";
 export * from "./functional/conv.ts";
 
@@ -81,31 +83,6 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   // Shapes, dtypes and devices are checked by the op (bias [outF], [1] or [], as PyTorch).
   if (bias != null) checkTensor("linear", "bias", bias);
   return linearOp(x, weight, bias);
-}
-
-/**
- * Zeroes each element with probability `p` and scales the rest by
- * `1 / (1 - p)`, when `training` (default true, as PyTorch's functional form);
- * otherwise returns `x`. The mask comes from the seeded `rand` stream on the
- * input's device.
- */
-export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
-  checkTensor("dropout", "input", x);
-  if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
-    throw new RangeError(`dropout: probability has to be between 0 and 1, but got ${p}`);
-  }
-  if (!isFloat(x.dtype)) {
-    throw new TypeError(
-      `dropout: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`,
-    );
-  }
-  if (!training || p === 0) return x;
-  if (p === 1) return x.mul(0);
-  // The scaled mask carries no gradient itself: build it outside the graph.
-  const mask = noGrad(() =>
-    tidy(() => rand([...x.shape], { dtype: x.dtype, device: x.device }).ge(p).mul(1 / (1 - p)))
-  );
-  return x.mul(mask);
 }
 
 // ---------------------------------------------------------------- normalisation

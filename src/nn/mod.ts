@@ -22,6 +22,7 @@ export * from "./layers.ts";
 export * from "./activation.ts";
 export * from "./sparse.ts";
 export * from "./rnn.ts";
+export * from "./attention.ts";
 export * from "./normalization.ts";
 export * from "./conv.ts";
 export * from "./loss.ts";

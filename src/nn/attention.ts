@@ -1,0 +1,269 @@
+/**
+ * `MultiheadAttention`, as `torch.nn.MultiheadAttention`: PyTorch's
+ * parameter names (`in_proj_weight`, `in_proj_bias`, `out_proj.weight`, or
+ * `q_proj_weight`/`k_proj_weight`/`v_proj_weight` when key and value sizes
+ * differ), its masks and its initialisation.
+ * @module
+ */
+
+import { resolveFactory } from "../ops/factory.ts";
+import { empty } from "../ops/util.ts";
+import { formatShape, sameShape } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { attend } from "./attention_math.ts";
+import * as F from "./functional.ts";
+import { constant_, xavierUniform_ } from "./init.ts";
+import { type FactoryOptions, Linear } from "./layers.ts";
+import { Module, Parameter } from "./module.ts";
+import { checkCount, checkFloatInput, sameDevice } from "./util.ts";
+
+/** Options of {@link MultiheadAttention}. */
+export interface MultiheadAttentionOptions extends FactoryOptions {
+  /** Dropout probability on the attention weights when training (default 0). */
+  dropout?: number;
+  /** Learn `in_proj_bias` and `out_proj.bias` (default true). */
+  bias?: boolean;
+  /** Features of the keys (default `embedDim`). */
+  kdim?: number;
+  /** Features of the values (default `embedDim`). */
+  vdim?: number;
+  /** Inputs and output are [batch, seq, feature] (default false: [seq, batch, feature]). */
+  batchFirst?: boolean;
+}
+
+/** Options of {@link MultiheadAttention.forward}. */
+export interface MultiheadAttentionForwardOptions {
+  /**
+   * [N, S] (or [S] unbatched): keys to ignore. An int32 mask is boolean
+   * (nonzero = ignore this key, as PyTorch's `True`); a floating-point mask is
+   * added to the scores.
+   */
+  keyPaddingMask?: Tensor | null;
+  /** Return the attention weights too (default true); otherwise the second element is null. */
+  needWeights?: boolean;
+  /**
+   * [L, S] or [N * numHeads, L, S]: an int32 mask is boolean (nonzero = this
+   * query may not attend to this key, as PyTorch's `True`); a floating-point
+   * mask is added to the scores (`-Infinity` excludes).
+   */
+  attnMask?: Tensor | null;
+  /** Average the weights over heads, [N, L, S] (default true); else [N, numHeads, L, S]. */
+  averageAttnWeights?: boolean;
+}
+
+/**
+ * Attention of `numHeads` heads over `embedDim` features, as
+ * `torch.nn.MultiheadAttention`. Parameters: `in_proj_weight` [3E, E] (from
+ * xavier-uniform) and `in_proj_bias` [3E] (zeros) when keys and values have
+ * `embedDim` features, else `q_proj_weight` [E, E], `k_proj_weight` [E, kdim],
+ * `v_proj_weight` [E, vdim]; then `out_proj` (a Linear, bias zeroed). The
+ * field names are PyTorch's state-dict keys, so its state dicts load
+ * unchanged.
+ */
+export class MultiheadAttention extends Module {
+  /** Features of queries and output. */
+  readonly embedDim: number;
+  /** Features of keys. */
+  readonly kdim: number;
+  /** Features of values. */
+  readonly vdim: number;
+  /** Number of heads; `embedDim / numHeads` features each. */
+  readonly numHeads: number;
+  /** Dropout on the weights when training. */
+  readonly dropout: number;
+  /** Whether inputs are [batch, seq, feature]. */
+  readonly batchFirst: boolean;
+  /** Features of one head. */
+  readonly headDim: number;
+  /** [3E, E] packed q, k, v projection (null when kdim or vdim differ). */
+  in_proj_weight: Parameter | null = null;
+  /** [E, E] (only when kdim or vdim differ from embedDim). */
+  q_proj_weight: Parameter | null = null;
+  /** [E, kdim] (only when kdim or vdim differ from embedDim). */
+  k_proj_weight: Parameter | null = null;
+  /** [E, vdim] (only when kdim or vdim differ from embedDim). */
+  v_proj_weight: Parameter | null = null;
+  /** [3E] biases of the q, k, v projections, or null. */
+  in_proj_bias: Parameter | null = null;
+  /** The output projection. */
+  out_proj: Linear;
+
+  /** Attention over `embedDim` features split into `numHeads` heads. */
+  constructor(embedDim: number, numHeads: number, options: MultiheadAttentionOptions = {}) {
+    super();
+    this.embedDim = checkCount("MultiheadAttention: embedDim", embedDim, false);
+    this.numHeads = checkCount("MultiheadAttention: numHeads", numHeads, false);
+    if (embedDim % numHeads !== 0) {
+      throw new RangeError(
+        `MultiheadAttention: embedDim ${embedDim} must be divisible by numHeads ${numHeads}`,
+      );
+    }
+    this.headDim = embedDim / numHeads;
+    this.kdim = checkCount("MultiheadAttention: kdim", options.kdim ?? embedDim, false);
+    this.vdim = checkCount("MultiheadAttention: vdim", options.vdim ?? embedDim, false);
+    const dropout = options.dropout ?? 0;
+    if (typeof dropout !== "number" || !(dropout >= 0 && dropout <= 1)) {
+      throw new RangeError(`MultiheadAttention: dropout must be between 0 and 1, got ${dropout}`);
+    }
+    this.dropout = dropout;
+    this.batchFirst = options.batchFirst ?? false;
+    const { dtype, device } = resolveFactory(options, "float32");
+    const param = (shape: number[]) => new Parameter(empty(shape, dtype, device));
+    const e = embedDim;
+    if (this.kdim === e && this.vdim === e) this.in_proj_weight = param([3 * e, e]);
+    else {
+      this.q_proj_weight = param([e, e]);
+      this.k_proj_weight = param([e, this.kdim]);
+      this.v_proj_weight = param([e, this.vdim]);
+    }
+    const bias = options.bias ?? true;
+    if (bias) this.in_proj_bias = param([3 * e]);
+    this.out_proj = new Linear(e, e, { bias, dtype, device });
+    this.resetParameters();
+  }
+
+  /**
+   * PyTorch's `_reset_parameters`: xavier-uniform projections, zero biases
+   * (`out_proj.weight` keeps Linear's initialisation).
+   */
+  resetParameters(): void {
+    for (const w of [this.in_proj_weight, this.q_proj_weight, this.k_proj_weight]) {
+      if (w) xavierUniform_(w);
+    }
+    if (this.v_proj_weight) xavierUniform_(this.v_proj_weight);
+    if (this.in_proj_bias) constant_(this.in_proj_bias, 0);
+    if (this.out_proj.bias) constant_(this.out_proj.bias, 0);
+  }
+
+  /**
+   * Attends from `query` [L, N, E] to `key` [S, N, kdim] / `value`
+   * [S, N, vdim] (batch first with `batchFirst`; or unbatched [L, E]);
+   * returns `[output [L, N, E], weights]`, the weights [N, L, S] averaged
+   * over heads (or [N, numHeads, L, S]), or null without `needWeights`.
+   */
+  override forward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    options: MultiheadAttentionForwardOptions = {},
+  ): [Tensor, Tensor | null] {
+    const op = "MultiheadAttention";
+    checkFloatInput(op, query, "query");
+    checkFloatInput(op, key, "key");
+    checkFloatInput(op, value, "value");
+    const { keyPaddingMask = null, attnMask = null } = options;
+    sameDevice(op, { query, key, value, keyPaddingMask, attnMask, weights: this.out_proj.weight });
+    const batched = query.ndim === 3;
+    const e = this.embedDim;
+    const layout = batched
+      ? this.batchFirst ? "[batch, seq, feature]" : "[seq, batch, feature]"
+      : "[seq, feature]";
+    const rank = batched ? 3 : 2;
+    if (
+      (query.ndim !== 2 && query.ndim !== 3) || key.ndim !== rank || value.ndim !== rank ||
+      query.shape[rank - 1] !== e || key.shape[rank - 1] !== this.kdim ||
+      value.shape[rank - 1] !== this.vdim
+    ) {
+      throw new RangeError(
+        `${op}: expected query, key and value as ${layout} with ${e}, ${this.kdim} and ${this.vdim} features, got ${
+          formatShape(query.shape)
+        }, ${formatShape(key.shape)} and ${formatShape(value.shape)}`,
+      );
+    }
+    // Sequence-first with a batch dim inside: [L, N, E].
+    const toInner = (t: Tensor) =>
+      !batched ? t.unsqueeze(1) : this.batchFirst ? t.transpose(0, 1) : t;
+    const [q0, k0, v0] = [query, key, value].map(toInner);
+    const [l, n] = q0.shape;
+    const s = k0.shape[0];
+    if (k0.shape[1] !== n || v0.shape[0] !== s || v0.shape[1] !== n) {
+      throw new RangeError(
+        `${op}: key ${formatShape(key.shape)} and value ${
+          formatShape(value.shape)
+        } must have the query's batch size ${n} and one sequence length`,
+      );
+    }
+    const [q, k, v] = this.project(query, key, value, q0, k0, v0);
+    const h = this.numHeads;
+    const hd = this.headDim;
+    // [L, N, E] -> [N * H, L, hd]
+    const heads = (t: Tensor, len: number) => t.reshape([len, n * h, hd]).transpose(0, 1);
+    const excluded: Tensor[] = [];
+    let additive: Tensor | null = null;
+    if (attnMask) {
+      const want2 = [l, s];
+      const want3 = [n * h, l, s];
+      if (!sameShape(attnMask.shape, want2) && !sameShape(attnMask.shape, want3)) {
+        throw new RangeError(
+          `${op}: attnMask of shape ${formatShape(attnMask.shape)} must be ${
+            formatShape(want2)
+          } or ${formatShape(want3)} (batch * numHeads, target length, source length)`,
+        );
+      }
+      if (attnMask.dtype === "int32") excluded.push(attnMask);
+      else additive = attnMask;
+    }
+    if (keyPaddingMask) {
+      const want = batched ? [n, s] : [s];
+      if (!sameShape(keyPaddingMask.shape, want)) {
+        throw new RangeError(
+          `${op}: keyPaddingMask of shape ${formatShape(keyPaddingMask.shape)} must be ${
+            formatShape(want)
+          } (batch, source length)`,
+        );
+      }
+      // [N, S] -> [N, 1, 1, S] -> every head: [N * H, 1, S].
+      const perHead = keyPaddingMask.reshape([n, 1, 1, s]).expand([n, h, 1, s]).reshape([
+        n * h,
+        1,
+        s,
+      ]);
+      if (keyPaddingMask.dtype === "int32") excluded.push(perHead);
+      else additive = additive ? additive.add(perHead) : perHead;
+    }
+    const mask = excluded.length === 2 ? excluded[0].ne(0).maximum(excluded[1].ne(0)) : excluded[0];
+    const { output, weights } = attend(heads(q, l), heads(k, s), heads(v, s), {
+      scale: 1 / Math.sqrt(hd),
+      excluded: mask ?? null,
+      additive,
+      dropoutP: this.training ? this.dropout : 0,
+    });
+    // [N * H, L, hd] -> [L, N, E] -> output projection.
+    let out = this.out_proj.forward(output.transpose(0, 1).reshape([l, n, e]));
+    out = !batched ? out.squeeze(1) : this.batchFirst ? out.transpose(0, 1) : out;
+    if (!(options.needWeights ?? true)) return [out, null];
+    let w = weights.reshape([n, h, l, s]);
+    if (options.averageAttnWeights ?? true) w = w.sum(1).div(h);
+    return [out, batched ? w : w.squeeze(0)];
+  }
+
+  /** q, k, v projected, [L or S, N, E] each; one product when query, key and value are one tensor. */
+  private project(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    q0: Tensor,
+    k0: Tensor,
+    v0: Tensor,
+  ): Tensor[] {
+    const e = this.embedDim;
+    const bias = this.in_proj_bias;
+    const biases = bias ? bias.chunk(3, 0) : [null, null, null];
+    if (this.in_proj_weight) {
+      if (query === key && key === value) {
+        return F.linear(q0, this.in_proj_weight, bias).chunk(3, -1);
+      }
+      const [wq, wk, wv] = this.in_proj_weight.chunk(3, 0);
+      return [
+        F.linear(q0, wq, biases[0]),
+        F.linear(k0, wk, biases[1]),
+        F.linear(v0, wv, biases[2]),
+      ];
+    }
+    return [
+      F.linear(q0, this.q_proj_weight!, biases[0]),
+      F.linear(k0, this.k_proj_weight!, biases[1]),
+      F.linear(v0, this.v_proj_weight!, biases[2]),
+    ].map((t) => t.reshape([t.shape[0], t.shape[1], e]));
+  }
+}
