@@ -189,6 +189,37 @@ export function manualSeed(seed: number): void {
   seedState = BigInt.asUintN(64, BigInt(Math.trunc(seed)));
 }
 
+/**
+ * The state of the global generator (`rand`, `randn`, `uniform`, `normal`,
+ * dropout, `nn.init`, unseeded shuffles and splits), as `getRngState` gives
+ * it: an opaque string, JSON-friendly so that checkpoints can hold it.
+ */
+export type RngState = string;
+
+const RNG_STATE = /^splitmix64:([0-9a-f]{16})$/;
+
+/**
+ * The global generator's state, as `torch.get_rng_state`: restoring it with
+ * {@link setRngState} makes the following random numbers repeat, so a run
+ * resumed from a checkpoint draws what the uninterrupted run would have.
+ */
+export function getRngState(): RngState {
+  return `splitmix64:${seedState.toString(16).padStart(16, "0")}`;
+}
+
+/** Restores a state {@link getRngState} gave, as `torch.set_rng_state`. */
+export function setRngState(state: RngState): void {
+  const match = typeof state === "string" ? RNG_STATE.exec(state) : null;
+  if (!match) {
+    throw new TypeError(
+      `setRngState: expected a state from getRngState() ("splitmix64:" and 16 hex digits), got ${
+        typeof state === "string" ? JSON.stringify(state) : typeof state
+      }`,
+    );
+  }
+  seedState = BigInt(`0x${match[1]}`);
+}
+
 /** The next u32 of the global seeded stream (splitmix64). */
 export function nextSeed(): number {
   seedState = BigInt.asUintN(64, seedState + 0x9e3779b97f4a7c15n);

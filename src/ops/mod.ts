@@ -57,14 +57,16 @@ export { logSoftmax, softmax } from "./softmax.ts";
 export {
   arange,
   full,
+  getRngState,
   manualSeed,
   normal,
   ones,
   rand,
   randn,
+  setRngState,
   tensor,
   uniform,
   zeros,
 } from "./factory.ts";
-export type { NestedArray, TensorOptions } from "./factory.ts";
+export type { NestedArray, RngState, TensorOptions } from "./factory.ts";
 export type { TensorLike } from "./util.ts";

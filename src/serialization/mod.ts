@@ -1,13 +1,21 @@
 /**
- * Saving and loading state dicts in the safetensors format, which PyTorch
- * users read with `safetensors.torch.load_file`: `save`/`load` for files and
- * `toSafetensors`/`fromSafetensors` for bytes (browsers).
+ * Saving and loading state dicts and nested checkpoints in the safetensors
+ * format, which PyTorch users read with `safetensors.torch.load_file`:
+ * `save`/`load` for files and `toSafetensors`/`fromSafetensors` for bytes
+ * (browsers).
  * @module
  */
 
 import { defaultDevice, type Device, device as resolveDevice } from "../device.ts";
 import { fromHost } from "../ops/factory.ts";
 import { Tensor } from "../tensor.ts";
+import { isPlainObject } from "../util.ts";
+import {
+  flattenCheckpoint,
+  isFlatStateDict,
+  STRUCTURE_KEY,
+  unflattenCheckpoint,
+} from "./checkpoint.ts";
 import {
   decodeSafetensors,
   encodeSafetensors,
@@ -42,16 +50,39 @@ function checkStateDict(
 }
 
 /**
- * The safetensors bytes of `stateDict` (tensor name → tensor). Reads every
- * tensor back (hence async); the values are those at the call, whatever
- * work is queued after it.
+ * The tensors and metadata that represent `checkpoint` in a file: a flat
+ * state dict as it is; a nested checkpoint flattened, its structure in the
+ * metadata.
+ */
+function entriesOf(
+  op: string,
+  checkpoint: object,
+  metadata: Record<string, string> | undefined,
+): { tensors: Record<string, Tensor>; metadata?: Record<string, string> } {
+  if (metadata && STRUCTURE_KEY in metadata) {
+    throw new RangeError(`${op}: the metadata key "${STRUCTURE_KEY}" is reserved for checkpoints`);
+  }
+  if (isFlatStateDict(checkpoint) || !isPlainObject(checkpoint)) {
+    checkStateDict(op, checkpoint);
+    return { tensors: checkpoint, metadata };
+  }
+  const { tensors, structure } = flattenCheckpoint(op, checkpoint);
+  return { tensors, metadata: { ...metadata, [STRUCTURE_KEY]: structure } };
+}
+
+/**
+ * The safetensors bytes of `checkpoint`: a state dict (tensor name →
+ * tensor), written as PyTorch's safetensors writes it, or a nested object of
+ * state dicts and plain values (see {@link save}). Reads every tensor back
+ * (hence async); the values are those at the call, whatever work is queued
+ * after it.
  */
 export async function toSafetensors(
-  stateDict: Record<string, Tensor>,
+  checkpoint: object,
   options: { metadata?: Record<string, string> } = {},
 ): Promise<Uint8Array> {
-  checkStateDict("toSafetensors", stateDict);
-  const entries = Object.entries(stateDict);
+  const { tensors, metadata } = entriesOf("toSafetensors", checkpoint, options.metadata);
+  const entries = Object.entries(tensors);
   // Every read is queued now, before anything else can change the values.
   const reads = entries.map(([, t]) => t.data());
   const values = await Promise.all(reads);
@@ -59,19 +90,29 @@ export async function toSafetensors(
   entries.forEach(([key, t], i) => {
     raw[key] = { dtype: t.dtype, shape: [...t.shape], data: values[i] };
   });
-  return encodeSafetensors(raw, options.metadata);
+  return encodeSafetensors(raw, metadata);
 }
 
 /**
  * Tensors from safetensors bytes, on `options.device` (default: the default
- * device). F32, F64 and I32 are supported; F64 only on devices that hold
+ * device): the state dict, or the nested checkpoint {@link toSafetensors}
+ * wrote, in its shape. `T` names the shape the caller saved; it is not
+ * checked. F32, F64 and I32 are supported; F64 only on devices that hold
  * float64. The uploads are queued without waiting.
  */
-export function fromSafetensors(
+export function fromSafetensors<T = Record<string, Tensor>>(
   bytes: Uint8Array,
   options: { device?: Device | string } = {},
-): Record<string, Tensor> {
-  return fromSafetensorsWithMetadata(bytes, options).tensors;
+): T {
+  const { tensors, metadata } = fromSafetensorsWithMetadata(bytes, options);
+  const structure = metadata[STRUCTURE_KEY];
+  if (structure === undefined) return tensors as T;
+  try {
+    return unflattenCheckpoint("fromSafetensors", structure, tensors) as T;
+  } catch (error) {
+    for (const t of Object.values(tensors)) t.dispose();
+    throw error;
+  }
 }
 
 /**
@@ -107,23 +148,60 @@ export function fromSafetensorsWithMetadata(
 }
 
 /**
- * Writes `stateDict` to `path` in the safetensors format, atomically (a
+ * Writes `checkpoint` to `path` in the safetensors format, atomically (a
  * temporary file renamed over `path`). Needs Deno's file system access.
+ *
+ * `checkpoint` is a state dict (tensor name → tensor), written exactly as
+ * PyTorch's safetensors writes one, or a nested object of state dicts and
+ * plain values, as `torch.save` takes: its tensors become entries named by
+ * their dotted paths (`model.0.weight`, `optimizer.state.0.expAvg`) and the
+ * rest (numbers, strings, booleans, null, arrays, plain objects; NaN and
+ * ±Infinity too) is JSON in the file's metadata. {@link load} gives it back
+ * in the same shape.
+ *
+ * @example
+ * ```ts
+ * await save({
+ *   model: model.stateDict(),
+ *   optimizer: opt.stateDict(),
+ *   scheduler: scheduler.stateDict(),
+ *   epoch: 3,
+ *   rng: getRngState(),
+ * }, "checkpoint.safetensors");
+ * ```
  */
 export async function save(
-  stateDict: Record<string, Tensor>,
+  checkpoint: object,
   path: string | URL,
   options: { metadata?: Record<string, string> } = {},
 ): Promise<void> {
-  const bytes = await toSafetensors(stateDict, options);
+  const bytes = await toSafetensors(checkpoint, options);
   await writeFileAtomic(path instanceof URL ? pathFromUrl(path) : path, bytes);
 }
 
-/** Reads a safetensors file written by {@link save} (or by PyTorch's safetensors) into tensors. */
-export async function load(
+/**
+ * Reads a safetensors file written by {@link save} (or by PyTorch's
+ * safetensors): a state dict of tensors, or the nested checkpoint `save`
+ * wrote, in its shape, with its tensors on `options.device`. `T` names the
+ * shape the caller saved; it is not checked.
+ *
+ * @example
+ * ```ts
+ * const ckpt = await load<{
+ *   model: Record<string, Tensor>;
+ *   optimizer: optim.OptimizerStateDict;
+ *   epoch: number;
+ *   rng: string;
+ * }>("checkpoint.safetensors");
+ * model.loadStateDict(ckpt.model);
+ * opt.loadStateDict(ckpt.optimizer);
+ * setRngState(ckpt.rng);
+ * ```
+ */
+export async function load<T = Record<string, Tensor>>(
   path: string | URL,
   options: { device?: Device | string } = {},
-): Promise<Record<string, Tensor>> {
+): Promise<T> {
   if (typeof Deno === "undefined") {
     throw new Error("load: needs Deno's file system API; use fromSafetensors(bytes)");
   }
@@ -139,7 +217,7 @@ export async function load(
     );
   }
   try {
-    return fromSafetensors(bytes, options);
+    return fromSafetensors<T>(bytes, options);
   } catch (error) {
     throw new Error(`load: "${path}": ${error instanceof Error ? error.message : String(error)}`, {
       cause: error,
