@@ -149,6 +149,21 @@ Deno.test({
       assert.ok(
         second.lines.some((l) => l.startsWith(`Resumed from ${r1.checkpointPath} at epoch 2`)),
       );
+      // The resumed epoch is the one an uninterrupted run trains, bit for bit.
+      const straightOut = await Deno.makeTempDir({ prefix: "multigrad_demo_straight_" });
+      try {
+        const straight = await runDemo({
+          devices,
+          epochs: 3,
+          out: straightOut,
+          ...TINY,
+          log: quiet().log,
+        });
+        assert.deepEqual(r2.history.stepLoss, straight.history.stepLoss.map(Math.fround));
+        assert.equal(r2.testAccuracy, straight.testAccuracy);
+      } finally {
+        await Deno.remove(straightOut, { recursive: true });
+      }
 
       // Resuming what is already done is a user error, not a crash.
       await assert.rejects(

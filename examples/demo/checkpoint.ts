@@ -1,15 +1,17 @@
 /**
- * The demo's checkpoint: one safetensors file holding the model's state dict
- * (`model.net.0.weight`, ...), the optimizer's state tensors
- * (`optimizer.state.0.expAvg`, ...), the loss history and the epoch, with
- * the rest (optimizer hyperparameters and step counts, the data set's seed
- * and sizes) as JSON in the file's `__metadata__`. Written with `save`,
- * which replaces the file atomically, so an interrupted write leaves the
- * previous checkpoint whole.
+ * The demo's checkpoint: one nested object saved with `save` (which
+ * replaces the file atomically, so an interrupted write leaves the previous
+ * checkpoint whole) and read back with `fromSafetensors` in the same shape:
+ * the model's and the optimizer's state dicts, the epoch, the data set's
+ * seed and sizes, the loss history and the global generator's state
+ * (`getRngState`), so a resumed run draws the numbers the uninterrupted one
+ * would have. In the file the tensors are entries (`model.net.0.weight`,
+ * `optimizer.state.0.expAvg`, `history.stepLoss`) and the rest is JSON in the
+ * metadata.
  * @module
  */
 
-import { fromSafetensorsWithMetadata, type optim, save, type Tensor, tensor } from "../../mod.ts";
+import { fromSafetensors, type optim, type RngState, save, Tensor, tensor } from "../../mod.ts";
 import type { EpochRecord, History } from "./plot.ts";
 import { CheckpointError } from "./errors.ts";
 
@@ -39,149 +41,109 @@ export interface CheckpointState {
   optimizer: optim.OptimizerStateDict;
   /** Losses and accuracies so far. */
   history: History;
+  /** The global generator's state after the epoch (`getRngState()`). */
+  rng: RngState;
 }
 
-/** The value of the `format` metadata entry. */
-export const CHECKPOINT_FORMAT = "multigrad-demo-checkpoint/1";
+/** The value of the checkpoint's `format` field. */
+export const CHECKPOINT_FORMAT = "multigrad-demo-checkpoint/2";
 
-const EPOCH_FIELDS = ["epoch", "trainLoss", "trainAccuracy", "testAccuracy", "seconds"] as const;
+/** The object saved: the state, with the step losses as one float32 tensor. */
+interface Saved {
+  format: string;
+  epoch: number;
+  shape: DemoShape;
+  model: Record<string, Tensor>;
+  optimizer: optim.OptimizerStateDict;
+  history: { stepsPerEpoch: number; stepLoss: Tensor; epochs: EpochRecord[] };
+  rng: RngState;
+}
 
-/** The flat tensors and metadata of `state`, as {@link writeCheckpoint} saves them. */
-export function packCheckpoint(
-  state: CheckpointState,
-): { tensors: Record<string, Tensor>; metadata: Record<string, string> } {
-  const tensors: Record<string, Tensor> = {};
-  for (const [key, t] of Object.entries(state.model)) tensors[`model.${key}`] = t;
-  const numbers: Record<string, Record<string, number>> = {};
-  for (const [index, entry] of Object.entries(state.optimizer.state)) {
-    for (const [key, value] of Object.entries(entry)) {
-      if (typeof value === "number") (numbers[index] ??= {})[key] = value;
-      else tensors[`optimizer.state.${index}.${key}`] = value;
+/** Saves `state` to `path` (atomically: the old file stays whole until the new one is complete). */
+export async function writeCheckpoint(path: string, state: CheckpointState): Promise<void> {
+  const stepLoss = tensor(Float32Array.from(state.history.stepLoss));
+  const saved: Saved = {
+    format: CHECKPOINT_FORMAT,
+    epoch: state.epoch,
+    shape: state.shape,
+    model: state.model,
+    optimizer: state.optimizer,
+    history: {
+      stepsPerEpoch: state.history.stepsPerEpoch,
+      stepLoss,
+      epochs: state.history.epochs,
+    },
+    rng: state.rng,
+  };
+  try {
+    await save(saved, path);
+  } finally {
+    // The optimizer's stateDict() copies its tensors, and the loss tensor is ours: free both now.
+    stepLoss.dispose();
+    for (const entry of Object.values(state.optimizer.state)) {
+      for (const v of Object.values(entry)) if (v instanceof Tensor) v.dispose();
     }
   }
-  const { history } = state;
-  tensors["history.step_loss"] = tensor(Float32Array.from(history.stepLoss));
-  tensors["history.epochs"] = tensor(
-    Float32Array.from(history.epochs.flatMap((e) => EPOCH_FIELDS.map((f) => e[f]))),
-    { shape: [history.epochs.length, EPOCH_FIELDS.length] },
-  );
-  tensors["epoch"] = tensor(new Int32Array([state.epoch]), { shape: [] });
-  const metadata: Record<string, string> = {
-    format: CHECKPOINT_FORMAT,
-    epoch: String(state.epoch),
-    shape: JSON.stringify(state.shape),
-    steps_per_epoch: String(history.stepsPerEpoch),
-    optimizer: JSON.stringify({ paramGroups: state.optimizer.paramGroups, numbers }),
-  };
-  return { tensors, metadata };
 }
 
 function fail(path: string, why: string): never {
   throw new CheckpointError(`cannot resume: ${path} is not a valid demo checkpoint (${why})`);
 }
 
-function parseJson(path: string, metadata: Record<string, string>, key: string): unknown {
-  const text = metadata[key];
-  if (text === undefined) fail(path, `its metadata has no "${key}"`);
-  try {
-    return JSON.parse(text);
-  } catch {
-    fail(path, `its metadata "${key}" is not JSON`);
-  }
-}
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Tensor);
 
-/** The state in `tensors` and `metadata` as {@link packCheckpoint} made them; `path` names the file in errors. */
-export async function unpackCheckpoint(
-  path: string,
-  tensors: Record<string, Tensor>,
-  metadata: Record<string, string>,
-): Promise<CheckpointState> {
-  if (metadata.format !== CHECKPOINT_FORMAT) {
-    fail(
-      path,
-      `format ${JSON.stringify(metadata.format ?? null)}, expected "${CHECKPOINT_FORMAT}"`,
-    );
+/** The state in `saved` (as `writeCheckpoint` wrote it), checked; `path` names the file in errors. */
+async function unpack(path: string, saved: unknown): Promise<CheckpointState> {
+  if (!isRecord(saved) || saved.format !== CHECKPOINT_FORMAT) {
+    const format = isRecord(saved) ? saved.format : undefined;
+    fail(path, `format ${JSON.stringify(format ?? null)}, expected "${CHECKPOINT_FORMAT}"`);
   }
-  const epoch = Number(metadata.epoch);
-  if (!Number.isInteger(epoch) || epoch < 0) {
-    fail(path, `bad epoch ${JSON.stringify(metadata.epoch)}`);
+  const { epoch, shape, model, optimizer, history, rng } = saved;
+  if (!Number.isInteger(epoch) || (epoch as number) < 0) {
+    fail(path, `bad epoch ${JSON.stringify(epoch)}`);
   }
-  const shape = parseJson(path, metadata, "shape") as DemoShape;
   if (
-    !shape || typeof shape !== "object" ||
-    !["seed", "pointsPerClass", "hidden"].every((k) =>
-      Number.isInteger((shape as unknown as Record<string, unknown>)[k])
-    ) ||
-    !["turns", "noise"].every((k) =>
-      Number.isFinite((shape as unknown as Record<string, unknown>)[k])
-    )
+    !isRecord(shape) ||
+    !["seed", "pointsPerClass", "hidden"].every((k) => Number.isInteger(shape[k])) ||
+    !["turns", "noise"].every((k) => Number.isFinite(shape[k]))
   ) {
-    fail(path, "bad shape metadata");
+    fail(path, "bad shape");
   }
-  const saved = parseJson(path, metadata, "optimizer") as {
-    paramGroups?: optim.OptimizerStateDict["paramGroups"];
-    numbers?: Record<string, Record<string, number>>;
-  };
-  if (!saved || !Array.isArray(saved.paramGroups)) fail(path, "bad optimizer metadata");
-
-  const model: Record<string, Tensor> = {};
-  const state: optim.OptimizerStateDict["state"] = {};
-  for (const [name, t] of Object.entries(tensors)) {
-    if (name.startsWith("model.")) model[name.slice("model.".length)] = t;
-    else if (name.startsWith("optimizer.state.")) {
-      const rest = name.slice("optimizer.state.".length);
-      const dot = rest.indexOf(".");
-      const index = Number(rest.slice(0, dot));
-      if (dot < 1 || !Number.isInteger(index)) fail(path, `bad tensor name "${name}"`);
-      (state[index] ??= {})[rest.slice(dot + 1)] = t;
-    }
+  if (!isRecord(model) || !Object.values(model).every((t) => t instanceof Tensor)) {
+    fail(path, "bad model state dict");
   }
-  for (const [index, entry] of Object.entries(saved.numbers ?? {})) {
-    for (const [key, value] of Object.entries(entry)) {
-      if (typeof value !== "number") fail(path, `bad optimizer number ${index}.${key}`);
-      (state[Number(index)] ??= {})[key] = value;
-    }
+  if (!isRecord(optimizer) || !isRecord(optimizer.state) || !Array.isArray(optimizer.paramGroups)) {
+    fail(path, "bad optimizer state dict");
   }
-
-  const stepLoss = tensors["history.step_loss"];
-  const epochs = tensors["history.epochs"];
-  if (!stepLoss || !epochs) fail(path, "it has no history tensors");
-  if (epochs.ndim !== 2 || epochs.shape[1] !== EPOCH_FIELDS.length) {
-    fail(path, "bad history.epochs shape");
+  if (typeof rng !== "string") fail(path, "it has no generator state");
+  if (
+    !isRecord(history) || !Number.isInteger(history.stepsPerEpoch) ||
+    (history.stepsPerEpoch as number) < 1 || !(history.stepLoss instanceof Tensor) ||
+    history.stepLoss.ndim !== 1 || !Array.isArray(history.epochs)
+  ) {
+    fail(path, "bad history");
   }
-  const stepsPerEpoch = Number(metadata.steps_per_epoch);
-  if (!Number.isInteger(stepsPerEpoch) || stepsPerEpoch < 1) fail(path, "bad steps_per_epoch");
-  const rows = Array.from(await epochs.data());
-  const records: EpochRecord[] = [];
-  for (let r = 0; r < epochs.shape[0]; r++) {
-    const row = rows.slice(r * EPOCH_FIELDS.length, (r + 1) * EPOCH_FIELDS.length);
-    records.push({
-      epoch: row[0],
-      trainLoss: row[1],
-      trainAccuracy: row[2],
-      testAccuracy: row[3],
-      seconds: row[4],
-    });
+  const fields = ["epoch", "trainLoss", "trainAccuracy", "testAccuracy", "seconds"] as const;
+  const epochs = history.epochs as unknown[];
+  if (!epochs.every((e) => isRecord(e) && fields.every((f) => typeof e[f] === "number"))) {
+    fail(path, "bad history epochs");
   }
-  if (records.at(-1)?.epoch !== epoch) fail(path, "its history does not end at its epoch");
+  if ((epochs.at(-1) as EpochRecord | undefined)?.epoch !== epoch) {
+    fail(path, "its history does not end at its epoch");
+  }
   return {
-    epoch,
-    shape,
-    model,
-    optimizer: { state, paramGroups: saved.paramGroups! },
-    history: { stepsPerEpoch, stepLoss: Array.from(await stepLoss.data()), epochs: records },
+    epoch: epoch as number,
+    shape: shape as unknown as DemoShape,
+    model: model as Record<string, Tensor>,
+    optimizer: optimizer as unknown as optim.OptimizerStateDict,
+    history: {
+      stepsPerEpoch: history.stepsPerEpoch as number,
+      stepLoss: Array.from(await history.stepLoss.data()),
+      epochs: epochs as EpochRecord[],
+    },
+    rng,
   };
-}
-
-/** Saves `state` to `path` (atomically: the old file stays whole until the new one is complete). */
-export async function writeCheckpoint(path: string, state: CheckpointState): Promise<void> {
-  const { tensors, metadata } = packCheckpoint(state);
-  try {
-    await save(tensors, path, { metadata });
-  } finally {
-    // The optimizer's stateDict() copies its tensors; ours are made here: free both now.
-    for (const [name, t] of Object.entries(tensors)) if (!name.startsWith("model.")) t.dispose();
-  }
 }
 
 /**
@@ -208,30 +170,32 @@ export async function readCheckpoint(path: string): Promise<CheckpointState> {
   } catch (error) {
     throw new CheckpointError(`cannot resume: cannot read ${path}: ${(error as Error).message}`);
   }
-  let tensors: Record<string, Tensor>;
-  let metadata: Record<string, string>;
+  let saved: unknown;
   try {
-    ({ tensors, metadata } = fromSafetensorsWithMetadata(bytes));
+    saved = fromSafetensors<unknown>(bytes);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
     fail(path, why.split("\n")[0]);
   }
   try {
-    const state = await unpackCheckpoint(path, tensors, metadata);
-    for (const [name, t] of Object.entries(tensors)) {
-      if (!name.startsWith("model.") && !name.startsWith("optimizer.")) t.dispose();
-    }
+    const state = await unpack(path, saved);
+    (saved as Saved).history.stepLoss.dispose();
     return state;
   } catch (error) {
-    for (const t of Object.values(tensors)) t.dispose();
+    disposeTensors(saved);
     throw error;
+  }
+}
+
+function disposeTensors(value: unknown): void {
+  if (value instanceof Tensor) value.dispose();
+  else if (value !== null && typeof value === "object") {
+    for (const v of Object.values(value)) disposeTensors(v);
   }
 }
 
 /** Releases the tensors of a state read by {@link readCheckpoint} once they have been loaded. */
 export function disposeCheckpoint(state: CheckpointState): void {
-  for (const t of Object.values(state.model)) t.dispose();
-  for (const entry of Object.values(state.optimizer.state)) {
-    for (const v of Object.values(entry)) if (typeof v !== "number") v.dispose();
-  }
+  disposeTensors(state.model);
+  disposeTensors(state.optimizer.state);
 }

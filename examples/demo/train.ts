@@ -9,10 +9,12 @@
 import {
   data,
   type Device,
+  getRngState,
   manualSeed,
   nn,
   noGrad,
   optim,
+  setRngState,
   stack,
   type Tensor,
   tensor,
@@ -162,7 +164,8 @@ function yieldToEventLoop(): Promise<void> {
  * Trains the spiral classifier over `options.devices` with DataParallel and
  * reports as it goes: devices, the shape trace of the first batch, progress,
  * one line per epoch and the final accuracy. Writes
- * `out/checkpoint.safetensors` (model, optimizer, epoch and history) and
+ * `out/checkpoint.safetensors` (model, optimizer, epoch, history and the
+ * generator's state) and
  * `out/loss.svg` after every epoch.
  *
  * @throws {DemoError} for invalid options or a checkpoint that cannot be resumed.
@@ -248,6 +251,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     } finally {
       disposeCheckpoint(resumed);
     }
+    // The generator continues where the saved run left it (everything random
+    // that the rebuild above drew is replaced by the checkpoint's state).
+    setRngState(resumed.rng);
     // The learning rate given now wins over the one saved.
     if (options.lr !== undefined) { for (const group of optimizer.paramGroups) group.lr = lr; }
     startEpoch = resumed.epoch;
@@ -426,6 +432,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           model: model.stateDict(),
           optimizer: optimizer.stateDict(),
           history,
+          rng: getRngState(),
         }),
     );
     const svg = renderPlot(history, { subtitle: subtitle(devices, shape) });
