@@ -16,32 +16,58 @@
 const WASM_DIR = new URL("../src/backends/cpu/wasm/", import.meta.url);
 const OUTPUT = new URL("matmul_wasm.ts", WASM_DIR);
 
-/** One module: its source, the wat2wasm flags it needs, the constant it becomes. */
+/**
+ * One module: its source, the wat2wasm flags it needs, the constant it
+ * becomes. `unshared` assembles it with the source's shared memory import
+ * made unshared (for engines without shared memory).
+ */
 interface ModuleSpec {
   readonly wat: string;
   readonly flags: readonly string[];
   readonly constant: string;
   readonly doc: string;
+  readonly unshared?: boolean;
 }
 
 const MODULES: readonly ModuleSpec[] = [
   {
     wat: "matmul.wat",
-    flags: [],
+    flags: ["--enable-threads"],
     constant: "MATMUL_SIMD_WASM",
-    doc: "`matmul.wat`: 4x8 f32x4 tile, mul + add (the SIMD proposal only).",
+    doc: "`matmul.wat`: 4x8 f32x4 tile, mul + add (the SIMD proposal only), shared memory.",
+  },
+  {
+    wat: "matmul_relaxed.wat",
+    flags: ["--enable-relaxed-simd", "--enable-threads"],
+    constant: "MATMUL_RELAXED_WASM",
+    doc: "`matmul_relaxed.wat`: 6x8 f32x4 tile, relaxed-SIMD fused multiply-add, shared memory.",
+  },
+  {
+    wat: "matmul.wat",
+    flags: [],
+    constant: "MATMUL_SIMD_UNSHARED_WASM",
+    doc: "`matmul.wat` with an unshared memory.",
+    unshared: true,
   },
   {
     wat: "matmul_relaxed.wat",
     flags: ["--enable-relaxed-simd"],
-    constant: "MATMUL_RELAXED_WASM",
-    doc: "`matmul_relaxed.wat`: 6x8 f32x4 tile, relaxed-SIMD fused multiply-add.",
+    constant: "MATMUL_RELAXED_UNSHARED_WASM",
+    doc: "`matmul_relaxed.wat` with an unshared memory.",
+    unshared: true,
   },
 ];
 
 async function assemble(spec: ModuleSpec, dir: string): Promise<Uint8Array> {
-  const input = decodeURIComponent(new URL(spec.wat, WASM_DIR).pathname);
-  const output = `${dir}/${spec.wat.replace(/\.wat$/, ".wasm")}`;
+  let input = decodeURIComponent(new URL(spec.wat, WASM_DIR).pathname);
+  if (spec.unshared) {
+    const text = await Deno.readTextFile(input);
+    const unshared = text.replace(/\(memory (\d+) (\d+) shared\)/, "(memory $1 $2)");
+    if (unshared === text) throw new Error(`${spec.wat}: no shared memory import to unshare`);
+    input = `${dir}/unshared_${spec.wat}`;
+    await Deno.writeTextFile(input, unshared);
+  }
+  const output = `${dir}/${spec.constant}.wasm`;
   let result: Deno.CommandOutput;
   try {
     result = await new Deno.Command("wat2wasm", {

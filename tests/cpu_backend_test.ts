@@ -1,12 +1,14 @@
 /**
  * The cpu backend's own machinery: erf/erfc accuracy, the float32 GELU path
- * against float64, the host array pool's accounting.
+ * against float64, the host array pool's accounting, matmul worker threads.
  */
 
 import assert from "node:assert/strict";
 import { erf, erfc } from "../src/backends/cpu/kernels/erf.ts";
 import { gelu } from "../src/backends/cpu/kernels/gelu.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
+import { matmul, startMatmulThreads } from "../src/backends/cpu/kernels/matmul.ts";
+import { seededRandom } from "../mod.ts";
 import type { BackendDevice } from "../src/backends/backend.ts";
 
 Deno.test("cpu erf/erfc: float64 values to 1e-15 relative, tails without cancellation", () => {
@@ -75,4 +77,97 @@ Deno.test("cpu memory: freed arrays are pooled; bytesInUse exact, bytesReserved 
   d.free(b);
   // The second 1000-element array reused the first: 4000 + 40 bytes pooled.
   assert.deepEqual(d.memory(), { bytesInUse: 0, bytesReserved: 4040 });
+});
+
+Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every shape class", async () => {
+  const threads = await startMatmulThreads(3);
+  if (threads === 1) {
+    console.warn("  no worker threads here (no shared WebAssembly memory): nothing to compare");
+    return;
+  }
+  const random = seededRandom(3);
+  const cases: [number, number, number, number, boolean, boolean][] = [
+    // [batch, m, n, k, transA, transB]
+    [1, 1024, 1024, 300, false, false],
+    [1, 256, 512, 784, false, true],
+    [1, 512, 784, 256, true, false],
+    [1, 1000, 10, 600, false, true], // too few column panels for every thread
+    [3, 301, 203, 257, true, true], // edges everywhere, batched
+    [1, 7, 9000, 100, false, false], // one row panel, many column panels
+  ];
+  for (const [batch, m, n, k, transA, transB] of cases) {
+    const a = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);
+    const b = Float32Array.from({ length: batch * k * n }, () => random() - 0.5);
+    const layout = {
+      batch,
+      m,
+      n,
+      k,
+      aBatchStride: m * k,
+      bBatchStride: k * n,
+      transA,
+      transB,
+      dtype: "float32" as const,
+    };
+    const one = new Float32Array(batch * m * n);
+    const many = new Float32Array(batch * m * n).fill(NaN);
+    matmul(a, b, one, layout, 1);
+    matmul(a, b, many, layout, threads);
+    assert.deepEqual(many, one, `${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}`);
+  }
+});
+
+Deno.test("cpuBackend({ threads }): validated, shown in info; 1 inside a Worker by default", async () => {
+  assert.throws(() => cpuBackend({ threads: 0 }), /threads must be a positive integer, got 0/);
+  const one = cpuBackend({ threads: 1 }).createDevice(0) as BackendDevice;
+  assert.match(one.info, /matmul on 1 thread\)/);
+  const source = `
+    import { cpuBackend } from ${
+    JSON.stringify(new URL("../src/backends/cpu/mod.ts", import.meta.url).href)
+  };
+    postMessage(cpuBackend().createDevice(0).info);
+  `;
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  const worker = new Worker(url, { type: "module" });
+  try {
+    const info = await new Promise<string>((resolve, reject) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => reject(e.message);
+    });
+    assert.match(info, /matmul on 1 thread\)/);
+  } finally {
+    worker.terminate();
+    URL.revokeObjectURL(url);
+  }
+});
+
+Deno.test("cpu matmul threads never keep a finished program alive", async () => {
+  const script = `
+    import { matmul, startMatmulThreads } from ${
+    JSON.stringify(new URL("../src/backends/cpu/kernels/matmul.ts", import.meta.url).href)
+  };
+    const threads = await startMatmulThreads(2);
+    const a = new Float32Array(512 * 512).fill(1);
+    const out = new Float32Array(512 * 512);
+    matmul(a, a, out, { batch: 1, m: 512, n: 512, k: 512, aBatchStride: 0, bBatchStride: 0,
+      transA: false, transB: false, dtype: "float32" }, threads);
+    console.log(threads, out[0]);
+  `;
+  const file = await Deno.makeTempFile({ suffix: ".ts" });
+  try {
+    await Deno.writeTextFile(file, script);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", file],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    const out = await child.output();
+    clearTimeout(timer);
+    assert.equal(out.signal, null, "killed after 60 s: the process did not exit");
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    assert.match(new TextDecoder().decode(out.stdout), /^\d+ 512\n$/);
+  } finally {
+    await Deno.remove(file);
+  }
 });

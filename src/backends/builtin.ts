@@ -7,7 +7,7 @@
 import { registerBackend } from "../device.ts";
 import { cpuBackend } from "./cpu/mod.ts";
 
-registerBackend("cpu", cpuBackend, { priority: 1 });
+registerBackend("cpu", () => cpuBackend(), { priority: 1 });
 registerBackend("webgpu", async () => {
   const { webgpuBackend } = await import("./webgpu/mod.ts");
   return webgpuBackend({ name: "webgpu" });

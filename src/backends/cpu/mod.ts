@@ -26,7 +26,7 @@ import { allocHost, type DType, dtypeSize, type TypedArray } from "../../dtype.t
 import { CpuBuffer } from "./kernels/buffer.ts";
 import { binary, cast, unary } from "./kernels/elementwise.ts";
 import { reduce } from "./kernels/reduce.ts";
-import { matmul } from "./kernels/matmul.ts";
+import { matmul, MAX_THREADS } from "./kernels/matmul.ts";
 import { copy, indexSelect } from "./kernels/copy.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { random } from "./kernels/random.ts";
@@ -54,9 +54,12 @@ class CpuDevice implements BackendDevice {
   readonly dtypes: readonly DType[] = ["float32", "int32", "float64"];
   #bytes = 0;
   readonly #pool = new HostPool(POOL_BYTES);
+  readonly #threads: number;
 
-  constructor(index: number) {
-    this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores)`;
+  constructor(index: number, threads: number) {
+    this.#threads = threads;
+    this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores, ` +
+      `matmul on ${threads} thread${threads === 1 ? "" : "s"})`;
   }
 
   allocate(numel: number, dtype: DType): DeviceBuffer {
@@ -115,7 +118,7 @@ class CpuDevice implements BackendDevice {
     out: DeviceBuffer,
     layout: MatmulLayout,
   ): void {
-    matmul(data(a), data(b), data(out), layout);
+    matmul(data(a), data(b), data(out), layout, this.#threads);
   }
   copy(src: DeviceBuffer, dst: DeviceBuffer, layout: CopyLayout): void {
     copy(data(src), data(dst), layout);
@@ -174,7 +177,35 @@ class CpuDevice implements BackendDevice {
   destroy(): void {}
 }
 
-/** The cpu backend's factory (synchronous, never fails). */
-export function cpuBackend(): Backend {
-  return { createDevice: (index: number) => new CpuDevice(index) };
+/** Options of {@link cpuBackend}. */
+export interface CpuBackendOptions {
+  /**
+   * Threads a float32 matmul may use (this one and worker threads sharing
+   * the kernel's WebAssembly memory), at most the machine's core count.
+   * Default: every core on a program's main thread, 1 inside a Worker
+   * (where distributed ranks run, one per core already). 1 never starts a
+   * worker.
+   */
+  readonly threads?: number;
+}
+
+/** Whether this code runs inside a Worker (a distributed rank, typically). */
+function inWorker(): boolean {
+  const scope = (globalThis as { WorkerGlobalScope?: abstract new () => unknown })
+    .WorkerGlobalScope;
+  return typeof scope === "function" && globalThis instanceof scope;
+}
+
+/**
+ * The cpu backend's factory (synchronous, never fails). Register it again to
+ * change its options, e.g. a single-threaded matmul:
+ * `registerBackend("cpu", () => cpuBackend({ threads: 1 }), { priority: 1 })`.
+ */
+export function cpuBackend(options: CpuBackendOptions = {}): Backend {
+  const wanted = options.threads ?? (inWorker() ? 1 : MAX_THREADS);
+  if (!Number.isInteger(wanted) || wanted < 1) {
+    throw new RangeError(`cpuBackend: threads must be a positive integer, got ${wanted}`);
+  }
+  const threads = Math.min(wanted, MAX_THREADS);
+  return { createDevice: (index: number) => new CpuDevice(index, threads) };
 }

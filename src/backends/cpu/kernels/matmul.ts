@@ -9,7 +9,13 @@
 
 import type { MatmulLayout } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
-import { MATMUL_RELAXED_WASM, MATMUL_SIMD_WASM } from "../wasm/matmul_wasm.ts";
+import {
+  MATMUL_RELAXED_UNSHARED_WASM,
+  MATMUL_RELAXED_WASM,
+  MATMUL_SIMD_UNSHARED_WASM,
+  MATMUL_SIMD_WASM,
+} from "../wasm/matmul_wasm.ts";
+import { KernelThreads, type PanelJob, runAlone } from "../threads.ts";
 
 /**
  * Copies the logical [rows, cols] matrix at `offset` (stored transposed when
@@ -143,6 +149,13 @@ const BLOCK_BYTES = 8 << 20;
 const A_L2_BYTES = 256 << 10;
 /** The largest wasm memory asked for; beyond it the TypeScript kernel runs. */
 const MAX_MEMORY_BYTES = 1 << 30;
+/** The memory's declared maximum, in 64 KiB pages (the `.wat` files' import). */
+const MAX_PAGES = MAX_MEMORY_BYTES / 65536;
+/**
+ * Multiply-adds below which a product stays on one thread: waking the
+ * workers and waiting for them costs about 10-20 µs.
+ */
+const MIN_THREADED_MACS = 1 << 19;
 
 /** Which matmul kernel float32 products use. */
 export type MatmulKernel = "relaxed-simd" | "simd" | "typescript";
@@ -152,11 +165,16 @@ interface WasmMatmul {
   readonly kind: "relaxed-simd" | "simd";
   /** Rows per A panel (tile height): 6 for relaxed-simd, 4 for simd. */
   readonly mr: number;
+  readonly module: WebAssembly.Module;
   readonly memory: WebAssembly.Memory;
+  /** Whether `memory` is shared, so that worker threads can run the kernel on it. */
+  readonly shared: boolean;
   /** See the `.wat` files: computes `panels` tiles against one B panel. */
   readonly panel: (a: number, b: number, c: number, panels: number, k: number, ldc: number) => void;
-  /** A float32 view of `memory` (rebuilt when growing detaches it). */
+  /** A float32 view of `memory` (rebuilt when it grows). */
   view: Float32Array;
+  /** Worker threads on `memory`, once some backend asked for more than one thread. */
+  threads?: KernelThreads;
 }
 
 function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
@@ -168,8 +186,13 @@ function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
 
 /** The two modules, fastest first, with their A panel heights. */
 const MODULES = [
-  { kind: "relaxed-simd", mr: 6, source: MATMUL_RELAXED_WASM },
-  { kind: "simd", mr: 4, source: MATMUL_SIMD_WASM },
+  {
+    kind: "relaxed-simd",
+    mr: 6,
+    source: MATMUL_RELAXED_WASM,
+    unshared: MATMUL_RELAXED_UNSHARED_WASM,
+  },
+  { kind: "simd", mr: 4, source: MATMUL_SIMD_WASM, unshared: MATMUL_SIMD_UNSHARED_WASM },
 ] as const;
 
 /** Instances made so far, by kind (null: this engine refused the module). */
@@ -185,17 +208,27 @@ const instances = new Map<WasmMatmul["kind"], WasmMatmul | null>();
 function instance(kind: WasmMatmul["kind"]): WasmMatmul | null {
   if (instances.has(kind)) return instances.get(kind)!;
   let made: WasmMatmul | null = null;
-  const { mr, source } = MODULES.find((m) => m.kind === kind)!;
-  try {
-    const bytes = decodeBase64(source);
-    if (typeof WebAssembly !== "undefined" && WebAssembly.validate(bytes)) {
-      const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes), {});
-      const memory = exports.memory as WebAssembly.Memory;
+  const spec = MODULES.find((m) => m.kind === kind)!;
+  // Shared memory first (worker threads can then help); an engine or page
+  // without it (a browser page that is not cross-origin isolated hides
+  // SharedArrayBuffer) gets the unshared copy of the module.
+  const canShare = typeof SharedArrayBuffer === "function" &&
+    (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false;
+  for (const shared of canShare ? [true, false] : [false]) {
+    try {
+      if (typeof WebAssembly === "undefined") break;
+      const bytes = decodeBase64(shared ? spec.source : spec.unshared);
+      if (!WebAssembly.validate(bytes)) continue;
+      const module = new WebAssembly.Module(bytes);
+      const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared });
+      const { exports } = new WebAssembly.Instance(module, { env: { memory } });
       const panel = exports.panel as WasmMatmul["panel"];
-      made = { kind, mr, memory, panel, view: new Float32Array(memory.buffer) };
+      const view = new Float32Array(memory.buffer);
+      made = { kind, mr: spec.mr, module, memory, shared, panel, view };
+      break;
+    } catch {
+      // Not compilable here: try unshared, then the caller tries the next kind or TypeScript.
     }
-  } catch {
-    // Not compilable here: the caller tries the next kind or TypeScript.
   }
   instances.set(kind, made);
   return made;
@@ -248,7 +281,9 @@ function reserve(w: WasmMatmul, bytes: number): boolean {
       return false;
     }
   }
-  if (w.view.buffer !== w.memory.buffer) w.view = new Float32Array(w.memory.buffer);
+  // A shared memory's buffer keeps its old length after growing, an unshared
+  // one is detached: either way the view is remade from the current buffer.
+  if (w.view.length * 4 !== w.memory.buffer.byteLength) w.view = new Float32Array(w.memory.buffer);
   return true;
 }
 
@@ -381,6 +416,7 @@ function matmulWasm(
   b: TypedArray,
   out: TypedArray,
   layout: MatmulLayout,
+  threads: number,
 ): boolean {
   const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
   const mr = w.mr;
@@ -431,14 +467,12 @@ function matmulWasm(
           packPanels(a, aOffset, m, k, transA, i0, rows, mr, view, aAt / 4);
           packedA = singleA ? aOffset : -1;
         }
-        for (let ip = 0; ip < iPanels; ip += sliceByA) {
-          const count = Math.min(sliceByA, iPanels - ip);
-          const aSlice = aAt + ip * aPanelBytes;
-          const cSlice = cAt + ip * mr * ldc;
-          for (let jp = 0; jp < jPanels; jp++) {
-            w.panel(aSlice, bAt + jp * bPanelBytes, cSlice + jp * NR * 4, count, k, ldc);
-          }
-        }
+        const job: PanelJob = { aAt, bAt, cAt, iPanels, jPanels, slice: sliceByA, k, ldc, mr };
+        const parts = iPanels * jPanels * mr * NR * k >= MIN_THREADED_MACS
+          ? Math.min(threads, w.threads?.available ?? 1)
+          : 1;
+        if (parts > 1) w.threads!.run(job, parts);
+        else runAlone(w.panel, job);
         // Copy the block's real rows and columns out of the padded C.
         const cFloats = cAt / 4;
         const ldcFloats = ldc / 4;
@@ -456,21 +490,58 @@ function matmulWasm(
   return true;
 }
 
+/** Starts `w`'s worker threads (once per process), enough for `threads` in all. */
+function startThreads(w: WasmMatmul, threads: number): KernelThreads | undefined {
+  if (w.shared && w.threads === undefined) {
+    w.threads = new KernelThreads(w.module, w.memory, w.panel, Math.max(threads, MAX_THREADS) - 1);
+  }
+  return w.threads;
+}
+
+/**
+ * Starts the float32 matmul's worker threads for up to `threads` threads in
+ * all (products start them on first use anyway, and run on one thread until
+ * they are up) and resolves with the threads products can use once they
+ * have started: 1 where WebAssembly shared memory or workers are missing.
+ */
+export async function startMatmulThreads(threads: number = MAX_THREADS): Promise<number> {
+  const w = currentWasm();
+  const pool = w === null || threads <= 1 ? undefined : startThreads(w, threads);
+  if (pool === undefined) return 1;
+  return await pool.started;
+}
+
+/** Threads one process's matmul uses at most (this one and its workers). */
+export const MAX_THREADS: number = Math.max(
+  1,
+  Math.min(
+    16,
+    (globalThis.navigator as { hardwareConcurrency?: number } | undefined)
+      ?.hardwareConcurrency ?? 1,
+  ),
+);
+
 /**
  * Batched matmul (see {@link MatmulLayout}): float32 in the WebAssembly SIMD
- * kernel when the engine has WebAssembly SIMD (accumulating in float32),
- * everything else in {@link matmulTs}.
+ * kernel when the engine has WebAssembly SIMD (accumulating in float32), over
+ * up to `threads` threads (this one and workers on the kernel's shared
+ * memory) for products large enough to pay for them; everything else in
+ * {@link matmulTs}.
  */
 export function matmul(
   a: TypedArray,
   b: TypedArray,
   out: TypedArray,
   layout: MatmulLayout,
+  threads = 1,
 ): void {
   const { m, n, k } = layout;
   if (layout.dtype === "float32" && m > 0 && n > 0 && k > 0) {
     const w = currentWasm();
-    if (w !== null && matmulWasm(w, a, b, out, layout)) return;
+    if (w !== null) {
+      if (threads > 1) startThreads(w, threads);
+      if (matmulWasm(w, a, b, out, layout, threads)) return;
+    }
   }
   matmulTs(a, b, out, layout);
 }

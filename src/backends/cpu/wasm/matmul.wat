@@ -4,7 +4,7 @@
 ;; wat2wasm) into `matmul_wasm.ts`, which holds the bytes as base64 so nobody
 ;; else needs wabt. The TypeScript side (`../kernels/matmul.ts`) does all the
 ;; bookkeeping: transposes, batch strides, edge tiles, cache blocking. This
-;; module only multiplies packed panels, which it finds in its own memory:
+;; module only multiplies packed panels, which it finds in the memory it imports:
 ;;
 ;;   A panel (4 rows of A):    [k][4] floats,  16 bytes per k step
 ;;   B panel (8 columns of B): [k][8] floats,  32 bytes per k step
@@ -30,8 +30,13 @@
 ;; every machine.
 
 (module
-  ;; Grown by the TypeScript side (memory.grow) when the panels need more.
-  (memory (export "memory") 1)
+  ;; The memory comes from the TypeScript side, which grows it when the panels
+  ;; need more (up to 1 GiB). It is shared, so that worker threads running
+  ;; this module over the same panels split a product between them;
+  ;; `scripts/build_wasm.ts` also assembles a copy with an unshared memory
+  ;; for engines without shared memory (a browser page that is not
+  ;; cross-origin isolated).
+  (import "env" "memory" (memory 1 16384 shared))
 
   ;; panel(a, b, c, panels, k, ldc)
   ;;

@@ -28,8 +28,13 @@
 ;; the last bits between machines, never between runs on one machine.
 
 (module
-  ;; Grown by the TypeScript side (memory.grow) when the panels need more.
-  (memory (export "memory") 1)
+  ;; The memory comes from the TypeScript side, which grows it when the panels
+  ;; need more (up to 1 GiB). It is shared, so that worker threads running
+  ;; this module over the same panels split a product between them;
+  ;; `scripts/build_wasm.ts` also assembles a copy with an unshared memory
+  ;; for engines without shared memory (a browser page that is not
+  ;; cross-origin isolated).
+  (import "env" "memory" (memory 1 16384 shared))
 
   ;; panel(a, b, c, panels, k, ldc)
   ;;

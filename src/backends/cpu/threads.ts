@@ -1,0 +1,256 @@
+/**
+ * Worker threads for the cpu backend's float32 matmul: every thread runs the
+ * same WebAssembly kernel over one shared memory, each on its own share of
+ * the packed panels, so a product uses every core while the kernel call
+ * stays synchronous (the calling thread takes a share itself, then waits
+ * with `Atomics.wait`).
+ *
+ * Threads start in the background the first time a backend asks for them;
+ * products run on the calling thread alone until all of them are ready, so
+ * nothing ever waits for a thread to start. In Deno they are
+ * `node:worker_threads` workers, unref'd, because a web Worker keeps the
+ * process alive after the program ends; in browsers they are web Workers
+ * made from a Blob URL (which needs a cross-origin isolated page for the
+ * shared memory; elsewhere the backend stays on one thread).
+ * @module
+ */
+
+/** Control words (Int32Array indices) shared with the workers. */
+const GEN = 0;
+const PENDING = 1;
+const READY = 2;
+/** The next unit to take (see {@link runUnits}). */
+const NEXT = 3;
+/** The job's parameters start here; see {@link PanelJob}. */
+const PARAMS = 4;
+const CONTROL_WORDS = 32;
+/** A share that takes this long means a worker died: give up on the threads. */
+const STALL_MS = 60_000;
+
+/**
+ * A product over packed panels (byte offsets into the shared memory). Its
+ * work is cut into units, one kernel call each (an L2-sized slice of A
+ * panels against one B panel, some 10-20 µs at these sizes), that threads
+ * take in turn from a shared counter: a thread the OS has descheduled (the
+ * machine may be busier than its core count) holds up at most the unit it
+ * is in, and the calling thread finishes the rest itself.
+ */
+export interface PanelJob {
+  readonly aAt: number;
+  readonly bAt: number;
+  readonly cAt: number;
+  /** A panels (of `mr` rows) and B panels (of 8 columns). */
+  readonly iPanels: number;
+  readonly jPanels: number;
+  /** A panels per kernel call (an L2-sized slice). */
+  readonly slice: number;
+  readonly k: number;
+  /** Bytes per row of C. */
+  readonly ldc: number;
+  readonly mr: number;
+}
+
+/** The kernel export: `panel(a, b, c, panels, k, ldc)`. */
+export type PanelFn = (
+  a: number,
+  b: number,
+  c: number,
+  panels: number,
+  k: number,
+  ldc: number,
+) => void;
+
+/**
+ * Takes units of the job whose parameters are in `p` (from index 4) until
+ * none is left, running each through `panel`. Self-contained: its source
+ * text is also the workers' code, so main thread and workers cannot
+ * disagree on what a unit is.
+ */
+function runUnits(panel: PanelFn, p: Int32Array): void {
+  const aAt = p[4], bAt = p[5], cAt = p[6], iPanels = p[7], jPanels = p[8];
+  const slice = p[9], k = p[10], ldc = p[11], mr = p[12];
+  const aPanelBytes = k * mr * 4;
+  const bPanelBytes = k * 32;
+  const units = Math.ceil(iPanels / slice) * jPanels;
+  for (;;) {
+    const unit = Atomics.add(p, 3, 1);
+    if (unit >= units) return;
+    const s = Math.floor(unit / jPanels);
+    const jp = unit - s * jPanels;
+    const ip = s * slice;
+    const count = Math.min(slice, iPanels - ip);
+    panel(
+      aAt + ip * aPanelBytes,
+      bAt + jp * bPanelBytes,
+      cAt + ip * mr * ldc + jp * 32,
+      count,
+      k,
+      ldc,
+    );
+  }
+}
+
+/** The worker's code: instantiate the kernel on the shared memory, then serve jobs forever. */
+function workerSource(deno: boolean): string {
+  const serve = `
+const runUnits = ${runUnits.toString()};
+function serve(module, memory, control, part) {
+  const panel = new WebAssembly.Instance(module, { env: { memory } }).exports.panel;
+  const p = new Int32Array(control);
+  Atomics.add(p, ${READY}, 1);
+  Atomics.notify(p, ${READY});
+  let gen = 0;
+  for (;;) {
+    Atomics.wait(p, ${GEN}, gen);
+    gen = Atomics.load(p, ${GEN});
+    try {
+      if (part < p[${PARAMS + 9}]) runUnits(panel, p);
+    } finally {
+      if (Atomics.sub(p, ${PENDING}, 1) === 1) Atomics.notify(p, ${PENDING});
+    }
+  }
+}
+`;
+  return deno
+    ? serve +
+      `const { workerData: d } = require("node:worker_threads");\nserve(d.module, d.memory, d.control, d.part);\n`
+    : serve +
+      `onmessage = (e) => serve(e.data.module, e.data.memory, e.data.control, e.data.part);\n`;
+}
+
+/** Whether this thread may block in `Atomics.wait` (not a browser's main thread). */
+function canBlock(): boolean {
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A started group of workers sharing one kernel memory. */
+export class KernelThreads {
+  readonly #control = new SharedArrayBuffer(CONTROL_WORDS * 4);
+  readonly #p = new Int32Array(this.#control);
+  readonly #workers: number;
+  readonly #panel: PanelFn;
+  readonly #block = canBlock();
+  #failed = false;
+  readonly #starting: Promise<void>;
+  #started: Promise<number> | undefined;
+
+  /** Starts `workers` workers (in the background) on `module` over `memory`. */
+  constructor(
+    module: WebAssembly.Module,
+    memory: WebAssembly.Memory,
+    panel: PanelFn,
+    workers: number,
+  ) {
+    this.#workers = workers;
+    this.#panel = panel;
+    this.#starting = this.#start(module, memory).catch(() => {
+      this.#failed = true;
+    });
+  }
+
+  /**
+   * Resolves with {@link available} once every worker has started, or 1 if
+   * one failed (polled only when asked for, so nothing runs in the
+   * background otherwise).
+   */
+  get started(): Promise<number> {
+    this.#started ??= this.#starting.then(() => this.#whenReady());
+    return this.#started;
+  }
+
+  /** Polls (without blocking this thread) until every worker is ready or one failed. */
+  async #whenReady(): Promise<number> {
+    const since = performance.now();
+    while (this.available === 1 && !this.#failed && this.#workers > 0) {
+      if (performance.now() - since > STALL_MS) return 1;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return this.available;
+  }
+
+  async #start(module: WebAssembly.Module, memory: WebAssembly.Memory): Promise<void> {
+    const control = this.#control;
+    const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
+    if (isDeno) {
+      // A computed specifier keeps bundlers for the browser away from it.
+      const specifier = "node:worker_threads";
+      const { Worker: NodeWorker } = await import(specifier) as {
+        Worker: new (code: string, options: object) => {
+          unref(): void;
+          on(event: string, fn: (e: unknown) => void): void;
+        };
+      };
+      const code = workerSource(true);
+      for (let part = 1; part <= this.#workers; part++) {
+        const worker = new NodeWorker(code, {
+          eval: true,
+          workerData: { module, memory, control, part },
+        });
+        worker.on("error", () => this.#failed = true);
+        // The program may end while workers wait for jobs: let it.
+        worker.unref();
+      }
+    } else {
+      const url = URL.createObjectURL(new Blob([workerSource(false)], { type: "text/javascript" }));
+      for (let part = 1; part <= this.#workers; part++) {
+        const worker = new Worker(url);
+        worker.onerror = () => this.#failed = true;
+        worker.postMessage({ module, memory, control, part });
+      }
+    }
+  }
+
+  /** Threads a job can use now: 1 until every worker has started (or if one failed). */
+  get available(): number {
+    return this.#failed || Atomics.load(this.#p, READY) < this.#workers ? 1 : this.#workers + 1;
+  }
+
+  /** Runs `job` on up to `parts` threads (this one included); returns when all are done. */
+  run(job: PanelJob, parts: number): void {
+    const p = this.#p;
+    writeParams(p, job, parts);
+    Atomics.store(p, PENDING, this.#workers);
+    Atomics.add(p, GEN, 1);
+    Atomics.notify(p, GEN);
+    runUnits(this.#panel, p);
+    const started = performance.now();
+    for (let left = Atomics.load(p, PENDING); left !== 0; left = Atomics.load(p, PENDING)) {
+      if (this.#block) Atomics.wait(p, PENDING, left, 1000);
+      if (performance.now() - started > STALL_MS) {
+        this.#failed = true;
+        throw new Error(
+          `cpu matmul: ${left} of ${this.#workers} worker threads did not finish in ${
+            STALL_MS / 1000
+          } s; later products run on one thread`,
+        );
+      }
+    }
+  }
+}
+
+const alone = new Int32Array(CONTROL_WORDS);
+
+/** Runs `job` on this thread alone. */
+export function runAlone(panel: PanelFn, job: PanelJob): void {
+  writeParams(alone, job, 1);
+  runUnits(panel, alone);
+}
+
+function writeParams(p: Int32Array, job: PanelJob, parts: number): void {
+  p[NEXT] = 0;
+  p[PARAMS] = job.aAt;
+  p[PARAMS + 1] = job.bAt;
+  p[PARAMS + 2] = job.cAt;
+  p[PARAMS + 3] = job.iPanels;
+  p[PARAMS + 4] = job.jPanels;
+  p[PARAMS + 5] = job.slice;
+  p[PARAMS + 6] = job.k;
+  p[PARAMS + 7] = job.ldc;
+  p[PARAMS + 8] = job.mr;
+  p[PARAMS + 9] = parts;
+}
