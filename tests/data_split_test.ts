@@ -95,3 +95,28 @@ Deno.test("Subset and randomSplit errors name the index, the sizes and the lengt
     /dataset must have a length and a get\(index\) method/,
   );
 });
+
+backendTest(
+  "DataLoader over splits of splits: every row once, batched by index",
+  async (device) => {
+    const n = 40;
+    const x = tensor(Array.from({ length: n }, (_, i) => [i, -i]), { device });
+    const y = arange(0, n, 1, { device });
+    const [train, rest] = data.randomSplit(new data.TensorDataset(x, y), [0.75, 0.25], { seed: 4 });
+    const [inner] = data.randomSplit(train, [20, 10], { seed: 5 });
+    const expected = inner.indices.map((i) => train.indices[i]).sort((a, b) => a - b);
+    const seen: number[] = [];
+    for (const [xb, yb] of new data.DataLoader(inner, { batchSize: 6, shuffle: true, seed: 2 })) {
+      const labels = Array.from(await yb.data());
+      // Rows stay whole: column 1 is minus column 0.
+      const rows = Array.from(await xb.data());
+      labels.forEach((label, r) => {
+        assert.equal(rows[2 * r], label);
+        assert.equal(rows[2 * r + 1], -label);
+      });
+      seen.push(...labels);
+    }
+    assert.deepEqual(seen.sort((a, b) => a - b), expected);
+    assert.equal(rest.length, 10);
+  },
+);
