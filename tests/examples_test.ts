@@ -8,6 +8,7 @@ import { main as seed000 } from "../examples/seed000_data_parallel.ts";
 import { main as seed001 } from "../examples/seed001_tutorial.ts";
 import { main as seed002 } from "../examples/seed002_four_devices.ts";
 import { main as seed003 } from "../examples/seed003_streams.ts";
+import { main as lstmExample } from "../examples/lstm.ts";
 import { BACKENDS } from "./harness.ts";
 
 function capture(): { log: (line: string) => void; lines: string[] } {
@@ -95,6 +96,23 @@ for (const backend of BACKENDS.keys()) {
       const { log, lines } = capture();
       assert.deepEqual([...await seed003({ backend }, log)], [256, 8]);
       assert.match(lines[0], /input \[256, 64\] moved from cpu:0, module called directly/);
+    },
+  });
+
+  Deno.test({
+    ...opts,
+    name: `lstm example: an LSTM learns to recall the first token (short run) [${backend}]`,
+    fn: async () => {
+      const { log, lines } = capture();
+      const { losses, accuracies } = await lstmExample(
+        { backend, seqLen: 5, trainSize: 512, epochs: 3 },
+        log,
+      );
+      assert.equal(lines.length, 4);
+      assert.match(lines[0], /^recall the first of 5 tokens \(8 classes, chance 0.125\) on /);
+      assert.match(lines[3], /^epoch 3: loss \d\.\d{4}, held-out accuracy \d+\.\d%$/);
+      assert.ok(losses[2] < losses[0] * 0.6, `loss falls: ${losses}`);
+      assert.ok(accuracies[2] > 0.8, `held-out accuracy ${accuracies[2]} after 3 epochs`);
     },
   });
 }

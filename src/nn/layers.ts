@@ -309,6 +309,66 @@ export class Flatten extends Module {
   }
 }
 
+/**
+ * Expands dim `dim` into `unflattenedSize` (one entry may be -1), as
+ * `torch.nn.Unflatten`: the inverse of {@link Flatten}.
+ */
+export class Unflatten extends Module {
+  /** The dim expanded. */
+  readonly dim: number;
+  /** The sizes it becomes. */
+  readonly unflattenedSize: readonly number[];
+
+  /** Unflattens `dim` into `unflattenedSize`. */
+  constructor(dim: number, unflattenedSize: readonly number[]) {
+    super();
+    if (!Number.isInteger(dim)) {
+      throw new TypeError(`Unflatten: dim must be an integer, got ${dim}`);
+    }
+    if (
+      !Array.isArray(unflattenedSize) || unflattenedSize.length === 0 ||
+      !unflattenedSize.every((n) => Number.isInteger(n) && n >= -1)
+    ) {
+      throw new TypeError(
+        `Unflatten: unflattenedSize must be a non-empty array of sizes (one may be -1), got ${
+          JSON.stringify(unflattenedSize)
+        }`,
+      );
+    }
+    this.dim = dim;
+    this.unflattenedSize = [...unflattenedSize];
+  }
+
+  /** Applies the unflattening. */
+  override forward(x: Tensor): Tensor {
+    if (!(x instanceof Tensor)) throw new TypeError("Unflatten: input must be a Tensor");
+    const d = this.dim < 0 ? this.dim + x.ndim : this.dim;
+    if (d < 0 || d >= x.ndim) {
+      throw new RangeError(
+        `Unflatten: dim ${this.dim} is out of range for input of shape [${x.shape.join(", ")}]`,
+      );
+    }
+    const shape = [...x.shape.slice(0, d), ...this.unflattenedSize, ...x.shape.slice(d + 1)];
+    const known = this.unflattenedSize.reduce((n, s) => (s === -1 ? n : n * s), 1);
+    const free = this.unflattenedSize.filter((s) => s === -1).length;
+    if (free > 1 || (free === 0 ? known !== x.shape[d] : known === 0 || x.shape[d] % known !== 0)) {
+      throw new RangeError(
+        `Unflatten: sizes (${this.unflattenedSize.join(", ")}) do not multiply to ${
+          x.shape[d]
+        }, dim ${d} of input of shape [${x.shape.join(", ")}]`,
+      );
+    }
+    return x.reshape(shape);
+  }
+
+  /** `dim=1, unflattened_size=(2, 5)`. */
+  override extraRepr(): string {
+    return `dim=${this.dim}, unflattened_size=(${this.unflattenedSize.join(", ")}${
+      this.unflattenedSize.length === 1 ? "," : ""
+    })`;
+  }
+}
+
 /** Returns its input, as `torch.nn.Identity`. */
 export class Identity extends Module {
   /** Returns `x`. */
