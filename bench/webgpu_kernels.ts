@@ -46,14 +46,14 @@ async function time(
 ): Promise<{ median: number; best: number; cpu: number }> {
   for (let i = 0; i < warmup; i++) {
     body();
-    await d.read(sync, 1, "float32");
+    await d.read(sync, 0, 1, "float32");
   }
   const times: number[] = [];
   const cpu0 = cpuSeconds();
   for (let i = 0; i < iters; i++) {
     const t0 = performance.now();
     body();
-    await d.read(sync, 1, "float32");
+    await d.read(sync, 0, 1, "float32");
     times.push((performance.now() - t0) / 1000);
   }
   const cpu = (cpuSeconds() - cpu0) / iters;
@@ -61,7 +61,7 @@ async function time(
 }
 
 function randomFill(d: BackendDevice, b: DeviceBuffer, n: number, seed: number) {
-  d.random(b, { numel: n, kind: "uniform", seed, a: -1, b: 1, dtype: "float32" });
+  d.kernels.random({ out: b, numel: n, kind: "uniform", seed, a: -1, b: 1, dtype: "float32" });
 }
 
 const backend = await webgpuBackend();
@@ -108,7 +108,7 @@ for (const n of sizes) {
   const reps = Math.max(1, Math.round(2e9 / flops));
   const iters = n >= 2048 ? 3 : 7;
   const t = await time(device, out, 1, iters, () => {
-    for (let r = 0; r < reps; r++) device.matmul(a, b, out, layout);
+    for (let r = 0; r < reps; r++) device.kernels.matmul({ a, b, out, ...layout });
   });
   const rate = (s: number) => (flops * reps / s / 1e9).toFixed(2);
   console.log(
@@ -134,7 +134,7 @@ for (const n of [1 << 20, 1 << 24]) {
   // ~1 GB of traffic per iteration so the read latency (~12 ms) is noise.
   const reps = Math.max(10, Math.round(1e9 / (12 * n)));
   const t = await time(device, out, 1, 7, () => {
-    for (let r = 0; r < reps; r++) device.binary("add", a, b, out, layout);
+    for (let r = 0; r < reps; r++) device.kernels.binary({ op: "add", a, b, out, ...layout });
   });
   const bytes = 3 * 4 * n * reps;
   const rate = (s: number) => (bytes / s / 1e9).toFixed(2);

@@ -7,31 +7,31 @@
 import type { Backend, BackendDevice, BackendFactory, MemoryInfo } from "./backends/backend.ts";
 import { Stream } from "./stream.ts";
 
-/** A started device: a backend's kernels plus the stream that orders them. */
+/** A started device: a backend's memory and kernels plus the stream that orders them. */
 export class Device {
   /** The in-order queue every operation on this device goes through. */
   readonly stream: Stream;
 
-  /** Wraps started kernels; use {@link requestDevices} rather than this. */
+  /** Wraps a started backend device; use {@link requestDevices} rather than this. */
   constructor(
     /** The backend's registered name, e.g. `"webgpu"`. */
     readonly backend: string,
     /** Position among this backend's devices (0, 1, ...). */
     readonly index: number,
-    /** The backend's kernels for this device. */
-    readonly kernels: BackendDevice,
+    /** The backend's memory and kernel table for this device. */
+    readonly backendDevice: BackendDevice,
   ) {
     this.stream = new Stream(`${backend}:${index}`);
   }
 
   /** The adapter or hardware description, where the backend has one. */
   get info(): string {
-    return this.kernels.info;
+    return this.backendDevice.info;
   }
 
   /** Bytes this device's backend holds now. */
   memory(): MemoryInfo {
-    return this.kernels.memory();
+    return this.backendDevice.memory();
   }
 
   /** `"webgpu:1"`. */
@@ -92,7 +92,7 @@ export function unregisterBackend(name: string): void {
   registry.delete(name);
   for (const d of entry.devices) {
     if (defaultDeviceOverride === d) defaultDeviceOverride = null;
-    d.kernels.destroy();
+    d.backendDevice.destroy();
   }
 }
 
@@ -152,14 +152,14 @@ function startDevice(
     pending = (async () => {
       const backend = await startBackend(name, entry);
       try {
-        const kernels = await backend.createDevice(index);
+        const started = await backend.createDevice(index);
         // device() may have started it synchronously meanwhile: keep one Device per index.
         const raced = entry.devices[index];
         if (raced) {
-          kernels.destroy();
+          started.destroy();
           return raced;
         }
-        const d = new Device(name, index, kernels);
+        const d = new Device(name, index, started);
         entry.devices[index] = d;
         return d;
       } finally {
@@ -262,9 +262,9 @@ function startSync(
 ): Device | null {
   startBackend(name, entry);
   if (!entry.syncBackend) return null;
-  const kernels = entry.syncBackend.createDevice(index);
-  if (kernels instanceof Promise) return null;
-  const d = new Device(name, index, kernels);
+  const started = entry.syncBackend.createDevice(index);
+  if (started instanceof Promise) return null;
+  const d = new Device(name, index, started);
   entry.devices[index] = d;
   return d;
 }

@@ -26,7 +26,7 @@ interface Held {
 /** Frees `buffer` once the work queued ahead of it has run. */
 function freeLater({ device, buffer }: Held): void {
   try {
-    device.stream.submit(() => device.kernels.free(buffer));
+    device.stream.submit(() => device.backendDevice.free(buffer));
   } catch {
     // A destroyed or lost device has nothing left to free.
   }
@@ -91,14 +91,14 @@ export class Storage {
 
   /** Allocates fresh storage on `device`. */
   static allocate(device: Device, numel: number, dtype: DType): Storage {
-    if (!device.kernels.dtypes.includes(dtype)) {
+    if (!device.backendDevice.dtypes.includes(dtype)) {
       throw new TypeError(
         `dtype ${dtype} is not supported on ${device} (supported: ${
-          device.kernels.dtypes.join(", ")
+          device.backendDevice.dtypes.join(", ")
         })`,
       );
     }
-    return new Storage(device, device.kernels.allocate(numel, dtype), numel, dtype);
+    return new Storage(device, device.backendDevice.allocate(numel, dtype), numel, dtype);
   }
 
   /** Whether {@link dispose} was called. */

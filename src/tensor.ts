@@ -150,15 +150,16 @@ export class Tensor {
     if (n === 0 || value.storage === this.storage) return;
     const src = value.storage.buffer("assign");
     const dst = this.storage.buffer("assign");
-    const layout = {
+    launch(this.device, "copy", {
+      x: src,
+      out: dst,
       shape: [n],
-      srcStrides: [1],
-      srcOffset: 0,
-      dstStrides: [1],
-      dstOffset: 0,
+      xStrides: [1],
+      xOffset: 0,
+      outStrides: [1],
+      outOffset: 0,
       dtype: this.dtype,
-    };
-    launch(this.device, (k) => k.copy(src, dst, layout));
+    });
   }
 
   /** @internal Replaces the storage (same numel and dtype). */
@@ -175,7 +176,7 @@ export class Tensor {
     const { device, dtype } = this;
     const n = this.numel();
     const buffer = this.#storage.buffer("data");
-    const values = device.stream.read(() => device.kernels.read(buffer, n, dtype));
+    const values = device.stream.read(() => device.backendDevice.read(buffer, 0, n, dtype));
     // Awaited together, so a failed read is never an unhandled rejection.
     const [result] = await Promise.all([values, settleReleases()]);
     return result;

@@ -49,7 +49,7 @@ const BUILTIN_FIRST = backendNames()[0];
 Deno.test("registerBackend/unregisterBackend/backendNames by priority", () => {
   const before = backendNames();
   assert.deepEqual(before.slice(-2).includes("cpu"), true);
-  const dummy: BackendFactory = () => ({ createDevice: () => CPU0.kernels });
+  const dummy: BackendFactory = () => ({ createDevice: () => CPU0.backendDevice });
   registerBackend("zz-high", dummy, { priority: 50 });
   registerBackend("zz-low", dummy, { priority: -50 });
   registerBackend("zz-default", dummy);
@@ -130,22 +130,33 @@ Deno.test("a device that fails to start is an error; the backend's other devices
   }
 });
 
+/** `target` with every method call counted into `calls` by name. */
+function counting<T extends object>(target: T, calls: Map<string, number>): T {
+  return new Proxy(target, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1);
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
 /** A backend made only from the public contract: the cpu kernels behind a counting proxy. */
 function countingBackend(calls: Map<string, number>): BackendFactory {
   return async () => {
     const inner = await cpuBackend();
     return {
       async createDevice(index: number): Promise<BackendDevice> {
-        const kernels = await inner.createDevice(index);
-        return new Proxy(kernels, {
+        const started = await inner.createDevice(index);
+        const kernels = counting(started.kernels, calls);
+        return new Proxy(counting(started, calls), {
           get(target, prop, receiver) {
-            if (prop === "info") return `fake wrapping ${target.info}`;
-            const value = Reflect.get(target, prop, receiver);
-            if (typeof value !== "function") return value;
-            return (...args: unknown[]) => {
-              calls.set(String(prop), (calls.get(String(prop)) ?? 0) + 1);
-              return value.apply(target, args);
-            };
+            if (prop === "info") return `fake wrapping ${started.info}`;
+            if (prop === "kernels") return kernels;
+            return Reflect.get(target, prop, receiver);
           },
         });
       },

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { erf, erfc } from "../src/backends/cpu/kernels/erf.ts";
 import { gelu } from "../src/backends/cpu/kernels/gelu.ts";
+import { geluDerivative } from "../src/backends/cpu/kernels/gelu_derivative.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { matmul, startMatmulThreads } from "../src/backends/cpu/kernels/matmul.ts";
 import { seededRandom } from "../mod.ts";
@@ -42,9 +43,10 @@ Deno.test("cpu gelu: the float32 path is within 2 ulp of float64 (the derivative
   const x32 = Float32Array.from(x64);
   for (const grad of [false, true]) {
     const ref = new Float64Array(n);
-    gelu(Float64Array.from(x32), ref, n, grad);
+    const fused = grad ? geluDerivative : gelu;
+    fused({ x: Float64Array.from(x32), out: ref, numel: n, dtype: "float64" });
     const out = new Float32Array(n);
-    gelu(x32, out, n, grad);
+    fused({ x: x32, out, numel: n, dtype: "float32" });
     for (let i = 0; i < n; i++) {
       const want = Math.fround(ref[i]);
       // Two ulp of the result, or for the derivative Φ(x) + xφ(x) of its larger
@@ -68,7 +70,7 @@ Deno.test("cpu memory: freed arrays are pooled; bytesInUse exact, bytesReserved 
   const a = d.allocate(1000, "float32");
   const b = d.allocate(10, "int32");
   assert.deepEqual(d.memory(), { bytesInUse: 4040, bytesReserved: 4040 });
-  d.write(a, new Float32Array(1000).fill(7));
+  d.write(a, 0, new Float32Array(1000).fill(7));
   d.free(a);
   assert.deepEqual(d.memory(), { bytesInUse: 40, bytesReserved: 4040 });
   const again = d.allocate(1000, "float32");
@@ -111,8 +113,8 @@ Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every
     };
     const one = new Float32Array(batch * m * n);
     const many = new Float32Array(batch * m * n).fill(NaN);
-    matmul(a, b, one, layout, 1);
-    matmul(a, b, many, layout, threads);
+    matmul({ a, b, out: one, ...layout }, 1);
+    matmul({ a, b, out: many, ...layout }, threads);
     assert.deepEqual(many, one, `${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}`);
   }
 });

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { backendNames, requestDevices, tensor, unregisterBackend } from "../mod.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
+import type { WrappedDevice } from "../src/backends/backend.ts";
 
 type Plugin = typeof import("../src/backends/dawn/mod.ts");
 
@@ -61,8 +62,8 @@ Deno.test({
       const y = x.to(devices[1]).matmul(x.to(devices[1]));
       assert.deepEqual(await y.toArray(), [[7, 10], [15, 22]]);
       // Errors name the device as registered.
-      const kernels = devices[0].kernels as WebGPUDevice;
-      assert.equal(kernels.runtime.name, "dawn-test:0");
+      const started = devices[0].backendDevice as WrappedDevice<WebGPUDevice>;
+      assert.equal(started.impl.runtime.name, "dawn-test:0");
     } finally {
       unregisterBackend("dawn-test");
     }
@@ -77,7 +78,11 @@ Deno.test({
     try {
       const [d] = await requestDevices({ backend: "dawn-cpu" });
       const software = /llvmpipe|lavapipe|swiftshader/i.test(d.info);
-      assert.equal((d.kernels as WebGPUDevice).runtime.isCpuAdapter, software, d.info);
+      assert.equal(
+        (d.backendDevice as WrappedDevice<WebGPUDevice>).impl.runtime.isCpuAdapter,
+        software,
+        d.info,
+      );
     } finally {
       unregisterBackend("dawn-cpu");
     }

@@ -371,7 +371,7 @@ Deno.test("arange, registerBackend, tidy and operand errors", async () => {
   const { add, arange, registerBackend } = await import("../mod.ts");
   throwsWith(() => arange(0, 5, 0), "arange", "step");
   throwsWith(
-    () => registerBackend("Bad Name", () => ({ createDevice: () => CPU0.kernels })),
+    () => registerBackend("Bad Name", () => ({ createDevice: () => CPU0.backendDevice })),
     "Bad Name",
   );
   throwsWith(() => tensor([1]).add("2" as unknown as number), "add", "string");

@@ -106,7 +106,7 @@ backendTest(
     const cpu = fromSafetensors(bytes, { device: "cpu" });
     assert.equal(cpu.d.dtype, "float64");
     assert.deepEqual(Array.from(await cpu.d.data()), [0.1, 0.2]);
-    if (!device.kernels.dtypes.includes("float64")) {
+    if (!device.backendDevice.dtypes.includes("float64")) {
       assert.throws(
         () => fromSafetensors(bytes, { device }),
         /tensor "d" has dtype float64, which .* does not support/,

@@ -15,6 +15,7 @@ import type { DType, TypedArray } from "../src/dtype.ts";
 import { DeviceLostError } from "../src/errors.ts";
 import { matmulOptions, webgpuBackend } from "../src/backends/webgpu/mod.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
+import type { WrappedDevice } from "../src/backends/backend.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import {
   backendNames,
@@ -27,9 +28,16 @@ import {
 const backend = await webgpuBackend().catch(() => null);
 const ignore = backend === null;
 
-let shared: WebGPUDevice | null = null;
-async function dev(): Promise<WebGPUDevice> {
-  if (!shared) shared = (await backend!.createDevice(0)) as WebGPUDevice;
+type GpuDevice = WrappedDevice<WebGPUDevice>;
+
+/** Starts webgpu device `index`, keeping the backend's own device reachable as `impl`. */
+async function start(index: number): Promise<GpuDevice> {
+  return (await backend!.createDevice(index)) as GpuDevice;
+}
+
+let shared: GpuDevice | null = null;
+async function dev(): Promise<GpuDevice> {
+  if (!shared) shared = await start(0);
   return shared;
 }
 
@@ -58,7 +66,7 @@ function randArray(n: number, seed: number, lo = -1, hi = 1): Float32Array {
 function upload(d: BackendDevice, data: TypedArray): DeviceBuffer {
   const dtype: DType = data instanceof Int32Array ? "int32" : "float32";
   const b = d.allocate(data.length, dtype);
-  d.write(b, data);
+  d.write(b, 0, data);
   return b;
 }
 
@@ -154,13 +162,13 @@ test("device info, dtypes and adapter dedupe", async () => {
 test("write/read round trip, offsets and snapshot semantics", async () => {
   const d = await dev();
   const b = d.allocate(8, "float32");
-  d.write(b, new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]));
-  d.write(b, new Float32Array([10, 11]), 3);
-  const first = d.read(b, 8, "float32");
+  d.write(b, 0, new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]));
+  d.write(b, 3, new Float32Array([10, 11]));
+  const first = d.read(b, 0, 8, "float32");
   // A kernel recorded after the read must not change what it resolves with.
-  d.fill(b, -1, 8, "float32");
+  d.kernels.fill({ out: b, numel: 8, value: -1, dtype: "float32" });
   assert.deepEqual([...await first], [1, 2, 3, 10, 11, 6, 7, 8]);
-  assert.deepEqual([...await d.read(b, 8, "float32")], new Array(8).fill(-1));
+  assert.deepEqual([...await d.read(b, 0, 8, "float32")], new Array(8).fill(-1));
   d.free(b);
 });
 
@@ -168,8 +176,8 @@ test("write after queued kernels keeps call order", async () => {
   const d = await dev();
   const x = upload(d, new Float32Array([1, 2, 3, 4]));
   const y = d.allocate(4, "float32");
-  d.unary("neg", x, y, 4, "float32"); // queued, not yet submitted
-  d.write(x, new Float32Array([5, 6, 7, 8])); // must land after the neg
+  d.kernels.unary({ op: "neg", x: x, out: y, numel: 4, dtype: "float32" }); // queued, not yet submitted
+  d.write(x, 0, new Float32Array([5, 6, 7, 8])); // must land after the neg
   const layout = {
     shape: [4],
     aStrides: [1],
@@ -177,8 +185,8 @@ test("write after queued kernels keeps call order", async () => {
     dtype: "float32" as const,
   };
   const z = d.allocate(4, "float32");
-  d.binary("add", x, y, z, layout);
-  assert.deepEqual([...await d.read(z, 4, "float32")], [4, 4, 4, 4]);
+  d.kernels.binary({ op: "add", a: x, b: y, out: z, ...layout });
+  assert.deepEqual([...await d.read(z, 0, 4, "float32")], [4, 4, 4, 4]);
   for (const b of [x, y, z]) d.free(b);
 });
 
@@ -186,19 +194,19 @@ test("fill and cast, float and int", async () => {
   const d = await dev();
   for (const n of [1, 7, 8, 1000]) {
     const f = d.allocate(n, "float32");
-    d.fill(f, 2.5, n, "float32");
-    assert.deepEqual([...await d.read(f, n, "float32")], new Array(n).fill(2.5));
+    d.kernels.fill({ out: f, numel: n, value: 2.5, dtype: "float32" });
+    assert.deepEqual([...await d.read(f, 0, n, "float32")], new Array(n).fill(2.5));
     const i = d.allocate(n, "int32");
-    d.fill(i, -7, n, "int32");
-    assert.deepEqual([...await d.read(i, n, "int32")], new Array(n).fill(-7));
+    d.kernels.fill({ out: i, numel: n, value: -7, dtype: "int32" });
+    assert.deepEqual([...await d.read(i, 0, n, "int32")], new Array(n).fill(-7));
     d.free(f);
     d.free(i);
   }
   const src = new Float32Array([-2.7, -0.5, 0, 0.5, 2.7, 1e6, -3.999]);
   const x = upload(d, src);
   const xi = d.allocate(src.length, "int32");
-  d.cast(x, xi, src.length, "float32", "int32");
-  assert.deepEqual([...await d.read(xi, src.length, "int32")], [
+  d.kernels.cast({ x: x, out: xi, numel: src.length, dtype: "float32", to: "int32" });
+  assert.deepEqual([...await d.read(xi, 0, src.length, "int32")], [
     -2,
     0,
     0,
@@ -208,8 +216,8 @@ test("fill and cast, float and int", async () => {
     -3,
   ]);
   const back = d.allocate(src.length, "float32");
-  d.cast(xi, back, src.length, "int32", "float32");
-  assert.deepEqual([...await d.read(back, src.length, "float32")], [
+  d.kernels.cast({ x: xi, out: back, numel: src.length, dtype: "int32", to: "float32" });
+  assert.deepEqual([...await d.read(back, 0, src.length, "float32")], [
     -2,
     0,
     0,
@@ -231,8 +239,7 @@ const UNARY_REF: Record<UnaryOp, (x: number) => number> = {
   relu: (x) => (x < 0 ? 0 : x),
   sigmoid: (x) => 1 / (1 + Math.exp(-x)),
   tanh: Math.tanh,
-  gelu: (x) => x * normalCdf(x),
-  geluGrad: (x) => normalCdf(x) + x * Math.exp(-0.5 * x * x) / Math.sqrt(2 * Math.PI),
+  erf,
   sign: Math.sign,
   sin: Math.sin,
   cos: Math.cos,
@@ -248,6 +255,12 @@ const UNARY_REF: Record<UnaryOp, (x: number) => number> = {
   rsqrt: (x) => 1 / Math.sqrt(x),
   reciprocal: (x) => 1 / x,
   square: (x) => x * x,
+};
+
+/** The fused one-operand kernels with their references. */
+const FUSED_REF: Record<"gelu" | "geluDerivative", (x: number) => number> = {
+  gelu: (x) => x * normalCdf(x),
+  geluDerivative: (x) => normalCdf(x) + x * Math.exp(-0.5 * x * x) / Math.sqrt(2 * Math.PI),
 };
 
 test("unary float ops match references", async () => {
@@ -273,11 +286,16 @@ test("unary float ops match references", async () => {
       const positive = op === "log" || op === "sqrt" || op === "rsqrt" || op === "log1p";
       const input = positive ? data.map((v) => Math.abs(v) + 1e-3) : data;
       const xin = positive ? upload(d, input) : x;
-      d.unary(op, xin, out, n, "float32");
-      const got = await d.read(out, n, "float32");
+      d.kernels.unary({ op: op, x: xin, out: out, numel: n, dtype: "float32" });
+      const got = await d.read(out, 0, n, "float32");
       const want = [...input].map((v) => Math.fround(UNARY_REF[op](v)));
       const exp = op === "exp" || op === "sigmoid" || op === "expm1";
       assertClose(got, want, exp ? 1e-5 : 3e-6, 1e-6, op);
+    }
+    for (const [name, ref] of Object.entries(FUSED_REF) as [keyof typeof FUSED_REF, typeof erf][]) {
+      d.kernels[name]!({ x, out, numel: n, dtype: "float32" });
+      const got = await d.read(out, 0, n, "float32");
+      assertClose(got, [...data].map((v) => Math.fround(ref(v))), 3e-6, 1e-6, name);
     }
   }
 });
@@ -294,11 +312,13 @@ test("unary int32 ops", async () => {
     ["sign", Math.sign],
   ];
   for (const [op, f] of refs) {
-    d.unary(op, x, out, data.length, "int32");
-    const got = await d.read(out, data.length, "int32");
+    d.kernels.unary({ op: op, x: x, out: out, numel: data.length, dtype: "int32" });
+    const got = await d.read(out, 0, data.length, "int32");
     assert.deepEqual([...got], [...data].map((v) => f(v) | 0), op);
   }
-  assert.throws(() => d.unary("exp", x, out, data.length, "int32"));
+  assert.throws(() =>
+    d.kernels.unary({ op: "exp", x: x, out: out, numel: data.length, dtype: "int32" })
+  );
 });
 
 // ---------------------------------------------------------------- binary
@@ -413,8 +433,8 @@ test("binary ops with broadcasting (fast and strided paths)", async () => {
         ain = fa.map((v) => Math.abs(v) + 0.1);
         abuf = upload(d, ain);
       }
-      d.binary(op, abuf, b, out, layout);
-      const got = await d.read(out, n, "float32");
+      d.kernels.binary({ op: op, a: abuf, b: b, out: out, ...layout });
+      const got = await d.read(out, 0, n, "float32");
       const want = broadcastRef(binaryRef(op, false), ain, fb, shape, as, bs);
       assertClose(got, Float32Array.from(want), 2e-6, 1e-6, `${op} ${shape}`);
     }
@@ -435,20 +455,24 @@ test("binary int32 ops, div truncates toward zero", async () => {
     dtype: "int32" as const,
   };
   for (const op of BINARY_OPS.filter((o) => o !== "pow")) {
-    d.binary(op, a, b, out, layout);
-    const got = await d.read(out, fa.length, "int32");
+    d.kernels.binary({ op: op, a: a, b: b, out: out, ...layout });
+    const got = await d.read(out, 0, fa.length, "int32");
     const f = binaryRef(op, true);
     assert.deepEqual([...got], [...fa].map((v, i) => f(v, fb[i]) | 0), op);
   }
   // Broadcast int path.
   const out2 = d.allocate(9, "int32");
-  d.binary("mul", a, b, out2, {
+  d.kernels.binary({
+    op: "mul",
+    a: a,
+    b: b,
+    out: out2,
     shape: [3, 3],
     aStrides: [3, 1],
     bStrides: [0, 1],
     dtype: "int32",
   });
-  const got = await d.read(out2, 9, "int32");
+  const got = await d.read(out2, 0, 9, "int32");
   assert.deepEqual(
     [...got],
     broadcastRef(binaryRef("mul", true), fa, fb, [3, 3], [3, 1], [0, 1]).map(
@@ -464,13 +488,17 @@ test("pow with negative bases, zero and special exponents", async () => {
   const a = upload(d, fa);
   const b = upload(d, fb);
   const out = d.allocate(fa.length, "float32");
-  d.binary("pow", a, b, out, {
+  d.kernels.binary({
+    op: "pow",
+    a: a,
+    b: b,
+    out: out,
     shape: [fa.length],
     aStrides: [1],
     bStrides: [1],
     dtype: "float32",
   });
-  const got = await d.read(out, fa.length, "float32");
+  const got = await d.read(out, 0, fa.length, "float32");
   // PyTorch (and C) give pow(1, NaN) = 1 where JavaScript gives NaN.
   const want = [...fa].map((v, i) => v === 1 ? 1 : Math.pow(v, fb[i]));
   assertClose(got, want, 3e-6, 0, "pow");
@@ -494,8 +522,8 @@ test("NaN propagates through maximum, minimum and comparisons", async () => {
       ["ge", (x, y) => x >= y ? 1 : 0],
     ];
     for (const [op, f] of cases) {
-      d.binary(op, a, b, out, layout);
-      const got = await d.read(out, n, "float32");
+      d.kernels.binary({ op: op, a: a, b: b, out: out, ...layout });
+      const got = await d.read(out, 0, n, "float32");
       assertClose(got, [...fa.slice(0, n)].map((x, i) => f(x, fb[i])), 0, 0, `${op} ${n}`);
     }
   }
@@ -511,12 +539,12 @@ test("NaN wins max/min/argmax/argmin reductions (short and long axes)", async ()
     const out = d.allocate(1, "float32");
     const outI = d.allocate(1, "int32");
     for (const op of ["max", "min"] as ReduceOp[]) {
-      d.reduce(op, x, out, { outer: 1, size, inner: 1, dtype: "float32" });
-      assert.ok(Number.isNaN((await d.read(out, 1, "float32"))[0]), `${op} ${size}`);
+      d.kernels.reduce({ op: op, x: x, out: out, outer: 1, size, inner: 1, dtype: "float32" });
+      assert.ok(Number.isNaN((await d.read(out, 0, 1, "float32"))[0]), `${op} ${size}`);
     }
     for (const op of ["argmax", "argmin"] as ReduceOp[]) {
-      d.reduce(op, x, outI, { outer: 1, size, inner: 1, dtype: "float32" });
-      assert.equal((await d.read(outI, 1, "int32"))[0], size >> 1, `${op} ${size}`);
+      d.kernels.reduce({ op: op, x: x, out: outI, outer: 1, size, inner: 1, dtype: "float32" });
+      assert.equal((await d.read(outI, 0, 1, "int32"))[0], size >> 1, `${op} ${size}`);
     }
   }
 });
@@ -576,8 +604,8 @@ test("reductions over [outer, size, inner], short and long axes", async () => {
     for (const op of ["sum", "max", "min", "argmax", "argmin"] as ReduceOp[]) {
       const arg = op === "argmax" || op === "argmin";
       const o = arg ? outI : outF;
-      d.reduce(op, x, o, { outer, size, inner, dtype: "float32" });
-      const got = await d.read(o, outer * inner, arg ? "int32" : "float32");
+      d.kernels.reduce({ op: op, x: x, out: o, outer, size, inner, dtype: "float32" });
+      const got = await d.read(o, 0, outer * inner, arg ? "int32" : "float32");
       const want = reduceRef(op, data, outer, size, inner);
       if (arg) assert.deepEqual([...got], want, `${op} ${outer},${size},${inner}`);
       else assertClose(got, want, 1e-6, 1e-4, `${op} ${outer},${size},${inner}`);
@@ -599,18 +627,13 @@ test("argmax/argmin ties give the first index", async () => {
     data[size - 2] = -9;
     const x = upload(d, data);
     const out = d.allocate(2, "int32");
-    d.reduce("argmax", x, out, { outer: 2, size, inner: 1, dtype: "float32" });
-    assert.deepEqual([...await d.read(out, 2, "int32")], [2, 0]);
-    d.reduce("argmin", x, out, { outer: 2, size, inner: 1, dtype: "float32" });
-    assert.deepEqual([...await d.read(out, 2, "int32")], [3, 0]);
+    d.kernels.reduce({ op: "argmax", x: x, out: out, outer: 2, size, inner: 1, dtype: "float32" });
+    assert.deepEqual([...await d.read(out, 0, 2, "int32")], [2, 0]);
+    d.kernels.reduce({ op: "argmin", x: x, out: out, outer: 2, size, inner: 1, dtype: "float32" });
+    assert.deepEqual([...await d.read(out, 0, 2, "int32")], [3, 0]);
     // The same along a strided axis: [1, size, 2] with both columns equal.
-    d.reduce("argmax", x, out, {
-      outer: 1,
-      size,
-      inner: 2,
-      dtype: "float32",
-    });
-    const got = await d.read(out, 2, "int32");
+    d.kernels.reduce({ op: "argmax", x: x, out: out, outer: 1, size, inner: 2, dtype: "float32" });
+    const got = await d.read(out, 0, 2, "int32");
     assert.equal(got[0], 1); // element 2 = row 1, col 0
   }
 });
@@ -623,15 +646,23 @@ test("sum over 4M elements is accurate to float32 rounding", async () => {
   for (let i = 0; i < n; i++) exact += data[i];
   const x = upload(d, data);
   const out = d.allocate(1, "float32");
-  d.reduce("sum", x, out, { outer: 1, size: n, inner: 1, dtype: "float32" });
-  const [got] = await d.read(out, 1, "float32");
+  d.kernels.reduce({ op: "sum", x: x, out: out, outer: 1, size: n, inner: 1, dtype: "float32" });
+  const [got] = await d.read(out, 0, 1, "float32");
   assert.ok(
     Math.abs(got - exact) / exact < 1e-6,
     `sum ${got} vs ${exact}: relative error ${Math.abs(got - exact) / exact}`,
   );
   // The same along a strided axis.
-  d.reduce("sum", x, out, { outer: 1, size: n / 4, inner: 4, dtype: "float32" });
-  const cols = await d.read(out, 4, "float32");
+  d.kernels.reduce({
+    op: "sum",
+    x: x,
+    out: out,
+    outer: 1,
+    size: n / 4,
+    inner: 4,
+    dtype: "float32",
+  });
+  const cols = await d.read(out, 0, 4, "float32");
   const want = [0, 0, 0, 0];
   for (let i = 0; i < n; i++) want[i % 4] += data[i];
   assertClose(cols, want, 1e-6, 0, "column sums");
@@ -646,9 +677,9 @@ test("int32 reductions", async () => {
   const x = upload(d, data);
   const out = d.allocate(3, "int32");
   for (const op of ["sum", "max", "min", "argmax", "argmin"] as ReduceOp[]) {
-    d.reduce(op, x, out, { outer: 3, size: 1000, inner: 1, dtype: "int32" });
+    d.kernels.reduce({ op: op, x: x, out: out, outer: 3, size: 1000, inner: 1, dtype: "int32" });
     assert.deepEqual(
-      [...await d.read(out, 3, "int32")],
+      [...await d.read(out, 0, 3, "int32")],
       reduceRef(op, data, 3, 1000, 1),
       op,
     );
@@ -718,8 +749,8 @@ async function checkMatmul(
   const a = upload(d, fa);
   const b = upload(d, fb);
   const out = d.allocate(batch * m * n, "float32");
-  d.matmul(a, b, out, l);
-  const got = await d.read(out, batch * m * n, "float32");
+  d.kernels.matmul({ a: a, b: b, out: out, ...l });
+  const got = await d.read(out, 0, batch * m * n, "float32");
   assertClose(
     got,
     matmulRef(fa, fb, l),
@@ -782,8 +813,11 @@ test("matmul with k = 0 gives zeros", async () => {
   const d = await dev();
   const a = d.allocate(0, "float32");
   const out = d.allocate(6, "float32");
-  d.fill(out, 5, 6, "float32");
-  d.matmul(a, a, out, {
+  d.kernels.fill({ out: out, numel: 6, value: 5, dtype: "float32" });
+  d.kernels.matmul({
+    a: a,
+    b: a,
+    out: out,
     batch: 1,
     m: 2,
     n: 3,
@@ -794,7 +828,7 @@ test("matmul with k = 0 gives zeros", async () => {
     transB: false,
     dtype: "float32",
   });
-  assert.deepEqual([...await d.read(out, 6, "float32")], [0, 0, 0, 0, 0, 0]);
+  assert.deepEqual([...await d.read(out, 0, 6, "float32")], [0, 0, 0, 0, 0, 0]);
 });
 
 // ---------------------------------------------------------------- softmax
@@ -840,8 +874,8 @@ test("softmax and logSoftmax, stable with large values", async () => {
     const x = upload(d, data);
     const out = d.allocate(n, "float32");
     for (const log of [false, true]) {
-      d.softmax(x, out, { outer, size, inner, log, dtype: "float32" });
-      const got = await d.read(out, n, "float32");
+      d.kernels.softmax!({ x: x, out: out, outer, size, inner, log, dtype: "float32" });
+      const got = await d.read(out, 0, n, "float32");
       for (const v of got) assert.ok(Number.isFinite(v));
       assertClose(
         got,
@@ -886,7 +920,7 @@ test("copy: permute, expand, narrow, concat, contiguous", async () => {
   const src = randArray(60, 3);
   const s = upload(d, src);
   const cases: [number[], number[], number, number[], number, number][] = [
-    // shape, srcStrides, srcOffset, dstStrides, dstOffset, dst numel
+    // shape, xStrides, xOffset, outStrides, outOffset, dst numel
     [[3, 4, 5], [1, 3, 12], 0, contiguousStrides([3, 4, 5]), 0, 60], // permute
     [[4, 3, 5], [0, 5, 1], 0, contiguousStrides([4, 3, 5]), 0, 60], // expand
     [[2, 3], [10, 1], 7, contiguousStrides([2, 3]), 0, 6], // narrow
@@ -896,16 +930,18 @@ test("copy: permute, expand, narrow, concat, contiguous", async () => {
   ];
   for (const [shape, ss, so, ds, dso, dn] of cases) {
     const dst = d.allocate(dn, "float32");
-    d.fill(dst, -1, dn, "float32");
-    d.copy(s, dst, {
+    d.kernels.fill({ out: dst, numel: dn, value: -1, dtype: "float32" });
+    d.kernels.copy({
+      x: s,
+      out: dst,
       shape,
-      srcStrides: ss,
-      srcOffset: so,
-      dstStrides: ds,
-      dstOffset: dso,
+      xStrides: ss,
+      xOffset: so,
+      outStrides: ds,
+      outOffset: dso,
       dtype: "float32",
     });
-    const got = await d.read(dst, dn, "float32");
+    const got = await d.read(dst, 0, dn, "float32");
     const want = copyRef(src, new Array(dn).fill(-1), shape, ss, so, ds, dso);
     assert.deepEqual([...got], want.map((v) => Math.fround(v)), `copy ${shape}`);
     d.free(dst);
@@ -913,15 +949,17 @@ test("copy: permute, expand, narrow, concat, contiguous", async () => {
   // int32 uses the same word copy.
   const si = upload(d, new Int32Array([1, 2, 3, 4, 5, 6]));
   const di = d.allocate(6, "int32");
-  d.copy(si, di, {
+  d.kernels.copy({
+    x: si,
+    out: di,
     shape: [2, 3],
-    srcStrides: [1, 2],
-    srcOffset: 0,
-    dstStrides: [3, 1],
-    dstOffset: 0,
+    xStrides: [1, 2],
+    xOffset: 0,
+    outStrides: [3, 1],
+    outOffset: 0,
     dtype: "int32",
   });
-  assert.deepEqual([...await d.read(di, 6, "int32")], [1, 3, 5, 2, 4, 6]);
+  assert.deepEqual([...await d.read(di, 0, 6, "int32")], [1, 3, 5, 2, 4, 6]);
 });
 
 test("indexSelect, including out-of-range indices", async () => {
@@ -935,7 +973,10 @@ test("indexSelect, including out-of-range indices", async () => {
   const ind = upload(d, new Int32Array(idx));
   const count = idx.length;
   const out = d.allocate(outer * count * inner, "float32");
-  d.indexSelect(x, ind, out, {
+  d.kernels.indexSelect({
+    x: x,
+    indices: ind,
+    out: out,
     outer,
     size,
     inner,
@@ -948,10 +989,19 @@ test("indexSelect, including out-of-range indices", async () => {
       for (let i = 0; i < inner; i++) want.push(src[(o * size + j) * inner + i]);
     }
   }
-  assert.deepEqual([...await d.read(out, want.length, "float32")], want);
+  assert.deepEqual([...await d.read(out, 0, want.length, "float32")], want);
   const bad = upload(d, new Int32Array([-1, 99]));
-  d.indexSelect(x, bad, out, { outer, size, inner, count: 2, dtype: "float32" });
-  const got = await d.read(out, outer * 2 * inner, "float32");
+  d.kernels.indexSelect({
+    x: x,
+    indices: bad,
+    out: out,
+    outer,
+    size,
+    inner,
+    count: 2,
+    dtype: "float32",
+  });
+  const got = await d.read(out, 0, outer * 2 * inner, "float32");
   assert.deepEqual([...got], new Array(outer * 2 * inner).fill(0));
 });
 
@@ -968,8 +1018,16 @@ test("random uniform is bit-identical to the contract formula", async () => {
       1 / Math.sqrt(3),
     ], [0xffffffff, 2, 5.5]]
   ) {
-    d.random(out, { numel: n, kind: "uniform", seed, a: low, b: high, dtype: "float32" });
-    const got = await d.read(out, n, "float32");
+    d.kernels.random({
+      out: out,
+      numel: n,
+      kind: "uniform",
+      seed,
+      a: low,
+      b: high,
+      dtype: "float32",
+    });
+    const got = await d.read(out, 0, n, "float32");
     const key = lowbias32(seed);
     let mismatches = 0;
     for (let i = 0; i < n; i++) {
@@ -984,8 +1042,8 @@ test("random normal follows the contract's Box-Muller", async () => {
   const d = await dev();
   const n = 20000;
   const out = d.allocate(n, "float32");
-  d.random(out, { numel: n, kind: "normal", seed: 99, a: 1, b: 2, dtype: "float32" });
-  const got = await d.read(out, n, "float32");
+  d.kernels.random({ out: out, numel: n, kind: "normal", seed: 99, a: 1, b: 2, dtype: "float32" });
+  const got = await d.read(out, 0, n, "float32");
   const key = lowbias32(99);
   const want = new Float64Array(n);
   for (let i = 0; i < n; i++) {
@@ -1005,10 +1063,10 @@ test("agrees with the cpu backend", async () => {
     f: (x: DeviceBuffer, out: DeviceBuffer) => void,
   ): Promise<TypedArray> => {
     const x = d.allocate(n, "float32");
-    d.random(x, { numel: n, kind: "normal", seed: 5, a: 0, b: 3, dtype: "float32" });
+    d.kernels.random({ out: x, numel: n, kind: "normal", seed: 5, a: 0, b: 3, dtype: "float32" });
     const out = d.allocate(n, "float32");
     f(x, out);
-    return await d.read(out, n, "float32");
+    return await d.read(out, 0, n, "float32");
   };
   const both = async (
     what: string,
@@ -1020,35 +1078,63 @@ test("agrees with the cpu backend", async () => {
     if (rtol === 0) assert.deepEqual(got, want, what);
     else assertClose(got, want, rtol, 1e-6, what);
   };
-  await both("uniform", (d, _x, o) =>
-    d.random(o, {
-      numel: n,
-      kind: "uniform",
-      seed: 77,
-      a: -0.1,
-      b: 0.25,
-      dtype: "float32",
-    }), 0);
-  await both("normal", (d, x, o) =>
-    d.copy(x, o, {
-      shape: [n],
-      srcStrides: [1],
-      srcOffset: 0,
-      dstStrides: [1],
-      dstOffset: 0,
-      dtype: "float32",
-    }), 1e-5);
-  for (const op of ["gelu", "geluGrad", "sigmoid", "tanh", "exp"] as UnaryOp[]) {
-    await both(op, (d, x, o) => d.unary(op, x, o, n, "float32"), 1e-5);
+  await both(
+    "uniform",
+    (d, _x, o) =>
+      d.kernels.random({
+        out: o,
+        numel: n,
+        kind: "uniform",
+        seed: 77,
+        a: -0.1,
+        b: 0.25,
+        dtype: "float32",
+      }),
+    0,
+  );
+  await both(
+    "normal",
+    (d, x, o) =>
+      d.kernels.copy({
+        x: x,
+        out: o,
+        shape: [n],
+        xStrides: [1],
+        xOffset: 0,
+        outStrides: [1],
+        outOffset: 0,
+        dtype: "float32",
+      }),
+    1e-5,
+  );
+  for (const name of ["gelu", "geluDerivative"] as const) {
+    await both(
+      name,
+      (d, x, o) => d.kernels[name]!({ x, out: o, numel: n, dtype: "float32" }),
+      1e-5,
+    );
   }
-  await both("softmax", (d, x, o) =>
-    d.softmax(x, o, {
-      outer: 1,
-      size: n,
-      inner: 1,
-      log: true,
-      dtype: "float32",
-    }), 1e-5);
+  for (const op of ["sigmoid", "tanh", "exp"] as UnaryOp[]) {
+    await both(
+      op,
+      (d, x, o) => d.kernels.unary({ op: op, x: x, out: o, numel: n, dtype: "float32" }),
+      1e-5,
+    );
+  }
+  await both(
+    "softmax",
+    (d, x, o) =>
+      d.kernels.softmax!({
+        x: x,
+        out: o,
+        outer: 1,
+        size: n,
+        inner: 1,
+        log: true,
+        dtype: "float32",
+      }),
+    1e-5,
+  );
   c.destroy();
 });
 
@@ -1058,23 +1144,37 @@ test("zero-size buffers and kernels", async () => {
   const d = await dev();
   const z = d.allocate(0, "float32");
   const zi = d.allocate(0, "int32");
-  d.write(z, new Float32Array(0));
-  d.fill(z, 1, 0, "float32");
-  d.unary("exp", z, z, 0, "float32");
-  d.cast(z, zi, 0, "float32", "int32");
-  d.binary("add", z, z, z, { shape: [0, 3], aStrides: [3, 1], bStrides: [3, 1], dtype: "float32" });
-  d.reduce("sum", z, z, { outer: 0, size: 3, inner: 1, dtype: "float32" });
-  d.softmax(z, z, { outer: 0, size: 3, inner: 1, log: false, dtype: "float32" });
-  d.copy(z, z, {
-    shape: [0],
-    srcStrides: [1],
-    srcOffset: 0,
-    dstStrides: [1],
-    dstOffset: 0,
+  d.write(z, 0, new Float32Array(0));
+  d.kernels.fill({ out: z, numel: 0, value: 1, dtype: "float32" });
+  d.kernels.unary({ op: "exp", x: z, out: z, numel: 0, dtype: "float32" });
+  d.kernels.cast({ x: z, out: zi, numel: 0, dtype: "float32", to: "int32" });
+  d.kernels.binary({
+    op: "add",
+    a: z,
+    b: z,
+    out: z,
+    shape: [0, 3],
+    aStrides: [3, 1],
+    bStrides: [3, 1],
     dtype: "float32",
   });
-  d.random(z, { numel: 0, kind: "normal", seed: 1, a: 0, b: 1, dtype: "float32" });
-  d.matmul(z, z, z, {
+  d.kernels.reduce({ op: "sum", x: z, out: z, outer: 0, size: 3, inner: 1, dtype: "float32" });
+  d.kernels.softmax!({ x: z, out: z, outer: 0, size: 3, inner: 1, log: false, dtype: "float32" });
+  d.kernels.copy({
+    x: z,
+    out: z,
+    shape: [0],
+    xStrides: [1],
+    xOffset: 0,
+    outStrides: [1],
+    outOffset: 0,
+    dtype: "float32",
+  });
+  d.kernels.random({ out: z, numel: 0, kind: "normal", seed: 1, a: 0, b: 1, dtype: "float32" });
+  d.kernels.matmul({
+    a: z,
+    b: z,
+    out: z,
     batch: 0,
     m: 2,
     n: 2,
@@ -1085,8 +1185,8 @@ test("zero-size buffers and kernels", async () => {
     transB: false,
     dtype: "float32",
   });
-  assert.equal((await d.read(z, 0, "float32")).length, 0);
-  assert.ok((await d.read(zi, 0, "int32")) instanceof Int32Array);
+  assert.equal((await d.read(z, 0, 0, "float32")).length, 0);
+  assert.ok((await d.read(zi, 0, 0, "int32")) instanceof Int32Array);
   d.free(z);
   d.free(zi);
 });
@@ -1099,11 +1199,11 @@ test("read after many queued kernels", async () => {
   const layout = { shape: [n], aStrides: [1], bStrides: [0], dtype: "float32" as const };
   for (let i = 0; i < 1500; i++) {
     const y = d.allocate(n, "float32");
-    d.binary("add", x, one, y, layout);
+    d.kernels.binary({ op: "add", a: x, b: one, out: y, ...layout });
     d.free(x);
     x = y;
   }
-  const got = await d.read(x, n, "float32");
+  const got = await d.read(x, 0, n, "float32");
   assert.deepEqual([...got], new Array(n).fill(1500));
 });
 
@@ -1113,12 +1213,12 @@ test("memory() is flat after repeated allocate/free", async () => {
   const sizes = [1, 100, 1000, 12345, 1 << 16];
   for (let i = 0; i < 3; i++) {
     const bufs = sizes.map((s) => d.allocate(s, "float32"));
-    for (const b of bufs) d.fill(b, i, 1, "float32");
+    for (const b of bufs) d.kernels.fill({ out: b, numel: 1, value: i, dtype: "float32" });
     assert.ok(d.memory().bytesInUse >= before.bytesInUse + 4 * 12345);
     for (const b of bufs) d.free(b);
   }
   const keep = d.allocate(1, "float32");
-  await d.read(keep, 1, "float32");
+  await d.read(keep, 0, 1, "float32");
   // One more round so the pool holds a buffer of every class again.
   for (const b of sizes.map((s) => d.allocate(s, "float32"))) d.free(b);
   const mid = d.memory();
@@ -1134,18 +1234,18 @@ test("memory() is flat after repeated allocate/free", async () => {
 test("a failing kernel rejects the next read, naming it", async () => {
   const d = await dev();
   const x = upload(d, new Float32Array([1, 2, 3, 4]));
-  d.runtime.dispatch({
+  d.impl.runtime.dispatch({
     name: "brokenKernel",
     key: "broken",
     wgsl: () => "this is not wgsl",
     signature: "w",
-    buffers: [d.runtime.storage.acquire(16)],
+    buffers: [d.impl.runtime.storage.acquire(16)],
     params: [],
     groups: [1, 1, 1],
   });
-  await assert.rejects(d.read(x, 4, "float32"), /brokenKernel/);
+  await assert.rejects(d.read(x, 0, 4, "float32"), /brokenKernel/);
   // The error is reported once; the device keeps working.
-  assert.deepEqual([...await d.read(x, 4, "float32")], [1, 2, 3, 4]);
+  assert.deepEqual([...await d.read(x, 0, 4, "float32")], [1, 2, 3, 4]);
 });
 
 test("device-call errors (bad write) reach the next read; huge allocations throw", async () => {
@@ -1153,43 +1253,54 @@ test("device-call errors (bad write) reach the next read; huge allocations throw
   const x = upload(d, new Float32Array([1, 2, 3, 4]));
   let threw = false;
   try {
-    d.write(x, new Float32Array(1000)); // far past the end of the buffer
+    d.write(x, 0, new Float32Array(1000)); // far past the end of the buffer
   } catch {
     threw = true; // reported at once is fine too
   }
-  if (!threw) await assert.rejects(d.read(x, 4, "float32"), /write/);
-  assert.deepEqual([...await d.read(x, 4, "float32")], [1, 2, 3, 4]);
+  if (!threw) await assert.rejects(d.read(x, 0, 4, "float32"), /write/);
+  assert.deepEqual([...await d.read(x, 0, 4, "float32")], [1, 2, 3, 4]);
   assert.throws(() => d.allocate(2 ** 40, "float32"), RangeError);
 });
 
 test("two devices from one adapter work independently", async () => {
-  const d0 = (await backend!.createDevice(0)) as WebGPUDevice;
-  const d1 = (await backend!.createDevice(1)) as WebGPUDevice;
+  const d0 = await start(0);
+  const d1 = await start(1);
   assert.equal(d0.info, d1.info);
   const a = upload(d0, new Float32Array([1, 2, 3]));
   const b = upload(d1, new Float32Array([10, 20, 30]));
   const oa = d0.allocate(3, "float32");
   const ob = d1.allocate(3, "float32");
-  d0.unary("neg", a, oa, 3, "float32");
-  d1.unary("sqrt", b, ob, 3, "float32");
+  d0.kernels.unary({ op: "neg", x: a, out: oa, numel: 3, dtype: "float32" });
+  d1.kernels.unary({ op: "sqrt", x: b, out: ob, numel: 3, dtype: "float32" });
   d1.destroy();
-  assert.deepEqual([...await d0.read(oa, 3, "float32")], [-1, -2, -3]);
+  assert.deepEqual([...await d0.read(oa, 0, 3, "float32")], [-1, -2, -3]);
   assert.throws(() => d1.allocate(1, "float32"), DeviceLostError);
   d0.destroy();
 });
 
 test("after destroy every method throws DeviceLostError; reads reject", async () => {
-  const d = (await backend!.createDevice(3)) as WebGPUDevice;
+  const d = await start(3);
   const x = upload(d, new Float32Array(1 << 16).fill(1));
   const out = d.allocate(1, "float32");
-  d.reduce("sum", x, out, { outer: 1, size: 1 << 16, inner: 1, dtype: "float32" });
-  const pending = d.read(out, 1, "float32");
+  d.kernels.reduce({
+    op: "sum",
+    x: x,
+    out: out,
+    outer: 1,
+    size: 1 << 16,
+    inner: 1,
+    dtype: "float32",
+  });
+  const pending = d.read(out, 0, 1, "float32");
   d.destroy();
   await assert.rejects(pending, DeviceLostError);
   assert.throws(() => d.allocate(1, "float32"), /webgpu:3/);
-  assert.throws(() => d.fill(x, 0, 1, "float32"), DeviceLostError);
+  assert.throws(
+    () => d.kernels.fill({ out: x, numel: 1, value: 0, dtype: "float32" }),
+    DeviceLostError,
+  );
   assert.throws(() => d.memory(), DeviceLostError);
-  await assert.rejects(async () => await d.read(x, 1, "float32"), DeviceLostError);
+  await assert.rejects(async () => await d.read(x, 0, 1, "float32"), DeviceLostError);
 });
 
 test("webgpuBackend({ gpu, name }): any GPU object, registered under another name", async () => {
@@ -1211,10 +1322,10 @@ test("webgpuBackend({ gpu, name }): any GPU object, registered under another nam
     const [d] = await requestDevices({ count: 1 });
     assert.equal(d.backend, "other-gpu");
     assert.ok(requests >= 1, "the given GPU object was asked for adapters");
-    assert.equal((d.kernels as WebGPUDevice).runtime.name, "other-gpu:0");
+    assert.equal((d.backendDevice as GpuDevice).impl.runtime.name, "other-gpu:0");
     assert.deepEqual(await tensor([1, 2]).to(d).add(1).toArray(), [2, 3]);
     assert.throws(
-      () => d.kernels.fill({}, 0, 1, "float32"),
+      () => d.backendDevice.kernels.fill({ out: {}, numel: 1, value: 0, dtype: "float32" }),
       /other-gpu:0: buffer was not allocated/,
     );
   } finally {

@@ -11,28 +11,39 @@ import type { Device } from "../../mod.ts";
 /** Calls and host milliseconds per kernel kind (`matmul`, `binary:add`, ...). */
 export type KernelCounts = Record<string, { calls: number; ms: number }>;
 
-const KERNELS = [
-  "allocate",
-  "free",
-  "write",
-  "read",
-  "fill",
-  "cast",
-  "unary",
-  "binary",
-  "reduce",
-  "matmul",
-  "copy",
-  "indexSelect",
-  "softmax",
-  "random",
-] as const;
+const MEMORY = ["allocate", "free", "write", "read"] as const;
 
 type Method = (...args: unknown[]) => unknown;
 
+/** Replaces `target[name]` with a counting wrapper; returns how to undo it. */
+function patch(
+  target: Record<string, Method>,
+  name: string,
+  key: (args: unknown[]) => string,
+  counts: KernelCounts,
+): () => void {
+  const original = target[name];
+  const hadOwn = Object.hasOwn(target, name);
+  target[name] = function (this: unknown, ...args: unknown[]): unknown {
+    const t0 = performance.now();
+    try {
+      return original.apply(this, args);
+    } finally {
+      const entry = counts[key(args)] ??= { calls: 0, ms: 0 };
+      entry.calls++;
+      entry.ms += performance.now() - t0;
+    }
+  };
+  return () => {
+    if (hadOwn) target[name] = original;
+    else delete target[name];
+  };
+}
+
 /**
- * Runs `fn` with every kernel method of `devices` wrapped to count calls and
- * host time; ops are keyed `kernel:op` where the first argument is an op name.
+ * Runs `fn` with the memory calls and every kernel of `devices`' kernel
+ * tables wrapped to count calls and host time; kernels with an `op` argument
+ * are keyed `kernel:op`.
  */
 export async function countKernels(
   devices: readonly Device[],
@@ -41,26 +52,15 @@ export async function countKernels(
   const counts: KernelCounts = {};
   const restore: (() => void)[] = [];
   for (const device of devices) {
-    const kernels = device.kernels as unknown as Record<string, Method>;
-    for (const name of KERNELS) {
-      const original = kernels[name];
-      if (typeof original !== "function") continue;
-      const hadOwn = Object.hasOwn(kernels, name);
-      kernels[name] = function (this: unknown, ...args: unknown[]): unknown {
-        const key = typeof args[0] === "string" ? `${name}:${args[0]}` : name;
-        const t0 = performance.now();
-        try {
-          return original.apply(this, args);
-        } finally {
-          const entry = counts[key] ??= { calls: 0, ms: 0 };
-          entry.calls++;
-          entry.ms += performance.now() - t0;
-        }
+    const memory = device.backendDevice as unknown as Record<string, Method>;
+    for (const name of MEMORY) restore.push(patch(memory, name, () => name, counts));
+    const kernels = device.backendDevice.kernels as unknown as Record<string, Method>;
+    for (const name of Object.keys(kernels)) {
+      const key = (args: unknown[]) => {
+        const op = (args[0] as { op?: unknown }).op;
+        return typeof op === "string" ? `${name}:${op}` : name;
       };
-      restore.push(() => {
-        if (hadOwn) kernels[name] = original;
-        else delete kernels[name];
-      });
+      restore.push(patch(kernels, name, key, counts));
     }
   }
   try {

@@ -3,37 +3,48 @@
  *
  * A backend is a plugin registered with `registerBackend(name, factory,
  * { priority })`. Its factory returns a {@link Backend}, whose
- * `createDevice(index)` starts one {@link BackendDevice}: an object of
- * kernels over opaque buffers. The core never looks inside a buffer; the
- * backend never sees a tensor, a shape object or a gradient. A third backend
- * is written from this file alone.
+ * `createDevice(index)` starts one device: memory (`allocate`, `free`,
+ * `write`, `read`) plus one typed kernel table, {@link KernelTable}. Each
+ * kernel takes one argument record ({@link KernelArgs}), as TensorFlow.js's
+ * `kernel_names.ts` types its kernels. The core never looks inside a buffer;
+ * the backend never sees a tensor, a shape object or a gradient. A third
+ * backend is written from this file alone: implement {@link DeviceImpl} over
+ * your own buffer type and hand it to {@link wrapDevice}, which does the
+ * device-lost checks and buffer unwrapping for every call.
+ *
+ * Kernels are required primitives or optional fused kernels
+ * ({@link OPTIONAL_KERNELS}): the core composes a fused kernel from
+ * primitives when a backend leaves it out (as burn's default ops do).
  *
  * Rules every kernel follows:
  * - Buffers hold `numel` elements of one dtype, contiguous, row-major.
+ * - Argument records name inputs `x` (one input) or `a`, `b`, then other
+ *   inputs (`indices`), the output `out`, the index space, attributes, and
+ *   `dtype` (the inputs' dtype; the output's too unless said) last.
  * - Kernels are called synchronously and return nothing: they may run now
  *   (cpu) or be queued on the device (webgpu), but their effects must be
  *   visible, in call order, to every later call on the same device,
- *   `read` included. The core orders work ACROSS devices itself (see
- *   `src/stream.ts`), so a kernel never waits for another device.
- * - `out` never aliases an input, except in `copy` where the core may copy a
- *   region of a buffer into another region of a different buffer only.
+ *   `read` included. The core orders work ACROSS devices itself, so a kernel
+ *   never waits for another device.
+ * - `out` never aliases an input.
  * - Input dtypes are already checked and equal (the core casts first), and
  *   every buffer argument was allocated by this same device.
  * - Errors found later (GPU validation, out of memory) are raised by the next
  *   `read`, naming the kernel that failed. After the device is lost every
- *   method throws `DeviceLostError` (from `src/errors.ts`).
+ *   call throws `DeviceLostError` (from `src/errors.ts`).
  * @module
  */
 
-import type { DType, TypedArray } from "../dtype.ts";
+import { type DType, dtypeOfArray, toHost, type TypedArray } from "../dtype.ts";
 
-/** An opaque handle to memory owned by one {@link BackendDevice}. */
+/** An opaque handle to memory owned by one device. */
 export type DeviceBuffer = object;
 
 /**
  * Elementwise functions of one operand. Float dtypes only, except `neg`,
  * `abs`, `relu`, `sign`, `floor`, `ceil`, `round` and `square`, which also
- * take int32 (`floor`, `ceil`, `round` are then the identity).
+ * take int32 (`floor`, `ceil`, `round` are then the identity). NaN in gives
+ * NaN out, except `sign(NaN) = 0` (and `sign(-0) = +0`), as PyTorch.
  */
 export type UnaryOp =
   | "neg"
@@ -44,10 +55,8 @@ export type UnaryOp =
   | "relu"
   | "sigmoid"
   | "tanh"
-  /** x * Φ(x), with the exact erf (PyTorch's default GELU). */
-  | "gelu"
-  /** d gelu / dx = Φ(x) + x φ(x). */
-  | "geluGrad"
+  /** The error function. */
+  | "erf"
   | "sign"
   | "sin"
   | "cos"
@@ -68,7 +77,9 @@ export type UnaryOp =
 
 /**
  * Elementwise functions of two operands. Comparisons give 1 or 0 in the
- * operands' dtype. `div` on int32 truncates toward zero; `pow` is float only.
+ * operands' dtype (false with a NaN operand, except `ne`). `div` on int32
+ * truncates toward zero; `pow` is float only, with `pow(x, 0) = pow(1, y) = 1`
+ * even for NaN; `maximum` and `minimum` propagate NaN.
  */
 export type BinaryOp =
   | "add"
@@ -86,33 +97,95 @@ export type BinaryOp =
   | "ge";
 
 /**
- * Reductions over the middle axis of a [outer, size, inner] view. `argmax` and
- * `argmin` write int32 indices (the first extreme index, as PyTorch); the
- * others write the input dtype. `size` is at least 1.
+ * Reductions over the middle axis of an [outer, size, inner] view. `argmax`
+ * and `argmin` write int32 indices (the first extreme index, a NaN counting
+ * as the extreme, as PyTorch); the others write the input dtype, `max` and
+ * `min` propagating NaN. `size` is at least 1.
  */
 export type ReduceOp = "sum" | "max" | "min" | "argmax" | "argmin";
 
-/** How {@link BackendDevice.binary} reads its operands. */
-export interface BinaryLayout {
-  /** Shape of `out` (contiguous). Length 0 means a single element. */
-  readonly shape: readonly number[];
-  /** Element strides of `a` for each output dim; 0 where `a` is broadcast. */
-  readonly aStrides: readonly number[];
-  /** Element strides of `b` for each output dim; 0 where `b` is broadcast. */
-  readonly bStrides: readonly number[];
-  /** The dtype of `a`, `b` and `out`. */
-  readonly dtype: DType;
-}
-
 /** The [outer, size, inner] view a reduction, softmax or index select works on. */
-export interface AxisLayout {
+export interface AxisView {
   /** Product of the dims before the axis. */
   readonly outer: number;
   /** Length of the axis. */
   readonly size: number;
   /** Product of the dims after the axis. */
   readonly inner: number;
-  /** The input dtype. */
+}
+
+/** `out[i] = value` for `i < numel`. */
+export interface FillArgs<B = DeviceBuffer> {
+  /** Written. */
+  readonly out: B;
+  /** Elements to write. */
+  readonly numel: number;
+  /** The value (already representable in `dtype`). */
+  readonly value: number;
+  /** The element type of `out`. */
+  readonly dtype: DType;
+}
+
+/** Elementwise conversion from `dtype` to `to`; float to int truncates toward zero. */
+export interface CastArgs<B = DeviceBuffer> {
+  /** Read. */
+  readonly x: B;
+  /** Written, of dtype `to`. */
+  readonly out: B;
+  /** Elements to convert. */
+  readonly numel: number;
+  /** The dtype of `x`. */
+  readonly dtype: DType;
+  /** The dtype of `out`. */
+  readonly to: DType;
+}
+
+/** `out[i] = op(x[i])` for `i < numel`. */
+export interface UnaryArgs<B = DeviceBuffer> {
+  /** The function. */
+  readonly op: UnaryOp;
+  /** Read. */
+  readonly x: B;
+  /** Written. */
+  readonly out: B;
+  /** Elements. */
+  readonly numel: number;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
+/**
+ * `out = op(a, b)` with broadcasting: for every index tuple `i` of `shape`,
+ * `out[row-major i] = op(a[Σ i_d aStrides[d]], b[Σ i_d bStrides[d]])`.
+ */
+export interface BinaryArgs<B = DeviceBuffer> {
+  /** The function. */
+  readonly op: BinaryOp;
+  /** First operand. */
+  readonly a: B;
+  /** Second operand. */
+  readonly b: B;
+  /** Written, contiguous over `shape`. */
+  readonly out: B;
+  /** Shape of `out`. Length 0 means a single element. */
+  readonly shape: readonly number[];
+  /** Element strides of `a` for each output dim; 0 where `a` is broadcast. */
+  readonly aStrides: readonly number[];
+  /** Element strides of `b` for each output dim; 0 where `b` is broadcast. */
+  readonly bStrides: readonly number[];
+  /** The element type of `a`, `b` and `out`. */
+  readonly dtype: DType;
+}
+
+/** `out[o, i] = op over r of x[o, r, i]`; `out` is [outer, inner]. */
+export interface ReduceArgs<B = DeviceBuffer> extends AxisView {
+  /** The reduction. */
+  readonly op: ReduceOp;
+  /** Read. */
+  readonly x: B;
+  /** Written (int32 for `argmax` / `argmin`). */
+  readonly out: B;
+  /** The element type of `x`. */
   readonly dtype: DType;
 }
 
@@ -125,7 +198,13 @@ export interface AxisLayout {
  * A batch stride of 0 broadcasts one matrix to every batch. `out` is
  * [batch, m, n] contiguous. Float dtypes only.
  */
-export interface MatmulLayout {
+export interface MatmulArgs<B = DeviceBuffer> {
+  /** Left operands. */
+  readonly a: B;
+  /** Right operands. */
+  readonly b: B;
+  /** Written. */
+  readonly out: B;
   /** Number of matrix products. */
   readonly batch: number;
   /** Rows of the output. */
@@ -148,33 +227,63 @@ export interface MatmulLayout {
 
 /**
  * A strided copy: for every index tuple `i` of `shape`,
- * `dst[dstOffset + Σ i_d * dstStrides[d]] = src[srcOffset + Σ i_d * srcStrides[d]]`.
+ * `out[outOffset + Σ i_d * outStrides[d]] = x[xOffset + Σ i_d * xStrides[d]]`.
  * This one kernel is permute, expand, narrow and one input of a concat.
- * Destination positions never repeat; source positions may (expand).
+ * Output positions never repeat; input positions may (expand).
  */
-export interface CopyLayout {
+export interface CopyArgs<B = DeviceBuffer> {
+  /** Read. */
+  readonly x: B;
+  /** Written (only the positions named). */
+  readonly out: B;
   /** The index space copied. */
   readonly shape: readonly number[];
-  /** Element strides of the source per dim. */
-  readonly srcStrides: readonly number[];
-  /** First source element. */
-  readonly srcOffset: number;
-  /** Element strides of the destination per dim. */
-  readonly dstStrides: readonly number[];
-  /** First destination element. */
-  readonly dstOffset: number;
+  /** Element strides of `x` per dim. */
+  readonly xStrides: readonly number[];
+  /** First element of `x`. */
+  readonly xOffset: number;
+  /** Element strides of `out` per dim. */
+  readonly outStrides: readonly number[];
+  /** First element of `out`. */
+  readonly outOffset: number;
   /** The element type. */
   readonly dtype: DType;
 }
 
 /**
- * How {@link BackendDevice.where} reads its operands:
- * `out[i] = cond[i] != 0 ? a[i] : b[i]` over the broadcast index space
- * `shape`. A float `cond` is true where it is not ±0 (NaN is true, as
+ * `out[o, j, i] = x[o, indices[j], i]` for `j < count`; `indices` is int32
+ * and in range (the core checks indices it knows; out-of-range ones must
+ * not crash the device). `out` is [outer, count, inner].
+ */
+export interface IndexSelectArgs<B = DeviceBuffer> extends AxisView {
+  /** Read, [outer, size, inner]. */
+  readonly x: B;
+  /** Read, `count` int32 indices. */
+  readonly indices: B;
+  /** Written. */
+  readonly out: B;
+  /** Number of indices. */
+  readonly count: number;
+  /** The element type of `x` and `out`. */
+  readonly dtype: DType;
+}
+
+/**
+ * The ternary select with broadcasting: for every index tuple `i` of
+ * `shape`, `out[i] = cond[i] != 0 ? a[i] : b[i]`, each operand read through
+ * its strides. A float `cond` is true where it is not ±0 (NaN is true, as
  * `bool(nan)` in PyTorch).
  */
-export interface WhereLayout {
-  /** Shape of `out` (contiguous). Length 0 means a single element. */
+export interface WhereArgs<B = DeviceBuffer> {
+  /** The condition, of dtype `condDtype`. */
+  readonly cond: B;
+  /** Taken where `cond` is true. */
+  readonly a: B;
+  /** Taken where `cond` is false. */
+  readonly b: B;
+  /** Written, contiguous over `shape`. */
+  readonly out: B;
+  /** Shape of `out`. Length 0 means a single element. */
   readonly shape: readonly number[];
   /** Element strides of `cond` per output dim; 0 where broadcast. */
   readonly condStrides: readonly number[];
@@ -189,20 +298,45 @@ export interface WhereLayout {
 }
 
 /**
- * The [outer, ·, inner] views of {@link BackendDevice.gather} and
- * {@link BackendDevice.scatterAdd}: the data side has `size` rows along the
- * axis, the index side (int32, shaped [outer, count, inner]) `count`.
+ * The [outer, ·, inner] views of `gather` and `scatterAdd`: the data side
+ * has `size` rows along the axis, the index side (int32, [outer, count,
+ * inner]) `count`.
  */
-export interface GatherLayout {
-  /** Product of the dims before the axis. */
-  readonly outer: number;
-  /** Length of the axis on the data side. */
-  readonly size: number;
+export interface GatherView extends AxisView {
   /** Length of the axis on the index side. */
   readonly count: number;
-  /** Product of the dims after the axis. */
-  readonly inner: number;
-  /** The dtype of the data (not of the int32 index). */
+}
+
+/**
+ * `out[o, j, i] = x[o, index[o, j, i], i]`: `x` is [outer, size, inner],
+ * `index` and `out` are [outer, count, inner]. An index outside
+ * `[0, size)` gives 0 and must not crash the device.
+ */
+export interface GatherArgs<B = DeviceBuffer> extends GatherView {
+  /** Read, [outer, size, inner]. */
+  readonly x: B;
+  /** Read, int32 [outer, count, inner]. */
+  readonly index: B;
+  /** Written, [outer, count, inner]. */
+  readonly out: B;
+  /** The dtype of `x` and `out`. */
+  readonly dtype: DType;
+}
+
+/**
+ * The adjoint of `gather`: `out` ([outer, size, inner]) is set to
+ * `out[o, r, i] = Σ x[o, j, i]` over the j with `index[o, j, i] = r` (0
+ * where none); `x` and `index` are [outer, count, inner]. Indices outside
+ * `[0, size)` are skipped.
+ */
+export interface ScatterAddArgs<B = DeviceBuffer> extends GatherView {
+  /** Read, [outer, count, inner]. */
+  readonly x: B;
+  /** Read, int32 [outer, count, inner]. */
+  readonly index: B;
+  /** Written (every element), [outer, size, inner]. */
+  readonly out: B;
+  /** The dtype of `x` and `out`. */
   readonly dtype: DType;
 }
 
@@ -214,7 +348,7 @@ export interface GatherLayout {
  * `ow * strideW - padW + kj * dilationW`. The unfolded matrix ("columns")
  * is [batch, channels, kernelH, kernelW, outH, outW], contiguous.
  */
-export interface WindowLayout {
+export interface WindowView {
   /** Images. */
   readonly batch: number;
   /** Channels per image. */
@@ -243,21 +377,50 @@ export interface WindowLayout {
   readonly outH: number;
   /** Output columns (windows across). */
   readonly outW: number;
+}
+
+/**
+ * Unfolds windows: `out[n, c, ki, kj, oh, ow]` = the input element the tap
+ * reads (see {@link WindowView}), or `padValue` where it falls outside the
+ * input (0 for convolution, -inf for max pooling).
+ */
+export interface Im2colArgs<B = DeviceBuffer> extends WindowView {
+  /** Read, [batch, channels, height, width]. */
+  readonly x: B;
+  /** Written, the columns [batch, channels, kernelH, kernelW, outH, outW]. */
+  readonly out: B;
+  /** The value of taps outside the input. */
+  readonly padValue: number;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
+/**
+ * The adjoint of `im2col`: `out` ([batch, channels, height, width]) is set
+ * to, per input element, the sum of the columns entries whose tap reads it.
+ * Float dtypes only.
+ */
+export interface Col2imArgs<B = DeviceBuffer> extends WindowView {
+  /** Read, the columns [batch, channels, kernelH, kernelW, outH, outW]. */
+  readonly x: B;
+  /** Written (every element), [batch, channels, height, width]. */
+  readonly out: B;
   /** The element type. */
   readonly dtype: DType;
 }
 
 /**
  * Counter-based random numbers, identical on every backend for the same
- * seed. Element `i` of `out` uses
- * `h(x) = lowbias32(x)`:
+ * seed. Element `i` of `out` uses `h(x) = lowbias32(x)`:
  * `x ^= x >>> 16; x = x * 0x7feb352d; x ^= x >>> 15; x = x * 0x846ca68b; x ^= x >>> 16`
  * (u32 arithmetic, wrapping), `key = h(seed)`, `u(j) = (h(j ^ key) >>> 8) * 2^-24`
  * in [0, 1) (exact in float32). `uniform`: `out[i] = low + (high - low) * u(i)`.
  * `normal`: `out[i] = mean + std * sqrt(-2 ln(1 - u(2i))) * cos(2π u(2i+1))`.
  * Float dtypes only.
  */
-export interface RandomLayout {
+export interface RandomArgs<B = DeviceBuffer> {
+  /** Written. */
+  readonly out: B;
   /** Elements to write. */
   readonly numel: number;
   /** The distribution. */
@@ -273,7 +436,277 @@ export interface RandomLayout {
 }
 
 /**
- * The contract's `h(x)` for {@link RandomLayout} on the host (u32 in, u32
+ * Optional fused kernel. Softmax over the middle axis, numerically stable
+ * (subtract the max): `out[o, r, i] = exp(x[o,r,i] - m) / Σ exp(x[o,·,i] - m)`,
+ * or with `log` `x[o,r,i] - m - log Σ exp(x[o,·,i] - m)`. A NaN makes its
+ * whole row NaN. Float dtypes only.
+ */
+export interface SoftmaxArgs<B = DeviceBuffer> extends AxisView {
+  /** Read. */
+  readonly x: B;
+  /** Written. */
+  readonly out: B;
+  /** Log-softmax instead. */
+  readonly log: boolean;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
+/**
+ * Optional fused kernels of one float operand: `gelu` is `x Φ(x)` with the
+ * exact erf (PyTorch's default GELU); `geluDerivative` is its derivative
+ * `Φ(x) + x φ(x)`. NaN gives NaN.
+ */
+export interface GeluArgs<B = DeviceBuffer> {
+  /** Read. */
+  readonly x: B;
+  /** Written. */
+  readonly out: B;
+  /** Elements. */
+  readonly numel: number;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
+/** Every kernel's argument record, by kernel name, over buffers of type `B`. */
+export interface KernelArgs<B = DeviceBuffer> {
+  /** See {@link FillArgs}. */
+  fill: FillArgs<B>;
+  /** See {@link CastArgs}. */
+  cast: CastArgs<B>;
+  /** See {@link UnaryArgs}. */
+  unary: UnaryArgs<B>;
+  /** See {@link BinaryArgs}. */
+  binary: BinaryArgs<B>;
+  /** See {@link ReduceArgs}. */
+  reduce: ReduceArgs<B>;
+  /** See {@link MatmulArgs}. */
+  matmul: MatmulArgs<B>;
+  /** See {@link CopyArgs}. */
+  copy: CopyArgs<B>;
+  /** See {@link IndexSelectArgs}. */
+  indexSelect: IndexSelectArgs<B>;
+  /** See {@link RandomArgs}. */
+  random: RandomArgs<B>;
+  /** See {@link WhereArgs}. */
+  where: WhereArgs<B>;
+  /** See {@link GatherArgs}. */
+  gather: GatherArgs<B>;
+  /** See {@link ScatterAddArgs}. */
+  scatterAdd: ScatterAddArgs<B>;
+  /** See {@link Im2colArgs}. */
+  im2col: Im2colArgs<B>;
+  /** See {@link Col2imArgs}. */
+  col2im: Col2imArgs<B>;
+  /** Optional. See {@link SoftmaxArgs}. */
+  softmax: SoftmaxArgs<B>;
+  /** Optional. See {@link GeluArgs}. */
+  gelu: GeluArgs<B>;
+  /** Optional. See {@link GeluArgs}. */
+  geluDerivative: GeluArgs<B>;
+}
+
+/** A kernel's name. */
+export type KernelName = keyof KernelArgs;
+
+/** The fused kernels a backend may leave out; the core composes them from primitives. */
+export const OPTIONAL_KERNELS = ["softmax", "gelu", "geluDerivative"] as const;
+
+/** A kernel the core composes when a backend leaves it out. */
+export type OptionalKernelName = typeof OPTIONAL_KERNELS[number];
+
+/** A kernel every backend implements. */
+export type RequiredKernelName = Exclude<KernelName, OptionalKernelName>;
+
+/** One kernel over buffers of type `B`. */
+export type Kernel<K extends KernelName, B = DeviceBuffer> = (args: KernelArgs<B>[K]) => void;
+
+/** The kernels of one device: every required one, and the optional ones it fuses. */
+export type KernelTable<B = DeviceBuffer> =
+  & { readonly [K in RequiredKernelName]: Kernel<K, B> }
+  & { readonly [K in OptionalKernelName]?: Kernel<K, B> };
+
+/** The {@link WindowView} fields of `x`, alone. */
+function windowOf(x: WindowView): WindowView {
+  return {
+    batch: x.batch,
+    channels: x.channels,
+    height: x.height,
+    width: x.width,
+    kernelH: x.kernelH,
+    kernelW: x.kernelW,
+    strideH: x.strideH,
+    strideW: x.strideW,
+    padH: x.padH,
+    padW: x.padW,
+    dilationH: x.dilationH,
+    dilationW: x.dilationW,
+    outH: x.outH,
+    outW: x.outW,
+  };
+}
+
+/**
+ * Kernel `K`'s arguments with every buffer passed through `buffer` (given
+ * the handle and a name for errors, e.g. `"binary.a"`), every other field
+ * as it was: how {@link wrapDevice} unwraps. Spelled out per kernel so the
+ * type checker proves every buffer field is converted, and so each call
+ * builds one object of a fixed shape.
+ */
+export type Rebuild<K extends KernelName> = <B>(
+  args: KernelArgs[K],
+  buffer: (handle: DeviceBuffer, field: string) => B,
+) => KernelArgs<B>[K];
+
+/** {@link Rebuild} for every kernel. */
+export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
+  fill: (x, u) => ({ out: u(x.out, "fill.out"), numel: x.numel, value: x.value, dtype: x.dtype }),
+  cast: (x, u) => ({
+    x: u(x.x, "cast.x"),
+    out: u(x.out, "cast.out"),
+    numel: x.numel,
+    dtype: x.dtype,
+    to: x.to,
+  }),
+  unary: (x, u) => ({
+    op: x.op,
+    x: u(x.x, "unary.x"),
+    out: u(x.out, "unary.out"),
+    numel: x.numel,
+    dtype: x.dtype,
+  }),
+  binary: (x, u) => ({
+    op: x.op,
+    a: u(x.a, "binary.a"),
+    b: u(x.b, "binary.b"),
+    out: u(x.out, "binary.out"),
+    shape: x.shape,
+    aStrides: x.aStrides,
+    bStrides: x.bStrides,
+    dtype: x.dtype,
+  }),
+  reduce: (x, u) => ({
+    op: x.op,
+    x: u(x.x, "reduce.x"),
+    out: u(x.out, "reduce.out"),
+    outer: x.outer,
+    size: x.size,
+    inner: x.inner,
+    dtype: x.dtype,
+  }),
+  matmul: (x, u) => ({
+    a: u(x.a, "matmul.a"),
+    b: u(x.b, "matmul.b"),
+    out: u(x.out, "matmul.out"),
+    batch: x.batch,
+    m: x.m,
+    n: x.n,
+    k: x.k,
+    aBatchStride: x.aBatchStride,
+    bBatchStride: x.bBatchStride,
+    transA: x.transA,
+    transB: x.transB,
+    dtype: x.dtype,
+  }),
+  copy: (x, u) => ({
+    x: u(x.x, "copy.x"),
+    out: u(x.out, "copy.out"),
+    shape: x.shape,
+    xStrides: x.xStrides,
+    xOffset: x.xOffset,
+    outStrides: x.outStrides,
+    outOffset: x.outOffset,
+    dtype: x.dtype,
+  }),
+  indexSelect: (x, u) => ({
+    x: u(x.x, "indexSelect.x"),
+    indices: u(x.indices, "indexSelect.indices"),
+    out: u(x.out, "indexSelect.out"),
+    outer: x.outer,
+    size: x.size,
+    inner: x.inner,
+    count: x.count,
+    dtype: x.dtype,
+  }),
+  random: (x, u) => ({
+    out: u(x.out, "random.out"),
+    numel: x.numel,
+    kind: x.kind,
+    seed: x.seed,
+    a: x.a,
+    b: x.b,
+    dtype: x.dtype,
+  }),
+  where: (x, u) => ({
+    cond: u(x.cond, "where.cond"),
+    a: u(x.a, "where.a"),
+    b: u(x.b, "where.b"),
+    out: u(x.out, "where.out"),
+    shape: x.shape,
+    condStrides: x.condStrides,
+    aStrides: x.aStrides,
+    bStrides: x.bStrides,
+    condDtype: x.condDtype,
+    dtype: x.dtype,
+  }),
+  gather: (x, u) => ({
+    x: u(x.x, "gather.x"),
+    index: u(x.index, "gather.index"),
+    out: u(x.out, "gather.out"),
+    outer: x.outer,
+    size: x.size,
+    count: x.count,
+    inner: x.inner,
+    dtype: x.dtype,
+  }),
+  scatterAdd: (x, u) => ({
+    x: u(x.x, "scatterAdd.x"),
+    index: u(x.index, "scatterAdd.index"),
+    out: u(x.out, "scatterAdd.out"),
+    outer: x.outer,
+    size: x.size,
+    count: x.count,
+    inner: x.inner,
+    dtype: x.dtype,
+  }),
+  im2col: (x, u) => ({
+    ...windowOf(x),
+    x: u(x.x, "im2col.x"),
+    out: u(x.out, "im2col.out"),
+    padValue: x.padValue,
+    dtype: x.dtype,
+  }),
+  col2im: (x, u) => ({
+    ...windowOf(x),
+    x: u(x.x, "col2im.x"),
+    out: u(x.out, "col2im.out"),
+    dtype: x.dtype,
+  }),
+  softmax: (x, u) => ({
+    x: u(x.x, "softmax.x"),
+    out: u(x.out, "softmax.out"),
+    outer: x.outer,
+    size: x.size,
+    inner: x.inner,
+    log: x.log,
+    dtype: x.dtype,
+  }),
+  gelu: (x, u) => ({
+    x: u(x.x, "gelu.x"),
+    out: u(x.out, "gelu.out"),
+    numel: x.numel,
+    dtype: x.dtype,
+  }),
+  geluDerivative: (x, u) => ({
+    x: u(x.x, "geluDerivative.x"),
+    out: u(x.out, "geluDerivative.out"),
+    numel: x.numel,
+    dtype: x.dtype,
+  }),
+};
+
+/**
+ * The contract's `h(x)` for {@link RandomArgs} on the host (u32 in, u32
  * out), so that every backend derives the same key from a seed.
  */
 export function lowbias32(value: number): number {
@@ -294,146 +727,113 @@ export interface MemoryInfo {
   readonly bytesReserved: number;
 }
 
-/** One started device of a backend: memory plus kernels. */
-export interface BackendDevice {
+/**
+ * One started device as a backend writes it, over its own buffer type `B`
+ * (a typed array, a GPUBuffer, ...). {@link wrapDevice} turns it into the
+ * {@link BackendDevice} the core uses.
+ */
+export interface DeviceImpl<B> {
   /** A description of the hardware (adapter name), shown as `Device.info`. */
   readonly info: string;
   /** The dtypes this device stores and computes. */
   readonly dtypes: readonly DType[];
-
   /** A new buffer of `numel` elements (contents undefined). `numel` may be 0. */
-  allocate(numel: number, dtype: DType): DeviceBuffer;
-  /** Gives a buffer back. It is not used again by the core. */
-  free(buffer: DeviceBuffer): void;
-  /** Copies host data into a buffer, starting at element `offset` (default 0). */
-  write(buffer: DeviceBuffer, data: TypedArray, offset?: number): void;
+  allocate(numel: number, dtype: DType): B;
+  /** Gives a buffer back. It is not used again. */
+  free(buffer: B): void;
+  /** Copies `data` (the host array of the buffer's dtype) in from element `offset`. */
+  write(buffer: B, offset: number, data: TypedArray): void;
   /**
-   * Resolves with a host copy of the first `numel` elements, as they are
-   * after every kernel called before this `read`. Later kernels must not
-   * change what it resolves with.
+   * Resolves with a host copy of `numel` elements from element `offset`, as
+   * they are after every kernel called before this `read`. Later kernels
+   * must not change what it resolves with.
    */
-  read(buffer: DeviceBuffer, numel: number, dtype: DType): Promise<TypedArray>;
-
-  /** `out[i] = value` for `i < numel`. */
-  fill(out: DeviceBuffer, value: number, numel: number, dtype: DType): void;
-  /** Elementwise conversion, float to int truncating toward zero. */
-  cast(
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    numel: number,
-    from: DType,
-    to: DType,
-  ): void;
-  /** `out[i] = op(x[i])`. */
-  unary(
-    op: UnaryOp,
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    numel: number,
-    dtype: DType,
-  ): void;
-  /** `out = op(a, b)` with broadcasting described by `layout`. */
-  binary(
-    op: BinaryOp,
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: BinaryLayout,
-  ): void;
-  /** `out[o, i] = op over r of x[o, r, i]` (out is [outer, inner]). */
-  reduce(
-    op: ReduceOp,
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout,
-  ): void;
-  /** See {@link MatmulLayout}. */
-  matmul(
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: MatmulLayout,
-  ): void;
-  /** See {@link CopyLayout}. */
-  copy(src: DeviceBuffer, dst: DeviceBuffer, layout: CopyLayout): void;
-  /**
-   * `out[o, j, i] = x[o, indices[j], i]` for `j < count`; `indices` is int32
-   * and in range (the core checks indices it knows; out-of-range ones must
-   * not crash the device). Out is [outer, count, inner].
-   */
-  indexSelect(
-    x: DeviceBuffer,
-    indices: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout & { readonly count: number },
-  ): void;
-  /**
-   * `out[i] = cond[i] != 0 ? a[i] : b[i]` with broadcasting, see
-   * {@link WhereLayout}.
-   */
-  where(
-    cond: DeviceBuffer,
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: WhereLayout,
-  ): void;
-  /**
-   * `out[o, j, i] = x[o, index[o, j, i], i]`: x is [outer, size, inner],
-   * `index` and `out` are [outer, count, inner]. An index outside
-   * `[0, size)` gives 0 and must not crash the device.
-   */
-  gather(
-    x: DeviceBuffer,
-    index: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: GatherLayout,
-  ): void;
-  /**
-   * The adjoint of {@link gather}: `out` ([outer, size, inner]) is set to
-   * `out[o, r, i] = Σ src[o, j, i]` over the j with `index[o, j, i] = r`
-   * (0 where none); `src` and `index` are [outer, count, inner]. Indices
-   * outside `[0, size)` are skipped.
-   */
-  scatterAdd(
-    src: DeviceBuffer,
-    index: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: GatherLayout,
-  ): void;
-  /**
-   * Unfolds windows: `cols[n, c, ki, kj, oh, ow]` = the input element the
-   * tap reads (see {@link WindowLayout}), or `padValue` where it falls
-   * outside the input (0 for convolution, -inf for max pooling).
-   */
-  im2col(
-    x: DeviceBuffer,
-    cols: DeviceBuffer,
-    layout: WindowLayout & { readonly padValue: number },
-  ): void;
-  /**
-   * The adjoint of {@link im2col}: `out` ([batch, channels, height, width])
-   * is set to, per input element, the sum of the `cols` entries whose tap
-   * reads it. Float dtypes only.
-   */
-  col2im(cols: DeviceBuffer, out: DeviceBuffer, layout: WindowLayout): void;
-  /**
-   * Softmax over the middle axis, numerically stable (subtract the max):
-   * `out[o, r, i] = exp(x[o,r,i] - m) / Σ exp(x[o,·,i] - m)`, or with `log`
-   * `x[o,r,i] - m - log Σ exp(x[o,·,i] - m)`. Float dtypes only.
-   */
-  softmax(
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout & { readonly log: boolean },
-  ): void;
-  /** See {@link RandomLayout}. */
-  random(out: DeviceBuffer, layout: RandomLayout): void;
-
+  read(buffer: B, offset: number, numel: number, dtype: DType): Promise<TypedArray>;
+  /** The kernels. */
+  readonly kernels: KernelTable<B>;
   /** Bytes held now. */
   memory(): MemoryInfo;
   /** Releases the device and everything it holds. */
   destroy(): void;
+  /** Throws (`DeviceLostError`) when the device can run nothing more; called before every call. */
+  checkAlive?(): void;
+}
+
+/** A device as the core uses it: {@link DeviceImpl} over opaque {@link DeviceBuffer} handles. */
+export type BackendDevice = DeviceImpl<DeviceBuffer>;
+
+/** What {@link wrapDevice} returns: the core's view of a device, keeping the backend's own. */
+export type WrappedDevice<I> = BackendDevice & { readonly impl: I };
+
+/** A handle given out by {@link wrapDevice}: the backend's buffer, until freed. */
+class Handle<B> {
+  constructor(readonly owner: object, public raw: B | null, readonly dtype: DType) {}
+}
+
+/**
+ * The one wrapper every backend uses: buffers become opaque handles, every
+ * call first checks that the device is alive (`checkAlive`), and every
+ * buffer argument is checked (allocated here, not freed) and unwrapped
+ * before the backend sees it. `name` (e.g. `"webgpu:0"`) is used in errors.
+ * The result keeps `impl` for the backend's own tests and tools.
+ */
+export function wrapDevice<B, I extends DeviceImpl<B>>(
+  name: string,
+  impl: I & DeviceImpl<B>,
+): WrappedDevice<I> {
+  const alive = impl.checkAlive;
+  const check = alive === undefined ? () => {} : () => alive.call(impl);
+  const unwrap = (buffer: unknown, what: string): B => {
+    if (!(buffer instanceof Handle) || buffer.owner !== impl) {
+      throw new TypeError(`${name}: buffer was not allocated by this device (${what})`);
+    }
+    if (buffer.raw === null) throw new Error(`${name}: buffer used after free (${what})`);
+    return buffer.raw;
+  };
+  const kernels: Partial<Record<KernelName, (args: never) => void>> = {};
+  for (const kernel of Object.keys(REBUILD) as KernelName[]) {
+    const run = impl.kernels[kernel] as ((args: unknown) => void) | undefined;
+    if (run === undefined) continue;
+    const rebuild = REBUILD[kernel] as Rebuild<KernelName>;
+    kernels[kernel] = (args: KernelArgs[KernelName]) => {
+      check();
+      run.call(impl.kernels, rebuild(args, unwrap));
+    };
+  }
+  return {
+    impl,
+    info: impl.info,
+    dtypes: impl.dtypes,
+    allocate(numel, dtype) {
+      check();
+      return new Handle(impl, impl.allocate(numel, dtype), dtype);
+    },
+    free(buffer) {
+      check();
+      if (!(buffer instanceof Handle) || buffer.owner !== impl || buffer.raw === null) return;
+      const raw = buffer.raw;
+      buffer.raw = null;
+      impl.free(raw);
+    },
+    write(buffer, offset, data) {
+      check();
+      const raw = unwrap(buffer, "write");
+      const dtype = (buffer as Handle<B>).dtype;
+      impl.write(raw, offset, dtypeOfArray(data) === dtype ? data : toHost(dtype, data));
+    },
+    read(buffer, offset, numel, dtype) {
+      check();
+      return impl.read(unwrap(buffer, "read"), offset, numel, dtype);
+    },
+    kernels: kernels as KernelTable,
+    memory() {
+      check();
+      return impl.memory();
+    },
+    destroy() {
+      impl.destroy();
+    },
+  };
 }
 
 /** What a backend factory returns: a way to start devices. */

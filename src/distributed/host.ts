@@ -25,7 +25,7 @@ export function readFlat(tensors: readonly Tensor[], op: string): Promise<TypedA
   const { device, dtype } = flat;
   const n = flat.numel();
   const buffer = flat.storage.buffer(op);
-  const values = device.stream.read(() => device.kernels.read(buffer, n, dtype));
+  const values = device.stream.read(() => device.backendDevice.read(buffer, 0, n, dtype));
   // The joined copy is only needed until the read has been queued.
   if (flat !== tensors[0]) flat.dispose();
   return values;
@@ -44,7 +44,7 @@ export function writeFlat(tensors: readonly Tensor[], values: Promise<TypedArray
     let at = 0;
     tensors.forEach((t, i) => {
       const n = t.numel();
-      device.kernels.write(buffers[i], host.subarray(at, at + n));
+      device.backendDevice.write(buffers[i], 0, host.subarray(at, at + n));
       at += n;
     });
   }));

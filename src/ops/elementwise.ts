@@ -9,7 +9,16 @@ import { record } from "../autograd.ts";
 import { type DType, isFloat, promoteTypes } from "../dtype.ts";
 import { broadcastShapes, broadcastStrides, numelOf, sameShape, type Shape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { asTensor, commonDevice, empty, launch, requireFloat, type TensorLike } from "./util.ts";
+import {
+  asTensor,
+  commonDevice,
+  empty,
+  hasKernel,
+  launch,
+  requireFloat,
+  scalar,
+  type TensorLike,
+} from "./util.ts";
 import { sumDims } from "./reduce.ts";
 
 /** `x` converted to `dtype` (a new tensor; the same tensor when equal). */
@@ -19,7 +28,7 @@ export function cast(x: Tensor, dtype: DType): Tensor {
   const src = x.storage.buffer("to");
   const dst = out.storage.buffer();
   const from = x.dtype;
-  launch(x.device, (k) => k.cast(src, dst, x.numel(), from, dtype));
+  launch(x.device, "cast", { x: src, out: dst, numel: x.numel(), dtype: from, to: dtype });
   if (!isFloat(dtype)) return out;
   return record("to", [x], out, ([g]) => [isFloat(from) ? cast(g!, from) : null]);
 }
@@ -29,7 +38,7 @@ export function unaryRaw(op: UnaryOp, x: Tensor): Tensor {
   const out = empty(x.shape, x.dtype, x.device);
   const src = x.storage.buffer(op);
   const dst = out.storage.buffer();
-  launch(x.device, (k) => k.unary(op, src, dst, x.numel(), x.dtype));
+  launch(x.device, "unary", { op, x: src, out: dst, numel: x.numel(), dtype: x.dtype });
   return out;
 }
 
@@ -67,8 +76,71 @@ export const sigmoid = (x: Tensor): Tensor =>
   unary("sigmoid", x, (g, y) => mul(g, mul(y, sub(1, y))));
 /** Hyperbolic tangent. */
 export const tanh = (x: Tensor): Tensor => unary("tanh", x, (g, y) => mul(g, sub(1, mul(y, y))));
+/**
+ * A fused kernel of one float operand where the backend has it, else
+ * `compose` over primitive kernels (no graph either way).
+ */
+function fused(
+  name: "gelu" | "geluDerivative",
+  x: Tensor,
+  compose: (x: Tensor, constant: (v: number) => Tensor) => Tensor,
+): Tensor {
+  if (!hasKernel(x.device, name)) return compose(x, (v) => scalar(v, x.dtype, x.device));
+  const out = empty(x.shape, x.dtype, x.device);
+  const args = { x: x.storage.buffer(name), out: out.storage.buffer() };
+  launch(x.device, name, { ...args, numel: x.numel(), dtype: x.dtype });
+  return out;
+}
+
+/** Applies the raw binary kernels `steps` in turn, freeing each intermediate. */
+function chain(first: Tensor, steps: [BinaryOp, Tensor][]): Tensor {
+  let acc = first;
+  for (const [op, operand] of steps) {
+    const next = binaryRaw(op, acc, operand);
+    if (acc !== first) acc.dispose();
+    acc = next;
+  }
+  return acc;
+}
+
+/** Φ(x) = (1 + erf(x / √2)) / 2 from primitive kernels. */
+function normalCdf(x: Tensor, c: (v: number) => Tensor): Tensor {
+  const scaled = binaryRaw("mul", x, c(Math.SQRT1_2));
+  const erf = unaryRaw("erf", scaled);
+  scaled.dispose();
+  const out = chain(erf, [["add", c(1)], ["mul", c(0.5)]]);
+  erf.dispose();
+  return out;
+}
+
+/** x Φ(x), the exact GELU. */
+const geluForward = (x: Tensor): Tensor =>
+  fused("gelu", x, (v, c) => {
+    const cdf = normalCdf(v, c);
+    const out = binaryRaw("mul", v, cdf);
+    cdf.dispose();
+    return out;
+  });
+
+/** d gelu / dx = Φ(x) + x φ(x), with φ(x) = e^(-x²/2) / √(2π). */
+const geluDerivative = (x: Tensor): Tensor =>
+  fused("geluDerivative", x, (v, c) => {
+    const square = binaryRaw("mul", v, v);
+    const scaled = binaryRaw("mul", square, c(-0.5));
+    const density = unaryRaw("exp", scaled);
+    const term = chain(density, [["mul", c(1 / Math.sqrt(2 * Math.PI))], ["mul", v]]);
+    const cdf = normalCdf(v, c);
+    const out = binaryRaw("add", cdf, term);
+    for (const t of [square, scaled, density, term, cdf]) t.dispose();
+    return out;
+  });
+
 /** GELU with the exact erf (PyTorch's default). */
-export const gelu = (x: Tensor): Tensor => unary("gelu", x, (g) => mul(g, unaryRaw("geluGrad", x)));
+export function gelu(x: Tensor): Tensor {
+  requireFloat("gelu", x);
+  const out = geluForward(x);
+  return record("gelu", [x], out, ([g]) => [mul(g!, geluDerivative(x))]);
+}
 /** A step function: its gradient is zero everywhere (PyTorch's convention). */
 function step(op: UnaryOp, x: Tensor): Tensor {
   return unary(op, x, (g) => g.zerosLike());
@@ -114,7 +186,7 @@ export function binaryRaw(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const ab = a.storage.buffer(op);
   const bb = b.storage.buffer(op);
   const ob = out.storage.buffer();
-  launch(device, (k) => k.binary(op, ab, bb, ob, layout));
+  launch(device, "binary", { op, a: ab, b: bb, out: ob, ...layout });
   return out;
 }
 

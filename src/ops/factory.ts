@@ -14,7 +14,7 @@ import {
 } from "../dtype.ts";
 import { checkShape, formatShape, numelOf, type Shape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { cachedConstant, empty, launch } from "./util.ts";
+import { cachedConstant, empty, launch, writeLater } from "./util.ts";
 
 /** Where and how a factory makes its tensor. */
 export interface TensorOptions {
@@ -59,7 +59,7 @@ export function fromHost(values: TypedArray, shape: Shape, device: Device): Tens
   const t = empty(shape, dtypeOfArray(values), device);
   if (values.length > 0) {
     const buffer = t.storage.buffer();
-    launch(device, (k) => k.write(buffer, values));
+    writeLater(device, buffer, values);
   }
   return t;
 }
@@ -134,7 +134,7 @@ export function full(shape: number[], value: number, options: TensorOptions = {}
   const n = t.numel();
   if (n > 0) {
     const buffer = t.storage.buffer();
-    launch(device, (k) => k.fill(buffer, value, n, dtype));
+    launch(device, "fill", { out: buffer, numel: n, value, dtype });
   }
   return finish(t, options);
 }
@@ -248,7 +248,7 @@ function random(
   const seed = nextSeed();
   if (numel > 0) {
     const buffer = t.storage.buffer();
-    launch(device, (k) => k.random(buffer, { numel, kind, seed, a, b, dtype }));
+    launch(device, "random", { out: buffer, numel, kind, seed, a, b, dtype });
   }
   return finish(t, options);
 }

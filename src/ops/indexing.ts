@@ -34,7 +34,7 @@ function whereRaw(cond: Tensor, a: Tensor, b: Tensor, shape: Shape): Tensor {
   const ab = a.storage.buffer("where");
   const bb = b.storage.buffer("where");
   const ob = out.storage.buffer();
-  launch(a.device, (k) => k.where(cb, ab, bb, ob, layout));
+  launch(a.device, "where", { cond: cb, a: ab, b: bb, out: ob, ...layout });
   return out;
 }
 
@@ -128,7 +128,7 @@ function scatterAddRaw(src: Tensor, index: Tensor, dim: number, size: number): T
   const sb = src.storage.buffer("gather backward");
   const ib = index.storage.buffer("gather backward");
   const ob = out.storage.buffer();
-  launch(src.device, (k) => k.scatterAdd(sb, ib, ob, layout));
+  launch(src.device, "scatterAdd", { x: sb, index: ib, out: ob, ...layout });
   return out;
 }
 
@@ -181,7 +181,7 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
     const xb = src.storage.buffer("gather");
     const ib = index.storage.buffer("gather");
     const ob = out.storage.buffer();
-    launch(x.device, (k) => k.gather(xb, ib, ob, layout));
+    launch(x.device, "gather", { x: xb, index: ib, out: ob, ...layout });
   }
   return record("gather", [src], out, ([g]) => [scatterAddRaw(g!, index, d, size)]);
 }

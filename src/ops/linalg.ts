@@ -45,10 +45,13 @@ export function matmulRaw(a: Tensor, b: Tensor, options: MatmulOptions = {}): Te
   if (numelOf(shape) === 0) return out;
   const ob = out.storage.buffer();
   if (k === 0) {
-    launch(device, (kk) => kk.fill(ob, 0, numelOf(shape), a.dtype));
+    launch(device, "fill", { out: ob, numel: numelOf(shape), value: 0, dtype: a.dtype });
     return out;
   }
-  const layout = {
+  launch(device, "matmul", {
+    a: a.storage.buffer("matmul"),
+    b: b.storage.buffer("matmul"),
+    out: ob,
     batch,
     m,
     n,
@@ -58,10 +61,7 @@ export function matmulRaw(a: Tensor, b: Tensor, options: MatmulOptions = {}): Te
     transA,
     transB,
     dtype: a.dtype,
-  };
-  const ab = a.storage.buffer("matmul");
-  const bb = b.storage.buffer("matmul");
-  launch(device, (kk) => kk.matmul(ab, bb, ob, layout));
+  });
   return out;
 }
 

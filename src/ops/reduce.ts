@@ -26,13 +26,17 @@ function reduceRaw(op: ReduceOp, x: Tensor, dim: number): Tensor {
   if (outer * inner === 0) return out;
   if (size === 0) {
     const ob = out.storage.buffer();
-    launch(x.device, (k) => k.fill(ob, 0, outer * inner, dtype));
+    launch(x.device, "fill", { out: ob, numel: outer * inner, value: 0, dtype });
     return out;
   }
-  const src = x.storage.buffer(op);
-  const dst = out.storage.buffer();
-  launch(x.device, (k) => k.reduce(op, src, dst, { outer, size, inner, dtype: x.dtype }));
+  const args = { op, x: x.storage.buffer(op), out: out.storage.buffer() };
+  launch(x.device, "reduce", { ...args, outer, size, inner, dtype: x.dtype });
   return out;
+}
+
+/** One reduction kernel over `dim`, no graph; the dim is kept with size 1. */
+export function reduceKeepdim(op: ReduceOp, x: Tensor, dim: number): Tensor {
+  return reduceRaw(op, x, dim).reshape(keptShape(x.shape, [dim]));
 }
 
 function normalizeDims(x: Tensor, dims: number | number[] | undefined, op: string): number[] {

@@ -1,25 +1,53 @@
 /**
- * Softmax and log-softmax along one dim, numerically stable in one kernel.
+ * Softmax and log-softmax along one dim: one fused kernel where the backend
+ * has it, else composed from max, exp, sum and log kernels (the same
+ * max-subtracting formula).
  * @module
  */
 
 import { record } from "../autograd.ts";
 import { axisSplit, normalizeDim } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { empty, launch, requireFloat } from "./util.ts";
-import { exp, mul, sub } from "./elementwise.ts";
-import { sum } from "./reduce.ts";
+import { empty, hasKernel, launch, requireFloat } from "./util.ts";
+import { binaryRaw, exp, mul, sub, unaryRaw } from "./elementwise.ts";
+import { reduceKeepdim, sum } from "./reduce.ts";
+
+/** `x - m - log Σ exp(x - m)` or `exp(x - m) / Σ exp(x - m)` from primitive kernels. */
+function composed(x: Tensor, dim: number, log: boolean): Tensor {
+  const m = reduceKeepdim("max", x, dim);
+  const shifted = binaryRaw("sub", x, m);
+  m.dispose();
+  const e = unaryRaw("exp", shifted);
+  const s = reduceKeepdim("sum", e, dim);
+  let out: Tensor;
+  if (log) {
+    const logSum = unaryRaw("log", s);
+    out = binaryRaw("sub", shifted, logSum);
+    logSum.dispose();
+  } else {
+    out = binaryRaw("div", e, s);
+  }
+  for (const t of [shifted, e, s]) t.dispose();
+  return out;
+}
 
 function softmaxRaw(x: Tensor, dim: number, log: boolean): Tensor {
   const op = log ? "logSoftmax" : "softmax";
   requireFloat(op, x);
   const d = normalizeDim(dim, x.ndim, op);
+  if (x.numel() > 0 && !hasKernel(x.device, "softmax")) return composed(x, d, log);
   const out = empty(x.shape, x.dtype, x.device);
   if (out.numel() === 0) return out;
   const { outer, size, inner } = axisSplit(x.shape, d);
-  const xb = x.storage.buffer(op);
-  const ob = out.storage.buffer();
-  launch(x.device, (k) => k.softmax(xb, ob, { outer, size, inner, dtype: x.dtype, log }));
+  launch(x.device, "softmax", {
+    x: x.storage.buffer(op),
+    out: out.storage.buffer(),
+    outer,
+    size,
+    inner,
+    log,
+    dtype: x.dtype,
+  });
   return out;
 }
 

@@ -23,11 +23,11 @@ export function copyAcross(src: Tensor, ...destinations: Tensor[]): void {
   const from = src.device;
   const sb = src.storage.buffer("to");
   const dtype = src.dtype;
-  const host = from.stream.read(() => from.kernels.read(sb, n, dtype));
+  const host = from.stream.read(() => from.backendDevice.read(sb, 0, n, dtype));
   for (const dst of destinations) {
     const to = dst.device;
     const db = dst.storage.buffer();
-    to.stream.waitFor(host.then((values) => () => to.kernels.write(db, values)));
+    to.stream.waitFor(host.then((values) => () => to.backendDevice.write(db, 0, values)));
   }
 }
 

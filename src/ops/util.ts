@@ -4,9 +4,15 @@
  * @module
  */
 
-import type { BackendDevice } from "../backends/backend.ts";
+import type {
+  DeviceBuffer,
+  Kernel,
+  KernelArgs,
+  KernelName,
+  OptionalKernelName,
+} from "../backends/backend.ts";
 import type { Device } from "../device.ts";
-import { type DType, isFloat, toHost } from "../dtype.ts";
+import { type DType, isFloat, toHost, type TypedArray } from "../dtype.ts";
 import { formatShape, numelOf, type Shape } from "../shape.ts";
 import { Storage } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -19,10 +25,28 @@ export function empty(shape: Shape, dtype: DType, device: Device): Tensor {
   return new Tensor(Storage.allocate(device, numelOf(shape), dtype), shape);
 }
 
-/** Queues a kernel on `device` behind its pending work. */
-export function launch(device: Device, kernel: (k: BackendDevice) => void): void {
-  const kernels = device.kernels;
-  device.stream.submit(() => kernel(kernels));
+/** Queues kernel `name` with `args` on `device` behind its pending work. */
+export function launch<K extends KernelName>(device: Device, name: K, args: KernelArgs[K]): void {
+  const run = device.backendDevice.kernels[name] as Kernel<K> | undefined;
+  if (run === undefined) {
+    throw new Error(`${device}: the ${device.backend} backend has no ${name} kernel`);
+  }
+  device.stream.submit(() => run(args));
+}
+
+/** Whether `device`'s backend fuses `name` (else the ops compose it from primitives). */
+export function hasKernel(device: Device, name: OptionalKernelName): boolean {
+  return device.backendDevice.kernels[name] !== undefined;
+}
+
+/** Queues a host-to-device write of `values` into `buffer` from element `offset`. */
+export function writeLater(
+  device: Device,
+  buffer: DeviceBuffer,
+  values: TypedArray,
+  offset = 0,
+): void {
+  device.stream.submit(() => device.backendDevice.write(buffer, offset, values));
 }
 
 /** The common device of `tensors`, or an error naming each one's device and shape. */
@@ -80,7 +104,7 @@ export function scalar(value: number, dtype: DType, device: Device): Tensor {
     const t = empty([], dtype, device);
     const buffer = t.storage.buffer();
     const host = toHost(dtype, [value]);
-    launch(device, (k) => k.write(buffer, host));
+    writeLater(device, buffer, host);
     return t;
   });
 }

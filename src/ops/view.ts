@@ -64,12 +64,12 @@ export function reshape(x: Tensor, shape: readonly number[], op = "reshape"): Te
   return record(op, [x], out, ([g]) => [g!.reshape(x.shape)]);
 }
 
-/** Strided copy of `x` read with `srcStrides` into a new contiguous tensor of `shape`. */
+/** Strided copy of `x` read with `xStrides` into a new contiguous tensor of `shape`. */
 function gatherCopy(
   x: Tensor,
   shape: number[],
-  srcStrides: number[],
-  srcOffset: number,
+  xStrides: number[],
+  xOffset: number,
   op: string,
 ): Tensor {
   const out = empty(shape, x.dtype, x.device);
@@ -78,13 +78,13 @@ function gatherCopy(
   const dst = out.storage.buffer();
   const layout = {
     shape,
-    srcStrides,
-    srcOffset,
-    dstStrides: contiguousStrides(shape),
-    dstOffset: 0,
+    xStrides,
+    xOffset,
+    outStrides: contiguousStrides(shape),
+    outOffset: 0,
     dtype: x.dtype,
   };
-  launch(x.device, (k) => k.copy(src, dst, layout));
+  launch(x.device, "copy", { x: src, out: dst, ...layout });
   return out;
 }
 
@@ -203,7 +203,7 @@ function zeroed(shape: Shape, dtype: DType, device: Device): Tensor {
   const out = empty(shape, dtype, device);
   const ob = out.storage.buffer();
   const n = out.numel();
-  launch(device, (k) => k.fill(ob, 0, n, dtype));
+  launch(device, "fill", { out: ob, numel: n, value: 0, dtype: dtype });
   return out;
 }
 
@@ -213,15 +213,15 @@ function writeRegion(part: Tensor, out: Tensor, dim: number, start: number): voi
   const strides = contiguousStrides(out.shape);
   const layout = {
     shape: [...part.shape],
-    srcStrides: contiguousStrides(part.shape),
-    srcOffset: 0,
-    dstStrides: strides,
-    dstOffset: start * (strides[dim] ?? 0),
+    xStrides: contiguousStrides(part.shape),
+    xOffset: 0,
+    outStrides: strides,
+    outOffset: start * (strides[dim] ?? 0),
     dtype: part.dtype,
   };
   const src = part.storage.buffer("cat");
   const dst = out.storage.buffer();
-  launch(part.device, (k) => k.copy(src, dst, layout));
+  launch(part.device, "copy", { x: src, out: dst, ...layout });
 }
 
 /** Splits into pieces of `sizes` (an array summing to the dim) or of one size. */
@@ -359,10 +359,16 @@ export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
     const xb = x.storage.buffer("indexSelect");
     const ib = indices.storage.buffer("indexSelect");
     const ob = out.storage.buffer();
-    launch(
-      x.device,
-      (k) => k.indexSelect(xb, ib, ob, { outer, size, inner, count, dtype: x.dtype }),
-    );
+    launch(x.device, "indexSelect", {
+      x: xb,
+      indices: ib,
+      out: ob,
+      outer,
+      size,
+      inner,
+      count,
+      dtype: x.dtype,
+    });
   }
   return record("indexSelect", [x], out, ([g]) => {
     // Scatter-add as a product with the one-hot selection matrix [count, size].

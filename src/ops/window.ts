@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { WindowLayout } from "../backends/backend.ts";
+import type { DType } from "../dtype.ts";
+import type { WindowView } from "../backends/backend.ts";
 import { record } from "../autograd.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
@@ -41,7 +42,7 @@ export function unfold2d(x: Tensor, window: Window2d, padValue = 0): Tensor {
   const [batch, channels, height, width] = x.shape;
   const [kernelH, kernelW] = window.kernel;
   const [outH, outW] = window.out;
-  const layout: WindowLayout = {
+  const layout: WindowView & { readonly dtype: DType } = {
     batch,
     channels,
     height,
@@ -62,7 +63,7 @@ export function unfold2d(x: Tensor, window: Window2d, padValue = 0): Tensor {
   if (out.numel() > 0) {
     const xb = x.storage.buffer("unfold2d");
     const ob = out.storage.buffer();
-    launch(x.device, (k) => k.im2col(xb, ob, { ...layout, padValue }));
+    launch(x.device, "im2col", { ...layout, x: xb, out: ob, padValue });
   }
   return record("unfold2d", [x], out, ([g]) => {
     const grad = empty(x.shape, x.dtype, x.device);
@@ -70,10 +71,9 @@ export function unfold2d(x: Tensor, window: Window2d, padValue = 0): Tensor {
     if (n === 0) return [grad];
     const gb = g!.storage.buffer("unfold2d backward");
     const ob = grad.storage.buffer();
-    launch(x.device, (k) => {
-      if (out.numel() === 0) k.fill(ob, 0, n, x.dtype);
-      else k.col2im(gb, ob, layout);
-    });
+    if (out.numel() === 0) {
+      launch(x.device, "fill", { out: ob, numel: n, value: 0, dtype: x.dtype });
+    } else launch(x.device, "col2im", { ...layout, x: gb, out: ob });
     return [grad];
   });
 }

@@ -132,10 +132,10 @@ export function fromSafetensorsWithMetadata(
   const { tensors, metadata } = decodeSafetensors(bytes);
   // Checked before any upload, so an error leaves nothing half made.
   for (const [key, raw] of Object.entries(tensors)) {
-    if (!target.kernels.dtypes.includes(raw.dtype)) {
+    if (!target.backendDevice.dtypes.includes(raw.dtype)) {
       throw new TypeError(
         `fromSafetensors: tensor "${key}" has dtype ${raw.dtype}, which ${target} does not support (supported: ${
-          target.kernels.dtypes.join(", ")
+          target.backendDevice.dtypes.join(", ")
         }); load it on the cpu and convert it with .to("float32")`,
       );
     }

@@ -1,40 +1,36 @@
 /**
  * The cpu backend: the reference every other backend is tested against, in
  * TypeScript (float32 matmul in WebAssembly SIMD where the engine has it, see
- * `kernels/matmul.ts`). Any number of logical devices share the host.
+ * `kernels/matmul.ts`). Any number of logical devices share the host; a
+ * buffer is a plain typed array.
  * @module
  */
 
-import type {
-  AxisLayout,
-  Backend,
-  BackendDevice,
-  BinaryLayout,
-  BinaryOp,
-  CopyLayout,
-  DeviceBuffer,
-  GatherLayout,
-  MatmulLayout,
-  MemoryInfo,
-  RandomLayout,
-  ReduceOp,
-  UnaryOp,
-  WhereLayout,
-  WindowLayout,
+import {
+  type Backend,
+  type DeviceImpl,
+  type KernelTable,
+  type MemoryInfo,
+  wrapDevice,
 } from "../backend.ts";
 import { allocHost, type DType, dtypeSize, type TypedArray } from "../../dtype.ts";
-import { CpuBuffer } from "./kernels/buffer.ts";
-import { binary, cast, unary } from "./kernels/elementwise.ts";
-import { reduce } from "./kernels/reduce.ts";
-import { matmul, MAX_THREADS } from "./kernels/matmul.ts";
-import { copy, indexSelect } from "./kernels/copy.ts";
-import { softmax } from "./kernels/softmax.ts";
-import { random } from "./kernels/random.ts";
-import { where } from "./kernels/where.ts";
+import { binary } from "./kernels/binary.ts";
+import { cast } from "./kernels/cast.ts";
+import { copy } from "./kernels/copy.ts";
+import { fill } from "./kernels/fill.ts";
 import { gather } from "./kernels/gather.ts";
-import { scatterAdd } from "./kernels/scatter_add.ts";
 import { im2col } from "./kernels/im2col.ts";
 import { col2im } from "./kernels/col2im.ts";
+import { gelu } from "./kernels/gelu.ts";
+import { geluDerivative } from "./kernels/gelu_derivative.ts";
+import { indexSelect } from "./kernels/index_select.ts";
+import { matmul, MAX_THREADS } from "./kernels/matmul.ts";
+import { random } from "./kernels/random.ts";
+import { reduce } from "./kernels/reduce.ts";
+import { scatterAdd } from "./kernels/scatter_add.ts";
+import { softmax } from "./kernels/softmax.ts";
+import { unary } from "./kernels/unary.ts";
+import { where } from "./kernels/where.ts";
 import { HostPool } from "./pool.ts";
 
 /**
@@ -44,132 +40,53 @@ import { HostPool } from "./pool.ts";
  */
 const POOL_BYTES = 256 << 20;
 
-function data(buffer: DeviceBuffer): TypedArray {
-  return (buffer as CpuBuffer).data;
-}
+/** Every kernel of the contract, fused ones included, but matmul (which takes the thread count). */
+const KERNELS: Omit<KernelTable<TypedArray>, "matmul"> = {
+  fill,
+  cast,
+  unary,
+  binary,
+  reduce,
+  copy,
+  indexSelect,
+  random,
+  where,
+  gather,
+  scatterAdd,
+  im2col,
+  col2im,
+  softmax,
+  gelu,
+  geluDerivative,
+};
 
 /** One logical cpu device. */
-class CpuDevice implements BackendDevice {
+class CpuDevice implements DeviceImpl<TypedArray> {
   readonly info: string;
   readonly dtypes: readonly DType[] = ["float32", "int32", "float64"];
+  readonly kernels: KernelTable<TypedArray>;
   #bytes = 0;
   readonly #pool = new HostPool(POOL_BYTES);
-  readonly #threads: number;
 
   constructor(index: number, threads: number) {
-    this.#threads = threads;
     this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores, ` +
       `matmul on ${threads} thread${threads === 1 ? "" : "s"})`;
+    this.kernels = { ...KERNELS, matmul: (args) => matmul(args, threads) };
   }
 
-  allocate(numel: number, dtype: DType): DeviceBuffer {
+  allocate(numel: number, dtype: DType): TypedArray {
     this.#bytes += numel * dtypeSize(dtype);
-    return new CpuBuffer(this.#pool.take(dtype, numel) ?? allocHost(dtype, numel));
+    return this.#pool.take(dtype, numel) ?? allocHost(dtype, numel);
   }
-  free(buffer: DeviceBuffer): void {
-    const cpu = buffer as CpuBuffer;
-    const d = cpu.data;
-    this.#bytes -= d.byteLength;
-    // An empty view, so that a use after free reads nothing rather than reused memory.
-    cpu.data = d.subarray(0, 0);
-    this.#pool.give(d);
+  free(buffer: TypedArray): void {
+    this.#bytes -= buffer.byteLength;
+    this.#pool.give(buffer);
   }
-  write(buffer: DeviceBuffer, values: TypedArray, offset = 0): void {
-    data(buffer).set(values, offset);
+  write(buffer: TypedArray, offset: number, data: TypedArray): void {
+    buffer.set(data, offset);
   }
-  read(buffer: DeviceBuffer, numel: number): Promise<TypedArray> {
-    return Promise.resolve(data(buffer).slice(0, numel));
-  }
-  fill(out: DeviceBuffer, value: number, numel: number): void {
-    data(out).fill(value, 0, numel);
-  }
-  cast(
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    numel: number,
-    _from: DType,
-    to: DType,
-  ): void {
-    cast(data(x), data(out), numel, to);
-  }
-  unary(op: UnaryOp, x: DeviceBuffer, out: DeviceBuffer, numel: number): void {
-    unary(op, data(x), data(out), numel);
-  }
-  binary(
-    op: BinaryOp,
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: BinaryLayout,
-  ): void {
-    binary(op, data(a), data(b), data(out), layout);
-  }
-  reduce(
-    op: ReduceOp,
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout,
-  ): void {
-    reduce(op, data(x), data(out), layout);
-  }
-  matmul(
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: MatmulLayout,
-  ): void {
-    matmul(data(a), data(b), data(out), layout, this.#threads);
-  }
-  copy(src: DeviceBuffer, dst: DeviceBuffer, layout: CopyLayout): void {
-    copy(data(src), data(dst), layout);
-  }
-  indexSelect(
-    x: DeviceBuffer,
-    indices: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout & { readonly count: number },
-  ): void {
-    indexSelect(data(x), data(indices), data(out), layout);
-  }
-  where(
-    cond: DeviceBuffer,
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: WhereLayout,
-  ): void {
-    where(data(cond), data(a), data(b), data(out), layout);
-  }
-  gather(x: DeviceBuffer, index: DeviceBuffer, out: DeviceBuffer, layout: GatherLayout): void {
-    gather(data(x), data(index), data(out), layout);
-  }
-  scatterAdd(
-    src: DeviceBuffer,
-    index: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: GatherLayout,
-  ): void {
-    scatterAdd(data(src), data(index), data(out), layout);
-  }
-  im2col(
-    x: DeviceBuffer,
-    cols: DeviceBuffer,
-    layout: WindowLayout & { readonly padValue: number },
-  ): void {
-    im2col(data(x), data(cols), layout);
-  }
-  col2im(cols: DeviceBuffer, out: DeviceBuffer, layout: WindowLayout): void {
-    col2im(data(cols), data(out), layout);
-  }
-  softmax(
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout & { readonly log: boolean },
-  ): void {
-    softmax(data(x), data(out), layout);
-  }
-  random(out: DeviceBuffer, layout: RandomLayout): void {
-    random(data(out), layout);
+  read(buffer: TypedArray, offset: number, numel: number): Promise<TypedArray> {
+    return Promise.resolve(buffer.slice(offset, offset + numel));
   }
   memory(): MemoryInfo {
     return { bytesInUse: this.#bytes, bytesReserved: this.#bytes + this.#pool.bytes };
@@ -207,5 +124,7 @@ export function cpuBackend(options: CpuBackendOptions = {}): Backend {
     throw new RangeError(`cpuBackend: threads must be a positive integer, got ${wanted}`);
   }
   const threads = Math.min(wanted, MAX_THREADS);
-  return { createDevice: (index: number) => new CpuDevice(index, threads) };
+  return {
+    createDevice: (index: number) => wrapDevice(`cpu:${index}`, new CpuDevice(index, threads)),
+  };
 }

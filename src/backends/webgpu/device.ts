@@ -1,67 +1,43 @@
 /**
- * {@link WebGPUDevice}: the {@link BackendDevice} of the webgpu backend.
+ * {@link WebGPUDevice}: the webgpu backend's device, memory plus its kernel
+ * table over raw `GPUBuffer`s (the contract's `wrapDevice` turns it into
+ * what the core uses).
  * @module
  */
 
 import type { DType, TypedArray } from "../../dtype.ts";
-import type {
-  AxisLayout,
-  BackendDevice,
-  BinaryLayout,
-  BinaryOp,
-  CopyLayout,
-  DeviceBuffer,
-  GatherLayout,
-  MatmulLayout,
-  MemoryInfo,
-  RandomLayout,
-  ReduceOp,
-  UnaryOp,
-  WhereLayout,
-  WindowLayout,
-} from "../backend.ts";
+import type { DeviceImpl, KernelTable, MemoryInfo } from "../backend.ts";
 import { binary } from "./kernels/binary.ts";
 import { cast } from "./kernels/cast.ts";
 import { copy } from "./kernels/copy.ts";
 import { fill } from "./kernels/fill.ts";
+import { gather } from "./kernels/gather.ts";
+import { im2col } from "./kernels/im2col.ts";
+import { col2im } from "./kernels/col2im.ts";
+import { gelu } from "./kernels/gelu.ts";
+import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { indexSelect } from "./kernels/index_select.ts";
 import { matmul } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
+import { scatterAdd } from "./kernels/scatter_add.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
-import { gather } from "./kernels/gather.ts";
-import { scatterAdd } from "./kernels/scatter_add.ts";
-import { im2col } from "./kernels/im2col.ts";
-import { col2im } from "./kernels/col2im.ts";
 import { sizeClass } from "./pool.ts";
 import { Runtime } from "./runtime.ts";
 import { wgslType } from "./wgsl.ts";
 
-/** A tensor's memory on a {@link WebGPUDevice}. */
-class GpuBuffer {
-  /** The pooled GPU buffer (its size is a size class, not the request). */
-  readonly buffer: GPUBuffer;
-  readonly numel: number;
-  readonly dtype: DType;
-  freed = false;
-
-  constructor(buffer: GPUBuffer, numel: number, dtype: DType) {
-    this.buffer = buffer;
-    this.numel = numel;
-    this.dtype = dtype;
-  }
-}
-
 /** One GPUDevice running multigrad kernels. */
-export class WebGPUDevice implements BackendDevice {
+export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
   /** The adapter description. */
   readonly info: string;
   /** float64 has no WGSL type. */
   readonly dtypes: readonly DType[] = ["float32", "int32"];
   /** The kernel runtime (caches, batching, pools); exposed for tests. */
   readonly runtime: Runtime;
+  /** Every kernel of the contract, fused ones included, recorded on {@link runtime}. */
+  readonly kernels: KernelTable<GPUBuffer>;
 
   /** Wraps `device`, called `name` (e.g. `webgpu:0`) in errors. */
   constructor(
@@ -71,19 +47,35 @@ export class WebGPUDevice implements BackendDevice {
     isCpuAdapter: boolean,
   ) {
     this.info = info;
-    this.runtime = new Runtime(device, name, isCpuAdapter);
+    const rt = new Runtime(device, name, isCpuAdapter);
+    this.runtime = rt;
+    this.kernels = {
+      fill: (args) => fill(rt, args),
+      cast: (args) => cast(rt, args),
+      unary: (args) => unary(rt, args),
+      binary: (args) => binary(rt, args),
+      reduce: (args) => reduce(rt, args),
+      matmul: (args) => matmul(rt, args),
+      copy: (args) => copy(rt, args),
+      indexSelect: (args) => indexSelect(rt, args),
+      random: (args) => random(rt, args),
+      where: (args) => where(rt, args),
+      gather: (args) => gather(rt, args),
+      scatterAdd: (args) => scatterAdd(rt, args),
+      im2col: (args) => im2col(rt, args),
+      col2im: (args) => col2im(rt, args),
+      softmax: (args) => softmax(rt, args),
+      gelu: (args) => gelu(rt, args),
+      geluDerivative: (args) => geluDerivative(rt, args),
+    };
   }
 
-  #buf(b: DeviceBuffer): GPUBuffer {
-    if (!(b instanceof GpuBuffer)) {
-      throw new TypeError(`${this.runtime.name}: buffer was not allocated by this backend`);
-    }
-    if (b.freed) throw new Error(`${this.runtime.name}: buffer used after free`);
-    return b.buffer;
-  }
-
-  allocate(numel: number, dtype: DType): DeviceBuffer {
+  /** Throws `DeviceLostError` once the GPUDevice is lost. */
+  checkAlive(): void {
     this.runtime.checkLost();
+  }
+
+  allocate(numel: number, dtype: DType): GPUBuffer {
     wgslType(dtype);
     // Zero-size buffers still get a real (minimal) buffer so bindings and
     // copies need no special cases.
@@ -95,54 +87,40 @@ export class WebGPUDevice implements BackendDevice {
           `adapter's maximum buffer size of ${limit} bytes`,
       );
     }
-    const buffer = this.runtime.storage.acquire(bytes);
-    return new GpuBuffer(buffer, numel, dtype);
+    return this.runtime.storage.acquire(bytes);
   }
 
-  free(buffer: DeviceBuffer): void {
-    this.runtime.checkLost();
-    if (!(buffer instanceof GpuBuffer) || buffer.freed) return;
-    buffer.freed = true;
-    this.runtime.release(buffer.buffer);
+  free(buffer: GPUBuffer): void {
+    this.runtime.release(buffer);
   }
 
-  write(buffer: DeviceBuffer, data: TypedArray, offset = 0): void {
-    this.runtime.checkLost();
-    const gpu = this.#buf(buffer);
+  write(buffer: GPUBuffer, offset: number, data: TypedArray): void {
     if (data.length === 0) return;
-    const dtype = (buffer as GpuBuffer).dtype;
-    let host: Float32Array | Int32Array;
-    if (dtype === "float32") {
-      host = data instanceof Float32Array ? data : Float32Array.from(data);
-    } else {
-      host = data instanceof Int32Array ? data : Int32Array.from(data);
-    }
     // queue.writeBuffer runs before any command not yet submitted, so the
     // kernels recorded so far must be submitted first to keep call order.
     this.runtime.flush();
     this.runtime.scoped("write", () =>
       this.runtime.device.queue.writeBuffer(
-        gpu,
+        buffer,
         offset * 4,
-        host.buffer as ArrayBuffer,
-        host.byteOffset,
-        host.byteLength,
+        data.buffer as ArrayBuffer,
+        data.byteOffset,
+        data.byteLength,
       ));
   }
 
   async read(
-    buffer: DeviceBuffer,
+    buffer: GPUBuffer,
+    offset: number,
     numel: number,
     dtype: DType,
   ): Promise<TypedArray> {
     const rt = this.runtime;
-    rt.checkLost();
-    const gpu = this.#buf(buffer);
     const bytes = numel * 4;
     let staging: GPUBuffer | null = null;
     if (numel > 0) {
       staging = rt.staging.acquire(bytes);
-      rt.encoder().copyBufferToBuffer(gpu, 0, staging, 0, bytes);
+      rt.encoder().copyBufferToBuffer(buffer, offset * 4, staging, 0, bytes);
     }
     rt.flush();
     const mark = rt.errorMark();
@@ -170,148 +148,7 @@ export class WebGPUDevice implements BackendDevice {
     return result;
   }
 
-  fill(out: DeviceBuffer, value: number, numel: number, dtype: DType): void {
-    this.runtime.checkLost();
-    fill(this.runtime, this.#buf(out), value, numel, dtype);
-  }
-
-  cast(
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    numel: number,
-    from: DType,
-    to: DType,
-  ): void {
-    this.runtime.checkLost();
-    cast(this.runtime, this.#buf(x), this.#buf(out), numel, from, to);
-  }
-
-  unary(
-    op: UnaryOp,
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    numel: number,
-    dtype: DType,
-  ): void {
-    this.runtime.checkLost();
-    unary(this.runtime, op, this.#buf(x), this.#buf(out), numel, dtype);
-  }
-
-  binary(
-    op: BinaryOp,
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: BinaryLayout,
-  ): void {
-    this.runtime.checkLost();
-    binary(
-      this.runtime,
-      op,
-      this.#buf(a),
-      this.#buf(b),
-      this.#buf(out),
-      layout,
-    );
-  }
-
-  reduce(
-    op: ReduceOp,
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout,
-  ): void {
-    this.runtime.checkLost();
-    reduce(this.runtime, op, this.#buf(x), this.#buf(out), layout);
-  }
-
-  matmul(
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: MatmulLayout,
-  ): void {
-    this.runtime.checkLost();
-    matmul(this.runtime, this.#buf(a), this.#buf(b), this.#buf(out), layout);
-  }
-
-  copy(src: DeviceBuffer, dst: DeviceBuffer, layout: CopyLayout): void {
-    this.runtime.checkLost();
-    copy(this.runtime, this.#buf(src), this.#buf(dst), layout);
-  }
-
-  indexSelect(
-    x: DeviceBuffer,
-    indices: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout & { readonly count: number },
-  ): void {
-    this.runtime.checkLost();
-    indexSelect(
-      this.runtime,
-      this.#buf(x),
-      this.#buf(indices),
-      this.#buf(out),
-      layout,
-    );
-  }
-
-  where(
-    cond: DeviceBuffer,
-    a: DeviceBuffer,
-    b: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: WhereLayout,
-  ): void {
-    this.runtime.checkLost();
-    where(this.runtime, this.#buf(cond), this.#buf(a), this.#buf(b), this.#buf(out), layout);
-  }
-
-  gather(x: DeviceBuffer, index: DeviceBuffer, out: DeviceBuffer, layout: GatherLayout): void {
-    this.runtime.checkLost();
-    gather(this.runtime, this.#buf(x), this.#buf(index), this.#buf(out), layout);
-  }
-
-  scatterAdd(
-    src: DeviceBuffer,
-    index: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: GatherLayout,
-  ): void {
-    this.runtime.checkLost();
-    scatterAdd(this.runtime, this.#buf(src), this.#buf(index), this.#buf(out), layout);
-  }
-
-  im2col(
-    x: DeviceBuffer,
-    cols: DeviceBuffer,
-    layout: WindowLayout & { readonly padValue: number },
-  ): void {
-    this.runtime.checkLost();
-    im2col(this.runtime, this.#buf(x), this.#buf(cols), layout);
-  }
-
-  col2im(cols: DeviceBuffer, out: DeviceBuffer, layout: WindowLayout): void {
-    this.runtime.checkLost();
-    col2im(this.runtime, this.#buf(cols), this.#buf(out), layout);
-  }
-
-  softmax(
-    x: DeviceBuffer,
-    out: DeviceBuffer,
-    layout: AxisLayout & { readonly log: boolean },
-  ): void {
-    this.runtime.checkLost();
-    softmax(this.runtime, this.#buf(x), this.#buf(out), layout);
-  }
-
-  random(out: DeviceBuffer, layout: RandomLayout): void {
-    this.runtime.checkLost();
-    random(this.runtime, this.#buf(out), layout);
-  }
-
   memory(): MemoryInfo {
-    this.runtime.checkLost();
     const s = this.runtime.storage;
     return {
       bytesInUse: s.inUseBytes,

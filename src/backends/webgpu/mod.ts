@@ -24,7 +24,7 @@
  * @module
  */
 
-import type { Backend, BackendDevice } from "../backend.ts";
+import { type Backend, type BackendDevice, wrapDevice } from "../backend.ts";
 import { WebGPUDevice } from "./device.ts";
 
 export { matmulOptions, type MatmulVariant } from "./kernels/matmul.ts";
@@ -143,7 +143,8 @@ export function backendOverAdapters(
       const entry = adapters[index % adapters.length];
       const device = await requestDevice(entry);
       const info = options.info?.(entry, index) ?? entry.description;
-      return new WebGPUDevice(device, `${options.name}:${index}`, info, entry.isCpu);
+      const name = `${options.name}:${index}`;
+      return wrapDevice(name, new WebGPUDevice(device, name, info, entry.isCpu));
     },
   };
 }

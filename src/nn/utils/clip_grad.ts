@@ -48,7 +48,9 @@ function gradsOf(op: string, parameters: Tensor | Iterable<Tensor>): Tensor[] {
 /** `t` on `device` in `dtype`, cast on whichever side holds both dtypes (float64 is cpu-only). */
 function moveTo(t: Tensor, device: Device, dtype: DType): Tensor {
   if (t.device === device) return t.dtype === dtype ? t : t.to(dtype);
-  return device.kernels.dtypes.includes(t.dtype) ? t.to(device).to(dtype) : t.to(dtype).to(device);
+  return device.backendDevice.dtypes.includes(t.dtype)
+    ? t.to(device).to(dtype)
+    : t.to(dtype).to(device);
 }
 
 /** ‖t‖ₚ as `torch.norm(t, p)`: the largest |t| for p = ∞. */

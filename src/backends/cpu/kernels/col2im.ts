@@ -5,11 +5,12 @@
  * @module
  */
 
-import type { WindowLayout } from "../../backend.ts";
+import type { Col2imArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
 /** `out[n, c, h, w]` = Σ of the `cols` entries whose tap reads (h, w). */
-export function col2im(cols: TypedArray, out: TypedArray, layout: WindowLayout): void {
+export function col2im(layout: Col2imArgs<TypedArray>): void {
+  const { x: cols, out } = layout;
   const { height: H, width: W, kernelH, kernelW, outH, outW, strideW } = layout;
   const planes = layout.batch * layout.channels;
   out.fill(0, 0, planes * H * W);

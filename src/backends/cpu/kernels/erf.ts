@@ -66,3 +66,25 @@ export function erfc(x: number): number {
   const c = erfcLarge(y);
   return x < 0 ? 2 - c : c;
 }
+
+/**
+ * erfc(x) with relative error < 1.2e-7 (Numerical Recipes' `erfcc`, a
+ * Chebyshev fit of erfc(z)·exp(z²) in t = 1 / (1 + z/2)).
+ */
+export function erfcFloat32(x: number): number {
+  const z = Math.abs(x);
+  const t = 1 / (1 + 0.5 * z);
+  const r = t *
+    Math.exp(
+      -z * z - 1.26551223 +
+        t * (1.00002368 +
+            t * (0.37409196 +
+                t * (0.09678418 +
+                    t * (-0.18628806 +
+                        t * (0.27886807 +
+                            t *
+                              (-1.13520398 +
+                                t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+    );
+  return x >= 0 ? r : 2 - r;
+}

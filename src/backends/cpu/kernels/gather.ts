@@ -3,15 +3,12 @@
  * @module
  */
 
-import type { GatherLayout } from "../../backend.ts";
+import type { GatherArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
 /** `out[o, j, i] = x[o, index[o, j, i], i]`; an out-of-range index gives 0. */
 export function gather(
-  x: TypedArray,
-  index: TypedArray,
-  out: TypedArray,
-  { outer, size, count, inner }: GatherLayout,
+  { x, index, out, outer, size, count, inner }: GatherArgs<TypedArray>,
 ): void {
   for (let o = 0; o < outer; o++) {
     const base = o * size * inner;

@@ -4,15 +4,12 @@
  * @module
  */
 
-import type { WindowLayout } from "../../backend.ts";
+import type { Im2colArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
 /** `cols[n, c, ki, kj, oh, ow]` = the input element the tap reads, or `padValue`. */
-export function im2col(
-  x: TypedArray,
-  cols: TypedArray,
-  layout: WindowLayout & { readonly padValue: number },
-): void {
+export function im2col(layout: Im2colArgs<TypedArray>): void {
+  const { x, out: cols } = layout;
   const { height: H, width: W, kernelH, kernelW, outH, outW, strideW, padValue } = layout;
   const planes = layout.batch * layout.channels;
   let o = 0;

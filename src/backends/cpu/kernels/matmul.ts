@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { MatmulLayout } from "../../backend.ts";
+import type { MatmulArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 import {
   MATMUL_RELAXED_UNSHARED_WASM,
@@ -54,7 +54,7 @@ export function matmulTs(
   a: TypedArray,
   b: TypedArray,
   out: TypedArray,
-  layout: MatmulLayout,
+  layout: MatmulArgs<TypedArray>,
 ): void {
   const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
   const mPanels = Math.ceil(m / 4);
@@ -415,7 +415,7 @@ function matmulWasm(
   a: TypedArray,
   b: TypedArray,
   out: TypedArray,
-  layout: MatmulLayout,
+  layout: MatmulArgs<TypedArray>,
   threads: number,
 ): boolean {
   const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
@@ -522,20 +522,14 @@ export const MAX_THREADS: number = Math.max(
 );
 
 /**
- * Batched matmul (see {@link MatmulLayout}): float32 in the WebAssembly SIMD
+ * Batched matmul (see `MatmulArgs`): float32 in the WebAssembly SIMD
  * kernel when the engine has WebAssembly SIMD (accumulating in float32), over
  * up to `threads` threads (this one and workers on the kernel's shared
  * memory) for products large enough to pay for them; everything else in
  * {@link matmulTs}.
  */
-export function matmul(
-  a: TypedArray,
-  b: TypedArray,
-  out: TypedArray,
-  layout: MatmulLayout,
-  threads = 1,
-): void {
-  const { m, n, k } = layout;
+export function matmul(layout: MatmulArgs<TypedArray>, threads = 1): void {
+  const { a, b, out, m, n, k } = layout;
   if (layout.dtype === "float32" && m > 0 && n > 0 && k > 0) {
     const w = currentWasm();
     if (w !== null) {

@@ -1,12 +1,16 @@
-import { lowbias32, type RandomLayout } from "../../backend.ts";
+/**
+ * `random`: the contract's counter-based uniform and normal numbers.
+ * @module
+ */
+
+import { lowbias32, type RandomArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
 /** Counter-based uniform or normal numbers, as the contract defines them. */
-export function random(out: TypedArray, layout: RandomLayout): void {
-  const key = lowbias32(layout.seed);
+export function random({ out, numel, kind, seed, a, b }: RandomArgs<TypedArray>): void {
+  const key = lowbias32(seed);
   const u = (j: number) => (lowbias32((j ^ key) >>> 0) >>> 8) * 2 ** -24;
-  const { numel, a, b } = layout;
-  if (layout.kind === "uniform") {
+  if (kind === "uniform") {
     for (let i = 0; i < numel; i++) out[i] = a + (b - a) * u(i);
     return;
   }

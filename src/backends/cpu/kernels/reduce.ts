@@ -1,13 +1,13 @@
-import type { AxisLayout, ReduceOp } from "../../backend.ts";
+/**
+ * `reduce`: sum, max, min, argmax, argmin over the middle axis.
+ * @module
+ */
+
+import type { ReduceArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
 /** `out[o, i] = op over r of x[o, r, i]`, accumulating sums in float64. */
-export function reduce(
-  op: ReduceOp,
-  x: TypedArray,
-  out: TypedArray,
-  { outer, size, inner }: AxisLayout,
-): void {
+export function reduce({ op, x, out, outer, size, inner }: ReduceArgs<TypedArray>): void {
   for (let o = 0; o < outer; o++) {
     const base = o * size * inner;
     for (let i = 0; i < inner; i++) {

@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { GatherLayout } from "../../backend.ts";
+import type { ScatterAddArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
 /**
@@ -11,10 +11,7 @@ import type { TypedArray } from "../../../dtype.ts";
  * where none; out-of-range indices are skipped.
  */
 export function scatterAdd(
-  src: TypedArray,
-  index: TypedArray,
-  out: TypedArray,
-  { outer, size, count, inner }: GatherLayout,
+  { x: src, index, out, outer, size, count, inner }: ScatterAddArgs<TypedArray>,
 ): void {
   out.fill(0, 0, outer * size * inner);
   for (let o = 0; o < outer; o++) {

@@ -1,12 +1,13 @@
-import type { AxisLayout } from "../../backend.ts";
+/**
+ * `softmax` (optional fused kernel): stable softmax and log-softmax.
+ * @module
+ */
+
+import type { SoftmaxArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
 /** Stable softmax / logSoftmax over the middle axis. */
-export function softmax(
-  x: TypedArray,
-  out: TypedArray,
-  { outer, size, inner, log }: AxisLayout & { readonly log: boolean },
-): void {
+export function softmax({ x, out, outer, size, inner, log }: SoftmaxArgs<TypedArray>): void {
   for (let o = 0; o < outer; o++) {
     for (let i = 0; i < inner; i++) {
       const base = o * size * inner + i;

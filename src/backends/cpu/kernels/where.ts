@@ -3,19 +3,14 @@
  * @module
  */
 
-import type { WhereLayout } from "../../backend.ts";
+import type { WhereArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 import { numelOf } from "../../../shape.ts";
 
 /** `out[i] = cond[i] != 0 ? a[i] : b[i]` over the broadcast index space. */
 export function where(
-  cond: TypedArray,
-  a: TypedArray,
-  b: TypedArray,
-  out: TypedArray,
-  layout: WhereLayout,
+  { cond, a, b, out, shape, condStrides: cs, aStrides: as, bStrides: bs }: WhereArgs<TypedArray>,
 ): void {
-  const { shape, condStrides: cs, aStrides: as, bStrides: bs } = layout;
   const numel = numelOf(shape);
   if (numel === 0) return;
   const nd = shape.length;

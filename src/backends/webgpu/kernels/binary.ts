@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { BinaryLayout, BinaryOp } from "../../backend.ts";
+import type { BinaryArgs, BinaryOp } from "../../backend.ts";
 import { numelOf } from "../../../shape.ts";
 import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
@@ -76,14 +76,8 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
 }
 
 /** Records `out = op(a, b)` with broadcasting. */
-export function binary(
-  rt: Runtime,
-  op: BinaryOp,
-  a: GPUBuffer,
-  b: GPUBuffer,
-  out: GPUBuffer,
-  layout: BinaryLayout,
-): void {
+export function binary(rt: Runtime, layout: BinaryArgs<GPUBuffer>): void {
+  const { op, a, b, out } = layout;
   const t = wgslType(layout.dtype);
   const fn = (t === "f32" ? IS_NAN_WGSL : "") +
     `fn f(a: ${t}, b: ${t}) -> ${t} { ${body(op, t)} }\n`;

@@ -4,21 +4,14 @@
  * @module
  */
 
-import type { DType } from "../../../dtype.ts";
+import type { CastArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
 
 /** Records `out[i] = to(x[i])`. */
-export function cast(
-  rt: Runtime,
-  x: GPUBuffer,
-  out: GPUBuffer,
-  numel: number,
-  from: DType,
-  to: DType,
-): void {
+export function cast(rt: Runtime, { x, out, numel, dtype: from, to }: CastArgs<GPUBuffer>): void {
   if (numel === 0) return;
   const tf = wgslType(from);
   const tt = wgslType(to);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { WindowLayout } from "../../backend.ts";
+import type { Col2imArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 import { WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
@@ -13,12 +13,8 @@ import { WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
 const WG = 256;
 
 /** Records `out[n, c, h, w]` = Σ of the `cols` entries whose tap reads (h, w). */
-export function col2im(
-  rt: Runtime,
-  cols: GPUBuffer,
-  out: GPUBuffer,
-  layout: WindowLayout,
-): void {
+export function col2im(rt: Runtime, layout: Col2imArgs<GPUBuffer>): void {
+  const { x: cols, out } = layout;
   const { batch, channels, height, width } = layout;
   const numel = batch * channels * height * width;
   if (numel === 0) return;

@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { CopyLayout } from "../../backend.ts";
+import type { CopyArgs } from "../../backend.ts";
 import { numelOf } from "../../../shape.ts";
 import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
@@ -11,18 +11,14 @@ import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
 const WG = 256;
 
-/** Records the strided copy `layout` from `src` into `dst`. */
-export function copy(
-  rt: Runtime,
-  src: GPUBuffer,
-  dst: GPUBuffer,
-  layout: CopyLayout,
-): void {
+/** Records the strided copy of `x` into `out`. */
+export function copy(rt: Runtime, layout: CopyArgs<GPUBuffer>): void {
+  const { x: src, out: dst } = layout;
   const numel = numelOf(layout.shape);
   if (numel === 0) return;
   const { shape, strides: [ss, ds] } = coalesce(layout.shape, [
-    layout.srcStrides,
-    layout.dstStrides,
+    layout.xStrides,
+    layout.outStrides,
   ]);
   const rank = shape.length;
   if (rank === 1 && ss[0] === 1 && ds[0] === 1) {
@@ -30,9 +26,9 @@ export function copy(
     // shader over a range that is not vec4 aligned.
     rt.encoder().copyBufferToBuffer(
       src,
-      layout.srcOffset * 4,
+      layout.xOffset * 4,
       dst,
-      layout.dstOffset * 4,
+      layout.outOffset * 4,
       numel * 4,
     );
     return;
@@ -42,8 +38,8 @@ export function copy(
   }
   const params = [
     numel,
-    layout.srcOffset,
-    layout.dstOffset,
+    layout.xOffset,
+    layout.outOffset,
     ...shape,
     ...ss.map((s) => s >>> 0),
     ...ds.map((s) => s >>> 0),

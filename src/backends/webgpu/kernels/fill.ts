@@ -4,20 +4,14 @@
  * @module
  */
 
-import type { DType } from "../../../dtype.ts";
+import type { FillArgs } from "../../backend.ts";
 import { f32Bits, groups2d, i32Bits, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
 
 /** Records `out[i] = value` for `i < numel`. */
-export function fill(
-  rt: Runtime,
-  out: GPUBuffer,
-  value: number,
-  numel: number,
-  dtype: DType,
-): void {
+export function fill(rt: Runtime, { out, numel, value, dtype }: FillArgs<GPUBuffer>): void {
   if (numel === 0) return;
   const bits = wgslType(dtype) === "f32" ? f32Bits(value) : i32Bits(value);
   const vec = numel % 4 === 0;

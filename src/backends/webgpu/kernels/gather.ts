@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { GatherLayout } from "../../backend.ts";
+import type { GatherArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
@@ -15,10 +15,7 @@ const WG = 256;
  */
 export function gather(
   rt: Runtime,
-  x: GPUBuffer,
-  index: GPUBuffer,
-  out: GPUBuffer,
-  { outer, size, count, inner }: GatherLayout,
+  { x, index, out, outer, size, count, inner }: GatherArgs<GPUBuffer>,
 ): void {
   const numel = outer * count * inner;
   if (numel === 0) return;

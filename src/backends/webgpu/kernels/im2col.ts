@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { WindowLayout } from "../../backend.ts";
+import type { Im2colArgs, WindowView } from "../../backend.ts";
 import { toHost } from "../../../dtype.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
@@ -12,7 +12,7 @@ import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 const WG = 256;
 
 /** The 13 window parameters after the element count, in the order the shaders read them. */
-export function windowParams(l: WindowLayout): number[] {
+export function windowParams(l: WindowView): number[] {
   return [
     l.height,
     l.width,
@@ -37,12 +37,8 @@ export const WINDOW_PARAMS_WGSL = `
 `;
 
 /** Records `cols[n, c, ki, kj, oh, ow]` = the tap's input element or `padValue`. */
-export function im2col(
-  rt: Runtime,
-  x: GPUBuffer,
-  cols: GPUBuffer,
-  layout: WindowLayout & { readonly padValue: number },
-): void {
+export function im2col(rt: Runtime, layout: Im2colArgs<GPUBuffer>): void {
+  const { x, out: cols } = layout;
   const { batch, channels, kernelH, kernelW, outH, outW } = layout;
   const numel = batch * channels * kernelH * kernelW * outH * outW;
   if (numel === 0) return;

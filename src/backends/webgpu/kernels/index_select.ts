@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { AxisLayout } from "../../backend.ts";
+import type { IndexSelectArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
@@ -15,12 +15,8 @@ const WG = 256;
  */
 export function indexSelect(
   rt: Runtime,
-  x: GPUBuffer,
-  indices: GPUBuffer,
-  out: GPUBuffer,
-  layout: AxisLayout & { readonly count: number },
+  { x, indices, out, outer, size, inner, count }: IndexSelectArgs<GPUBuffer>,
 ): void {
-  const { outer, size, inner, count } = layout;
   const numel = outer * count * inner;
   if (numel === 0) return;
   rt.dispatch({

@@ -23,3 +23,18 @@ fn phi(x: f32) -> f32 {
   return 0.5 * erfc1(-0.7071067811865476 * x);
 }
 `;
+
+/**
+ * `erf(x)`: the Taylor series below |x| = 0.5 (where `1 - erfc` would lose
+ * the leading digits), `1 - erfc1(x)` beyond; relative error under 2e-7.
+ */
+export const ERF_WGSL = NORMAL_CDF_WGSL + `
+fn erf(x: f32) -> f32 {
+  if (abs(x) < 0.5) {
+    let z = x * x;
+    return x * (1.1283791670955126 + z * (-0.37612638903183754 + z * (0.11283791670955126 +
+      z * (-0.026866170645131252 + z * (0.005223977625442188 + z * -0.0008548327023450852)))));
+  }
+  return 1.0 - erfc1(x);
+}
+`;

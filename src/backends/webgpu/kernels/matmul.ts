@@ -15,7 +15,7 @@
  * @module
  */
 
-import type { MatmulLayout } from "../../backend.ts";
+import type { MatmulArgs } from "../../backend.ts";
 import { MAX_GROUPS, type Runtime } from "../runtime.ts";
 import { PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
@@ -313,14 +313,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 }
 
 /** Records the batched product described by `layout`. */
-export function matmul(
-  rt: Runtime,
-  a: GPUBuffer,
-  b: GPUBuffer,
-  out: GPUBuffer,
-  layout: MatmulLayout,
-): void {
-  const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
+export function matmul(rt: Runtime, layout: MatmulArgs<GPUBuffer>): void {
+  const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu matmul does not support dtype ${layout.dtype}`);
   }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { lowbias32, type RandomLayout } from "../../backend.ts";
+import { lowbias32, type RandomArgs } from "../../backend.ts";
 import { f32Bits, groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
@@ -68,11 +68,8 @@ fn twoSum(a: f32, b: f32) -> vec2<f32> {
 `;
 
 /** Records `out = random(layout)`. */
-export function random(
-  rt: Runtime,
-  out: GPUBuffer,
-  layout: RandomLayout,
-): void {
+export function random(rt: Runtime, layout: RandomArgs<GPUBuffer>): void {
+  const out = layout.out;
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu random does not support dtype ${layout.dtype}`);
   }

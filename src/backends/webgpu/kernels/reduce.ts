@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { AxisLayout, ReduceOp } from "../../backend.ts";
+import type { ReduceArgs, ReduceOp } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { IS_NAN_WGSL, literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
@@ -207,14 +207,8 @@ ${step}
 }
 
 /** Records `out[o, i] = op over r of x[o, r, i]`. */
-export function reduce(
-  rt: Runtime,
-  op: ReduceOp,
-  x: GPUBuffer,
-  out: GPUBuffer,
-  layout: AxisLayout,
-): void {
-  const { outer, inner } = layout;
+export function reduce(rt: Runtime, layout: ReduceArgs<GPUBuffer>): void {
+  const { op, x, out, outer, inner } = layout;
   const t = wgslType(layout.dtype);
   if (outer * inner === 0) return;
   const arg = op === "argmax" || op === "argmin";

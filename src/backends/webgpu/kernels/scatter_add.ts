@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { GatherLayout } from "../../backend.ts";
+import type { ScatterAddArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
@@ -17,10 +17,7 @@ const WG = 256;
  */
 export function scatterAdd(
   rt: Runtime,
-  src: GPUBuffer,
-  index: GPUBuffer,
-  out: GPUBuffer,
-  { outer, size, count, inner, dtype }: GatherLayout,
+  { x: src, index, out, outer, size, count, inner, dtype }: ScatterAddArgs<GPUBuffer>,
 ): void {
   const numel = outer * size * inner;
   if (numel === 0) return;

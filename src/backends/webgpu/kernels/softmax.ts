@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { AxisLayout } from "../../backend.ts";
+import type { SoftmaxArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
@@ -98,13 +98,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 }
 
 /** Records softmax (or log-softmax) of `x` over the middle axis. */
-export function softmax(
-  rt: Runtime,
-  x: GPUBuffer,
-  out: GPUBuffer,
-  layout: AxisLayout & { readonly log: boolean },
-): void {
-  const { outer, size, inner, log } = layout;
+export function softmax(rt: Runtime, layout: SoftmaxArgs<GPUBuffer>): void {
+  const { x, out, outer, size, inner, log } = layout;
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu softmax does not support dtype ${layout.dtype}`);
   }

@@ -1,22 +1,13 @@
 /**
- * Elementwise functions of one operand.
+ * `unary`: elementwise functions of one operand.
  * @module
  */
 
-import type { DType } from "../../../dtype.ts";
-import type { UnaryOp } from "../../backend.ts";
-import { groups2d, type Runtime } from "../runtime.ts";
-import {
-  FLOAT_SPECIALS_WGSL,
-  IS_NAN_WGSL,
-  main1d,
-  PARAMS_WGSL,
-  storage,
-  wgslType,
-} from "../wgsl.ts";
-import { NORMAL_CDF_WGSL } from "./math.ts";
-
-const WG = 256;
+import type { UnaryArgs, UnaryOp } from "../../backend.ts";
+import { dispatchMap } from "../map.ts";
+import type { Runtime } from "../runtime.ts";
+import { wgslType } from "../wgsl.ts";
+import { ERF_WGSL } from "./math.ts";
 
 /**
  * Every float body sees NaN first, by bits: GL drivers fold float
@@ -36,9 +27,7 @@ const FLOAT_BODIES: Record<UnaryOp, string> = {
   // Some drivers compute tanh from exp and give NaN for large |x|.
   tanh: "if (isNan(x)) { return x; } if (abs(x) > 9.0) { return select(-1.0, 1.0, x > 0.0); } " +
     "return tanh(x);",
-  gelu: "if (isNan(x)) { return x; } return x * phi(x);",
-  geluGrad:
-    "if (isNan(x)) { return x; } return phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);",
+  erf: "if (isNan(x)) { return x; } return erf(x);",
   // sign(NaN) is 0 and sign(-0) is +0 as in PyTorch (through i32).
   sign: "if (isNan(x)) { return 0.0; } return f32(select(0, 1, x > 0.0) - select(0, 1, x < 0.0));",
   // Drivers may compute sin/cos of inf as anything; PyTorch gives NaN.
@@ -85,41 +74,12 @@ const INT_BODIES: Partial<Record<UnaryOp, string>> = {
 };
 
 /** Records `out[i] = op(x[i])`. */
-export function unary(
-  rt: Runtime,
-  op: UnaryOp,
-  x: GPUBuffer,
-  out: GPUBuffer,
-  numel: number,
-  dtype: DType,
-): void {
-  const t = wgslType(dtype);
-  const body = t === "f32" ? FLOAT_BODIES[op] : INT_BODIES[op];
+export function unary(rt: Runtime, { op, x, out, numel, dtype }: UnaryArgs<GPUBuffer>): void {
+  const type = wgslType(dtype);
+  const body = type === "f32" ? FLOAT_BODIES[op] : INT_BODIES[op];
   if (body === undefined) {
-    throw new Error(`webgpu unary ${op} does not support dtype ${dtype}`);
+    throw new Error(`${rt.name} unary ${op} does not support dtype ${dtype}`);
   }
-  if (numel === 0) return;
-  const vec = numel % 4 === 0;
-  const count = vec ? numel / 4 : numel;
-  const vt = vec ? `vec4<${t}>` : t;
-  const apply = vec
-    ? `let v = x[idx]; out[idx] = vec4<${t}>(f(v.x), f(v.y), f(v.z), f(v.w));`
-    : "out[idx] = f(x[idx]);";
-  rt.dispatch({
-    name: op,
-    key: `unary_${op}_${t}_${vec}`,
-    wgsl: () =>
-      PARAMS_WGSL + storage(1, "x", vt, false) + storage(2, "out", vt, true) +
-      (t === "f32" ? IS_NAN_WGSL + FLOAT_SPECIALS_WGSL : "") +
-      (op === "gelu" || op === "geluGrad" ? NORMAL_CDF_WGSL : "") +
-      `fn f(x: ${t}) -> ${t} { ${body} }\n` + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  ${apply}
-}
-`,
-    signature: "rw",
-    buffers: [x, out],
-    params: [count],
-    groups: groups2d(Math.ceil(count / WG)),
-  });
+  const helpers = op === "erf" ? ERF_WGSL : "";
+  dispatchMap(rt, { name: op, key: `unary_${op}`, type, body, helpers }, x, out, numel);
 }

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { WhereLayout } from "../../backend.ts";
+import type { WhereArgs } from "../../backend.ts";
 import { numelOf } from "../../../shape.ts";
 import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
@@ -24,14 +24,8 @@ function truth(condIsFloat: boolean): string {
 }
 
 /** Records `out[i] = cond[i] != 0 ? a[i] : b[i]` with broadcasting. */
-export function where(
-  rt: Runtime,
-  cond: GPUBuffer,
-  a: GPUBuffer,
-  b: GPUBuffer,
-  out: GPUBuffer,
-  layout: WhereLayout,
-): void {
+export function where(rt: Runtime, layout: WhereArgs<GPUBuffer>): void {
+  const { cond, a, b, out } = layout;
   const numel = numelOf(layout.shape);
   if (numel === 0) return;
   const condIsFloat = layout.condDtype !== "int32";

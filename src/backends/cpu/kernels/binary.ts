@@ -1,68 +1,11 @@
-import type { BinaryLayout, BinaryOp, UnaryOp } from "../../backend.ts";
+/**
+ * `binary`: elementwise functions of two operands, with broadcasting.
+ * @module
+ */
+
+import type { BinaryArgs, BinaryOp } from "../../backend.ts";
 import type { DType, TypedArray } from "../../../dtype.ts";
 import { numelOf } from "../../../shape.ts";
-import { erfc } from "./erf.ts";
-import { gelu } from "./gelu.ts";
-
-const SQRT1_2 = Math.SQRT1_2;
-const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
-
-const UNARY: Record<UnaryOp, (x: number) => number> = {
-  neg: (x) => -x,
-  exp: Math.exp,
-  log: Math.log,
-  sqrt: Math.sqrt,
-  abs: Math.abs,
-  // NaN propagates, as in PyTorch.
-  relu: (x) => (x > 0 || x !== x ? x : 0),
-  sigmoid: (x) => 1 / (1 + Math.exp(-x)),
-  tanh: Math.tanh,
-  // Run by ./gelu.ts (float32 and float64 paths); kept here for the table's completeness.
-  gelu: (x) => 0.5 * x * erfc(-x * SQRT1_2),
-  geluGrad: (x) => 0.5 * erfc(-x * SQRT1_2) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
-  // NaN gives 0 and -0 gives +0, as PyTorch.
-  sign: (x) => (x > 0 ? 1 : x < 0 ? -1 : 0),
-  sin: Math.sin,
-  cos: Math.cos,
-  floor: Math.floor,
-  ceil: Math.ceil,
-  round: roundHalfEven,
-  log1p: Math.log1p,
-  expm1: Math.expm1,
-  rsqrt: (x) => 1 / Math.sqrt(x),
-  reciprocal: (x) => 1 / x,
-  square: (x) => x * x,
-};
-
-/** Rounds to the nearest integer, halves to the even one (as PyTorch and WGSL). */
-function roundHalfEven(x: number): number {
-  const r = Math.round(x); // halves go up here
-  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
-
-/** `out[i] = op(x[i])`. */
-export function unary(
-  op: UnaryOp,
-  x: TypedArray,
-  out: TypedArray,
-  numel: number,
-): void {
-  if (op === "relu") {
-    for (let i = 0; i < numel; i++) out[i] = x[i] > 0 || x[i] !== x[i] ? x[i] : 0;
-    return;
-  }
-  if (op === "square" && out instanceof Int32Array) {
-    // Wrapping int32 product: a float64 product loses low bits past 2^53.
-    for (let i = 0; i < numel; i++) out[i] = Math.imul(x[i], x[i]);
-    return;
-  }
-  if (op === "gelu" || op === "geluGrad") {
-    gelu(x, out, numel, op === "geluGrad");
-    return;
-  }
-  const f = UNARY[op];
-  for (let i = 0; i < numel; i++) out[i] = f(x[i]);
-}
 
 function binaryFunction(
   op: BinaryOp,
@@ -189,13 +132,8 @@ function collapse(
 }
 
 /** `out = op(a, b)` with broadcasting. */
-export function binary(
-  op: BinaryOp,
-  a: TypedArray,
-  b: TypedArray,
-  out: TypedArray,
-  layout: BinaryLayout,
-): void {
+export function binary(layout: BinaryArgs<TypedArray>): void {
+  const { op, a, b, out } = layout;
   const numel = numelOf(layout.shape);
   if (numel === 0) return;
   const { shape, sa: aStrides, sb: bStrides } = collapse(
@@ -228,16 +166,4 @@ export function binary(
       index[d] = 0;
     }
   }
-}
-
-/** Elementwise conversion; float to int truncates toward zero. */
-export function cast(
-  x: TypedArray,
-  out: TypedArray,
-  numel: number,
-  to: DType,
-): void {
-  if (to === "int32") {
-    for (let i = 0; i < numel; i++) out[i] = Math.trunc(x[i]);
-  } else for (let i = 0; i < numel; i++) out[i] = x[i];
 }
