@@ -151,7 +151,7 @@ Deno.test("cpu matmul threads never keep a finished program alive", async () => 
     const threads = await startMatmulThreads(2);
     const a = new Float32Array(512 * 512).fill(1);
     const out = new Float32Array(512 * 512);
-    matmul(a, a, out, { batch: 1, m: 512, n: 512, k: 512, aBatchStride: 0, bBatchStride: 0,
+    matmul({ a, b: a, out, batch: 1, m: 512, n: 512, k: 512, aBatchStride: 0, bBatchStride: 0,
       transA: false, transB: false, dtype: "float32" }, threads);
     console.log(threads, out[0]);
   `;
