@@ -61,7 +61,7 @@ function makeScheduler(c: Case, opt: optim.Optimizer<object>): Scheduler {
   throw new Error(`unknown scheduler ${c.scheduler}`);
 }
 
-function stepOnce(c: Case, opt: optim.Optimizer<object>, scheduler: Scheduler, i: number): void {
+function stepOnce(_c: Case, opt: optim.Optimizer<object>, scheduler: Scheduler, i: number): void {
   opt.step();
   if (scheduler instanceof lrScheduler.ReduceLROnPlateau) {
     scheduler.step(fixtures.lr_schedulers.plateau_metrics[i]);
