@@ -20,6 +20,9 @@ export class Stream {
   #queue: Item[] = [];
   #waiting = false;
   #deferredError: Error | null = null;
+  #checks: Promise<Error | null>[] = [];
+  #allChecks: Promise<unknown> = Promise.resolve();
+  #openChecks = 0;
 
   /** Creates the stream of the device called `name` (used in messages). */
   constructor(readonly name: string) {}
@@ -53,10 +56,40 @@ export class Stream {
   }
 
   /**
+   * Adds a check whose verdict only the device's values can give (a class
+   * index out of range): it never delays kernels, but the next read on this
+   * stream waits for the verdict and rejects with its error, if any. Later
+   * reads wait for it too (without the error), so reads keep their order.
+   */
+  check(verdict: Promise<Error | null>): void {
+    const settled = verdict.catch((error) =>
+      error instanceof Error ? error : new Error(String(error))
+    )
+      .finally(() => this.#openChecks--);
+    this.#openChecks++;
+    this.#checks.push(settled);
+    this.#allChecks = Promise.all([this.#allChecks, settled]);
+  }
+
+  /**
    * Resolves with `read()`'s result once everything submitted before has run.
-   * A held error from earlier work rejects it instead (once).
+   * A held error from earlier work, or a failed {@link check} added since the
+   * last read, rejects it instead (once).
    */
   read<T>(read: () => Promise<T>): Promise<T> {
+    const result = this.#read(read);
+    if (this.#openChecks === 0 && this.#checks.length === 0) return result;
+    const mine = this.#checks;
+    this.#checks = [];
+    return this.#allChecks.then(() => Promise.all(mine)).then((verdicts) => {
+      const failed = verdicts.find((v) => v !== null);
+      if (!failed) return result;
+      result.catch(() => {}); // superseded by the check's error
+      throw failed;
+    });
+  }
+
+  #read<T>(read: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.submit(() => {
         const error = this.#deferredError;

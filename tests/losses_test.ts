@@ -240,3 +240,27 @@ check("klDiv logTarget", (x, t) => F.klDiv(x, t, { logTarget: true, reduction: "
   inp([2, 3], 1372),
   inp([2, 3], 1373, -3, 0),
 ]);
+
+backendTest(
+  "out-of-range class indices: the next read rejects, naming index and classes",
+  async (d) => {
+    const logp = tensor([[-0.5, -1], [-2, -0.1]], { device: d });
+    for (const bad of [5, -1]) {
+      const loss = F.nllLoss(logp, tensor([0, bad], { device: d, dtype: "int32" }));
+      await assert.rejects(
+        () => loss.item(),
+        new RegExp(
+          `nllLoss: class index ${bad} is out of range for 2 classes \\(0 to 1, or ignoreIndex -100\\)`,
+        ),
+      );
+      // Reported once: the next read works.
+      assert.equal(typeof (await loss.item()), "number");
+    }
+    const ignored = F.nllLoss(logp, tensor([-100, 1], { device: d, dtype: "int32" }));
+    assertClose(await ignored.item(), 0.1, { what: "ignored target is not out of range" });
+    await assert.rejects(
+      () => F.oneHot(tensor([0, 3], { device: d, dtype: "int32" }), 3).data(),
+      /oneHot: class index 3 is out of range for 3 classes \(0 to 2\)/,
+    );
+  },
+);

@@ -7,6 +7,8 @@
 
 import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
+import { checkLater } from "../ops/check.ts";
+import { stack } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -86,6 +88,24 @@ export function checkCount(what: string, n: unknown, allowZero = true): number {
     );
   }
   return n;
+}
+
+/**
+ * Checks that the int32 class indices in `indices` lie in [0, classes) without
+ * waiting for them: the next read on their device rejects with an error
+ * naming the first bad index found (the smallest below 0, else the largest).
+ */
+export function checkClassRange(op: string, indices: Tensor, classes: number, also = ""): void {
+  if (indices.numel() === 0) return;
+  const bounds = noGrad(() => tidy(() => stack([indices.min(), indices.max()])));
+  checkLater(bounds, ([lowest, highest]) => {
+    const bad = lowest < 0 ? lowest : highest >= classes ? highest : null;
+    return bad === null
+      ? null
+      : `${op}: class index ${bad} is out of range for ${classes} classes (0 to ${
+        classes - 1
+      }${also})`;
+  });
 }
 
 /** Throws unless every given tensor is on one device, naming each. */

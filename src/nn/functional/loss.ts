@@ -11,6 +11,7 @@
 import { noGrad, record } from "../../autograd.ts";
 import { sumTo } from "../../ops/elementwise.ts";
 import { where } from "../../ops/indexing.ts";
+import { checkClassRange } from "../util.ts";
 import { formatShape, numelOf, sameShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
@@ -136,6 +137,7 @@ export function nllLoss(input: Tensor, target: Tensor, options: NLLLossOptions =
   // cannot turn into NaN.
   const valid = noGrad(() => idx.ne(ignoreIndex));
   const safeIdx = noGrad(() => where(valid, idx, 0));
+  checkClassRange(op, safeIdx, c, `, or ignoreIndex ${ignoreIndex}`);
   const picked = logp.gather(1, safeIdx);
   const classWeight = weight ? weight.to(logp.dtype).reshape([c, 1]).gather(0, safeIdx) : null;
   const sampleWeight = where(valid, classWeight ?? 1, 0).to(logp.dtype);

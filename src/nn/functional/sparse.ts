@@ -8,7 +8,13 @@ import { record } from "../../autograd.ts";
 import { arangeOn } from "../../ops/factory.ts";
 import { formatShape } from "../../shape.ts";
 import { Tensor } from "../../tensor.ts";
-import { checkFloatInput, checkTensor, resolvePaddingIdx, sameDevice } from "../util.ts";
+import {
+  checkClassRange,
+  checkFloatInput,
+  checkTensor,
+  resolvePaddingIdx,
+  sameDevice,
+} from "../util.ts";
 
 /** Options of {@link embedding}. */
 export interface EmbeddingOptions {
@@ -70,6 +76,7 @@ export function oneHot(indices: Tensor, numClasses: number): Tensor {
   if (!Number.isInteger(numClasses) || numClasses < 1) {
     throw new RangeError(`oneHot: numClasses must be a positive integer, got ${numClasses}`);
   }
+  checkClassRange("oneHot", indices, numClasses);
   return indices.unsqueeze(-1).eq(
     arangeOn(numClasses, indices.device).reshape([...indices.shape.map(() => 1), numClasses]),
   );
