@@ -20,6 +20,7 @@ import { elementwiseSuite } from "./suites/elementwise.ts";
 import { mlpSuite } from "./suites/mlp.ts";
 import { dataParallelSuite } from "./suites/dataparallel.ts";
 import { memorySuite } from "./suites/memory.ts";
+import { convSuite } from "./suites/conv.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
 
 /** Every suite, in the order a full run measures them. */
@@ -29,6 +30,7 @@ export const SUITES: readonly Suite[] = [
   mlpSuite,
   dataParallelSuite,
   memorySuite,
+  convSuite,
 ];
 
 /** What `--json` writes. */

@@ -9,6 +9,7 @@ import { main as seed001 } from "../examples/seed001_tutorial.ts";
 import { main as seed002 } from "../examples/seed002_four_devices.ts";
 import { main as seed003 } from "../examples/seed003_streams.ts";
 import { main as lstmExample } from "../examples/lstm.ts";
+import { main as cnn } from "../examples/cnn.ts";
 import { BACKENDS } from "./harness.ts";
 
 function capture(): { log: (line: string) => void; lines: string[] } {
@@ -113,6 +114,31 @@ for (const backend of BACKENDS.keys()) {
       assert.match(lines[3], /^epoch 3: loss \d\.\d{4}, held-out accuracy \d+\.\d%$/);
       assert.ok(losses[2] < losses[0] * 0.6, `loss falls: ${losses}`);
       assert.ok(accuracies[2] > 0.8, `held-out accuracy ${accuracies[2]} after 3 epochs`);
+    },
+  });
+}
+
+for (const backend of BACKENDS.keys()) {
+  Deno.test({
+    sanitizeOps: false,
+    sanitizeResources: false,
+    name:
+      `cnn example: a short DataParallel run over 2 devices learns (loss falls, accuracy > chance) [${backend}]`,
+    fn: async () => {
+      const { log, lines } = capture();
+      const reports = await cnn({
+        backend,
+        devices: 2,
+        epochs: 2,
+        train: 256,
+        test: 128,
+        batchSize: 32,
+      }, log);
+      assert.equal(reports.length, 2);
+      assert.match(lines[0], /DataParallel/);
+      assert.ok(reports[1].loss < reports[0].loss, `loss ${reports[0].loss} -> ${reports[1].loss}`);
+      assert.ok(reports[1].accuracy > 0.3, `test accuracy ${reports[1].accuracy}`);
+      assert.match(lines[2], /^epoch 2: loss [\d.]+, test accuracy [\d.]+%, [\d.]+ s/);
     },
   });
 }

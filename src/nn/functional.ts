@@ -5,7 +5,7 @@
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
+import { noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { arangeOn } from "../ops/factory.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
@@ -195,34 +195,61 @@ export function batchNorm(
   const c = x.shape[1];
   // [1, C, 1, ...]: the per-channel view that broadcasts over x.
   const view = x.shape.map((_, i) => (i === 1 ? c : 1));
-  let y: Tensor;
-  if (training) {
-    const dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
-    const n = x.numel() / c;
-    const mean = x.mean(dims, true);
-    const centered = x.sub(mean);
-    const variance = centered.mul(centered).mean(dims, true);
-    y = centered.div(variance.add(eps).sqrt());
-    if (runningMean && runningVar) {
-      noGrad(() =>
-        tidy(() => {
-          const m = momentum instanceof Tensor ? momentum.reshape([]) : momentum;
-          const keep = m instanceof Tensor ? m.mul(-1).add(1) : 1 - m;
-          const batchMean = mean.detach().reshape([c]);
-          const unbiased = variance.detach().reshape([c]).mul(n / (n - 1));
-          runningMean._assign(runningMean.mul(keep).add(batchMean.mul(m)).to(runningMean.dtype));
-          runningVar._assign(runningVar.mul(keep).add(unbiased.mul(m)).to(runningVar.dtype));
-        })
-      );
-    }
-  } else {
-    const mean = runningMean!.reshape(view);
-    const std = runningVar!.reshape(view).add(eps).sqrt();
-    y = x.sub(mean).div(std);
+  const channel = view.slice(1);
+  if (!training) {
+    // Folded into one scale and one shift per channel: two passes over x.
+    const scale = runningVar!.add(eps).rsqrt().mul(weight ?? 1);
+    const shift = (bias ?? scale.mul(0)).sub(runningMean!.mul(scale));
+    return x.mul(scale.reshape(channel)).add(shift.reshape(channel));
   }
-  if (weight) y = y.mul(weight.reshape(view.slice(1)));
-  if (bias) y = y.add(bias.reshape(view.slice(1)));
-  return y;
+  const n = x.numel() / c;
+  // [N, C, L] with statistics over dims 0 and 2: two reductions per sum.
+  const x3 = x.reshape([x.shape[0], c, n / x.shape[0]]);
+  const dims = [0, 2];
+  const perChannel = [1, c, 1];
+  // The forward runs without a graph and one node carries the closed-form
+  // backward with per-channel coefficients: 6 passes over x forward and 7
+  // backward, where the composed ops record about 40.
+  const { y, centered, invstd, mean, variance } = noGrad(() => {
+    const mean = x3.mean(dims, true);
+    const centered = x3.sub(mean);
+    const variance = centered.square().mean(dims, true);
+    const invstd = variance.add(eps).rsqrt();
+    const w = weight ? weight.reshape(perChannel) : null;
+    const b = bias ? bias.reshape(perChannel) : null;
+    let y = centered.mul(w ? invstd.mul(w) : invstd);
+    if (b) y = y.add(b);
+    return { y: y.reshape(x.shape), centered, invstd, mean, variance };
+  });
+  if (runningMean && runningVar) {
+    noGrad(() =>
+      tidy(() => {
+        const m = momentum instanceof Tensor ? momentum.reshape([]) : momentum;
+        const keep = m instanceof Tensor ? m.mul(-1).add(1) : 1 - m;
+        const batchMean = mean.reshape([c]);
+        const unbiased = variance.reshape([c]).mul(n / (n - 1));
+        runningMean._assign(runningMean.mul(keep).add(batchMean.mul(m)).to(runningMean.dtype));
+        runningVar._assign(runningVar.mul(keep).add(unbiased.mul(m)).to(runningVar.dtype));
+      })
+    );
+  }
+  return record("batchNorm", [x, weight ?? null, bias ?? null], y, ([g]) => {
+    const g3 = g!.reshape(x3.shape);
+    // With xhat = centered · invstd, per channel: gsum = Σ g, gxc = Σ g · centered.
+    const gsum = g3.sum(dims, true);
+    const gxc = g3.mul(centered).sum(dims, true);
+    const gw = weight?.requiresGrad ? gxc.mul(invstd).reshape([c]) : null;
+    const gb = bias?.requiresGrad ? gsum.reshape([c]) : null;
+    let gx: Tensor | null = null;
+    if (x.requiresGrad) {
+      // dx = w·invstd · (g - gsum/n - centered · invstd² · gxc/n) = a·g + b·centered + k
+      const a = weight ? invstd.mul(weight.reshape(perChannel)) : invstd;
+      const b = a.mul(invstd.square()).mul(gxc).mul(-1 / n);
+      const k = a.mul(gsum).mul(-1 / n);
+      gx = g3.mul(a).add(centered.mul(b)).add(k).reshape(x.shape);
+    }
+    return [gx, gw, gb];
+  });
 }
 
 /** Options of {@link groupNorm}. */

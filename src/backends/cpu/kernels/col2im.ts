@@ -26,7 +26,8 @@ export function col2im(layout: Col2imArgs<TypedArray>): void {
           const h = oh * layout.strideH - layout.padH + ki * layout.dilationH;
           if (h >= 0 && h < H) {
             const row = plane + h * W + w0;
-            for (let ow = lo; ow < hi; ow++) out[row + ow * strideW] += cols[o + ow];
+            if (strideW === 1) { for (let ow = lo; ow < hi; ow++) out[row + ow] += cols[o + ow]; }
+            else for (let ow = lo; ow < hi; ow++) out[row + ow * strideW] += cols[o + ow];
           }
           o += outW;
         }

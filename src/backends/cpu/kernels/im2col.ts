@@ -23,16 +23,18 @@ export function im2col(layout: Im2colArgs<TypedArray>): void {
         const hi = Math.max(lo, Math.min(outW, Math.ceil((W - w0) / strideW)));
         for (let oh = 0; oh < outH; oh++) {
           const h = oh * layout.strideH - layout.padH + ki * layout.dilationH;
+          // Plain loops: rows are short (tens of elements), where
+          // subarray/set/fill calls cost more than the copy.
           if (h < 0 || h >= H) {
-            cols.fill(padValue, o, o + outW);
+            for (let ow = 0; ow < outW; ow++) cols[o + ow] = padValue;
             o += outW;
             continue;
           }
           const row = plane + h * W + w0;
-          if (lo > 0) cols.fill(padValue, o, o + lo);
-          if (strideW === 1) cols.set(x.subarray(row + lo, row + hi), o + lo);
+          for (let ow = 0; ow < lo; ow++) cols[o + ow] = padValue;
+          if (strideW === 1) { for (let ow = lo; ow < hi; ow++) cols[o + ow] = x[row + ow]; }
           else for (let ow = lo; ow < hi; ow++) cols[o + ow] = x[row + ow * strideW];
-          if (hi < outW) cols.fill(padValue, o + hi, o + outW);
+          for (let ow = hi; ow < outW; ow++) cols[o + ow] = padValue;
           o += outW;
         }
       }
