@@ -14,8 +14,9 @@ import {
   MATMUL_RELAXED_WASM,
   MATMUL_SIMD_UNSHARED_WASM,
   MATMUL_SIMD_WASM,
-} from "../wasm/matmul_wasm.ts";
+} from "../wasm/modules.ts";
 import { KernelThreads, type PanelJob, runAlone } from "../threads.ts";
+import { decodeBase64 } from "../wasm/load.ts";
 
 /**
  * Copies the logical [rows, cols] matrix at `offset` (stored transposed when
@@ -152,10 +153,12 @@ const MAX_MEMORY_BYTES = 1 << 30;
 /** The memory's declared maximum, in 64 KiB pages (the `.wat` files' import). */
 const MAX_PAGES = MAX_MEMORY_BYTES / 65536;
 /**
- * Multiply-adds below which a product stays on one thread: waking the
- * workers and waiting for them costs about 10-20 µs.
+ * Multiply-adds below which a product stays on one thread (about 80 µs of
+ * work on one core): waking the workers and waiting for the last one costs
+ * 5-20 µs on an idle machine, and much more when the OS has descheduled a
+ * worker on a busy one.
  */
-const MIN_THREADED_MACS = 1 << 19;
+const MIN_THREADED_MACS = 1 << 21;
 
 /** Which matmul kernel float32 products use. */
 export type MatmulKernel = "relaxed-simd" | "simd" | "typescript";
@@ -175,13 +178,6 @@ interface WasmMatmul {
   view: Float32Array;
   /** Worker threads on `memory`, once some backend asked for more than one thread. */
   threads?: KernelThreads;
-}
-
-function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }
 
 /** The two modules, fastest first, with their A panel heights. */

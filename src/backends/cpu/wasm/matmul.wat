@@ -1,7 +1,7 @@
 ;; float32 matmul microkernel for the cpu backend, WebAssembly SIMD (f32x4).
 ;;
 ;; Hand-written; assembled by `deno run -A scripts/build_wasm.ts` (wabt's
-;; wat2wasm) into `matmul_wasm.ts`, which holds the bytes as base64 so nobody
+;; wat2wasm) into `modules.ts`, which holds the bytes as base64 so nobody
 ;; else needs wabt. The TypeScript side (`../kernels/matmul.ts`) does all the
 ;; bookkeeping: transposes, batch strides, edge tiles, cache blocking. This
 ;; module only multiplies packed panels, which it finds in the memory it imports:

@@ -4,7 +4,7 @@
 ;; (a 4x8 tile, mul + add) and is used where this module does not validate.
 ;;
 ;; Hand-written; assembled by `deno run -A scripts/build_wasm.ts` (wabt's
-;; wat2wasm --enable-relaxed-simd) into `matmul_wasm.ts`. The panel format
+;; wat2wasm --enable-relaxed-simd) into `modules.ts`. The panel format
 ;; and the calling convention are `matmul.wat`'s, except that A panels hold
 ;; 6 rows:
 ;;
