@@ -22,6 +22,9 @@ import { dataParallelSuite } from "./suites/dataparallel.ts";
 import { memorySuite } from "./suites/memory.ts";
 import { convSuite } from "./suites/conv.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
+import { runTargets, type TargetResult } from "./suites/targets.ts";
+import type { JaxjsPeer } from "./peers/jaxjs.ts";
+import { startPytorch } from "./peers/pytorch.ts";
 
 /** Every suite, in the order a full run measures them. */
 export const SUITES: readonly Suite[] = [
@@ -62,6 +65,8 @@ export interface BenchReport {
   readonly peers: readonly PeerResult[];
   /** multigrad against each peer with `--peers` (else empty). */
   readonly comparisons: readonly Comparison[];
+  /** The speed targets with `--peers`, each measured round-robin against its peers (else empty). */
+  readonly targets: readonly TargetResult[];
   /** Suites that threw, with the message. */
   readonly errors: readonly { readonly suite: string; readonly message: string }[];
 }
@@ -89,6 +94,20 @@ function fail(message: string): never {
   console.error(`bench: ${message}\n`);
   console.error(HELP);
   Deno.exit(2);
+}
+
+/**
+ * jax-js on one backend, loaded on demand (a computed specifier keeps the
+ * npm package out of runs without `--peers`).
+ */
+async function loadJaxjs(device: "wasm" | "webgpu"): Promise<JaxjsPeer | string> {
+  const url = new URL("./peers/jaxjs.ts", import.meta.url);
+  try {
+    const mod = await import(url.href) as typeof import("./peers/jaxjs.ts");
+    return await mod.startJaxjs(device);
+  } catch (error) {
+    return `bench/peers/jaxjs.ts failed to load: ${(error as Error).message}`;
+  }
 }
 
 /** Runs the benchmarks as the command line asks; returns the report. */
@@ -210,6 +229,7 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
 
   let peers: PeerResult[] = [];
   let comparisons: Comparison[] = [];
+  let targets: TargetResult[] = [];
   if (opts.peers) {
     const t0 = performance.now();
     try {
@@ -220,6 +240,22 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
       log(`  peers FAILED: ${message}`);
     }
     log(`  (peers: ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    const t1 = performance.now();
+    try {
+      const torch = await startPytorch();
+      try {
+        const found = await runTargets(ctx, loadJaxjs, torch);
+        targets = found.targets;
+        results.push(...found.results);
+      } finally {
+        if (typeof torch !== "string") await torch.close();
+      }
+    } catch (error) {
+      const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      errors.push({ suite: "targets", message });
+      log(`  targets FAILED: ${message}`);
+    }
+    log(`  (targets: ${((performance.now() - t1) / 1000).toFixed(1)} s)`);
   }
 
   const totalS = (performance.now() - started) / 1000;
@@ -247,6 +283,7 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
     results,
     peers,
     comparisons,
+    targets,
     errors,
   };
   if (opts.json) {

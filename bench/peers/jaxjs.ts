@@ -51,7 +51,8 @@ export const JAXJS_BACKENDS: readonly ("wasm" | "webgpu")[] = [
 
 type Jax = typeof import("npm:@jax-js/jax@0.1.25");
 type JaxArray = InstanceType<Jax["Array"]>;
-type Device = "wasm" | "webgpu";
+/** A jax-js backend benchmarked here. */
+export type Device = "wasm" | "webgpu";
 
 async function initDevice(jax: Jax, device: Device): Promise<void> {
   // Only the requested device, so that a failure is attributed to it.
@@ -64,34 +65,56 @@ async function initDevice(jax: Jax, device: Device): Promise<void> {
   jax.defaultDevice(device);
 }
 
+/** One product of two fixed n×n operands with its read, run after run; then dispose. */
+export interface PeerRunner {
+  /** One timed unit of work, ending with a read of its result. */
+  run(): Promise<void>;
+  /** What the last run gave (the product, or the loss), for checks. */
+  last(): ArrayLike<number> | number;
+  /** Releases the peer's arrays. */
+  dispose(): void;
+}
+
+function matmulRunner(jax: Jax, device: Device, n: number): PeerRunner & {
+  a: Float32Array;
+  b: Float32Array;
+} {
+  const np = jax.numpy;
+  const { a, b } = matmulInputs(n);
+  const ja = np.array(a, { shape: [n, n], dtype: np.float32, device });
+  const jb = np.array(b, { shape: [n, n], dtype: np.float32, device });
+  let out: ArrayLike<number> = [];
+  return {
+    a,
+    b,
+    async run() {
+      // `data()` reads the result back (and disposes it).
+      out = await np.matmul(ja.ref, jb.ref).data();
+    },
+    last: () => out,
+    dispose() {
+      quietly(() => ja.dispose());
+      quietly(() => jb.dispose());
+    },
+  };
+}
+
 async function matmulCase(
   jax: Jax,
   device: Device,
   n: number,
 ): Promise<CaseOutcome> {
-  const np = jax.numpy;
-  const { a, b } = matmulInputs(n);
-  const ja = np.array(a, { shape: [n, n], dtype: np.float32, device });
-  const jb = np.array(b, { shape: [n, n], dtype: np.float32, device });
+  const runner = matmulRunner(jax, device, n);
   try {
-    let out: ArrayLike<number> = [];
-    const times = await measure(async () => {
-      // `data()` reads the result back (and disposes it).
-      out = await np.matmul(ja.ref, jb.ref).data();
-    }, MATMUL_MEASURE);
-    checkMatmul(a, b, n, out);
+    const times = await measure(() => runner.run(), MATMUL_MEASURE);
+    checkMatmul(runner.a, runner.b, n, runner.last() as ArrayLike<number>);
     return { value: matmulGflops(n, median(times)), note: timingNote(times) };
   } finally {
-    quietly(() => ja.dispose());
-    quietly(() => jb.dispose());
+    runner.dispose();
   }
 }
 
-async function mlpCase(
-  jax: Jax,
-  device: Device,
-  steps: number,
-): Promise<CaseOutcome> {
+function mlpRunner(jax: Jax, device: Device): PeerRunner {
   const { numpy: np, nn } = jax;
   const data = mlpData();
   const { batch, dims, lr } = MLP_SPEC;
@@ -122,15 +145,36 @@ async function mlpCase(
     const next = p.map((w, i) => w.sub(grads[i].mul(lr)));
     return [value, next] as [JaxArray, JaxArray[]];
   });
-
-  const losses: number[] = [];
-  try {
-    const times = await measure(async () => {
+  let lossValue = NaN;
+  return {
+    async run() {
       const [value, next] = step(params, x.ref, y.ref);
       params = next;
       // Wait for the updated parameters too, not only for the loss kernel.
       await jax.blockUntilReady(params);
-      losses.push((await value.data())[0]);
+      lossValue = (await value.data())[0];
+    },
+    last: () => lossValue,
+    dispose() {
+      quietly(() => jax.tree.dispose(params));
+      quietly(() => x.dispose());
+      quietly(() => y.dispose());
+      quietly(() => step.dispose());
+    },
+  };
+}
+
+async function mlpCase(
+  jax: Jax,
+  device: Device,
+  steps: number,
+): Promise<CaseOutcome> {
+  const runner = mlpRunner(jax, device);
+  const losses: number[] = [];
+  try {
+    const times = await measure(async () => {
+      await runner.run();
+      losses.push(runner.last() as number);
     }, { ...MLP_MEASURE, maxIters: steps });
     if (!losses.every(Number.isFinite)) throw new Error("non-finite loss");
     return {
@@ -140,10 +184,30 @@ async function mlpCase(
       }`,
     };
   } finally {
-    quietly(() => jax.tree.dispose(params));
-    quietly(() => x.dispose());
-    quietly(() => y.dispose());
-    quietly(() => step.dispose());
+    runner.dispose();
+  }
+}
+
+/** jax-js on one backend, ready to give runners (for round-robin timing beside multigrad). */
+export interface JaxjsPeer {
+  /** One n×n product with its read per run. */
+  matmul(n: number): PeerRunner;
+  /** One jit-compiled SGD step of the MLP (784-512-512-10 b256), loss read, per run. */
+  mlp(): PeerRunner;
+}
+
+/**
+ * Loads jax-js and initializes `device` (`"wasm"` or `"webgpu"`), or
+ * resolves with why it cannot run here.
+ */
+export async function startJaxjs(device: Device): Promise<JaxjsPeer | string> {
+  try {
+    // deno-lint-ignore no-import-prefix -- pinned peer, no root import map
+    const jax: Jax = await import("npm:@jax-js/jax@0.1.25");
+    await withTimeout(initDevice(jax, device), 60_000, `jax-js ${device}`);
+    return { matmul: (n) => matmulRunner(jax, device, n), mlp: () => mlpRunner(jax, device) };
+  } catch (e) {
+    return errorMessage(e);
   }
 }
 

@@ -126,9 +126,11 @@ export async function measure(
  * Times several cases round-robin (a run of each per round, the starting case
  * rotating), so that the load of other processes on a shared machine hits
  * every case alike and their ratios stay meaningful. `budgetS` is per case.
+ * A run that resolves with a number has timed itself (a peer in another
+ * process): that number of milliseconds is its sample.
  */
 export async function measureInterleaved(
-  runs: readonly (() => Promise<void>)[],
+  runs: readonly (() => Promise<void | number>)[],
   options: MeasureOptions,
 ): Promise<Timing[]> {
   const warmup = options.warmup ?? 1;
@@ -144,8 +146,8 @@ export async function measureInterleaved(
     for (let j = 0; j < runs.length; j++) {
       const c = (round + j) % runs.length;
       const t0 = performance.now();
-      await runs[c]();
-      const ms = performance.now() - t0;
+      const own = await runs[c]();
+      const ms = typeof own === "number" ? own : performance.now() - t0;
       samples[c].push(ms);
       spent += ms;
     }

@@ -36,14 +36,31 @@ export interface MlpConfig {
   readonly layers: readonly number[];
   /** Rows per step. */
   readonly batch: number;
+  /** Between the linear layers (default ReLU). */
+  readonly activation?: "relu" | "gelu";
+  /** The optimizer, lr 0.01 (default SGD). */
+  readonly optimizer?: "sgd" | "adam";
 }
 
 /** The headline MLP: 784-512-512-10, batch 256. */
 export const MLP_CONFIG: MlpConfig = { layers: [784, 512, 512, 10], batch: 256 };
 
-/** `784-512-512-10 b256`. */
+/**
+ * The demo's model (`examples/demo/model.ts`): 2-64-64-3 with GELU, Adam,
+ * batch 128, where the cost per op, not the arithmetic, sets the speed.
+ */
+export const SMALL_MLP_CONFIG: MlpConfig = {
+  layers: [2, 64, 64, 3],
+  batch: 128,
+  activation: "gelu",
+  optimizer: "adam",
+};
+
+/** `784-512-512-10 b256`, `2-64-64-3 GELU Adam b128`. */
 export function describeMlp(config: MlpConfig): string {
-  return `${config.layers.join("-")} b${config.batch}`;
+  const act = config.activation === "gelu" ? " GELU" : "";
+  const opt = config.optimizer === "adam" ? " Adam" : "";
+  return `${config.layers.join("-")}${act}${opt} b${config.batch}`;
 }
 
 /** Multiply-adds x 2 of one step: forward 2·b·in·out per layer, backward twice that. */
@@ -63,8 +80,8 @@ export interface MlpSetup {
   readonly runner: nn.Module;
   /** Cross-entropy. */
   readonly lossFn: nn.CrossEntropyLoss;
-  /** SGD, lr 0.01, over the model's parameters. */
-  readonly optimizer: optim.SGD;
+  /** SGD (or Adam), lr 0.01, over the model's parameters. */
+  readonly optimizer: optim.SGD | optim.Adam;
   /** Inputs [batch, in]. */
   readonly x: Tensor;
   /** int32 class indices [batch]. */
@@ -87,12 +104,16 @@ export function createMlp(
   const { layers } = config;
   for (let i = 0; i + 1 < layers.length; i++) {
     mods.push(new nn.Linear(layers[i], layers[i + 1]));
-    if (i + 2 < layers.length) mods.push(new nn.ReLU());
+    if (i + 2 < layers.length) {
+      mods.push(config.activation === "gelu" ? new nn.GELU() : new nn.ReLU());
+    }
   }
   const model = new nn.Sequential(...mods).to(device);
   const runner = wrap(model);
   const lossFn = new nn.CrossEntropyLoss();
-  const optimizer = new optim.SGD(model.parameters(), { lr: 0.01 });
+  const optimizer = config.optimizer === "adam"
+    ? new optim.Adam(model.parameters(), { lr: 0.01 })
+    : new optim.SGD(model.parameters(), { lr: 0.01 });
   const x = randn([config.batch, layers[0]], { device });
   const random = seededRandom(7);
   const classes = layers[layers.length - 1];

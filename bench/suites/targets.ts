@@ -1,0 +1,344 @@
+/**
+ * `--peers` speed targets: multigrad against jax-js and PyTorch, each
+ * comparison measured round-robin in one run (one run of every contender
+ * per round, the starting one rotating), so that a shared machine's load
+ * hits all of them alike. Prints one row per target with the ratio, the
+ * goal and whether it is met.
+ *
+ * Contenders per comparison: multigrad's cpu backend against jax-js's
+ * `wasm` backend (multi-threaded WebAssembly) and PyTorch on the host
+ * (`bench/pytorch_mlp.py`, its default threads); multigrad's webgpu
+ * backend against jax-js's `webgpu` backend on the same adapter. Every run
+ * ends with a read of its result (the product, or the step's loss).
+ * @module
+ */
+
+import { type Device, randn, type Tensor } from "../../mod.ts";
+import {
+  type BenchResult,
+  fmt,
+  measureInterleaved,
+  settle,
+  type SuiteContext,
+  Table,
+} from "./_common.ts";
+import { countGpuCalls } from "./_profile.ts";
+import {
+  createMlp,
+  describeMlp,
+  MLP_CONFIG,
+  type MlpConfig,
+  runStep,
+  SMALL_MLP_CONFIG,
+} from "./mlp.ts";
+import type { JaxjsPeer, PeerRunner } from "../peers/jaxjs.ts";
+import type { PytorchPeer } from "../peers/pytorch.ts";
+
+/** One target's outcome. */
+export interface TargetResult {
+  /** What is compared. */
+  readonly target: string;
+  /** multigrad's number and unit. */
+  readonly ours: number;
+  /** Unit of `ours` (and `theirs`). */
+  readonly unit: string;
+  /** The peer it is set against (empty for absolute targets). */
+  readonly peer: string;
+  /** The peer's number, NaN when absolute or when the peer could not run. */
+  readonly theirs: number;
+  /** The compared quantity: a speed ratio (above 1 = multigrad faster), or `ours` itself. */
+  readonly ratio: number;
+  /** What `ratio` must reach, as text (`>= 1.3x`, `<= 1.5 ms`); `-` for a reference row. */
+  readonly goal: string;
+  /** Whether it does; null for a reference row (a peer shown beside an absolute goal). */
+  readonly met: boolean | null;
+}
+
+type Run = () => Promise<void | number>;
+
+interface Contender {
+  readonly name: string;
+  readonly run: Run;
+}
+
+/** A multigrad product of two n×n float32 operands on `device`, read back each run. */
+function ourMatmul(device: Device, n: number): { run: Run; dispose(): void } {
+  const a = randn([n, n], { device });
+  const b = randn([n, n], { device });
+  return {
+    async run() {
+      const c: Tensor = a.matmul(b);
+      await c.data();
+      c.dispose();
+    },
+    dispose() {
+      a.dispose();
+      b.dispose();
+    },
+  };
+}
+
+/** A multigrad training step of `config` on `device`, loss read each run. */
+function ourStep(device: Device, config: MlpConfig): { run: Run; dispose(): void; step: Run } {
+  const s = createMlp(device, config);
+  const step = async () => void await runStep(s);
+  return { run: step, step, dispose: () => s.dispose() };
+}
+
+/** Medians of interleaved contenders, by name. */
+async function compare(
+  ctx: SuiteContext,
+  contenders: readonly Contender[],
+  warmup = 2,
+): Promise<Map<string, number>> {
+  const timings = await measureInterleaved(contenders.map((c) => c.run), {
+    warmup,
+    minRuns: ctx.quick ? 2 : 5,
+    budgetS: ctx.budgetS,
+  });
+  return new Map(contenders.map((c, i) => [c.name, timings[i].medianMs]));
+}
+
+const gflops = (n: number, ms: number) => (2 * n ** 3) / (ms * 1e6);
+
+/**
+ * Measures every target whose contenders are available; `jaxjs` loads a
+ * jax-js backend (or says why not), `torch` is the PyTorch peer or why not.
+ */
+export async function runTargets(
+  ctx: SuiteContext,
+  jaxjs: (device: "wasm" | "webgpu") => Promise<JaxjsPeer | string>,
+  torch: PytorchPeer | string,
+): Promise<{ targets: TargetResult[]; results: BenchResult[] }> {
+  const n = ctx.quick ? 256 : 1024;
+  const targets: TargetResult[] = [];
+  const results: BenchResult[] = [];
+  const table = new Table(
+    `targets (issue 14): contenders timed round-robin in this run; ratio > 1 = multigrad faster` +
+      ` (PyTorch: ${typeof torch === "string" ? `not run, ${torch}` : torch.info})`,
+    [
+      { title: "target", width: 44, right: false },
+      { title: "multigrad", width: 14 },
+      { title: "peer", width: 14, right: false },
+      { title: "peer value", width: 14 },
+      { title: "ratio", width: 7 },
+      { title: "goal", width: 10, right: false },
+      { title: "met", width: 3, right: false },
+    ],
+    ctx.log,
+  );
+  const add = (t: TargetResult) => {
+    targets.push(t);
+    const value = (x: number) => Number.isFinite(x) ? `${fmt(x)} ${t.unit}` : "-";
+    table.row([
+      t.target,
+      value(t.ours),
+      t.peer,
+      value(t.theirs),
+      Number.isFinite(t.ratio) ? (t.peer ? `${fmt(t.ratio)}x` : fmt(t.ratio)) : "-",
+      t.goal,
+      t.met === null ? "" : t.met ? "yes" : "NO",
+    ]);
+  };
+  const speedup = (
+    target: string,
+    peer: string,
+    ours: number,
+    theirs: number,
+    unit: string,
+    goal: number | null,
+  ) => {
+    // Throughputs compare ours / theirs; times theirs / ours.
+    const ratio = unit === "GFLOP/s" ? ours / theirs : theirs / ours;
+    add({
+      target,
+      ours,
+      unit,
+      peer,
+      theirs,
+      ratio,
+      goal: goal === null ? "-" : `>= ${fmt(goal)}x`,
+      met: goal === null ? null : ratio >= goal,
+    });
+  };
+  const torchRun = (name: "matmul" | "mlp" | "demo"): Contender[] =>
+    typeof torch === "string" ? [] : [{ name: "torch", run: () => torch.run(name) }];
+  const noteMissing = (what: string, why: string) => table.note(`${what}: not measured (${why})`);
+
+  if (ctx.backends.includes("cpu")) {
+    const [cpu] = await ctx.devices("cpu", 1);
+    const wasm = await jaxjs("wasm");
+    if (typeof wasm === "string") noteMissing("jax-js wasm", wasm);
+
+    // 1. matmul n, cpu, one read per product.
+    {
+      const ours = ourMatmul(cpu, n);
+      const theirs: PeerRunner | null = typeof wasm === "string" ? null : wasm.matmul(n);
+      try {
+        const ms = await compare(ctx, [
+          { name: "ours", run: ours.run },
+          ...(theirs ? [{ name: "jax", run: () => theirs.run() }] : []),
+          ...torchRun("matmul"),
+        ]);
+        const mine = gflops(n, ms.get("ours")!);
+        results.push(result("cpu", `matmul ${n}`, mine, "GFLOP/s"));
+        if (theirs) {
+          speedup(
+            `matmul ${n} f32 cpu (+read)`,
+            "jax-js wasm",
+            mine,
+            gflops(n, ms.get("jax")!),
+            "GFLOP/s",
+            1,
+          );
+        }
+        if (ms.has("torch")) {
+          speedup(
+            `matmul ${n} f32 cpu`,
+            "PyTorch",
+            mine,
+            gflops(n, ms.get("torch")!),
+            "GFLOP/s",
+            null,
+          );
+        }
+      } finally {
+        ours.dispose();
+        theirs?.dispose();
+      }
+    }
+    await settle();
+
+    // 2. The MLP step, cpu.
+    {
+      const ours = ourStep(cpu, MLP_CONFIG);
+      const theirs: PeerRunner | null = typeof wasm === "string" ? null : wasm.mlp();
+      try {
+        const ms = await compare(ctx, [
+          { name: "ours", run: ours.run },
+          ...(theirs ? [{ name: "jax", run: () => theirs.run() }] : []),
+          ...torchRun("mlp"),
+        ]);
+        const mine = ms.get("ours")!;
+        const label = `MLP ${describeMlp(MLP_CONFIG)} SGD step, cpu`;
+        results.push(result("cpu", "mlp step", mine, "ms/step"));
+        if (theirs) speedup(label, "jax-js wasm", mine, ms.get("jax")!, "ms/step", 1.3);
+        if (ms.has("torch")) {
+          // Within 1.2x of PyTorch's time: speed ratio >= 1/1.2.
+          speedup(label, "PyTorch", mine, ms.get("torch")!, "ms/step", 1 / 1.2);
+        }
+      } finally {
+        ours.dispose();
+        theirs?.dispose();
+      }
+    }
+    await settle();
+
+    // 3. The small model's step, cpu: an absolute goal, PyTorch beside it.
+    {
+      const ours = ourStep(cpu, SMALL_MLP_CONFIG);
+      try {
+        const ms = await compare(ctx, [{ name: "ours", run: ours.run }, ...torchRun("demo")], 20);
+        const mine = ms.get("ours")!;
+        const label = `small step ${describeMlp(SMALL_MLP_CONFIG)}, cpu`;
+        results.push(result("cpu", "small step", mine, "ms/step"));
+        add({
+          target: label,
+          ours: mine,
+          unit: "ms/step",
+          peer: "",
+          theirs: NaN,
+          ratio: mine,
+          goal: "<= 1.5 ms",
+          met: mine <= 1.5,
+        });
+        if (ms.has("torch")) speedup(label, "PyTorch", mine, ms.get("torch")!, "ms/step", null);
+      } finally {
+        ours.dispose();
+      }
+    }
+    await settle();
+  }
+
+  if (ctx.backends.includes("webgpu")) {
+    const [gpu] = await ctx.devices("webgpu", 1);
+
+    // 4. The small model's step on webgpu: absolute, one submit and one read.
+    {
+      const ours = ourStep(gpu, SMALL_MLP_CONFIG);
+      try {
+        const ms = await compare(ctx, [{ name: "ours", run: ours.run }], 5);
+        const mine = ms.get("ours")!;
+        const calls = await countGpuCalls(async () => void await ours.step());
+        results.push(
+          result("webgpu", "small step", mine, "ms/step", {
+            submits: calls.submits,
+            maps: calls.maps,
+            dispatches: calls.dispatches,
+          }),
+        );
+        add({
+          target: `small step ${describeMlp(SMALL_MLP_CONFIG)}, webgpu`,
+          ours: mine,
+          unit: "ms/step",
+          peer: "",
+          theirs: NaN,
+          ratio: mine,
+          goal: "<= 14 ms",
+          met: mine <= 14,
+        });
+        table.note(
+          `webgpu small step: ${calls.submits} submit(s), ${calls.maps} read(s) (mapAsync), ` +
+            `${calls.dispatches} dispatches per step`,
+        );
+      } finally {
+        ours.dispose();
+      }
+    }
+    await settle();
+
+    // 5. matmul n on webgpu, one read per product.
+    {
+      const jaxGpu = await jaxjs("webgpu");
+      if (typeof jaxGpu === "string") noteMissing("jax-js webgpu", jaxGpu);
+      const ours = ourMatmul(gpu, n);
+      const theirs: PeerRunner | null = typeof jaxGpu === "string" ? null : jaxGpu.matmul(n);
+      try {
+        const ms = await compare(ctx, [
+          { name: "ours", run: ours.run },
+          ...(theirs ? [{ name: "jax", run: () => theirs.run() }] : []),
+        ]);
+        const mine = gflops(n, ms.get("ours")!);
+        results.push(result("webgpu", `matmul ${n} +read`, mine, "GFLOP/s"));
+        if (theirs) {
+          speedup(
+            `matmul ${n} f32 webgpu, one read per product`,
+            "jax-js webgpu",
+            mine,
+            gflops(n, ms.get("jax")!),
+            "GFLOP/s",
+            2,
+          );
+        }
+      } finally {
+        ours.dispose();
+        theirs?.dispose();
+      }
+    }
+  }
+  table.note(
+    "ratio: our GFLOP/s / theirs, or their ms / ours (so within 1.2x of PyTorch's time is >= 0.83x);" +
+      " goal '-': shown for reference",
+  );
+  return { targets, results };
+}
+
+function result(
+  backend: string,
+  kase: string,
+  value: number,
+  unit: string,
+  extra?: Record<string, number>,
+): BenchResult {
+  return { suite: "targets", backend, case: kase, value, unit, ...(extra ? { extra } : {}) };
+}
