@@ -15,7 +15,12 @@
  * @module
  */
 
-import "./src/backends/builtin.ts";
+import { BUILTIN_BACKENDS } from "./src/backends/builtin.ts";
+import { registerBackend } from "./src/device.ts";
+
+for (const { name, factory, priority } of BUILTIN_BACKENDS) {
+  registerBackend(name, factory, { priority });
+}
 
 export { Tensor } from "./src/tensor.ts";
 export type { NestedNumbers } from "./src/tensor.ts";
@@ -35,26 +40,22 @@ export { cpuBackend } from "./src/backends/cpu/mod.ts";
 export type { CpuBackendOptions } from "./src/backends/cpu/mod.ts";
 export { webgpuBackend } from "./src/backends/webgpu/mod.ts";
 export type { WebGPUBackendOptions } from "./src/backends/webgpu/mod.ts";
-export { enableGrad, Function, FunctionCtx, isGradEnabled, noGrad } from "./src/autograd.ts";
-export { Node, queueBackwardCallback, registerPostAccumulateGradHook } from "./src/autograd.ts";
-export type {
-  BackwardFn,
-  BackwardOptions,
-  OutputMeta,
-  PostAccumulateGradHook,
-} from "./src/autograd.ts";
-export { keep, Storage, tidy } from "./src/storage.ts";
-export type { HasStorage } from "./src/storage.ts";
-export { Stream } from "./src/stream.ts";
+export { enableGrad, isGradEnabled, noGrad } from "./src/autograd.ts";
+export { queueBackwardCallback, registerPostAccumulateGradHook } from "./src/autograd.ts";
+export type { BackwardOptions, PostAccumulateGradHook } from "./src/autograd.ts";
+export { Function, FunctionCtx } from "./src/function.ts";
+export { keep, tidy } from "./src/storage.ts";
 export { DeviceLostError } from "./src/errors.ts";
+// The backend contract's types: `registerBackend` takes a factory of this
+// shape. Writing a backend also needs `wrapDevice` and `lowbias32`, from
+// the contract module itself (`@multigrad/core/backend`).
+export type * from "./src/backends/backend.ts";
 export { seededRandom } from "./src/util.ts";
 export type { DType, TypedArray } from "./src/dtype.ts";
-export type * from "./src/backends/backend.ts";
-export { lowbias32 } from "./src/backends/backend.ts";
 export * as parallel from "./src/parallel/mod.ts";
-export * as nn from "./src/nn/mod.ts";
+export * as nn from "./src/namespaces/nn.ts";
 export * as optim from "./src/optim/mod.ts";
-export * as data from "./src/data/mod.ts";
+export * as data from "./src/namespaces/data.ts";
 export * as distributed from "./src/distributed/mod.ts";
 export {
   fromSafetensors,

@@ -9,7 +9,10 @@ import { Stream } from "./stream.ts";
 
 /** A started device: a backend's memory and kernels plus the stream that orders them. */
 export class Device {
-  /** The in-order queue every operation on this device goes through. */
+  /**
+   * The in-order queue every operation on this device goes through: internal.
+   * @ignore
+   */
   readonly stream: Stream;
 
   /** Wraps a started backend device; use {@link requestDevices} rather than this. */
@@ -18,7 +21,10 @@ export class Device {
     readonly backend: string,
     /** Position among this backend's devices (0, 1, ...). */
     readonly index: number,
-    /** The backend's memory and kernel table for this device. */
+    /**
+     * The backend's memory and kernel table for this device: internal.
+     * @ignore
+     */
     readonly backendDevice: BackendDevice,
   ) {
     this.stream = new Stream(`${backend}:${index}`);

@@ -15,6 +15,7 @@
 
 import type { DeviceBuffer } from "./backends/backend.ts";
 import type { Device } from "./device.ts";
+import type { Tensor } from "./tensor.ts";
 import type { DType } from "./dtype.ts";
 import { isPlainObject } from "./util.ts";
 
@@ -190,7 +191,7 @@ export function tidy<T>(fn: () => T): T {
 }
 
 /** Marks a tensor's memory to survive every enclosing {@link tidy} scope. */
-export function keep<T extends HasStorage>(tensor: T): T {
+export function keep<T extends Tensor>(tensor: T): T {
   for (const scope of scopes) scope.delete(tensor.storage);
   return tensor;
 }

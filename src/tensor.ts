@@ -11,15 +11,95 @@ import { type Device, device as resolveDevice } from "./device.ts";
 import { type DType, DTYPES, isFloat, type TypedArray } from "./dtype.ts";
 import { formatShape, normalizeDim, numelOf, sameShape, type Shape } from "./shape.ts";
 import { settleReleases, type Storage } from "./storage.ts";
-import * as ew from "./ops/elementwise.ts";
-import * as red from "./ops/reduce.ts";
-import * as view from "./ops/view.ts";
-import * as indexing from "./ops/indexing.ts";
-import { matmul } from "./ops/linalg.ts";
-import { logSoftmax, softmax } from "./ops/softmax.ts";
-import { copyAcross, toDevice } from "./ops/transfer.ts";
-import { full } from "./ops/factory.ts";
-import { launch, type TensorLike } from "./ops/util.ts";
+import type * as elementwise from "./ops/elementwise.ts";
+import type * as reduce from "./ops/reduce.ts";
+import type * as view from "./ops/view.ts";
+import type * as indexing from "./ops/indexing.ts";
+import type * as linalg from "./ops/linalg.ts";
+import type * as softmax from "./ops/softmax.ts";
+import type * as transfer from "./ops/transfer.ts";
+import type * as factory from "./ops/factory.ts";
+import type { TensorLike } from "./ops/util.ts";
+
+/**
+ * The operations Tensor's methods call. The ops modules install them
+ * (`src/ops/install.ts`), so that this file imports no op: the ops depend
+ * on Tensor, never the reverse.
+ */
+export type TensorOps =
+  & Pick<
+    typeof elementwise,
+    | "abs"
+    | "add"
+    | "cast"
+    | "ceil"
+    | "clamp"
+    | "compare"
+    | "cos"
+    | "div"
+    | "exp"
+    | "expm1"
+    | "floor"
+    | "gelu"
+    | "log"
+    | "log1p"
+    | "maximum"
+    | "minimum"
+    | "mul"
+    | "neg"
+    | "pow"
+    | "reciprocal"
+    | "relu"
+    | "round"
+    | "rsqrt"
+    | "sigmoid"
+    | "sign"
+    | "sin"
+    | "sqrt"
+    | "square"
+    | "sub"
+    | "tanh"
+  >
+  & Pick<typeof reduce, "argmax" | "argmin" | "max" | "mean" | "min" | "sum">
+  & Pick<
+    typeof view,
+    | "chunk"
+    | "clone"
+    | "expand"
+    | "flatten"
+    | "indexSelect"
+    | "narrow"
+    | "permute"
+    | "reshape"
+    | "split"
+    | "squeeze"
+    | "transpose"
+    | "unbind"
+    | "unsqueeze"
+  >
+  & Pick<typeof indexing, "gather" | "maskedFill" | "select" | "where">
+  & Pick<typeof linalg, "matmul">
+  & Pick<typeof softmax, "logSoftmax" | "softmax">
+  & Pick<typeof transfer, "copyInto" | "toDevice">
+  & Pick<typeof factory, "full">;
+
+/** Stands in until the ops are installed: any method call says what is missing. */
+const notInstalled = new Proxy({}, {
+  get: (_target, name) => () => {
+    throw new Error(
+      `Tensor.${
+        String(name)
+      }: the tensor operations are not installed; import multigrad's mod.ts (or src/ops/install.ts)`,
+    );
+  },
+}) as TensorOps;
+
+let ops: TensorOps = notInstalled;
+
+/** @internal Gives Tensor's methods their implementations (called once by `src/ops/install.ts`). */
+export function installTensorOps(table: TensorOps): void {
+  ops = table;
+}
 
 /** Nested arrays of numbers as `toArray()` gives them. */
 export type NestedNumbers = number | NestedNumbers[];
@@ -44,7 +124,10 @@ export class Tensor {
     this.#shape = Object.freeze([...shape]);
   }
 
-  /** The storage (shared by reshaped views). */
+  /**
+   * The storage (shared by reshaped views): internal.
+   * @ignore
+   */
   get storage(): Storage {
     return this.#storage;
   }
@@ -109,11 +192,17 @@ export class Tensor {
     }
     this.#grad = value;
   }
-  /** The node that made this tensor, or null for leaves. */
+  /**
+   * The graph node that made this tensor, or null for leaves: internal.
+   * @ignore
+   */
   get gradFn(): Node | null {
     return this.#gradFn;
   }
-  /** Which output of {@link gradFn} this is. */
+  /**
+   * Which output of `gradFn` this is: internal.
+   * @ignore
+   */
   get outputIndex(): number {
     return this.#outputIndex;
   }
@@ -142,24 +231,7 @@ export class Tensor {
         } (${this.dtype})`,
       );
     }
-    if (value.device !== this.device) {
-      copyAcross(value, this);
-      return;
-    }
-    const n = this.numel();
-    if (n === 0 || value.storage === this.storage) return;
-    const src = value.storage.buffer("assign");
-    const dst = this.storage.buffer("assign");
-    launch(this.device, "copy", {
-      x: src,
-      out: dst,
-      shape: [n],
-      xStrides: [1],
-      xOffset: 0,
-      outStrides: [1],
-      outOffset: 0,
-      dtype: this.dtype,
-    });
+    ops.copyInto(value, this);
   }
 
   /** @internal Replaces the storage (same numel and dtype). */
@@ -234,7 +306,7 @@ export class Tensor {
           }, pass a gradient of that shape`,
         );
       }
-      g = full([...this.shape], 1, { dtype: this.dtype, device: this.device });
+      g = ops.full([...this.shape], 1, { dtype: this.dtype, device: this.device });
     } else if (!sameShape(g.shape, this.shape)) {
       throw new RangeError(
         `backward: gradient shape ${formatShape(g.shape)} does not match the tensor's shape ${
@@ -259,7 +331,7 @@ export class Tensor {
 
   /** Zeros like this tensor (same shape, dtype and device). */
   zerosLike(): Tensor {
-    return full([...this.shape], 0, { dtype: this.dtype, device: this.device });
+    return ops.full([...this.shape], 0, { dtype: this.dtype, device: this.device });
   }
 
   // ---- movement and conversion ----
@@ -267,7 +339,7 @@ export class Tensor {
   /** A copy on `target` (a device or its name), or converted to a dtype. Never waits. */
   to(target: Device | string | DType): Tensor {
     if (target === "float32" || target === "int32" || target === "float64") {
-      return ew.cast(this, target);
+      return ops.cast(this, target);
     }
     let d: Device;
     try {
@@ -283,207 +355,207 @@ export class Tensor {
       }
       throw error;
     }
-    return toDevice(this, d);
+    return ops.toDevice(this, d);
   }
   /** A contiguous copy with its own storage. */
   clone(): Tensor {
-    return view.clone(this);
+    return ops.clone(this);
   }
 
   // ---- elementwise ----
 
   /** this + other. */
   add(other: TensorLike): Tensor {
-    return ew.add(this, other);
+    return ops.add(this, other);
   }
   /** this - other. */
   sub(other: TensorLike): Tensor {
-    return ew.sub(this, other);
+    return ops.sub(this, other);
   }
   /** this * other. */
   mul(other: TensorLike): Tensor {
-    return ew.mul(this, other);
+    return ops.mul(this, other);
   }
   /** this / other (true division). */
   div(other: TensorLike): Tensor {
-    return ew.div(this, other);
+    return ops.div(this, other);
   }
   /** this ** exponent. */
   pow(exponent: TensorLike): Tensor {
-    return ew.pow(this, exponent);
+    return ops.pow(this, exponent);
   }
   /** Elementwise maximum with `other`. */
   maximum(other: TensorLike): Tensor {
-    return ew.maximum(this, other);
+    return ops.maximum(this, other);
   }
   /** Elementwise minimum with `other`. */
   minimum(other: TensorLike): Tensor {
-    return ew.minimum(this, other);
+    return ops.minimum(this, other);
   }
   /** Clamps into [min, max]. */
   clamp(min?: number, max?: number): Tensor {
-    return ew.clamp(this, min, max);
+    return ops.clamp(this, min, max);
   }
   /** -this. */
   neg(): Tensor {
-    return ew.neg(this);
+    return ops.neg(this);
   }
   /** e^this. */
   exp(): Tensor {
-    return ew.exp(this);
+    return ops.exp(this);
   }
   /** Natural log. */
   log(): Tensor {
-    return ew.log(this);
+    return ops.log(this);
   }
   /** Square root. */
   sqrt(): Tensor {
-    return ew.sqrt(this);
+    return ops.sqrt(this);
   }
   /** Absolute value. */
   abs(): Tensor {
-    return ew.abs(this);
+    return ops.abs(this);
   }
   /** max(this, 0). */
   relu(): Tensor {
-    return ew.relu(this);
+    return ops.relu(this);
   }
   /** Logistic sigmoid. */
   sigmoid(): Tensor {
-    return ew.sigmoid(this);
+    return ops.sigmoid(this);
   }
   /** Hyperbolic tangent. */
   tanh(): Tensor {
-    return ew.tanh(this);
+    return ops.tanh(this);
   }
   /** GELU (exact erf). */
   gelu(): Tensor {
-    return ew.gelu(this);
+    return ops.gelu(this);
   }
   /** -1, 0 or 1 (0 for NaN). */
   sign(): Tensor {
-    return ew.sign(this);
+    return ops.sign(this);
   }
   /** Sine. */
   sin(): Tensor {
-    return ew.sin(this);
+    return ops.sin(this);
   }
   /** Cosine. */
   cos(): Tensor {
-    return ew.cos(this);
+    return ops.cos(this);
   }
   /** Largest integer <= each element. */
   floor(): Tensor {
-    return ew.floor(this);
+    return ops.floor(this);
   }
   /** Smallest integer >= each element. */
   ceil(): Tensor {
-    return ew.ceil(this);
+    return ops.ceil(this);
   }
   /** Nearest integer, halves to even (as PyTorch). */
   round(): Tensor {
-    return ew.round(this);
+    return ops.round(this);
   }
   /** ln(1 + this), accurate for small values. */
   log1p(): Tensor {
-    return ew.log1p(this);
+    return ops.log1p(this);
   }
   /** e^this - 1, accurate for small values. */
   expm1(): Tensor {
-    return ew.expm1(this);
+    return ops.expm1(this);
   }
   /** 1 / sqrt(this). */
   rsqrt(): Tensor {
-    return ew.rsqrt(this);
+    return ops.rsqrt(this);
   }
   /** 1 / this. */
   reciprocal(): Tensor {
-    return ew.reciprocal(this);
+    return ops.reciprocal(this);
   }
   /** this * this. */
   square(): Tensor {
-    return ew.square(this);
+    return ops.square(this);
   }
   /** 1 where equal, else 0 (no gradient). */
   eq(other: TensorLike): Tensor {
-    return ew.compare("eq", this, other);
+    return ops.compare("eq", this, other);
   }
   /** 1 where not equal. */
   ne(other: TensorLike): Tensor {
-    return ew.compare("ne", this, other);
+    return ops.compare("ne", this, other);
   }
   /** 1 where less. */
   lt(other: TensorLike): Tensor {
-    return ew.compare("lt", this, other);
+    return ops.compare("lt", this, other);
   }
   /** 1 where less or equal. */
   le(other: TensorLike): Tensor {
-    return ew.compare("le", this, other);
+    return ops.compare("le", this, other);
   }
   /** 1 where greater. */
   gt(other: TensorLike): Tensor {
-    return ew.compare("gt", this, other);
+    return ops.compare("gt", this, other);
   }
   /** 1 where greater or equal. */
   ge(other: TensorLike): Tensor {
-    return ew.compare("ge", this, other);
+    return ops.compare("ge", this, other);
   }
 
   // ---- reductions ----
 
   /** Sum over `dim` (all dims when omitted). */
   sum(dim?: number | number[], keepdim = false): Tensor {
-    return red.sum(this, dim, keepdim);
+    return ops.sum(this, dim, keepdim);
   }
   /** Mean over `dim` (all dims when omitted). */
   mean(dim?: number | number[], keepdim = false): Tensor {
-    return red.mean(this, dim, keepdim);
+    return ops.mean(this, dim, keepdim);
   }
   /** Maximum values over `dim` (of all elements when omitted). */
   max(dim?: number, keepdim = false): Tensor {
-    return red.max(this, dim, keepdim);
+    return ops.max(this, dim, keepdim);
   }
   /** Minimum values over `dim`. */
   min(dim?: number, keepdim = false): Tensor {
-    return red.min(this, dim, keepdim);
+    return ops.min(this, dim, keepdim);
   }
   /** int32 index of the maximum over `dim` (of the flattened tensor when omitted). */
   argmax(dim?: number, keepdim = false): Tensor {
-    return red.argmax(this, dim, keepdim);
+    return ops.argmax(this, dim, keepdim);
   }
   /** int32 index of the minimum. */
   argmin(dim?: number, keepdim = false): Tensor {
-    return red.argmin(this, dim, keepdim);
+    return ops.argmin(this, dim, keepdim);
   }
 
   // ---- linear algebra and activations ----
 
   /** Matrix product (PyTorch's rules). */
   matmul(other: Tensor): Tensor {
-    return matmul(this, other);
+    return ops.matmul(this, other);
   }
   /** Softmax along `dim`. */
   softmax(dim: number): Tensor {
-    return softmax(this, dim);
+    return ops.softmax(this, dim);
   }
   /** Log-softmax along `dim`. */
   logSoftmax(dim: number): Tensor {
-    return logSoftmax(this, dim);
+    return ops.logSoftmax(this, dim);
   }
 
   // ---- shape ----
 
   /** Same data, new shape (one dim may be -1). */
   reshape(shape: readonly number[]): Tensor {
-    return view.reshape(this, shape);
+    return ops.reshape(this, shape);
   }
   /** As {@link reshape} (tensors here are always contiguous). */
   view(shape: readonly number[]): Tensor {
-    return view.reshape(this, shape, "view");
+    return ops.reshape(this, shape, "view");
   }
   /** Swaps two dims. */
   transpose(dim0: number, dim1: number): Tensor {
-    return view.transpose(this, dim0, dim1);
+    return ops.transpose(this, dim0, dim1);
   }
   /** Transpose of a matrix (≤ 2 dims). */
   t(): Tensor {
@@ -492,63 +564,63 @@ export class Tensor {
         `t: expects a tensor with <= 2 dims, got shape ${formatShape(this.shape)}`,
       );
     }
-    return this.ndim < 2 ? this.reshape(this.shape) : view.transpose(this, 0, 1);
+    return this.ndim < 2 ? this.reshape(this.shape) : ops.transpose(this, 0, 1);
   }
   /** Reorders dims. */
   permute(dims: readonly number[]): Tensor {
-    return view.permute(this, dims);
+    return ops.permute(this, dims);
   }
   /** Removes size-1 dims. */
   squeeze(dim?: number): Tensor {
-    return view.squeeze(this, dim);
+    return ops.squeeze(this, dim);
   }
   /** Inserts a size-1 dim. */
   unsqueeze(dim: number): Tensor {
-    return view.unsqueeze(this, dim);
+    return ops.unsqueeze(this, dim);
   }
   /** Broadcasts to `shape`. */
   expand(shape: readonly number[]): Tensor {
-    return view.expand(this, shape);
+    return ops.expand(this, shape);
   }
   /** Flattens dims `startDim..endDim`. */
   flatten(startDim = 0, endDim = -1): Tensor {
-    return view.flatten(this, startDim, endDim);
+    return ops.flatten(this, startDim, endDim);
   }
   /** `torch.chunk`. */
   chunk(chunks: number, dim = 0): Tensor[] {
-    return view.chunk(this, chunks, dim);
+    return ops.chunk(this, chunks, dim);
   }
   /** `torch.split`: by piece size or explicit sizes. */
   split(sizes: number | readonly number[], dim = 0): Tensor[] {
-    return view.split(this, sizes, dim);
+    return ops.split(this, sizes, dim);
   }
   /** The slices along `dim`, that dim removed (`torch.unbind`). */
   unbind(dim = 0): Tensor[] {
-    return view.unbind(this, dim);
+    return ops.unbind(this, dim);
   }
   /** `length` elements from `start` along `dim`. */
   narrow(dim: number, start: number, length: number): Tensor {
-    return view.narrow(this, dim, start, length);
+    return ops.narrow(this, dim, start, length);
   }
   /** This tensor where `cond` is nonzero, else `other` (`torch.where(cond, this, other)`). */
   where(cond: Tensor, other: TensorLike): Tensor {
-    return indexing.where(cond, this, other);
+    return ops.where(cond, this, other);
   }
   /** A copy with `value` where `mask` is nonzero (mask broadcasts to this shape). */
   maskedFill(mask: Tensor, value: number | Tensor): Tensor {
-    return indexing.maskedFill(this, mask, value);
+    return ops.maskedFill(this, mask, value);
   }
   /** Entries along `dim` picked per position by an int32 `index` (PyTorch's `gather`). */
   gather(dim: number, index: Tensor): Tensor {
-    return indexing.gather(this, dim, index);
+    return ops.gather(this, dim, index);
   }
   /** The slice at `index` along `dim`, that dim removed. */
   select(dim: number, index: number): Tensor {
-    return indexing.select(this, dim, index);
+    return ops.select(this, dim, index);
   }
   /** Picks entries along `dim` by int32 indices. */
   indexSelect(dim: number, indices: Tensor): Tensor {
-    return view.indexSelect(this, dim, indices);
+    return ops.indexSelect(this, dim, indices);
   }
 
   /** `Tensor(shape=[2, 3], dtype=float32, device=cpu:0)`. */

@@ -37,6 +37,8 @@
 
 import { type DType, dtypeOfArray, toHost, type TypedArray } from "../dtype.ts";
 
+export type { DType, TypedArray };
+
 /** An opaque handle to memory owned by one device. */
 export type DeviceBuffer = object;
 

@@ -1,14 +1,7 @@
 /**
- * Data loading, as `torch.utils.data`: `Dataset`, `TensorDataset`, `Subset`,
- * `randomSplit`, `DataLoader`, `defaultCollate`, and samplers
- * (`DistributedSampler` gives each rank of a process group its own share).
- *
- * @example
- * ```ts
- * import { data, randn } from "@multigrad/core";
- * const loader = new data.DataLoader(new data.TensorDataset(randn([100, 5])), { batchSize: 30 });
- * for (const [x] of loader) console.log(x.shape); // [30, 5] three times, then [10, 5]
- * ```
+ * Datasets, loaders and samplers of the `data` namespace (`mod.ts` adds
+ * `DistributedSampler` from the distributed layer, see
+ * `src/namespaces/data.ts`).
  * @module
  */
 

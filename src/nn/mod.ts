@@ -1,17 +1,6 @@
 /**
- * Neural-network building blocks, as `torch.nn`: `Module`, `Parameter`,
- * layers, normalisation, losses, `functional`, `init` and `utils`.
- *
- * @example
- * ```ts
- * import { nn, tensor } from "@multigrad/core";
- * const model = new nn.Sequential(new nn.Linear(4, 8), new nn.ReLU(), new nn.Linear(8, 2));
- * const loss = new nn.CrossEntropyLoss().forward(
- *   model.forward(tensor([[1, 2, 3, 4]])),
- *   tensor([1], { dtype: "int32" }),
- * );
- * loss.backward();
- * ```
+ * The layers, losses and helpers of the `nn` namespace (`mod.ts` adds
+ * `DataParallel` from the parallel layer, see `src/namespaces/nn.ts`).
  * @module
  */
 
@@ -29,4 +18,3 @@ export * from "./loss.ts";
 export * as functional from "./functional.ts";
 export * as init from "./init.ts";
 export * as utils from "./utils/mod.ts";
-export * from "../parallel/data_parallel.ts";

@@ -5,12 +5,11 @@
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
+import { noGrad, zeroGrads } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { zeroGrads } from "./util.ts";
 
 /**
  * A tensor that is a module's learnable parameter, as `torch.nn.Parameter`:

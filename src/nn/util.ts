@@ -5,12 +5,10 @@
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { checkLater } from "../ops/check.ts";
 import { stack } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
-import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Throws unless `t` is a Tensor. */
@@ -187,21 +185,4 @@ export function pyFloat(x: number): string {
 /** Python's repr of a boolean. */
 export function pyBool(b: boolean): string {
   return b ? "True" : "False";
-}
-
-/** Clears gradients as `zeroGrad` documents (shared by modules and optimizers). */
-export function zeroGrads(params: Iterable<Tensor>, setToNone: boolean): void {
-  const seen = new Set<Tensor>();
-  for (const p of params) {
-    if (seen.has(p)) continue;
-    seen.add(p);
-    const grad = p.grad;
-    if (!grad) continue;
-    if (setToNone) {
-      p.grad = null;
-      grad.dispose();
-    } else if (!grad.storage.disposed) {
-      tidy(() => noGrad(() => grad._assign(grad.zerosLike())));
-    }
-  }
 }

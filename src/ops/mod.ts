@@ -4,6 +4,8 @@
  * @module
  */
 
+import "./install.ts";
+
 export {
   abs,
   add,

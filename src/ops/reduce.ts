@@ -4,12 +4,14 @@
  * @module
  */
 
+// Other ops are called as Tensor methods here: importing `./elementwise.ts`
+// would close a circle (it sums broadcast gradients with `sumDims`).
+
 import type { ReduceOp } from "../backends/backend.ts";
 import { record } from "../autograd.ts";
 import { axisSplit, formatShape, normalizeDim } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { empty, launch, requireFloat } from "./util.ts";
-import { compare, mul } from "./elementwise.ts";
 import { arangeOn } from "./factory.ts";
 
 /** One reduction kernel over `dim`, no graph; the dim is removed. */
@@ -75,7 +77,7 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   const checked = normalizeDims(x, dim, "mean");
   const dims = x.ndim === 0 ? [] : checked;
   const count = dims.reduce((n, d) => n * x.shape[d], 1);
-  return mul(sumDims(x, dims, keepdim), 1 / count);
+  return sumDims(x, dims, keepdim).mul(1 / count);
 }
 
 function extreme(
@@ -97,8 +99,8 @@ function extreme(
     const positions = arangeOn(size, flat.device).reshape(
       flat.shape.map((_, i) => (i === d ? size : 1)),
     );
-    const onehot = compare("eq", index.reshape(kept), positions).to(x.dtype);
-    return [mul(onehot, g!.reshape(kept)).reshape(x.shape)];
+    const onehot = index.reshape(kept).eq(positions).to(x.dtype);
+    return [onehot.mul(g!.reshape(kept)).reshape(x.shape)];
   });
 }
 

@@ -9,7 +9,7 @@
 import { record } from "../autograd.ts";
 import type { Device } from "../device.ts";
 import type { Tensor } from "../tensor.ts";
-import { empty } from "./util.ts";
+import { empty, launch } from "./util.ts";
 
 /**
  * Schedules `dst ← src` for every destination (same shape and dtype, on
@@ -43,4 +43,29 @@ export function toDevice(x: Tensor, target: Device): Tensor {
   if (x.device === target) return x;
   const [out] = copyToMany(x, [target]);
   return record("to", [x], out, ([g]) => [toDevice(g!, x.device)]);
+}
+
+/**
+ * Overwrites `target`'s values with `value`'s (same shape and dtype, checked
+ * by the caller), on the same device or across devices, keeping `target`'s
+ * storage: `Tensor._assign`, for optimizers, gradient accumulation and
+ * buffer updates. No graph.
+ */
+export function copyInto(value: Tensor, target: Tensor): void {
+  if (value.device !== target.device) {
+    copyAcross(value, target);
+    return;
+  }
+  const n = target.numel();
+  if (n === 0 || value.storage === target.storage) return;
+  launch(target.device, "copy", {
+    x: value.storage.buffer("assign"),
+    out: target.storage.buffer("assign"),
+    shape: [n],
+    xStrides: [1],
+    xOffset: 0,
+    outStrides: [1],
+    outOffset: 0,
+    dtype: target.dtype,
+  });
 }

@@ -6,14 +6,13 @@
  * @module
  */
 
-import { enableGrad, noGrad } from "../autograd.ts";
+import { enableGrad, noGrad, zeroGrads } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { full } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { zeroGrads } from "../nn/util.ts";
 
 /** A hyperparameter value as it appears in a state dict. */
 export type OptionValue = number | boolean | null | readonly number[];

@@ -1,0 +1,81 @@
+/**
+ * The core's size, as tinygrad's `sz.py` keeps its own: prints the line
+ * count per folder and exits 1 when the core is over its budget.
+ *
+ *   deno run -A scripts/core_size.ts
+ *
+ * "Core" is what every program runs whatever its backend and layers: the
+ * top-level files of `src/` (Tensor, autograd, devices, storage, streams,
+ * dtypes, shapes), `src/ops/` (every operation and its gradient) and the
+ * backend contract `src/backends/backend.ts`. Backends, nn, optim, data,
+ * parallel, distributed and serialization are layers over it and are
+ * listed for information only. Lines are `wc -l` lines (comments included:
+ * the docs are part of what a reader reads).
+ * @module
+ */
+
+/** The core's budget in lines: over it, this script fails. */
+export const CORE_BUDGET = 5200;
+
+/** The folders counted as core (`recursive: false` counts only the folder's own files). */
+export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [
+  { path: "src", recursive: false },
+  { path: "src/ops", recursive: true },
+  { path: "src/backends/backend.ts", recursive: false },
+];
+
+/** Lines of every `.ts` file under `path` (or of `path` itself). */
+export function linesOf(root: string, path: string, recursive: boolean): number {
+  const full = `${root}/${path}`;
+  if (Deno.statSync(full).isFile) return countLines(Deno.readTextFileSync(full));
+  let total = 0;
+  for (const entry of Deno.readDirSync(full)) {
+    const child = `${path}/${entry.name}`;
+    if (entry.isFile && entry.name.endsWith(".ts")) {
+      total += countLines(Deno.readTextFileSync(`${root}/${child}`));
+    } else if (entry.isDirectory && recursive) {
+      total += linesOf(root, child, true);
+    }
+  }
+  return total;
+}
+
+/** Newline count, as `wc -l`. */
+function countLines(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 10) n++;
+  return n;
+}
+
+/** Every folder under `src/` (own files only), for the information table. */
+function folders(root: string, path = "src"): string[] {
+  const out = [path];
+  for (const entry of Deno.readDirSync(`${root}/${path}`)) {
+    if (entry.isDirectory) out.push(...folders(root, `${path}/${entry.name}`));
+  }
+  return out.sort();
+}
+
+if (import.meta.main) {
+  const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+  console.log("lines per folder (own .ts files):");
+  for (const folder of folders(root)) {
+    const n = linesOf(root, folder, false);
+    if (n > 0) console.log(`  ${String(n).padStart(6)}  ${folder}`);
+  }
+  let core = 0;
+  console.log("core:");
+  for (const { path, recursive } of CORE) {
+    const n = linesOf(root, path, recursive);
+    core += n;
+    console.log(`  ${String(n).padStart(6)}  ${path}${recursive ? "/**" : ""}`);
+  }
+  console.log(`  ${String(core).padStart(6)}  total (budget ${CORE_BUDGET})`);
+  if (core > CORE_BUDGET) {
+    console.log(
+      `core_size: the core has ${core} lines, over its budget of ${CORE_BUDGET}: ` +
+        "move code out of the core (into a backend or a layer) or shrink it",
+    );
+    Deno.exit(1);
+  }
+}
