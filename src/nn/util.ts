@@ -5,10 +5,12 @@
  * @module
  */
 
+import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { checkLater } from "../ops/check.ts";
 import { stack } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
+import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 
 /** Throws unless `t` is a Tensor. */
