@@ -19,6 +19,7 @@ import { matmulSuite } from "./suites/matmul.ts";
 import { elementwiseSuite } from "./suites/elementwise.ts";
 import { mlpSuite } from "./suites/mlp.ts";
 import { dataParallelSuite } from "./suites/dataparallel.ts";
+import { ddpSuite } from "./suites/ddp.ts";
 import { memorySuite } from "./suites/memory.ts";
 import { convSuite } from "./suites/conv.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
@@ -32,6 +33,7 @@ export const SUITES: readonly Suite[] = [
   elementwiseSuite,
   mlpSuite,
   dataParallelSuite,
+  ddpSuite,
   memorySuite,
   convSuite,
 ];

@@ -7,10 +7,11 @@
  * phase, and waits (`Atomics.waitAsync`, so the Worker's event loop keeps
  * running and no core spins) until every rank's phase is at least k. Data of
  * round k is only read between that barrier and the rank's arrival at round
- * k + 1, so two buffers per rank suffice. An all-reduce takes two rounds per
- * chunk: in the first every rank reduces its own share of the chunk (in rank
- * order, so every rank gets bit-identical results) into its slot of the next
- * round, in the second everyone copies the shares.
+ * k + 1, so two buffers per rank suffice. An all-reduce of a few ranks takes
+ * one round per chunk, each rank combining every slot in rank order (so every
+ * rank gets bit-identical results); with more ranks it takes two: every rank
+ * reduces its own share of the chunk into its slot of the next round, then
+ * everyone copies the shares.
  * @module
  */
 
@@ -33,6 +34,12 @@ export const RankStatus = { Running: 0, Left: 1, Failed: 2 } as const;
 export type RankStatus = (typeof RankStatus)[keyof typeof RankStatus];
 
 const MESSAGE_BYTES = 1024;
+/**
+ * Up to this many ranks, every rank reduces whole chunks itself (one round,
+ * (N - 1) adds per element); beyond, each reduces its share and the shares
+ * are exchanged (two rounds, (N - 1) / N adds per element).
+ */
+const DIRECT_REDUCE_RANKS = 4;
 const MIB = 1 << 20;
 
 /** The memory the ranks of one local group share (structured-cloned to each Worker). */
@@ -267,10 +274,16 @@ export class LocalBackend implements ProcessGroupBackend {
         deadline,
         (slot) => slot.set(data.subarray(start, start + length)),
       );
-      const shares = chunkSizes(length, n);
-      const offsets = shares.map((_, q) => shares.slice(0, q).reduce((x, y) => x + y, 0));
       const sources = [];
       for (let q = 0; q < n; q++) sources.push(this.#slot(q, a, dtype));
+      if (n <= DIRECT_REDUCE_RANKS) {
+        // Every rank combines the whole chunk itself, in rank order (the
+        // same bits everywhere): one round instead of two.
+        reduceInto(data.subarray(start, start + length), sources, 0, length, call.op ?? "sum");
+        continue;
+      }
+      const shares = chunkSizes(length, n);
+      const offsets = shares.map((_, q) => shares.slice(0, q).reduce((x, y) => x + y, 0));
       // This rank's slot of the next round: free, since every rank has
       // finished reading the round before this one.
       const out = this.#slot(this.rank, a ^ 1, dtype);
