@@ -1,0 +1,308 @@
+/**
+ * `ddp`: DistributedDataParallel on the mlp suite's model (784-512-512-10,
+ * SGD), ranks as Workers (`spawn`) and as processes (`mpiexec`), against
+ * the same step without collectives, all groups of a family timed
+ * round-robin in one run (a round runs K steps on every group in turn):
+ *
+ * - cpu: 1 rank at batch 128, 2 ranks at 128 each without collectives (the
+ *   machine's own ceiling: how far two cores scale), 2 DDP ranks at 128
+ *   each. Target: DDP reaches 90% of the ceiling in samples per second.
+ * - webgpu (every rank its own GPUDevice on the one adapter, so no extra
+ *   compute exists): 1 rank at batch 256 against 2 DDP ranks at 128 each,
+ *   the same global batch. Target: step time at most 1.3x. Also 1 rank at
+ *   128 and 2 ranks at 128 without collectives, for the estimate on
+ *   separate GPUs: t(1 rank, 128) + the DDP overhead (DDP minus the same
+ *   two ranks without collectives).
+ * @module
+ */
+
+import { distributed } from "../../mod.ts";
+import { type BenchResult, fmt, median, type Suite, type SuiteContext, Table } from "./_common.ts";
+import { COMMAND, createMailbox, MAILBOX, type RankConfig } from "./ddp_rank.ts";
+
+const RANK_MODULE = new URL("./ddp_rank.ts", import.meta.url);
+/** A group that does not answer within this long is broken. */
+const GROUP_TIMEOUT_MS = 300_000;
+
+/** A set of ranks that runs K steps on command and reports each rank's milliseconds. */
+interface Group {
+  readonly label: string;
+  readonly ranks: number;
+  readonly config: RankConfig;
+  run(steps: number): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+/** Ranks as Workers of this process. */
+function spawnGroup(label: string, ranks: number, config: RankConfig): Group {
+  const mailbox = createMailbox(ranks);
+  const words = new Int32Array(mailbox);
+  const results = new Float64Array(mailbox, MAILBOX.results * 4, ranks);
+  let failure: Error | null = null;
+  const running = distributed.spawn(RANK_MODULE, { nprocs: ranks, args: [config, mailbox] })
+    .catch((error: Error) => {
+      failure = error;
+      // Wake a waiting `run` so it sees the failure.
+      Atomics.store(words, MAILBOX.done, -1);
+      Atomics.notify(words, MAILBOX.done);
+    });
+  const send = (command: number, steps: number) => {
+    Atomics.store(words, MAILBOX.command, command);
+    Atomics.store(words, MAILBOX.steps, steps);
+    const seq = Atomics.add(words, MAILBOX.seq, 1) + 1;
+    Atomics.notify(words, MAILBOX.seq);
+    return seq;
+  };
+  return {
+    label,
+    ranks,
+    config,
+    async run(steps) {
+      const seq = send(COMMAND.run, steps);
+      const deadline = performance.now() + GROUP_TIMEOUT_MS;
+      for (;;) {
+        if (failure) throw failure;
+        const done = Atomics.load(words, MAILBOX.done);
+        if (done === seq) return [...results];
+        const left = deadline - performance.now();
+        if (left <= 0) throw new Error(`ddp bench: ${label} did not answer`);
+        const wait = Atomics.waitAsync(words, MAILBOX.done, done, left);
+        if (wait.async) await wait.value;
+      }
+    },
+    async close() {
+      send(COMMAND.quit, 0);
+      await running;
+    },
+  };
+}
+
+/** Ranks as processes under `mpiexec`, commanded through rank 0's stdin. */
+function mpiGroup(label: string, ranks: number, config: RankConfig): Group {
+  const child = new Deno.Command("mpiexec", {
+    args: [
+      "-n",
+      String(ranks),
+      Deno.execPath(),
+      "run",
+      "-A",
+      RANK_MODULE.pathname,
+      JSON.stringify(config),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const stderr = new Response(child.stderr).text();
+  let buffered = "";
+  const nextResult = async (): Promise<number[]> => {
+    for (;;) {
+      const at = buffered.indexOf("\n");
+      if (at >= 0) {
+        const line = buffered.slice(0, at);
+        buffered = buffered.slice(at + 1);
+        if (line.startsWith("RESULT ")) return JSON.parse(line.slice(7));
+        continue;
+      }
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`ddp bench: ${label} exited: ${(await stderr).slice(-2000)}`);
+      buffered += value;
+    }
+  };
+  const encoder = new TextEncoder();
+  return {
+    label,
+    ranks,
+    config,
+    async run(steps) {
+      await writer.write(encoder.encode(`run ${steps}\n`));
+      return await nextResult();
+    },
+    async close() {
+      await writer.write(encoder.encode("quit\n")).catch(() => {});
+      await writer.close().catch(() => {});
+      // A job that does not end by itself is not left behind.
+      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      await child.status;
+      clearTimeout(timer);
+      await stderr;
+    },
+  };
+}
+
+/** Per-round timings of one group. */
+interface Measured {
+  readonly group: Group;
+  /** Step ms of the slowest rank, per round. */
+  readonly stepMs: number[];
+  /** Samples per second over all ranks, per round. */
+  readonly samplesPerS: number[];
+}
+
+/** Runs `groups` round-robin: `rounds` rounds of `steps` steps each, after a warm-up. */
+async function interleave(
+  groups: readonly Group[],
+  rounds: number,
+  steps: number,
+): Promise<Measured[]> {
+  const out = groups.map((group) => ({
+    group,
+    stepMs: [] as number[],
+    samplesPerS: [] as number[],
+  }));
+  for (const g of groups) await g.run(2);
+  for (let round = 0; round < rounds; round++) {
+    for (let j = 0; j < groups.length; j++) {
+      const m = out[(round + j) % groups.length];
+      const ms = await m.group.run(steps);
+      m.stepMs.push(Math.max(...ms) / steps);
+      const batch = m.group.config.batch;
+      m.samplesPerS.push(ms.reduce((sum, t) => sum + (batch * steps * 1000) / t, 0));
+    }
+  }
+  return out;
+}
+
+/** The median over rounds of `f(round)`. */
+function perRound(rounds: number, f: (round: number) => number): number {
+  return median(Array.from({ length: rounds }, (_, r) => f(r)));
+}
+
+async function mpiexecFound(): Promise<boolean> {
+  try {
+    const out = await new Deno.Command("mpiexec", {
+      args: ["--version"],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return out.success;
+  } catch {
+    return false;
+  }
+}
+
+/** The ddp suite. */
+export const ddpSuite: Suite = {
+  name: "ddp",
+  description:
+    "DistributedDataParallel, MLP 784-512-512-10 SGD: cpu ranks vs the machine's two-Worker ceiling; webgpu 2x128 vs 1x256; spawn and mpiexec",
+  async run(ctx: SuiteContext): Promise<BenchResult[]> {
+    const layers = ctx.quick ? [784, 128, 10] : [784, 512, 512, 10];
+    const rounds = ctx.quick ? 2 : 7;
+    const steps = ctx.quick ? 2 : 8;
+    const launchers: ("spawn" | "mpi")[] = ["spawn"];
+    if (await mpiexecFound()) launchers.push("mpi");
+    else ctx.log("  ddp: mpiexec not found, the mpi rows are skipped (apt-get install mpich)");
+    const table = new Table(
+      `ddp: DistributedDataParallel(${
+        layers.join("-")
+      }) SGD step, ${rounds} interleaved rounds of ${steps} steps; medians over rounds`,
+      [
+        { title: "launcher", width: 8, right: false },
+        { title: "backend", width: 7, right: false },
+        { title: "group", width: 28, right: false },
+        { title: "ms/step", width: 8 },
+        { title: "samples/s", width: 9 },
+        { title: "ratio", width: 32, right: false },
+      ],
+      ctx.log,
+    );
+    const results: BenchResult[] = [];
+    const record = (
+      launcher: string,
+      backend: string,
+      m: Measured,
+      ratio: string,
+      extra: Record<string, number> = {},
+    ) => {
+      const ms = median(m.stepMs);
+      const rate = median(m.samplesPerS);
+      table.row([launcher, backend, m.group.label, ms, fmt(rate), ratio]);
+      results.push({
+        suite: "ddp",
+        backend,
+        case: `${launcher} ${m.group.label}`,
+        value: ms,
+        unit: "ms/step",
+        runs: m.stepMs.length,
+        medianMs: ms,
+        extra: { samplesPerS: rate, ranks: m.group.ranks, batch: m.group.config.batch, ...extra },
+      });
+    };
+    for (const launcher of launchers) {
+      const make = launcher === "spawn" ? spawnGroup : mpiGroup;
+      for (const backend of ctx.backends) {
+        const cfg = (batch: number, ddp: boolean): RankConfig => ({ backend, batch, ddp, layers });
+        const groups: Group[] = backend === "cpu"
+          ? [
+            make("1 rank x 128", 1, cfg(128, false)),
+            make("2 ranks x 128, no collectives", 2, cfg(128, false)),
+            make("2 DDP ranks x 128", 2, cfg(128, true)),
+          ]
+          : [
+            make("1 rank x 256", 1, cfg(256, false)),
+            make("1 rank x 128", 1, cfg(128, false)),
+            make("2 ranks x 128, no collectives", 2, cfg(128, false)),
+            make("2 DDP ranks x 128", 2, cfg(128, true)),
+          ];
+        try {
+          const m = await interleave(groups, rounds, steps);
+          if (backend === "cpu") {
+            const [one, two, ddp] = m;
+            const ceiling = perRound(rounds, (r) => two.samplesPerS[r] / one.samplesPerS[r]);
+            const scaling = perRound(rounds, (r) => ddp.samplesPerS[r] / one.samplesPerS[r]);
+            const ofCeiling = perRound(rounds, (r) => ddp.samplesPerS[r] / two.samplesPerS[r]);
+            record(launcher, backend, one, "");
+            record(launcher, backend, two, `ceiling ${fmt(ceiling)}x samples/s`, { ceiling });
+            record(
+              launcher,
+              backend,
+              ddp,
+              `${fmt(scaling)}x; ${fmt(100 * ofCeiling)}% of ceiling (>= 90%)`,
+              { scaling, ofCeiling },
+            );
+          } else {
+            const [big, small, two, ddp] = m;
+            const ratio = perRound(rounds, (r) => ddp.stepMs[r] / big.stepMs[r]);
+            const overhead = perRound(rounds, (r) => ddp.stepMs[r] - two.stepMs[r]);
+            const separate = median(small.stepMs) + overhead;
+            const speedup = median(big.stepMs) / separate;
+            record(launcher, backend, big, "");
+            record(launcher, backend, small, "");
+            record(launcher, backend, two, "");
+            record(
+              launcher,
+              backend,
+              ddp,
+              `${fmt(ratio)}x of 1 x 256 (<= 1.3x)`,
+              {
+                ratioVs256: ratio,
+                overheadMs: overhead,
+                estSeparateMs: separate,
+                estSpeedup: speedup,
+              },
+            );
+            table.note(
+              `${launcher} ${backend}: DDP overhead ${
+                fmt(overhead)
+              } ms/step (DDP minus 2 ranks without collectives);` +
+                ` on separate GPUs ~${fmt(separate)} ms/step = 1 x 128 + overhead, ${
+                  fmt(speedup)
+                }x the 1 x 256 rank's throughput`,
+            );
+          }
+        } finally {
+          await Promise.all(groups.map((g) => g.close().catch(() => {})));
+        }
+      }
+    }
+    table.note(
+      `load average ${
+        Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
+      } (the machine is shared: ratios are of the same round)`,
+    );
+    return results;
+  },
+};

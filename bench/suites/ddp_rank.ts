@@ -1,0 +1,161 @@
+/**
+ * One rank of the `ddp` benchmark: builds the MLP on its own device (wrapped
+ * in DistributedDataParallel or not), then serves "run K steps" commands
+ * until told to quit, reporting every rank's milliseconds. Under `spawn` the
+ * commands come through a shared mailbox; under `mpiexec` rank 0 reads them
+ * from stdin and prints the results. Either way rank 0 passes the command
+ * on with a broadcast and gathers the times with `allGather`, outside the
+ * timed steps.
+ *
+ *   mpiexec -n 2 deno run -A bench/suites/ddp_rank.ts '{"backend":"cpu","batch":128,"ddp":true}'
+ * @module
+ */
+
+import { distributed, requestDevices, type Tensor, tensor, tidy } from "../../mod.ts";
+import { createMlp, MLP_CONFIG, type MlpSetup } from "./mlp.ts";
+
+/** What every rank of a benchmark group runs. */
+export interface RankConfig {
+  /** Backend of the rank's device. */
+  readonly backend: string;
+  /** Rows per rank per step. */
+  readonly batch: number;
+  /** Wrap the model in DistributedDataParallel (else: no collectives in the steps). */
+  readonly ddp: boolean;
+  /** Layer widths (default the mlp suite's 784-512-512-10). */
+  readonly layers?: readonly number[];
+}
+
+/** Mailbox words (Int32): the command's number, the command, its step count, the answer's number. */
+export const MAILBOX = { seq: 0, command: 1, steps: 2, done: 3, results: 8 } as const;
+/** Commands. */
+export const COMMAND = { run: 1, quit: 2 } as const;
+
+/** A shared mailbox for a group of `ranks` (results as float64 after the control words). */
+export function createMailbox(ranks: number): SharedArrayBuffer {
+  return new SharedArrayBuffer(MAILBOX.results * 4 + ranks * 8);
+}
+
+/**
+ * One training step: forward, the loss read started at once (as a loop
+ * that logs the loss would), backward (DDP all-reduces here), SGD; resolves
+ * when the loss has arrived.
+ */
+async function step(s: MlpSetup): Promise<void> {
+  let read: Promise<number> | null = null;
+  tidy(() => {
+    s.optimizer.zeroGrad();
+    const loss = s.lossFn.forward(s.runner.forward(s.x) as Tensor, s.y);
+    read = loss.item();
+    loss.backward();
+    s.optimizer.step();
+  });
+  await read;
+}
+
+async function runSteps(s: MlpSetup, steps: number): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < steps; i++) await step(s);
+  return performance.now() - t0;
+}
+
+/**
+ * Serves commands: rank 0 takes each from `next` and broadcasts it; every
+ * rank runs the steps; the times are gathered and rank 0 hands them to
+ * `report`.
+ */
+async function serve(
+  config: RankConfig,
+  next: () => Promise<[number, number]>,
+  report: (msPerRank: number[]) => void,
+): Promise<void> {
+  const rank = distributed.getRank();
+  const [device] = await requestDevices({ backend: config.backend });
+  const [host] = await requestDevices({ backend: "cpu" });
+  const layers = config.layers ?? MLP_CONFIG.layers;
+  const s = createMlp(
+    device,
+    { layers, batch: config.batch },
+    (m) => (config.ddp ? new distributed.DistributedDataParallel(m) : m),
+  );
+  try {
+    for (;;) {
+      const command = tensor(rank === 0 ? await next() : [0, 0], { dtype: "int32", device: host });
+      distributed.broadcast(command, { src: 0 });
+      const [kind, steps] = await command.data();
+      if (kind !== COMMAND.run) break;
+      const ms = await runSteps(s, steps);
+      const times = distributed.allGather(tensor([ms], { dtype: "float64", device: host }));
+      const all = await Promise.all(times.map(async (t) => (await t.data())[0]));
+      if (rank === 0) report(all);
+    }
+  } finally {
+    s.dispose();
+  }
+}
+
+/** A spawned rank: commands through `mailbox` (see {@link MAILBOX}). */
+export async function main(
+  _rank: number,
+  _worldSize: number,
+  config: RankConfig,
+  mailbox: SharedArrayBuffer,
+): Promise<void> {
+  const words = new Int32Array(mailbox);
+  const results = new Float64Array(mailbox, MAILBOX.results * 4);
+  let seen = 0;
+  await serve(
+    config,
+    async () => {
+      for (;;) {
+        const seq = Atomics.load(words, MAILBOX.seq);
+        if (seq !== seen) {
+          seen = seq;
+          return [Atomics.load(words, MAILBOX.command), Atomics.load(words, MAILBOX.steps)];
+        }
+        const wait = Atomics.waitAsync(words, MAILBOX.seq, seq);
+        if (wait.async) await wait.value;
+      }
+    },
+    (ms) => {
+      results.set(ms);
+      Atomics.store(words, MAILBOX.done, seen);
+      Atomics.notify(words, MAILBOX.done);
+    },
+  );
+}
+
+// Under mpiexec: rank 0 reads `run K` / `quit` lines and prints `RESULT [ms, ...]`.
+if (import.meta.main) {
+  const config = JSON.parse(Deno.args[0]) as RankConfig;
+  await distributed.initProcessGroup({ backend: "mpi" });
+  // Only rank 0 reads stdin, and lets go of it at the end: an open reader
+  // keeps the process alive (mpiexec never closes the other ranks' stdin).
+  const lines = distributed.getRank() === 0
+    ? Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader()
+    : null;
+  let buffered = "";
+  const nextLine = async (): Promise<string> => {
+    for (;;) {
+      const at = buffered.indexOf("\n");
+      if (at >= 0) {
+        const line = buffered.slice(0, at);
+        buffered = buffered.slice(at + 1);
+        return line.trim();
+      }
+      const { value, done } = await lines!.read();
+      if (done) return "quit";
+      buffered += value;
+    }
+  };
+  await serve(
+    config,
+    async () => {
+      const [word, count] = (await nextLine()).split(/\s+/);
+      return word === "run" ? [COMMAND.run, Number(count)] : [COMMAND.quit, 0];
+    },
+    (ms) => console.log(`RESULT ${JSON.stringify(ms)}`),
+  );
+  await lines?.cancel();
+  await distributed.destroyProcessGroup();
+}
