@@ -751,6 +751,13 @@ export interface DeviceImpl<B> {
    * must not change what it resolves with.
    */
   read(buffer: B, offset: number, numel: number, dtype: DType): Promise<TypedArray>;
+  /**
+   * Optional, for backends whose memory is host memory: as `read`, but
+   * copies into `out` (a host array of `dtype` holding at least `numel`
+   * elements, possibly on a SharedArrayBuffer) instead of a new array, so
+   * collectives read straight into arrays they reuse step after step.
+   */
+  readInto?(buffer: B, offset: number, numel: number, dtype: DType, out: TypedArray): Promise<void>;
   /** The kernels. */
   readonly kernels: KernelTable<B>;
   /** Bytes held now. */
@@ -826,6 +833,10 @@ export function wrapDevice<B, I extends DeviceImpl<B>>(
     read(buffer, offset, numel, dtype) {
       check();
       return impl.read(unwrap(buffer, "read"), offset, numel, dtype);
+    },
+    readInto: impl.readInto === undefined ? undefined : (buffer, offset, numel, dtype, out) => {
+      check();
+      return impl.readInto!(unwrap(buffer, "readInto"), offset, numel, dtype, out);
     },
     kernels: kernels as KernelTable,
     memory() {

@@ -13,7 +13,7 @@ import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { ReduceOp } from "./backend.ts";
-import { readFlat, runOnHost, writeFlat } from "./host.ts";
+import { borrowHost, giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup } from "./state.ts";
 
 /**
@@ -126,10 +126,15 @@ export function broadcast(t: Tensor, options: BroadcastOptions): Work {
   const call = group.call({ kind: "broadcast", dtype: t.dtype, shapes: [t.shape], src });
   if (group.rank === src) {
     const values = readFlat([t], "broadcast");
-    return new Work(runOnHost(group, call, values, (host) => group.backend.broadcast(call, host)));
+    return new Work(
+      runOnHost(group, call, values, async (host) => {
+        await group.backend.broadcast(call, host);
+        giveBackHost(host);
+      }),
+    );
   }
   // The receivers' own values do not matter: nothing to read.
-  const host = Promise.resolve(allocHost(t.dtype, t.numel()));
+  const host = Promise.resolve(borrowHost(t.dtype, t.numel()));
   const result = runOnHost(group, call, host, async (data) => {
     await group.backend.broadcast(call, data);
     return data;
@@ -149,7 +154,11 @@ export function allGather(t: Tensor): Tensor[] {
   const call = group.call({ kind: "allGather", dtype: t.dtype, shapes: [t.shape] });
   const values = readFlat([t], "allGather");
   const outs = Array.from({ length: group.worldSize }, () => empty(t.shape, t.dtype, t.device));
-  const gathered = runOnHost(group, call, values, (host) => group.backend.allGather(call, host));
+  const gathered = runOnHost(group, call, values, async (host) => {
+    const parts = await group.backend.allGather(call, host);
+    giveBackHost(host);
+    return parts;
+  });
   const flat = gathered.then((parts) => {
     const all = allocHost(t.dtype, t.numel() * parts.length);
     parts.forEach((part, q) => all.set(part, q * t.numel()));

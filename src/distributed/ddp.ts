@@ -8,12 +8,12 @@
 
 import { queueBackwardCallback, registerPostAccumulateGradHook } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
-import { allocHost, type DType, dtypeSize, type TypedArray } from "../dtype.ts";
+import { type DType, dtypeSize, type TypedArray } from "../dtype.ts";
 import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
-import { readFlat, runOnHost, writeFlat } from "./host.ts";
+import { borrowHost, giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
@@ -86,7 +86,10 @@ function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: 
     const call = group.call({ kind: "broadcast", dtype, shapes: list.map((t) => t.shape), src });
     if (group.rank === src) {
       const values = readFlat(list, "DistributedDataParallel");
-      runOnHost(group, call, values, (host) => group.backend.broadcast(call, host)).catch(() => {
+      runOnHost(group, call, values, async (host) => {
+        await group.backend.broadcast(call, host);
+        giveBackHost(host);
+      }).catch(() => {
         // Also raised by this rank's next collective (the group is broken).
       });
       continue;
@@ -95,7 +98,7 @@ function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: 
     const result = runOnHost(
       group,
       call,
-      Promise.resolve(allocHost(dtype, numel)),
+      Promise.resolve(borrowHost(dtype, numel)),
       async (host) => {
         await group.backend.broadcast(call, host);
         return host;

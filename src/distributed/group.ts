@@ -154,7 +154,7 @@ registerFactory("local", (init) => {
   if (launch) return new LocalBackend(launch.shared, launch.rank, init.timeoutMs);
   if ((init.worldSize ?? 1) === 1 && (init.rank ?? 0) === 0) {
     // One rank needs no launcher: collectives then leave values as they are.
-    return new LocalBackend(createLocalShared(1, 8), 0, init.timeoutMs);
+    return new LocalBackend(createLocalShared(1), 0, init.timeoutMs);
   }
   throw new Error(
     `initProcessGroup: the "local" backend's ranks are Workers started by distributed.spawn(moduleUrl, { nprocs }), and this thread was not (asked for rank ${

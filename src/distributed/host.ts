@@ -7,25 +7,70 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import type { TypedArray } from "../dtype.ts";
+import { allocHost, type DType, type TypedArray } from "../dtype.ts";
 import { cat } from "../ops/view.ts";
 import type { Tensor } from "../tensor.ts";
 import type { CollectiveCall } from "./backend.ts";
 import type { ProcessGroup } from "./state.ts";
 
+// Host arrays collectives reuse, by type and length: a DDP step moves the
+// same buckets every time, and fresh multi-megabyte arrays cost page faults.
+const pools = new Map<string, TypedArray[]>();
+const lent = new WeakSet<TypedArray>();
+const POOL_DEPTH = 4;
+
+const poolKey = (a: TypedArray | DType, n: number) =>
+  `${typeof a === "string" ? a : a.constructor.name}:${n}`;
+
+/** A host array of `n` elements of `dtype` (contents undefined), from the pool when one is free. */
+export function borrowHost(dtype: DType, n: number): TypedArray {
+  const reused = pools.get(poolKey(dtype, n))?.pop();
+  const out = reused ?? allocHost(dtype, n);
+  lent.add(out);
+  return out;
+}
+
+/** Returns an array from {@link borrowHost} to the pool (others are ignored). */
+export function giveBackHost(array: TypedArray): void {
+  if (!lent.has(array)) return;
+  lent.delete(array);
+  const key = poolKey(array, array.length);
+  const list = pools.get(key) ?? [];
+  if (list.length < POOL_DEPTH) list.push(array);
+  pools.set(key, list);
+}
+
 /**
- * The values of `tensors` (one device, one dtype) concatenated on the host,
- * with one read: several tensors are joined on the device first, so the
- * whole bucket crosses to the host in one round trip.
+ * The values of `tensors` (one device, one dtype) concatenated on the host.
+ * A backend that reads into a given array (host memory: cpu) fills a reused
+ * array tensor by tensor; otherwise several tensors are joined on the
+ * device first, so the whole bucket crosses to the host in one round trip.
  */
 export function readFlat(tensors: readonly Tensor[], op: string): Promise<TypedArray> {
+  const { device, dtype } = tensors[0];
+  const backend = device.backendDevice;
+  if (backend.readInto) {
+    const readInto = backend.readInto.bind(backend);
+    const total = tensors.reduce((n, t) => n + t.numel(), 0);
+    const buffers = tensors.map((t) => t.storage.buffer(op));
+    return device.stream.read(() => {
+      const out = borrowHost(dtype, total);
+      let at = 0;
+      const reads = tensors.map((t, i) => {
+        const n = t.numel();
+        const piece = out.subarray(at, at + n);
+        at += n;
+        return readInto(buffers[i], 0, n, dtype, piece);
+      });
+      return Promise.all(reads).then(() => out);
+    });
+  }
   const flat = tensors.length === 1
     ? tensors[0]
     : noGrad(() => cat(tensors.map((t) => t.reshape([-1])), 0));
-  const { device, dtype } = flat;
   const n = flat.numel();
   const buffer = flat.storage.buffer(op);
-  const values = device.stream.read(() => device.backendDevice.read(buffer, 0, n, dtype));
+  const values = device.stream.read(() => backend.read(buffer, 0, n, dtype));
   // The joined copy is only needed until the read has been queued.
   if (flat !== tensors[0]) flat.dispose();
   return values;
@@ -33,8 +78,9 @@ export function readFlat(tensors: readonly Tensor[], op: string): Promise<TypedA
 
 /**
  * Writes consecutive pieces of the host array `values` resolves with into
- * `tensors` (all on one device), holding the device's later work until then.
- * A rejection is raised by the device's next read.
+ * `tensors` (all on one device), holding the device's later work until then,
+ * and gives the array back to the pool. A rejection is raised by the
+ * device's next read.
  */
 export function writeFlat(tensors: readonly Tensor[], values: Promise<TypedArray>): void {
   if (tensors.length === 0) return;
@@ -47,6 +93,7 @@ export function writeFlat(tensors: readonly Tensor[], values: Promise<TypedArray
       device.backendDevice.write(buffers[i], 0, host.subarray(at, at + n));
       at += n;
     });
+    giveBackHost(host);
   }));
 }
 

@@ -88,6 +88,16 @@ class CpuDevice implements DeviceImpl<TypedArray> {
   read(buffer: TypedArray, offset: number, numel: number): Promise<TypedArray> {
     return Promise.resolve(buffer.slice(offset, offset + numel));
   }
+  readInto(
+    buffer: TypedArray,
+    offset: number,
+    numel: number,
+    _dtype: DType,
+    out: TypedArray,
+  ): Promise<void> {
+    out.set(buffer.subarray(offset, offset + numel));
+    return Promise.resolve();
+  }
   memory(): MemoryInfo {
     return { bytesInUse: this.#bytes, bytesReserved: this.#bytes + this.#pool.bytes };
   }
