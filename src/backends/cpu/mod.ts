@@ -110,8 +110,10 @@ export interface CpuBackendOptions {
    * Threads a float32 matmul may use (this one and worker threads sharing
    * the kernel's WebAssembly memory), at most the machine's core count.
    * Default: every core on a program's main thread, 1 inside a Worker
-   * (where distributed ranks run, one per core already). 1 never starts a
-   * worker.
+   * (where distributed ranks run, one per core already) and in a process
+   * that an MPI launcher started next to other ranks on the same machine
+   * (`MPI_LOCALNRANKS`, `OMPI_COMM_WORLD_LOCAL_SIZE` above 1). 1 never
+   * starts a worker.
    */
   readonly threads?: number;
 }
@@ -123,13 +125,23 @@ function inWorker(): boolean {
   return typeof scope === "function" && globalThis instanceof scope;
 }
 
+/** Ranks an MPI launcher started on this machine (1 when none did, or env access is refused). */
+function localRanks(): number {
+  try {
+    const env = globalThis.Deno?.env;
+    return Number(env?.get("MPI_LOCALNRANKS") ?? env?.get("OMPI_COMM_WORLD_LOCAL_SIZE") ?? 1) || 1;
+  } catch {
+    return 1;
+  }
+}
+
 /**
  * The cpu backend's factory (synchronous, never fails). Register it again to
  * change its options, e.g. a single-threaded matmul:
  * `registerBackend("cpu", () => cpuBackend({ threads: 1 }), { priority: 1 })`.
  */
 export function cpuBackend(options: CpuBackendOptions = {}): Backend {
-  const wanted = options.threads ?? (inWorker() ? 1 : MAX_THREADS);
+  const wanted = options.threads ?? (inWorker() || localRanks() > 1 ? 1 : MAX_THREADS);
   if (!Number.isInteger(wanted) || wanted < 1) {
     throw new RangeError(`cpuBackend: threads must be a positive integer, got ${wanted}`);
   }

@@ -1,0 +1,104 @@
+/**
+ * The DistributedDataParallel examples: seed 003's DDP forward prints the
+ * DataParallel tutorial's shapes on every rank; the training example
+ * learns with bit-identical ranks, under spawn and under mpiexec.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { run as seed003 } from "../examples/seed003_ddp.ts";
+import { type RankSummary } from "../examples/ddp_train.ts";
+import { distributed } from "../mod.ts";
+import { BACKENDS } from "./harness.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const TRAIN = new URL("../examples/ddp_train.ts", import.meta.url);
+
+for (const backend of BACKENDS.keys()) {
+  Deno.test({
+    ...opts,
+    name:
+      `seed 003 (DDP): each of 2 ranks sees [15, 5] x3 then [5, 5], moved to its own device [${backend}]`,
+    fn: async () => {
+      const lines: string[] = [];
+      const ranks = await seed003({ backend }, (line) => lines.push(line));
+      assert.equal(ranks.length, 2);
+      ranks.forEach((rankLines, rank) => {
+        assert.match(
+          rankLines[0],
+          new RegExp(`^rank ${rank} of 2 on ${backend}:0: 50 of 100 rows$`),
+        );
+        assert.deepEqual(rankLines.filter((l) => l.startsWith("\tIn Model")), [
+          ...Array(3).fill("\tIn Model: input size [15, 5] output size [15, 2]"),
+          "\tIn Model: input size [5, 5] output size [5, 2]",
+        ]);
+        const outside = rankLines.filter((l) => l.startsWith("Outside"));
+        assert.equal(outside.length, 4);
+        assert.match(
+          outside[0],
+          new RegExp(
+            `^Outside: input size \\[15, 5\\] moved from cpu:0 to ${backend}:0, output_size \\[15, 2\\] \\(global batch \\[30, 5\\]\\)$`,
+          ),
+        );
+      });
+      // Both ranks end with the same averaged gradient.
+      assert.equal(ranks[0].at(-1)!.split("= ")[1], ranks[1].at(-1)!.split("= ")[1]);
+      assert.equal(lines.length, ranks[0].length + ranks[1].length);
+    },
+  });
+}
+
+Deno.test({
+  ...opts,
+  name: "ddp_train example: 2 spawned cpu ranks learn and stay bit-identical",
+  fn: async () => {
+    const ranks = await distributed.spawn<RankSummary>(TRAIN, {
+      nprocs: 2,
+      args: [{ backend: "cpu", epochs: 4, pointsPerClass: 300, lr: 0.03, verbose: false }],
+    });
+    assert.equal(ranks[0].checksum, ranks[1].checksum);
+    assert.deepEqual(ranks[0].losses, ranks[1].losses);
+    assert.ok(ranks[0].losses[3] < ranks[0].losses[0], `loss falls: ${ranks[0].losses}`);
+  },
+});
+
+Deno.test({
+  ...opts,
+  name: "ddp_train example: the same file under mpiexec -n 2",
+  ignore: !hasMpiexec(),
+  fn: async () => {
+    const out = await new Deno.Command("mpiexec", {
+      args: [
+        "-n",
+        "2",
+        Deno.execPath(),
+        "run",
+        "-A",
+        TRAIN.pathname,
+        "--backend",
+        "cpu",
+        "--epochs",
+        "2",
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    assert.match(
+      text,
+      /^2 ranks \(mpi\), each on its own device; 2400 training rows, 1200 per rank per epoch$/m,
+    );
+    assert.match(text, /^epoch 2\/2 {2}loss \d\.\d{4}/m);
+    assert.match(text, /^held-out accuracy \d+\.\d%$/m);
+  },
+});
+
+function hasMpiexec(): boolean {
+  try {
+    return new Deno.Command("mpiexec", { args: ["--version"], stdout: "null", stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return false;
+  }
+}
