@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { run as seed003 } from "../examples/seed003_ddp.ts";
-import { type RankSummary } from "../examples/ddp_train.ts";
+import type { RankSummary } from "../examples/ddp_train.ts";
 import { distributed } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
 
