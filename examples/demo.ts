@@ -13,7 +13,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { backendNames, type Device, requestDevices } from "../mod.ts";
+import { backendNames, type Device, distributed, requestDevices } from "../mod.ts";
+import type { DdpRankOptions, DdpRankResult } from "./demo/ddp.ts";
 import { DemoError, runDemo } from "./demo/train.ts";
 import { ProgressBar } from "./demo/progress.ts";
 
@@ -21,7 +22,8 @@ import { ProgressBar } from "./demo/progress.ts";
 export const USAGE = `Usage: deno task demo [options]
 
 Trains an MLP (2-64-64-3, GELU) on three interleaved spirals with nn.DataParallel,
-splitting every batch over the devices, and evaluates it on a held-out test split.
+splitting every batch over the devices (or, with --ddp N, with DistributedDataParallel
+over N ranks), and evaluates it on a held-out test split.
 Writes DIR/checkpoint.safetensors (model, optimizer, epoch) and DIR/loss.svg after
 every epoch. Ctrl-C stops after the current step (exit code 130), keeping the last
 checkpoint; --resume continues from it.
@@ -29,6 +31,9 @@ checkpoint; --resume continues from it.
 Options:
   --devices LIST    backend:count list, e.g. webgpu:2,cpu:1 (mixed devices allowed);
                     default: webgpu:2 when a WebGPU adapter is found, else cpu:2
+  --ddp N           instead of DataParallel: N ranks (Workers), each on its own
+                    device, with DistributedDataParallel; --devices then names
+                    the backend of every rank's device (e.g. --devices cpu)
   --epochs N        train until N epochs are done, resumed ones included (default 30)
   --batch-size N    rows per optimizer step, split over the devices (default 128)
   --lr X            Adam learning rate (default 0.01; on --resume, the saved one)
@@ -63,6 +68,8 @@ export interface DemoArgs {
   seed: number;
   /** Continue from the checkpoint. */
   resume: boolean;
+  /** Ranks of the `--ddp` mode, or null for DataParallel. */
+  ddp: number | null;
 }
 
 function integer(flag: string, text: string, min: number): number {
@@ -122,6 +129,7 @@ export function parseDemoArgs(args: string[]): DemoArgs {
         out: { type: "string" },
         seed: { type: "string" },
         resume: { type: "boolean" },
+        ddp: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -137,9 +145,17 @@ export function parseDemoArgs(args: string[]): DemoArgs {
     }
   }
   if (values.out !== undefined && values.out.trim() === "") throw new DemoError("--out is empty");
+  const ddp = values.ddp === undefined ? null : integer("--ddp", values.ddp, 1);
+  const devices = values.devices === undefined ? null : parseDevices(values.devices);
+  if (ddp !== null && devices !== null && (devices.length !== 1 || /:/.test(values.devices!))) {
+    throw new DemoError(
+      `with --ddp, --devices names one backend for every rank's device (e.g. --devices cpu), got "${values.devices}"`,
+    );
+  }
   return {
     help: values.help ?? false,
-    devices: values.devices === undefined ? null : parseDevices(values.devices),
+    devices,
+    ddp,
     epochs: values.epochs === undefined ? 30 : integer("--epochs", values.epochs, 1),
     batchSize: values["batch-size"] === undefined
       ? 128
@@ -203,6 +219,7 @@ export async function main(args: string[]): Promise<number> {
       console.log(USAGE);
       return 0;
     }
+    if (options.ddp !== null) return await mainDdp(options);
     const devices = await startDevices(options.devices);
     console.log(`Devices (${devices.length}):`);
     for (const d of devices) console.log(`  ${d.toString()}: ${d.info}`);
@@ -250,6 +267,59 @@ export async function main(args: string[]): Promise<number> {
       return 1;
     }
     throw error;
+  }
+}
+
+/**
+ * The `--ddp N` mode: N Workers, each training on its own device with
+ * DistributedDataParallel; rank 0 reports. Ctrl-C ends the run at once (the
+ * ranks cannot agree on a step to stop at without a collective per step);
+ * the last checkpoint stays whole, since it is written atomically.
+ */
+async function mainDdp(options: DemoArgs): Promise<number> {
+  const ranks = options.ddp!;
+  const backend = options.devices?.[0].backend;
+  console.log(
+    `DistributedDataParallel over ${ranks} rank(s) (Workers), each on its own ${
+      backend ?? "webgpu (else cpu)"
+    } device`,
+  );
+  const onInterrupt = () => {
+    console.error("Ctrl-C: stopping now (the last checkpoint is complete).");
+    Deno.exit(130);
+  };
+  Deno.addSignalListener("SIGINT", onInterrupt);
+  try {
+    const rankOptions: DdpRankOptions = {
+      backend,
+      epochs: options.epochs,
+      batchSize: options.batchSize,
+      lr: options.lr,
+      out: options.out,
+      seed: options.seed,
+      resume: options.resume,
+    };
+    const results = await distributed.spawn<DdpRankResult>(
+      new URL("./demo/ddp.ts", import.meta.url),
+      { nprocs: ranks, args: [rankOptions] },
+    );
+    console.log(`Ranks' devices: ${results.map((r, i) => `${i}: ${r.device}`).join(", ")}`);
+    console.log(`Checkpoint: ${results[0].checkpointPath} (epoch ${results[0].epoch})`);
+    console.log(`Plot: ${results[0].plotPath}`);
+    return 0;
+  } catch (error) {
+    // A rank's DemoError (bad options, a checkpoint that does not fit) is a user mistake.
+    const cause = (error as Error).cause;
+    if (
+      cause instanceof Error && cause.name === "DemoError" ||
+      cause instanceof Error && cause.name === "CheckpointError"
+    ) {
+      console.error(`error: ${firstLine(cause)}`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    Deno.removeSignalListener("SIGINT", onInterrupt);
   }
 }
 

@@ -102,3 +102,55 @@ function hasMpiexec(): boolean {
     return false;
   }
 }
+
+Deno.test({
+  ...opts,
+  name: "demo --ddp 2: two ranks train, rank 0 reports, checkpoints and plots; --resume continues",
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "multigrad_demo_ddp_" });
+    const demo = (...args: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", new URL("../examples/demo.ts", import.meta.url).pathname, ...args],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    try {
+      const first = await demo("--ddp", "2", "--devices", "cpu", "--epochs", "1", "--out", dir);
+      const text = new TextDecoder().decode(first.stdout);
+      assert.equal(first.code, 0, new TextDecoder().decode(first.stderr));
+      assert.match(
+        text,
+        /^DistributedDataParallel over 2 rank\(s\) \(Workers\), each on its own cpu device$/m,
+      );
+      assert.match(text, /batch 128 split over 2 DDP ranks; 29 steps per epoch/);
+      assert.match(text, /^\tIn Model: input size \[64, 2\] output size \[64, 3\]$/m);
+      assert.equal(text.match(/^epoch 1\/1 /gm)?.length, 1, "one rank reports");
+      assert.match(text, /^Ranks' devices: 0: cpu:0, 1: cpu:0$/m);
+      await Deno.stat(`${dir}/checkpoint.safetensors`);
+      await Deno.stat(`${dir}/loss.svg`);
+      const resumed = await demo(
+        "--ddp",
+        "2",
+        "--devices",
+        "cpu",
+        "--epochs",
+        "2",
+        "--out",
+        dir,
+        "--resume",
+      );
+      const again = new TextDecoder().decode(resumed.stdout);
+      assert.equal(resumed.code, 0, new TextDecoder().decode(resumed.stderr));
+      assert.match(again, /Resumed from .* at epoch 1/);
+      assert.match(again, /^epoch 2\/2 /m);
+      const bad = await demo("--ddp", "2", "--devices", "cpu", "--batch-size", "127", "--out", dir);
+      assert.equal(bad.code, 1);
+      assert.match(
+        new TextDecoder().decode(bad.stderr),
+        /error: batch size 127 does not split evenly over 2 ranks/,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

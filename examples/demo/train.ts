@@ -9,6 +9,7 @@
 import {
   data,
   type Device,
+  distributed,
   getRngState,
   manualSeed,
   nn,
@@ -45,8 +46,17 @@ export type { DemoShape };
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
-  /** The devices to train on; the model lives on the first, batches are split over all. */
+  /**
+   * The devices to train on; the model lives on the first, batches are split
+   * over all. With `ddp`, the one device of this rank.
+   */
   devices: Device[];
+  /**
+   * Train as one rank of the process group with DistributedDataParallel
+   * (each rank loads batchSize / worldSize rows per step through a
+   * DistributedSampler); only rank 0 reports, checkpoints and plots.
+   */
+  ddp?: boolean;
   /** Train until this many epochs are done (counting those of a resumed checkpoint). Default 30. */
   epochs?: number;
   /** Rows per optimizer step, split over the devices. Default 128. */
@@ -171,11 +181,19 @@ function yieldToEventLoop(): Promise<void> {
  * @throws {DemoError} for invalid options or a checkpoint that cannot be resumed.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
-  const log = options.log ?? console.log;
   const devices = options.devices;
   if (!Array.isArray(devices) || devices.length === 0) {
     throw new DemoError("at least one device is needed");
   }
+  const ddp = options.ddp ?? false;
+  if (ddp && devices.length !== 1) {
+    throw new DemoError(`with ddp each rank trains on one device, got ${devices.length}`);
+  }
+  const rank = ddp ? distributed.getRank() : 0;
+  const ranks = ddp ? distributed.getWorldSize() : 1;
+  // One voice: the other ranks train in silence.
+  const log = rank === 0 ? options.log ?? console.log : () => {};
+  const lead = rank === 0;
   const epochs = options.epochs ?? 30;
   const batchSize = options.batchSize ?? 128;
   const lr = options.lr ?? 0.01;
@@ -221,6 +239,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     seed: shape.seed,
   });
   const { train, test } = splitTrainTest(all, 0.2, shape.seed + 1);
+  if (ddp && batchSize % ranks !== 0) {
+    throw new DemoError(`batch size ${batchSize} does not split evenly over ${ranks} ranks`);
+  }
   if (train.length < devices.length) {
     throw new DemoError(
       `${train.length} training rows cannot be split over ${devices.length} devices`,
@@ -230,12 +251,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   // Model: initialised from the seed on the host's default device, moved to devices[0].
   manualSeed(shape.seed);
   const model = new SpiralClassifier({ hidden: shape.hidden }).to(devices[0]);
-  const parallelModel: nn.Module = devices.length > 1
-    ? new nn.DataParallel(model, { devices })
-    : model;
   const optimizer = new optim.Adam(model.parameters(), { lr });
 
-  const stepsPerEpoch = Math.ceil(train.length / batchSize);
+  const perRank = batchSize / ranks;
+  const rowsPerRank = Math.ceil(train.length / ranks);
+  const stepsPerEpoch = Math.ceil(rowsPerRank / perRank);
   let history: History = { stepsPerEpoch, stepLoss: [], epochs: [] };
   let startEpoch = 0;
   if (resumed) {
@@ -269,8 +289,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     }
     log(`Resumed from ${checkpointPath} at epoch ${startEpoch} (seed ${shape.seed})`);
   }
+  // After a resume: DDP starts every rank from rank 0's (identical) weights.
+  const parallelModel: nn.Module = ddp
+    ? new distributed.DistributedDataParallel(model)
+    : devices.length > 1
+    ? new nn.DataParallel(model, { devices })
+    : model;
 
-  await writing(`the output folder ${out}`, () => Deno.mkdir(out, { recursive: true }));
+  if (lead) {
+    await writing(`the output folder ${out}`, () => Deno.mkdir(out, { recursive: true }));
+  }
   const trainSplit = upload(train, devices[0]);
   const testSplit = upload(test, devices[0]);
   const trainSet = new data.TensorDataset(trainSplit.x, trainSplit.y);
@@ -281,9 +309,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   log(
     `Parameters: ${formatCount(model.parameters().reduce((n, p) => n + p.numel(), 0))} on ${
       devices[0]
-    }; Adam lr ${
-      optimizer.paramGroups[0].lr
-    }; batch ${batchSize} split over ${devices.length} device(s); ${stepsPerEpoch} steps per epoch`,
+    }; Adam lr ${optimizer.paramGroups[0].lr}; batch ${batchSize} split over ${
+      ddp ? `${ranks} DDP ranks` : `${devices.length} device(s)`
+    }; ${stepsPerEpoch} steps per epoch`,
   );
 
   if (!resumed) {
@@ -306,7 +334,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   let traced = false;
   let lastLoss = NaN;
   let rate = NaN;
-  const progress = options.progress ?? null;
+  const progress = lead ? options.progress ?? null : null;
   const runStart = performance.now();
 
   for (let epoch = startEpoch + 1; epoch <= epochs && !interrupted; epoch++) {
@@ -323,6 +351,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const flush = async () => {
       if (pending.length === 0) return;
       const stacked = tidy(() => stack(pending, 0));
+      // Every rank's losses, averaged: what one process on the whole batch reports.
+      if (ddp) distributed.allReduce(stacked, { op: "avg" });
       const values = await stacked.data();
       stacked.dispose();
       for (const l of pending) l.dispose();
@@ -353,17 +383,28 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     };
 
     // A new loader each epoch, seeded by the epoch, so a resumed run sees the same order.
-    const loader = new data.DataLoader(trainSet, {
-      batchSize,
-      shuffle: true,
-      seed: shape.seed * 7919 + epoch,
-    });
+    let loader: data.DataLoader<Tensor[]>;
+    if (ddp) {
+      const sampler = new data.DistributedSampler(trainSet, { seed: shape.seed * 7919 });
+      sampler.setEpoch(epoch);
+      loader = new data.DataLoader(trainSet, { batchSize: perRank, sampler });
+    } else {
+      loader = new data.DataLoader(trainSet, {
+        batchSize,
+        shuffle: true,
+        seed: shape.seed * 7919 + epoch,
+      });
+    }
     for (const [x, y] of loader) {
       const trace = !traced;
       if (trace) {
         progress?.clear();
-        log(`Shape trace of the first batch (${devices.length} replica(s)):`);
-        model.trace = log;
+        log(
+          `Shape trace of the first batch (${
+            ddp ? `rank 0 of ${ranks} DDP ranks` : `${devices.length} replica(s)`
+          }):`,
+        );
+        if (lead) model.trace = log;
       }
       const loss = tidy(() => {
         const logits = parallelModel.forward(x) as Tensor;
@@ -376,7 +417,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         optimizer.step();
         return loss.detach();
       });
-      const rows = x.shape[0];
+      const rows = x.shape[0] * ranks;
       x.dispose();
       y.dispose();
       if (trace) {
@@ -423,20 +464,22 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       testAccuracy,
       seconds: (performance.now() - epochStart) / 1000,
     });
-    await writing(
-      checkpointPath,
-      () =>
-        writeCheckpoint(checkpointPath, {
-          epoch,
-          shape,
-          model: model.stateDict(),
-          optimizer: optimizer.stateDict(),
-          history,
-          rng: getRngState(),
-        }),
-    );
-    const svg = renderPlot(history, { subtitle: subtitle(devices, shape) });
-    await writing(plotPath, () => Deno.writeTextFile(plotPath, svg));
+    if (lead) {
+      await writing(
+        checkpointPath,
+        () =>
+          writeCheckpoint(checkpointPath, {
+            epoch,
+            shape,
+            model: model.stateDict(),
+            optimizer: optimizer.stateDict(),
+            history,
+            rng: getRngState(),
+          }),
+      );
+      const svg = renderPlot(history, { subtitle: subtitle(devices, shape, ddp ? ranks : 0) });
+      await writing(plotPath, () => Deno.writeTextFile(plotPath, svg));
+    }
     memory.push(bytesInUse(devices));
     progress?.clear();
     log(
@@ -484,10 +527,11 @@ async function writing(what: string, write: () => Promise<unknown>): Promise<voi
   }
 }
 
-function subtitle(devices: readonly Device[], shape: DemoShape): string {
-  return `MLP 2-${shape.hidden}-${shape.hidden}-3 on 3 spirals, DataParallel over ${
-    devices.map(String).join(", ")
-  }`;
+function subtitle(devices: readonly Device[], shape: DemoShape, ranks: number): string {
+  const how = ranks > 0
+    ? `DistributedDataParallel over ${ranks} ranks`
+    : `DataParallel over ${devices.map(String).join(", ")}`;
+  return `MLP 2-${shape.hidden}-${shape.hidden}-3 on 3 spirals, ${how}`;
 }
 
 /** Step losses recorded at `from` steps per epoch, resampled to `to` steps per epoch. */
