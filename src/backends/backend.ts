@@ -26,7 +26,8 @@
  *   visible, in call order, to every later call on the same device,
  *   `read` included. The core orders work ACROSS devices itself, so a kernel
  *   never waits for another device.
- * - `out` never aliases an input.
+ * - `out` never aliases an input. (The optimizer kernels, `adam` and `sgd`,
+ *   have no `out`: they update their state buffers in place.)
  * - Input dtypes are already checked and equal (the core casts first), and
  *   every buffer argument was allocated by this same device.
  * - Errors found later (GPU validation, out of memory) are raised by the next
@@ -470,6 +471,78 @@ export interface GeluArgs<B = DeviceBuffer> {
   readonly dtype: DType;
 }
 
+/**
+ * Optional fused kernel: one step of Adam (or AdamW, `decoupled`) over
+ * `numel` elements, updating `param`, `expAvg` and `expAvgSq` IN PLACE (the
+ * only kernels whose outputs are also inputs). As PyTorch's single-tensor
+ * update, each operation rounded to `dtype`, with `g = maximize ? -grad : grad`:
+ * ```
+ * decoupled:          param  = param · (1 - lr·weightDecay)
+ * else, weightDecay:  g      = g + weightDecay · param
+ * expAvg   = expAvg · beta1 + g · (1 - beta1)
+ * expAvgSq = expAvgSq · beta2 + (g · (1 - beta2)) · g
+ * param    = param + (expAvg · -stepSize) / (sqrt(expAvgSq) / correction2Sqrt + eps)
+ * ```
+ * where the scalars are rounded to `dtype` first (weight decay is skipped
+ * when 0). Float dtypes only.
+ */
+export interface AdamArgs<B = DeviceBuffer> {
+  /** Read and written. */
+  readonly param: B;
+  /** Read. */
+  readonly grad: B;
+  /** First moment: read and written. */
+  readonly expAvg: B;
+  /** Second moment: read and written. */
+  readonly expAvgSq: B;
+  /** Elements of each. */
+  readonly numel: number;
+  /** Learning rate (used by decoupled weight decay). */
+  readonly lr: number;
+  /** Decay rate of the first moment. */
+  readonly beta1: number;
+  /** Decay rate of the second moment. */
+  readonly beta2: number;
+  /** Added to the denominator. */
+  readonly eps: number;
+  /** Weight decay (0: none). */
+  readonly weightDecay: number;
+  /** AdamW: decay the parameter, not the gradient. */
+  readonly decoupled: boolean;
+  /** Ascend instead (the gradient is negated). */
+  readonly maximize: boolean;
+  /** `lr / (1 - beta1^step)`. */
+  readonly stepSize: number;
+  /** `sqrt(1 - beta2^step)`. */
+  readonly correction2Sqrt: number;
+  /** The element type of every buffer. */
+  readonly dtype: DType;
+}
+
+/**
+ * Optional fused kernel: one step of plain SGD (no momentum) over `numel`
+ * elements, updating `param` IN PLACE, as PyTorch with each operation
+ * rounded to `dtype`: `d = maximize ? -grad : grad`, then
+ * `d = d + weightDecay · param` when weightDecay is not 0, then
+ * `param = param - d · lr`. Float dtypes only.
+ */
+export interface SgdArgs<B = DeviceBuffer> {
+  /** Read and written. */
+  readonly param: B;
+  /** Read. */
+  readonly grad: B;
+  /** Elements of each. */
+  readonly numel: number;
+  /** Learning rate. */
+  readonly lr: number;
+  /** L2 penalty added to the gradient (0: none). */
+  readonly weightDecay: number;
+  /** Ascend instead (the gradient is negated). */
+  readonly maximize: boolean;
+  /** The element type of both buffers. */
+  readonly dtype: DType;
+}
+
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
 export interface KernelArgs<B = DeviceBuffer> {
   /** See {@link FillArgs}. */
@@ -506,13 +579,17 @@ export interface KernelArgs<B = DeviceBuffer> {
   gelu: GeluArgs<B>;
   /** Optional. See {@link GeluArgs}. */
   geluDerivative: GeluArgs<B>;
+  /** Optional. See {@link AdamArgs}. */
+  adam: AdamArgs<B>;
+  /** Optional. See {@link SgdArgs}. */
+  sgd: SgdArgs<B>;
 }
 
 /** A kernel's name. */
 export type KernelName = keyof KernelArgs;
 
 /** The fused kernels a backend may leave out; the core composes them from primitives. */
-export const OPTIONAL_KERNELS = ["softmax", "gelu", "geluDerivative"] as const;
+export const OPTIONAL_KERNELS = ["softmax", "gelu", "geluDerivative", "adam", "sgd"] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
 export type OptionalKernelName = typeof OPTIONAL_KERNELS[number];
@@ -703,6 +780,32 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     x: u(x.x, "geluDerivative.x"),
     out: u(x.out, "geluDerivative.out"),
     numel: x.numel,
+    dtype: x.dtype,
+  }),
+  adam: (x, u) => ({
+    param: u(x.param, "adam.param"),
+    grad: u(x.grad, "adam.grad"),
+    expAvg: u(x.expAvg, "adam.expAvg"),
+    expAvgSq: u(x.expAvgSq, "adam.expAvgSq"),
+    numel: x.numel,
+    lr: x.lr,
+    beta1: x.beta1,
+    beta2: x.beta2,
+    eps: x.eps,
+    weightDecay: x.weightDecay,
+    decoupled: x.decoupled,
+    maximize: x.maximize,
+    stepSize: x.stepSize,
+    correction2Sqrt: x.correction2Sqrt,
+    dtype: x.dtype,
+  }),
+  sgd: (x, u) => ({
+    param: u(x.param, "sgd.param"),
+    grad: u(x.grad, "sgd.grad"),
+    numel: x.numel,
+    lr: x.lr,
+    weightDecay: x.weightDecay,
+    maximize: x.maximize,
     dtype: x.dtype,
   }),
 };

@@ -6,6 +6,7 @@
 import { Tensor } from "../tensor.ts";
 import { Optimizer, type ParamGroup, type ParamGroupInput, type ScalarFn } from "./optimizer.ts";
 import { checkNumber } from "./util.ts";
+import { hasKernel, launch } from "../ops/util.ts";
 
 /** Options of {@link SGD}. */
 export interface SGDOptions {
@@ -69,12 +70,31 @@ export class SGD extends Optimizer<SGDGroupOptions> {
     }
   }
 
-  /** PyTorch's SGD update of one group. */
+  /**
+   * PyTorch's SGD update of one group: the backend's fused `sgd` kernel
+   * where it has one (without momentum), else composed from elementwise ops.
+   */
   protected override updateGroup(group: ParamGroup<SGDGroupOptions>, scalar: ScalarFn): void {
     const { lr, momentum, dampening, nesterov, weightDecay, maximize } = group;
     for (const p of group.params) {
       const grad = p.grad;
       if (!grad) continue;
+      if (
+        momentum === 0 && hasKernel(p.device, "sgd") && grad.device === p.device &&
+        grad.dtype === p.dtype
+      ) {
+        // One kernel instead of 2-4 per parameter, the same numbers.
+        launch(p.device, "sgd", {
+          param: p.storage.buffer("SGD.step"),
+          grad: grad.storage.buffer("SGD.step"),
+          numel: p.numel(),
+          lr,
+          weightDecay,
+          maximize,
+          dtype: p.dtype,
+        });
+        continue;
+      }
       let d = maximize ? grad.neg() : grad;
       if (weightDecay !== 0) d = d.add(p.mul(scalar(weightDecay, p)));
       if (momentum !== 0) {

@@ -21,6 +21,7 @@ import { fill } from "./kernels/fill.ts";
 import { gather } from "./kernels/gather.ts";
 import { im2col } from "./kernels/im2col.ts";
 import { col2im } from "./kernels/col2im.ts";
+import { adam } from "./kernels/adam.ts";
 import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { indexSelect } from "./kernels/index_select.ts";
@@ -28,6 +29,7 @@ import { matmul, MAX_THREADS } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
+import { sgd } from "./kernels/sgd.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
@@ -58,6 +60,8 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul"> = {
   softmax,
   gelu,
   geluDerivative,
+  adam,
+  sgd,
 };
 
 /** One logical cpu device. */

@@ -16,6 +16,8 @@ import { im2col } from "./kernels/im2col.ts";
 import { col2im } from "./kernels/col2im.ts";
 import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
+import { adam } from "./kernels/adam.ts";
+import { sgd } from "./kernels/sgd.ts";
 import { indexSelect } from "./kernels/index_select.ts";
 import { matmul } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
@@ -67,6 +69,8 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       softmax: (args) => softmax(rt, args),
       gelu: (args) => gelu(rt, args),
       geluDerivative: (args) => geluDerivative(rt, args),
+      adam: (args) => adam(rt, args),
+      sgd: (args) => sgd(rt, args),
     };
   }
 
