@@ -10,7 +10,7 @@ import { formatShape, sameShape } from "./shape.ts";
 import type { DType } from "./dtype.ts";
 import type { Device } from "./device.ts";
 import type { Tensor } from "./tensor.ts";
-import { tidy } from "./storage.ts";
+import { noteNode, tidy } from "./storage.ts";
 
 let gradEnabled = true;
 
@@ -68,6 +68,7 @@ export class Node {
   /** Inputs, in order; released after backward unless the graph is retained. */
   inputs: (Tensor | null)[];
   #backward: BackwardFn | null;
+  #groups: { nodeReleased(): void }[] = [];
 
   /** Records `name` with its inputs, backward and output descriptions. */
   constructor(
@@ -90,10 +91,29 @@ export class Node {
     return this.#backward(grads);
   }
 
-  /** Drops saved tensors so their memory can go. */
+  /** False once released: backward can no longer run through it. */
+  get live(): boolean {
+    return this.#backward !== null;
+  }
+
+  /** The nodes that made this node's inputs. */
+  *producers(): Iterable<Node> {
+    for (const input of this.inputs) if (input?.gradFn) yield input.gradFn;
+  }
+
+  /** @internal Frees a scope's memory with this node (see `tidy`). */
+  join(group: { nodeReleased(): void }): void {
+    if (this.#backward) this.#groups.push(group);
+    else group.nodeReleased();
+  }
+
+  /** Drops saved tensors; memory a scope left to the graph goes with its last node. */
   release(): void {
     this.#backward = null;
     this.inputs = [];
+    const groups = this.#groups;
+    this.#groups = [];
+    for (const group of groups) group.nodeReleased();
   }
 }
 
@@ -116,6 +136,7 @@ export function record<T extends Tensor | Tensor[]>(
     list.map((t) => ({ shape: t.shape, dtype: t.dtype, device: t.device })),
   );
   list.forEach((t, i) => t._attach(node, i));
+  noteNode(node);
   return outputs;
 }
 

@@ -3,13 +3,16 @@
  *
  * JavaScript frees objects when the garbage collector gets to them, which for
  * a few small tensor objects can be thousands of training steps later while
- * megabytes of GPU memory wait. So memory is released three ways: at once by
- * `dispose()`, at the end of a `tidy(fn)` scope for everything the scope made
- * and did not return or keep (as TensorFlow.js does), and by a
- * FinalizationRegistry as the last resort (reads give its callbacks the
- * event-loop turn they need, see {@link settleReleases}). Storage assigned to parameters,
- * gradients, buffers and optimizer state is marked persistent and survives
- * tidy scopes.
+ * megabytes of GPU memory wait. So memory is released four ways: at once by
+ * `dispose()`; at the end of a `tidy(fn)` scope for everything the scope made
+ * and did not return or keep (as TensorFlow.js does); by the autograd graph,
+ * to which a scope hands what backward still needs, as backward runs through
+ * it (layers, losses and DataParallel run in such scopes, so a plain training
+ * loop frees its activations at backward); and by a FinalizationRegistry as
+ * the last resort, for what the user held (reads give its callbacks the
+ * event-loop turn they need, see {@link settleReleases}). Storage assigned to
+ * parameters, gradients, buffers and optimizer state is marked persistent and
+ * survives tidy scopes.
  * @module
  */
 
@@ -34,8 +37,6 @@ function freeLater({ device, buffer }: Held): void {
 }
 
 const finalizer = new FinalizationRegistry<Held>(freeLater);
-
-const scopes: Set<Storage>[] = [];
 
 // Storages made outside every tidy scope since reads last let the event loop
 // turn: they may be garbage whose FinalizationRegistry callback is waiting.
@@ -86,7 +87,7 @@ export class Storage {
     this.#buffer = buffer;
     finalizer.register(this, { device, buffer }, this);
     const scope = scopes.at(-1);
-    if (scope) scope.add(this);
+    if (scope) scope.storages.add(this);
     else unscopedSinceTurn++;
   }
 
@@ -133,24 +134,103 @@ export interface HasStorage {
   readonly storage: Storage;
 }
 
-function collect(value: unknown, into: Set<Storage>, seen: Set<unknown>): void {
-  if (value === null || typeof value !== "object" || seen.has(value)) return;
+/**
+ * What a scope sees of an autograd node: enough to tell whether backward can
+ * still run through it and to tie memory to it. The storage layer knows
+ * nothing else of autograd.
+ */
+export interface GraphNode {
+  /** False once backward has run through it without `retainGraph`. */
+  readonly live: boolean;
+  /** The nodes that made its inputs (toward the leaves). */
+  producers(): Iterable<GraphNode>;
+  /** Frees `group`'s memory when this node is released, once its other nodes are. */
+  join(group: ReleaseGroup): void;
+  /** Drops what backward would have needed (idempotent). */
+  release(): void;
+}
+
+/**
+ * Memory a scope made that only the graph still needs: freed when the last
+ * of its nodes is released (as backward does), or by the garbage collector
+ * if backward never comes.
+ */
+export class ReleaseGroup {
+  #storages: Storage[];
+  #pending: number;
+
+  /** `storages`, freed once `nodes` nodes have each called {@link nodeReleased}. */
+  constructor(storages: Storage[], nodes: number) {
+    this.#storages = storages;
+    this.#pending = nodes;
+  }
+
+  /** One of the group's nodes was released. */
+  nodeReleased(): void {
+    if (--this.#pending > 0) return;
+    for (const storage of this.#storages) if (!storage.persistent) storage.dispose();
+    this.#storages = [];
+  }
+}
+
+interface Scope {
+  /** Storage made while this scope was the innermost. */
+  readonly storages: Set<Storage>;
+  /** Nodes recorded in this scope, or in inner ones that returned them. */
+  readonly nodes: GraphNode[];
+  /** Nodes of tensors passed to {@link keep}: the graph behind them stays usable. */
+  readonly keptNodes: GraphNode[];
+}
+
+const scopes: Scope[] = [];
+
+/** @internal Puts a freshly recorded node under the innermost {@link tidy} scope. */
+export function noteNode(node: GraphNode): void {
+  scopes.at(-1)?.nodes.push(node);
+}
+
+/**
+ * Adds the storage of every tensor in `value` (tensors, arrays, Maps and
+ * plain objects of them) to `into` and their nodes to `roots`. Returns false
+ * when `value` holds an object it cannot look into (a class instance).
+ */
+function collect(
+  value: unknown,
+  into: Set<Storage>,
+  roots: GraphNode[],
+  seen: Set<unknown>,
+): boolean {
+  if (value === null || typeof value !== "object" || seen.has(value)) return true;
   seen.add(value);
   if ("storage" in value && (value as HasStorage).storage instanceof Storage) {
     into.add((value as HasStorage).storage);
-    return;
+    const node = (value as { gradFn?: GraphNode | null }).gradFn;
+    if (node) roots.push(node);
+    return true;
   }
+  let seeThrough = true;
   if (Array.isArray(value)) {
-    for (const v of value) collect(v, into, seen);
-    return;
+    for (const v of value) seeThrough = collect(v, into, roots, seen) && seeThrough;
+  } else if (value instanceof Map) {
+    for (const v of value.values()) seeThrough = collect(v, into, roots, seen) && seeThrough;
+  } else if (isPlainObject(value)) {
+    for (const v of Object.values(value)) seeThrough = collect(v, into, roots, seen) && seeThrough;
+  } else return false;
+  return seeThrough;
+}
+
+/** The scope's nodes that backward can still reach from `roots`. */
+function liveNodes(scope: Scope, roots: GraphNode[]): Set<GraphNode> {
+  const mine = new Set(scope.nodes);
+  const live = new Set<GraphNode>();
+  const stack = [...roots, ...scope.keptNodes];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (live.has(node) || !mine.has(node) || !node.live) continue;
+    live.add(node);
+    for (const producer of node.producers()) stack.push(producer);
   }
-  if (value instanceof Map) {
-    for (const v of value.values()) collect(v, into, seen);
-    return;
-  }
-  if (isPlainObject(value)) {
-    for (const v of Object.values(value)) collect(v, into, seen);
-  }
+  return live;
 }
 
 /**
@@ -159,16 +239,38 @@ function collect(value: unknown, into: Set<Storage>, seen: Set<unknown>): void {
  * (parameters, gradients, optimizer state) and those passed to `keep`. `fn`
  * must be synchronous: ops never await. If `fn` throws, everything it made
  * that is not persistent or kept is released and the error rethrown.
+ *
+ * Memory that backward still needs is handed to the graph instead: when the
+ * returned (or kept) tensors have a history through operations recorded in
+ * the scope, what the scope made stays until backward has run through those
+ * operations (without `retainGraph`), so `tidy(() => model.forward(x))`
+ * followed by `backward()` outside works and frees it. Library layers and
+ * losses run in such scopes, so a plain training loop frees its activations
+ * at backward without `tidy`.
  */
 export function tidy<T>(fn: () => T): T {
-  const scope = new Set<Storage>();
+  return runScope(fn, false);
+}
+
+/**
+ * @internal {@link tidy} for the library's own layers and losses: the same,
+ * except that a result holding objects it cannot look into (a user module's
+ * class instance) leaves everything to the enclosing scope.
+ */
+export function forwardScope<T>(fn: () => T): T {
+  return runScope(fn, true);
+}
+
+function runScope<T>(fn: () => T, lenient: boolean): T {
+  const scope: Scope = { storages: new Set(), nodes: [], keptNodes: [] };
   scopes.push(scope);
   let result: T;
   try {
     result = fn();
   } catch (error) {
     scopes.pop();
-    for (const storage of scope) if (!storage.persistent) storage.dispose();
+    for (const node of scope.nodes) node.release();
+    for (const storage of scope.storages) if (!storage.persistent) storage.dispose();
     throw error;
   }
   scopes.pop();
@@ -178,21 +280,45 @@ export function tidy<T>(fn: () => T): T {
     );
   }
   const kept = new Set<Storage>();
-  collect(result, kept, new Set());
+  const roots: GraphNode[] = [];
   const outer = scopes.at(-1);
-  for (const storage of scope) {
-    if (storage.persistent || kept.has(storage)) {
-      if (!storage.persistent) outer?.add(storage);
-      continue;
+  if (!collect(result, kept, roots, new Set()) && lenient) {
+    // As if there had been no scope.
+    for (const storage of scope.storages) {
+      if (outer) outer.storages.add(storage);
+      else unscopedSinceTurn++;
     }
-    storage.dispose();
+    outer?.nodes.push(...scope.nodes);
+    return result;
+  }
+  const live = scope.nodes.length > 0 ? liveNodes(scope, roots) : new Set<GraphNode>();
+  // Nodes nothing returned can reach are dead: backward can never run them.
+  for (const node of scope.nodes) if (!live.has(node)) node.release();
+  const dropped: Storage[] = [];
+  for (const storage of scope.storages) {
+    if (storage.persistent || kept.has(storage)) {
+      if (!storage.persistent) outer?.storages.add(storage);
+    } else if (!storage.disposed) dropped.push(storage);
+  }
+  if (live.size === 0) {
+    for (const storage of dropped) storage.dispose();
+  } else {
+    if (dropped.length > 0) {
+      const group = new ReleaseGroup(dropped, live.size);
+      for (const node of live) node.join(group);
+    }
+    outer?.nodes.push(...live);
   }
   return result;
 }
 
 /** Marks a tensor's memory to survive every enclosing {@link tidy} scope. */
 export function keep<T extends Tensor>(tensor: T): T {
-  for (const scope of scopes) scope.delete(tensor.storage);
+  const node = tensor.gradFn;
+  for (const scope of scopes) {
+    scope.storages.delete(tensor.storage);
+    if (node) scope.keptNodes.push(node);
+  }
   return tensor;
 }
 
@@ -202,6 +328,6 @@ export function keep<T extends Tensor>(tensor: T): T {
  * prefetched batch), which belong to the scope they are handed out in.
  */
 export function adopt<T extends HasStorage>(tensor: T): T {
-  if (!tensor.storage.persistent) scopes.at(-1)?.add(tensor.storage);
+  if (!tensor.storage.persistent) scopes.at(-1)?.storages.add(tensor.storage);
   return tensor;
 }

@@ -10,7 +10,7 @@ import { isFloat } from "../dtype.ts";
 import { arangeOn } from "../ops/factory.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
-import { tidy } from "../storage.ts";
+import { forwardScope, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { checkBatchNorm, checkReduction, checkTensor, sameDevice } from "./util.ts";
 
@@ -78,6 +78,11 @@ export function logSoftmax(x: Tensor, dim: number): Tensor {
 
 /** `x @ weightᵀ + bias` over the last dim of `x`. */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  // Its un-biased product goes with the graph at backward, not with the GC.
+  return forwardScope(() => linearUnscoped(x, weight, bias));
+}
+
+function linearUnscoped(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
   checkTensor("linear", "input", x);
   checkTensor("linear", "weight", weight);
   // Shapes, dtypes and devices are checked by the op (bias [outF], [1] or [], as PyTorch).
@@ -316,6 +321,11 @@ export interface MSELossOptions {
 
 /** Mean squared error, as `torch.nn.functional.mse_loss`; shapes must be equal. */
 export function mseLoss(input: Tensor, target: Tensor, options: MSELossOptions = {}): Tensor {
+  // Its intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => mseLossUnscoped(input, target, options));
+}
+
+function mseLossUnscoped(input: Tensor, target: Tensor, options: MSELossOptions): Tensor {
   checkTensor("mseLoss", "input", input);
   checkTensor("mseLoss", "target", target);
   const reduction = options.reduction ?? "mean";
@@ -362,6 +372,15 @@ export function crossEntropy(
   input: Tensor,
   target: Tensor,
   options: CrossEntropyOptions = {},
+): Tensor {
+  // Its log-probabilities and one-hots go with the graph at backward, not with the GC.
+  return forwardScope(() => crossEntropyUnscoped(input, target, options));
+}
+
+function crossEntropyUnscoped(
+  input: Tensor,
+  target: Tensor,
+  options: CrossEntropyOptions,
 ): Tensor {
   const op = "crossEntropy";
   checkTensor(op, "input", input);

@@ -8,6 +8,7 @@ import type { Device } from "../device.ts";
 import type { DType } from "../dtype.ts";
 import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
+import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { calculateFanInAndFanOut, kaimingUniform_, uniform_ } from "./init.ts";
 import * as F from "./functional.ts";
@@ -149,9 +150,12 @@ export class Sequential extends ModuleList {
 
   /** Feeds `input` through every module in order. */
   override forward(input: Tensor): Tensor {
-    let x: unknown = input;
-    for (const m of this) x = (m.forward as (a: unknown) => unknown).call(m, x);
-    return x as Tensor;
+    // What passes between layers goes with the graph at backward, not with the GC.
+    return forwardScope(() => {
+      let x: unknown = input;
+      for (const m of this) x = (m.forward as (a: unknown) => unknown).call(m, x);
+      return x as Tensor;
+    });
   }
 }
 

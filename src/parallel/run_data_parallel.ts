@@ -6,6 +6,7 @@
 
 import type { Device } from "../device.ts";
 import type { Module } from "../nn/module.ts";
+import { forwardScope } from "../storage.ts";
 import { checkModuleOn } from "./devices.ts";
 import { parallelApply } from "./parallel_apply.ts";
 import { replicate } from "./replicate.ts";
@@ -24,6 +25,17 @@ export function runDataParallel(
   op: string,
 ): unknown {
   checkModuleOn(module, devices[0], op);
+  // Replicas and scattered inputs go with the graph at backward, not with the GC.
+  return forwardScope(() => runOnDevices(module, args, devices, outputDevice, dim));
+}
+
+function runOnDevices(
+  module: Module,
+  args: unknown[],
+  devices: Device[],
+  outputDevice: Device,
+  dim: number,
+): unknown {
   if (args.length === 0) return module.forward();
   const perDevice = scatter(args, devices, { dim }) as unknown[][];
   if (devices.length === 1 || perDevice.length === 1) {

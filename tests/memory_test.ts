@@ -1,0 +1,172 @@
+/**
+ * Memory of training loops written as PyTorch users write them: no `tidy`,
+ * no `dispose`. Layers, losses and DataParallel run in scopes that hand their
+ * intermediates to the graph, which frees them as backward runs through it;
+ * reads let FinalizationRegistry callbacks run. Long soaks are in
+ * `soak_test.ts`.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  type Device,
+  keep,
+  manualSeed,
+  nn,
+  noGrad,
+  optim,
+  randn,
+  type Tensor,
+  tensor,
+  tidy,
+} from "../mod.ts";
+import { assertClose, backendTest } from "./harness.ts";
+
+/**
+ * A model, optimizer and batch after one step (gradients, optimizer state and
+ * cached constants made), with every stream idle: a device whose stream still
+ * waits for the upload of the model would queue frees too.
+ */
+async function setup(device: Device) {
+  manualSeed(3);
+  const model = new nn.Sequential(new nn.Linear(4, 8), new nn.ReLU(), new nn.Linear(8, 3))
+    .to(device);
+  const opt = new optim.Adam(model.parameters(), { lr: 0.01 });
+  const lossFn = new nn.CrossEntropyLoss();
+  const x = randn([5, 4], { device });
+  const y = tensor([0, 1, 2, 1, 0], { dtype: "int32", device });
+  const step = () => {
+    const out = model.forward(x);
+    const loss = lossFn.forward(out, y);
+    loss.backward();
+    opt.step();
+    return { out, loss };
+  };
+  const first = step();
+  await first.loss.data();
+  first.out.dispose();
+  first.loss.dispose();
+  return { model, opt, lossFn, x, y, step };
+}
+
+backendTest("a plain step frees its activations at backward, with no await", async (d) => {
+  const { step } = await setup(d);
+  // Gradients accumulate in place (no zeroGrad), so they hold no new memory.
+  const base = d.memory().bytesInUse;
+  const { out, loss } = step();
+  // Only what the user holds is left: the logits and the loss.
+  out.dispose();
+  loss.dispose();
+  assert.equal(d.memory().bytesInUse, base);
+});
+
+backendTest("activations stay until backward needs them no more", async (d) => {
+  const { model, lossFn, x, y } = await setup(d);
+  const base = d.memory().bytesInUse;
+  const out = model.forward(x);
+  const loss = lossFn.forward(out, y);
+  const held = d.memory().bytesInUse;
+  out.dispose();
+  loss.dispose();
+  // The graph still holds the hidden layer, the log-probabilities, ...
+  assert.ok(d.memory().bytesInUse > base, "intermediates live while backward may come");
+  loss.backward();
+  assert.equal(d.memory().bytesInUse, base, "and are freed by backward");
+  assert.ok(held > base);
+});
+
+backendTest(
+  "tidy(forward) then backward outside the scope works and frees the scope",
+  async (d) => {
+    const { model, lossFn, x, y, opt } = await setup(d);
+    const two = tensor(2, { device: d });
+    opt.zeroGrad();
+    const base = d.memory().bytesInUse;
+    const loss = tidy(() => lossFn.forward(model.forward(x).relu().mul(two), y));
+    loss.backward(undefined, { retainGraph: true });
+    const grads = model.parameters().map((p) => p.grad!);
+    const first = grads[0].data();
+    const withGrads = d.memory().bytesInUse;
+    loss.backward();
+    const twice = grads[0].data();
+    assert.ok(d.memory().bytesInUse < withGrads, "the second backward freed the graph");
+    loss.dispose();
+    opt.zeroGrad();
+    assert.equal(d.memory().bytesInUse, base);
+    assertClose(await twice, [...await first].map((v) => 2 * v), { rtol: 1e-5 });
+  },
+);
+
+backendTest("a scope whose result has no history frees everything at once", async (d) => {
+  const { model, x } = await setup(d);
+  const base = d.memory().bytesInUse;
+  const predicted = tidy(() => model.forward(x).argmax(1));
+  predicted.dispose();
+  assert.equal(d.memory().bytesInUse, base, "grad on, but nothing can backward through it");
+  const out = noGrad(() => model.forward(x));
+  out.dispose();
+  assert.equal(d.memory().bytesInUse, base, "under noGrad");
+});
+
+backendTest("keep() inside a scope keeps the graph behind the tensor", async (d) => {
+  const w = tensor([1, 2, 3], { device: d, requiresGrad: true });
+  let kept: Tensor | null = null;
+  tidy(() => {
+    kept = keep(w.mul(w).exp());
+  });
+  kept!.sum().backward();
+  assertClose(await w.grad!.data(), [1, 2, 3].map((v) => 2 * v * Math.exp(v * v)), {
+    rtol: 1e-5,
+  });
+});
+
+backendTest(
+  "a layer returning an object the scope cannot see into keeps its tensors",
+  async (d) => {
+    class Boxed {
+      constructor(readonly value: Tensor) {}
+    }
+    class Boxing extends nn.Module {
+      override forward(x: Tensor): Tensor {
+        return new Boxed(x.mul(3)) as unknown as Tensor;
+      }
+    }
+    const model = new nn.Sequential(new nn.Linear(2, 2), new Boxing()).to(d);
+    const boxed = model.forward(tensor([[1, 2]], { device: d })) as unknown as Boxed;
+    assert.equal((await boxed.value.data()).length, 2);
+  },
+);
+
+backendTest(
+  "DataParallel: a plain step frees what it scattered and replicated",
+  async (_, devices) => {
+    manualSeed(5);
+    const model = new nn.DataParallel(
+      new nn.Sequential(new nn.Linear(4, 8), new nn.ReLU(), new nn.Linear(8, 3)).to(devices[0]),
+      { devices },
+    );
+    const opt = new optim.SGD(model.parameters(), { lr: 0.1 });
+    const lossFn = new nn.CrossEntropyLoss();
+    const x = randn([6, 4], { device: devices[0] });
+    const y = tensor([0, 1, 2, 0, 1, 2], { dtype: "int32", device: devices[0] });
+    const step = () => {
+      const out = model.forward(x);
+      const loss = lossFn.forward(out, y);
+      loss.backward();
+      opt.step();
+      return [out, loss];
+    };
+    const first = step();
+    await first[1].data();
+    for (const t of first) t.dispose();
+    // Reading a probe on every device waits until the copies between them have
+    // landed: until then a device's stream holds its work, frees included.
+    const probes = devices.map((dev) => tensor([1], { device: dev }));
+    const idle = () => Promise.all(probes.map((p) => p.data()));
+    await idle();
+    const base = devices.map((dev) => dev.memory().bytesInUse);
+    for (const t of step()) t.dispose();
+    await idle();
+    assert.deepEqual(devices.map((dev) => dev.memory().bytesInUse), base);
+  },
+);
