@@ -1,0 +1,605 @@
+/**
+ * The backend contract suite: every kernel of the table, and memory with
+ * offsets, run on every registered backend that starts here and compared
+ * with the cpu reference, using only `src/backends/backend.ts` (allocate,
+ * write, read, the kernel table). A backend's optional fused kernels are
+ * checked where it has them. The third backend of `third_backend.ts` runs it
+ * too, and the ops conformance cases at the end check that the ops compose
+ * the fused kernels it leaves out.
+ */
+
+import assert from "node:assert/strict";
+import type {
+  BackendDevice,
+  DeviceBuffer,
+  DType,
+  KernelArgs,
+  KernelName,
+  TypedArray,
+  UnaryOp,
+} from "../src/backends/backend.ts";
+import {
+  backendNames,
+  type Device,
+  manualSeed,
+  nn,
+  optim,
+  registerBackend,
+  requestDevices,
+  tensor,
+  tidy,
+} from "../mod.ts";
+import { assertClose, BACKENDS, floats, ints as intValues } from "./harness.ts";
+import { thirdBackend } from "./third_backend.ts";
+
+if (!backendNames().includes("third")) registerBackend("third", thirdBackend, { priority: -5 });
+const [THIRD] = await requestDevices({ backend: "third" });
+
+/** The reference: the cpu backend's device. */
+const REF: BackendDevice = BACKENDS.get("cpu")![0].backendDevice;
+
+/** Every started backend but cpu, and the third one. */
+const SUBJECTS: [string, Device][] = [
+  ...[...BACKENDS].filter(([name]) => name !== "cpu").map(([name, ds]) =>
+    [name, ds[0]] as [string, Device]
+  ),
+  ["third", THIRD],
+];
+
+/** Host data for one buffer argument. */
+type HostBuffer = TypedArray | { readonly numel: number; readonly dtype: DType };
+
+/** One kernel call: its non-buffer arguments, its inputs, and its outputs to compare. */
+interface Case<K extends KernelName> {
+  readonly kernel: K;
+  readonly what: string;
+  /** Buffer fields and what they start as (host arrays are written; the others are allocated). */
+  readonly buffers: Readonly<Record<string, HostBuffer>>;
+  /** The fields read back and compared. */
+  readonly outputs: readonly string[];
+  /** Every other argument (the buffers come from `buffers`). */
+  readonly args: Partial<KernelArgs[K]>;
+  /** Absolute and relative tolerance (default exact). */
+  readonly tolerance?: number;
+}
+
+function dtypeOf(h: HostBuffer): DType {
+  if (h instanceof Float32Array) return "float32";
+  if (h instanceof Int32Array) return "int32";
+  if (h instanceof Float64Array) return "float64";
+  return (h as { dtype: DType }).dtype;
+}
+
+/** Runs `c` on `device` from the table alone; resolves with each output's values. */
+async function run<K extends KernelName>(
+  device: BackendDevice,
+  c: Case<K>,
+): Promise<TypedArray[] | null> {
+  const kernel = device.kernels[c.kernel] as ((args: KernelArgs[K]) => void) | undefined;
+  if (kernel === undefined) return null;
+  const allocated: Record<string, DeviceBuffer> = {};
+  const dtypes: Record<string, DType> = {};
+  const sizes: Record<string, number> = {};
+  for (const [field, host] of Object.entries(c.buffers)) {
+    const dtype = dtypeOf(host);
+    const numel = "numel" in host ? host.numel : host.length;
+    allocated[field] = device.allocate(numel, dtype);
+    dtypes[field] = dtype;
+    sizes[field] = numel;
+    if (!("numel" in host)) device.write(allocated[field], 0, host);
+  }
+  kernel({ ...c.args, ...allocated } as unknown as KernelArgs[K]);
+  const results = await Promise.all(
+    c.outputs.map((field) => device.read(allocated[field], 0, sizes[field], dtypes[field])),
+  );
+  for (const buffer of Object.values(allocated)) device.free(buffer);
+  return results;
+}
+
+function supports(device: BackendDevice, c: Case<KernelName>): boolean {
+  return Object.values(c.buffers).every((h) => device.dtypes.includes(dtypeOf(h)));
+}
+
+const f32 = (values: number[]) => Float32Array.from(values);
+const i32 = (values: number[]) => Int32Array.from(values);
+const random = (n: number, seed: number, lo = -3, hi = 3) => f32(floats([n], seed, lo, hi));
+const ints = (n: number, seed: number, lo: number, hi: number) => i32(intValues([n], seed, lo, hi));
+const out = (numel: number, dtype: DType = "float32") => ({ numel, dtype });
+const contiguous = (shape: number[]) =>
+  shape.map((_, d) => shape.slice(d + 1).reduce((a, b) => a * b, 1));
+
+/** NaN and the infinities at fixed places in `values`. */
+function withSpecials(values: Float32Array): Float32Array {
+  const copy = values.slice();
+  copy[1] = NaN;
+  copy[4] = Infinity;
+  copy[7] = -Infinity;
+  return copy;
+}
+
+const FLOAT_UNARY: [UnaryOp, number][] = [
+  ["neg", 0],
+  ["exp", 2e-6],
+  ["log", 2e-6],
+  ["sqrt", 2e-6],
+  ["abs", 0],
+  ["relu", 0],
+  ["sigmoid", 2e-6],
+  ["tanh", 2e-6],
+  ["erf", 2e-6],
+  ["sign", 0],
+  ["sin", 2e-6],
+  ["cos", 2e-6],
+  ["floor", 0],
+  ["ceil", 0],
+  ["round", 0],
+  ["log1p", 2e-6],
+  ["expm1", 2e-6],
+  ["rsqrt", 2e-6],
+  ["reciprocal", 2e-6],
+  ["square", 2e-6],
+];
+const INT_UNARY: UnaryOp[] = ["neg", "abs", "relu", "sign", "floor", "ceil", "round", "square"];
+const POSITIVE_ONLY = new Set<UnaryOp>(["log", "sqrt", "rsqrt", "log1p"]);
+
+function cases(): Case<KernelName>[] {
+  const list: Case<KernelName>[] = [];
+  const add = <K extends KernelName>(c: Case<K>) => list.push(c as unknown as Case<KernelName>);
+  add({
+    kernel: "fill",
+    what: "fill float32",
+    buffers: { out: out(37) },
+    outputs: ["out"],
+    args: { numel: 37, value: -2.5, dtype: "float32" },
+  });
+  add({
+    kernel: "fill",
+    what: "fill int32",
+    buffers: { out: out(8, "int32") },
+    outputs: ["out"],
+    args: { numel: 8, value: 7, dtype: "int32" },
+  });
+  add({
+    kernel: "cast",
+    what: "cast float32 -> int32",
+    buffers: { x: random(41, 1, -100, 100), out: out(41, "int32") },
+    outputs: ["out"],
+    args: { numel: 41, dtype: "float32", to: "int32" },
+  });
+  add({
+    kernel: "cast",
+    what: "cast int32 -> float32",
+    buffers: { x: ints(41, 2, -1000, 1000), out: out(41) },
+    outputs: ["out"],
+    args: { numel: 41, dtype: "int32", to: "float32" },
+  });
+  for (const n of [40, 37]) {
+    for (const [op, tolerance] of FLOAT_UNARY) {
+      const base = POSITIVE_ONLY.has(op) ? random(n, 3, 0.01, 5) : random(n, 3);
+      add({
+        kernel: "unary",
+        what: `unary ${op} float32 (${n})`,
+        buffers: { x: withSpecials(base), out: out(n) },
+        outputs: ["out"],
+        args: { op, numel: n, dtype: "float32" },
+        tolerance,
+      });
+    }
+  }
+  for (const op of INT_UNARY) {
+    add({
+      kernel: "unary",
+      what: `unary ${op} int32`,
+      buffers: { x: ints(37, 4, -50, 50), out: out(37, "int32") },
+      outputs: ["out"],
+      args: { op, numel: 37, dtype: "int32" },
+    });
+  }
+  const layouts: [string, number[], number[], number[], number, number][] = [
+    ["same shape", [40], [1], [1], 40, 40],
+    ["scalar b", [37], [1], [0], 37, 1],
+    ["row broadcast", [5, 8], [8, 1], [0, 1], 40, 8],
+    ["column broadcast", [5, 8], [1, 5], [1, 0], 40, 5],
+    ["rank 3 strided", [2, 3, 4], [1, 2, 6], [12, 4, 1], 24, 24],
+  ];
+  const binaryOps = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "maximum",
+    "minimum",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+  ] as const;
+  for (const [layout, shape, aStrides, bStrides, na, nb] of layouts) {
+    for (const op of binaryOps) {
+      const a = op === "pow" ? random(na, 5, 0.1, 3) : withSpecials(random(na, 5));
+      const b = op === "pow" ? random(nb, 6, -2, 2) : random(nb, 6);
+      if (op !== "pow" && nb > 2) b[2] = a[2]; // ties for the comparisons
+      const numel = shape.reduce((x, y) => x * y, 1);
+      add({
+        kernel: "binary",
+        what: `binary ${op} float32 ${layout}`,
+        buffers: { a, b, out: out(numel) },
+        outputs: ["out"],
+        args: { op, shape, aStrides, bStrides, dtype: "float32" },
+        tolerance: op === "pow" || op === "div" ? 2e-6 : 0,
+      });
+    }
+    for (const op of ["add", "sub", "mul", "div", "maximum", "minimum", "eq", "lt"] as const) {
+      const numel = shape.reduce((x, y) => x * y, 1);
+      const b = ints(nb, 8, 1, 9).map((v, i) => (i % 2 ? -v : v));
+      add({
+        kernel: "binary",
+        what: `binary ${op} int32 ${layout}`,
+        buffers: { a: ints(na, 7, -40, 40), b, out: out(numel, "int32") },
+        outputs: ["out"],
+        args: { op, shape, aStrides, bStrides, dtype: "int32" },
+      });
+    }
+  }
+  const views: [number, number, number][] = [[1, 7, 1], [3, 300, 1], [2, 5, 3], [1, 2000, 1], [
+    2,
+    1100,
+    2,
+  ]];
+  for (const [outer, size, inner] of views) {
+    for (const op of ["sum", "max", "min", "argmax", "argmin"] as const) {
+      const arg = op === "argmax" || op === "argmin";
+      const x = random(outer * size * inner, size);
+      if (op !== "sum") x[Math.floor(x.length / 2)] = NaN;
+      add({
+        kernel: "reduce",
+        what: `reduce ${op} float32 [${outer}, ${size}, ${inner}]`,
+        buffers: { x, out: out(outer * inner, arg ? "int32" : "float32") },
+        outputs: ["out"],
+        args: { op, outer, size, inner, dtype: "float32" },
+        tolerance: op === "sum" ? 1e-4 : 0,
+      });
+      add({
+        kernel: "reduce",
+        what: `reduce ${op} int32 [${outer}, ${size}, ${inner}]`,
+        buffers: {
+          x: ints(outer * size * inner, size + 1, -9, 9),
+          out: out(outer * inner, "int32"),
+        },
+        outputs: ["out"],
+        args: { op, outer, size, inner, dtype: "int32" },
+      });
+    }
+  }
+  for (
+    const [batch, m, n, k, transA, transB, aBatch, bBatch] of [
+      [1, 5, 7, 3, false, false, true, true],
+      [3, 17, 9, 33, true, false, true, false],
+      [2, 8, 16, 12, false, true, false, true],
+      [2, 33, 65, 20, true, true, true, true],
+    ] as [number, number, number, number, boolean, boolean, boolean, boolean][]
+  ) {
+    add({
+      kernel: "matmul",
+      what: `matmul ${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}`,
+      buffers: {
+        a: random((aBatch ? batch : 1) * m * k, m),
+        b: random((bBatch ? batch : 1) * k * n, n),
+        out: out(batch * m * n),
+      },
+      outputs: ["out"],
+      args: {
+        batch,
+        m,
+        n,
+        k,
+        aBatchStride: aBatch ? m * k : 0,
+        bBatchStride: bBatch ? k * n : 0,
+        transA,
+        transB,
+        dtype: "float32",
+      },
+      tolerance: 1e-5 * k,
+    });
+  }
+  for (const dtype of ["float32", "int32"] as const) {
+    const x = dtype === "float32" ? random(80, 9) : ints(80, 9, -99, 99);
+    add({
+      kernel: "copy",
+      what: `copy ${dtype}: a permuted, offset region into an offset region`,
+      // Positions the copy does not name keep what was there.
+      buffers: { x, out: dtype === "float32" ? new Float32Array(70) : new Int32Array(70) },
+      outputs: ["out"],
+      args: {
+        shape: [3, 4, 5],
+        xStrides: [1, 3, 12],
+        xOffset: 10,
+        outStrides: [20, 5, 1],
+        outOffset: 6,
+        dtype,
+      },
+    });
+  }
+  add({
+    kernel: "copy",
+    what: "copy: expand (repeated source positions)",
+    buffers: { x: random(4, 10), out: out(12) },
+    outputs: ["out"],
+    args: {
+      shape: [3, 4],
+      xStrides: [0, 1],
+      xOffset: 0,
+      outStrides: [4, 1],
+      outOffset: 0,
+      dtype: "float32",
+    },
+  });
+  add({
+    kernel: "indexSelect",
+    what: "indexSelect [2, 5, 3] picking 4",
+    buffers: { x: random(30, 11), indices: i32([4, 0, 4, 2]), out: out(24) },
+    outputs: ["out"],
+    args: { outer: 2, size: 5, inner: 3, count: 4, dtype: "float32" },
+  });
+  for (const kind of ["uniform", "normal"] as const) {
+    add({
+      kernel: "random",
+      what: `random ${kind}`,
+      buffers: { out: out(1001) },
+      outputs: ["out"],
+      args: {
+        numel: 1001,
+        kind,
+        seed: 12345,
+        a: kind === "uniform" ? -2 : 1,
+        b: 3,
+        dtype: "float32",
+      },
+      tolerance: 1e-5,
+    });
+  }
+  add({
+    kernel: "where",
+    what: "where: float cond with NaN and ±0, broadcast a",
+    buffers: {
+      cond: f32([1, 0, NaN, -0, 2, 0, 0, -1]),
+      a: random(4, 12),
+      b: random(8, 13),
+      out: out(8),
+    },
+    outputs: ["out"],
+    args: {
+      shape: [2, 4],
+      condStrides: [4, 1],
+      aStrides: [0, 1],
+      bStrides: [4, 1],
+      condDtype: "float32",
+      dtype: "float32",
+    },
+  });
+  add({
+    kernel: "where",
+    what: "where: int32 cond, int32 values, scalar b",
+    buffers: {
+      cond: i32([0, 1, 1, 0, 5]),
+      a: ints(5, 14, -9, 9),
+      b: i32([42]),
+      out: out(5, "int32"),
+    },
+    outputs: ["out"],
+    args: {
+      shape: [5],
+      condStrides: [1],
+      aStrides: [1],
+      bStrides: [0],
+      condDtype: "int32",
+      dtype: "int32",
+    },
+  });
+  add({
+    kernel: "gather",
+    what: "gather [2, 5, 3] -> [2, 4, 3]",
+    buffers: { x: random(30, 15), index: ints(24, 16, 0, 5), out: out(24) },
+    outputs: ["out"],
+    args: { outer: 2, size: 5, count: 4, inner: 3, dtype: "float32" },
+  });
+  add({
+    kernel: "scatterAdd",
+    what: "scatterAdd [2, 4, 3] -> [2, 5, 3], repeated indices",
+    buffers: { x: random(24, 17), index: ints(24, 18, 0, 5), out: out(30) },
+    outputs: ["out"],
+    args: { outer: 2, size: 5, count: 4, inner: 3, dtype: "float32" },
+    tolerance: 1e-6,
+  });
+  const window = {
+    batch: 2,
+    channels: 3,
+    height: 6,
+    width: 7,
+    kernelH: 3,
+    kernelW: 2,
+    strideH: 2,
+    strideW: 1,
+    padH: 1,
+    padW: 1,
+    dilationH: 1,
+    dilationW: 2,
+    outH: 3,
+    outW: 7,
+  };
+  const planes = window.batch * window.channels;
+  const columns = planes * window.kernelH * window.kernelW * window.outH * window.outW;
+  for (const padValue of [0, -Infinity]) {
+    add({
+      kernel: "im2col",
+      what: `im2col padValue ${padValue}`,
+      buffers: { x: random(planes * 42, 19), out: out(columns) },
+      outputs: ["out"],
+      args: { ...window, padValue, dtype: "float32" },
+    });
+  }
+  add({
+    kernel: "col2im",
+    what: "col2im",
+    buffers: { x: random(columns, 20), out: out(planes * 42) },
+    outputs: ["out"],
+    args: { ...window, dtype: "float32" },
+    tolerance: 1e-6,
+  });
+  for (const [outer, size, inner] of [[3, 5, 1], [2, 300, 1], [2, 6, 4]]) {
+    for (const log of [false, true]) {
+      add({
+        kernel: "softmax",
+        what: `softmax log=${log} [${outer}, ${size}, ${inner}] (optional)`,
+        buffers: {
+          x: random(outer * size * inner, size + 30, -20, 20),
+          out: out(outer * size * inner),
+        },
+        outputs: ["out"],
+        args: { outer, size, inner, log, dtype: "float32" },
+        tolerance: 2e-6,
+      });
+    }
+  }
+  for (const kernel of ["gelu", "geluDerivative"] as const) {
+    add({
+      kernel,
+      what: `${kernel} (optional)`,
+      buffers: { x: withSpecials(random(41, 21, -8, 8)), out: out(41) },
+      outputs: ["out"],
+      args: { numel: 41, dtype: "float32" },
+      tolerance: 3e-6,
+    });
+  }
+  return list;
+}
+
+const CASES = cases();
+
+for (const [name, device] of SUBJECTS) {
+  const subject = device.backendDevice;
+  Deno.test({
+    name: `contract: every kernel of the table matches cpu [${name}]`,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      let checked = 0;
+      for (const c of CASES) {
+        if (!supports(subject, c)) continue;
+        const got = await run(subject, c);
+        if (got === null) {
+          assert.ok(
+            c.kernel === "softmax" || c.kernel === "gelu" || c.kernel === "geluDerivative",
+            `${name} lacks the required kernel ${c.kernel}`,
+          );
+          continue;
+        }
+        const want = (await run(REF, c))!;
+        const tol = c.tolerance ?? 0;
+        for (let i = 0; i < want.length; i++) {
+          assertClose(got[i], want[i], { atol: tol, rtol: tol, what: `${c.what} on ${name}` });
+        }
+        checked++;
+      }
+      assert.ok(checked > 150, `only ${checked} cases ran on ${name}`);
+    },
+  });
+
+  Deno.test({
+    name: `contract: write and read with offsets; handles are checked [${name}]`,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      for (const d of [subject, REF]) {
+        const b = d.allocate(20, "float32");
+        d.kernels.fill({ out: b, numel: 20, value: 0, dtype: "float32" });
+        d.write(b, 5, f32([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]));
+        d.write(b, 0, f32([-1, -2]));
+        assert.deepEqual(
+          [...await d.read(b, 3, 10, "float32")],
+          [0, 0, 1, 2, 3, 4, 5, 6, 7, 8],
+          "read from element 3",
+        );
+        assert.deepEqual([...await d.read(b, 0, 3, "float32")], [-1, -2, 0], "read from 0");
+        assert.deepEqual([...await d.read(b, 20, 0, "float32")], [], "empty read at the end");
+        const ints = d.allocate(4, "int32");
+        d.write(ints, 1, i32([7, -8, 9]));
+        assert.deepEqual([...(await d.read(ints, 1, 3, "int32"))], [7, -8, 9]);
+        const foreign = (d === REF ? subject : REF).allocate(1, "float32");
+        assert.throws(
+          () => d.kernels.fill({ out: foreign, numel: 1, value: 0, dtype: "float32" }),
+          /not allocated by this device/,
+        );
+        d.free(b);
+        assert.throws(
+          () => d.kernels.fill({ out: b, numel: 1, value: 0, dtype: "float32" }),
+          /used after free/,
+        );
+        d.free(ints);
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "third backend: the ops compose the fused kernels it leaves out (softmax, gelu)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    assert.equal(THIRD.backendDevice.kernels.softmax, undefined);
+    assert.equal(THIRD.backendDevice.kernels.gelu, undefined);
+    const cpu = BACKENDS.get("cpu")![0];
+    const values = floats([24], 30, -4, 4);
+    values[5] = NaN;
+    for (const d of [cpu, THIRD]) assert.ok(d.backendDevice.kernels.matmul);
+    const outputs = async (d: Device) => {
+      const x = tensor(values, { shape: [4, 6], device: d, requiresGrad: true });
+      const y = tidy(() => {
+        const loss = x.softmax(1).add(x.logSoftmax(0)).add(x.gelu()).sum();
+        loss.backward();
+        return loss;
+      });
+      return [await y.data(), await x.grad!.data(), await x.softmax(1).data()];
+    };
+    const [want, got] = [await outputs(cpu), await outputs(THIRD)];
+    for (let i = 0; i < want.length; i++) {
+      assertClose(got[i], want[i], { atol: 1e-5, rtol: 1e-5, what: `output ${i}` });
+    }
+  },
+});
+
+Deno.test({
+  name: "third backend: an MLP trains to the same weights as on cpu",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const train = async (d: Device) => {
+      manualSeed(7);
+      const model = new nn.Sequential(new nn.Linear(3, 8), new nn.GELU(), new nn.Linear(8, 2));
+      const init = model.parameters().map((p) => p.to("cpu"));
+      model.to(d);
+      const opt = new optim.Adam(model.parameters(), { lr: 0.01 });
+      const x = tensor(floats([30], 40, -1, 1), { shape: [10, 3], device: d });
+      const target = tensor(intValues([10], 41, 0, 2), { device: d, dtype: "int32" });
+      for (let step = 0; step < 5; step++) {
+        tidy(() => {
+          opt.zeroGrad();
+          new nn.CrossEntropyLoss().forward(model.forward(x), target).backward();
+          opt.step();
+        });
+      }
+      return { init, weights: await Promise.all(model.parameters().map((p) => p.data())) };
+    };
+    const cpu = BACKENDS.get("cpu")![0];
+    const a = await train(cpu);
+    const b = await train(THIRD);
+    for (let i = 0; i < a.weights.length; i++) {
+      // Same start (seeded initialisation), same end.
+      assertClose(await b.init[i].data(), await a.init[i].data(), { what: `initial param ${i}` });
+      assertClose(b.weights[i], a.weights[i], { atol: 1e-5, rtol: 1e-4, what: `param ${i}` });
+    }
+  },
+});
