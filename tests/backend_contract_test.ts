@@ -105,8 +105,6 @@ const i32 = (values: number[]) => Int32Array.from(values);
 const random = (n: number, seed: number, lo = -3, hi = 3) => f32(floats([n], seed, lo, hi));
 const ints = (n: number, seed: number, lo: number, hi: number) => i32(intValues([n], seed, lo, hi));
 const out = (numel: number, dtype: DType = "float32") => ({ numel, dtype });
-const contiguous = (shape: number[]) =>
-  shape.map((_, d) => shape.slice(d + 1).reduce((a, b) => a * b, 1));
 
 /** NaN and the infinities at fixed places in `values`. */
 function withSpecials(values: Float32Array): Float32Array {
