@@ -237,12 +237,7 @@ export async function main(args: string[]): Promise<number> {
     try {
       const result = await runDemo({
         devices,
-        epochs: options.epochs,
-        batchSize: options.batchSize,
-        lr: options.lr,
-        out: options.out,
-        seed: options.seed,
-        resume: options.resume,
+        ...runOptions(options),
         progress,
         shouldStop: () => stopRequested,
       });
@@ -270,6 +265,12 @@ export async function main(args: string[]): Promise<number> {
   }
 }
 
+/** The flags that shape a run, as {@link runDemo} takes them. */
+function runOptions(options: DemoArgs) {
+  const { epochs, batchSize, lr, out, seed, resume } = options;
+  return { epochs, batchSize, lr, out, seed, resume };
+}
+
 /**
  * The `--ddp N` mode: N Workers, each training on its own device with
  * DistributedDataParallel; rank 0 reports. Ctrl-C ends the run at once (the
@@ -290,15 +291,7 @@ async function mainDdp(options: DemoArgs): Promise<number> {
   };
   Deno.addSignalListener("SIGINT", onInterrupt);
   try {
-    const rankOptions: DdpRankOptions = {
-      backend,
-      epochs: options.epochs,
-      batchSize: options.batchSize,
-      lr: options.lr,
-      out: options.out,
-      seed: options.seed,
-      resume: options.resume,
-    };
+    const rankOptions: DdpRankOptions = { backend, ...runOptions(options) };
     const results = await distributed.spawn<DdpRankResult>(
       new URL("./demo/ddp.ts", import.meta.url),
       { nprocs: ranks, args: [rankOptions] },
