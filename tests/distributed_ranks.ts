@@ -221,6 +221,18 @@ async function failures(rank: number, kind: string): Promise<unknown> {
         modelBiasGrad: await modelBias.grad!.toArray(),
       };
     }
+    case "buffers": {
+      // Rank 0's running statistics reach every rank before each forward.
+      const stats = async (broadcastBuffers: boolean) => {
+        manualSeed(3);
+        const bn = new nn.BatchNorm1d(2).to(device);
+        const ddp = new distributed.DistributedDataParallel(bn, { broadcastBuffers });
+        ddp.forward(tensor([[rank, 2 * rank], [rank + 1, 0]], { device }));
+        ddp.forward(tensor([[1, 2], [3, 4]], { device }));
+        return await bn.buffers()[0].toArray();
+      };
+      return { on: await stats(true), off: await stats(false) };
+    }
     case "models": {
       // Different models on the ranks: the construction broadcast names both.
       const model = rank === 0 ? makeModel(1) : new nn.Linear(6, 3);

@@ -320,6 +320,20 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "DDP: broadcastBuffers gives every rank rank 0's running statistics before each forward",
+  ...opts,
+  fn: async () => {
+    const [r0, r1] = await distributed.spawn<{ on: number[]; off: number[] }>(RANKS, {
+      nprocs: 2,
+      args: ["failure", { kind: "buffers" }],
+    });
+    assert.deepEqual(r1.on, r0.on, "the same statistics once rank 0's were broadcast");
+    assert.notDeepEqual(r1.off, r0.off, "without the broadcast each rank keeps its own");
+    assert.deepEqual(r0.off, r0.on, "rank 0 is unaffected");
+  },
+});
+
 Deno.test("DDP: needs a process group, the module on one device, a valid bucketCapMB", async () => {
   assert.throws(
     () => new distributed.DistributedDataParallel(new nn.Linear(2, 2)),
