@@ -154,3 +154,40 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  ...opts,
+  name: "bench: the ddp suite runs (--quick --filter ddp --backend cpu) and reports its ratios",
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "multigrad_bench_ddp_" });
+    try {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("../bench/main.ts", import.meta.url).pathname,
+          "--quick",
+          "--filter",
+          "ddp",
+          "--backend",
+          "cpu",
+          "--json",
+          `${dir}/bench.json`,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const text = new TextDecoder().decode(out.stdout);
+      assert.equal(out.code, 0, text + new TextDecoder().decode(out.stderr));
+      assert.match(text, /spawn +\| cpu +\| 2 DDP ranks x 128 .*% of ceiling/);
+      const report = JSON.parse(await Deno.readTextFile(`${dir}/bench.json`));
+      const ddp = report.results.find((r: { case: string }) =>
+        r.case === "spawn 2 DDP ranks x 128"
+      );
+      assert.ok(ddp.extra.ofCeiling > 0 && Number.isFinite(ddp.extra.ofCeiling));
+      if (hasMpiexec()) assert.match(text, /mpi +\| cpu +\| 2 DDP ranks x 128/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
