@@ -22,7 +22,11 @@ export function sizeClass(bytes: number): number {
 /** A pool of buffers with one usage, by size class. */
 export class BufferPool {
   readonly #create: (size: number) => GPUBuffer;
+  /** Free buffers per size class, newest-made first, so `pop` gives the oldest. */
   readonly #free = new Map<number, GPUBuffer[]>();
+  /** Creation order of every buffer this pool made. */
+  readonly #made = new WeakMap<GPUBuffer, number>();
+  #count = 0;
   #freeBytes = 0;
   #inUseBytes = 0;
   /** Free bytes kept before extra freed buffers are destroyed instead. */
@@ -54,7 +58,9 @@ export class BufferPool {
       this.#freeBytes -= size;
       return reused;
     }
-    return this.#create(size);
+    const made = this.#create(size);
+    this.#made.set(made, this.#count++);
+    return made;
   }
 
   /**
@@ -70,7 +76,19 @@ export class BufferPool {
       list = [];
       this.#free.set(size, list);
     }
-    list.push(buffer);
+    // The oldest free buffer is handed out first, whatever order buffers came
+    // back in: a training step then gets the same buffers every step, so the
+    // runtime's bind groups (keyed by buffers) are found in its cache instead
+    // of made anew, each holding ~2 KB of native memory until collected.
+    const order = this.#made.get(buffer) ?? -1;
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((this.#made.get(list[mid]) ?? -1) > order) lo = mid + 1;
+      else hi = mid;
+    }
+    list.splice(lo, 0, buffer);
     this.#freeBytes += size;
     return undefined;
   }
