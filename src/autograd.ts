@@ -10,7 +10,7 @@ import { formatShape, sameShape } from "./shape.ts";
 import type { DType } from "./dtype.ts";
 import type { Device } from "./device.ts";
 import type { Tensor } from "./tensor.ts";
-import { noteNode, tidy } from "./storage.ts";
+import { madeInScope, noteNode, type Storage, tidy } from "./storage.ts";
 
 let gradEnabled = true;
 
@@ -186,6 +186,10 @@ export function runBackward(
   }
   const leafGrads = new Map<Tensor, Tensor>();
   const engineSums = new Set<Tensor>();
+  // How many gradient slots each storage was handed to in this pass: a
+  // gradient made in this pass and handed to one leaf only can become its
+  // .grad as it is (no copy); anything else may be shared.
+  const uses = new Map<Storage, number>();
   withCallbacks(() =>
     tidy(() => {
       const pending = new Map<Node, (Tensor | null)[]>();
@@ -202,6 +206,7 @@ export function runBackward(
             `${node.name}: backward returned ${inGrads.length} gradients for ${inputs.length} inputs`,
           );
         }
+        for (const g of inGrads) if (g) uses.set(g.storage, (uses.get(g.storage) ?? 0) + 1);
         inputs.forEach((input, i) => {
           const g = inGrads[i];
           if (!input) return;
@@ -227,7 +232,11 @@ export function runBackward(
             const left = leafEdges.get(input)! - 1;
             leafEdges.set(input, left);
             const total = leafGrads.get(input);
-            if (left === 0 && total) accumulateLeaf(input, total, engineSums.has(total));
+            if (left === 0 && total) {
+              const own = engineSums.has(total) ||
+                (uses.get(total.storage) === 1 && madeInScope(total.storage));
+              accumulateLeaf(input, total, own);
+            }
           }
         });
         if (!options.retainGraph) node.release();

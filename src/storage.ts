@@ -312,6 +312,11 @@ function runScope<T>(fn: () => T, lenient: boolean): T {
   return result;
 }
 
+/** @internal Whether `storage` was made inside the innermost open {@link tidy} scope. */
+export function madeInScope(storage: Storage): boolean {
+  return scopes.at(-1)?.has(storage) ?? false;
+}
+
 /** Marks a tensor's memory to survive every enclosing {@link tidy} scope. */
 export function keep<T extends Tensor>(tensor: T): T {
   const node = tensor.gradFn;

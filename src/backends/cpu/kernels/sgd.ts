@@ -7,20 +7,24 @@
 import type { SgdArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
-const same = (x: number) => x;
-
 /** See {@link SgdArgs}. */
 export function sgd({ param, grad, numel, lr, weightDecay, maximize }: SgdArgs<TypedArray>): void {
-  const r = param instanceof Float32Array ? Math.fround : same;
-  const rate = r(lr);
-  const decay = r(weightDecay);
   const sign = maximize ? -1 : 1;
-  if (weightDecay === 0) {
-    for (let i = 0; i < numel; i++) param[i] = r(param[i] - r(sign * grad[i] * rate));
+  if (param instanceof Float32Array) {
+    // Math.fround written out (not through a variable) so that V8 inlines it.
+    const rate = Math.fround(lr), decay = Math.fround(weightDecay);
+    if (weightDecay === 0) {
+      for (let i = 0; i < numel; i++) param[i] = param[i] - Math.fround(sign * grad[i] * rate);
+    } else {
+      for (let i = 0; i < numel; i++) {
+        const p = param[i];
+        param[i] = p - Math.fround(Math.fround(sign * grad[i] + Math.fround(p * decay)) * rate);
+      }
+    }
   } else {
     for (let i = 0; i < numel; i++) {
       const p = param[i];
-      param[i] = r(p - r(r(sign * grad[i] + r(p * decay)) * rate));
+      param[i] = p - (sign * grad[i] + (weightDecay === 0 ? 0 : p * weightDecay)) * lr;
     }
   }
 }
