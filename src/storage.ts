@@ -314,7 +314,7 @@ function runScope<T>(fn: () => T, lenient: boolean): T {
 
 /** @internal Whether `storage` was made inside the innermost open {@link tidy} scope. */
 export function madeInScope(storage: Storage): boolean {
-  return scopes.at(-1)?.has(storage) ?? false;
+  return scopes.at(-1)?.storages.has(storage) ?? false;
 }
 
 /** Marks a tensor's memory to survive every enclosing {@link tidy} scope. */
