@@ -8,27 +8,86 @@
 
 import { record } from "../autograd.ts";
 import type { Device } from "../device.ts";
+import { allocHost } from "../dtype.ts";
 import type { Tensor } from "../tensor.ts";
 import { empty, launch } from "./util.ts";
 
+/** One destination of {@link copyRegions}: `numel` elements of the source from `from` go to `to` at `at`. */
+export interface Region {
+  /** First source element. */
+  readonly from: number;
+  /** Elements. */
+  readonly numel: number;
+  /** The destination (on another device than the source). */
+  readonly to: Tensor;
+  /** First destination element. */
+  readonly at: number;
+}
+
 /**
- * Schedules `dst ← src` for every destination (same shape and dtype, on
- * devices other than the source's) with ONE read of the source: on this
- * runtime a read costs about 11 ms whatever its size, so a broadcast to
- * several devices shares it.
+ * Schedules every region's copy out of `src` with ONE read of the source
+ * range the regions cover (a read with an offset, so no device copy cuts
+ * the regions out first): on webgpu a read costs about 11 ms whatever its
+ * size, so a scatter or a broadcast to several devices shares it. Each
+ * destination stream waits for the read, then writes its regions.
  */
-export function copyAcross(src: Tensor, ...destinations: Tensor[]): void {
-  const n = src.numel();
-  if (n === 0 || destinations.length === 0) return;
+export function copyRegions(src: Tensor, regions: readonly Region[]): void {
+  const used = regions.filter((r) => r.numel > 0);
+  if (used.length === 0) return;
+  const lo = Math.min(...used.map((r) => r.from));
+  const hi = Math.max(...used.map((r) => r.from + r.numel));
   const from = src.device;
   const sb = src.storage.buffer("to");
   const dtype = src.dtype;
-  const host = from.stream.read(() => from.backendDevice.read(sb, 0, n, dtype));
-  for (const dst of destinations) {
-    const to = dst.device;
-    const db = dst.storage.buffer();
-    to.stream.waitFor(host.then((values) => () => to.backendDevice.write(db, 0, values)));
+  const host = from.stream.read(() => from.backendDevice.read(sb, lo, hi - lo, dtype));
+  const byDevice = new Map<Device, Region[]>();
+  for (const r of used) byDevice.set(r.to.device, [...(byDevice.get(r.to.device) ?? []), r]);
+  for (const [to, list] of byDevice) {
+    const writes = list.map((r) => ({ r, buffer: r.to.storage.buffer() }));
+    to.stream.waitFor(host.then((values) => () => {
+      for (const { r, buffer } of writes) {
+        to.backendDevice.write(buffer, r.at, values.subarray(r.from - lo, r.from - lo + r.numel));
+      }
+    }));
   }
+}
+
+/**
+ * Schedules the elementwise sum of `sources` (same numel and dtype, on
+ * devices other than the destinations') into the regions' destinations:
+ * one read per source, the sum on the host (in the dtype's arithmetic, in
+ * source order), one write per region. No kernel runs on the destination.
+ */
+export function sumRegions(sources: readonly Tensor[], regions: readonly Region[]): void {
+  const { dtype } = sources[0];
+  const n = sources[0].numel();
+  const reads = sources.map((src) => {
+    const from = src.device;
+    const sb = src.storage.buffer("reduceAdd");
+    return from.stream.read(() => from.backendDevice.read(sb, 0, n, dtype));
+  });
+  const total = Promise.all(reads).then((arrays) => {
+    const sum = allocHost(dtype, n);
+    // Each store rounds to the dtype (float32 adds, int32 wraps) as a kernel would.
+    for (const values of arrays) for (let i = 0; i < n; i++) sum[i] += values[i];
+    return sum;
+  });
+  const byDevice = new Map<Device, Region[]>();
+  for (const r of regions) byDevice.set(r.to.device, [...(byDevice.get(r.to.device) ?? []), r]);
+  for (const [to, list] of byDevice) {
+    const writes = list.map((r) => ({ r, buffer: r.to.storage.buffer() }));
+    to.stream.waitFor(total.then((values) => () => {
+      for (const { r, buffer } of writes) {
+        to.backendDevice.write(buffer, r.at, values.subarray(r.from, r.from + r.numel));
+      }
+    }));
+  }
+}
+
+/** Schedules `dst ← src` for every destination (same shape and dtype, other devices), one read. */
+export function copyAcross(src: Tensor, ...destinations: Tensor[]): void {
+  const n = src.numel();
+  copyRegions(src, destinations.map((to) => ({ from: 0, numel: n, to, at: 0 })));
 }
 
 /** Copies of `x` on each of `targets` (other devices than x's), sharing one read; no graph. */

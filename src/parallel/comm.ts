@@ -9,8 +9,9 @@ import { type Device, device as resolveDevice } from "../device.ts";
 import { chunkSizes, formatShape, normalizeDim, sameShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { cat } from "../ops/view.ts";
-import { copyToMany } from "../ops/transfer.ts";
-import { noGrad } from "../autograd.ts";
+import { copyRegions, type Region, sumRegions } from "../ops/transfer.ts";
+import { empty } from "../ops/util.ts";
+import { noGrad, record } from "../autograd.ts";
 import { type DeviceLike, resolveDevices } from "./devices.ts";
 
 /** `t` on each device: `t` itself where it already is, a copy elsewhere. */
@@ -93,7 +94,33 @@ export function scatter(
   const list = resolveDevices(devices, "scatter");
   const dim = scatterDim(t, options.dim ?? 0);
   const sizes = scatterSizes(t, list.length, dim, options.chunkSizes);
-  return t.split(sizes, dim).map((piece, i) => piece.to(list[i]));
+  if (t.shape.slice(0, dim).some((n) => n !== 1)) {
+    return t.split(sizes, dim).map((piece, i) => piece.to(list[i]));
+  }
+  // Each piece is one range of `t`: the pieces for other devices are cut
+  // out of ONE read of `t` (no device copy per piece, no read per piece).
+  const inner = t.shape.slice(dim + 1).reduce((a, b) => a * b, 1);
+  const shapeOf = (size: number) => t.shape.map((n, d) => (d === dim ? size : n));
+  const starts = sizes.map((_, i) => sizes.slice(0, i).reduce((a, b) => a + b, 0));
+  const regions: Region[] = [];
+  const pieces = sizes.map((size, i) => {
+    if (list[i] === t.device) return t.narrow(dim, starts[i], size);
+    const to = empty(shapeOf(size), t.dtype, list[i]);
+    regions.push({ from: starts[i] * inner, numel: size * inner, to, at: 0 });
+    return to;
+  });
+  copyRegions(t, regions);
+  const remote = pieces.filter((_, i) => list[i] !== t.device);
+  if (remote.length === 0) return pieces;
+  record("scatter", [t], remote, (grads) => {
+    let next = 0;
+    const parts = pieces.map((piece, i) => {
+      const g = list[i] === t.device ? null : grads[next++];
+      return g ? g.to(t.device) : empty(piece.shape, t.dtype, t.device).zerosLike();
+    });
+    return [cat(parts, dim)];
+  });
+  return pieces;
 }
 
 /** Options of {@link gather}. */
@@ -115,15 +142,16 @@ export function gather(tensors: readonly Tensor[], options: GatherOptions = {}):
   return cat(tensors.map((t) => t.to(target)), options.dim ?? 0);
 }
 
+/** The indices of `tensors` grouped by dtype, in order. */
+function groupByDType(tensors: readonly Tensor[]): number[][] {
+  const groups = new Map<string, number[]>();
+  tensors.forEach((t, i) => groups.set(t.dtype, [...(groups.get(t.dtype) ?? []), i]));
+  return [...groups.values()];
+}
+
 /** Tensors flattened into one vector per dtype, in order, to move in one copy. */
 function flattenByDType(tensors: readonly Tensor[]): { flat: Tensor; members: number[] }[] {
-  const groups = new Map<string, number[]>();
-  tensors.forEach((t, i) => {
-    const list = groups.get(t.dtype) ?? [];
-    list.push(i);
-    groups.set(t.dtype, list);
-  });
-  return [...groups.values()].map((members) => ({
+  return groupByDType(tensors).map((members) => ({
     members,
     flat: members.length === 1
       ? tensors[members[0]].reshape([-1])
@@ -131,10 +159,14 @@ function flattenByDType(tensors: readonly Tensor[]): { flat: Tensor; members: nu
   }));
 }
 
-/** Cuts `flat` back into tensors shaped like `like[members[j]]`, into `out`. */
-function unflatten(flat: Tensor, members: number[], like: readonly Tensor[], out: Tensor[]): void {
-  const pieces = members.length === 1 ? [flat] : flat.split(members.map((i) => like[i].numel()));
-  members.forEach((i, j) => (out[i] = pieces[j].reshape(like[i].shape)));
+/** Where each member of a flattened group starts in it. */
+function offsetsOf(members: number[], like: readonly Tensor[]): number[] {
+  let at = 0;
+  return members.map((i) => {
+    const start = at;
+    at += like[i].numel();
+    return start;
+  });
 }
 
 /**
@@ -161,9 +193,17 @@ export function broadcastCoalesced(
     const remote = targets.filter((d) => d !== source);
     const perDevice = remote.map(() => new Array<Tensor>(tensors.length));
     for (const { flat, members } of flattenByDType(tensors)) {
-      copyToMany(flat, remote).forEach((moved, r) =>
-        unflatten(moved, members, tensors, perDevice[r])
+      // One read of the flat vector; each device writes every tensor of
+      // the group straight from it (no split copies on the devices).
+      const starts = offsetsOf(members, tensors);
+      const regions = remote.flatMap((d, r) =>
+        members.map((i, j) => {
+          const to = empty(tensors[i].shape, tensors[i].dtype, d);
+          perDevice[r][i] = to;
+          return { from: starts[j], numel: to.numel(), to, at: 0 };
+        })
       );
+      copyRegions(flat, regions);
     }
     return targets.map((d) => (d === source ? [...tensors] : perDevice[remote.indexOf(d)]));
   });
@@ -193,12 +233,32 @@ export function reduceAddCoalesced(
   });
   return noGrad(() => {
     const out = new Array<Tensor>(like.length);
-    const flatGroups = groups.map((g) => flattenByDType(g));
-    flatGroups[0].forEach(({ members }, k) => {
-      let sum = flatGroups[0][k].flat.to(target);
-      for (let g = 1; g < flatGroups.length; g++) sum = sum.add(flatGroups[g][k].flat.to(target));
-      unflatten(sum, members, like, out);
-    });
+    // Remote groups are summed on the host from one read each (of their
+    // flat vector), and each sum lands in its own tensor (no flat sum to
+    // split with device copies); a group already on `destination` is added
+    // there, tensor by tensor.
+    const local = groups.findIndex((g) => g[0]?.device === target);
+    const remote = groups.filter((_, g) => g !== local).map((g) => flattenByDType(g));
+    for (const [k, members] of groupByDType(like).entries()) {
+      const starts = offsetsOf(members, like);
+      const landed = members.map((i) => empty(like[i].shape, like[i].dtype, target));
+      if (remote.length > 0) {
+        sumRegions(
+          remote.map((flats) => flats[k].flat),
+          members.map((i, j) => ({
+            from: starts[j],
+            numel: like[i].numel(),
+            to: landed[j],
+            at: 0,
+          })),
+        );
+      }
+      members.forEach((i, j) => {
+        if (local < 0) out[i] = landed[j];
+        else if (remote.length === 0) out[i] = groups[local][i].clone();
+        else out[i] = groups[local][i].add(landed[j]);
+      });
+    }
     return out;
   });
 }
