@@ -10,7 +10,7 @@ import { formatShape, sameShape } from "./shape.ts";
 import type { DType } from "./dtype.ts";
 import type { Device } from "./device.ts";
 import type { Tensor } from "./tensor.ts";
-import { madeInScope, noteNode, type Storage, tidy } from "./storage.ts";
+import { asBackwardOf, madeInScope, noteNode, now, type Storage, tidy } from "./storage.ts";
 
 let gradEnabled = true;
 
@@ -69,6 +69,8 @@ export class Node {
   inputs: (Tensor | null)[];
   #backward: BackwardFn | null;
   #groups: { nodeReleased(): void }[] = [];
+  /** When it was recorded: memory changed in place later must not be read by its backward. */
+  readonly recordedAt: number = now();
 
   /** Records `name` with its inputs, backward and output descriptions. */
   constructor(
@@ -88,7 +90,8 @@ export class Node {
         `${this.name}: backward through the graph a second time; its saved tensors were freed after the first backward (pass { retainGraph: true } to backward the first time)`,
       );
     }
-    return this.#backward(grads);
+    const backward = this.#backward;
+    return asBackwardOf(this.name, this.recordedAt, () => backward(grads));
   }
 
   /** False once released: backward can no longer run through it. */

@@ -71,11 +71,41 @@ export function settleReleases(): Promise<void> | undefined {
   return settling;
 }
 
+// Ticks at every allocation and in-place update: what existed, and what was
+// changed, before or after a point (an op recorded for backward).
+let clock = 0;
+// The op whose backward runs now, and the tick it was recorded at.
+let backwardOf: { readonly op: string; readonly recordedAt: number } | null = null;
+
+/** The current tick (see {@link Storage.markModified}). */
+export function now(): number {
+  return clock;
+}
+
+/**
+ * Runs `fn`, the backward of `op` recorded at tick `recordedAt`, so that
+ * reading memory made before and changed in place after that tick throws
+ * (PyTorch's version-counter check on saved tensors).
+ */
+export function asBackwardOf<T>(op: string, recordedAt: number, fn: () => T): T {
+  const outer = backwardOf;
+  backwardOf = { op, recordedAt };
+  try {
+    return fn();
+  } finally {
+    backwardOf = outer;
+  }
+}
+
 /** Memory for `numel` elements of `dtype` on one device. */
 export class Storage {
   #buffer: DeviceBuffer | null;
   /** Survives tidy scopes (parameters, gradients, buffers, optimizer state). */
   persistent = false;
+  /** How many times it was changed in place (PyTorch's `_version`). */
+  version = 0;
+  readonly #madeAt = ++clock;
+  #changedAt = 0;
 
   /** Takes ownership of `buffer`. */
   constructor(
@@ -115,7 +145,20 @@ export class Storage {
         `${what}: the tensor's memory on ${this.device} was released (dispose(), tidy() or zeroGrad()); keep() it or use it inside the scope`,
       );
     }
+    const node = backwardOf;
+    if (node && this.#madeAt <= node.recordedAt && this.#changedAt > node.recordedAt) {
+      const what = this.persistent ? "a parameter or buffer" : "a tensor";
+      throw new Error(
+        `${node.op} backward: ${what} it saved (${this.dtype}, ${this.numel} element${this.numel === 1 ? "" : "s"} on ${this.device}) was modified in place after ${node.op} was recorded (it is now at version ${this.version}), so its gradient would be wrong; an optimizer step or another in-place update ran between forward and backward. Call backward() first, or clone() the tensor before the op.`,
+      );
+    }
     return this.#buffer;
+  }
+
+  /** Records an in-place change (optimizer step, `_assign`, a collective). */
+  markModified(): void {
+    this.version++;
+    this.#changedAt = ++clock;
   }
 
   /** Gives the memory back once the work queued on it has run. */

@@ -232,6 +232,7 @@ export class Tensor {
       );
     }
     ops.copyInto(value, this);
+    this.#storage.markModified();
   }
 
   /** @internal Replaces the storage (same numel and dtype). */

@@ -86,6 +86,7 @@ export function writeFlat(tensors: readonly Tensor[], values: Promise<TypedArray
   if (tensors.length === 0) return;
   const device = tensors[0].device;
   const buffers = tensors.map((t) => t.storage.buffer("collective"));
+  for (const t of tensors) t.storage.markModified();
   device.stream.waitFor(values.then((host) => () => {
     let at = 0;
     tensors.forEach((t, i) => {

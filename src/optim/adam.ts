@@ -120,6 +120,7 @@ export class Adam extends Optimizer<AdamGroupOptions> {
           correction2Sqrt,
           dtype: p.dtype,
         });
+        for (const t of [p, expAvg, expAvgSq]) t.storage.markModified();
         continue;
       }
       let g = maximize ? grad.neg() : grad;

@@ -93,6 +93,7 @@ export class SGD extends Optimizer<SGDGroupOptions> {
           maximize,
           dtype: p.dtype,
         });
+        p.storage.markModified();
         continue;
       }
       let d = maximize ? grad.neg() : grad;

@@ -1,0 +1,82 @@
+/**
+ * Inputs that used to give a silently wrong number give PyTorch's value or a
+ * clear error instead, on every backend (issue 10, section 3).
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { nn, optim, type Tensor, tensor } from "../mod.ts";
+import { assertClose, backendTest } from "./harness.ts";
+
+function throwsWith(fn: () => unknown, ...parts: string[]): void {
+  assert.throws(fn, (error: Error) => {
+    for (const part of parts) {
+      assert.ok(error.message.includes(part), `"${part}" in: ${error.message}`);
+    }
+    return true;
+  });
+}
+
+// ---- version counters: a saved tensor changed in place before backward ----
+
+backendTest(
+  "a parameter saved for backward and stepped before backward is an error naming the op",
+  (d) => {
+    const w = new nn.Parameter(tensor([2], { device: d }));
+    const loss = w.mul(w).mul(3).sum();
+    const opt = new optim.SGD([w], { lr: 0.1 });
+    w.grad = tensor([100], { device: d });
+    opt.step();
+    // PyTorch: "one of the variables needed for gradient computation has been
+    // modified by an inplace operation"; the gradient would have been -588.
+    throwsWith(
+      () => loss.backward(),
+      "mul backward",
+      "a parameter or buffer",
+      "modified in place",
+      "version 1",
+    );
+  },
+);
+
+backendTest("_assign and a fused Adam step between forward and backward are caught too", (d) => {
+  const x = tensor([1, 2], { device: d, requiresGrad: true });
+  const y = x.exp();
+  const loss = y.mul(y).sum();
+  y._assign(tensor([0, 0], { device: d }));
+  throwsWith(() => loss.backward(), "mul backward", "a tensor it saved", "float32, 2 elements");
+  const w = new nn.Parameter(tensor([1, -1], { device: d }));
+  const l2 = w.mul(w).sum();
+  l2.backward(undefined, { retainGraph: true });
+  new optim.Adam([w], { lr: 0.1 }).step();
+  throwsWith(() => l2.backward(), "mul backward", "version");
+});
+
+backendTest(
+  "ops that save nothing, and changes made before the op, are fine (as PyTorch)",
+  async (d) => {
+    const w = tensor([2, 3], { device: d, requiresGrad: true });
+    w._assign(tensor([4, 5], { device: d })); // before the forward: fine
+    const loss = w.mul(w).sum().add(w.add(1).sum());
+    const v = tensor([1], { device: d, requiresGrad: true });
+    const l2 = v.add(1).reshape([1]).sum(); // add and reshape save no input
+    v._assign(tensor([7], { device: d }));
+    loss.backward();
+    l2.backward();
+    assertClose(await w.grad!.data(), [9, 11]);
+    assertClose(await v.grad!.data(), [1]);
+  },
+);
+
+backendTest("the training loop order (backward, then step) never trips the check", async (d) => {
+  const lin = new nn.Linear(3, 2).to(d);
+  const opt = new optim.Adam(lin.parameters(), { lr: 0.01 });
+  const x = tensor([[1, 2, 3]], { device: d });
+  for (let i = 0; i < 3; i++) {
+    opt.zeroGrad();
+    const out: Tensor = lin.forward(x).sum();
+    out.backward();
+    opt.step();
+  }
+  assert.equal((await lin.weight.data()).length, 6);
+});
