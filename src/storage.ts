@@ -149,7 +149,9 @@ export class Storage {
     if (node && this.#madeAt <= node.recordedAt && this.#changedAt > node.recordedAt) {
       const what = this.persistent ? "a parameter or buffer" : "a tensor";
       throw new Error(
-        `${node.op} backward: ${what} it saved (${this.dtype}, ${this.numel} element${this.numel === 1 ? "" : "s"} on ${this.device}) was modified in place after ${node.op} was recorded (it is now at version ${this.version}), so its gradient would be wrong; an optimizer step or another in-place update ran between forward and backward. Call backward() first, or clone() the tensor before the op.`,
+        `${node.op} backward: ${what} it saved (${this.dtype}, ${this.numel} element${
+          this.numel === 1 ? "" : "s"
+        } on ${this.device}) was modified in place after ${node.op} was recorded (it is now at version ${this.version}), so its gradient would be wrong; an optimizer step or another in-place update ran between forward and backward. Call backward() first, or clone() the tensor before the op.`,
       );
     }
     return this.#buffer;
