@@ -80,3 +80,36 @@ backendTest("the training loop order (backward, then step) never trips the check
   }
   assert.equal((await lin.weight.data()).length, 6);
 });
+
+// ---- cross entropy: out-of-range targets ----
+
+backendTest(
+  "crossEntropy: a target out of range is an error naming it and the class count",
+  async (d) => {
+    const logits = tensor([[1, 0], [0, 1]], { device: d });
+    for (const bad of [5, -1]) {
+      const loss = new nn.CrossEntropyLoss().forward(
+        logits,
+        tensor([0, bad], { dtype: "int32", device: d }),
+      );
+      await assert.rejects(() => loss.item(), (e: Error) => {
+        for (const part of [`class index ${bad} `, "2 classes", "ignoreIndex -100"]) {
+          assert.ok(e.message.includes(part), `"${part}" in: ${e.message}`);
+        }
+        return true;
+      });
+    }
+    // An ignored target is not out of range, and the device goes on working.
+    const ok = nn.functional.crossEntropy(logits, tensor([7, 1], { dtype: "int32", device: d }), {
+      ignoreIndex: 7,
+    });
+    assertClose(await ok.item(), [Math.log(1 + Math.E) - 1], { rtol: 1e-5 });
+    throwsWith(
+      () =>
+        nn.functional.crossEntropy(logits, tensor([0, 1], { dtype: "int32", device: d }), {
+          ignoreIndex: 0.5,
+        }),
+      "ignoreIndex must be an integer",
+    );
+  },
+);

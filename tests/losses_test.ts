@@ -1,6 +1,7 @@
 /**
- * NLL, BCE, BCE-with-logits, L1, SmoothL1, Huber and KLDiv losses: PyTorch
- * 1.13's values and input gradients (tests/fixtures/torch_layers.json, with
+ * NLL, cross entropy (-inf logits, ignoreIndex), BCE, BCE-with-logits, L1,
+ * SmoothL1, Huber and KLDiv losses: PyTorch 1.13's values and input
+ * gradients (tests/fixtures/torch_layers.json, with
  * probabilities of exactly 0 and 1, logits of ±1000, ties at beta/delta) on
  * every backend, every backend against cpu, float64 gradient checks on cpu,
  * and the errors for bad shapes, dtypes and options.
@@ -36,6 +37,8 @@ function makeLoss(module: string, kwargs: Kwargs, device: Device): nn.Module {
   switch (module) {
     case "NLLLoss":
       return new nn.NLLLoss(options);
+    case "CrossEntropyLoss":
+      return new nn.CrossEntropyLoss(options);
     case "BCELoss":
       return new nn.BCELoss(options);
     case "BCEWithLogitsLoss":
@@ -57,7 +60,7 @@ for (const c of fixtures.losses) {
     const loss = makeLoss(c.module, c.kwargs as Kwargs, device);
     const x = fixtureTensor(c.input as Nested, device, { requiresGrad: true });
     const target = fixtureTensor(c.target as Nested, device, {
-      dtype: c.module === "NLLLoss" ? "int32" : "float32",
+      dtype: c.module === "NLLLoss" || c.module === "CrossEntropyLoss" ? "int32" : "float32",
     });
     const out = loss.forward(x, target) as Tensor;
     // BCE's gradient at a wrong 0/1 probability is ~1e12: relative tolerance covers it.

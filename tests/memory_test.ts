@@ -167,6 +167,10 @@ backendTest(
     const base = devices.map((dev) => dev.memory().bytesInUse);
     for (const t of step()) t.dispose();
     await idle();
-    assert.deepEqual(devices.map((dev) => dev.memory().bytesInUse), base);
+    // At most: the awaits may let the collector free garbage of earlier tests.
+    devices.forEach((dev, i) => {
+      const now = dev.memory().bytesInUse;
+      assert.ok(now <= base[i], `${dev}: ${now} bytes in use after the step, ${base[i]} before`);
+    });
   },
 );

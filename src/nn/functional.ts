@@ -7,14 +7,14 @@
 
 import { noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
-import { arangeOn } from "../ops/factory.ts";
+import { where } from "../ops/indexing.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { forwardScope, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { checkBatchNorm, checkReduction, checkTensor, sameDevice } from "./util.ts";
 
-import type { Reduction } from "./functional/loss.ts";
+import { pickedNll, type Reduction } from "./functional/loss.ts";
 
 export * from "./functional/activation.ts";
 export * from "./functional/loss.ts";
@@ -363,10 +363,12 @@ export interface CrossEntropyOptions {
  * `torch.nn.functional.cross_entropy`: `input` is [N, C] (or [C], or
  * [N, C, d1, ...] with the class in dim 1); `target` holds int32 class
  * indices of shape [N] (resp. [], [N, d1, ...]) or class probabilities of
- * `input`'s shape. Computed through `logSoftmax` and a one-hot made on the
- * device, so nothing is read back. Class indices outside [0, C) other than
- * `ignoreIndex` cannot be checked without a read: they count in the mean with
- * zero loss.
+ * `input`'s shape. Computed through `logSoftmax` and a gather of the target
+ * classes on the device, so a `-inf` logit that is not the target gives 0 (as
+ * PyTorch) and nothing waits. Targets equal to `ignoreIndex` (default -100)
+ * are left out of the loss and of the mean; any other class index outside
+ * [0, C) makes the next read on the device reject with an error naming it
+ * and the class count.
  */
 export function crossEntropy(
   input: Tensor,
@@ -446,20 +448,22 @@ function crossEntropyUnscoped(
     return reduction === "sum" ? total : total.div(m);
   }
 
-  const idx = target.reshape([m, 1]);
-  const { onehot, valid } = noGrad(() =>
-    tidy(() => ({
-      onehot: idx.eq(arangeOn(c, input.device).reshape([1, c])).to(logp.dtype),
-      valid: idx.ne(ignoreIndex).to(logp.dtype).reshape([m]),
-    }))
+  if (!Number.isInteger(ignoreIndex)) {
+    throw new RangeError(`${op}: ignoreIndex must be an integer, got ${ignoreIndex}`);
+  }
+  // Picked by index, not by a one-hot product: 0 · -inf would be NaN where a
+  // logit that is not the target is -inf (PyTorch gives 0).
+  const { losses: nll, sampleWeight, valid } = pickedNll(
+    op,
+    logp,
+    target.reshape([m]),
+    weight,
+    ignoreIndex,
   );
-  // Weight of each sample: its class's weight, 0 where ignored.
-  const sampleWeight = weightRow ? onehot.mul(weightRow).sum(1).mul(valid) : valid;
-  const nll = onehot.mul(logp).sum(1).neg().mul(sampleWeight);
   let smooth: Tensor | null = null;
   if (smoothing > 0) {
     const all = weightRow ? logp.mul(weightRow) : logp;
-    smooth = all.sum(1).neg().mul(valid);
+    smooth = where(valid, all.sum(1).neg(), 0);
   }
   const combine = (nllPart: Tensor, smoothPart: Tensor | null) =>
     smoothPart ? nllPart.mul(1 - smoothing).add(smoothPart.mul(smoothing / c)) : nllPart;

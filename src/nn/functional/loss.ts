@@ -131,21 +131,40 @@ export function nllLoss(input: Tensor, target: Tensor, options: NLLLossOptions =
   const perm = input.shape.map((_, i) => i).filter((i) => i !== classDim).concat([classDim]);
   const m = numelOf(outShape);
   const logp = (input.ndim > 2 ? input.permute(perm) : input).reshape([m, c]);
+  const { losses, sampleWeight } = pickedNll(op, logp, target.reshape([m]), weight, ignoreIndex);
+  if (reduction === "none") return losses.reshape(outShape);
+  const total = losses.sum();
+  return reduction === "sum" ? total : total.div(sampleWeight.sum());
+}
+
+/**
+ * The negative log-likelihood of each sample of `logp` [M, C] at its int32
+ * class index in `target` [M], weighted by `weight[target]`, as `losses` [M],
+ * with each sample's weight (0 where `target` is `ignoreIndex`) as
+ * `sampleWeight` [M] and the not-ignored mask as `valid` [M]. Ignored targets
+ * gather class 0 and are then dropped with `where`, never multiplied: a -inf
+ * log-probability elsewhere cannot turn into NaN. A class index outside [0,
+ * C) is reported by the next read on the device, naming it (shared by
+ * nllLoss and crossEntropy).
+ */
+export function pickedNll(
+  op: string,
+  logp: Tensor,
+  target: Tensor,
+  weight: Tensor | null,
+  ignoreIndex: number,
+): { losses: Tensor; sampleWeight: Tensor; valid: Tensor } {
+  const [m, c] = logp.shape;
   const idx = target.reshape([m, 1]);
-  // Ignored targets (any value, -100 by default) gather class 0 and are then
-  // dropped with where, never multiplied: a -inf log-probability elsewhere
-  // cannot turn into NaN.
   const valid = noGrad(() => idx.ne(ignoreIndex));
   const safeIdx = noGrad(() => where(valid, idx, 0));
   checkClassRange(op, safeIdx, c, `, or ignoreIndex ${ignoreIndex}`);
   const picked = logp.gather(1, safeIdx);
   const classWeight = weight ? weight.to(logp.dtype).reshape([c, 1]).gather(0, safeIdx) : null;
-  const sampleWeight = where(valid, classWeight ?? 1, 0).to(logp.dtype);
+  const sampleWeight = where(valid, classWeight ?? 1, 0).to(logp.dtype).reshape([m]);
   const losses = where(valid, classWeight ? picked.mul(classWeight).neg() : picked.neg(), 0)
     .reshape([m]);
-  if (reduction === "none") return losses.reshape(outShape);
-  const total = losses.sum();
-  return reduction === "sum" ? total : total.div(sampleWeight.sum());
+  return { losses, sampleWeight, valid: valid.reshape([m]) };
 }
 
 // ---------------------------------------------------------------- binary cross entropy
