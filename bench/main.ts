@@ -235,7 +235,11 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
   if (opts.peers) {
     const t0 = performance.now();
     try {
-      ({ peers, comparisons } = await runPeerComparison(ctx, results));
+      ({ peers, comparisons } = await runPeerComparison(
+        ctx,
+        results,
+        suites.map((s) => s.name),
+      ));
     } catch (error) {
       const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
       errors.push({ suite: "peers", message });

@@ -29,7 +29,7 @@ export interface PeerResult {
 }
 
 /** Benchmark suites the peers implement. */
-export type PeerSuite = "matmul" | "mlp";
+export type PeerSuite = "matmul" | "mlp" | "conv";
 
 /** Options of {@link runPeers} (see `mod.ts`) and of every peer runner. */
 export interface PeerOptions {
@@ -39,6 +39,8 @@ export interface PeerOptions {
   sizes?: readonly number[];
   /** Maximum number of timed MLP steps (default {@link DEFAULT_STEPS}). */
   steps?: number;
+  /** The conv case's shape (default {@link CONV_SPEC}). */
+  conv?: ConvSpec;
   /** Progress sink (default: silent). */
   log?: (line: string) => void;
 }
@@ -57,6 +59,42 @@ export const MLP_SPEC = {
 
 /** Suite label of the MLP case. */
 export const MLP_SUITE = "mlp-784-512-512-10-b256";
+
+/**
+ * The conv case: a k x k convolution (stride 1, "same" padding) of an
+ * [n, cin, size, size] input to `cout` channels, forward plus the input and
+ * weight gradients: 3 · 2·n·cout·size²·cin·k² flops.
+ */
+export interface ConvSpec {
+  /** Batch. */
+  readonly n: number;
+  /** Input channels. */
+  readonly cin: number;
+  /** Output channels. */
+  readonly cout: number;
+  /** Height and width. */
+  readonly size: number;
+  /** Kernel size. */
+  readonly k: number;
+}
+
+/** The issue's conv case: [32, 64, 28, 28], 3x3, 64 channels out. */
+export const CONV_SPEC: ConvSpec = { n: 32, cin: 64, cout: 64, size: 28, k: 3 };
+
+/** `"32x64x28x28 k3 ->64"`, the case label multigrad's conv suite uses too. */
+export function convCase(s: ConvSpec): string {
+  return `${s.n}x${s.cin}x${s.size}x${s.size} k${s.k} ->${s.cout}`;
+}
+
+/** Suite label of a conv case. */
+export function convSuite(s: ConvSpec): string {
+  return `conv-${convCase(s)}`;
+}
+
+/** Flops of one forward + backward conv step. */
+export function convStepFlops(s: ConvSpec): number {
+  return 3 * 2 * s.n * s.cout * s.size * s.size * s.cin * s.k * s.k;
+}
 
 /** Suite label of a matmul case of size `n`. */
 export function matmulSuite(n: number): string {
@@ -263,6 +301,15 @@ export function failedRows(
           note,
         });
       }
+    } else if (suite === "conv") {
+      rows.push({
+        peer,
+        backend,
+        suite: convSuite(opts.conv ?? CONV_SPEC),
+        value: NaN,
+        unit: "GFLOP/s",
+        note,
+      });
     } else {
       rows.push({
         peer,
@@ -290,6 +337,14 @@ export const MLP_MEASURE: MeasureOptions = {
   warmup: 2,
   minIters: 3,
   maxIters: DEFAULT_STEPS,
+  budgetMs: 5000,
+};
+
+/** Time box of the conv case. */
+export const CONV_MEASURE: MeasureOptions = {
+  warmup: 1,
+  minIters: 3,
+  maxIters: 10,
   budgetMs: 5000,
 };
 

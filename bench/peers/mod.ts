@@ -15,6 +15,8 @@
  * - `mlp`: 784-512-512-10 ReLU MLP, batch 256, mean softmax cross-entropy,
  *   one plain SGD step (lr 0.01) per call with the loss read back; median
  *   ms per step.
+ * - `conv` (TensorFlow.js only): a 3x3 "same" Conv2d of [32, 64, 28, 28] to
+ *   64 channels, forward and both gradients read back, GFLOP/s.
  *
  * @example
  * ```ts
@@ -26,6 +28,7 @@
  */
 
 import {
+  CONV_SPEC,
   DEFAULT_SIZES,
   DEFAULT_STEPS,
   errorMessage,
@@ -73,6 +76,7 @@ export async function runPeers(options: PeerOptions): Promise<PeerResult[]> {
     suites: [...new Set(options.suites)],
     sizes: options.sizes ?? [...DEFAULT_SIZES],
     steps: options.steps ?? DEFAULT_STEPS,
+    conv: options.conv ?? CONV_SPEC,
     log: options.log ?? (() => {}),
   };
   opts.log?.(`webgpu adapter: ${await describeAdapter()}`);

@@ -13,6 +13,11 @@
 import {
   type CaseOutcome,
   checkMatmul,
+  CONV_MEASURE,
+  CONV_SPEC,
+  type ConvSpec,
+  convStepFlops,
+  convSuite,
   DEFAULT_SIZES,
   DEFAULT_STEPS,
   errorMessage,
@@ -88,6 +93,40 @@ async function matmulCase(tf: Tf, n: number): Promise<CaseOutcome> {
   } finally {
     ta.dispose();
     tb.dispose();
+  }
+}
+
+/**
+ * The conv case in tfjs's layout (NHWC input, [k, k, cin, cout] filter):
+ * `tf.grads` of sum(conv2d(x, w) · g) gives the forward and both gradients,
+ * which are read back.
+ */
+async function convCase(tf: Tf, spec: ConvSpec): Promise<CaseOutcome> {
+  const { n, cin, cout, size, k } = spec;
+  const x = tf.randomNormal([n, size, size, cin], 0, 1, "float32", 1);
+  const w = tf.randomNormal([k, k, cin, cout], 0, 0.05, "float32", 2);
+  const g = tf.randomNormal([n, size, size, cout], 0, 1, "float32", 3);
+  const grads = tf.grads((a, b) =>
+    tf.sum(
+      tf.mul(
+        tf.conv2d(a as Parameters<Tf["conv2d"]>[0], b as Parameters<Tf["conv2d"]>[1], 1, "same"),
+        g,
+      ),
+    )
+  );
+  try {
+    const times = await measure(async () => {
+      const [dx, dw] = grads([x, w]);
+      await dx.data();
+      await dw.data();
+      dx.dispose();
+      dw.dispose();
+    }, CONV_MEASURE);
+    return { value: convStepFlops(spec) / (median(times) * 1e6), note: timingNote(times) };
+  } finally {
+    x.dispose();
+    w.dispose();
+    g.dispose();
   }
 }
 
@@ -171,6 +210,15 @@ export async function runTfjs(opts: PeerOptions): Promise<PeerResult[]> {
             ),
           );
         }
+      } else if (suite === "conv") {
+        const spec = opts.conv ?? CONV_SPEC;
+        rows.push(
+          await runCase(
+            { ...base, suite: convSuite(spec), unit: "GFLOP/s" },
+            log,
+            () => convCase(tf, spec),
+          ),
+        );
       } else {
         rows.push(
           await runCase(

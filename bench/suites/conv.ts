@@ -15,35 +15,10 @@ import {
   type SuiteContext,
   Table,
 } from "./_common.ts";
+import { CONV_SPEC, convCase, type ConvSpec, convStepFlops } from "../peers/common.ts";
 
-/** The shape of a conv case: batch, channels in and out, image size, kernel size. */
-export interface ConvShape {
-  /** Batch. */
-  readonly n: number;
-  /** Input channels. */
-  readonly cin: number;
-  /** Output channels. */
-  readonly cout: number;
-  /** Height and width. */
-  readonly size: number;
-  /** Kernel height and width. */
-  readonly k: number;
-}
-
-/** The issue's case. */
-export const CONV_SHAPE: ConvShape = { n: 32, cin: 64, cout: 64, size: 28, k: 3 };
-/** A `--quick` case. */
-export const CONV_SHAPE_QUICK: ConvShape = { n: 4, cin: 16, cout: 16, size: 14, k: 3 };
-
-/** `"32x64x28x28 k3 ->64"`. */
-export function convCase(s: ConvShape): string {
-  return `${s.n}x${s.cin}x${s.size}x${s.size} k${s.k} ->${s.cout}`;
-}
-
-/** Flops of one forward + backward step (padding keeps the size). */
-export function convStepFlops(s: ConvShape): number {
-  return 3 * 2 * s.n * s.cout * s.size * s.size * s.cin * s.k * s.k;
-}
+/** The `--quick` case. */
+export const CONV_SPEC_QUICK: ConvSpec = { n: 4, cin: 16, cout: 16, size: 14, k: 3 };
 
 /** One forward + backward step, gradients read back. */
 async function step(x: Tensor, conv: nn.Conv2d, g: Tensor): Promise<void> {
@@ -59,7 +34,7 @@ async function step(x: Tensor, conv: nn.Conv2d, g: Tensor): Promise<void> {
 /** Measures the conv step on one device. */
 export async function benchConv(
   device: Device,
-  shape: ConvShape,
+  shape: ConvSpec,
   budgetS: number,
 ): Promise<BenchResult> {
   const { n, cin, cout, size, k } = shape;
@@ -90,7 +65,7 @@ export const convSuite: Suite = {
   name: "conv",
   description: "Conv2d 3x3 forward+backward on [32,64,28,28] -> GFLOP/s",
   async run(ctx: SuiteContext): Promise<BenchResult[]> {
-    const shape = ctx.quick ? CONV_SHAPE_QUICK : CONV_SHAPE;
+    const shape = ctx.quick ? CONV_SPEC_QUICK : CONV_SPEC;
     const table = new Table(
       `conv: Conv2d ${convCase(shape)} (padding 1, bias) forward + backward, ` +
         "GFLOP/s = 3 · 2·N·Cout·H·W·Cin·k² / median step (gradients read back)",

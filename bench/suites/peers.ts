@@ -9,6 +9,8 @@
 
 import { type BenchResult, fmt, measure, type SuiteContext, Table } from "./_common.ts";
 import { benchMatmul } from "./matmul.ts";
+import { benchConv, CONV_SPEC_QUICK } from "./conv.ts";
+import { CONV_SPEC, convCase } from "../peers/common.ts";
 import { createMlp, MLP_CONFIG, runStep } from "./mlp.ts";
 import type { PeerResult, runPeers } from "../peers/mod.ts";
 
@@ -51,6 +53,7 @@ export function parsePeerSuite(name: string, size: number): { suite: string; kas
     return { suite: "matmul", kase: m ? m[1] : String(size) };
   }
   if (name.startsWith("mlp")) return { suite: "mlp", kase: "step" };
+  if (name.startsWith("conv-")) return { suite: "conv", kase: name.slice("conv-".length) };
   return { suite: name, kase: "" };
 }
 
@@ -100,12 +103,20 @@ async function loadPeers(): Promise<PeersModule | string> {
 export async function runPeerComparison(
   ctx: SuiteContext,
   ours: readonly BenchResult[],
+  selected?: readonly string[],
 ): Promise<{ peers: PeerResult[]; comparisons: Comparison[] }> {
   const size = ctx.quick ? 256 : 1024;
   const steps = ctx.quick ? 3 : 10;
+  const conv = ctx.quick ? CONV_SPEC_QUICK : CONV_SPEC;
+  // The peer suites of the suites this run selected (all when none of them is).
+  const all = ["matmul", "mlp", "conv"] as const;
+  const chosen = all.filter((s) => selected?.includes(s));
+  const suites = chosen.length > 0 ? chosen : [...all];
   ctx.log("");
   ctx.log(
-    `peers: matmul ${size} and the MLP step (784-512-512-10 b256) in TensorFlow.js and jax-js`,
+    `peers: ${suites.join(", ")} (matmul ${size}, the MLP step 784-512-512-10 b256, Conv2d ${
+      convCase(conv)
+    }) in TensorFlow.js and jax-js`,
   );
   const mod = await loadPeers();
   if (typeof mod === "string") {
@@ -113,8 +124,9 @@ export async function runPeerComparison(
     return { peers: [], comparisons: [] };
   }
   const peers = await mod.runPeers({
-    suites: ["matmul", "mlp"],
+    suites,
     sizes: [size],
+    conv,
     steps,
     log: (line) => ctx.log(`  [peers] ${line}`),
   });
@@ -199,6 +211,9 @@ async function measureOurs(
   const [device] = await ctx.devices(backend, 1);
   if (suite === "matmul") {
     return await benchMatmul(device, size, ctx.budgetS, ctx.quick ? 30 : 300);
+  }
+  if (suite === "conv") {
+    return await benchConv(device, ctx.quick ? CONV_SPEC_QUICK : CONV_SPEC, ctx.budgetS);
   }
   if (suite === "mlp") {
     const s = createMlp(device, MLP_CONFIG);
