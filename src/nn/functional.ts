@@ -182,6 +182,16 @@ export function batchNorm(
   runningVar: Tensor | null,
   options: BatchNormOptions = {},
 ): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => batchNormUnscoped(x, runningMean, runningVar, options));
+}
+
+function batchNormUnscoped(
+  x: Tensor,
+  runningMean: Tensor | null,
+  runningVar: Tensor | null,
+  options: BatchNormOptions = {},
+): Tensor {
   const { weight, bias } = options;
   const training = options.training ?? false;
   const momentum = options.momentum ?? 0.1;
@@ -274,6 +284,11 @@ export interface GroupNormOptions {
  * `bias` per channel.
  */
 export function groupNorm(x: Tensor, numGroups: number, options: GroupNormOptions = {}): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => groupNormUnscoped(x, numGroups, options));
+}
+
+function groupNormUnscoped(x: Tensor, numGroups: number, options: GroupNormOptions = {}): Tensor {
   checkTensor("groupNorm", "input", x);
   const eps = options.eps ?? 1e-5;
   const { weight, bias } = options;

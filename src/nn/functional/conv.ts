@@ -14,6 +14,7 @@ import { full, tensor } from "../../ops/factory.ts";
 import { cat } from "../../ops/view.ts";
 import { unfold2d, type Window2d } from "../../ops/window.ts";
 import { formatShape } from "../../shape.ts";
+import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput, checkTensor, sameDevice } from "../util.ts";
 
@@ -94,6 +95,16 @@ function batched(op: string, x: Tensor, rank: number): Tensor {
  * [Cout]: as `torch.nn.functional.conv2d`.
  */
 export function conv2d(
+  input: Tensor,
+  weight: Tensor,
+  bias?: Tensor | null,
+  options: Conv2dOptions = {},
+): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => conv2dUnscoped(input, weight, bias, options));
+}
+
+function conv2dUnscoped(
   input: Tensor,
   weight: Tensor,
   bias?: Tensor | null,
@@ -197,6 +208,16 @@ export function conv1d(
   bias?: Tensor | null,
   options: Conv1dOptions = {},
 ): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => conv1dUnscoped(input, weight, bias, options));
+}
+
+function conv1dUnscoped(
+  input: Tensor,
+  weight: Tensor,
+  bias?: Tensor | null,
+  options: Conv1dOptions = {},
+): Tensor {
   const x = batched("conv1d", input, 3);
   checkTensor("conv1d", "weight", weight);
   if (weight.ndim !== 3) {
@@ -289,6 +310,15 @@ export function maxPool2d(
   kernelSize: Size2,
   options: MaxPool2dOptions = {},
 ): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => maxPool2dUnscoped(input, kernelSize, options));
+}
+
+function maxPool2dUnscoped(
+  input: Tensor,
+  kernelSize: Size2,
+  options: MaxPool2dOptions = {},
+): Tensor {
   const { x, window } = poolWindow("maxPool2d", input, kernelSize, options, true);
   const [n, c] = x.shape;
   const [oh, ow] = window.out;
@@ -321,6 +351,15 @@ const divisorCache = new Map<string, Tensor>();
  * `ceilMode` included).
  */
 export function avgPool2d(
+  input: Tensor,
+  kernelSize: Size2,
+  options: AvgPool2dOptions = {},
+): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => avgPool2dUnscoped(input, kernelSize, options));
+}
+
+function avgPool2dUnscoped(
   input: Tensor,
   kernelSize: Size2,
   options: AvgPool2dOptions = {},
@@ -384,6 +423,14 @@ export function adaptiveAvgPool2d(
   input: Tensor,
   outputSize: number | readonly [number | null, number | null],
 ): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => adaptiveAvgPool2dUnscoped(input, outputSize));
+}
+
+function adaptiveAvgPool2dUnscoped(
+  input: Tensor,
+  outputSize: number | readonly [number | null, number | null],
+): Tensor {
   const x = batched("adaptiveAvgPool2d", input, 4);
   const [, , h, w] = x.shape;
   const sizes = typeof outputSize === "number" ? [outputSize, outputSize] : [...outputSize];
@@ -418,6 +465,11 @@ export interface PadOptions {
  * `"reflect"` and `"replicate"` pad up to the last 3 dims of a batched input.
  */
 export function pad(input: Tensor, pad: readonly number[], options: PadOptions = {}): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => padUnscoped(input, pad, options));
+}
+
+function padUnscoped(input: Tensor, pad: readonly number[], options: PadOptions = {}): Tensor {
   checkTensor("pad", "input", input);
   const mode = options.mode ?? "constant";
   if (
