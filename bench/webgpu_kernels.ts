@@ -10,7 +10,11 @@
  */
 
 import type { BackendDevice, DeviceBuffer } from "../src/backends/backend.ts";
-import { matmulOptions, type MatmulVariant, webgpuBackend } from "../src/backends/webgpu/mod.ts";
+import {
+  type MatmulTuning,
+  type MatmulVariant,
+  webgpuBackend,
+} from "../src/backends/webgpu/mod.ts";
 import { median } from "./suites/_common.ts";
 
 function arg(name: string): string | undefined {
@@ -64,16 +68,19 @@ function randomFill(d: BackendDevice, b: DeviceBuffer, n: number, seed: number) 
   d.kernels.random({ out: b, numel: n, kind: "uniform", seed, a: -1, b: 1, dtype: "float32" });
 }
 
-const backend = await webgpuBackend();
-const device = await backend.createDevice(0);
 const variant = arg("variant") as MatmulVariant | undefined;
-if (variant) matmulOptions.variant = variant;
 const rows = arg("rows");
-if (rows) matmulOptions.rows = Number(rows);
 const cols = arg("cols");
-if (cols) matmulOptions.cols = Number(cols);
-const wg = arg("wg");
-if (wg) [matmulOptions.wgX, matmulOptions.wgY] = wg.split("x").map(Number);
+const wg = arg("wg")?.split("x").map(Number);
+const matmulOptions: MatmulTuning = {
+  variant: variant ?? "auto",
+  rows: rows ? Number(rows) : 0,
+  cols: cols ? Number(cols) : 0,
+  wgX: wg?.[0] ?? 8,
+  wgY: wg?.[1] ?? 4,
+};
+const backend = await webgpuBackend({ matmul: matmulOptions });
+const device = await backend.createDevice(0);
 const sizes = (arg("sizes") ?? "256,512,1024,2048").split(",").map(Number);
 // "a", "b" or "ab": which operands are stored transposed.
 const trans = arg("trans") ?? "";

@@ -13,7 +13,7 @@ import type {
 } from "../src/backends/backend.ts";
 import type { DType, TypedArray } from "../src/dtype.ts";
 import { DeviceLostError } from "../src/errors.ts";
-import { matmulOptions, webgpuBackend } from "../src/backends/webgpu/mod.ts";
+import { type MatmulTuning, webgpuBackend } from "../src/backends/webgpu/mod.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
 import type { WrappedDevice } from "../src/backends/backend.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
@@ -763,10 +763,14 @@ async function checkMatmul(
   d.free(out);
 }
 
+/** A device of its own with the given matmul tuning (destroy it after). */
+async function tuned(matmul: Partial<MatmulTuning>): Promise<GpuDevice> {
+  return (await (await webgpuBackend({ matmul })).createDevice(0)) as GpuDevice;
+}
+
 for (const variant of ["register", "tiled"] as const) {
   test(`matmul (${variant}) odd sizes, transposes, batches, broadcast`, async () => {
-    const d = await dev();
-    matmulOptions.variant = variant;
+    const d = await tuned({ variant });
     try {
       await checkMatmul(d, 1, 37, 29, 61, false, false);
       await checkMatmul(d, 1, 1, 1, 1, false, false);
@@ -782,18 +786,15 @@ for (const variant of ["register", "tiled"] as const) {
       }
       await checkMatmul(d, 2, 130, 70, 200, false, false);
     } finally {
-      matmulOptions.variant = "auto";
+      d.destroy();
     }
   });
 }
 
 test("matmul register variant with other block shapes", async () => {
-  const d = await dev();
-  matmulOptions.variant = "register";
-  try {
-    for (const [rows, cols] of [[4, 4], [8, 4], [8, 16], [4, 12], [16, 16]]) {
-      matmulOptions.rows = rows;
-      matmulOptions.cols = cols;
+  for (const [rows, cols] of [[4, 4], [8, 4], [8, 16], [4, 12], [16, 16]]) {
+    const d = await tuned({ variant: "register", rows, cols });
+    try {
       for (const ta of [false, true]) {
         for (const tb of [false, true]) {
           await checkMatmul(d, 2, 37, 29, 61, ta, tb);
@@ -801,11 +802,9 @@ test("matmul register variant with other block shapes", async () => {
           await checkMatmul(d, 1, 20, 36, 8, ta, tb);
         }
       }
+    } finally {
+      d.destroy();
     }
-  } finally {
-    matmulOptions.variant = "auto";
-    matmulOptions.rows = 0;
-    matmulOptions.cols = 0;
   }
 });
 

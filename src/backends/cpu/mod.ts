@@ -25,7 +25,7 @@ import { adam } from "./kernels/adam.ts";
 import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { indexSelect } from "./kernels/index_select.ts";
-import { matmul, MAX_THREADS } from "./kernels/matmul.ts";
+import { matmul, type MatmulKernel, matmulKernel, MAX_THREADS } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
@@ -72,10 +72,10 @@ class CpuDevice implements DeviceImpl<TypedArray> {
   #bytes = 0;
   readonly #pool = new HostPool(POOL_BYTES);
 
-  constructor(index: number, threads: number) {
+  constructor(index: number, threads: number, kernel: MatmulKernel | "auto") {
     this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores, ` +
-      `matmul on ${threads} thread${threads === 1 ? "" : "s"})`;
-    this.kernels = { ...KERNELS, matmul: (args) => matmul(args, threads) };
+      `${matmulKernel(kernel)} matmul on ${threads} thread${threads === 1 ? "" : "s"})`;
+    this.kernels = { ...KERNELS, matmul: (args) => matmul(args, threads, kernel) };
   }
 
   allocate(numel: number, dtype: DType): TypedArray {
@@ -120,6 +120,13 @@ export interface CpuBackendOptions {
    * starts a worker.
    */
   readonly threads?: number;
+  /**
+   * The float32 matmul kernel: `"auto"` (default) takes WebAssembly relaxed
+   * SIMD, else SIMD, else TypeScript; the others force one (a WebAssembly
+   * kind the engine lacks falls back as `"auto"` would). For benchmarks and
+   * tests.
+   */
+  readonly matmulKernel?: MatmulKernel | "auto";
 }
 
 /** Whether this code runs inside a Worker (a distributed rank, typically). */
@@ -150,7 +157,14 @@ export function cpuBackend(options: CpuBackendOptions = {}): Backend {
     throw new RangeError(`cpuBackend: threads must be a positive integer, got ${wanted}`);
   }
   const threads = Math.min(wanted, MAX_THREADS);
+  const kernel = options.matmulKernel ?? "auto";
+  if (!["auto", "relaxed-simd", "simd", "typescript"].includes(kernel)) {
+    throw new RangeError(
+      `cpuBackend: matmulKernel must be "auto", "relaxed-simd", "simd" or "typescript", got ${kernel}`,
+    );
+  }
   return {
-    createDevice: (index: number) => wrapDevice(`cpu:${index}`, new CpuDevice(index, threads)),
+    createDevice: (index: number) =>
+      wrapDevice(`cpu:${index}`, new CpuDevice(index, threads, kernel)),
   };
 }

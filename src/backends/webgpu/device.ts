@@ -19,7 +19,7 @@ import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { adam } from "./kernels/adam.ts";
 import { sgd } from "./kernels/sgd.ts";
 import { indexSelect } from "./kernels/index_select.ts";
-import { matmul } from "./kernels/matmul.ts";
+import { DEFAULT_MATMUL_TUNING, matmul, type MatmulTuning } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
@@ -47,6 +47,7 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
     name: string,
     info: string,
     isCpuAdapter: boolean,
+    tuning: MatmulTuning = DEFAULT_MATMUL_TUNING,
   ) {
     this.info = info;
     const rt = new Runtime(device, name, isCpuAdapter);
@@ -57,7 +58,7 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       unary: (args) => unary(rt, args),
       binary: (args) => binary(rt, args),
       reduce: (args) => reduce(rt, args),
-      matmul: (args) => matmul(rt, args),
+      matmul: (args) => matmul(rt, args, tuning),
       copy: (args) => copy(rt, args),
       indexSelect: (args) => indexSelect(rt, args),
       random: (args) => random(rt, args),

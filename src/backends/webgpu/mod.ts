@@ -27,7 +27,9 @@
 import { type Backend, type BackendDevice, wrapDevice } from "../backend.ts";
 import { WebGPUDevice } from "./device.ts";
 
-export { matmulOptions, type MatmulVariant } from "./kernels/matmul.ts";
+import { DEFAULT_MATMUL_TUNING, type MatmulTuning } from "./kernels/matmul.ts";
+
+export type { MatmulTuning, MatmulVariant } from "./kernels/matmul.ts";
 
 /** Options of {@link webgpuBackend}. */
 export interface WebGPUBackendOptions {
@@ -47,6 +49,8 @@ export interface WebGPUBackendOptions {
    * plain request.
    */
   readonly adapterRequests?: readonly (GPURequestAdapterOptions | undefined)[];
+  /** The devices' matmul tuning (for tests and benchmarks); default: chosen per adapter. */
+  readonly matmul?: Partial<MatmulTuning>;
 }
 
 /** One adapter devices can be started on. */
@@ -117,6 +121,8 @@ export interface AdapterBackendOptions {
   readonly devicesPerAdapter?: number;
   /** Device `index`'s `info`; default the adapter's description. */
   readonly info?: (entry: AdapterEntry, index: number) => string;
+  /** The devices' matmul tuning; default: chosen per adapter. */
+  readonly matmul?: Partial<MatmulTuning>;
 }
 
 /**
@@ -144,7 +150,8 @@ export function backendOverAdapters(
       const device = await requestDevice(entry);
       const info = options.info?.(entry, index) ?? entry.description;
       const name = `${options.name}:${index}`;
-      return wrapDevice(name, new WebGPUDevice(device, name, info, entry.isCpu));
+      const tuning = { ...DEFAULT_MATMUL_TUNING, ...options.matmul };
+      return wrapDevice(name, new WebGPUDevice(device, name, info, entry.isCpu, tuning));
     },
   };
 }
@@ -190,7 +197,7 @@ export async function webgpuBackend(options: WebGPUBackendOptions = {}): Promise
     seen.add(key);
     adapters.push(adapterEntry(gpu, adapter, request));
   }
-  return backendOverAdapters(adapters, { name });
+  return backendOverAdapters(adapters, { name, matmul: options.matmul });
 }
 
 async function requestDevice(entry: AdapterEntry): Promise<GPUDevice> {

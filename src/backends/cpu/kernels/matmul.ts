@@ -230,40 +230,34 @@ function instance(kind: WasmMatmul["kind"]): WasmMatmul | null {
   return made;
 }
 
-/** The kernel float32 products use now; undefined until first needed. */
-let wasm: WasmMatmul | null | undefined;
-let preferred: MatmulKernel | "auto" = "auto";
+/** The float32 kernel chosen for each preference (see {@link wasmFor}), once found. */
+const chosen = new Map<MatmulKernel | "auto", WasmMatmul | null>();
 
 /**
- * Chooses the float32 matmul kernel: `"auto"` (default) takes relaxed SIMD,
- * else SIMD, else TypeScript; the others force one (a WebAssembly kind the
- * engine lacks falls back as `"auto"` would). Instances are kept, so
- * switching back and forth costs nothing. For benchmarks and tests; returns
- * the kernel now in use.
+ * The WebAssembly kernel float32 products run in for `preference`: `"auto"`
+ * takes relaxed SIMD, else SIMD; `"simd"` skips relaxed SIMD; a kind the
+ * engine lacks falls back as `"auto"` would; null means the TypeScript
+ * kernel (`"typescript"`, or no WebAssembly SIMD here).
  */
-export function setMatmulKernel(kernel: MatmulKernel | "auto"): MatmulKernel {
-  preferred = kernel;
-  wasm = undefined;
-  return matmulKernel();
-}
-
-/** The kernel float32 products run in (loads the WebAssembly module if needed). */
-export function matmulKernel(): MatmulKernel {
-  return currentWasm()?.kind ?? "typescript";
-}
-
-function currentWasm(): WasmMatmul | null {
-  if (wasm === undefined) {
-    wasm = null;
-    if (preferred !== "typescript") {
+function wasmFor(preference: MatmulKernel | "auto"): WasmMatmul | null {
+  let found = chosen.get(preference);
+  if (found === undefined) {
+    found = null;
+    if (preference !== "typescript") {
       for (const { kind } of MODULES) {
-        if (kind === "relaxed-simd" && preferred === "simd") continue;
-        wasm = instance(kind);
-        if (wasm !== null) break;
+        if (kind === "relaxed-simd" && preference === "simd") continue;
+        found = instance(kind);
+        if (found !== null) break;
       }
     }
+    chosen.set(preference, found);
   }
-  return wasm;
+  return found;
+}
+
+/** The kernel float32 products run in for `preference` (loads the WebAssembly module if needed). */
+export function matmulKernel(preference: MatmulKernel | "auto" = "auto"): MatmulKernel {
+  return wasmFor(preference)?.kind ?? "typescript";
 }
 
 /** Makes the module's memory at least `bytes` long; false if it cannot grow. */
@@ -501,7 +495,7 @@ function startThreads(w: WasmMatmul, threads: number): KernelThreads | undefined
  * have started: 1 where WebAssembly shared memory or workers are missing.
  */
 export async function startMatmulThreads(threads: number = MAX_THREADS): Promise<number> {
-  const w = currentWasm();
+  const w = wasmFor("auto");
   const pool = w === null || threads <= 1 ? undefined : startThreads(w, threads);
   if (pool === undefined) return 1;
   return await pool.started;
@@ -522,12 +516,16 @@ export const MAX_THREADS: number = Math.max(
  * kernel when the engine has WebAssembly SIMD (accumulating in float32), over
  * up to `threads` threads (this one and workers on the kernel's shared
  * memory) for products large enough to pay for them; everything else in
- * {@link matmulTs}.
+ * {@link matmulTs}. `kernel` picks the float32 kernel (see {@link matmulKernel}).
  */
-export function matmul(layout: MatmulArgs<TypedArray>, threads = 1): void {
+export function matmul(
+  layout: MatmulArgs<TypedArray>,
+  threads = 1,
+  kernel: MatmulKernel | "auto" = "auto",
+): void {
   const { a, b, out, m, n, k } = layout;
   if (layout.dtype === "float32" && m > 0 && n > 0 && k > 0) {
-    const w = currentWasm();
+    const w = wasmFor(kernel);
     if (w !== null) {
       if (threads > 1) startThreads(w, threads);
       if (matmulWasm(w, a, b, out, layout, threads)) return;

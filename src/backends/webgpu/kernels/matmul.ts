@@ -23,19 +23,27 @@ import { PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 export type MatmulVariant = "auto" | "register" | "tiled";
 
 /**
- * Tuning knobs, for tests and benchmarks. `variant: "auto"` picks
- * register-blocked on CPU adapters and tiled elsewhere; `rows` x `cols`
- * (cols a multiple of 4) is the register block, 0 choosing it from the
- * problem size, and `wgX` x `wgY` the workgroup of the register-blocked
- * kernel.
+ * A device's matmul tuning, for tests and benchmarks (`webgpuBackend({
+ * matmul })`). `variant: "auto"` picks register-blocked on CPU adapters and
+ * tiled elsewhere; `rows` x `cols` (cols a multiple of 4) is the register
+ * block, 0 choosing it from the problem size, and `wgX` x `wgY` the
+ * workgroup of the register-blocked kernel.
  */
-export const matmulOptions: {
-  variant: MatmulVariant;
-  rows: number;
-  cols: number;
-  wgX: number;
-  wgY: number;
-} = {
+export interface MatmulTuning {
+  /** The kernel family. */
+  readonly variant: MatmulVariant;
+  /** Register block rows (0: from the problem size). */
+  readonly rows: number;
+  /** Register block columns, a multiple of 4 (0: from the problem size). */
+  readonly cols: number;
+  /** Workgroup width of the register-blocked kernel. */
+  readonly wgX: number;
+  /** Workgroup height of the register-blocked kernel. */
+  readonly wgY: number;
+}
+
+/** The tuning devices get unless told otherwise. */
+export const DEFAULT_MATMUL_TUNING: MatmulTuning = {
   variant: "auto",
   rows: 0,
   cols: 0,
@@ -313,7 +321,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 }
 
 /** Records the batched product described by `layout`. */
-export function matmul(rt: Runtime, layout: MatmulArgs<GPUBuffer>): void {
+export function matmul(
+  rt: Runtime,
+  layout: MatmulArgs<GPUBuffer>,
+  matmulOptions: MatmulTuning = DEFAULT_MATMUL_TUNING,
+): void {
   const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu matmul does not support dtype ${layout.dtype}`);
