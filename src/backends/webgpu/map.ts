@@ -47,8 +47,7 @@ export function dispatchMap(
       PARAMS_WGSL + storage(1, "x", vt, false) + storage(2, "out", vt, true) +
       (t === "f32" ? IS_NAN_WGSL + FLOAT_SPECIALS_WGSL : "") + (spec.helpers ?? "") +
       `fn f(x: ${t}) -> ${t} { ${spec.body} }\n` + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  ${apply}
+      `  ${apply}
 }
 `,
     signature: "rw",

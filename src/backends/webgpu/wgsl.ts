@@ -42,7 +42,8 @@ export function storage(
 
 /**
  * The entry point header of a 1-d kernel with `wg` invocations per
- * workgroup; defines `idx`, the linear invocation index over a 2-d grid.
+ * workgroup: defines `idx`, the linear invocation index over a 2-d grid,
+ * and returns at once for `idx >= pu(0u)` (parameter word 0 is the count).
  */
 export function main1d(wg: number): string {
   return `
@@ -51,6 +52,53 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let idx = (wid.y * nwg.x + wid.x) * ${wg}u + lid;
+  if (idx >= pu(0u)) { return; }
+`;
+}
+
+/**
+ * The entry point header of a kernel giving one workgroup of `wg`
+ * invocations to each item: defines `g`, the workgroup's linear index over
+ * a 2-d grid, and `lid`, the invocation's index in it.
+ */
+export function mainPerWorkgroup(wg: number): string {
+  return `
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let g = wid.y * nwg.x + wid.x;
+`;
+}
+
+/**
+ * WGSL statements splitting the linear u32 `index` into row-major
+ * coordinates: `names` outermost first, `extents` the sizes of every name
+ * but the first (WGSL u32 expressions). `coordinates("idx", ["o", "j",
+ * "i"], ["count", "inner"])` defines `o`, `j` and `i` with
+ * `idx = (o * count + j) * inner + i`.
+ */
+export function coordinates(
+  index: string,
+  names: readonly string[],
+  extents: readonly string[],
+): string {
+  if (extents.length !== names.length - 1) {
+    throw new Error(`coordinates: ${names.length} names need ${names.length - 1} extents`);
+  }
+  if (names.length === 1) {
+    return `  let ${names[0]} = ${index};
+`;
+  }
+  const rest = `${index}Rest`;
+  let code = `  var ${rest} = ${index};
+`;
+  for (let k = names.length - 1; k >= 1; k--) {
+    const extent = extents[k - 1];
+    code += `  let ${names[k]} = ${rest} % (${extent}); ${rest} = ${rest} / (${extent});
+`;
+  }
+  return code + `  let ${names[0]} = ${rest};
 `;
 }
 

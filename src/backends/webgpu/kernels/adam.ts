@@ -27,8 +27,7 @@ export function adam(rt: Runtime, args: AdamArgs<GPUBuffer>): void {
     wgsl: () =>
       PARAMS_WGSL + storage(1, "param", t, true) + storage(2, "grad", t, false) +
       storage(3, "expAvg", t, true) + storage(4, "expAvgSq", t, true) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  var p = param[idx];
+      `  var p = param[idx];
   var g = grad[idx] * pf(10u);
 ${decay && args.decoupled ? "  p = p * pf(6u);\n" : ""}${
         decay && !args.decoupled ? "  g = g + p * pf(5u);\n" : ""

@@ -9,7 +9,15 @@ import type { BinaryArgs, BinaryOp } from "../../backend.ts";
 import { numelOf } from "../../../shape.ts";
 import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
-import { IS_NAN_WGSL, literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import {
+  IS_NAN_WGSL,
+  literals,
+  main1d,
+  PARAMS_WGSL,
+  storage,
+  stridedOffsets,
+  wgslType,
+} from "../wgsl.ts";
 
 const WG = 256;
 
@@ -116,8 +124,7 @@ export function binary(rt: Runtime, layout: BinaryArgs<GPUBuffer>): void {
       wgsl: () =>
         PARAMS_WGSL + storage(1, "a", aT, false) + storage(2, "b", bT, false) +
         storage(3, "out", outT, true) + fn + main1d(WG) +
-        `  if (idx >= pu(0u)) { return; }
-  ${apply}
+        `  ${apply}
 }
 `,
       signature: "rrw",
@@ -139,19 +146,17 @@ export function binary(rt: Runtime, layout: BinaryArgs<GPUBuffer>): void {
   }
   // General path: params are [numel, shape..., aStrides..., bStrides...].
   const params = [numel, ...shape, ...as.map((s) => s >>> 0), ...bs.map((s) => s >>> 0)];
-  let index = "  var rem = idx;\n  var ia = 0i;\n  var ib = 0i;\n";
-  for (let d = rank - 1; d >= 0; d--) {
-    index += `  { let s = pu(${1 + d}u); let c = i32(rem % s); rem = rem / s;
-    ia += c * pi(${1 + rank + d}u); ib += c * pi(${1 + 2 * rank + d}u); }\n`;
-  }
+  const index = stridedOffsets(rank, 1, [
+    { name: "ia", stridesAt: 1 + rank },
+    { name: "ib", stridesAt: 1 + 2 * rank },
+  ]);
   rt.dispatch({
     name: op,
     key: `binary_${op}_${t}_r${rank}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "a", t, false) + storage(2, "b", t, false) +
       storage(3, "out", t, true) + fn + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-${index}  out[idx] = f(a[ia], b[ib]);
+      `${index}  out[idx] = f(a[ia], b[ib]);
 }
 `,
     signature: "rrw",
@@ -215,8 +220,7 @@ function rowBroadcast(
     wgsl: () =>
       PARAMS_WGSL + decl("a", 1, ma) + decl("b", 2, mb) + storage(3, "out", v4, true) + fn +
       main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  let c4 = pu(1u);
+      `  let c4 = pu(1u);
   let va = ${load("a", ma)}; let vb = ${load("b", mb)};
   out[idx] = ${v4}(${parts.join(", ")});
 }

@@ -25,8 +25,7 @@ export function cast(rt: Runtime, { x, out, numel, dtype: from, to }: CastArgs<G
     wgsl: () =>
       PARAMS_WGSL + storage(1, "x", inT, false) +
       storage(2, "out", outT, true) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  out[idx] = ${outT}(x[idx]);
+      `  out[idx] = ${outT}(x[idx]);
 }
 `,
     signature: "rw",

@@ -7,7 +7,7 @@
 
 import type { Col2imArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { coordinates, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 import { WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
 
 const WG = 256;
@@ -24,11 +24,9 @@ export function col2im(rt: Runtime, layout: Col2imArgs<GPUBuffer>): void {
     key: `col2im_${t}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "cols", t, false) + storage(2, "out", t, true) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-${WINDOW_PARAMS_WGSL}
-  let w = i32(idx % u32(W));
-  let h = i32((idx / u32(W)) % u32(H));
-  let plane = idx / u32(H * W);
+      `${WINDOW_PARAMS_WGSL}
+${coordinates("idx", ["plane", "hu", "wu"], ["u32(H)", "u32(W)"])}  let h = i32(hu);
+  let w = i32(wu);
   let taps = OH * OW;
   var acc = ${t}(0);
   for (var ki = 0u; ki < KH; ki++) {

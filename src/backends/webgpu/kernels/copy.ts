@@ -7,7 +7,7 @@ import type { CopyArgs } from "../../backend.ts";
 import { numelOf } from "../../../shape.ts";
 import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
+import { main1d, PARAMS_WGSL, storage, stridedOffsets } from "../wgsl.ts";
 
 const WG = 256;
 
@@ -44,19 +44,17 @@ export function copy(rt: Runtime, layout: CopyArgs<GPUBuffer>): void {
     ...ss.map((s) => s >>> 0),
     ...ds.map((s) => s >>> 0),
   ];
-  let index = "  var rem = idx;\n  var is = pi(1u);\n  var id = pi(2u);\n";
-  for (let d = rank - 1; d >= 0; d--) {
-    index += `  { let s = pu(${3 + d}u); let c = i32(rem % s); rem = rem / s;
-    is += c * pi(${3 + rank + d}u); id += c * pi(${3 + 2 * rank + d}u); }\n`;
-  }
+  const index = stridedOffsets(rank, 3, [
+    { name: "is", stridesAt: 3 + rank },
+    { name: "id", stridesAt: 3 + 2 * rank },
+  ]);
   rt.dispatch({
     name: "copy",
     key: `copy_r${rank}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "src", "u32", false) +
       storage(2, "dst", "u32", true) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-${index}  dst[id] = src[is];
+      `${index}  dst[pi(2u) + id] = src[pi(1u) + is];
 }
 `,
     signature: "rw",

@@ -22,8 +22,7 @@ export function fill(rt: Runtime, { out, numel, value, dtype }: FillArgs<GPUBuff
     wgsl: () =>
       PARAMS_WGSL + storage(1, "out", vec ? "vec4<u32>" : "u32", true) +
       main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  out[idx] = ${vec ? "vec4<u32>(pu(1u))" : "pu(1u)"};
+      `  out[idx] = ${vec ? "vec4<u32>(pu(1u))" : "pu(1u)"};
 }
 `,
     signature: "w",

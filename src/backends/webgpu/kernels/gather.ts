@@ -5,7 +5,7 @@
 
 import type { GatherArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
+import { coordinates, main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
 const WG = 256;
 
@@ -25,13 +25,10 @@ export function gather(
     wgsl: () =>
       PARAMS_WGSL + storage(1, "x", "u32", false) + storage(2, "index", "i32", false) +
       storage(3, "out", "u32", true) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  let size = pu(1u);
+      `  let size = pu(1u);
   let count = pu(2u);
   let inner = pu(3u);
-  let o = idx / (count * inner);
-  let i = idx % inner;
-  let r = index[idx];
+${coordinates("idx", ["o", "j", "i"], ["count", "inner"])}  let r = index[idx];
   if (r < 0 || u32(r) >= size) { out[idx] = 0u; return; }
   out[idx] = x[(o * size + u32(r)) * inner + i];
 }

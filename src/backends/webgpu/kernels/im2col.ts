@@ -7,7 +7,7 @@
 import type { Im2colArgs, WindowView } from "../../backend.ts";
 import { toHost } from "../../../dtype.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
+import { coordinates, main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
 const WG = 256;
 
@@ -50,15 +50,10 @@ export function im2col(rt: Runtime, layout: Im2colArgs<GPUBuffer>): void {
     wgsl: () =>
       PARAMS_WGSL + storage(1, "x", "u32", false) + storage(2, "cols", "u32", true) +
       main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-${WINDOW_PARAMS_WGSL}
-  let ow = idx % OW;
-  var t = idx / OW;
-  let oh = t % OH; t = t / OH;
-  let kj = t % KW; t = t / KW;
-  let ki = t % KH;
-  let plane = t / KH;
-  let h = i32(oh) * SH - PH + i32(ki) * DH;
+      `${WINDOW_PARAMS_WGSL}
+${
+        coordinates("idx", ["plane", "ki", "kj", "oh", "ow"], ["KH", "KW", "OH", "OW"])
+      }  let h = i32(oh) * SH - PH + i32(ki) * DH;
   let w = i32(ow) * SW - PW + i32(kj) * DW;
   if (h < 0 || h >= H || w < 0 || w >= W) { cols[idx] = pu(13u); return; }
   cols[idx] = x[plane * u32(H * W) + u32(h * W + w)];

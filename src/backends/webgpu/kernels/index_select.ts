@@ -5,7 +5,7 @@
 
 import type { IndexSelectArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
+import { coordinates, main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
 const WG = 256;
 
@@ -26,15 +26,10 @@ export function indexSelect(
       PARAMS_WGSL + storage(1, "x", "u32", false) +
       storage(2, "indices", "i32", false) + storage(3, "out", "u32", true) +
       main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  let size = pu(1u);
+      `  let size = pu(1u);
   let count = pu(2u);
   let inner = pu(3u);
-  let i = idx % inner;
-  let t = idx / inner;
-  let j = t % count;
-  let o = t / count;
-  let r = indices[j];
+${coordinates("idx", ["o", "j", "i"], ["count", "inner"])}  let r = indices[j];
   if (r < 0 || u32(r) >= size) { out[idx] = 0u; return; }
   out[idx] = x[(o * size + u32(r)) * inner + i];
 }

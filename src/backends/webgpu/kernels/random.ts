@@ -108,8 +108,7 @@ export function random(rt: Runtime, layout: RandomArgs<GPUBuffer>): void {
     wgsl: () =>
       PARAMS_WGSL + storage(1, "out", "f32", true) + COMMON +
       (kind === "uniform" ? DOUBLE_FLOAT : COS_2PI) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-${body}
+      `${body}
 }
 `,
     signature: "w",

@@ -13,7 +13,16 @@
 
 import type { ReduceArgs, ReduceOp } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { IS_NAN_WGSL, literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import {
+  coordinates,
+  IS_NAN_WGSL,
+  literals,
+  main1d,
+  mainPerWorkgroup,
+  PARAMS_WGSL,
+  storage,
+  wgslType,
+} from "../wgsl.ts";
 
 const WG = 256;
 /** Elements one tree workgroup reduces. */
@@ -120,16 +129,11 @@ function serialWgsl(op: ReduceOp, t: "f32" | "i32", p: Pass): string {
 `;
   }
   return PARAMS_WGSL + decl + combineWgsl(op, t) + main1d(WG) +
-    `  if (idx >= pu(0u)) { return; }
-  let size = pu(1u);
+    `  let size = pu(1u);
   let inner = pu(2u);
   let len = pu(3u);
   let nChunks = pu(4u);
-  let i = idx % inner;
-  let t = idx / inner;
-  let c = t % nChunks;
-  let o = t / nChunks;
-  let r0 = c * len;
+${coordinates("idx", ["o", "c", "i"], ["nChunks", "inner"])}  let r0 = c * len;
   let r1 = min(r0 + len, size);
   let base = o * size * inner + i;
 ${loop}  ${writeOut(p, "bv", "bi", "idx")}
@@ -176,17 +180,10 @@ function treeWgsl(op: ReduceOp, t: "f32" | "i32", p: Pass): string {
     step = "      sv[lid] = comb(sv[lid], sv[lid + s]);";
     merge = writeOut(p, "sv[0]", "0", "g");
   }
-  return PARAMS_WGSL + decl + shared + combineWgsl(op, t) + `
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let g = wid.y * nwg.x + wid.x;
+  return PARAMS_WGSL + decl + shared + combineWgsl(op, t) + mainPerWorkgroup(WG) + `
   let size = pu(0u);
   let nChunks = pu(1u);
-  let c = g % nChunks;
-  let o = g / nChunks;
-  let rowBase = o * size;
+${coordinates("g", ["o", "c"], ["nChunks"])}  let rowBase = o * size;
   let start = c * ${TREE_CHUNK}u;
   // Invocations past the row end repeat the chunk's first element, which
   // changes neither an extreme nor (with a later zero) a sum.

@@ -7,7 +7,7 @@
 
 import type { ScatterAddArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { coordinates, literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
 
@@ -28,14 +28,12 @@ export function scatterAdd(
     wgsl: () =>
       PARAMS_WGSL + storage(1, "src", t, false) + storage(2, "index", "i32", false) +
       storage(3, "out", t, true) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  let size = pu(1u);
+      `  let size = pu(1u);
   let count = pu(2u);
   let inner = pu(3u);
-  let i = idx % inner;
-  let row = idx / inner;
-  let r = i32(row % size);
-  let first = (row / size) * count * inner + i;
+${coordinates("idx", ["o", "row", "i"], ["size", "inner"])}
+  let r = i32(row);
+  let first = o * count * inner + i;
   var acc = ${literals(t).zero};
   for (var j = 0u; j < count; j++) {
     let k = first + j * inner;

@@ -25,8 +25,7 @@ export function sgd(rt: Runtime, args: SgdArgs<GPUBuffer>): void {
     key: `sgd_${vec}_${decay}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "param", t, true) + storage(2, "grad", t, false) + main1d(WG) +
-      `  if (idx >= pu(0u)) { return; }
-  let p = param[idx];
+      `  let p = param[idx];
   var d = grad[idx] * pf(3u);
 ${decay ? "  d = d + p * pf(2u);\n" : ""}  param[idx] = p - d * pf(1u);
 }

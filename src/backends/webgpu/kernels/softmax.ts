@@ -6,7 +6,15 @@
 
 import type { SoftmaxArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import {
+  coordinates,
+  IS_NAN_WGSL,
+  main1d,
+  mainPerWorkgroup,
+  PARAMS_WGSL,
+  storage,
+  wgslType,
+} from "../wgsl.ts";
 
 const WG = 256;
 /** Threads cooperating on one contiguous row. */
@@ -30,12 +38,9 @@ function finish(log: boolean, v: string): string {
 function serialWgsl(log: boolean): string {
   return PARAMS_WGSL + MAX_NAN_WGSL + storage(1, "x", "f32", false) +
     storage(2, "out", "f32", true) + main1d(WG) +
-    `  if (idx >= pu(0u)) { return; }
-  let size = pu(1u);
+    `  let size = pu(1u);
   let inner = pu(2u);
-  let i = idx % inner;
-  let o = idx / inner;
-  let base = o * size * inner + i;
+${coordinates("idx", ["o", "i"], ["inner"])}  let base = o * size * inner + i;
   var m = x[base];
   for (var r = 1u; r < size; r++) {
     let v = x[base + r * inner];
@@ -55,12 +60,8 @@ function serialWgsl(log: boolean): string {
 function rowWgsl(log: boolean): string {
   return PARAMS_WGSL + MAX_NAN_WGSL + storage(1, "x", "f32", false) +
     storage(2, "out", "f32", true) +
-    `var<workgroup> sh: array<f32, ${ROW_WG}>;
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let row = wid.y * nwg.x + wid.x;
+    `var<workgroup> sh: array<f32, ${ROW_WG}>;\n` + mainPerWorkgroup(ROW_WG) + `
+  let row = g;
   let size = pu(0u);
   let base = row * size;
   var m = x[base];

@@ -37,7 +37,7 @@ export function where(rt: Runtime, layout: WhereArgs<GPUBuffer>): void {
   const rank = shape.length;
   const header = PARAMS_WGSL + storage(1, "cond", "u32", false) + storage(2, "a", "u32", false) +
     storage(3, "b", "u32", false) + storage(4, "out", "u32", true) + truth(condIsFloat) +
-    main1d(WG) + "  if (idx >= pu(0u)) { return; }\n";
+    main1d(WG);
   const common = { name: "where", signature: "rrrw", buffers: [cond, a, b, out] } as const;
   const groups = groups2d(Math.ceil(numel / WG));
   if (rank === 1 && strides.every((s) => s[0] === 0 || s[0] === 1)) {
