@@ -76,7 +76,7 @@ async function train(device: Device, make: MakeOptimizer, steps: number): Promis
       opt.step();
     });
   }
-  return Promise.all(model.parameters().map(async (p) => await p.data() as Float32Array));
+  return await Promise.all(model.parameters().map(async (p) => await p.data() as Float32Array));
 }
 
 for (const [name, make] of OPTIMIZERS) {
