@@ -37,7 +37,7 @@ export {
 } from "./src/device.ts";
 export type { RegisterBackendOptions, RequestDevicesOptions } from "./src/device.ts";
 export { cpuBackend } from "./src/backends/cpu/mod.ts";
-export type { CpuBackendOptions } from "./src/backends/cpu/mod.ts";
+export type { CpuBackendOptions, MatmulKernel } from "./src/backends/cpu/mod.ts";
 export { webgpuBackend } from "./src/backends/webgpu/mod.ts";
 export type { WebGPUBackendOptions } from "./src/backends/webgpu/mod.ts";
 export { enableGrad, isGradEnabled, noGrad } from "./src/autograd.ts";

@@ -26,6 +26,8 @@ import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { indexSelect } from "./kernels/index_select.ts";
 import { matmul, type MatmulKernel, matmulKernel, MAX_THREADS } from "./kernels/matmul.ts";
+
+export type { MatmulKernel };
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
