@@ -104,6 +104,8 @@ export class Storage {
   persistent = false;
   /** How many times it was changed in place (PyTorch's `_version`). */
   version = 0;
+  /** [min, max] of int values written from the host, while they are unchanged. */
+  knownRange: readonly [number, number] | null = null;
   readonly #madeAt = ++clock;
   #changedAt = 0;
 
@@ -160,6 +162,7 @@ export class Storage {
   /** Records an in-place change (optimizer step, `_assign`, a collective). */
   markModified(): void {
     this.version++;
+    this.knownRange = null;
     this.#changedAt = ++clock;
   }
 

@@ -113,3 +113,48 @@ backendTest(
     );
   },
 );
+
+// ---- indexSelect: indices out of range ----
+
+backendTest("indexSelect: an index out of range is an error naming it and the size", async (d) => {
+  const x = tensor([[1, 2], [3, 4], [5, 6], [7, 8]], { device: d });
+  // Indices from the host: at once.
+  for (const bad of [10, -7, 4]) {
+    throwsWith(
+      () => x.indexSelect(0, tensor([0, bad], { dtype: "int32", device: d })),
+      `index ${bad} is out of range for dim 0 of size 4`,
+    );
+  }
+  throwsWith(
+    () => x.indexSelect(1, tensor([2], { dtype: "int32", device: d })),
+    "index 2 is out of range for dim 1 of size 2",
+  );
+  // Indices the device computed: at the next read on the device.
+  const computed = tensor([1, 5], { dtype: "int32", device: d }).add(5); // [6, 10]
+  const picked = x.indexSelect(0, computed);
+  await assert.rejects(
+    () => picked.data(),
+    /indexSelect: index 10 is out of range for dim 0 of size 4/,
+  );
+  const negative = tensor([3], { dtype: "int32", device: d }).sub(10); // [-7]
+  await assert.rejects(() => x.indexSelect(0, negative).data(), /index -7 is out of range/);
+  // An index tensor changed in place is checked on the device again.
+  const idx = tensor([1], { dtype: "int32", device: d });
+  idx._assign(tensor([9], { dtype: "int32", device: d }).add(0));
+  await assert.rejects(() => x.indexSelect(0, idx).data(), /index 9 is out of range/);
+  // In range: values and gradient as before.
+  const w = tensor([[1, 2], [3, 4], [5, 6], [7, 8]], { device: d, requiresGrad: true });
+  const y = w.indexSelect(0, tensor([3, 0, 3], { dtype: "int32", device: d }));
+  assertClose(await y.data(), [7, 8, 1, 2, 7, 8]);
+  y.sum().backward();
+  assertClose(await w.grad!.data(), [1, 1, 0, 0, 0, 0, 2, 2]);
+});
+
+backendTest("embedding: an index out of range is an error naming it", (d) => {
+  const emb = new nn.Embedding(4, 2).to(d);
+  throwsWith(
+    () => emb.forward(tensor([[1, 4]], { dtype: "int32", device: d })),
+    "index 4 is out of range",
+    "size 4",
+  );
+});

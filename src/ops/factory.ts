@@ -60,6 +60,16 @@ export function fromHost(values: TypedArray, shape: Shape, device: Device): Tens
   if (values.length > 0) {
     const buffer = t.storage.buffer();
     writeLater(device, buffer, values);
+    if (values instanceof Int32Array) {
+      // Index tensors made from the host can be range-checked at once.
+      let lo = values[0];
+      let hi = lo;
+      for (const v of values) {
+        if (v < lo) lo = v;
+        else if (v > hi) hi = v;
+      }
+      t.storage.knownRange = [lo, hi];
+    }
   }
   return t;
 }

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { record } from "../autograd.ts";
+import { noGrad, record } from "../autograd.ts";
 import type { Device } from "../device.ts";
 import { type DType, promoteTypes } from "../dtype.ts";
 import {
@@ -22,6 +22,8 @@ import { commonDevice, empty, launch } from "./util.ts";
 import { cast, compare, sumTo } from "./elementwise.ts";
 import { arangeOn } from "./factory.ts";
 import { matmulRaw } from "./linalg.ts";
+import { checkLater } from "./check.ts";
+import { tidy } from "../storage.ts";
 
 /** `shape` with one -1 resolved against `numel`, or an error naming both. */
 function resolveShape(shape: readonly number[], numel: number, from: Shape, op: string): number[] {
@@ -341,7 +343,36 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   return reshape(x, shape, "flatten");
 }
 
-/** Rows of `x` along `dim` picked by int32 `indices` (1-dimensional). */
+/**
+ * Checks that the int32 `indices` lie in [0, size): at once when they were
+ * written from the host (a RangeError), else on the device without waiting
+ * (the next read on their device rejects); `describe(bad)` words the error.
+ */
+export function checkIndexRange(
+  indices: Tensor,
+  size: number,
+  describe: (bad: number) => string,
+): void {
+  if (indices.numel() === 0) return;
+  const verdict = (bounds: ArrayLike<number>) => {
+    const [lowest, highest] = [bounds[0], bounds[1]];
+    const bad = lowest < 0 ? lowest : highest >= size ? highest : null;
+    return bad === null ? null : describe(bad);
+  };
+  const known = indices.storage.knownRange;
+  if (known) {
+    const message = verdict(known);
+    if (message !== null) throw new RangeError(message);
+    return;
+  }
+  checkLater(noGrad(() => tidy(() => stack([indices.min(), indices.max()]))), verdict);
+}
+
+/**
+ * Rows of `x` along `dim` picked by int32 `indices` (1-dimensional); an index
+ * outside [0, size) is an error naming it and the size (at once for indices
+ * from the host, at the next read for ones the device computed).
+ */
 export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
   const d = normalizeDim(dim, x.ndim, "indexSelect");
   commonDevice("indexSelect", x, indices);
@@ -354,6 +385,10 @@ export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
   }
   const { outer, size, inner } = axisSplit(x.shape, d);
   const count = indices.shape[0];
+  checkIndexRange(indices, size, (bad) =>
+    `indexSelect: index ${bad} is out of range for dim ${d} of size ${size} (indices must be 0 to ${
+      size - 1
+    })`);
   const out = empty(x.shape.map((n, i) => (i === d ? count : n)), x.dtype, x.device);
   if (out.numel() > 0) {
     const xb = x.storage.buffer("indexSelect");
