@@ -385,10 +385,14 @@ export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
   }
   const { outer, size, inner } = axisSplit(x.shape, d);
   const count = indices.shape[0];
-  checkIndexRange(indices, size, (bad) =>
-    `indexSelect: index ${bad} is out of range for dim ${d} of size ${size} (indices must be 0 to ${
-      size - 1
-    })`);
+  checkIndexRange(
+    indices,
+    size,
+    (bad) =>
+      `indexSelect: index ${bad} is out of range for dim ${d} of size ${size} (indices must be 0 to ${
+        size - 1
+      })`,
+  );
   const out = empty(x.shape.map((n, i) => (i === d ? count : n)), x.dtype, x.device);
   if (out.numel() > 0) {
     const xb = x.storage.buffer("indexSelect");
