@@ -39,7 +39,11 @@ export type { RegisterBackendOptions, RequestDevicesOptions } from "./src/device
 export { cpuBackend } from "./src/backends/cpu/mod.ts";
 export type { CpuBackendOptions, MatmulKernel } from "./src/backends/cpu/mod.ts";
 export { webgpuBackend } from "./src/backends/webgpu/mod.ts";
-export type { WebGPUBackendOptions } from "./src/backends/webgpu/mod.ts";
+export type {
+  MatmulTuning,
+  MatmulVariant,
+  WebGPUBackendOptions,
+} from "./src/backends/webgpu/mod.ts";
 export { enableGrad, isGradEnabled, noGrad } from "./src/autograd.ts";
 export { queueBackwardCallback, registerPostAccumulateGradHook } from "./src/autograd.ts";
 export type { BackwardOptions, PostAccumulateGradHook } from "./src/autograd.ts";
