@@ -19,6 +19,7 @@ import type * as linalg from "./ops/linalg.ts";
 import type * as softmax from "./ops/softmax.ts";
 import type * as transfer from "./ops/transfer.ts";
 import type * as factory from "./ops/factory.ts";
+import type * as inplace from "./ops/inplace.ts";
 import type { TensorLike } from "./ops/util.ts";
 
 /**
@@ -81,7 +82,8 @@ export type TensorOps =
   & Pick<typeof linalg, "matmul">
   & Pick<typeof softmax, "logSoftmax" | "softmax">
   & Pick<typeof transfer, "copyInto" | "toDevice">
-  & Pick<typeof factory, "full">;
+  & Pick<typeof factory, "full">
+  & Pick<typeof inplace, "add_" | "copy_" | "fill_" | "mul_" | "zero_">;
 
 /** Stands in until the ops are installed: any method call says what is missing. */
 const notInstalled = new Proxy({}, {
@@ -358,6 +360,38 @@ export class Tensor {
     }
     return ops.toDevice(this, d);
   }
+  // ---- in place (refused on tensors that require grad while grad mode is on) ----
+
+  /** Sets every element to 0 in place; returns this tensor. */
+  zero_(): this {
+    ops.zero_(this);
+    return this;
+  }
+  /** Sets every element to `value` (a number or a one-element tensor) in place. */
+  fill_(value: number | Tensor): this {
+    ops.fill_(this, value);
+    return this;
+  }
+  /** Copies `src` in (broadcast to this shape, converted to this dtype and device). */
+  copy_(src: Tensor): this {
+    ops.copy_(this, src);
+    return this;
+  }
+  /** `this += alpha * other` in place (`other` broadcasts to this shape). */
+  add_(other: TensorLike, options: { alpha?: number } = {}): this {
+    ops.add_(this, other, options);
+    return this;
+  }
+  /** `this *= other` in place (`other` broadcasts to this shape). */
+  mul_(other: TensorLike): this {
+    ops.mul_(this, other);
+    return this;
+  }
+  /** How many times this tensor's memory was changed in place (PyTorch's `_version`). */
+  get version(): number {
+    return this.#storage.version;
+  }
+
   /** A contiguous copy with its own storage. */
   clone(): Tensor {
     return ops.clone(this);

@@ -13,6 +13,7 @@ import { matmul } from "./linalg.ts";
 import { logSoftmax, softmax } from "./softmax.ts";
 import { copyInto, toDevice } from "./transfer.ts";
 import { full } from "./factory.ts";
+import { add_, copy_, fill_, mul_, zero_ } from "./inplace.ts";
 
 installTensorOps({
   ...elementwise,
@@ -25,4 +26,9 @@ installTensorOps({
   copyInto,
   toDevice,
   full,
+  add_,
+  copy_,
+  fill_,
+  mul_,
+  zero_,
 });
