@@ -14,8 +14,13 @@
  * @module
  */
 
-/** The core's budget in lines: over it, this script fails. */
-export const CORE_BUDGET = 5200;
+/**
+ * The core's budget in lines: over it, this script fails. Set at 5,600 when
+ * the core measured 5,405 (3,233 when the budget was asked for, before the
+ * parity ops, the fused kernels and the typed kernel table): raise it only
+ * with a reason in the commit.
+ */
+export const CORE_BUDGET = 5600;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [
