@@ -35,14 +35,30 @@ export function allocHost(dtype: DType, length: number): TypedArray {
   }
 }
 
-/** Copies `values` into a new host array of `dtype` (rounding as the typed array does). */
+/**
+ * Copies `values` into a new host array of `dtype` (rounding as the typed
+ * array does; int32 truncates toward zero). A value int32 cannot hold (NaN,
+ * ±inf, outside [-2^31, 2^31)) is an error naming `what`, not a wrapped
+ * number.
+ */
 export function toHost(
   dtype: DType,
   values: ArrayLike<number>,
+  what = "int32 data",
 ): TypedArray {
+  if (dtype === "int32") { for (let i = 0; i < values.length; i++) checkInt32(values[i], what); }
   const out = allocHost(dtype, values.length);
   out.set(values);
   return out;
+}
+
+/** Throws unless int32 can hold `value` (after truncation), naming `what`. */
+export function checkInt32(value: number, what: string): void {
+  if (!(value > -2147483649 && value < 2147483648)) {
+    throw new RangeError(
+      `${what}: ${value} cannot be stored as int32 (integers from -2147483648 to 2147483647)`,
+    );
+  }
 }
 
 /** The dtype of a typed array. */

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { nn, optim, type Tensor, tensor } from "../mod.ts";
+import { arange, full, manualSeed, nn, optim, type Tensor, tensor } from "../mod.ts";
 import { assertClose, backendTest } from "./harness.ts";
 
 function throwsWith(fn: () => unknown, ...parts: string[]): void {
@@ -157,4 +157,91 @@ backendTest("embedding: an index out of range is an error naming it", (d) => {
     "index 4 is out of range",
     "size 4",
   );
+});
+
+// ---- int32: values it cannot hold, and the float -> int32 cast rule ----
+
+backendTest("int32 tensors from values int32 cannot hold are errors, not wrapped numbers", (d) => {
+  const int32 = { dtype: "int32" as const, device: d };
+  throwsWith(() => tensor([3e9], int32), "tensor: 3000000000 cannot be stored as int32");
+  throwsWith(
+    () => tensor(new Float64Array([1, NaN]), int32),
+    "tensor: NaN cannot be stored as int32",
+  );
+  throwsWith(() => full([2], NaN, int32), "full: NaN cannot be stored as int32");
+  throwsWith(() => full([2], -Infinity, int32), "full: -Infinity cannot be stored as int32");
+  throwsWith(() => full([2], 2 ** 31, int32), "full: 2147483648 cannot be stored as int32");
+  throwsWith(() => tensor([1, 2], int32).add(3e9), "a number operand: 3000000000");
+  throwsWith(() => arange(2e9, 3e9, 5e8, int32), "arange: 2500000000 cannot be stored as int32");
+});
+
+backendTest(
+  "float -> int32 casts follow one rule: truncation, and -2^31 for NaN, ±inf, out of range",
+  async (d) => {
+    // The rule of FEATURES.md; PyTorch 1.13 on x86 gives these same numbers.
+    const inputs = [
+      NaN,
+      Infinity,
+      -Infinity,
+      3e9,
+      -3e9,
+      2.7,
+      -2.7,
+      2147483520,
+      -2147483648,
+      2 ** 31,
+    ];
+    const want = [
+      -(2 ** 31),
+      -(2 ** 31),
+      -(2 ** 31),
+      -(2 ** 31),
+      -(2 ** 31),
+      2,
+      -2,
+      2147483520,
+      -(2 ** 31),
+      -(2 ** 31),
+    ];
+    // Ten elements, and eight (the vec4 kernel on webgpu).
+    assert.deepEqual([...await tensor(inputs, { device: d }).to("int32").data()], want);
+    assert.deepEqual(
+      [...await tensor(inputs.slice(0, 8), { device: d }).to("int32").data()],
+      want.slice(0, 8),
+    );
+    if (d.backend === "cpu") {
+      const f64 = tensor(new Float64Array(inputs), { device: d }).to("int32");
+      assert.deepEqual([...await f64.data()], want);
+    }
+  },
+);
+
+// ---- raw engine messages ----
+
+Deno.test("manualSeed and arange say what is wrong in the library's words", () => {
+  throwsWith(() => manualSeed(NaN), "manualSeed: the seed must be a finite number, got NaN");
+  throwsWith(() => manualSeed(Infinity), "manualSeed", "Infinity");
+  throwsWith(() => arange(0, Infinity), "arange: start, end and step must be finite numbers");
+  throwsWith(() => arange(NaN), "arange", "NaN");
+  throwsWith(
+    () => arange(0, 1e12),
+    "arange",
+    "1000000000000 elements",
+    "more than a host array holds",
+  );
+  manualSeed(1.9); // a finite number still seeds (truncated, as before)
+});
+
+// ---- sigmoid far below 0 ----
+
+backendTest("sigmoid(-100) is 0 on every backend, as PyTorch's float32", async (d) => {
+  const y = await tensor([-100, -89, -20, 0, 100], { device: d }).sigmoid().data();
+  assertClose(y, [0, 0, 2.06115369216775e-9, 0.5, 1], { rtol: 1e-6, atol: 0 });
+  assert.equal(y[0], 0);
+  if (d.backend === "cpu") {
+    // Above the overflow of e^-x, the subnormal results PyTorch gives on cpu.
+    assert.equal((await tensor([-88.5], { device: d }).sigmoid().data())[0], 3.672301610145117e-39);
+    const f64 = tensor(new Float64Array([-100]), { device: d }).sigmoid();
+    assertClose(await f64.data(), [3.720075976020836e-44], { rtol: 1e-12, atol: 0 });
+  }
 });

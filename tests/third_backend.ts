@@ -15,6 +15,7 @@ import {
   type KernelTable,
   lowbias32,
   type MemoryInfo,
+  toInt32,
   type TypedArray,
   type UnaryOp,
   wrapDevice,
@@ -143,7 +144,7 @@ const KERNELS: KernelTable<Cells> = {
   },
   cast({ x, out, numel, to }) {
     const store = rounder(to);
-    for (let i = 0; i < numel; i++) out[i] = store(to === "int32" ? Math.trunc(x[i]) : x[i]);
+    for (let i = 0; i < numel; i++) out[i] = store(to === "int32" ? toInt32(x[i]) : x[i]);
   },
   unary({ op, x, out, numel, dtype }) {
     const store = rounder(dtype);

@@ -129,7 +129,11 @@ export interface FillArgs<B = DeviceBuffer> {
   readonly dtype: DType;
 }
 
-/** Elementwise conversion from `dtype` to `to`; float to int truncates toward zero. */
+/**
+ * Elementwise conversion from `dtype` to `to`. Float to int32 truncates
+ * toward zero; NaN, ±inf and values outside the int32 range give
+ * -2147483648, as PyTorch on x86 (see {@link toInt32}).
+ */
 export interface CastArgs<B = DeviceBuffer> {
   /** Read. */
   readonly x: B;
@@ -809,6 +813,15 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     dtype: x.dtype,
   }),
 };
+
+/**
+ * The contract's float to int32 conversion ({@link CastArgs}) on the host:
+ * truncation toward zero, and -2147483648 for NaN, ±inf and values outside
+ * [-2^31, 2^31) (what x86's `cvttss2si` gives, hence PyTorch on x86).
+ */
+export function toInt32(value: number): number {
+  return value >= -2147483648 && value < 2147483648 ? Math.trunc(value) : -2147483648;
+}
 
 /**
  * The contract's `h(x)` for {@link RandomArgs} on the host (u32 in, u32

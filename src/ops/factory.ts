@@ -6,6 +6,7 @@
 import { defaultDevice, type Device, device as resolveDevice } from "../device.ts";
 import {
   assertDType,
+  checkInt32,
   type DType,
   dtypeOfArray,
   isFloat,
@@ -117,7 +118,7 @@ export function tensor(
         } elements but the data has ${typed.length}`,
       );
     }
-    return finish(fromHost(toHost(dtype, typed), shape, device), options);
+    return finish(fromHost(toHost(dtype, typed, "tensor"), shape, device), options);
   }
   const { dtype, device } = resolveFactory(options, "float32");
   const shape = inferShape(data, "data");
@@ -134,12 +135,13 @@ export function tensor(
   if (dtype === "int32" && flat.some((v) => !Number.isInteger(v))) {
     throw new TypeError("tensor: int32 data must be integers");
   }
-  return finish(fromHost(toHost(dtype, flat), target, device), options);
+  return finish(fromHost(toHost(dtype, flat, "tensor"), target, device), options);
 }
 
 /** A tensor of `shape` filled with `value`. */
 export function full(shape: number[], value: number, options: TensorOptions = {}): Tensor {
   const { dtype, device } = resolveFactory(options, "float32");
+  if (dtype === "int32") checkInt32(value, "full");
   const t = empty(checkShape(shape), dtype, device);
   const n = t.numel();
   if (n > 0) {
@@ -167,13 +169,23 @@ export function arange(
   options: TensorOptions = {},
 ): Tensor {
   if (end === undefined) [start, end] = [0, start];
+  if (![start, end, step].every(Number.isFinite)) {
+    throw new RangeError(
+      `arange: start, end and step must be finite numbers, got ${start}, ${end} and ${step}`,
+    );
+  }
   if (step === 0) throw new RangeError("arange: step must be non-zero");
   const count = Math.max(0, Math.ceil((end - start) / step));
+  if (count > MAX_ARRAY) {
+    throw new RangeError(
+      `arange: ${start} to ${end} by ${step} is ${count} elements, more than a host array holds (${MAX_ARRAY})`,
+    );
+  }
   const ints = [start, end, step].every(Number.isInteger);
   const { dtype, device } = resolveFactory(options, ints ? "int32" : "float32");
   const values = new Array<number>(count);
   for (let i = 0; i < count; i++) values[i] = start + i * step;
-  return finish(fromHost(toHost(dtype, values), [count], device), options);
+  return finish(fromHost(toHost(dtype, values, "arange"), [count], device), options);
 }
 
 const ranges = new Map<string, Tensor>();
@@ -192,10 +204,16 @@ export function arangeOn(size: number, device: Device): Tensor {
   );
 }
 
+/** The longest JavaScript array. */
+const MAX_ARRAY = 2 ** 32 - 1;
+
 let seedState = BigInt(Date.now()) & 0xffffffffffffffffn;
 
 /** Seeds every random factory (rand, randn, dropout, shuffles that use it). */
 export function manualSeed(seed: number): void {
+  if (typeof seed !== "number" || !Number.isFinite(seed)) {
+    throw new RangeError(`manualSeed: the seed must be a finite number, got ${seed}`);
+  }
   seedState = BigInt.asUintN(64, BigInt(Math.trunc(seed)));
 }
 

@@ -103,7 +103,7 @@ export function scalar(value: number, dtype: DType, device: Device): Tensor {
   return cachedConstant(scalarCache, 512, key, device, () => {
     const t = empty([], dtype, device);
     const buffer = t.storage.buffer();
-    const host = toHost(dtype, [value]);
+    const host = toHost(dtype, [value], "a number operand");
     writeLater(device, buffer, host);
     return t;
   });

@@ -64,6 +64,12 @@ export function unary({ op, x, out, numel }: UnaryArgs<TypedArray>): void {
     for (let i = 0; i < numel; i++) out[i] = Math.imul(x[i], x[i]);
     return;
   }
+  if (op === "sigmoid" && out instanceof Float32Array) {
+    // As PyTorch's float32 sigmoid, 1 / (1 + e^-x) with e^-x in float32: 0
+    // once e^-x overflows (x < -88.72), not the subnormal float64 gives.
+    for (let i = 0; i < numel; i++) out[i] = 1 / (1 + Math.fround(Math.exp(-x[i])));
+    return;
+  }
   const f = UNARY[op];
   for (let i = 0; i < numel; i++) out[i] = f(x[i]);
 }
