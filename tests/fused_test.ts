@@ -1,9 +1,10 @@
 /**
  * Optional fused kernels against their compositions: every backend that
- * fuses the optimizer kernels (`adam`, `sgd`) runs training steps side by
- * side with a copy of the cpu backend that leaves those two out (so the
- * core composes them from primitives). On cpu the fused kernels must give the composed
- * numbers bit for bit (both round every operation to float32); elsewhere
+ * fuses the optimizer kernels (`adam`, `sgd`) or cross-entropy
+ * (`crossEntropy`, `crossEntropyBackward`) runs side by side with a copy of
+ * the cpu backend that leaves those out (so the core composes them from
+ * primitives). On cpu the fused optimizer kernels must give the composed
+ * numbers bit for bit (both round every operation to float32); the rest
  * within float32 tolerance.
  */
 
@@ -21,22 +22,31 @@ import {
   tidy,
 } from "../mod.ts";
 
-const OPTIMIZER_KERNELS = ["adam", "sgd"] as const;
 import { assertClose, backendTest } from "./harness.ts";
 
-/** The cpu backend without the optimizer kernels (the others stay, so forward and backward are the same). */
-registerBackend("composed", () => {
-  const inner = cpuBackend();
-  return {
-    createDevice(index: number): BackendDevice {
-      const device = inner.createDevice(index) as BackendDevice;
-      const kernels: Record<string, unknown> = { ...device.kernels };
-      for (const name of OPTIMIZER_KERNELS) delete kernels[name];
-      return { ...device, kernels: kernels as BackendDevice["kernels"] };
-    },
-  };
-}, { priority: -100 });
-const [COMPOSED] = await requestDevices({ backend: "composed" });
+/**
+ * A copy of the cpu backend registered as `name` without the kernels
+ * `leftOut` (the others stay, so the rest of forward and backward is the
+ * same), and its device.
+ */
+async function cpuWithout(name: string, leftOut: readonly string[]): Promise<Device> {
+  registerBackend(name, () => {
+    const inner = cpuBackend();
+    return {
+      createDevice(index: number): BackendDevice {
+        const device = inner.createDevice(index) as BackendDevice;
+        const kernels: Record<string, unknown> = { ...device.kernels };
+        for (const kernel of leftOut) delete kernels[kernel];
+        return { ...device, kernels: kernels as BackendDevice["kernels"] };
+      },
+    };
+  }, { priority: -100 });
+  const [device] = await requestDevices({ backend: name });
+  return device;
+}
+
+const COMPOSED = await cpuWithout("composed-optim", ["adam", "sgd"]);
+const COMPOSED_CE = await cpuWithout("composed-ce", ["crossEntropy", "crossEntropyBackward"]);
 
 type MakeOptimizer = (params: nn.Parameter[]) => optim.SGD | optim.Adam;
 
@@ -122,3 +132,66 @@ backendTest("fused Adam: one kernel per parameter, none of the composed ops", as
   ) => (i === 4 ? v : v - 0.1 * Math.sign([0.5, -0.5, 1, -1][i])));
   assertClose(await p.data(), ref, { atol: 1e-5 });
 });
+
+const LOGITS = [
+  [2, -1, 0.5, 3],
+  [0, 0, 0, 0],
+  [1e4, -1e4, 5, 0], // large logits: max-subtracted
+  [-3, 2, 1, 0.25],
+  [0.5, 0.5, -2, 7],
+];
+
+for (const reduction of ["mean", "sum", "none"] as const) {
+  backendTest(
+    `fused crossEntropy (${reduction}, ignoreIndex): losses and gradients equal the composed ones`,
+    async (device) => {
+      if (!device.backendDevice.kernels.crossEntropy) return;
+      const run = async (d: Device) => {
+        const x = tensor(LOGITS, { device: d, requiresGrad: true });
+        const y = tensor([3, 1, 0, -100, 2], { device: d, dtype: "int32" });
+        const loss = nn.functional.crossEntropy(x, y, { reduction });
+        loss.sum().backward();
+        return { loss: await loss.data(), grad: await x.grad!.data() };
+      };
+      const fused = await run(device);
+      const composed = await run(COMPOSED);
+      assertClose(fused.loss, composed.loss, { atol: 1e-5, rtol: 1e-5, what: "loss" });
+      assertClose(fused.grad, composed.grad, { atol: 1e-6, rtol: 1e-5, what: "gradient" });
+    },
+  );
+}
+
+backendTest(
+  "fused crossEntropy: two kernels; a NaN logit or an out-of-range class gives NaN, never a number",
+  async (device) => {
+    if (!device.backendDevice.kernels.crossEntropy) return;
+    const kernels = device.backendDevice.kernels as unknown as Record<string, (a: unknown) => void>;
+    const calls: string[] = [];
+    const saved = { ...kernels };
+    for (const k of Object.keys(saved)) {
+      kernels[k] = (a: unknown) => {
+        calls.push(k);
+        saved[k](a);
+      };
+    }
+    const x = tensor(LOGITS, { device, requiresGrad: true });
+    try {
+      nn.functional.crossEntropy(x, tensor([3, 1, 0, 2, 2], { device, dtype: "int32" }), {
+        reduction: "none",
+      }).sum().backward();
+    } finally {
+      Object.assign(kernels, saved);
+    }
+    assert.ok(calls.includes("crossEntropy") && calls.includes("crossEntropyBackward"));
+    assert.ok(!calls.includes("softmax"), `no log-softmax composition: ${calls.join(", ")}`);
+    const bad = nn.functional.crossEntropy(
+      tensor([[1, NaN, 0], [1, 2, 3], [0, 0, 0]], { device }),
+      tensor([0, 1, 3], { device, dtype: "int32" }),
+      { reduction: "none" },
+    );
+    const values = [...await bad.data()];
+    assert.ok(Number.isNaN(values[0]), `NaN logit: ${values[0]}`);
+    assertClose(values[1], Math.log(Math.exp(1) + Math.exp(2) + Math.exp(3)) - 2, { atol: 1e-5 });
+    assert.ok(Number.isNaN(values[2]), `class 3 of 3: ${values[2]}`);
+  },
+);

@@ -547,6 +547,60 @@ export interface SgdArgs<B = DeviceBuffer> {
   readonly dtype: DType;
 }
 
+/**
+ * Optional fused kernel: cross-entropy of `rows` rows of logits against
+ * int32 class indices, per row: `losses[r] = log Σ_c exp(logits[r, c]) -
+ * logits[r, target[r]]` (max-subtracted) and `weights[r] = 1`, or both 0
+ * where `target[r] === ignoreIndex`; `probs[r]` is the row's softmax (what
+ * the backward needs). A target outside `[0, classes)` that is not
+ * `ignoreIndex` gives a NaN loss (and weight 1). Float dtypes only.
+ */
+export interface CrossEntropyArgs<B = DeviceBuffer> {
+  /** Read, [rows, classes]. */
+  readonly logits: B;
+  /** Read, [rows] int32. */
+  readonly target: B;
+  /** Written, [rows]. */
+  readonly losses: B;
+  /** Written, [rows]: 1, or 0 where the target is ignored. */
+  readonly weights: B;
+  /** Written, [rows, classes]: softmax of each row. */
+  readonly probs: B;
+  /** Rows. */
+  readonly rows: number;
+  /** Classes (at least 1). */
+  readonly classes: number;
+  /** The target value that contributes nothing. */
+  readonly ignoreIndex: number;
+  /** The element type of `logits`, `losses` and `weights`. */
+  readonly dtype: DType;
+}
+
+/**
+ * Optional fused kernel: the gradient of {@link CrossEntropyArgs}' losses
+ * with respect to the logits, from the forward's `probs`:
+ * `out[r, c] = gradLoss[r] · (probs[r, c] - (c === target[r]))`, 0 on
+ * ignored rows (NaN for out-of-range targets). Float dtypes only.
+ */
+export interface CrossEntropyBackwardArgs<B = DeviceBuffer> {
+  /** Read, [rows, classes]: the forward's softmax. */
+  readonly probs: B;
+  /** Read, [rows] int32. */
+  readonly target: B;
+  /** Read, [rows]: the gradient of each row's loss. */
+  readonly gradLoss: B;
+  /** Written, [rows, classes]. */
+  readonly out: B;
+  /** Rows. */
+  readonly rows: number;
+  /** Classes (at least 1). */
+  readonly classes: number;
+  /** The target value that contributes nothing. */
+  readonly ignoreIndex: number;
+  /** The element type of `probs`, `gradLoss` and `out`. */
+  readonly dtype: DType;
+}
+
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
 export interface KernelArgs<B = DeviceBuffer> {
   /** See {@link FillArgs}. */
@@ -587,13 +641,25 @@ export interface KernelArgs<B = DeviceBuffer> {
   adam: AdamArgs<B>;
   /** Optional. See {@link SgdArgs}. */
   sgd: SgdArgs<B>;
+  /** Optional. See {@link CrossEntropyArgs}. */
+  crossEntropy: CrossEntropyArgs<B>;
+  /** Optional. See {@link CrossEntropyBackwardArgs}. */
+  crossEntropyBackward: CrossEntropyBackwardArgs<B>;
 }
 
 /** A kernel's name. */
 export type KernelName = keyof KernelArgs;
 
 /** The fused kernels a backend may leave out; the core composes them from primitives. */
-export const OPTIONAL_KERNELS = ["softmax", "gelu", "geluDerivative", "adam", "sgd"] as const;
+export const OPTIONAL_KERNELS = [
+  "softmax",
+  "gelu",
+  "geluDerivative",
+  "adam",
+  "sgd",
+  "crossEntropy",
+  "crossEntropyBackward",
+] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
 export type OptionalKernelName = typeof OPTIONAL_KERNELS[number];
@@ -801,6 +867,27 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     maximize: x.maximize,
     stepSize: x.stepSize,
     correction2Sqrt: x.correction2Sqrt,
+    dtype: x.dtype,
+  }),
+  crossEntropy: (x, u) => ({
+    logits: u(x.logits, "crossEntropy.logits"),
+    target: u(x.target, "crossEntropy.target"),
+    losses: u(x.losses, "crossEntropy.losses"),
+    weights: u(x.weights, "crossEntropy.weights"),
+    probs: u(x.probs, "crossEntropy.probs"),
+    rows: x.rows,
+    classes: x.classes,
+    ignoreIndex: x.ignoreIndex,
+    dtype: x.dtype,
+  }),
+  crossEntropyBackward: (x, u) => ({
+    probs: u(x.probs, "crossEntropyBackward.probs"),
+    target: u(x.target, "crossEntropyBackward.target"),
+    gradLoss: u(x.gradLoss, "crossEntropyBackward.gradLoss"),
+    out: u(x.out, "crossEntropyBackward.out"),
+    rows: x.rows,
+    classes: x.classes,
+    ignoreIndex: x.ignoreIndex,
     dtype: x.dtype,
   }),
   sgd: (x, u) => ({

@@ -8,6 +8,7 @@
 import { noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { where } from "../ops/indexing.ts";
+import { crossEntropyRows } from "../ops/cross_entropy.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { forwardScope, tidy } from "../storage.ts";
@@ -450,6 +451,16 @@ function crossEntropyUnscoped(
   const moved = input.ndim > 2 ? input.permute(perm) : input;
   const m = numelOf(outShape);
   const logits = moved.reshape([m, c]);
+  if (!probabilities && !weight && smoothing === 0) {
+    // The common case in two fused kernels (forward, backward) where the backend has them.
+    const fused = crossEntropyRows(logits, target.reshape([m]), ignoreIndex);
+    if (fused) {
+      const { losses, weights } = fused;
+      if (reduction === "none") return losses.reshape(outShape);
+      if (reduction === "sum") return losses.sum();
+      return losses.sum().div(weights.sum());
+    }
+  }
   const logp = logits.logSoftmax(1);
   const weightRow = weight ? weight.to(logp.dtype).reshape([1, c]) : null;
 

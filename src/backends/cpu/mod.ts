@@ -17,6 +17,8 @@ import { allocHost, type DType, dtypeSize, type TypedArray } from "../../dtype.t
 import { binary } from "./kernels/binary.ts";
 import { cast } from "./kernels/cast.ts";
 import { copy } from "./kernels/copy.ts";
+import { crossEntropy } from "./kernels/cross_entropy.ts";
+import { crossEntropyBackward } from "./kernels/cross_entropy_backward.ts";
 import { fill } from "./kernels/fill.ts";
 import { gather } from "./kernels/gather.ts";
 import { im2col } from "./kernels/im2col.ts";
@@ -64,6 +66,8 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul"> = {
   geluDerivative,
   adam,
   sgd,
+  crossEntropy,
+  crossEntropyBackward,
 };
 
 /** One logical cpu device. */

@@ -18,6 +18,8 @@ import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { adam } from "./kernels/adam.ts";
 import { sgd } from "./kernels/sgd.ts";
+import { crossEntropy } from "./kernels/cross_entropy.ts";
+import { crossEntropyBackward } from "./kernels/cross_entropy_backward.ts";
 import { indexSelect } from "./kernels/index_select.ts";
 import { DEFAULT_MATMUL_TUNING, matmul, type MatmulTuning } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
@@ -72,6 +74,8 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       geluDerivative: (args) => geluDerivative(rt, args),
       adam: (args) => adam(rt, args),
       sgd: (args) => sgd(rt, args),
+      crossEntropy: (args) => crossEntropy(rt, args),
+      crossEntropyBackward: (args) => crossEntropyBackward(rt, args),
     };
   }
 

@@ -159,3 +159,11 @@ export function stridedOffsets(
   }
   return code;
 }
+
+/**
+ * `maxNan(m, v)`: the maximum, NaN winning; NaN is decided by bits before
+ * the comparison, which GL drivers fold as if NaN never occurs.
+ */
+export const MAX_NAN_WGSL: string = IS_NAN_WGSL + `
+fn maxNan(m: f32, v: f32) -> f32 { return select(m, v, isNan(v) || (!isNan(m) && v > m)); }
+`;

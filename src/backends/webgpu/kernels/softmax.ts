@@ -8,9 +8,9 @@ import type { SoftmaxArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import {
   coordinates,
-  IS_NAN_WGSL,
   main1d,
   mainPerWorkgroup,
+  MAX_NAN_WGSL,
   PARAMS_WGSL,
   storage,
   wgslType,
@@ -21,14 +21,6 @@ const WG = 256;
 const ROW_WG = 64;
 /** Rows at least this long get a workgroup each. */
 const ROW_MIN = 128;
-
-/**
- * The maximum, NaN winning; NaN is decided by bits before the comparison,
- * which GL drivers fold as if NaN never occurs.
- */
-const MAX_NAN_WGSL = IS_NAN_WGSL + `
-fn maxNan(m: f32, v: f32) -> f32 { return select(m, v, isNan(v) || (!isNan(m) && v > m)); }
-`;
 
 function finish(log: boolean, v: string): string {
   return log ? `${v} - m - log(s)` : `exp(${v} - m) / s`;

@@ -1,0 +1,51 @@
+/**
+ * `crossEntropy` (optional fused kernel): per-row loss `log Σ exp(x) - x[t]`
+ * against class indices and the row's softmax, one invocation per row.
+ * @module
+ */
+
+import type { CrossEntropyArgs } from "../../backend.ts";
+import { groups2d, i32Bits, type Runtime } from "../runtime.ts";
+import { main1d, MAX_NAN_WGSL, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+
+const WG = 64;
+
+/** Records the losses, weights and softmax of {@link CrossEntropyArgs}. */
+export function crossEntropy(rt: Runtime, args: CrossEntropyArgs<GPUBuffer>): void {
+  const { logits, target, losses, weights, probs, rows, classes, dtype } = args;
+  if (wgslType(dtype) !== "f32") {
+    throw new Error(`${rt.name} crossEntropy does not support dtype ${dtype}`);
+  }
+  if (rows === 0) return;
+  // Params: rows, classes, ignoreIndex. (`target` is a WGSL keyword: `labels`.)
+  rt.dispatch({
+    name: "crossEntropy",
+    key: "cross_entropy",
+    wgsl: () =>
+      PARAMS_WGSL + MAX_NAN_WGSL + storage(1, "x", "f32", false) +
+      storage(2, "labels", "i32", false) + storage(3, "losses", "f32", true) +
+      storage(4, "weights", "f32", true) + storage(5, "probs", "f32", true) + main1d(WG) +
+      `  if (idx >= pu(0u)) { return; }
+  let classes = pu(1u);
+  let base = idx * classes;
+  var m = x[base];
+  for (var c = 1u; c < classes; c++) { m = maxNan(m, x[base + c]); }
+  var s = 0.0;
+  for (var c = 0u; c < classes; c++) { s += exp(x[base + c] - m); }
+  for (var c = 0u; c < classes; c++) { probs[base + c] = exp(x[base + c] - m) / s; }
+  let t = labels[idx];
+  if (t == pi(2u)) {
+    losses[idx] = 0.0;
+    weights[idx] = 0.0;
+  } else {
+    weights[idx] = 1.0;
+    losses[idx] = select(nanF32(), m + log(s) - x[base + u32(t)], t >= 0 && u32(t) < classes);
+  }
+}
+`,
+    signature: "rrwww",
+    buffers: [logits, target, losses, weights, probs],
+    params: [rows, classes, i32Bits(args.ignoreIndex)],
+    groups: groups2d(Math.ceil(rows / WG)),
+  });
+}
