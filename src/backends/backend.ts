@@ -476,19 +476,12 @@ export interface GeluArgs<B = DeviceBuffer> {
 }
 
 /**
- * Optional fused kernel: one step of Adam (or AdamW, `decoupled`) over
- * `numel` elements, updating `param`, `expAvg` and `expAvgSq` IN PLACE (the
- * only kernels whose outputs are also inputs). As PyTorch's single-tensor
- * update, each operation rounded to `dtype`, with `g = maximize ? -grad : grad`:
- * ```
- * decoupled:          param  = param · (1 - lr·weightDecay)
- * else, weightDecay:  g      = g + weightDecay · param
- * expAvg   = expAvg · beta1 + g · (1 - beta1)
- * expAvgSq = expAvgSq · beta2 + (g · (1 - beta2)) · g
- * param    = param + (expAvg · -stepSize) / (sqrt(expAvgSq) / correction2Sqrt + eps)
- * ```
- * where the scalars are rounded to `dtype` first (weight decay is skipped
- * when 0). Float dtypes only.
+ * Optional fused kernel: one Adam step (AdamW with `decoupled`) IN PLACE on
+ * `param`, `expAvg`, `expAvgSq`, as PyTorch's single-tensor update with every
+ * operation and scalar rounded to `dtype`; `g = maximize ? -grad : grad`, then
+ * `param *= 1 - lr·weightDecay` (decoupled) or `g += weightDecay·param`,
+ * `expAvg = expAvg·beta1 + g·(1-beta1)`, `expAvgSq = expAvgSq·beta2 + (g·(1-beta2))·g`,
+ * `param += (expAvg·-stepSize) / (sqrt(expAvgSq) / correction2Sqrt + eps)`. Float only.
  */
 export interface AdamArgs<B = DeviceBuffer> {
   /** Read and written. */
@@ -524,11 +517,9 @@ export interface AdamArgs<B = DeviceBuffer> {
 }
 
 /**
- * Optional fused kernel: one step of plain SGD (no momentum) over `numel`
- * elements, updating `param` IN PLACE, as PyTorch with each operation
- * rounded to `dtype`: `d = maximize ? -grad : grad`, then
- * `d = d + weightDecay · param` when weightDecay is not 0, then
- * `param = param - d · lr`. Float dtypes only.
+ * Optional fused kernel: one plain SGD step (no momentum) IN PLACE on
+ * `param`, each operation rounded to `dtype` as PyTorch: `d = maximize ? -grad
+ * : grad`, `d += weightDecay·param` (if not 0), `param -= d·lr`. Float only.
  */
 export interface SgdArgs<B = DeviceBuffer> {
   /** Read and written. */
@@ -547,58 +538,49 @@ export interface SgdArgs<B = DeviceBuffer> {
   readonly dtype: DType;
 }
 
-/**
- * Optional fused kernel: cross-entropy of `rows` rows of logits against
- * int32 class indices, per row: `losses[r] = log Σ_c exp(logits[r, c]) -
- * logits[r, target[r]]` (max-subtracted) and `weights[r] = 1`, or both 0
- * where `target[r] === ignoreIndex`; `probs[r]` is the row's softmax (what
- * the backward needs). A target outside `[0, classes)` that is not
- * `ignoreIndex` gives a NaN loss (and weight 1). Float dtypes only.
- */
-export interface CrossEntropyArgs<B = DeviceBuffer> {
-  /** Read, [rows, classes]. */
-  readonly logits: B;
+/** Rows of class scores and their int32 class indices (the cross-entropy kernels). */
+export interface ClassRows<B = DeviceBuffer> {
   /** Read, [rows] int32. */
   readonly target: B;
-  /** Written, [rows]. */
-  readonly losses: B;
-  /** Written, [rows]: 1, or 0 where the target is ignored. */
-  readonly weights: B;
-  /** Written, [rows, classes]: softmax of each row. */
-  readonly probs: B;
   /** Rows. */
   readonly rows: number;
   /** Classes (at least 1). */
   readonly classes: number;
   /** The target value that contributes nothing. */
   readonly ignoreIndex: number;
-  /** The element type of `logits`, `losses` and `weights`. */
+  /** The element type of every float buffer. */
   readonly dtype: DType;
 }
 
 /**
- * Optional fused kernel: the gradient of {@link CrossEntropyArgs}' losses
- * with respect to the logits, from the forward's `probs`:
- * `out[r, c] = gradLoss[r] · (probs[r, c] - (c === target[r]))`, 0 on
- * ignored rows (NaN for out-of-range targets). Float dtypes only.
+ * Optional fused kernel: per row, `losses[r] = log Σ_c exp(logits[r, c]) -
+ * logits[r, target[r]]` (max-subtracted), `weights[r] = 1` (both 0 where
+ * `target[r] === ignoreIndex`) and `probs[r]` = the row's softmax. A target
+ * outside `[0, classes)` other than `ignoreIndex` gives a NaN loss. Float only.
  */
-export interface CrossEntropyBackwardArgs<B = DeviceBuffer> {
-  /** Read, [rows, classes]: the forward's softmax. */
+export interface CrossEntropyArgs<B = DeviceBuffer> extends ClassRows<B> {
+  /** Read, [rows, classes]. */
+  readonly logits: B;
+  /** Written, [rows]. */
+  readonly losses: B;
+  /** Written, [rows]: 1, or 0 where the target is ignored. */
+  readonly weights: B;
+  /** Written, [rows, classes]. */
   readonly probs: B;
-  /** Read, [rows] int32. */
-  readonly target: B;
-  /** Read, [rows]: the gradient of each row's loss. */
+}
+
+/**
+ * Optional fused kernel: the logits' gradient of {@link CrossEntropyArgs}'
+ * losses from its `probs`: `out[r, c] = gradLoss[r] · (probs[r, c] - (c ===
+ * target[r]))`, 0 on ignored rows, NaN for out-of-range targets. Float only.
+ */
+export interface CrossEntropyBackwardArgs<B = DeviceBuffer> extends ClassRows<B> {
+  /** Read, [rows, classes]. */
+  readonly probs: B;
+  /** Read, [rows]. */
   readonly gradLoss: B;
   /** Written, [rows, classes]. */
   readonly out: B;
-  /** Rows. */
-  readonly rows: number;
-  /** Classes (at least 1). */
-  readonly classes: number;
-  /** The target value that contributes nothing. */
-  readonly ignoreIndex: number;
-  /** The element type of `probs`, `gradLoss` and `out`. */
-  readonly dtype: DType;
 }
 
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
@@ -852,52 +834,33 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     numel: x.numel,
     dtype: x.dtype,
   }),
+  // Spread: the scalars as they are, every buffer field replaced (the types check it).
   adam: (x, u) => ({
+    ...x,
     param: u(x.param, "adam.param"),
     grad: u(x.grad, "adam.grad"),
     expAvg: u(x.expAvg, "adam.expAvg"),
     expAvgSq: u(x.expAvgSq, "adam.expAvgSq"),
-    numel: x.numel,
-    lr: x.lr,
-    beta1: x.beta1,
-    beta2: x.beta2,
-    eps: x.eps,
-    weightDecay: x.weightDecay,
-    decoupled: x.decoupled,
-    maximize: x.maximize,
-    stepSize: x.stepSize,
-    correction2Sqrt: x.correction2Sqrt,
-    dtype: x.dtype,
   }),
   crossEntropy: (x, u) => ({
+    ...x,
     logits: u(x.logits, "crossEntropy.logits"),
     target: u(x.target, "crossEntropy.target"),
     losses: u(x.losses, "crossEntropy.losses"),
     weights: u(x.weights, "crossEntropy.weights"),
     probs: u(x.probs, "crossEntropy.probs"),
-    rows: x.rows,
-    classes: x.classes,
-    ignoreIndex: x.ignoreIndex,
-    dtype: x.dtype,
   }),
   crossEntropyBackward: (x, u) => ({
+    ...x,
     probs: u(x.probs, "crossEntropyBackward.probs"),
     target: u(x.target, "crossEntropyBackward.target"),
     gradLoss: u(x.gradLoss, "crossEntropyBackward.gradLoss"),
     out: u(x.out, "crossEntropyBackward.out"),
-    rows: x.rows,
-    classes: x.classes,
-    ignoreIndex: x.ignoreIndex,
-    dtype: x.dtype,
   }),
   sgd: (x, u) => ({
+    ...x,
     param: u(x.param, "sgd.param"),
     grad: u(x.grad, "sgd.grad"),
-    numel: x.numel,
-    lr: x.lr,
-    weightDecay: x.weightDecay,
-    maximize: x.maximize,
-    dtype: x.dtype,
   }),
 };
 

@@ -8,7 +8,7 @@
 import { noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { where } from "../ops/indexing.ts";
-import { crossEntropyRows } from "../ops/cross_entropy.ts";
+import { crossEntropyRows } from "./functional/cross_entropy.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { forwardScope, tidy } from "../storage.ts";
@@ -451,6 +451,9 @@ function crossEntropyUnscoped(
   const moved = input.ndim > 2 ? input.permute(perm) : input;
   const m = numelOf(outShape);
   const logits = moved.reshape([m, c]);
+  if (!probabilities && !Number.isInteger(ignoreIndex)) {
+    throw new RangeError(`${op}: ignoreIndex must be an integer, got ${ignoreIndex}`);
+  }
   if (!probabilities && !weight && smoothing === 0) {
     // The common case in two fused kernels (forward, backward) where the backend has them.
     const fused = crossEntropyRows(logits, target.reshape([m]), ignoreIndex);
@@ -474,9 +477,6 @@ function crossEntropyUnscoped(
     return reduction === "sum" ? total : total.div(m);
   }
 
-  if (!Number.isInteger(ignoreIndex)) {
-    throw new RangeError(`${op}: ignoreIndex must be an integer, got ${ignoreIndex}`);
-  }
   // Picked by index, not by a one-hot product: 0 · -inf would be NaN where a
   // logit that is not the target is -inf (PyTorch gives 0).
   const { losses: nll, sampleWeight, valid } = pickedNll(

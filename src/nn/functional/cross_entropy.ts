@@ -2,14 +2,14 @@
  * Per-row cross-entropy against class indices through the backend's fused
  * `crossEntropy` / `crossEntropyBackward` kernels: two launches (forward,
  * backward) where the composition from log-softmax, one-hot and reductions
- * takes about twenty. `nn.functional.crossEntropy` uses it when the backend
- * has both kernels, else composes.
+ * takes about twenty. `crossEntropy` uses it when the backend has both
+ * kernels, else composes.
  * @module
  */
 
-import { record } from "../autograd.ts";
-import type { Tensor } from "../tensor.ts";
-import { empty, hasKernel, launch } from "./util.ts";
+import { record } from "../../autograd.ts";
+import type { Tensor } from "../../tensor.ts";
+import { empty, hasKernel, launch } from "../../ops/util.ts";
 
 /**
  * `losses[r] = logsumexp(logits[r]) - logits[r, target[r]]` and
