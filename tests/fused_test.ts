@@ -162,7 +162,7 @@ for (const reduction of ["mean", "sum", "none"] as const) {
 }
 
 backendTest(
-  "fused crossEntropy: two kernels; a NaN logit or an out-of-range class gives NaN, never a number",
+  "fused crossEntropy: two kernels; a NaN logit gives NaN; a class out of range an error (the kernel alone: NaN)",
   async (device) => {
     if (!device.backendDevice.kernels.crossEntropy) return;
     const kernels = device.backendDevice.kernels as unknown as Record<string, (a: unknown) => void>;
@@ -184,14 +184,68 @@ backendTest(
     }
     assert.ok(calls.includes("crossEntropy") && calls.includes("crossEntropyBackward"));
     assert.ok(!calls.includes("softmax"), `no log-softmax composition: ${calls.join(", ")}`);
-    const bad = nn.functional.crossEntropy(
-      tensor([[1, NaN, 0], [1, 2, 3], [0, 0, 0]], { device }),
-      tensor([0, 1, 3], { device, dtype: "int32" }),
+    const nanRow = nn.functional.crossEntropy(
+      tensor([[1, NaN, 0], [1, 2, 3]], { device }),
+      tensor([0, 1], { device, dtype: "int32" }),
       { reduction: "none" },
     );
-    const values = [...await bad.data()];
+    const values = [...await nanRow.data()];
     assert.ok(Number.isNaN(values[0]), `NaN logit: ${values[0]}`);
     assertClose(values[1], Math.log(Math.exp(1) + Math.exp(2) + Math.exp(3)) - 2, { atol: 1e-5 });
-    assert.ok(Number.isNaN(values[2]), `class 3 of 3: ${values[2]}`);
+    // A class out of range: the op's check rejects the next read; the kernel
+    // itself (without the check) gives NaN, never a number.
+    const outOfRange = nn.functional.crossEntropy(
+      tensor([[1, 2, 3]], { device }),
+      tensor([3], { device, dtype: "int32" }),
+    );
+    await assert.rejects(outOfRange.item(), /class index 3 is out of range for 3 classes/);
+    const k = device.backendDevice;
+    const buffer = (values: number[], dtype: "float32" | "int32") => {
+      const b = k.allocate(values.length, dtype);
+      k.write(b, 0, dtype === "int32" ? Int32Array.from(values) : Float32Array.from(values));
+      return b;
+    };
+    const losses = buffer([0], "float32");
+    k.kernels.crossEntropy!({
+      logits: buffer([1, 2, 3], "float32"),
+      target: buffer([3], "int32"),
+      losses,
+      weights: buffer([0], "float32"),
+      probs: buffer([0, 0, 0], "float32"),
+      rows: 1,
+      classes: 3,
+      ignoreIndex: -100,
+      dtype: "float32",
+    });
+    assert.ok(Number.isNaN((await k.read(losses, 0, 1, "float32"))[0]));
+  },
+);
+
+backendTest(
+  "fused crossEntropy: a reused target is range-checked once, a changed one again",
+  async (device) => {
+    if (!device.backendDevice.kernels.crossEntropy) return;
+    const kernels = device.backendDevice.kernels as unknown as Record<string, (a: unknown) => void>;
+    const logits = tensor(LOGITS, { device });
+    const target = tensor([3, 1, 0, 2, 2], { device, dtype: "int32" });
+    const reductions = async () => {
+      const saved = kernels.reduce;
+      let count = 0;
+      kernels.reduce = (a: unknown) => {
+        count++;
+        saved(a);
+      };
+      try {
+        await nn.functional.crossEntropy(logits, target, { reduction: "none" }).data();
+      } finally {
+        kernels.reduce = saved;
+      }
+      return count;
+    };
+    const first = await reductions();
+    assert.ok(first >= 2, `min and max of the targets: ${first} reductions`);
+    assert.equal(await reductions(), 0, "already checked");
+    target._assign(tensor([0, 0, 0, 0, 1], { device, dtype: "int32" }));
+    assert.equal(await reductions(), first, "changed in place: checked again");
   },
 );

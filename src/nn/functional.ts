@@ -456,7 +456,7 @@ function crossEntropyUnscoped(
   }
   if (!probabilities && !weight && smoothing === 0) {
     // The common case in two fused kernels (forward, backward) where the backend has them.
-    const fused = crossEntropyRows(logits, target.reshape([m]), ignoreIndex);
+    const fused = crossEntropyRows(op, logits, target.reshape([m]), ignoreIndex);
     if (fused) {
       const { losses, weights } = fused;
       if (reduction === "none") return losses.reshape(outShape);

@@ -94,12 +94,20 @@ export function checkCount(what: string, n: unknown, allowZero = true): number {
  * Checks that the int32 class indices in `indices` lie in [0, classes) without
  * waiting for them: the next read on their device rejects with an error
  * naming the first bad index found (the smallest below 0, else the largest).
+ * `onValid` runs once they were all found in range.
  */
-export function checkClassRange(op: string, indices: Tensor, classes: number, also = ""): void {
+export function checkClassRange(
+  op: string,
+  indices: Tensor,
+  classes: number,
+  also = "",
+  onValid?: () => void,
+): void {
   if (indices.numel() === 0) return;
   const bounds = noGrad(() => tidy(() => stack([indices.min(), indices.max()])));
   checkLater(bounds, ([lowest, highest]) => {
     const bad = lowest < 0 ? lowest : highest >= classes ? highest : null;
+    if (bad === null) onValid?.();
     return bad === null
       ? null
       : `${op}: class index ${bad} is out of range for ${classes} classes (0 to ${

@@ -7,17 +7,44 @@
  * @module
  */
 
-import { record } from "../../autograd.ts";
+import { noGrad, record } from "../../autograd.ts";
+import type { Storage } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
+import { where } from "../../ops/indexing.ts";
 import { empty, hasKernel, launch } from "../../ops/util.ts";
+import { checkClassRange } from "../util.ts";
+
+/**
+ * Targets already found in range, with the version, class count and
+ * ignoreIndex they were checked for: a training loop that reuses its target
+ * tensor (a full batch) checks it once, not every step (each check is a
+ * few kernels and a read). A target changed since is checked again.
+ */
+const verified = new WeakMap<Storage, string>();
+
+/**
+ * PyTorch's error for a class index out of range (ignoreIndex aside), raised
+ * by the next read. (The fused kernels alone would give NaN there.)
+ */
+function checkTargets(op: string, target: Tensor, classes: number, ignoreIndex: number): void {
+  const storage = target.storage;
+  const key = `${storage.version}|${classes}|${ignoreIndex}`;
+  if (verified.get(storage) === key) return;
+  const safe = noGrad(() => where(target.ne(ignoreIndex), target, 0));
+  checkClassRange(op, safe, classes, `, or ignoreIndex ${ignoreIndex}`, () => {
+    verified.set(storage, key);
+  });
+}
 
 /**
  * `losses[r] = logsumexp(logits[r]) - logits[r, target[r]]` and
  * `weights[r]` (1, or 0 where `target[r] === ignoreIndex`, loss 0 there too)
  * for logits [rows, classes] and int32 target [rows] on one device; null
- * when the backend lacks the fused kernels. Differentiable in `logits`.
+ * when the backend lacks the fused kernels. Differentiable in `logits`. A
+ * target out of range makes the next read reject, naming it (as `op`).
  */
 export function crossEntropyRows(
+  op: string,
   logits: Tensor,
   target: Tensor,
   ignoreIndex: number,
@@ -27,6 +54,7 @@ export function crossEntropyRows(
     return null;
   }
   const [rows, classes] = logits.shape;
+  checkTargets(op, target, classes, ignoreIndex);
   const dtype = logits.dtype;
   const losses = empty([rows], dtype, device);
   const weights = empty([rows], dtype, device);
