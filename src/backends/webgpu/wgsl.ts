@@ -72,6 +72,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 }
 
 /**
+ * The entry point header of a kernel over a 3-d grid of invocations in
+ * `wgX` x `wgY` workgroups: defines `gid`, the global invocation id.
+ */
+export function mainGrid(wgX: number, wgY: number): string {
+  return `
+@compute @workgroup_size(${wgX}, ${wgY})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+`;
+}
+
+/**
+ * The entry point header of a kernel whose `wg`-invocation workgroups tile
+ * a 3-d grid: defines `wid`, the workgroup id, and `lid`.
+ */
+export function mainTiles(wg: number): string {
+  return `
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+`;
+}
+
+/**
  * WGSL statements splitting the linear u32 `index` into row-major
  * coordinates: `names` outermost first, `extents` the sizes of every name
  * but the first (WGSL u32 expressions). `coordinates("idx", ["o", "j",

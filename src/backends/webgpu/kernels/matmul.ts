@@ -17,7 +17,7 @@
 
 import type { MatmulArgs } from "../../backend.ts";
 import { MAX_GROUPS, type Runtime } from "../runtime.ts";
-import { PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { mainGrid, mainTiles, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 /** Which kernel family {@link matmul} uses. */
 export type MatmulVariant = "auto" | "register" | "tiled";
@@ -114,10 +114,7 @@ function registerWgsl(v: RbVariant): string {
   s += storage(1, "a", v.vecA || v.vecAT ? "vec4<f32>" : "f32", false);
   s += storage(2, "b", v.vecB || v.vecBT ? "vec4<f32>" : "f32", false);
   s += storage(3, "out", v.vecOut ? "vec4<f32>" : "f32", true);
-  s += `
-@compute @workgroup_size(${v.wgX}, ${v.wgY})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let m = pu(0u);
+  s += mainGrid(v.wgX, v.wgY) + `  let m = pu(0u);
   let n = pu(1u);
   let k = pu(2u);
   let col = gid.x * ${v.cols}u;
@@ -258,10 +255,7 @@ function tiledWgsl(transA: boolean, transB: boolean): string {
     storage(2, "b", "f32", false) + storage(3, "out", "f32", true) + `
 var<workgroup> As: array<f32, ${T * TK}>;
 var<workgroup> Bs: array<f32, ${T * TK}>;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let m = pu(0u);
+` + mainTiles(256) + `  let m = pu(0u);
   let n = pu(1u);
   let k = pu(2u);
   let bt = wid.z + pu(5u);
