@@ -16,6 +16,7 @@ import {
   type KernelArgs,
   type KernelName,
   OPTIONAL_KERNELS,
+  REBUILD,
   type TypedArray,
   type UnaryOp,
 } from "../src/backends/backend.ts";
@@ -514,10 +515,39 @@ function cases(): Case<KernelName>[] {
       tolerance: 1e-6,
     });
   }
+  const target = i32([2, 0, -100, 4, 1, 3, 0]);
+  add({
+    kernel: "crossEntropy",
+    what: "crossEntropy [7, 5], one ignored row (optional)",
+    buffers: {
+      logits: random(35, 28, -6, 6),
+      target,
+      losses: out(7),
+      weights: out(7),
+      probs: out(35),
+    },
+    outputs: ["losses", "weights", "probs"],
+    args: { rows: 7, classes: 5, ignoreIndex: -100, dtype: "float32" },
+    tolerance: 2e-6,
+  });
+  add({
+    kernel: "crossEntropyBackward",
+    what: "crossEntropyBackward [7, 5], one ignored row (optional)",
+    buffers: { probs: random(35, 29, 0, 1), gradLoss: random(7, 30), target, out: out(35) },
+    outputs: ["out"],
+    args: { rows: 7, classes: 5, ignoreIndex: -100, dtype: "float32" },
+    tolerance: 2e-6,
+  });
   return list;
 }
 
 const CASES = cases();
+
+Deno.test("contract: the suite has a case for every kernel of the table", () => {
+  const covered = new Set(CASES.map((c) => c.kernel));
+  const missing = (Object.keys(REBUILD) as KernelName[]).filter((k) => !covered.has(k));
+  assert.deepEqual(missing, [], "kernels without a contract case: add one in cases()");
+});
 
 for (const [name, device] of SUBJECTS) {
   const subject = device.backendDevice;
