@@ -62,6 +62,7 @@ async function train(rank: number, worldSize: number, o: TrainOptions) {
   const lossFn = new nn.CrossEntropyLoss();
   const all = makeData(o.steps * worldSize * o.batch);
   const losses: number[] = [];
+  const memory: number[] = [];
   for (let s = 0; s < o.steps; s++) {
     const from = (s * worldSize + rank) * o.batch;
     const x = tensor(all.x.slice(from, from + o.batch), { device });
@@ -88,8 +89,17 @@ async function train(rank: number, worldSize: number, o: TrainOptions) {
       return loss;
     });
     losses.push(await loss.item());
+    loss.dispose();
+    x.dispose();
+    y.dispose();
+    memory.push(device.memory().bytesInUse);
   }
-  return { params: await parameterValues(model), losses, state: Object.keys(ddp.stateDict()) };
+  return {
+    params: await parameterValues(model),
+    losses,
+    state: Object.keys(ddp.stateDict()),
+    memory,
+  };
 }
 
 async function collectives(rank: number, worldSize: number, backend: string) {

@@ -244,6 +244,7 @@ interface Trained {
   params: number[][];
   losses: number[];
   state: string[];
+  memory: number[];
 }
 
 async function checkEquivalence(worldSize: number, o: TrainOptions): Promise<void> {
@@ -257,6 +258,9 @@ function checkTrained(ranks: Trained[], expected: number[][]): void {
     assert.deepEqual(r.params, ranks[0].params, "all ranks hold bit-identical parameters");
   }
   assert.deepEqual(ranks[0].state, ["0.weight", "0.bias", "2.weight", "2.bias"]);
+  for (const r of ranks) {
+    assert.equal(r.memory.at(-1), r.memory[1], `memory flat from step 2 on: ${r.memory}`);
+  }
   ranks[0].params.forEach((values, i) =>
     values.forEach((v, j) => {
       const e = expected[i][j];
