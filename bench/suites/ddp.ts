@@ -190,8 +190,8 @@ export const ddpSuite: Suite = {
     "DistributedDataParallel, MLP 784-512-512-10 SGD: cpu ranks vs the machine's two-Worker ceiling; webgpu 2x128 vs 1x256; spawn and mpiexec",
   async run(ctx: SuiteContext): Promise<BenchResult[]> {
     const layers = ctx.quick ? [784, 128, 10] : [784, 512, 512, 10];
-    const rounds = ctx.quick ? 2 : 7;
-    const steps = ctx.quick ? 2 : 8;
+    const rounds = ctx.quick ? 2 : 11;
+    const steps = ctx.quick ? 2 : 6;
     const launchers: ("spawn" | "mpi")[] = ["spawn"];
     if (await mpiexecFound()) launchers.push("mpi");
     else ctx.log("  ddp: mpiexec not found, the mpi rows are skipped (apt-get install mpich)");

@@ -8,9 +8,10 @@
  * MPI is started with `MPI_THREAD_MULTIPLE` and every call that can wait is
  * an FFI symbol marked `nonblocking`, so it runs on a helper thread and the
  * event loop goes on. Each collective first exchanges its header point to
- * point (so a rank that never arrives is named), then runs the MPI
- * nonblocking collective. A rank whose program throws tells the others over
- * a failure channel (a receive every rank keeps posted) before it exits.
+ * point (so a rank that never arrives is named, and a rank that fails is
+ * heard of), then runs MPI's blocking collective on a helper thread. A rank
+ * whose program throws tells the others over a failure channel (a receive
+ * every rank keeps posted) before it exits.
  * A failed collective ends the job with `MPI_Abort` shortly after the error
  * is reported, as MPI's own errors do: the ranks cannot agree any more.
  * @module
@@ -46,6 +47,8 @@ const TAG_FAILURE = 0x6d68;
 const FAILURE_BYTES = 2048;
 /** Grace period between reporting a failed collective and `MPI_Abort`. */
 const ABORT_AFTER_MS = 1000;
+/** How long a failing rank waits, after telling the others, before it ends the job. */
+const FAILURE_GRACE_MS = 500;
 
 const SYMBOLS = {
   MPI_Initialized: { parameters: ["buffer"], result: "i32" },
@@ -66,14 +69,20 @@ const SYMBOLS = {
     parameters: ["buffer", "i32", "i32", "i32", "i32", "i32", "buffer"],
     result: "i32",
   },
-  MPI_Iallreduce: {
-    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32", "buffer"],
+  MPI_Allreduce: {
+    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32"],
     result: "i32",
+    nonblocking: true,
   },
-  MPI_Ibcast: { parameters: ["buffer", "i32", "i32", "i32", "i32", "buffer"], result: "i32" },
-  MPI_Iallgather: {
-    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "buffer"],
+  MPI_Bcast: {
+    parameters: ["buffer", "i32", "i32", "i32", "i32"],
     result: "i32",
+    nonblocking: true,
+  },
+  MPI_Allgather: {
+    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32"],
+    result: "i32",
+    nonblocking: true,
   },
   MPI_Waitsome: {
     parameters: ["i32", "buffer", "buffer", "buffer", "pointer"],
@@ -161,20 +170,19 @@ function reportFailure(error: unknown): void {
 }
 
 function onUncaught(event: ErrorEvent | PromiseRejectionEvent): void {
+  const lib = library;
+  if (!lib || (live.size === 0 && !aborting)) return;
   const error = "error" in event ? event.error : (event as PromiseRejectionEvent).reason;
-  if (aborting && library) {
-    // A collective failed and an MPI call may still be blocked on a helper
-    // thread: exiting under it can crash, so end the job the MPI way.
-    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
-    console.error(`multigrad mpi rank ${worldRank}: uncaught ${text}`);
-    library.symbols.MPI_Abort(MPI_COMM_WORLD, 1);
-    return;
+  const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  console.error(`multigrad mpi rank ${worldRank}: uncaught ${text}`);
+  if (!aborting) {
+    // Tell the others, and give them a moment to print which rank failed.
+    reportFailure(error);
+    sleepSync(FAILURE_GRACE_MS);
   }
-  if (live.size === 0) return;
-  reportFailure(error);
-  // Give the other ranks a moment to print which rank failed before this
-  // process exits and the launcher ends them.
-  sleepSync(200);
+  // End the job the MPI way: exiting while an MPI call may be blocked on a
+  // helper thread can crash, and the launcher then ends every rank anyway.
+  lib.symbols.MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 function onUnload(): void {
@@ -395,7 +403,13 @@ class MpiBackend implements ProcessGroupBackend {
     checkHeaders(headers);
   }
 
-  async #run(call: CollectiveCall, start: (request: Int32Array) => number): Promise<void> {
+  /**
+   * Agrees on the call, then runs `exchange` (a blocking MPI collective on a
+   * helper thread): once every rank has sent its header, all are inside the
+   * same collective, and MPI's blocking algorithms progress faster than its
+   * nonblocking schedules.
+   */
+  async #run(call: CollectiveCall, exchange: () => Promise<number>): Promise<void> {
     if (this.#closed) {
       throw new DistributedError(
         `${describeHeader(call.header)}: this rank (${this.rank}) already left the process group`,
@@ -404,15 +418,23 @@ class MpiBackend implements ProcessGroupBackend {
     }
     const deadline = performance.now() + this.#timeoutMs;
     await this.#agree(call, deadline);
-    const request = new Int32Array([MPI_REQUEST_NULL]);
-    check(call.kind, start(request));
-    await this.#waitAll(call, request, deadline, () =>
-      new DistributedError(
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - performance.now()));
+    });
+    const result = await Promise.race([exchange(), timedOut]);
+    clearTimeout(timer);
+    if (result === "timeout") {
+      const error = new DistributedError(
         `${
           describeHeader(call.header)
         } on rank ${this.rank}: every rank joined, but the data exchange did not finish within ${this.#timeoutMs} ms: a rank died or hung`,
         [],
-      ));
+      );
+      this.#fail(error);
+      throw error;
+    }
+    check(call.kind, result);
   }
 
   async allReduce(call: CollectiveCall, data: TypedArray): Promise<void> {
@@ -425,15 +447,14 @@ class MpiBackend implements ProcessGroupBackend {
       return;
     }
     const send = data.slice();
-    await this.#run(call, (request) =>
-      this.#lib.symbols.MPI_Iallreduce(
+    await this.#run(call, () =>
+      this.#lib.symbols.MPI_Allreduce(
         send,
         data,
         data.length,
         datatype(call),
         MPI_SUM,
         this.#comm,
-        request,
       ));
     if (op === "avg") {
       const n = this.worldSize;
@@ -442,31 +463,29 @@ class MpiBackend implements ProcessGroupBackend {
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {
-    await this.#run(call, (request) =>
-      this.#lib.symbols.MPI_Ibcast(
-        data,
-        data.length,
-        datatype(call),
-        call.src ?? 0,
-        this.#comm,
-        request,
-      ));
+    await this.#run(
+      call,
+      () =>
+        this.#lib.symbols.MPI_Bcast(data, data.length, datatype(call), call.src ?? 0, this.#comm),
+    );
   }
 
   async allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]> {
     const n = data.length;
     const all = new (data.constructor as Float32ArrayConstructor)(n * this.worldSize);
-    await this.#run(call, (request) =>
-      this.#lib.symbols.MPI_Iallgather(
-        data,
-        n,
-        datatype(call),
-        all,
-        n,
-        datatype(call),
-        this.#comm,
-        request,
-      ));
+    await this.#run(
+      call,
+      () =>
+        this.#lib.symbols.MPI_Allgather(
+          data,
+          n,
+          datatype(call),
+          all,
+          n,
+          datatype(call),
+          this.#comm,
+        ),
+    );
     return Array.from({ length: this.worldSize }, (_, q) => all.slice(q * n, (q + 1) * n));
   }
 
