@@ -90,6 +90,7 @@ const SYMBOLS = {
     nonblocking: true,
   },
   MPI_Cancel: { parameters: ["buffer"], result: "i32" },
+  MPI_Request_free: { parameters: ["buffer"], result: "i32" },
   MPI_Wait: { parameters: ["buffer", "pointer"], result: "i32" },
 } as const;
 
@@ -368,10 +369,10 @@ class MpiBackend implements ProcessGroupBackend {
       { length: n },
       (_, q) => q === this.rank ? call.header : new Int32Array(HEADER_WORDS),
     );
-    const requests = new Int32Array(2 * (n - 1));
     const peers: number[] = [];
+    for (let q = 0; q < n; q++) if (q !== this.rank) peers.push(q);
+    const requests = new Int32Array(peers.length);
     const slot = new Int32Array(1);
-    let at = 0;
     const post = (what: "MPI_Irecv" | "MPI_Isend", buffer: Int32Array, q: number) => {
       const code = this.#lib.symbols[what](
         buffer,
@@ -383,13 +384,20 @@ class MpiBackend implements ProcessGroupBackend {
         slot,
       );
       check(what, code);
-      requests[at++] = slot[0];
     };
-    for (let q = 0; q < n; q++) if (q !== this.rank) peers.push(q);
-    for (const q of peers) post("MPI_Irecv", headers[q], q);
-    for (const q of peers) post("MPI_Isend", call.header, q);
+    peers.forEach((q, i) => {
+      post("MPI_Irecv", headers[q], q);
+      requests[i] = slot[0];
+    });
+    for (const q of peers) {
+      post("MPI_Isend", call.header, q);
+      // Nobody waits for the sends (one helper-thread hop less per
+      // collective): they have completed once every rank holds our header,
+      // which the data exchange after this needs anyway.
+      check("MPI_Request_free", this.#lib.symbols.MPI_Request_free(slot));
+    }
     await this.#waitAll(call, requests, deadline, (pending) => {
-      const late = pending.filter((i) => i < peers.length).map((i) => peers[i]);
+      const late = pending.map((i) => peers[i]);
       return new DistributedError(
         `${describeHeader(call.header)} on rank ${this.rank}: ${
           late.length === 1 ? "rank" : "ranks"
