@@ -498,3 +498,13 @@ Deno.test("mpi: a missing MPI library is a clear error naming the package to ins
     else Deno.env.set("MULTIGRAD_MPI_LIB", previous);
   }
 });
+
+Deno.test("host staging arrays are reused: a returned array is lent again", async () => {
+  const { borrowHost, giveBackHost } = await import("../src/distributed/host.ts");
+  const a = borrowHost("float32", 1000);
+  giveBackHost(a);
+  assert.equal(borrowHost("float32", 1000), a, "the pool gives the same array back");
+  assert.notEqual(borrowHost("float32", 1000), a, "while lent it is not lent twice");
+  giveBackHost(new Float32Array(1000)); // not lent: ignored
+  assert.ok(borrowHost("int32", 1000) instanceof Int32Array);
+});

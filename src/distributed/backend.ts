@@ -226,6 +226,15 @@ export function reduceInto(
   end: number,
   op: ReduceOp,
 ): void {
+  if (out instanceof Float32Array && sources.length === 2 && (op === "sum" || op === "avg")) {
+    // The common case (two ranks, float32 gradients) in one pass, rounding
+    // exactly as the separate passes below would.
+    const a = sources[0] as Float32Array;
+    const b = sources[1] as Float32Array;
+    if (op === "avg") { for (let i = start; i < end; i++) out[i] = Math.fround(a[i] + b[i]) / 2; }
+    else for (let i = start; i < end; i++) out[i] = a[i] + b[i];
+    return;
+  }
   out.set(sources[0].subarray(start, end), start);
   for (let q = 1; q < sources.length; q++) {
     const src = sources[q];

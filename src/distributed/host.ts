@@ -7,7 +7,7 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import { allocHost, type DType, type TypedArray } from "../dtype.ts";
+import { allocHost, type DType, dtypeOfArray, type TypedArray } from "../dtype.ts";
 import { cat } from "../ops/view.ts";
 import type { Tensor } from "../tensor.ts";
 import type { CollectiveCall } from "./backend.ts";
@@ -19,8 +19,7 @@ const pools = new Map<string, TypedArray[]>();
 const lent = new WeakSet<TypedArray>();
 const POOL_DEPTH = 4;
 
-const poolKey = (a: TypedArray | DType, n: number) =>
-  `${typeof a === "string" ? a : a.constructor.name}:${n}`;
+const poolKey = (dtype: DType, n: number) => `${dtype}:${n}`;
 
 /** A host array of `n` elements of `dtype` (contents undefined), from the pool when one is free. */
 export function borrowHost(dtype: DType, n: number): TypedArray {
@@ -34,7 +33,7 @@ export function borrowHost(dtype: DType, n: number): TypedArray {
 export function giveBackHost(array: TypedArray): void {
   if (!lent.has(array)) return;
   lent.delete(array);
-  const key = poolKey(array, array.length);
+  const key = poolKey(dtypeOfArray(array), array.length);
   const list = pools.get(key) ?? [];
   if (list.length < POOL_DEPTH) list.push(array);
   pools.set(key, list);

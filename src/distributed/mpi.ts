@@ -41,6 +41,8 @@ const MPI_THREAD_SERIALIZED = 2;
 const MPI_THREAD_MULTIPLE = 3;
 const MPI_ANY_SOURCE = -2;
 const MPI_UNDEFINED = -32766;
+/** `(void *) -1`. */
+const MPI_IN_PLACE = 0xffffffffffffffffn;
 
 const TAG_HEADER = 0x6d67;
 const TAG_FAILURE = 0x6d68;
@@ -70,7 +72,8 @@ const SYMBOLS = {
     result: "i32",
   },
   MPI_Allreduce: {
-    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32"],
+    // The send buffer is always MPI_IN_PLACE: the result replaces `data`.
+    parameters: ["pointer", "buffer", "i32", "i32", "i32", "i32"],
     result: "i32",
     nonblocking: true,
   },
@@ -454,10 +457,9 @@ class MpiBackend implements ProcessGroupBackend {
       reduceInto(data, parts, 0, data.length, op);
       return;
     }
-    const send = data.slice();
     await this.#run(call, () =>
       this.#lib.symbols.MPI_Allreduce(
-        send,
+        Deno.UnsafePointer.create(MPI_IN_PLACE),
         data,
         data.length,
         datatype(call),
