@@ -152,7 +152,17 @@ function startDevice(
   index: number,
 ): Promise<Device> {
   const existing = entry.devices[index];
-  if (existing) return Promise.resolve(existing);
+  if (existing && !isLost(existing)) return Promise.resolve(existing);
+  if (existing) {
+    // A lost device is replaced by a fresh one under the same name; tensors
+    // on the old one keep raising DeviceLostError.
+    delete entry.devices[index];
+    try {
+      existing.backendDevice.destroy();
+    } catch {
+      // Already gone.
+    }
+  }
   let pending = entry.starting.get(index);
   if (!pending) {
     pending = (async () => {
@@ -167,6 +177,8 @@ function startDevice(
         }
         const d = new Device(name, index, started);
         entry.devices[index] = d;
+        // The replacement of a lost default device is the default.
+        if (defaultDeviceOverride && defaultDeviceOverride === existing) defaultDeviceOverride = d;
         return d;
       } finally {
         entry.starting.delete(index);
@@ -177,9 +189,20 @@ function startDevice(
   return pending;
 }
 
+/** Whether `d` can run nothing more (its backend reports it lost or destroyed). */
+function isLost(d: Device): boolean {
+  try {
+    d.backendDevice.checkAlive?.();
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 /**
  * Starts (or returns the already started) devices `backend:0..count-1`.
- * Without `backend`, the highest-priority backend that starts is used.
+ * Without `backend`, the highest-priority backend that starts is used. A
+ * device found lost (after a `DeviceLostError`) is replaced by a fresh one.
  */
 export async function requestDevices(
   options: RequestDevicesOptions = {},

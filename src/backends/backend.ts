@@ -1012,6 +1012,7 @@ export function wrapDevice<B, I extends DeviceImpl<B>>(
     destroy() {
       impl.destroy();
     },
+    checkAlive: check,
   };
 }
 

@@ -148,9 +148,10 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
         result = dtype === "int32" ? new Int32Array(0) : new Float32Array(0);
       }
     } catch (e) {
-      // A failed kernel explains a failed map better than the map does.
+      // A lost device, then a failed kernel, explain a failed map better
+      // than the map does.
       const kernelError = await rt.takeError(mark).catch(() => null);
-      throw kernelError ?? e;
+      throw (await rt.lostError()) ?? kernelError ?? e;
     }
     const error = await rt.raceLost(rt.takeError(mark));
     if (error) throw error;

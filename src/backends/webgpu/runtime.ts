@@ -422,6 +422,19 @@ export class Runtime {
     return first === undefined ? null : new Error(first);
   }
 
+  /**
+   * The DeviceLostError to raise when the device is lost: `device.lost`
+   * resolves a macrotask after the loss, so a failure seen first waits one
+   * turn for it. Null if the device is not lost.
+   */
+  async lostError(): Promise<DeviceLostError | null> {
+    if (this.#lostReason === null && !this.#destroyed) {
+      await Promise.race([this.device.lost, new Promise((r) => setTimeout(r, 0))]);
+    }
+    if (this.#lostReason !== null) return new DeviceLostError(this.name, this.#lostReason);
+    return this.#destroyed ? new DeviceLostError(this.name, "destroyed") : null;
+  }
+
   /** Resolves with `promise`, or rejects with DeviceLostError on loss. */
   raceLost<T>(promise: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
