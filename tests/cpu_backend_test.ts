@@ -9,7 +9,7 @@ import { gelu } from "../src/backends/cpu/kernels/gelu.ts";
 import { geluDerivative } from "../src/backends/cpu/kernels/gelu_derivative.ts";
 import { geluInWasm } from "../src/backends/cpu/wasm/gelu.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
-import { matmul, startMatmulThreads } from "../src/backends/cpu/kernels/matmul.ts";
+import { matmul, startMatmulThreads, threadedMatmuls } from "../src/backends/cpu/kernels/matmul.ts";
 import { seededRandom } from "../mod.ts";
 import type { BackendDevice } from "../src/backends/backend.ts";
 
@@ -105,6 +105,7 @@ Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every
     return;
   }
   const random = seededRandom(3);
+  const before = threadedMatmuls();
   const cases: [number, number, number, number, boolean, boolean][] = [
     // [batch, m, n, k, transA, transB]
     [1, 1024, 1024, 300, false, false],
@@ -134,6 +135,7 @@ Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every
     matmul({ a, b, out: many, ...layout }, threads);
     assert.deepEqual(many, one, `${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}`);
   }
+  assert.ok(threadedMatmuls() > before, "some products ran on the worker threads");
 });
 
 Deno.test("cpuBackend({ threads }): validated, shown in info; 1 inside a Worker by default", async () => {

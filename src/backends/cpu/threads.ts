@@ -26,6 +26,17 @@ const PARAMS = 4;
 const CONTROL_WORDS = 32;
 /** A share that takes this long means a worker died: give up on the threads. */
 const STALL_MS = 60_000;
+/**
+ * Products run on the calling thread alone for this long (doubling up to
+ * the maximum while it keeps happening) after the workers made it wait
+ * longer than its own share took: on a machine busier than its cores the OS
+ * deschedules a worker mid-unit, and waiting for it costs more than doing
+ * the work alone.
+ */
+const ALONE_MIN_MS = 50;
+const ALONE_MAX_MS = 2000;
+/** Waits shorter than this are never counted as late. */
+const LATE_MS = 0.5;
 
 /**
  * A product over packed panels (byte offsets into the shared memory). Its
@@ -136,6 +147,9 @@ export class KernelThreads {
   readonly #panel: PanelFn;
   readonly #block = canBlock();
   #failed = false;
+  /** Until when products run on this thread alone (workers were late). */
+  #aloneUntil = 0;
+  #aloneMs = ALONE_MIN_MS;
   readonly #starting: Promise<void>;
   #started: Promise<number> | undefined;
 
@@ -163,14 +177,23 @@ export class KernelThreads {
     return this.#started;
   }
 
+  /** Products run on worker threads so far (a count, for tests and benchmarks). */
+  threadedJobs = 0;
+
+  /** Forgets that workers were late: the next products use every thread again. */
+  resetLateness(): void {
+    this.#aloneUntil = 0;
+    this.#aloneMs = ALONE_MIN_MS;
+  }
+
   /** Polls (without blocking this thread) until every worker is ready or one failed. */
   async #whenReady(): Promise<number> {
     const since = performance.now();
-    while (this.available === 1 && !this.#failed && this.#workers > 0) {
+    while (!this.#ready && !this.#failed && this.#workers > 0) {
       if (performance.now() - since > STALL_MS) return 1;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    return this.available;
+    return this.#failed || !this.#ready ? 1 : this.#workers + 1;
   }
 
   async #start(module: WebAssembly.Module, memory: WebAssembly.Memory): Promise<void> {
@@ -205,18 +228,28 @@ export class KernelThreads {
     }
   }
 
-  /** Threads a job can use now: 1 until every worker has started (or if one failed). */
+  get #ready(): boolean {
+    return Atomics.load(this.#p, READY) >= this.#workers;
+  }
+
+  /**
+   * Threads a job can use now: 1 until every worker has started, if one
+   * failed, or for a while after workers were late; else all of them.
+   */
   get available(): number {
-    return this.#failed || Atomics.load(this.#p, READY) < this.#workers ? 1 : this.#workers + 1;
+    if (this.#failed || !this.#ready || performance.now() < this.#aloneUntil) return 1;
+    return this.#workers + 1;
   }
 
   /** Runs `job` on up to `parts` threads (this one included); returns when all are done. */
   run(job: PanelJob, parts: number): void {
     const p = this.#p;
     writeParams(p, job, parts);
+    this.threadedJobs++;
     Atomics.store(p, PENDING, this.#workers);
     Atomics.add(p, GEN, 1);
     Atomics.notify(p, GEN);
+    const began = performance.now();
     runUnits(this.#panel, p);
     const started = performance.now();
     for (let left = Atomics.load(p, PENDING); left !== 0; left = Atomics.load(p, PENDING)) {
@@ -229,6 +262,13 @@ export class KernelThreads {
           } s; later products run on one thread`,
         );
       }
+    }
+    const waited = performance.now() - started;
+    if (waited > LATE_MS && waited > started - began) {
+      this.#aloneUntil = performance.now() + this.#aloneMs;
+      this.#aloneMs = Math.min(2 * this.#aloneMs, ALONE_MAX_MS);
+    } else if (4 * waited < started - began) {
+      this.#aloneMs = ALONE_MIN_MS;
     }
   }
 }

@@ -493,12 +493,20 @@ function startThreads(w: WasmMatmul, threads: number): KernelThreads | undefined
  * all (products start them on first use anyway, and run on one thread until
  * they are up) and resolves with the threads products can use once they
  * have started: 1 where WebAssembly shared memory or workers are missing.
+ * Also forgets that workers were late (they are, on a machine busier than
+ * its cores, and products then run alone for a while).
  */
 export async function startMatmulThreads(threads: number = MAX_THREADS): Promise<number> {
   const w = wasmFor("auto");
   const pool = w === null || threads <= 1 ? undefined : startThreads(w, threads);
   if (pool === undefined) return 1;
+  pool.resetLateness();
   return await pool.started;
+}
+
+/** Products that ran on worker threads so far in this process. */
+export function threadedMatmuls(): number {
+  return wasmFor("auto")?.threads?.threadedJobs ?? 0;
 }
 
 /** Threads one process's matmul uses at most (this one and its workers). */
