@@ -544,13 +544,55 @@ async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
+// Temporary files this process is writing now.
+const writing = new Set<string>();
+
+/** Whether process `pid` runs (as far as this platform lets us tell). */
+async function processRuns(pid: number, temp: string): Promise<boolean> {
+  if (Deno.build.os === "linux") {
+    try {
+      await Deno.stat(`/proc/${pid}`);
+      return true;
+    } catch (e) {
+      return !(e instanceof Deno.errors.NotFound);
+    }
+  }
+  // Elsewhere: a temporary untouched for ten minutes is taken as abandoned.
+  const { mtime } = await Deno.stat(temp);
+  return mtime === null || Date.now() - mtime.getTime() < 10 * 60_000;
+}
+
+/**
+ * Removes what killed earlier saves of `base` in `prefix` left: temporary
+ * files of the same target whose writer is gone (it was killed before it
+ * could rename or remove them). A writer still running is left alone. Best
+ * effort: what cannot be listed or removed stays.
+ */
+async function removeStaleTemporaries(prefix: string, base: string): Promise<void> {
+  const escaped = base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const pattern = new RegExp(`^\\.${escaped}\\.(?:(\\d+)-)?[0-9a-f]{12}\\.tmp$`);
+  try {
+    for await (const entry of Deno.readDir(prefix === "" ? "." : prefix)) {
+      const match = pattern.exec(entry.name);
+      const temp = prefix + entry.name;
+      if (!match || !entry.isFile || writing.has(temp)) continue;
+      const pid = match[1] === undefined ? null : Number(match[1]);
+      if (pid !== null && pid !== Deno.pid && await processRuns(pid, temp)) continue;
+      await Deno.remove(temp).catch(() => {});
+    }
+  } catch {
+    // best effort only
+  }
+}
+
 /**
  * Replaces the file at `path` with `bytes` atomically: the bytes go to a
  * temporary file in the same directory, which is flushed to disk and then
  * renamed over `path`. Readers see either the old file or the new one, never a
  * truncated one; on failure the temporary file is removed and the old file is
- * left as it was. An existing file's permission bits are kept. Needs Deno
- * (read and write permission for the directory).
+ * left as it was. A temporary that an earlier, killed write of the same
+ * `path` left behind is removed first. An existing file's permission bits
+ * are kept. Needs Deno (read and write permission for the directory).
  *
  * @throws {Error} naming `path`, with the underlying error as `cause`.
  */
@@ -571,10 +613,14 @@ export async function writeFileAtomic(
   if (base === "" || base === "." || base === "..") {
     throw new Error(`writeFileAtomic: "${path}" does not name a file`);
   }
-  const temp = `${prefix}.${base}.${randomSuffix()}.tmp`;
+  // The writer's process id lets a later save tell a killed writer's
+  // temporary from a running one's.
+  const temp = `${prefix}.${base}.${Deno.pid}-${randomSuffix()}.tmp`;
+  await removeStaleTemporaries(prefix, base);
 
   let file: Deno.FsFile | undefined;
   let created = false;
+  writing.add(temp);
   try {
     let mode: number | null = null;
     try {
@@ -606,6 +652,8 @@ export async function writeFileAtomic(
       `writeFileAtomic: could not write "${path}": ${e instanceof Error ? e.message : String(e)}`,
       { cause: e },
     );
+  } finally {
+    writing.delete(temp);
   }
   await syncDirectory(prefix === "" ? "." : prefix);
 }
