@@ -15,7 +15,7 @@
 import { parseArgs } from "node:util";
 import { backendNames, type Device, distributed, requestDevices } from "../mod.ts";
 import type { DdpRankOptions, DdpRankResult } from "./demo/ddp.ts";
-import { DemoError, runDemo } from "./demo/train.ts";
+import { DemoError, runDemo, trainRowCount } from "./demo/train.ts";
 import { ProgressBar } from "./demo/progress.ts";
 
 /** The `--help` text. */
@@ -113,12 +113,40 @@ export function parseDevices(text: string): DeviceRequest[] {
   return out;
 }
 
+/** Options that take a value. */
+const VALUED = new Set([
+  "--devices",
+  "--epochs",
+  "--batch-size",
+  "--lr",
+  "--out",
+  "--seed",
+  "--ddp",
+]);
+
+/**
+ * `--epochs -3` as `--epochs=-3`: parseArgs takes a value that starts with a
+ * dash for an option ("argument is ambiguous"), which hides the real
+ * message, that the number must be positive.
+ */
+function joinNegativeValues(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const next = args[i + 1];
+    if (VALUED.has(args[i]) && next !== undefined && /^-\.?\d/.test(next)) {
+      out.push(`${args[i]}=${next}`);
+      i++;
+    } else out.push(args[i]);
+  }
+  return out;
+}
+
 /** Parses the command line; user mistakes throw a {@link DemoError} with a one-line message. */
 export function parseDemoArgs(args: string[]): DemoArgs {
   let values;
   try {
     ({ values } = parseArgs({
-      args,
+      args: joinNegativeValues(args),
       strict: true,
       allowPositionals: false,
       options: {
@@ -165,6 +193,23 @@ export function parseDemoArgs(args: string[]): DemoArgs {
     seed: values.seed === undefined ? 0 : integer("--seed", values.seed, 0),
     resume: values.resume ?? false,
   };
+}
+
+/**
+ * Refuses, before starting any, more devices than the data can feed: each
+ * gets a part of every batch, so there can be no more of them than rows in
+ * a batch, or in the training set.
+ */
+export function checkDeviceCount(options: DemoArgs): void {
+  if (options.devices === null) return;
+  const wanted = options.devices.reduce((n, r) => n + r.count, 0);
+  const rows = trainRowCount();
+  const most = Math.min(options.batchSize, rows);
+  if (wanted > most) {
+    throw new DemoError(
+      `--devices asks for ${wanted} devices, but a batch of ${options.batchSize} rows (of ${rows} training rows) can be split over at most ${most}; ask for fewer devices or a larger --batch-size`,
+    );
+  }
 }
 
 /**
@@ -220,6 +265,7 @@ export async function main(args: string[]): Promise<number> {
       return 0;
     }
     if (options.ddp !== null) return await mainDdp(options);
+    checkDeviceCount(options);
     const devices = await startDevices(options.devices);
     console.log(`Devices (${devices.length}):`);
     for (const d of devices) console.log(`  ${d.toString()}: ${d.info}`);

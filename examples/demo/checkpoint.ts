@@ -86,6 +86,21 @@ export async function writeCheckpoint(path: string, state: CheckpointState): Pro
   }
 }
 
+/** The dotted key of the first float tensor in `value` holding NaN or ±inf, or null. */
+async function firstNonFinite(value: unknown, key = ""): Promise<string | null> {
+  if (value instanceof Tensor) {
+    if (value.dtype === "int32") return null;
+    const values = await value.data();
+    return values.every(Number.isFinite) ? null : key;
+  }
+  if (value === null || typeof value !== "object") return null;
+  for (const [k, v] of Object.entries(value)) {
+    const bad = await firstNonFinite(v, key === "" ? k : `${key}.${k}`);
+    if (bad !== null) return bad;
+  }
+  return null;
+}
+
 function fail(path: string, why: string): never {
   throw new CheckpointError(`cannot resume: ${path} is not a valid demo checkpoint (${why})`);
 }
@@ -117,6 +132,16 @@ async function unpack(path: string, saved: unknown): Promise<CheckpointState> {
     fail(path, "bad optimizer state dict");
   }
   if (typeof rng !== "string") fail(path, "it has no generator state");
+  // A run that diverged saved NaN weights: resuming would train at chance
+  // and overwrite the checkpoint. Refused, and the file is left as it is.
+  for (const [what, tensors] of [["weights", model], ["optimizer state", optimizer.state]]) {
+    const bad = await firstNonFinite(tensors);
+    if (bad !== null) {
+      throw new CheckpointError(
+        `cannot resume: the ${what} in ${path} hold NaN or infinity (${bad}), so training from it cannot learn; it is left as it is: resume from an earlier copy, or train without --resume`,
+      );
+    }
+  }
   if (
     !isRecord(history) || !Number.isInteger(history.stepsPerEpoch) ||
     (history.stepsPerEpoch as number) < 1 || !(history.stepLoss instanceof Tensor) ||

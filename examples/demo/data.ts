@@ -54,7 +54,7 @@ export interface SpiralOptions {
  */
 export function makeSpirals(options: SpiralOptions = {}): PointSet {
   const n = options.pointsPerClass ?? 1000;
-  const classes = options.classes ?? 3;
+  const classes = options.classes ?? DEFAULT_ARMS;
   const turns = options.turns ?? 2.5;
   const noise = options.noise ?? 0.25;
   if (!Number.isInteger(n) || n < 1) {
@@ -108,6 +108,14 @@ export function permutation(n: number, rng: Rng): Int32Array {
   return order;
 }
 
+/** Spiral arms (classes) unless told otherwise. */
+export const DEFAULT_ARMS = 3;
+
+/** How many of `rows` rows {@link splitTrainTest} holds out for testing. */
+export function testRows(rows: number, testFraction: number): number {
+  return Math.max(1, Math.round(rows * testFraction));
+}
+
 /** Shuffles `set` with `seed` and holds out `testFraction` of its rows as the test split. */
 export function splitTrainTest(
   set: PointSet,
@@ -118,7 +126,7 @@ export function splitTrainTest(
     throw new RangeError(`splitTrainTest: testFraction must be in (0, 1), got ${testFraction}`);
   }
   const order = permutation(set.length, makeRng(seed));
-  const testCount = Math.max(1, Math.round(set.length * testFraction));
+  const testCount = testRows(set.length, testFraction);
   return {
     test: selectRows(set, order.subarray(0, testCount)),
     train: selectRows(set, order.subarray(testCount)),

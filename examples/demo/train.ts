@@ -21,7 +21,7 @@ import {
   tensor,
   tidy,
 } from "../../mod.ts";
-import { makeSpirals, type PointSet, splitTrainTest } from "./data.ts";
+import { DEFAULT_ARMS, makeSpirals, type PointSet, splitTrainTest, testRows } from "./data.ts";
 import { SpiralClassifier } from "./model.ts";
 import { size } from "../_devices.ts";
 import { type History, renderPlot } from "./plot.ts";
@@ -42,6 +42,20 @@ import {
 import { CheckpointError, DemoError } from "./errors.ts";
 
 export { CheckpointError, DemoError };
+
+/** Points per spiral arm unless told otherwise. */
+export const DEFAULT_POINTS_PER_CLASS = 1500;
+/** The share of the points held out for testing. */
+const TEST_FRACTION = 0.2;
+
+/**
+ * The training rows of a data set of `pointsPerClass` points per arm: known before any device starts, so that a device count the data
+ * cannot feed is refused first.
+ */
+export function trainRowCount(pointsPerClass = DEFAULT_POINTS_PER_CLASS): number {
+  const rows = DEFAULT_ARMS * pointsPerClass;
+  return rows - testRows(rows, TEST_FRACTION);
+}
 export type { DemoShape };
 
 /** Options of {@link runDemo}. */
@@ -212,7 +226,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   if (options.resume) resumed = await readCheckpoint(checkpointPath);
   const shape: DemoShape = resumed?.shape ?? {
     seed: options.seed ?? 0,
-    pointsPerClass: options.pointsPerClass ?? 1500,
+    pointsPerClass: options.pointsPerClass ?? DEFAULT_POINTS_PER_CLASS,
     hidden: options.hidden ?? 64,
     turns: options.turns ?? 2.5,
     noise: options.noise ?? 0.25,
@@ -238,7 +252,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     noise: shape.noise,
     seed: shape.seed,
   });
-  const { train, test } = splitTrainTest(all, 0.2, shape.seed + 1);
+  const { train, test } = splitTrainTest(all, TEST_FRACTION, shape.seed + 1);
   if (ddp && batchSize % ranks !== 0) {
     throw new DemoError(`batch size ${batchSize} does not split evenly over ${ranks} ranks`);
   }
