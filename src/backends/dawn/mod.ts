@@ -26,7 +26,12 @@
 
 import { create, globals } from "webgpu";
 import { type Backend, type BackendFactory, registerBackend } from "../../../mod.ts";
-import { type AdapterEntry, adapterEntry, backendOverAdapters } from "../webgpu/mod.ts";
+import {
+  type AdapterEntry,
+  adapterEntry,
+  backendOverAdapters,
+  type MatmulTuning,
+} from "../webgpu/mod.ts";
 
 /** The version of `npm:webgpu` this plugin was written and tested against. */
 export const DAWN_NODE_VERSION = "0.6.2";
@@ -60,6 +65,8 @@ export interface DawnOptions {
   readonly devicesPerAdapter?: number;
   /** More Dawn flags for `create()`, e.g. `"enable-dawn-features=allow_unsafe_apis"`. */
   readonly flags?: readonly string[];
+  /** The devices' matmul tuning (for tests and benchmarks); default: chosen per adapter. */
+  readonly matmul?: Partial<MatmulTuning>;
 }
 
 /** Options of {@link registerDawn}. */
@@ -198,6 +205,7 @@ export async function dawnBackend(
   return backendOverAdapters(entries, {
     name,
     devicesPerAdapter,
+    matmul: options.matmul,
     info: (entry, index) => {
       const a = found[index % found.length];
       const mode = a.featureLevel === "compatibility" ? ", compatibility mode" : "";
