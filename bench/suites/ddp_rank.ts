@@ -11,7 +11,15 @@
  * @module
  */
 
-import { distributed, requestDevices, type Tensor, tensor, tidy } from "../../mod.ts";
+import {
+  cpuBackend,
+  distributed,
+  registerBackend,
+  requestDevices,
+  type Tensor,
+  tensor,
+  tidy,
+} from "../../mod.ts";
 import { createMlp, MLP_CONFIG, type MlpSetup } from "./mlp.ts";
 
 /** What every rank of a benchmark group runs. */
@@ -128,6 +136,9 @@ export async function main(
 // Under mpiexec: rank 0 reads `run K` / `quit` lines and prints `RESULT [ms, ...]`.
 if (import.meta.main) {
   const config = JSON.parse(Deno.args[0]) as RankConfig;
+  // One core per rank, as in a Worker rank, also when this job has a single
+  // rank (the baseline), so every group computes alike.
+  registerBackend("cpu", () => cpuBackend({ threads: 1 }), { priority: 1 });
   await distributed.initProcessGroup({ backend: "mpi" });
   // Only rank 0 reads stdin, and lets go of it at the end: an open reader
   // keeps the process alive (mpiexec never closes the other ranks' stdin).
