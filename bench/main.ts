@@ -22,6 +22,7 @@ import { dataParallelSuite } from "./suites/dataparallel.ts";
 import { ddpSuite } from "./suites/ddp.ts";
 import { memorySuite } from "./suites/memory.ts";
 import { convSuite } from "./suites/conv.ts";
+import { smallStepSuite } from "./suites/small_step.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
 import { runTargets, type TargetResult } from "./suites/targets.ts";
 import type { JaxjsPeer } from "./peers/jaxjs.ts";
@@ -32,6 +33,7 @@ export const SUITES: readonly Suite[] = [
   matmulSuite,
   elementwiseSuite,
   mlpSuite,
+  smallStepSuite,
   dataParallelSuite,
   ddpSuite,
   memorySuite,

@@ -89,12 +89,27 @@ export interface GpuCounts {
   maps: number;
   /** `beginComputePass` calls. */
   passes: number;
+  /** `queue.onSubmittedWorkDone` calls (each waits a device round trip, as a map does). */
+  workDone: number;
+  /** `popErrorScope` calls (their promises settle without a device round trip in Deno). */
+  errorScopes: number;
+  /** Host ms spent inside `queue.submit` (on GL adapters the work runs in the call). */
+  submitMs: number;
+  /** Ms from each `mapAsync` call until it resolved, summed (map floor + queued work). */
+  mapMs: number;
+  /** Ms from each `onSubmittedWorkDone` call until it resolved, summed. */
+  workDoneMs: number;
 }
+
+/** The {@link GpuCounts} counters that count calls (not milliseconds). */
+type CallCounter = Exclude<keyof GpuCounts, "submitMs" | "mapMs" | "workDoneMs">;
 
 interface Patch {
   readonly proto: Record<string, Method> | undefined;
   readonly method: string;
-  readonly counter: keyof GpuCounts;
+  readonly counter: CallCounter;
+  /** Adds the host ms inside the call (sync) or until its promise settles (async). */
+  readonly timer?: "submitMs" | "mapMs" | "workDoneMs";
 }
 
 /** Whether this runtime exposes the WebGPU classes that {@link countGpuCalls} patches. */
@@ -113,6 +128,11 @@ export async function countGpuCalls(fn: () => Promise<void>): Promise<GpuCounts>
     buffersCreated: 0,
     maps: 0,
     passes: 0,
+    workDone: 0,
+    errorScopes: 0,
+    submitMs: 0,
+    mapMs: 0,
+    workDoneMs: 0,
   };
   if (!hasWebGpuClasses()) {
     await fn();
@@ -125,23 +145,36 @@ export async function countGpuCalls(fn: () => Promise<void>): Promise<GpuCounts>
       method: "dispatchWorkgroups",
       counter: "dispatches",
     },
-    { proto: g.GPUQueue?.prototype, method: "submit", counter: "submits" },
+    { proto: g.GPUQueue?.prototype, method: "submit", counter: "submits", timer: "submitMs" },
     { proto: g.GPUQueue?.prototype, method: "writeBuffer", counter: "writeBuffers" },
     { proto: g.GPUCommandEncoder?.prototype, method: "copyBufferToBuffer", counter: "copies" },
     { proto: g.GPUCommandEncoder?.prototype, method: "beginComputePass", counter: "passes" },
     { proto: g.GPUDevice?.prototype, method: "createBindGroup", counter: "bindGroups" },
     { proto: g.GPUDevice?.prototype, method: "createBuffer", counter: "buffersCreated" },
-    { proto: g.GPUBuffer?.prototype, method: "mapAsync", counter: "maps" },
+    { proto: g.GPUBuffer?.prototype, method: "mapAsync", counter: "maps", timer: "mapMs" },
+    {
+      proto: g.GPUQueue?.prototype,
+      method: "onSubmittedWorkDone",
+      counter: "workDone",
+      timer: "workDoneMs",
+    },
+    { proto: g.GPUDevice?.prototype, method: "popErrorScope", counter: "errorScopes" },
   ];
   const restore: (() => void)[] = [];
-  for (const { proto, method, counter } of patches) {
+  for (const { proto, method, counter, timer } of patches) {
     if (!proto) continue;
     const descriptor = Object.getOwnPropertyDescriptor(proto, method);
     const original = descriptor?.value as Method | undefined;
     if (typeof original !== "function" || !descriptor?.writable) continue;
     proto[method] = function (this: unknown, ...args: unknown[]): unknown {
       counts[counter]++;
-      return original.apply(this, args);
+      if (!timer) return original.apply(this, args);
+      const t0 = performance.now();
+      const result = original.apply(this, args);
+      const add = () => void (counts[timer] += performance.now() - t0);
+      if (result instanceof Promise) result.then(add, add);
+      else add();
+      return result;
     };
     restore.push(() => Object.defineProperty(proto, method, descriptor));
   }

@@ -223,9 +223,9 @@ export function summarizeKernelTime(k: KernelCounts, top = 5): string {
   return `${fmt(total)} ms in kernel calls: ${shown.join(", ")}`;
 }
 
-/** `dispatches 60, submits 3, ...`. */
+/** `dispatches 60, submits 3, ..., submitMs 0.41, mapMs 12.3`. */
 export function summarizeGpu(g: GpuCounts): string {
-  return Object.entries(g).map(([k, v]) => `${k} ${v}`).join(", ");
+  return Object.entries(g).map(([k, v]) => `${k} ${fmt(v)}`).join(", ");
 }
 
 /** The mlp suite. */
