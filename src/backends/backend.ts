@@ -583,6 +583,26 @@ export interface CrossEntropyBackwardArgs<B = DeviceBuffer> extends ClassRows<B>
   readonly out: B;
 }
 
+/**
+ * Optional fused kernel, the gradient of {@link SoftmaxArgs}'s output: from
+ * the forward output `y` and its gradient `grad` (both [outer, size, inner]),
+ * `out = grad - exp(y) * Σ_r grad` with `log`, else
+ * `out = y * (grad - Σ_r grad * y)` (sums over the middle axis, per
+ * (o, i)). Float dtypes only.
+ */
+export interface SoftmaxBackwardArgs<B = DeviceBuffer> extends AxisView {
+  /** The forward output, read. */
+  readonly y: B;
+  /** The gradient of the output, read. */
+  readonly grad: B;
+  /** Written: the gradient of the input. */
+  readonly out: B;
+  /** Of log-softmax. */
+  readonly log: boolean;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
 export interface KernelArgs<B = DeviceBuffer> {
   /** See {@link FillArgs}. */
@@ -627,6 +647,8 @@ export interface KernelArgs<B = DeviceBuffer> {
   crossEntropy: CrossEntropyArgs<B>;
   /** Optional. See {@link CrossEntropyBackwardArgs}. */
   crossEntropyBackward: CrossEntropyBackwardArgs<B>;
+  /** Optional. See {@link SoftmaxBackwardArgs}. */
+  softmaxBackward: SoftmaxBackwardArgs<B>;
 }
 
 /** A kernel's name. */
@@ -641,6 +663,7 @@ export const OPTIONAL_KERNELS = [
   "sgd",
   "crossEntropy",
   "crossEntropyBackward",
+  "softmaxBackward",
 ] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
@@ -861,6 +884,12 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     ...x,
     param: u(x.param, "sgd.param"),
     grad: u(x.grad, "sgd.grad"),
+  }),
+  softmaxBackward: (x, u) => ({
+    ...x,
+    y: u(x.y, "softmaxBackward.y"),
+    grad: u(x.grad, "softmaxBackward.grad"),
+    out: u(x.out, "softmaxBackward.out"),
   }),
 };
 

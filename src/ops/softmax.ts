@@ -51,14 +51,38 @@ function softmaxRaw(x: Tensor, dim: number, log: boolean): Tensor {
   return out;
 }
 
+/**
+ * The gradient of softmax (`y * (g - Σ g y)`) or log-softmax
+ * (`g - exp(y) Σ g`) along `dim` from its output `y`: the fused
+ * `softmaxBackward` kernel where the backend has it.
+ */
+function softmaxGrad(y: Tensor, g: Tensor, dim: number, log: boolean): Tensor {
+  if (!hasKernel(y.device, "softmaxBackward") || y.numel() === 0) {
+    return log ? sub(g, mul(exp(y), sum(g, dim, true))) : mul(y, sub(g, sum(mul(g, y), dim, true)));
+  }
+  const out = empty(y.shape, y.dtype, y.device);
+  const { outer, size, inner } = axisSplit(y.shape, normalizeDim(dim, y.ndim, "softmax"));
+  launch(y.device, "softmaxBackward", {
+    y: y.storage.buffer("softmax backward"),
+    grad: g.storage.buffer("softmax backward"),
+    out: out.storage.buffer(),
+    outer,
+    size,
+    inner,
+    log,
+    dtype: y.dtype,
+  });
+  return out;
+}
+
 /** softmax along `dim`. */
 export function softmax(x: Tensor, dim: number): Tensor {
   const y = softmaxRaw(x, dim, false);
-  return record("softmax", [x], y, ([g]) => [mul(y, sub(g!, sum(mul(g!, y), dim, true)))]);
+  return record("softmax", [x], y, ([g]) => [softmaxGrad(y, g!, dim, false)]);
 }
 
 /** log(softmax) along `dim`, computed without forming softmax. */
 export function logSoftmax(x: Tensor, dim: number): Tensor {
   const y = softmaxRaw(x, dim, true);
-  return record("logSoftmax", [x], y, ([g]) => [sub(g!, mul(exp(y), sum(g!, dim, true)))]);
+  return record("logSoftmax", [x], y, ([g]) => [softmaxGrad(y, g!, dim, true)]);
 }
