@@ -355,3 +355,26 @@ for (const [name, shape, n, fn] of SOFTMAX_CASES) {
     assertClose(fused[1], composed[1], { atol: 1e-7, rtol: 1e-5, what: `${name} gradient` });
   });
 }
+const GELU_X = [...floats([40], 24, -6, 6), NaN, Infinity, -Infinity, 0, -0, 1e-30, 30, -30];
+
+backendTest("geluBackward: the GELU gradient (NaN, ±inf, tails) matches the cpu", async (d) => {
+  const run = (device: Device) => lossAndGrad(device, [48], GELU_X, (x) => x.gelu());
+  const [want, got] = [await run(REF), await run(d)];
+  assertClose(got[1], want[1], { atol: 1e-6, rtol: 1e-5, what: "gelu gradient" });
+  assert.ok(Number.isNaN(want[1][40]), "NaN in, NaN gradient");
+});
+
+fusedTest("geluBackward", "geluBackward: fused equals composed, one launch", async (d) => {
+  let pending: Promise<Float32Array[]> | undefined;
+  const calls = countCalls(d, "geluBackward", () => {
+    pending = lossAndGrad(d, [48], GELU_X, (x) => x.gelu());
+  });
+  const fused = await pending!;
+  assert.equal(calls, 1);
+  const composed = await withoutKernel(
+    d,
+    "geluBackward",
+    () => lossAndGrad(d, [48], GELU_X, (x) => x.gelu()),
+  );
+  assertClose(fused[1], composed[1], { atol: 1e-7, rtol: 1e-6, what: "gelu gradient" });
+});

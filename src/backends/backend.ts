@@ -603,6 +603,24 @@ export interface SoftmaxBackwardArgs<B = DeviceBuffer> extends AxisView {
   readonly dtype: DType;
 }
 
+/**
+ * Optional fused kernel, the gradient of GELU (PyTorch's `gelu_backward`):
+ * `out = grad * d` with `d` the `geluDerivative` of `x`, rounded to `dtype`
+ * first. NaN gives NaN. Float dtypes only.
+ */
+export interface GeluBackwardArgs<B = DeviceBuffer> {
+  /** The forward input, read. */
+  readonly x: B;
+  /** The gradient of the output, read. */
+  readonly grad: B;
+  /** Written. */
+  readonly out: B;
+  /** Elements. */
+  readonly numel: number;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
 export interface KernelArgs<B = DeviceBuffer> {
   /** See {@link FillArgs}. */
@@ -639,6 +657,8 @@ export interface KernelArgs<B = DeviceBuffer> {
   gelu: GeluArgs<B>;
   /** Optional. See {@link GeluArgs}. */
   geluDerivative: GeluArgs<B>;
+  /** Optional. See {@link GeluBackwardArgs}. */
+  geluBackward: GeluBackwardArgs<B>;
   /** Optional. See {@link AdamArgs}. */
   adam: AdamArgs<B>;
   /** Optional. See {@link SgdArgs}. */
@@ -659,6 +679,7 @@ export const OPTIONAL_KERNELS = [
   "softmax",
   "gelu",
   "geluDerivative",
+  "geluBackward",
   "adam",
   "sgd",
   "crossEntropy",
@@ -856,6 +877,12 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     out: u(x.out, "geluDerivative.out"),
     numel: x.numel,
     dtype: x.dtype,
+  }),
+  geluBackward: (x, u) => ({
+    ...x,
+    x: u(x.x, "geluBackward.x"),
+    grad: u(x.grad, "geluBackward.grad"),
+    out: u(x.out, "geluBackward.out"),
   }),
   // Spread: the scalars as they are, every buffer field replaced (the types check it).
   adam: (x, u) => ({

@@ -135,11 +135,27 @@ const geluDerivative = (x: Tensor): Tensor =>
     return out;
   });
 
+/** `g * gelu'(x)`: the fused `geluBackward` kernel where the backend has it. */
+function geluBackward(x: Tensor, g: Tensor): Tensor {
+  if (!hasKernel(x.device, "geluBackward") || g.dtype !== x.dtype || !sameShape(g.shape, x.shape)) {
+    return mul(g, geluDerivative(x));
+  }
+  const out = empty(x.shape, x.dtype, x.device);
+  launch(x.device, "geluBackward", {
+    x: x.storage.buffer("gelu backward"),
+    grad: g.storage.buffer("gelu backward"),
+    out: out.storage.buffer(),
+    numel: x.numel(),
+    dtype: x.dtype,
+  });
+  return out;
+}
+
 /** GELU with the exact erf (PyTorch's default). */
 export function gelu(x: Tensor): Tensor {
   requireFloat("gelu", x);
   const out = geluForward(x);
-  return record("gelu", [x], out, ([g]) => [mul(g!, geluDerivative(x))]);
+  return record("gelu", [x], out, ([g]) => [geluBackward(x, g!)]);
 }
 /** A step function: its gradient is zero everywhere (PyTorch's convention). */
 function step(op: UnaryOp, x: Tensor): Tensor {

@@ -16,6 +16,7 @@ import { im2col } from "./kernels/im2col.ts";
 import { col2im } from "./kernels/col2im.ts";
 import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
+import { geluBackward } from "./kernels/gelu_backward.ts";
 import { adam } from "./kernels/adam.ts";
 import { sgd } from "./kernels/sgd.ts";
 import { crossEntropy } from "./kernels/cross_entropy.ts";
@@ -73,6 +74,7 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       softmax: (args) => softmax(rt, args),
       gelu: (args) => gelu(rt, args),
       geluDerivative: (args) => geluDerivative(rt, args),
+      geluBackward: (args) => geluBackward(rt, args),
       adam: (args) => adam(rt, args),
       sgd: (args) => sgd(rt, args),
       crossEntropy: (args) => crossEntropy(rt, args),

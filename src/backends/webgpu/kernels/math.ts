@@ -38,3 +38,14 @@ fn erf(x: f32) -> f32 {
   return 1.0 - erfc1(x);
 }
 `;
+
+/**
+ * `geluDerivative(x)`: `Φ(x) + x φ(x)` (NaN stays NaN); needs
+ * {@link NORMAL_CDF_WGSL} and `isNan`.
+ */
+export const GELU_DERIVATIVE_WGSL = NORMAL_CDF_WGSL + `
+fn geluDerivative(x: f32) -> f32 {
+  if (isNan(x)) { return x; }
+  return phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);
+}
+`;
