@@ -26,6 +26,7 @@ import {
   type Tensor,
   tensor,
   tidy,
+  webgpuBackend,
 } from "../mod.ts";
 
 import { assertClose, BACKENDS, backendTest, floats, REF } from "./harness.ts";
@@ -377,4 +378,64 @@ fusedTest("geluBackward", "geluBackward: fused equals composed, one launch", asy
     () => lossAndGrad(d, [48], GELU_X, (x) => x.gelu()),
   );
   assertClose(fused[1], composed[1], { atol: 1e-7, rtol: 1e-6, what: "gelu gradient" });
+});
+
+/** linear's output and the gradients of x, weight and bias, on `device`. */
+async function linearRun(device: Device, rows: number, inF: number, outF: number) {
+  const x = tensor(floats([rows * inF], 25), { shape: [rows, inF], device, requiresGrad: true });
+  const w = tensor(floats([outF * inF], 26), { shape: [outF, inF], device, requiresGrad: true });
+  const b = tensor(floats([outF], 27), { device, requiresGrad: true });
+  const y = nn.functional.linear(x, w, b);
+  const weights = tensor(floats([rows * outF], 28), { shape: [rows, outF], device });
+  y.mul(weights).sum().backward();
+  return await Promise.all([y, x.grad!, w.grad!, b.grad!].map(async (t) => await t.data()));
+}
+
+/** [rows, in, out]: odd sizes, a multiple of 4 (vec4 stores), narrow outputs, an empty sum. */
+const LINEAR_SHAPES = [[5, 3, 7], [128, 64, 64], [9, 16, 3], [33, 2, 12], [4, 0, 6]];
+
+backendTest("addmm: linear with bias, forward and gradients, matches the cpu", async (d) => {
+  for (const [rows, inF, outF] of LINEAR_SHAPES) {
+    const want = await linearRun(REF, rows, inF, outF);
+    const got = await linearRun(d, rows, inF, outF);
+    got.forEach((v, i) =>
+      assertClose(v, want[i], { atol: 1e-5, rtol: 1e-5, what: `${rows}x${inF}x${outF} [${i}]` })
+    );
+  }
+});
+
+/** A webgpu device of its own whose products use one kernel family. */
+async function webgpuVariant(variant: "register" | "tiled"): Promise<Device> {
+  const name = `webgpu-${variant}`;
+  registerBackend(name, () => webgpuBackend({ name, matmul: { variant } }), { priority: -100 });
+  return (await requestDevices({ backend: name }))[0];
+}
+
+fusedTest("addmm", "addmm: fused equals composed, one launch", async (d) => {
+  // The webgpu kernels (also under dawn) have two product families.
+  const devices = d.backend === "webgpu"
+    ? [await webgpuVariant("register"), await webgpuVariant("tiled")]
+    : [d];
+  for (const device of devices) {
+    for (const [rows, inF, outF] of LINEAR_SHAPES) {
+      let pending: Promise<unknown[]> | undefined;
+      const calls = countCalls(device, "addmm", () => {
+        pending = linearRun(device, rows, inF, outF);
+      });
+      const fused = await pending! as Float32Array[];
+      assert.equal(calls, 1, "one launch forward");
+      const composed = await withoutKernel(
+        device,
+        "addmm",
+        () => linearRun(device, rows, inF, outF),
+      );
+      fused.forEach((v, i) =>
+        assertClose(v, composed[i], {
+          atol: 1e-6,
+          rtol: 1e-6,
+          what: `${device.backend} ${rows}x${inF}x${outF} [${i}]`,
+        })
+      );
+    }
+  }
 });

@@ -621,6 +621,17 @@ export interface GeluBackwardArgs<B = DeviceBuffer> {
   readonly dtype: DType;
 }
 
+/**
+ * Optional fused kernel, PyTorch's `addmm` as `linear` uses it: the product
+ * of {@link MatmulArgs} with `bias` added to every row,
+ * `out[b, i, j] = (A_b @ B_b)[i, j] + bias[j]` (the product rounded first;
+ * with `k = 0` the product is 0). Float dtypes only.
+ */
+export interface AddmmArgs<B = DeviceBuffer> extends MatmulArgs<B> {
+  /** `n` elements, read. */
+  readonly bias: B;
+}
+
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
 export interface KernelArgs<B = DeviceBuffer> {
   /** See {@link FillArgs}. */
@@ -659,6 +670,8 @@ export interface KernelArgs<B = DeviceBuffer> {
   geluDerivative: GeluArgs<B>;
   /** Optional. See {@link GeluBackwardArgs}. */
   geluBackward: GeluBackwardArgs<B>;
+  /** Optional. See {@link AddmmArgs}. */
+  addmm: AddmmArgs<B>;
   /** Optional. See {@link AdamArgs}. */
   adam: AdamArgs<B>;
   /** Optional. See {@link SgdArgs}. */
@@ -680,6 +693,7 @@ export const OPTIONAL_KERNELS = [
   "gelu",
   "geluDerivative",
   "geluBackward",
+  "addmm",
   "adam",
   "sgd",
   "crossEntropy",
@@ -876,6 +890,21 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     x: u(x.x, "geluDerivative.x"),
     out: u(x.out, "geluDerivative.out"),
     numel: x.numel,
+    dtype: x.dtype,
+  }),
+  addmm: (x, u) => ({
+    a: u(x.a, "addmm.a"),
+    b: u(x.b, "addmm.b"),
+    out: u(x.out, "addmm.out"),
+    bias: u(x.bias, "addmm.bias"),
+    batch: x.batch,
+    m: x.m,
+    n: x.n,
+    k: x.k,
+    aBatchStride: x.aBatchStride,
+    bBatchStride: x.bBatchStride,
+    transA: x.transA,
+    transB: x.transB,
     dtype: x.dtype,
   }),
   geluBackward: (x, u) => ({

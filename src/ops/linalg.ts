@@ -7,8 +7,8 @@
 import { record } from "../autograd.ts";
 import { broadcastShapes, formatShape, numelOf } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { commonDevice, empty, launch, requireFloat } from "./util.ts";
-import { add } from "./elementwise.ts";
+import { commonDevice, empty, hasKernel, launch, requireFloat } from "./util.ts";
+import { add, binaryRaw } from "./elementwise.ts";
 import { sumDims } from "./reduce.ts";
 
 /** Options of {@link matmulRaw}: read an operand's last two dims transposed. */
@@ -23,6 +23,24 @@ export interface MatmulOptions {
  * [B, m, n], or [m, n] when both are 2-D.
  */
 export function matmulRaw(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
+  return product(a, b, options, null);
+}
+
+/**
+ * {@link matmulRaw} plus `bias` ([n]) on every row, no graph: the fused
+ * `addmm` kernel where the backend has it, else the product and an add.
+ */
+export function addmmRaw(a: Tensor, b: Tensor, bias: Tensor, options: MatmulOptions = {}): Tensor {
+  if (!hasKernel(a.device, "addmm")) {
+    const p = matmulRaw(a, b, options);
+    const out = binaryRaw("add", p, bias);
+    p.dispose();
+    return out;
+  }
+  return product(a, b, options, bias);
+}
+
+function product(a: Tensor, b: Tensor, options: MatmulOptions, bias: Tensor | null): Tensor {
   const transA = options.transA ?? false;
   const transB = options.transB ?? false;
   const batchA = a.ndim === 3 ? a.shape[0] : 1;
@@ -44,11 +62,11 @@ export function matmulRaw(a: Tensor, b: Tensor, options: MatmulOptions = {}): Te
   const out = empty(shape, a.dtype, device);
   if (numelOf(shape) === 0) return out;
   const ob = out.storage.buffer();
-  if (k === 0) {
+  if (k === 0 && !bias) {
     launch(device, "fill", { out: ob, numel: numelOf(shape), value: 0, dtype: a.dtype });
     return out;
   }
-  launch(device, "matmul", {
+  const args = {
     a: a.storage.buffer("matmul"),
     b: b.storage.buffer("matmul"),
     out: ob,
@@ -61,7 +79,9 @@ export function matmulRaw(a: Tensor, b: Tensor, options: MatmulOptions = {}): Te
     transA,
     transB,
     dtype: a.dtype,
-  });
+  };
+  if (bias) launch(device, "addmm", { ...args, bias: bias.storage.buffer("linear bias") });
+  else launch(device, "matmul", args);
   return out;
 }
 
@@ -162,8 +182,18 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
       } (expected [${outF}])`,
     );
   }
-  const rows = x.numel() / inF;
+  const rows = numelOf(x.shape.slice(0, -1));
   const x2 = x.reshape([rows, inF]);
+  if (bias && bias.ndim === 1 && bias.shape[0] === outF && hasKernel(x.device, "addmm")) {
+    // PyTorch's addmm: the bias added by the product's kernel, one launch.
+    const y = addmmRaw(x2, weight, bias, { transB: true });
+    const out = record("linear", [x2, weight, bias], y, ([g]) => [
+      x2.requiresGrad ? matmulRaw(g!, weight) : null,
+      weight.requiresGrad ? matmulRaw(g!, x2, { transA: true }) : null,
+      bias.requiresGrad ? sumDims(g!, [0], false) : null,
+    ]);
+    return out.reshape([...x.shape.slice(0, -1), outF]);
+  }
   const y = matmulRaw(x2, weight, { transB: true });
   const product = record("linear", [x2, weight], y, ([g]) => [
     x2.requiresGrad ? matmulRaw(g!, weight) : null,

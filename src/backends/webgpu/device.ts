@@ -22,7 +22,7 @@ import { sgd } from "./kernels/sgd.ts";
 import { crossEntropy } from "./kernels/cross_entropy.ts";
 import { crossEntropyBackward } from "./kernels/cross_entropy_backward.ts";
 import { indexSelect } from "./kernels/index_select.ts";
-import { DEFAULT_MATMUL_TUNING, matmul, type MatmulTuning } from "./kernels/matmul.ts";
+import { addmm, DEFAULT_MATMUL_TUNING, matmul, type MatmulTuning } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
@@ -75,6 +75,7 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       gelu: (args) => gelu(rt, args),
       geluDerivative: (args) => geluDerivative(rt, args),
       geluBackward: (args) => geluBackward(rt, args),
+      addmm: (args) => addmm(rt, args, tuning),
       adam: (args) => adam(rt, args),
       sgd: (args) => sgd(rt, args),
       crossEntropy: (args) => crossEntropy(rt, args),

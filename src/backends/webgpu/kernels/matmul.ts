@@ -15,7 +15,7 @@
  * @module
  */
 
-import type { MatmulArgs } from "../../backend.ts";
+import type { AddmmArgs, MatmulArgs } from "../../backend.ts";
 import { MAX_GROUPS, type Runtime } from "../runtime.ts";
 import { mainGrid, mainTiles, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
@@ -101,6 +101,8 @@ interface RbVariant {
   k4: boolean;
   /** out is written as vec4 (n % 4 == 0). */
   vecOut: boolean;
+  /** `bias` (n elements, binding 4) is added to every row before the store (addmm). */
+  bias: boolean;
 }
 
 /** Params: [m, n, k, aBatchStride, bBatchStride, batchOffset]. */
@@ -114,6 +116,7 @@ function registerWgsl(v: RbVariant): string {
   s += storage(1, "a", v.vecA || v.vecAT ? "vec4<f32>" : "f32", false);
   s += storage(2, "b", v.vecB || v.vecBT ? "vec4<f32>" : "f32", false);
   s += storage(3, "out", v.vecOut ? "vec4<f32>" : "f32", true);
+  if (v.bias) s += storage(4, "bias", "f32", false);
   s += mainGrid(v.wgX, v.wgY) + `  let m = pu(0u);
   let n = pu(1u);
   let k = pu(2u);
@@ -218,14 +221,22 @@ function registerWgsl(v: RbVariant): string {
       perK("kk", "bv") + "  }\n";
   }
   s += "  let oBase = bt * m * n;\n";
+  if (v.bias) {
+    // Out-of-range columns read a clamped (valid) entry, never stored.
+    for (const q of groups) {
+      const at = (j: number) => `bias[min(col + ${4 * q + j}u, n - 1u)]`;
+      s += `  let bv${q} = vec4<f32>(${lanes.map(at).join(", ")});\n`;
+    }
+  }
+  const result = (i: number, q: number) => v.bias ? `(acc${i}_${q} + bv${q})` : `acc${i}_${q}`;
   for (const i of rows) {
     s += `  if (row + ${i}u < m) {\n    let o = oBase + (row + ${i}u) * n + col;\n`;
     for (const q of groups) {
       if (v.vecOut) {
-        s += `    if (col + ${4 * q}u < n) { out[o / 4u + ${q}u] = acc${i}_${q}; }\n`;
+        s += `    if (col + ${4 * q}u < n) { out[o / 4u + ${q}u] = ${result(i, q)}; }\n`;
       } else {
         for (const j of lanes) {
-          s += `    if (col + ${4 * q + j}u < n) { out[o + ${4 * q + j}u] = acc${i}_${q}.${
+          s += `    if (col + ${4 * q + j}u < n) { out[o + ${4 * q + j}u] = ${result(i, q)}.${
             "xyzw"[j]
           }; }\n`;
         }
@@ -240,7 +251,7 @@ const T = 64;
 const TK = 16;
 
 /** Params: [m, n, k, aBatchStride, bBatchStride, batchOffset]. */
-function tiledWgsl(transA: boolean, transB: boolean): string {
+function tiledWgsl(transA: boolean, transB: boolean, bias: boolean): string {
   // Global reads are arranged so consecutive invocations touch consecutive
   // addresses for the stored layout of each operand.
   const loadA = transA
@@ -252,7 +263,8 @@ function tiledWgsl(transA: boolean, transB: boolean): string {
     : `let kk = e / ${T}u; let c = e % ${T}u;`;
   const addrB = transB ? "bBase + gc * k + gk" : "bBase + gk * n + gc";
   return PARAMS_WGSL + storage(1, "a", "f32", false) +
-    storage(2, "b", "f32", false) + storage(3, "out", "f32", true) + `
+    storage(2, "b", "f32", false) + storage(3, "out", "f32", true) +
+    (bias ? storage(4, "bias", "f32", false) : "") + `
 var<workgroup> As: array<f32, ${T * TK}>;
 var<workgroup> Bs: array<f32, ${T * TK}>;
 ` + mainTiles(256) + `  let m = pu(0u);
@@ -307,7 +319,7 @@ var<workgroup> Bs: array<f32, ${T * TK}>;
     let r = row0 + ty + 16u * i;
     for (var j = 0u; j < 4u; j++) {
       let c = col0 + tx + 16u * j;
-      if (r < m && c < n) { out[oBase + r * n + c] = acc[i][j]; }
+      if (r < m && c < n) { out[oBase + r * n + c] = acc[i][j]${bias ? " + bias[c]" : ""}; }
     }
   }
 }
@@ -320,12 +332,33 @@ export function matmul(
   layout: MatmulArgs<GPUBuffer>,
   matmulOptions: MatmulTuning = DEFAULT_MATMUL_TUNING,
 ): void {
+  product(rt, layout, null, matmulOptions);
+}
+
+/** Records `addmm`: the product with `layout.bias` added to every row. */
+export function addmm(
+  rt: Runtime,
+  layout: AddmmArgs<GPUBuffer>,
+  matmulOptions: MatmulTuning = DEFAULT_MATMUL_TUNING,
+): void {
+  product(rt, layout, layout.bias, matmulOptions);
+}
+
+/** The product, plus `bias` (n elements) on every row when given. */
+function product(
+  rt: Runtime,
+  layout: MatmulArgs<GPUBuffer>,
+  bias: GPUBuffer | null,
+  matmulOptions: MatmulTuning,
+): void {
   const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
+  const name = bias ? "addmm" : "matmul";
   if (wgslType(layout.dtype) !== "f32") {
-    throw new Error(`webgpu matmul does not support dtype ${layout.dtype}`);
+    throw new Error(`webgpu ${name} does not support dtype ${layout.dtype}`);
   }
   if (batch * m * n === 0) return;
-  if (k === 0) {
+  // With a bias an empty sum still adds it: the kernels run with no k steps.
+  if (k === 0 && !bias) {
     // An empty sum: the product is all zeros.
     rt.encoder().clearBuffer(out, 0, batch * m * n * 4);
     return;
@@ -367,14 +400,15 @@ export function matmul(
       // registers for nothing), so only vec4-along-k layouts step by 4.
       k4: vecA || vecBT,
       vecOut: n % 4 === 0,
+      bias: bias !== null,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
     wgsl = () => registerWgsl(v);
     gx = Math.ceil(Math.ceil(n / cols) / wgX);
     gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {
-    key = `matmul_tiled_${transA}_${transB}`;
-    wgsl = () => tiledWgsl(transA, transB);
+    key = `matmul_tiled_${transA}_${transB}_${bias !== null}`;
+    wgsl = () => tiledWgsl(transA, transB, bias !== null);
     gx = Math.ceil(n / T);
     gy = Math.ceil(m / T);
   }
@@ -384,11 +418,11 @@ export function matmul(
   for (let b0 = 0; b0 < batch; b0 += MAX_GROUPS) {
     const nb = Math.min(MAX_GROUPS, batch - b0);
     rt.dispatch({
-      name: "matmul",
+      name,
       key,
       wgsl,
-      signature: "rrw",
-      buffers: [a, b, out],
+      signature: bias ? "rrwr" : "rrw",
+      buffers: bias ? [a, b, out, bias] : [a, b, out],
       params: [m, n, k, aBatchStride, bBatchStride, b0],
       groups: [gx, gy, nb],
     });
