@@ -55,6 +55,14 @@ export interface DispatchSpec {
   readonly groups: readonly [number, number, number];
 }
 
+/** Calls held back by {@link Runtime.defer} so that the next compatible ones join them. */
+interface Deferred {
+  readonly key: string;
+  readonly items: unknown[];
+  readonly max: number;
+  readonly emit: (items: unknown[]) => void;
+}
+
 /** Error scopes of one batch or device call, in submission order. */
 interface Tracked {
   readonly seq: number;
@@ -103,6 +111,7 @@ export class Runtime {
   #batchOps: string[] = [];
   #flushScheduled = false;
   #toDestroy: GPUBuffer[] = [];
+  #deferred: Deferred | null = null;
   readonly #bindGroups = new Map<string, GPUBindGroup>();
   readonly #bufferIds = new WeakMap<GPUBuffer, number>();
   #nextBufferId = 0;
@@ -239,8 +248,35 @@ export class Runtime {
     return this.#encoder;
   }
 
+  /**
+   * Holds a kernel call (`item`) so that the calls right after it with the
+   * same `key` join it, up to `max` items, as one dispatch: `emit(items)`
+   * records them before any other dispatch, copy or submit, so call order
+   * is kept. How consecutive optimizer updates of a step become one
+   * multi-tensor dispatch (PyTorch's foreach/fused optimizers) without the
+   * core knowing.
+   */
+  defer<T>(key: string, item: T, max: number, emit: (items: T[]) => void): void {
+    const held = this.#deferred;
+    if (held && held.key === key && held.items.length < held.max) {
+      held.items.push(item);
+      return;
+    }
+    this.#emitDeferred();
+    this.#deferred = { key, items: [item], max, emit: emit as (items: unknown[]) => void };
+    this.#scheduleFlush();
+  }
+
+  #emitDeferred(): void {
+    const held = this.#deferred;
+    if (!held) return;
+    this.#deferred = null;
+    held.emit(held.items);
+  }
+
   /** The open command encoder, with no compute pass open (for copies). */
   encoder(): GPUCommandEncoder {
+    this.#emitDeferred();
     const encoder = this.#ensureEncoder();
     if (this.#pass) {
       this.#pass.end();
@@ -251,6 +287,7 @@ export class Runtime {
 
   /** Records one dispatch into the current batch. */
   dispatch(spec: DispatchSpec): void {
+    this.#emitDeferred();
     if (spec.params.length > PARAM_SLOT_WORDS) {
       throw new Error(
         `${this.name} ${spec.name}: ${spec.params.length} parameter words exceed ${PARAM_SLOT_WORDS}`,
@@ -334,6 +371,8 @@ export class Runtime {
 
   /** Destroys `buffer` after the work queued so far has been submitted. */
   destroyLater(buffer: GPUBuffer): void {
+    // A held call may use it: recorded first, it keeps the buffer until submit.
+    this.#emitDeferred();
     // Cached bind groups may hold it; dropping them all is simplest, and
     // buffers are only destroyed when the pool overflows.
     this.#bindGroups.clear();
@@ -352,6 +391,7 @@ export class Runtime {
 
   /** Submits the current batch, if any. */
   flush(): void {
+    this.#emitDeferred();
     if (!this.#encoder) return;
     if (this.#pass) {
       this.#pass.end();
@@ -461,6 +501,7 @@ export class Runtime {
   destroy(): void {
     if (this.#destroyed) return;
     this.#destroyed = true;
+    this.#deferred = null;
     const err = new DeviceLostError(this.name, "destroyed");
     for (const reject of this.#lostWaiters) reject(err);
     this.#lostWaiters.clear();

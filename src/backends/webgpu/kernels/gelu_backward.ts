@@ -20,8 +20,7 @@ function wgsl(vec: boolean): string {
     : "out[idx] = g[idx] * geluDerivative(x[idx]);";
   return PARAMS_WGSL + IS_NAN_WGSL + GELU_DERIVATIVE_WGSL + storage(1, "x", t, false) +
     storage(2, "g", t, false) + storage(3, "out", t, true) + main1d(WG) +
-    `  if (idx >= pu(0u)) { return; }
-  ${apply}
+    `  ${apply}
 }
 `;
 }
