@@ -584,49 +584,22 @@ export interface CrossEntropyBackwardArgs<B = DeviceBuffer> extends ClassRows<B>
 }
 
 /**
- * Optional fused kernel, the gradient of {@link SoftmaxArgs}'s output: from
- * the forward output `y` and its gradient `grad` (both [outer, size, inner]),
- * `out = grad - exp(y) * Σ_r grad` with `log`, else
- * `out = y * (grad - Σ_r grad * y)` (sums over the middle axis, per
- * (o, i)). Float dtypes only.
+ * Optional fused kernel, softmax's gradient: from the forward output `x`
+ * and its gradient `grad`, `out = grad - exp(x) * Σ_r grad` with `log`,
+ * else `out = x * (grad - Σ_r grad * x)` (sums over the middle axis).
  */
-export interface SoftmaxBackwardArgs<B = DeviceBuffer> extends AxisView {
-  /** The forward output, read. */
-  readonly y: B;
-  /** The gradient of the output, read. */
+export interface SoftmaxBackwardArgs<B = DeviceBuffer> extends SoftmaxArgs<B> {
+  /** The gradient of the forward output, read. */
   readonly grad: B;
-  /** Written: the gradient of the input. */
-  readonly out: B;
-  /** Of log-softmax. */
-  readonly log: boolean;
-  /** The element type. */
-  readonly dtype: DType;
 }
 
-/**
- * Optional fused kernel, the gradient of GELU (PyTorch's `gelu_backward`):
- * `out = grad * d` with `d` the `geluDerivative` of `x`, rounded to `dtype`
- * first. NaN gives NaN. Float dtypes only.
- */
-export interface GeluBackwardArgs<B = DeviceBuffer> {
-  /** The forward input, read. */
-  readonly x: B;
+/** Optional fused kernel, PyTorch's `gelu_backward`: `out = grad * geluDerivative(x)` (rounded). */
+export interface GeluBackwardArgs<B = DeviceBuffer> extends GeluArgs<B> {
   /** The gradient of the output, read. */
   readonly grad: B;
-  /** Written. */
-  readonly out: B;
-  /** Elements. */
-  readonly numel: number;
-  /** The element type. */
-  readonly dtype: DType;
 }
 
-/**
- * Optional fused kernel, PyTorch's `addmm` as `linear` uses it: the product
- * of {@link MatmulArgs} with `bias` added to every row,
- * `out[b, i, j] = (A_b @ B_b)[i, j] + bias[j]` (the product rounded first;
- * with `k = 0` the product is 0). Float dtypes only.
- */
+/** Optional fused kernel, PyTorch's `addmm`: {@link MatmulArgs}' product plus `bias` on every row. */
 export interface AddmmArgs<B = DeviceBuffer> extends MatmulArgs<B> {
   /** `n` elements, read. */
   readonly bias: B;
@@ -893,19 +866,11 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     dtype: x.dtype,
   }),
   addmm: (x, u) => ({
+    ...x,
     a: u(x.a, "addmm.a"),
     b: u(x.b, "addmm.b"),
     out: u(x.out, "addmm.out"),
     bias: u(x.bias, "addmm.bias"),
-    batch: x.batch,
-    m: x.m,
-    n: x.n,
-    k: x.k,
-    aBatchStride: x.aBatchStride,
-    bBatchStride: x.bBatchStride,
-    transA: x.transA,
-    transB: x.transB,
-    dtype: x.dtype,
   }),
   geluBackward: (x, u) => ({
     ...x,
@@ -943,7 +908,7 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
   }),
   softmaxBackward: (x, u) => ({
     ...x,
-    y: u(x.y, "softmaxBackward.y"),
+    x: u(x.x, "softmaxBackward.x"),
     grad: u(x.grad, "softmaxBackward.grad"),
     out: u(x.out, "softmaxBackward.out"),
   }),

@@ -137,13 +137,12 @@ const geluDerivative = (x: Tensor): Tensor =>
 
 /** `g * gelu'(x)`: the fused `geluBackward` kernel where the backend has it. */
 function geluBackward(x: Tensor, g: Tensor): Tensor {
-  if (!hasKernel(x.device, "geluBackward") || g.dtype !== x.dtype || !sameShape(g.shape, x.shape)) {
-    return mul(g, geluDerivative(x));
-  }
+  if (!hasKernel(x.device, "geluBackward")) return mul(g, geluDerivative(x));
   const out = empty(x.shape, x.dtype, x.device);
+  const [xb, grad] = [x.storage.buffer("gelu backward"), g.storage.buffer("gelu backward")];
   launch(x.device, "geluBackward", {
-    x: x.storage.buffer("gelu backward"),
-    grad: g.storage.buffer("gelu backward"),
+    x: xb,
+    grad,
     out: out.storage.buffer(),
     numel: x.numel(),
     dtype: x.dtype,

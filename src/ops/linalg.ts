@@ -8,7 +8,7 @@ import { record } from "../autograd.ts";
 import { broadcastShapes, formatShape, numelOf } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { commonDevice, empty, hasKernel, launch, requireFloat } from "./util.ts";
-import { add, binaryRaw } from "./elementwise.ts";
+import { add } from "./elementwise.ts";
 import { sumDims } from "./reduce.ts";
 
 /** Options of {@link matmulRaw}: read an operand's last two dims transposed. */
@@ -26,20 +26,7 @@ export function matmulRaw(a: Tensor, b: Tensor, options: MatmulOptions = {}): Te
   return product(a, b, options, null);
 }
 
-/**
- * {@link matmulRaw} plus `bias` ([n]) on every row, no graph: the fused
- * `addmm` kernel where the backend has it, else the product and an add.
- */
-export function addmmRaw(a: Tensor, b: Tensor, bias: Tensor, options: MatmulOptions = {}): Tensor {
-  if (!hasKernel(a.device, "addmm")) {
-    const p = matmulRaw(a, b, options);
-    const out = binaryRaw("add", p, bias);
-    p.dispose();
-    return out;
-  }
-  return product(a, b, options, bias);
-}
-
+/** The product, plus `bias` ([n], the fused `addmm` kernel) on every row when given. */
 function product(a: Tensor, b: Tensor, options: MatmulOptions, bias: Tensor | null): Tensor {
   const transA = options.transA ?? false;
   const transB = options.transB ?? false;
@@ -184,21 +171,15 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   }
   const rows = numelOf(x.shape.slice(0, -1));
   const x2 = x.reshape([rows, inF]);
-  if (bias && bias.ndim === 1 && bias.shape[0] === outF && hasKernel(x.device, "addmm")) {
-    // PyTorch's addmm: the bias added by the product's kernel, one launch.
-    const y = addmmRaw(x2, weight, bias, { transB: true });
-    const out = record("linear", [x2, weight, bias], y, ([g]) => [
+  // PyTorch's addmm where the backend fuses it: the bias added by the product's kernel.
+  const fused = bias?.ndim === 1 && bias.shape[0] === outF && hasKernel(x.device, "addmm");
+  const y = product(x2, weight, { transB: true }, fused ? bias! : null);
+  const out = record("linear", fused ? [x2, weight, bias!] : [x2, weight], y, ([g]) =>
+    [
       x2.requiresGrad ? matmulRaw(g!, weight) : null,
       weight.requiresGrad ? matmulRaw(g!, x2, { transA: true }) : null,
-      bias.requiresGrad ? sumDims(g!, [0], false) : null,
-    ]);
-    return out.reshape([...x.shape.slice(0, -1), outF]);
-  }
-  const y = matmulRaw(x2, weight, { transB: true });
-  const product = record("linear", [x2, weight], y, ([g]) => [
-    x2.requiresGrad ? matmulRaw(g!, weight) : null,
-    weight.requiresGrad ? matmulRaw(g!, x2, { transA: true }) : null,
-  ]);
-  const withBias = bias ? add(product, bias) : product;
+      fused && bias!.requiresGrad ? sumDims(g!, [0], false) : null,
+    ].slice(0, fused ? 3 : 2));
+  const withBias = bias && !fused ? add(out, bias) : out;
   return withBias.reshape([...x.shape.slice(0, -1), outF]);
 }

@@ -51,24 +51,19 @@ function softmaxRaw(x: Tensor, dim: number, log: boolean): Tensor {
   return out;
 }
 
-/**
- * The gradient of softmax (`y * (g - Σ g y)`) or log-softmax
- * (`g - exp(y) Σ g`) along `dim` from its output `y`: the fused
- * `softmaxBackward` kernel where the backend has it.
- */
+/** softmax's gradient from its output `y`: the fused `softmaxBackward` kernel where the backend has it. */
 function softmaxGrad(y: Tensor, g: Tensor, dim: number, log: boolean): Tensor {
   if (!hasKernel(y.device, "softmaxBackward") || y.numel() === 0) {
     return log ? sub(g, mul(exp(y), sum(g, dim, true))) : mul(y, sub(g, sum(mul(g, y), dim, true)));
   }
   const out = empty(y.shape, y.dtype, y.device);
-  const { outer, size, inner } = axisSplit(y.shape, normalizeDim(dim, y.ndim, "softmax"));
+  const [x, grad] = [y.storage.buffer("softmax backward"), g.storage.buffer("softmax backward")];
+  const view = axisSplit(y.shape, normalizeDim(dim, y.ndim, "softmax"));
   launch(y.device, "softmaxBackward", {
-    y: y.storage.buffer("softmax backward"),
-    grad: g.storage.buffer("softmax backward"),
+    x,
+    grad,
     out: out.storage.buffer(),
-    outer,
-    size,
-    inner,
+    ...view,
     log,
     dtype: y.dtype,
   });

@@ -64,7 +64,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 
 /** Records the gradient of softmax (or log-softmax) over the middle axis. */
 export function softmaxBackward(rt: Runtime, args: SoftmaxBackwardArgs<GPUBuffer>): void {
-  const { y, grad, out, outer, size, inner, log } = args;
+  const { x: y, grad, out, outer, size, inner, log } = args;
   if (wgslType(args.dtype) !== "f32") {
     throw new Error(`${rt.name} softmaxBackward does not support dtype ${args.dtype}`);
   }
