@@ -583,16 +583,6 @@ export interface CrossEntropyBackwardArgs<B = DeviceBuffer> extends ClassRows<B>
   readonly out: B;
 }
 
-/**
- * Optional fused kernel, softmax's gradient: from the forward output `x`
- * and its gradient `grad`, `out = grad - exp(x) * Σ_r grad` with `log`,
- * else `out = x * (grad - Σ_r grad * x)` (sums over the middle axis).
- */
-export interface SoftmaxBackwardArgs<B = DeviceBuffer> extends SoftmaxArgs<B> {
-  /** The gradient of the forward output, read. */
-  readonly grad: B;
-}
-
 /** Optional fused kernel, PyTorch's `gelu_backward`: `out = grad * geluDerivative(x)` (rounded). */
 export interface GeluBackwardArgs<B = DeviceBuffer> extends GeluArgs<B> {
   /** The gradient of the output, read. */
@@ -653,8 +643,6 @@ export interface KernelArgs<B = DeviceBuffer> {
   crossEntropy: CrossEntropyArgs<B>;
   /** Optional. See {@link CrossEntropyBackwardArgs}. */
   crossEntropyBackward: CrossEntropyBackwardArgs<B>;
-  /** Optional. See {@link SoftmaxBackwardArgs}. */
-  softmaxBackward: SoftmaxBackwardArgs<B>;
 }
 
 /** A kernel's name. */
@@ -671,7 +659,6 @@ export const OPTIONAL_KERNELS = [
   "sgd",
   "crossEntropy",
   "crossEntropyBackward",
-  "softmaxBackward",
 ] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
@@ -905,12 +892,6 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     ...x,
     param: u(x.param, "sgd.param"),
     grad: u(x.grad, "sgd.grad"),
-  }),
-  softmaxBackward: (x, u) => ({
-    ...x,
-    x: u(x.x, "softmaxBackward.x"),
-    grad: u(x.grad, "softmaxBackward.grad"),
-    out: u(x.out, "softmaxBackward.out"),
   }),
 };
 

@@ -51,33 +51,14 @@ function softmaxRaw(x: Tensor, dim: number, log: boolean): Tensor {
   return out;
 }
 
-/** softmax's gradient from its output `y`: the fused `softmaxBackward` kernel where the backend has it. */
-function softmaxGrad(y: Tensor, g: Tensor, dim: number, log: boolean): Tensor {
-  if (!hasKernel(y.device, "softmaxBackward") || y.numel() === 0) {
-    return log ? sub(g, mul(exp(y), sum(g, dim, true))) : mul(y, sub(g, sum(mul(g, y), dim, true)));
-  }
-  const out = empty(y.shape, y.dtype, y.device);
-  const [x, grad] = [y.storage.buffer("softmax backward"), g.storage.buffer("softmax backward")];
-  const view = axisSplit(y.shape, normalizeDim(dim, y.ndim, "softmax"));
-  launch(y.device, "softmaxBackward", {
-    x,
-    grad,
-    out: out.storage.buffer(),
-    ...view,
-    log,
-    dtype: y.dtype,
-  });
-  return out;
-}
-
 /** softmax along `dim`. */
 export function softmax(x: Tensor, dim: number): Tensor {
   const y = softmaxRaw(x, dim, false);
-  return record("softmax", [x], y, ([g]) => [softmaxGrad(y, g!, dim, false)]);
+  return record("softmax", [x], y, ([g]) => [mul(y, sub(g!, sum(mul(g!, y), dim, true)))]);
 }
 
 /** log(softmax) along `dim`, computed without forming softmax. */
 export function logSoftmax(x: Tensor, dim: number): Tensor {
   const y = softmaxRaw(x, dim, true);
-  return record("logSoftmax", [x], y, ([g]) => [softmaxGrad(y, g!, dim, true)]);
+  return record("logSoftmax", [x], y, ([g]) => [sub(g!, mul(exp(y), sum(g!, dim, true)))]);
 }

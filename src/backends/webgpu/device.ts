@@ -27,7 +27,6 @@ import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
 import { softmax } from "./kernels/softmax.ts";
-import { softmaxBackward } from "./kernels/softmax_backward.ts";
 import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
 import { sizeClass } from "./pool.ts";
@@ -80,7 +79,6 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       sgd: (args) => sgd(rt, args),
       crossEntropy: (args) => crossEntropy(rt, args),
       crossEntropyBackward: (args) => crossEntropyBackward(rt, args),
-      softmaxBackward: (args) => softmaxBackward(rt, args),
     };
   }
 
