@@ -63,6 +63,11 @@ interface Case<K extends KernelName> {
   readonly args: Partial<KernelArgs[K]>;
   /** Absolute and relative tolerance (default exact). */
   readonly tolerance?: number;
+  /**
+   * The expected outputs where the cpu reference does not fuse this kernel:
+   * from its primitives on the reference (default: the kernel on the reference).
+   */
+  readonly reference?: () => Promise<TypedArray[]>;
 }
 
 function dtypeOf(h: HostBuffer): DType {
@@ -474,6 +479,58 @@ function cases(): Case<KernelName>[] {
       tolerance: 3e-6,
     });
   }
+  {
+    // geluBackward: grad times the reference's geluDerivative, rounded.
+    const x = withSpecials(random(41, 31, -8, 8));
+    const grad = random(41, 32);
+    add({
+      kernel: "geluBackward",
+      what: "geluBackward (optional; cpu composes it)",
+      buffers: { x, grad, out: out(41) },
+      outputs: ["out"],
+      args: { numel: 41, dtype: "float32" },
+      tolerance: 3e-6,
+      reference: async () => {
+        const [d] = (await run(REF, {
+          kernel: "geluDerivative",
+          what: "",
+          buffers: { x, out: out(41) },
+          outputs: ["out"],
+          args: { numel: 41, dtype: "float32" },
+        }))!;
+        return [d.map((v, i) => Math.fround(grad[i] * v))];
+      },
+    });
+  }
+  for (const [transB, m, n, k] of [[true, 5, 7, 3], [false, 9, 8, 16], [true, 4, 6, 0]] as const) {
+    // addmm: the reference's product plus the bias, rounded.
+    const [a, b, bias] = [random(m * k, 33), random(k * n, 34), random(n, 35)];
+    const args = {
+      batch: 1,
+      m,
+      n,
+      k,
+      aBatchStride: 0,
+      bBatchStride: 0,
+      transA: false,
+      transB,
+      dtype: "float32",
+    } as const;
+    add({
+      kernel: "addmm",
+      what: `addmm ${m}x${n}x${k} transB=${transB} (optional; cpu composes it)`,
+      buffers: { a, b, bias, out: out(m * n) },
+      outputs: ["out"],
+      args,
+      tolerance: 1e-5 * Math.max(k, 1),
+      reference: async () => {
+        const buffers = { a, b, out: out(m * n) };
+        const c = { kernel: "matmul", what: "", buffers, outputs: ["out"], args } as const;
+        const [p] = k === 0 ? [new Float32Array(m * n)] : (await run(REF, c))!;
+        return [p.map((v, i) => Math.fround(v + bias[i % n]))];
+      },
+    });
+  }
   for (
     const [decoupled, maximize, weightDecay] of [[false, false, 0], [true, false, 0.1], [
       false,
@@ -567,7 +624,7 @@ for (const [name, device] of SUBJECTS) {
           );
           continue;
         }
-        const want = (await run(REF, c))!;
+        const want = c.reference ? await c.reference() : (await run(REF, c))!;
         const tol = c.tolerance ?? 0;
         for (let i = 0; i < want.length; i++) {
           assertClose(got[i], want[i], { atol: tol, rtol: tol, what: `${c.what} on ${name}` });
