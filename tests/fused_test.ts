@@ -16,6 +16,7 @@ import assert from "node:assert/strict";
 import {
   type BackendDevice,
   cpuBackend,
+  data,
   type Device,
   manualSeed,
   nn,
@@ -233,7 +234,8 @@ backendTest(
     if (!device.backendDevice.kernels.crossEntropy) return;
     const kernels = device.backendDevice.kernels as unknown as Record<string, (a: unknown) => void>;
     const logits = tensor(LOGITS, { device });
-    const target = tensor([3, 1, 0, 2, 2], { device, dtype: "int32" });
+    // Computed on the device: no host-known range, so a check must read.
+    const target = tensor([3, 1, 0, 2, 2], { device, dtype: "int32" }).mul(1);
     const reductions = async () => {
       const saved = kernels.reduce;
       let count = 0;
@@ -470,5 +472,46 @@ backendTest(
       ?.runtime?.device;
     const perDispatch = Math.floor((gpu!.limits.maxStorageBuffersPerShaderStage - 1) / 4);
     assert.equal(dispatches, Math.ceil(6 / perDispatch), `dispatches for 6 parameters`);
+  },
+);
+
+fusedTest(
+  "crossEntropy",
+  "crossEntropy: a data loader's targets picked from a host tensor need no range-check read",
+  async (d) => {
+    if (!["webgpu", "dawn"].includes(d.backend)) return;
+    const n = 64;
+    const xs = tensor(floats([n * 2], 50), { shape: [n, 2], device: d });
+    const ys = tensor(Array.from({ length: n }, (_, i) => i % 3), { device: d, dtype: "int32" });
+    const model = new nn.Linear(2, 3).to(d);
+    const loader = new data.DataLoader(new data.TensorDataset(xs, ys), {
+      batchSize: 16,
+      shuffle: true,
+      seed: 1,
+    });
+    const proto = GPUBuffer.prototype;
+    const original = proto.mapAsync;
+    let maps = 0;
+    proto.mapAsync = function (this: GPUBuffer, ...args) {
+      maps++;
+      return original.apply(this, args);
+    };
+    try {
+      let steps = 0;
+      for (const [x, y] of loader) {
+        const loss = nn.functional.crossEntropy(model.forward(x), y);
+        loss.backward();
+        assert.ok(Number.isFinite(await loss.item()));
+        steps++;
+      }
+      assert.equal(maps, steps, "one read per step: the loss's");
+    } finally {
+      proto.mapAsync = original;
+    }
+    // A picked target out of range is still an error at the next read.
+    const bad = tensor([0, 5, 1], { device: d, dtype: "int32" });
+    const picked = bad.indexSelect(0, tensor([1, 2], { device: d, dtype: "int32" }));
+    const loss = nn.functional.crossEntropy(tensor([[1, 2, 3], [0, 1, 0]], { device: d }), picked);
+    await assert.rejects(() => loss.item(), /class index 5 is out of range for 3 classes/);
   },
 );

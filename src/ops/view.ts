@@ -394,6 +394,8 @@ export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
       })`,
   );
   const out = empty(x.shape.map((n, i) => (i === d ? count : n)), x.dtype, x.device);
+  // Picked values keep the source's host-known range (a data loader's targets).
+  out.storage.knownRange = x.storage.knownRange;
   if (out.numel() > 0) {
     const xb = x.storage.buffer("indexSelect");
     const ib = indices.storage.buffer("indexSelect");

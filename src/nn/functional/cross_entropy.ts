@@ -28,6 +28,9 @@ const verified = new WeakMap<Storage, string>();
  */
 function checkTargets(op: string, target: Tensor, classes: number, ignoreIndex: number): void {
   const storage = target.storage;
+  const known = storage.knownRange;
+  // Values known on the host (written from it, or picked from such) and in range: nothing to read.
+  if (known && known[0] >= 0 && known[1] < classes) return;
   const key = `${storage.version}|${classes}|${ignoreIndex}`;
   if (verified.get(storage) === key) return;
   const safe = noGrad(() => where(target.ne(ignoreIndex), target, 0));
