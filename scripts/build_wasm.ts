@@ -43,6 +43,19 @@ const MODULES: readonly ModuleSpec[] = [
     doc: "`matmul_relaxed.wat`: 6x8 f32x4 tile, relaxed-SIMD fused multiply-add, shared memory.",
   },
   {
+    wat: "pack.wat",
+    flags: ["--enable-threads"],
+    constant: "PACK_WASM",
+    doc: "`pack.wat`: matmul panel packing, f32x4 shuffles, shared memory.",
+  },
+  {
+    wat: "pack.wat",
+    flags: [],
+    constant: "PACK_UNSHARED_WASM",
+    doc: "`pack.wat` with an unshared memory.",
+    unshared: true,
+  },
+  {
     wat: "gelu.wat",
     flags: [],
     constant: "GELU_WASM",

@@ -192,3 +192,55 @@ Deno.test("cpu matmul threads never keep a finished program alive", async () => 
     await Deno.remove(file);
   }
 });
+
+Deno.test("cpu matmul: WebAssembly packing and kernels (both) match the TypeScript kernel on every layout", () => {
+  const random = seededRandom(11);
+  const cases: [number, number, number, number, boolean, boolean, boolean][] = [
+    // [batch, m, n, k, transA, transB, broadcast B]
+    [1, 1, 1, 1, false, false, false],
+    [1, 6, 8, 4, false, false, false], // exactly one tile
+    [1, 7, 9, 5, false, false, false], // a partial panel on both sides
+    [1, 13, 17, 19, true, false, false],
+    [1, 13, 17, 19, false, true, false],
+    [1, 13, 17, 19, true, true, false],
+    [2, 37, 61, 29, false, true, true], // batched, B broadcast
+    [1, 256, 10, 512, false, true, false],
+    [1, 10, 256, 512, true, false, false],
+    [1, 130, 70, 3, false, false, false], // columns past the last block of four
+  ];
+  for (const kernel of ["relaxed-simd", "simd"] as const) {
+    for (const [batch, m, n, k, transA, transB, broadcastB] of cases) {
+      const a = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);
+      const b = Float32Array.from(
+        { length: (broadcastB ? 1 : batch) * k * n },
+        () => random() - 0.5,
+      );
+      const args = (out: Float32Array) => ({
+        a,
+        b,
+        out,
+        batch,
+        m,
+        n,
+        k,
+        aBatchStride: m * k,
+        bBatchStride: broadcastB ? 0 : k * n,
+        transA,
+        transB,
+        dtype: "float32" as const,
+      });
+      const got = new Float32Array(batch * m * n).fill(NaN);
+      const want = new Float32Array(batch * m * n);
+      matmul(args(got), 1, kernel);
+      matmul(args(want), 1, "typescript");
+      for (let i = 0; i < got.length; i++) {
+        assert.ok(
+          Math.abs(got[i] - want[i]) <= 1e-5 * (1 + Math.abs(want[i])) * Math.sqrt(k),
+          `${kernel} ${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}: element ${i} is ${
+            got[i]
+          }, want ${want[i]}`,
+        );
+      }
+    }
+  }
+});
