@@ -16,6 +16,7 @@ import {
   noGrad,
   optim,
   randn,
+  requestDevices,
   type Tensor,
   tensor,
   tidy,
@@ -174,3 +175,34 @@ backendTest(
     });
   },
 );
+
+Deno.test("DataParallel over cpu devices: a loop that never awaits holds no work behind a copy", async () => {
+  const devices = await requestDevices({ backend: "cpu", count: 2 });
+  await Promise.resolve(); // whatever earlier tests queued
+  manualSeed(5);
+  const model = new nn.DataParallel(
+    new nn.Sequential(new nn.Linear(2, 8), new nn.ReLU(), new nn.Linear(8, 2)).to(devices[0]),
+    { devices },
+  );
+  const opt = new optim.SGD(model.parameters(), { lr: 0.1 });
+  const lossFn = new nn.CrossEntropyLoss();
+  const x = tensor([[0, 0], [0, 1], [1, 0], [1, 1]], { device: devices[0] });
+  const y = tensor([0, 1, 1, 0], { dtype: "int32", device: devices[0] });
+  const step = () => {
+    opt.zeroGrad();
+    const loss = lossFn.forward(model.forward(x), y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  step().dispose();
+  const base = devices.map((d) => d.memory().bytesInUse);
+  // No await from here on: copies between cpu devices must not wait for a
+  // promise, or every later kernel of devices[1] would be held until one.
+  for (let i = 0; i < 50; i++) step().dispose();
+  for (const d of devices) assert.ok(d.stream.idle, `${d} runs each step at once`);
+  // Only the logits the model returned are left, 50 of them, for the collector.
+  const logits = 4 * 2 * 4;
+  assert.ok(devices[0].memory().bytesInUse <= base[0] + 50 * logits + 64);
+  assert.equal(devices[1].memory().bytesInUse, base[1]);
+});

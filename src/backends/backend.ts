@@ -955,6 +955,14 @@ export interface DeviceImpl<B> {
    * collectives read straight into arrays they reuse step after step.
    */
   readInto?(buffer: B, offset: number, numel: number, dtype: DType, out: TypedArray): Promise<void>;
+  /**
+   * Optional, for backends whose memory is host memory: `read`'s copy, now.
+   * The core calls it only when nothing is queued ahead on the device, so
+   * that copies between such devices need no promise to settle (a training
+   * loop that never awaits would otherwise hold every later kernel of the
+   * destination until it does).
+   */
+  readSync?(buffer: B, offset: number, numel: number, dtype: DType): TypedArray;
   /** The kernels. */
   readonly kernels: KernelTable<B>;
   /** Bytes held now. */
@@ -1034,6 +1042,10 @@ export function wrapDevice<B, I extends DeviceImpl<B>>(
     readInto: impl.readInto === undefined ? undefined : (buffer, offset, numel, dtype, out) => {
       check();
       return impl.readInto!(unwrap(buffer, "readInto"), offset, numel, dtype, out);
+    },
+    readSync: impl.readSync === undefined ? undefined : (buffer, offset, numel, dtype) => {
+      check();
+      return impl.readSync!(unwrap(buffer, "readSync"), offset, numel, dtype);
     },
     kernels: kernels as KernelTable,
     memory() {

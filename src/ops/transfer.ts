@@ -8,7 +8,8 @@
 
 import { record } from "../autograd.ts";
 import type { Device } from "../device.ts";
-import { allocHost } from "../dtype.ts";
+import { allocHost, type DType, type TypedArray } from "../dtype.ts";
+import type { DeviceBuffer } from "../backends/backend.ts";
 import type { Tensor } from "../tensor.ts";
 import { empty, launch } from "./util.ts";
 
@@ -39,17 +40,37 @@ export function copyRegions(src: Tensor, regions: readonly Region[]): void {
   const from = src.device;
   const sb = src.storage.buffer("to");
   const dtype = src.dtype;
-  const host = from.stream.read(() => from.backendDevice.read(sb, lo, hi - lo, dtype));
+  const now = readNow(from, sb, lo, hi - lo, dtype);
+  const host = now ?? from.stream.read(() => from.backendDevice.read(sb, lo, hi - lo, dtype));
   const byDevice = new Map<Device, Region[]>();
   for (const r of used) byDevice.set(r.to.device, [...(byDevice.get(r.to.device) ?? []), r]);
   for (const [to, list] of byDevice) {
     const writes = list.map((r) => ({ r, buffer: r.to.storage.buffer() }));
-    to.stream.waitFor(host.then((values) => () => {
+    const write = (values: TypedArray) => () => {
       for (const { r, buffer } of writes) {
         to.backendDevice.write(buffer, r.at, values.subarray(r.from - lo, r.from - lo + r.numel));
       }
-    }));
+    };
+    if (now) to.stream.submit(write(now));
+    else to.stream.waitFor((host as Promise<TypedArray>).then(write));
   }
+}
+
+/**
+ * `numel` elements of `buffer` from `offset` at once, when `from`'s memory is
+ * host memory (`readSync`) and nothing is queued ahead on its stream; else
+ * null, and the copy goes through a read promise.
+ */
+function readNow(
+  from: Device,
+  buffer: DeviceBuffer,
+  offset: number,
+  numel: number,
+  dtype: DType,
+): TypedArray | null {
+  const backend = from.backendDevice;
+  if (backend.readSync === undefined || !from.stream.idle) return null;
+  return backend.readSync(buffer, offset, numel, dtype);
 }
 
 /**
@@ -61,26 +82,31 @@ export function copyRegions(src: Tensor, regions: readonly Region[]): void {
 export function sumRegions(sources: readonly Tensor[], regions: readonly Region[]): void {
   const { dtype } = sources[0];
   const n = sources[0].numel();
-  const reads = sources.map((src) => {
-    const from = src.device;
-    const sb = src.storage.buffer("reduceAdd");
-    return from.stream.read(() => from.backendDevice.read(sb, 0, n, dtype));
-  });
-  const total = Promise.all(reads).then((arrays) => {
+  const buffers = sources.map((src) => src.storage.buffer("reduceAdd"));
+  const sumOf = (arrays: TypedArray[]) => {
     const sum = allocHost(dtype, n);
     // Each store rounds to the dtype (float32 adds, int32 wraps) as a kernel would.
     for (const values of arrays) for (let i = 0; i < n; i++) sum[i] += values[i];
     return sum;
-  });
+  };
+  const nows = sources.every((src) => src.device.backendDevice.readSync && src.device.stream.idle)
+    ? sources.map((src, i) => readNow(src.device, buffers[i], 0, n, dtype)!)
+    : null;
+  const total = nows ? sumOf(nows) : Promise.all(sources.map((src, i) => {
+    const from = src.device;
+    return from.stream.read(() => from.backendDevice.read(buffers[i], 0, n, dtype));
+  })).then(sumOf);
   const byDevice = new Map<Device, Region[]>();
   for (const r of regions) byDevice.set(r.to.device, [...(byDevice.get(r.to.device) ?? []), r]);
   for (const [to, list] of byDevice) {
     const writes = list.map((r) => ({ r, buffer: r.to.storage.buffer() }));
-    to.stream.waitFor(total.then((values) => () => {
+    const write = (values: TypedArray) => () => {
       for (const { r, buffer } of writes) {
         to.backendDevice.write(buffer, r.at, values.subarray(r.from, r.from + r.numel));
       }
-    }));
+    };
+    if (total instanceof Promise) to.stream.waitFor(total.then(write));
+    else to.stream.submit(write(total));
   }
 }
 

@@ -96,7 +96,10 @@ class CpuDevice implements DeviceImpl<TypedArray> {
     buffer.set(data, offset);
   }
   read(buffer: TypedArray, offset: number, numel: number): Promise<TypedArray> {
-    return Promise.resolve(buffer.slice(offset, offset + numel));
+    return Promise.resolve(this.readSync(buffer, offset, numel));
+  }
+  readSync(buffer: TypedArray, offset: number, numel: number): TypedArray {
+    return buffer.slice(offset, offset + numel);
   }
   readInto(
     buffer: TypedArray,
