@@ -6,8 +6,8 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, requestDevices } from "../mod.ts";
-import { parseDemoArgs, parseDevices } from "../examples/demo.ts";
+import { type Device, full, load, requestDevices, save, type Tensor } from "../mod.ts";
+import { checkDeviceCount, parseDemoArgs, parseDevices } from "../examples/demo.ts";
 import { makeSpirals, splitTrainTest } from "../examples/demo/data.ts";
 import { CheckpointError, DemoError, runDemo } from "../examples/demo/train.ts";
 import { linearTicks, logTicks, renderPlot } from "../examples/demo/plot.ts";
@@ -318,4 +318,75 @@ Deno.test({
       await Deno.remove(out, { recursive: true });
     }
   },
+});
+
+// Issue 10: negative values, device counts the data cannot feed, NaN checkpoints.
+
+Deno.test("demo: negative numbers get the real message, not 'argument is ambiguous'", () => {
+  const rejects = (args: string[], message: string) =>
+    assert.throws(() => parseDemoArgs(args), (e: Error) => {
+      assert.ok(e instanceof DemoError);
+      assert.ok(e.message.includes(message), e.message);
+      return true;
+    });
+  rejects(["--epochs", "-3"], "--epochs must be an integer >= 1, got -3");
+  rejects(["--batch-size", "-128"], "--batch-size must be an integer >= 1, got -128");
+  rejects(["--lr", "-0.5"], `--lr must be a positive number, got "-0.5"`);
+  rejects(["--lr", "-.5"], `--lr must be a positive number, got "-.5"`);
+  rejects(["--seed", "-1"], "--seed must be an integer >= 0, got -1");
+  // A flag after a valued one is still a flag.
+  assert.equal(parseDemoArgs(["--out", "x", "--resume"]).resume, true);
+  rejects(["--epochs", "--resume"], "--epochs");
+});
+
+Deno.test("demo: more devices than the data can feed are refused before any starts", async () => {
+  assert.throws(
+    () => checkDeviceCount(parseDemoArgs(["--devices", "cpu:100000"])),
+    /--devices asks for 100000 devices, but a batch of 128 rows \(of 3600 training rows\) can be split over at most 128/,
+  );
+  assert.throws(
+    () =>
+      checkDeviceCount(
+        parseDemoArgs(["--devices", "cpu:3000,webgpu:1000", "--batch-size", "8000"]),
+      ),
+    /asks for 4000 devices.*at most 3600/,
+  );
+  checkDeviceCount(parseDemoArgs(["--devices", "cpu:128"]));
+  const run = await cli(["--devices", "cpu:100000"]);
+  assert.equal(run.code, 1, run.stderr);
+  assert.match(run.stderr.trim(), /^error: --devices asks for 100000 devices/);
+  assert.doesNotMatch(run.stdout, /Devices \(/, "no device was started");
+});
+
+Deno.test("demo: --resume from a checkpoint whose weights hold NaN refuses and leaves it as it is", async () => {
+  const out = await Deno.makeTempDir({ prefix: "multigrad_faults_" });
+  try {
+    const devices = await requestDevices({ backend: "cpu", count: 2 });
+    const tiny = { pointsPerClass: 100, turns: 0.5, batchSize: 30, lr: 0.03, hidden: 16, seed: 3 };
+    await runDemo({ devices, epochs: 1, out, ...tiny, log: () => {} });
+    const path = `${out}/checkpoint.safetensors`;
+    const saved = await load<{ model: Record<string, Tensor> }>(path);
+    const [key] = Object.keys(saved.model);
+    saved.model[key] = full([...saved.model[key].shape], NaN);
+    await save(saved, path);
+    const poisoned = await Deno.readFile(path);
+
+    await assert.rejects(
+      () => runDemo({ devices, epochs: 3, out, ...tiny, resume: true, log: () => {} }),
+      (e: Error) => {
+        assert.ok(e instanceof CheckpointError);
+        assert.match(e.message, new RegExp(`weights in .* hold NaN or infinity \\(${key}\\)`));
+        return true;
+      },
+    );
+    const run = await cli(["--resume", "--devices", "cpu:1", "--epochs", "3", "--out", out]);
+    assert.equal(run.code, 1, run.stderr);
+    assert.match(
+      run.stderr.trim(),
+      /^error: cannot resume: the weights in .* hold NaN or infinity/,
+    );
+    assert.deepEqual(await Deno.readFile(path), poisoned, "the checkpoint is not overwritten");
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
 });

@@ -41,18 +41,34 @@ export function copyRegions(src: Tensor, regions: readonly Region[]): void {
   const sb = src.storage.buffer("to");
   const dtype = src.dtype;
   const now = readNow(from, sb, lo, hi - lo, dtype);
-  const host = now ?? from.stream.read(() => from.backendDevice.read(sb, lo, hi - lo, dtype));
+  writeRegions(
+    used,
+    now ?? from.stream.read(() => from.backendDevice.read(sb, lo, hi - lo, dtype)),
+    lo,
+  );
+}
+
+/**
+ * Writes each region's part of `values` (which start at source element
+ * `base`) into its destination: at once in stream order when `values` are
+ * here, else once the destination's stream has them.
+ */
+function writeRegions(
+  regions: readonly Region[],
+  values: TypedArray | Promise<TypedArray>,
+  base: number,
+): void {
   const byDevice = new Map<Device, Region[]>();
-  for (const r of used) byDevice.set(r.to.device, [...(byDevice.get(r.to.device) ?? []), r]);
+  for (const r of regions) byDevice.set(r.to.device, [...(byDevice.get(r.to.device) ?? []), r]);
   for (const [to, list] of byDevice) {
     const writes = list.map((r) => ({ r, buffer: r.to.storage.buffer() }));
-    const write = (values: TypedArray) => () => {
+    const write = (host: TypedArray) => () => {
       for (const { r, buffer } of writes) {
-        to.backendDevice.write(buffer, r.at, values.subarray(r.from - lo, r.from - lo + r.numel));
+        to.backendDevice.write(buffer, r.at, host.subarray(r.from - base, r.from - base + r.numel));
       }
     };
-    if (now) to.stream.submit(write(now));
-    else to.stream.waitFor((host as Promise<TypedArray>).then(write));
+    if (values instanceof Promise) to.stream.waitFor(values.then(write));
+    else to.stream.submit(write(values));
   }
 }
 
@@ -96,18 +112,7 @@ export function sumRegions(sources: readonly Tensor[], regions: readonly Region[
     const from = src.device;
     return from.stream.read(() => from.backendDevice.read(buffers[i], 0, n, dtype));
   })).then(sumOf);
-  const byDevice = new Map<Device, Region[]>();
-  for (const r of regions) byDevice.set(r.to.device, [...(byDevice.get(r.to.device) ?? []), r]);
-  for (const [to, list] of byDevice) {
-    const writes = list.map((r) => ({ r, buffer: r.to.storage.buffer() }));
-    const write = (values: TypedArray) => () => {
-      for (const { r, buffer } of writes) {
-        to.backendDevice.write(buffer, r.at, values.subarray(r.from, r.from + r.numel));
-      }
-    };
-    if (total instanceof Promise) to.stream.waitFor(total.then(write));
-    else to.stream.submit(write(total));
-  }
+  writeRegions(regions, total, 0);
 }
 
 /** Schedules `dst ← src` for every destination (same shape and dtype, other devices), one read. */
