@@ -480,7 +480,9 @@ Deno.test({
     const hung = await mpiRun(2, "failure", { kind: "hang", timeoutMs: 500 });
     assert.notEqual(hung.code, 0);
     assert.match(hung.output, /on rank 0: rank 1 did not join within 500 ms/);
-    assert.ok(performance.now() - started < 20_000, "bounded time");
+    // Three two-rank jobs start six Deno processes; under a loaded machine that alone takes
+    // seconds. The bound only has to stay below the 60 s default timeout that a hang would hit.
+    assert.ok(performance.now() - started < 45_000, "bounded time");
   },
 });
 
