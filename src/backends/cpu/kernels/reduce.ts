@@ -6,8 +6,28 @@
 import type { ReduceArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
+/**
+ * Column sums (`inner` > 1) row by row into float64 accumulators: the reads
+ * run along memory instead of striding by `inner` (a bias gradient sums a
+ * [256, 512] tensor over its rows).
+ */
+function sumColumns(x: TypedArray, out: TypedArray, outer: number, size: number, inner: number) {
+  const acc = new Float64Array(inner);
+  for (let o = 0; o < outer; o++) {
+    acc.fill(0);
+    for (let r = 0, at = o * size * inner; r < size; r++, at += inner) {
+      for (let i = 0; i < inner; i++) acc[i] += x[at + i];
+    }
+    out.set(acc, o * inner);
+  }
+}
+
 /** `out[o, i] = op over r of x[o, r, i]`, accumulating sums in float64. */
 export function reduce({ op, x, out, outer, size, inner }: ReduceArgs<TypedArray>): void {
+  if (op === "sum" && inner > 1) {
+    sumColumns(x, out, outer, size, inner);
+    return;
+  }
   for (let o = 0; o < outer; o++) {
     const base = o * size * inner;
     for (let i = 0; i < inner; i++) {
