@@ -40,6 +40,11 @@ export interface MatmulTuning {
   readonly wgX: number;
   /** Workgroup height of the register-blocked kernel. */
   readonly wgY: number;
+  /**
+   * Workgroups a product should give before the register-blocked kernel
+   * picks a bigger block (0: from the CPU's core count, see {@link matmul}).
+   */
+  readonly minWorkgroups: number;
 }
 
 /** The tuning devices get unless told otherwise. */
@@ -49,6 +54,7 @@ export const DEFAULT_MATMUL_TUNING: MatmulTuning = {
   cols: 0,
   wgX: 8,
   wgY: 4,
+  minWorkgroups: 0,
 };
 
 /**
@@ -59,6 +65,7 @@ export const DEFAULT_MATMUL_TUNING: MatmulTuning = {
  */
 const BLOCKS: readonly (readonly [number, number])[] = [
   [16, 16],
+  [16, 8],
   [8, 16],
   [8, 8],
   [4, 8],
@@ -66,7 +73,7 @@ const BLOCKS: readonly (readonly [number, number])[] = [
 ];
 /**
  * Blocks for narrow outputs (n < 2 * wgX, e.g. a 10-class logit layer),
- * chosen with half of {@link MIN_WORKGROUPS}: wider blocks leave most of the
+ * chosen with {@link NARROW_MIN_WORKGROUPS}: wider blocks leave most of the
  * SIMD lanes along x idle and compute padding columns, so these keep 4
  * columns and vary the rows. Measured on llvmpipe, ms per product
  * (transB / plain / transA): 256x512x10 with 8x4 0.30 / 0.44 / 0.40 vs
@@ -78,8 +85,22 @@ const NARROW_BLOCKS: readonly (readonly [number, number])[] = [
   [8, 4],
   [4, 4],
 ];
-/** Workgroups a product should give before a bigger block is used. */
-const MIN_WORKGROUPS = 16;
+/** Workgroups a narrow product should give before a bigger block is used. */
+const NARROW_MIN_WORKGROUPS = 8;
+
+/**
+ * Workgroups a product should give before a bigger register block is used:
+ * one per core (llvmpipe runs one thread per core, each taking whole
+ * workgroups), at least 2. More small workgroups cost more than they
+ * spread: at 128x64x64 on 2 cores, 16x8 blocks (2 workgroups) took 137-388
+ * µs per product where the 4x4 blocks that 16 workgroups asked for took
+ * 302-546 (three shapes, interleaved, load 2.7).
+ */
+function coresWorkgroups(): number {
+  const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)
+    ?.hardwareConcurrency ?? 4;
+  return Math.max(2, cores);
+}
 
 interface RbVariant {
   rows: number;
@@ -377,7 +398,8 @@ function product(
       batch;
     const narrow = n < 2 * wgX;
     const blocks = narrow ? NARROW_BLOCKS : BLOCKS;
-    const enough = narrow ? MIN_WORKGROUPS / 2 : MIN_WORKGROUPS;
+    const least = matmulOptions.minWorkgroups > 0 ? matmulOptions.minWorkgroups : coresWorkgroups();
+    const enough = narrow ? NARROW_MIN_WORKGROUPS : least;
     const [rows, cols] = matmulOptions.rows > 0 && matmulOptions.cols > 0
       ? [matmulOptions.rows, matmulOptions.cols]
       : blocks.find((b) => workgroups(b) >= enough) ??
