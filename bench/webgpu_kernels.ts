@@ -5,7 +5,7 @@
  * after a warm-up.
  *
  * deno run -A bench/webgpu_kernels.ts [--variant=register|tiled] [--rows=8] [--cols=8]
- *   [--wg=8x8] [--sizes=256,512,1024,2048]
+ *   [--wg=8x8] [--min-workgroups=N] [--sizes=256,512,1024,2048]
  * @module
  */
 
@@ -78,6 +78,7 @@ const matmulOptions: MatmulTuning = {
   cols: cols ? Number(cols) : 0,
   wgX: wg?.[0] ?? 8,
   wgY: wg?.[1] ?? 4,
+  minWorkgroups: Number(arg("min-workgroups") ?? 0),
 };
 const backend = await webgpuBackend({ matmul: matmulOptions });
 const device = await backend.createDevice(0);
