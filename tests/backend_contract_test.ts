@@ -485,7 +485,7 @@ function cases(): Case<KernelName>[] {
     const grad = random(41, 32);
     add({
       kernel: "geluBackward",
-      what: "geluBackward (optional; cpu composes it)",
+      what: "geluBackward (optional)",
       buffers: { x, grad, out: out(41) },
       outputs: ["out"],
       args: { numel: 41, dtype: "float32" },
@@ -518,7 +518,7 @@ function cases(): Case<KernelName>[] {
     } as const;
     add({
       kernel: "addmm",
-      what: `addmm ${m}x${n}x${k} transB=${transB} (optional; cpu composes it)`,
+      what: `addmm ${m}x${n}x${k} transB=${transB} (optional)`,
       buffers: { a, b, bias, out: out(m * n) },
       outputs: ["out"],
       args,

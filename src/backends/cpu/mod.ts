@@ -28,6 +28,8 @@ import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { indexSelect } from "./kernels/index_select.ts";
 import { matmul, type MatmulKernel, matmulKernel, MAX_THREADS } from "./kernels/matmul.ts";
+import { addmm } from "./kernels/addmm.ts";
+import { geluBackward } from "./kernels/gelu_backward.ts";
 
 export type { MatmulKernel };
 import { random } from "./kernels/random.ts";
@@ -46,8 +48,11 @@ import { HostPool } from "./pool.ts";
  */
 const POOL_BYTES = 256 << 20;
 
-/** Every kernel of the contract, fused ones included, but matmul (which takes the thread count). */
-const KERNELS: Omit<KernelTable<TypedArray>, "matmul"> = {
+/**
+ * Every kernel of the contract, fused ones included, but matmul and addmm
+ * (which take the thread count).
+ */
+const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
   fill,
   cast,
   unary,
@@ -64,6 +69,7 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul"> = {
   softmax,
   gelu,
   geluDerivative,
+  geluBackward,
   adam,
   sgd,
   crossEntropy,
@@ -81,7 +87,11 @@ class CpuDevice implements DeviceImpl<TypedArray> {
   constructor(index: number, threads: number, kernel: MatmulKernel | "auto") {
     this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores, ` +
       `${matmulKernel(kernel)} matmul on ${threads} thread${threads === 1 ? "" : "s"})`;
-    this.kernels = { ...KERNELS, matmul: (args) => matmul(args, threads, kernel) };
+    this.kernels = {
+      ...KERNELS,
+      matmul: (args) => matmul(args, threads, kernel),
+      addmm: (args) => addmm(args, threads, kernel),
+    };
   }
 
   allocate(numel: number, dtype: DType): TypedArray {
