@@ -289,6 +289,27 @@ function countCalls(device: Device, name: OptionalKernelName, fn: () => void): n
   return calls;
 }
 
+/** Calls of `proto[method]` (a WebGPU object's prototype) while `fn` runs. */
+async function countMethodCalls(
+  proto: object,
+  method: string,
+  fn: () => Promise<void>,
+): Promise<number> {
+  const target = proto as Record<string, (...args: unknown[]) => unknown>;
+  const original = target[method];
+  let calls = 0;
+  target[method] = function (this: unknown, ...args: unknown[]) {
+    calls++;
+    return original.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    target[method] = original;
+  }
+  return calls;
+}
+
 /** Registers `fn` for every started backend that fuses `kernel` (the others compose it). */
 function fusedTest(
   kernel: OptionalKernelName,
@@ -478,19 +499,11 @@ backendTest(
     await params[0].data();
     grads();
     await params[0].data();
-    const proto = gpuPrototypes(device).pass;
-    const original = proto.dispatchWorkgroups;
-    let dispatches = 0;
-    proto.dispatchWorkgroups = function (this: GPUComputePassEncoder, ...args) {
-      dispatches++;
-      return original.apply(this, args);
-    };
-    try {
+    const pass = gpuPrototypes(device).pass;
+    const dispatches = await countMethodCalls(pass, "dispatchWorkgroups", async () => {
       opt.step();
       await params[0].data();
-    } finally {
-      proto.dispatchWorkgroups = original;
-    }
+    });
     // 4 storage bindings per parameter, one for the parameter block.
     const perDispatch = Math.floor((gpuOf(device).limits.maxStorageBuffersPerShaderStage - 1) / 4);
     assert.equal(dispatches, Math.ceil(6 / perDispatch), `dispatches for 6 parameters`);
@@ -512,25 +525,16 @@ fusedTest(
       shuffle: true,
       seed: 1,
     });
-    const proto = gpuPrototypes(d).buffer;
-    const original = proto.mapAsync;
-    let maps = 0;
-    proto.mapAsync = function (this: GPUBuffer, ...args) {
-      maps++;
-      return original.apply(this, args);
-    };
-    try {
-      let steps = 0;
+    let steps = 0;
+    const maps = await countMethodCalls(gpuPrototypes(d).buffer, "mapAsync", async () => {
       for (const [x, y] of loader) {
         const loss = nn.functional.crossEntropy(model.forward(x), y);
         loss.backward();
         assert.ok(Number.isFinite(await loss.item()));
         steps++;
       }
-      assert.equal(maps, steps, "one read per step: the loss's");
-    } finally {
-      proto.mapAsync = original;
-    }
+    });
+    assert.equal(maps, steps, "one read per step: the loss's");
     // A picked target out of range is still an error at the next read.
     const bad = tensor([0, 5, 1], { device: d, dtype: "int32" });
     const picked = bad.indexSelect(0, tensor([1, 2], { device: d, dtype: "int32" }));

@@ -49,6 +49,29 @@ export function foreachCapacity(
   return Math.max(1, Math.min(Math.floor(bindings / spec.arrays.length), words));
 }
 
+/** Records `spec.body` over one tensor, four elements per invocation when its size allows. */
+export function dispatchSingle(
+  rt: Runtime,
+  spec: ForeachSpec,
+  buffers: readonly GPUBuffer[],
+  numel: number,
+): void {
+  const vec = numel % 4 === 0;
+  const count = vec ? numel / 4 : numel;
+  const t = vec ? "vec4<f32>" : "f32";
+  rt.dispatch({
+    name: spec.name,
+    key: `${spec.key}_${vec}`,
+    wgsl: () =>
+      PARAMS_WGSL + spec.arrays.map((a, k) => storage(k + 1, a.name, t, a.write)).join("") +
+      main1d(WG) + spec.body("").replace(/\[i\]/g, "[idx]") + "}\n",
+    signature: spec.arrays.map((a) => (a.write ? "w" : "r")).join(""),
+    buffers,
+    params: [count, ...spec.scalars],
+    groups: groups2d(Math.ceil(count / WG)),
+  });
+}
+
 /**
  * Records `spec.body` over every element of every tensor in `tensors` (each
  * its buffers in `spec.arrays` order, and its element count) in one dispatch.

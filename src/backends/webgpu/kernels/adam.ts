@@ -8,11 +8,9 @@
  */
 
 import type { AdamArgs } from "../../backend.ts";
-import { dispatchForeach, foreachCapacity, type ForeachSpec } from "../foreach.ts";
-import { f32Bits, groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-
-const WG = 256;
+import { dispatchForeach, dispatchSingle, foreachCapacity, type ForeachSpec } from "../foreach.ts";
+import { f32Bits, type Runtime } from "../runtime.ts";
+import { wgslType } from "../wgsl.ts";
 
 const ARRAYS = [
   { name: "param", write: true },
@@ -72,32 +70,11 @@ export function adam(rt: Runtime, args: AdamArgs<GPUBuffer>): void {
     scalars: words,
   };
   rt.defer(`${spec.key}|${words.join(",")}`, args, foreachCapacity(rt, spec), (items) => {
-    if (items.length === 1) one(rt, items[0], spec);
-    else {
-      dispatchForeach(
-        rt,
-        spec,
-        items.map((a) => ({ buffers: [a.param, a.grad, a.expAvg, a.expAvgSq], numel: a.numel })),
-      );
-    }
-  });
-}
-
-/** One tensor's update, vec4 when its size allows. */
-function one(rt: Runtime, args: AdamArgs<GPUBuffer>, spec: ForeachSpec): void {
-  const vec = args.numel % 4 === 0;
-  const count = vec ? args.numel / 4 : args.numel;
-  const t = vec ? "vec4<f32>" : "f32";
-  rt.dispatch({
-    name: "adam",
-    key: `${spec.key}_${vec}`,
-    wgsl: () =>
-      PARAMS_WGSL + ARRAYS.map((a, k) => storage(k + 1, a.name, t, a.write)).join("") +
-      main1d(WG) + spec.body("").replace(/\[i\]/g, "[idx]") +
-      "}\n",
-    signature: "wrww",
-    buffers: [args.param, args.grad, args.expAvg, args.expAvgSq],
-    params: [count, ...spec.scalars],
-    groups: groups2d(Math.ceil(count / WG)),
+    const tensors = items.map((a) => ({
+      buffers: [a.param, a.grad, a.expAvg, a.expAvgSq],
+      numel: a.numel,
+    }));
+    if (tensors.length === 1) dispatchSingle(rt, spec, tensors[0].buffers, tensors[0].numel);
+    else dispatchForeach(rt, spec, tensors);
   });
 }

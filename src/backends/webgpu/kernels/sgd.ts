@@ -7,11 +7,9 @@
  */
 
 import type { SgdArgs } from "../../backend.ts";
-import { dispatchForeach, foreachCapacity, type ForeachSpec } from "../foreach.ts";
-import { f32Bits, groups2d, type Runtime } from "../runtime.ts";
-import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-
-const WG = 256;
+import { dispatchForeach, dispatchSingle, foreachCapacity, type ForeachSpec } from "../foreach.ts";
+import { f32Bits, type Runtime } from "../runtime.ts";
+import { wgslType } from "../wgsl.ts";
 
 const ARRAYS = [
   { name: "param", write: true },
@@ -38,28 +36,8 @@ ${decay ? "      d = d + p * pf(2u);\n" : ""}      param${suffix}[i] = p - d * p
     scalars: words,
   };
   rt.defer(`${spec.key}|${words.join(",")}`, args, foreachCapacity(rt, spec), (items) => {
-    if (items.length === 1) one(rt, items[0], spec);
-    else {
-      dispatchForeach(rt, spec, items.map((a) => ({ buffers: [a.param, a.grad], numel: a.numel })));
-    }
-  });
-}
-
-/** One tensor's update, vec4 when its size allows. */
-function one(rt: Runtime, args: SgdArgs<GPUBuffer>, spec: ForeachSpec): void {
-  const vec = args.numel % 4 === 0;
-  const count = vec ? args.numel / 4 : args.numel;
-  const t = vec ? "vec4<f32>" : "f32";
-  rt.dispatch({
-    name: "sgd",
-    key: `${spec.key}_${vec}`,
-    wgsl: () =>
-      PARAMS_WGSL + ARRAYS.map((a, k) => storage(k + 1, a.name, t, a.write)).join("") +
-      main1d(WG) + spec.body("").replace(/\[i\]/g, "[idx]") +
-      "}\n",
-    signature: "wr",
-    buffers: [args.param, args.grad],
-    params: [count, ...spec.scalars],
-    groups: groups2d(Math.ceil(count / WG)),
+    const tensors = items.map((a) => ({ buffers: [a.param, a.grad], numel: a.numel }));
+    if (tensors.length === 1) dispatchSingle(rt, spec, tensors[0].buffers, tensors[0].numel);
+    else dispatchForeach(rt, spec, tensors);
   });
 }
