@@ -17,10 +17,12 @@
 /**
  * The core's budget in lines: over it, this script fails. Set at 5,600 when
  * the core measured 5,405 (3,233 when the budget was asked for, before the
- * parity ops, the fused kernels and the typed kernel table): raise it only
- * with a reason in the commit.
+ * parity ops, the fused kernels and the typed kernel table); raised to 5,700
+ * for the synchronous copies between host-memory devices and the argument
+ * records of the optional addmm/geluBackward kernels (core 5,628). Raise it
+ * only with a reason in the commit.
  */
-export const CORE_BUDGET = 5600;
+export const CORE_BUDGET = 5700;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [
