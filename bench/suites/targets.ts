@@ -22,14 +22,16 @@ import {
   type SuiteContext,
   Table,
 } from "./_common.ts";
-import { countGpuCalls } from "./_profile.ts";
+import { countGpuCalls, countKernels } from "./_profile.ts";
 import {
+  computeKernelCalls,
   createMlp,
   describeMlp,
   MLP_CONFIG,
   type MlpConfig,
   runStep,
   SMALL_MLP_CONFIG,
+  summarizeKernels,
 } from "./mlp.ts";
 import type { JaxjsPeer, PeerRunner } from "../peers/jaxjs.ts";
 import type { PytorchPeer } from "../peers/pytorch.ts";
@@ -164,6 +166,17 @@ export async function runTargets(
   const torchRun = (name: "matmul" | "mlp" | "demo"): Contender[] =>
     typeof torch === "string" ? [] : [{ name: "torch", run: () => torch.run(name) }];
   const noteMissing = (what: string, why: string) => table.note(`${what}: not measured (${why})`);
+  // The small step's kernel launches, counted on one more step, and the
+  // step's median time per launch: what per-op overhead costs.
+  const noteLaunches = async (backend: string, device: Device, step: Run, medianMs: number) => {
+    const counts = await countKernels([device], async () => void await step());
+    const launches = computeKernelCalls(counts);
+    table.note(
+      `${backend} small step: ${summarizeKernels(counts)}; ${
+        fmt((1000 * medianMs) / launches)
+      } µs of the step per launch`,
+    );
+  };
 
   if (ctx.backends.includes("cpu")) {
     const [cpu] = await ctx.devices("cpu", 1);
@@ -253,6 +266,7 @@ export async function runTargets(
           met: mine <= 1.5,
         });
         if (ms.has("torch")) speedup(label, "PyTorch", mine, ms.get("torch")!, "ms/step", null);
+        await noteLaunches("cpu", cpu, ours.step, mine);
       } finally {
         ours.dispose();
       }
@@ -291,6 +305,7 @@ export async function runTargets(
           `webgpu small step: ${calls.submits} submit(s), ${calls.maps} read(s) (mapAsync), ` +
             `${calls.dispatches} dispatches per step`,
         );
+        await noteLaunches("webgpu", gpu, ours.step, mine);
       } finally {
         ours.dispose();
       }
