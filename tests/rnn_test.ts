@@ -80,6 +80,11 @@ const SHAPES: [string, RecurrentClass, nn.RNNOptions][] = [
   ["RNN relu 2 layers", nn.RNN, { nonlinearity: "relu", numLayers: 2 }],
   ["LSTM bidirectional batch-first", nn.LSTM, { bidirectional: true, batchFirst: true }],
   ["GRU 2 layers bidirectional", nn.GRU, { numLayers: 2, bidirectional: true }],
+  [
+    "LSTM projSize 2 layers bidirectional",
+    nn.LSTM,
+    { numLayers: 2, bidirectional: true, projSize: 3 } as nn.LSTMOptions,
+  ],
 ];
 
 for (const [name, Cls, options] of SHAPES) {
@@ -90,7 +95,7 @@ for (const [name, Cls, options] of SHAPES) {
       const m = new Cls(5, 6, { ...options, device: d });
       const x = tensor(xs, { shape: [4, 3, 5], device: d, requiresGrad: true });
       const [out, h, c] = run(m, x, null, null);
-      (c ? out.sum().add(h.mul(c).sum()) : out.mul(out).sum().add(h.sum())).backward();
+      (c ? out.sum().add(h.sum().mul(c.sum())) : out.mul(out).sum().add(h.sum())).backward();
       return [out, h, x.grad!, ...m.parameters().map((p) => p.grad!)];
     }, { atol: 2e-5, rtol: 1e-4 });
   });
@@ -167,6 +172,48 @@ backendTest("recurrent layers name bad inputs and states", (device) => {
   assert.throws(() => new nn.GRU(3, 4, { dropout: 2 }), /dropout must be a number between 0 and 1/);
 });
 
+backendTest("LSTM with projSize: state shapes, and bad projSize or states named", (device) => {
+  const m = new nn.LSTM(3, 4, { projSize: 2, numLayers: 2, device });
+  assert.equal(m.outputSize, 2);
+  const x = tensor(values([5, 2, 3], 1506), { shape: [5, 2, 3], device });
+  const [out, [h, c]] = m.forward(x);
+  assert.deepEqual([out.shape, h.shape, c.shape].map((s) => [...s]), [[5, 2, 2], [2, 2, 2], [
+    2,
+    2,
+    4,
+  ]]);
+  const state = (features: number) =>
+    tensor(values([2, 2, features], 3), { shape: [2, 2, features], device });
+  assert.throws(
+    () => m.forward(x, [state(4), state(4)]),
+    /LSTM: h0 of shape \[2, 2, 4\] does not match \[2, 2, 2\] \(layers \* directions, batch, projSize\)/,
+  );
+  assert.throws(
+    () => m.forward(x, [state(2), state(2)]),
+    /LSTM: c0 of shape \[2, 2, 2\] does not match \[2, 2, 4\] \(layers \* directions, batch, hiddenSize\)/,
+  );
+  assert.throws(
+    () => new nn.LSTM(3, 4, { projSize: 4 }),
+    /LSTM: projSize 4 must be smaller than hiddenSize 4 \(weight_hr would be \[4, 4\]\)/,
+  );
+  assert.throws(
+    () => new nn.LSTM(3, 4, { projSize: -1 }),
+    /projSize must be a non-negative integer/,
+  );
+  assert.throws(
+    () => new nn.LSTM(3, 4, { projSize: 1.5 }),
+    /projSize must be a non-negative integer/,
+  );
+  assert.throws(
+    () => new nn.GRU(3, 4, { projSize: 2 } as nn.RNNBaseOptions),
+    /GRU: projSize is only supported by LSTM, got 2/,
+  );
+  assert.throws(
+    () => new nn.RNN(3, 4, { projSize: 2 } as nn.RNNOptions),
+    /RNN: projSize is only supported by LSTM/,
+  );
+});
+
 // ---- float64 gradient checks (cpu): input, states and every weight ----
 
 function withWeights(
@@ -228,4 +275,25 @@ check(
   "LSTM unbatched without bias",
   withWeights(nn.LSTM, { bias: false }, (m, x) => run(m, x, null, null)[0]),
   [inp([4, 2], 1550), inp([1, 3], 1551), ...weightInputs(nn.LSTM, { bias: false }, 1560)],
+);
+check(
+  "LSTM projSize 2 layers bidirectional with [h0, c0]",
+  withWeights(
+    nn.LSTM,
+    { numLayers: 2, bidirectional: true, projSize: 2 } as nn.RNNOptions,
+    (m, x, h0, [c0]) => {
+      const [out, h, c] = run(m, x, h0, c0);
+      return out.sum().add(h.sum()).add(c!.mul(c!).sum());
+    },
+  ),
+  [
+    inp([3, 2, 2], 1570),
+    inp([4, 2, 2], 1571),
+    ...weightInputs(
+      nn.LSTM,
+      { numLayers: 2, bidirectional: true, projSize: 2 } as nn.RNNOptions,
+      1580,
+    ),
+    inp([4, 2, 3], 1572),
+  ],
 );

@@ -34,6 +34,18 @@ export interface RNNBaseOptions extends FactoryOptions {
   bidirectional?: boolean;
 }
 
+/** Options of {@link LSTM}. */
+export interface LSTMOptions extends RNNBaseOptions {
+  /**
+   * Features of the hidden state after a learned projection, PyTorch's
+   * `proj_size` (default 0: no projection). When positive it must be smaller
+   * than `hiddenSize`: `h` then has `projSize` features and `c` keeps
+   * `hiddenSize`, with one more weight `weight_hr_l{k}` of shape
+   * [projSize, hiddenSize] per layer and direction.
+   */
+  projSize?: number;
+}
+
 /** Options of {@link RNN}. */
 export interface RNNOptions extends RNNBaseOptions {
   /** `"tanh"` (default) or `"relu"`. */
@@ -50,6 +62,17 @@ interface CellWeights {
   weightHh: Tensor;
   biasIh: Tensor | null;
   biasHh: Tensor | null;
+  /** The LSTM's projection of the hidden state (`weight_hr`), or null. */
+  weightHr: Tensor | null;
+}
+
+/** Names of the fields that hold one layer and direction's parameters. */
+interface CellNames {
+  weightIh: string;
+  weightHh: string;
+  biasIh: string | null;
+  biasHh: string | null;
+  weightHr: string | null;
 }
 
 /** Hidden state of one layer and direction: `h`, and `c` for an LSTM. */
@@ -80,10 +103,12 @@ abstract class RNNBase extends Module {
   readonly dropout: number;
   /** Whether a reverse pass runs too. */
   readonly bidirectional: boolean;
-  /** Parameter field names per layer and direction, `[weight_ih, weight_hh, bias_ih?, bias_hh?]`. */
-  protected readonly weightNames: string[][][];
+  /** Features of the projected hidden state (LSTM only); 0 when there is no projection. */
+  readonly projSize: number;
+  /** Parameter field names per layer and direction. */
+  protected readonly weightNames: CellNames[][];
 
-  constructor(mode: Mode, inputSize: number, hiddenSize: number, options: RNNBaseOptions) {
+  constructor(mode: Mode, inputSize: number, hiddenSize: number, options: LSTMOptions) {
     super();
     const owner = mode.startsWith("RNN") ? "RNN" : mode;
     this.mode = mode;
@@ -98,31 +123,46 @@ abstract class RNNBase extends Module {
       throw new RangeError(`${owner}: dropout must be a number between 0 and 1, got ${dropout}`);
     }
     this.dropout = dropout;
+    this.projSize = checkProjSize(mode, this.hiddenSize, options.projSize ?? 0);
     const { dtype, device } = resolveFactory(options, "float32");
     const gateSize = GATES[mode] * hiddenSize;
     const directions = this.bidirectional ? 2 : 1;
+    const outSize = this.outputSize;
     const fields = this as unknown as Record<string, Parameter>;
     this.weightNames = [];
     for (let layer = 0; layer < this.numLayers; layer++) {
-      const perDirection: string[][] = [];
-      const layerInput = layer === 0 ? inputSize : hiddenSize * directions;
+      const perDirection: CellNames[] = [];
+      const layerInput = layer === 0 ? inputSize : outSize * directions;
       for (let direction = 0; direction < directions; direction++) {
         const suffix = `_l${layer}${direction === 1 ? "_reverse" : ""}`;
-        const shapes: [string, number[]][] = [
-          [`weight_ih${suffix}`, [gateSize, layerInput]],
-          [`weight_hh${suffix}`, [gateSize, hiddenSize]],
+        const names: CellNames = {
+          weightIh: `weight_ih${suffix}`,
+          weightHh: `weight_hh${suffix}`,
+          biasIh: this.bias ? `bias_ih${suffix}` : null,
+          biasHh: this.bias ? `bias_hh${suffix}` : null,
+          weightHr: this.projSize > 0 ? `weight_hr${suffix}` : null,
+        };
+        // Created in PyTorch's state-dict order.
+        const shapes: [string | null, number[]][] = [
+          [names.weightIh, [gateSize, layerInput]],
+          [names.weightHh, [gateSize, outSize]],
+          [names.biasIh, [gateSize]],
+          [names.biasHh, [gateSize]],
+          [names.weightHr, [this.projSize, hiddenSize]],
         ];
-        if (this.bias) {
-          shapes.push([`bias_ih${suffix}`, [gateSize]], [`bias_hh${suffix}`, [gateSize]]);
-        }
         for (const [name, shape] of shapes) {
-          fields[name] = new Parameter(empty(shape, dtype, device));
+          if (name) fields[name] = new Parameter(empty(shape, dtype, device));
         }
-        perDirection.push(shapes.map(([name]) => name));
+        perDirection.push(names);
       }
       this.weightNames.push(perDirection);
     }
     this.resetParameters();
+  }
+
+  /** Features of `h` and of each direction's output: `projSize` when set, else `hiddenSize`. */
+  get outputSize(): number {
+    return this.projSize > 0 ? this.projSize : this.hiddenSize;
   }
 
   /**
@@ -137,12 +177,14 @@ abstract class RNNBase extends Module {
   /** The parameters of `layer` in `direction` (0 forward, 1 reverse). */
   protected cellWeights(layer: number, direction: number): CellWeights {
     const fields = this as unknown as Record<string, Tensor>;
-    const [ih, hh, bih, bhh] = this.weightNames[layer][direction];
+    const names = this.weightNames[layer][direction];
+    const field = (name: string | null) => name ? fields[name] : null;
     return {
-      weightIh: fields[ih],
-      weightHh: fields[hh],
-      biasIh: bih ? fields[bih] : null,
-      biasHh: bhh ? fields[bhh] : null,
+      weightIh: fields[names.weightIh],
+      weightHh: fields[names.weightHh],
+      biasIh: field(names.biasIh),
+      biasHh: field(names.biasHh),
+      weightHr: field(names.weightHr),
     };
   }
 
@@ -189,26 +231,28 @@ abstract class RNNBase extends Module {
     let x = unbatched ? input.unsqueeze(1) : this.batchFirst ? input.transpose(0, 1) : input;
     const [steps, batch] = x.shape;
     const directions = this.bidirectional ? 2 : 1;
-    const stateShape = [this.numLayers * directions, batch, this.hiddenSize];
-    const initial = (t: Tensor | null, name: string): Tensor[] => {
+    const outSize = this.outputSize;
+    const states = this.numLayers * directions;
+    const initial = (t: Tensor | null, name: string, features: number): Tensor[] => {
       if (t === null) {
-        const zero = zeros([batch, this.hiddenSize], { dtype: x.dtype, device: x.device });
-        return Array.from({ length: stateShape[0] }, () => zero);
+        const zero = zeros([batch, features], { dtype: x.dtype, device: x.device });
+        return Array.from({ length: states }, () => zero);
       }
       checkFloatInput(owner, t, name);
-      const expected = unbatched ? [stateShape[0], this.hiddenSize] : stateShape;
+      const expected = unbatched ? [states, features] : [states, batch, features];
       if (!sameShape(t.shape, expected)) {
+        const size = features === this.hiddenSize ? "hiddenSize" : "projSize";
         throw new RangeError(
           `${owner}: ${name} of shape ${formatShape(t.shape)} does not match ${
             formatShape(expected)
-          } (layers * directions, ${unbatched ? "" : "batch, "}hiddenSize)`,
+          } (layers * directions, ${unbatched ? "" : "batch, "}${size})`,
         );
       }
       sameDevice(owner, { input, [name]: t });
       return (unbatched ? t.unsqueeze(1) : t).unbind(0);
     };
-    const hs = initial(h0, "h0");
-    const cs = this.mode === "LSTM" ? initial(c0, "c0") : null;
+    const hs = initial(h0, "h0", outSize);
+    const cs = this.mode === "LSTM" ? initial(c0, "c0", this.hiddenSize) : null;
     const finalH: Tensor[] = [];
     const finalC: Tensor[] = [];
     for (let layer = 0; layer < this.numLayers; layer++) {
@@ -234,7 +278,7 @@ abstract class RNNBase extends Module {
         if (state.c) finalC.push(state.c);
         outputs.push(
           steps === 0
-            ? zeros([0, batch, this.hiddenSize], { dtype: x.dtype, device: x.device })
+            ? zeros([0, batch, outSize], { dtype: x.dtype, device: x.device })
             : stack(sequence, 0),
         );
       }
@@ -254,6 +298,7 @@ abstract class RNNBase extends Module {
   /** `10, 20, num_layers=2, batch_first=True`, as PyTorch prints it (without the nonlinearity). */
   override extraRepr(): string {
     const parts = [`${this.inputSize}`, `${this.hiddenSize}`];
+    if (this.projSize !== 0) parts.push(`proj_size=${this.projSize}`);
     if (this.numLayers !== 1) parts.push(`num_layers=${this.numLayers}`);
     if (!this.bias) parts.push(`bias=${pyBool(false)}`);
     if (this.batchFirst) parts.push(`batch_first=${pyBool(true)}`);
@@ -261,6 +306,29 @@ abstract class RNNBase extends Module {
     if (this.bidirectional) parts.push(`bidirectional=${pyBool(true)}`);
     return parts.join(", ");
   }
+}
+
+/** PyTorch's rules for `proj_size`: LSTM only, a whole number in [0, hiddenSize). */
+function checkProjSize(mode: Mode, hiddenSize: number, projSize: number): number {
+  if (projSize === 0) return 0;
+  if (mode !== "LSTM") {
+    throw new RangeError(
+      `${
+        mode.startsWith("RNN") ? "RNN" : mode
+      }: projSize is only supported by LSTM, got ${projSize}`,
+    );
+  }
+  if (!Number.isInteger(projSize) || projSize < 0) {
+    throw new RangeError(
+      `LSTM: projSize must be a non-negative integer (0 disables the projection), got ${projSize}`,
+    );
+  }
+  if (projSize >= hiddenSize) {
+    throw new RangeError(
+      `LSTM: projSize ${projSize} must be smaller than hiddenSize ${hiddenSize} (weight_hr would be [${projSize}, ${hiddenSize}])`,
+    );
+  }
+  return projSize;
 }
 
 /** The hidden-to-hidden product of a step, with `bias_hh`. */
@@ -306,12 +374,14 @@ export class RNN extends RNNBase {
 
 /**
  * A long short-term memory network, as `torch.nn.LSTM`, gates in PyTorch's
- * order i, f, g, o: `c_t = f c_(t-1) + i g`, `h_t = o tanh(c_t)`.
- * `forward(input, [h0, c0]?)` returns `[output, [h_n, c_n]]`.
+ * order i, f, g, o: `c_t = f c_(t-1) + i g`, `h_t = o tanh(c_t)`, and with
+ * `projSize` `h_t = W_hr (o tanh(c_t))`.
+ * `forward(input, [h0, c0]?)` returns `[output, [h_n, c_n]]`; `h` and the
+ * output have `projSize` features per direction when it is set.
  */
 export class LSTM extends RNNBase {
-  /** An LSTM from `inputSize` features to `hiddenSize`. */
-  constructor(inputSize: number, hiddenSize: number, options: RNNBaseOptions = {}) {
+  /** An LSTM from `inputSize` features to `hiddenSize` (projected to `projSize`). */
+  constructor(inputSize: number, hiddenSize: number, options: LSTMOptions = {}) {
     super("LSTM", inputSize, hiddenSize, options);
   }
 
@@ -329,7 +399,8 @@ export class LSTM extends RNNBase {
     const gates = x.add(hiddenProjection(state.h, weights));
     const [i, f, g, o] = gates.chunk(4, 1);
     const c = f.sigmoid().mul(state.c!).add(i.sigmoid().mul(g.tanh()));
-    return { h: o.sigmoid().mul(c.tanh()), c };
+    const h = o.sigmoid().mul(c.tanh());
+    return { h: weights.weightHr ? linear(h, weights.weightHr) : h, c };
   }
 }
 
