@@ -113,6 +113,48 @@ backendTest(
   },
 );
 
+backendTest(
+  "MultiheadAttention addBiasKv + addZeroAttn: outputs, weights, grads equal cpu's",
+  async (d) => {
+    const xs = values([4, 2, 8], 1615).map(Math.fround);
+    await matchesCpu(d, (dev) => {
+      manualSeed(22);
+      const m = new nn.MultiheadAttention(8, 2, {
+        addBiasKv: true,
+        addZeroAttn: true,
+        device: dev,
+      });
+      const x = tensor(xs, { shape: [4, 2, 8], device: dev, requiresGrad: true });
+      const padding = tensor([[0, 0, 1, 1], [0, 0, 0, 0]], { device: dev, dtype: "int32" });
+      const [out, w] = m.forward(x, x, x, { keyPaddingMask: padding });
+      assert.deepEqual([...w!.shape], [2, 4, 6], "two extra source positions");
+      out.sum().add(w!.mul(w!).sum()).backward();
+      return [out, w!, x.grad!, ...m.parameters().map((p) => p.grad!)];
+    }, { atol: 2e-5, rtol: 1e-4 });
+  },
+);
+
+Deno.test("MultiheadAttention addBiasKv: bias_k/bias_v keys in PyTorch's order, xavier-normal", async () => {
+  manualSeed(6);
+  const m = new nn.MultiheadAttention(64, 4, { addBiasKv: true, kdim: 3, vdim: 5 });
+  assert.deepEqual(Object.keys(m.stateDict()), [
+    "q_proj_weight",
+    "k_proj_weight",
+    "v_proj_weight",
+    "in_proj_bias",
+    "bias_k",
+    "bias_v",
+    "out_proj.weight",
+    "out_proj.bias",
+  ]);
+  assert.deepEqual([...m.bias_k!.shape], [1, 1, 64]);
+  // xavier-normal of [1, 1, 64]: fan_in = fan_out = 64, std = sqrt(2 / 128).
+  const v = [...await m.bias_k!.data()];
+  const std = Math.sqrt(v.reduce((a: number, x: number) => a + x * x, 0) / v.length);
+  assert.ok(Math.abs(std - 0.125) < 0.04, `std ${std}, expected about 0.125`);
+  assert.equal(new nn.MultiheadAttention(8, 2, { addZeroAttn: true }).parameters().length, 4);
+});
+
 backendTest("a fully masked query row gives NaN, as PyTorch; others stay finite", async (d) => {
   const q = tensor(values([2, 3, 4], 1611), { shape: [2, 3, 4], device: d });
   const k = tensor(values([2, 3, 4], 1612), { shape: [2, 3, 4], device: d });
@@ -182,6 +224,15 @@ backendTest("attention names bad shapes and masks", (d) => {
     () => m.forward(x, x, x, { keyPaddingMask: tensor([0, 1, 0], { device: d, dtype: "int32" }) }),
     /keyPaddingMask of shape \[3\] must be \[2, 3\]/,
   );
+  // Masks are given for the S keys, not for the positions addBiasKv adds.
+  const withBias = new nn.MultiheadAttention(4, 2, { addBiasKv: true, device: d });
+  assert.throws(
+    () =>
+      withBias.forward(x, x, x, {
+        attnMask: tensor(values([3, 4], 3), { shape: [3, 4], device: d }),
+      }),
+    /attnMask of shape \[3, 4\] must be \[3, 3\] or \[4, 3, 3\]/,
+  );
   const q = tensor(values([2, 3], 2), { shape: [2, 3], device: d });
   assert.throws(
     () => F.scaledDotProductAttention(q, tensor([1, 2, 3], { device: d }), q),
@@ -242,5 +293,30 @@ check(
     inp([12], 1634, -0.3, 0.3),
     inp([4, 4], 1635, -0.7, 0.7),
     inp([4], 1636, -0.3, 0.3),
+  ],
+);
+check(
+  "MultiheadAttention addBiasKv + addZeroAttn (inputs, bias_k, bias_v, float mask)",
+  (q, k, v, inW, biasK, biasV, mask) => {
+    manualSeed(30); // out_proj keeps its (seeded) initialisation
+    const m = new nn.MultiheadAttention(4, 2, {
+      dtype: "float64",
+      addBiasKv: true,
+      addZeroAttn: true,
+    });
+    m.in_proj_weight = inW as nn.Parameter;
+    m.bias_k = biasK as nn.Parameter;
+    m.bias_v = biasV as nn.Parameter;
+    const [out, w] = m.forward(q, k, v, { attnMask: mask, averageAttnWeights: false });
+    return out.sum().add(w!.mul(w!).sum());
+  },
+  [
+    inp([2, 2, 4], 1640),
+    inp([3, 2, 4], 1641),
+    inp([3, 2, 4], 1642),
+    inp([12, 4], 1643, -0.7, 0.7),
+    inp([1, 1, 4], 1644),
+    inp([1, 1, 4], 1645),
+    inp([2, 3], 1646),
   ],
 );

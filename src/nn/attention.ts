@@ -2,17 +2,19 @@
  * `MultiheadAttention`, as `torch.nn.MultiheadAttention`: PyTorch's
  * parameter names (`in_proj_weight`, `in_proj_bias`, `out_proj.weight`, or
  * `q_proj_weight`/`k_proj_weight`/`v_proj_weight` when key and value sizes
- * differ), its masks and its initialisation.
+ * differ, `bias_k`/`bias_v` with `addBiasKv`), its masks and its
+ * initialisation.
  * @module
  */
 
-import { resolveFactory } from "../ops/factory.ts";
+import { resolveFactory, zeros } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
+import { cat } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { attend } from "./attention_math.ts";
 import * as F from "./functional.ts";
-import { constant_, xavierUniform_ } from "./init.ts";
+import { constant_, xavierNormal_, xavierUniform_ } from "./init.ts";
 import { type FactoryOptions, Linear } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
 import { checkCount, checkFloatInput, sameDevice } from "./util.ts";
@@ -29,6 +31,17 @@ export interface MultiheadAttentionOptions extends FactoryOptions {
   vdim?: number;
   /** Inputs and output are [batch, seq, feature] (default false: [seq, batch, feature]). */
   batchFirst?: boolean;
+  /**
+   * Learn `bias_k` and `bias_v` [1, 1, embedDim] (xavier-normal), appended to
+   * the projected keys and values as one more source position (default
+   * false), as PyTorch's `add_bias_kv`.
+   */
+  addBiasKv?: boolean;
+  /**
+   * Append a key and a value of zeros (after the projections and `bias_k`)
+   * as one more source position, as PyTorch's `add_zero_attn` (default false).
+   */
+  addZeroAttn?: boolean;
 }
 
 /** Options of {@link MultiheadAttention.forward}. */
@@ -56,9 +69,12 @@ export interface MultiheadAttentionForwardOptions {
  * `torch.nn.MultiheadAttention`. Parameters: `in_proj_weight` [3E, E] (from
  * xavier-uniform) and `in_proj_bias` [3E] (zeros) when keys and values have
  * `embedDim` features, else `q_proj_weight` [E, E], `k_proj_weight` [E, kdim],
- * `v_proj_weight` [E, vdim]; then `out_proj` (a Linear, bias zeroed). The
- * field names are PyTorch's state-dict keys, so its state dicts load
- * unchanged.
+ * `v_proj_weight` [E, vdim]; `bias_k` and `bias_v` [1, 1, E] with
+ * `addBiasKv`; then `out_proj` (a Linear, bias zeroed). The field names are
+ * PyTorch's state-dict keys, so its state dicts load unchanged. `addBiasKv`
+ * and `addZeroAttn` each add a source position: the weights then have
+ * S + 1 (or S + 2) columns, and the masks, given for S keys, are extended
+ * with "attends" (as PyTorch pads them with zeros).
  */
 export class MultiheadAttention extends Module {
   /** Features of queries and output. */
@@ -75,6 +91,8 @@ export class MultiheadAttention extends Module {
   readonly batchFirst: boolean;
   /** Features of one head. */
   readonly headDim: number;
+  /** Whether a key and value of zeros are appended. */
+  readonly addZeroAttn: boolean;
   /** [3E, E] packed q, k, v projection (null when kdim or vdim differ). */
   in_proj_weight: Parameter | null = null;
   /** [E, E] (only when kdim or vdim differ from embedDim). */
@@ -85,6 +103,10 @@ export class MultiheadAttention extends Module {
   v_proj_weight: Parameter | null = null;
   /** [3E] biases of the q, k, v projections, or null. */
   in_proj_bias: Parameter | null = null;
+  /** [1, 1, E] learned key appended to the projected keys (with `addBiasKv`), or null. */
+  bias_k: Parameter | null = null;
+  /** [1, 1, E] learned value appended to the projected values (with `addBiasKv`), or null. */
+  bias_v: Parameter | null = null;
   /** The output projection. */
   out_proj: Linear;
 
@@ -118,6 +140,11 @@ export class MultiheadAttention extends Module {
     }
     const bias = options.bias ?? true;
     if (bias) this.in_proj_bias = param([3 * e]);
+    if (options.addBiasKv ?? false) {
+      this.bias_k = param([1, 1, e]);
+      this.bias_v = param([1, 1, e]);
+    }
+    this.addZeroAttn = options.addZeroAttn ?? false;
     this.out_proj = new Linear(e, e, { bias, dtype, device });
     this.resetParameters();
   }
@@ -132,6 +159,8 @@ export class MultiheadAttention extends Module {
     }
     if (this.v_proj_weight) xavierUniform_(this.v_proj_weight);
     if (this.in_proj_bias) constant_(this.in_proj_bias, 0);
+    if (this.bias_k) xavierNormal_(this.bias_k);
+    if (this.bias_v) xavierNormal_(this.bias_v);
     if (this.out_proj.bias) constant_(this.out_proj.bias, 0);
   }
 
@@ -183,7 +212,8 @@ export class MultiheadAttention extends Module {
         } must have the query's batch size ${n} and one sequence length`,
       );
     }
-    const [q, k, v] = this.project(query, key, value, q0, k0, v0);
+    const [q, projectedK, projectedV] = this.project(query, key, value, q0, k0, v0);
+    const { k, v, extra } = this.extraKeys(projectedK, projectedV, n);
     const h = this.numHeads;
     const hd = this.headDim;
     // [L, N, E] -> [N * H, L, hd]
@@ -200,8 +230,9 @@ export class MultiheadAttention extends Module {
           } or ${formatShape(want3)} (batch * numHeads, target length, source length)`,
         );
       }
-      if (attnMask.dtype === "int32") excluded.push(attnMask);
-      else additive = attnMask;
+      const padded = padKeys(attnMask, extra);
+      if (attnMask.dtype === "int32") excluded.push(padded);
+      else additive = padded;
     }
     if (keyPaddingMask) {
       const want = batched ? [n, s] : [s];
@@ -212,17 +243,15 @@ export class MultiheadAttention extends Module {
           } (batch, source length)`,
         );
       }
-      // [N, S] -> [N, 1, 1, S] -> every head: [N * H, 1, S].
-      const perHead = keyPaddingMask.reshape([n, 1, 1, s]).expand([n, h, 1, s]).reshape([
-        n * h,
-        1,
-        s,
-      ]);
+      // [N, S] -> [N, 1, 1, S'] -> every head: [N * H, 1, S'].
+      const keys = s + extra;
+      const perHead = padKeys(keyPaddingMask.reshape([n, 1, 1, s]), extra)
+        .expand([n, h, 1, keys]).reshape([n * h, 1, keys]);
       if (keyPaddingMask.dtype === "int32") excluded.push(perHead);
       else additive = additive ? additive.add(perHead) : perHead;
     }
     const mask = excluded.length === 2 ? excluded[0].ne(0).maximum(excluded[1].ne(0)) : excluded[0];
-    const { output, weights } = attend(heads(q, l), heads(k, s), heads(v, s), {
+    const { output, weights } = attend(heads(q, l), heads(k, s + extra), heads(v, s + extra), {
       scale: 1 / Math.sqrt(hd),
       excluded: mask ?? null,
       additive,
@@ -232,9 +261,30 @@ export class MultiheadAttention extends Module {
     let out = this.out_proj.forward(output.transpose(0, 1).reshape([l, n, e]));
     out = !batched ? out.squeeze(1) : this.batchFirst ? out.transpose(0, 1) : out;
     if (!(options.needWeights ?? true)) return [out, null];
-    let w = weights.reshape([n, h, l, s]);
+    let w = weights.reshape([n, h, l, s + extra]);
     if (options.averageAttnWeights ?? true) w = w.sum(1).div(h);
     return [out, batched ? w : w.squeeze(0)];
+  }
+
+  /**
+   * The projected keys and values [S, N, E] with `bias_k`/`bias_v` and then
+   * a zero row appended as PyTorch does; `extra` counts the rows added.
+   */
+  private extraKeys(k: Tensor, v: Tensor, batch: number): { k: Tensor; v: Tensor; extra: number } {
+    let extra = 0;
+    if (this.bias_k && this.bias_v) {
+      const e = this.embedDim;
+      k = cat([k, this.bias_k.expand([1, batch, e])], 0);
+      v = cat([v, this.bias_v.expand([1, batch, e])], 0);
+      extra++;
+    }
+    if (this.addZeroAttn) {
+      const zero = zeros([1, batch, this.embedDim], { dtype: k.dtype, device: k.device });
+      k = cat([k, zero], 0);
+      v = cat([v, zero], 0);
+      extra++;
+    }
+    return { k, v, extra };
   }
 
   /** q, k, v projected, [L or S, N, E] each; one product when query, key and value are one tensor. */
@@ -266,4 +316,11 @@ export class MultiheadAttention extends Module {
       F.linear(v0, this.v_proj_weight!, biases[2]),
     ].map((t) => t.reshape([t.shape[0], t.shape[1], e]));
   }
+}
+
+/** `mask` with `extra` key columns appended that take part (0: not excluded, nothing added). */
+function padKeys(mask: Tensor, extra: number): Tensor {
+  if (extra === 0) return mask;
+  const shape = [...mask.shape.slice(0, -1), extra];
+  return cat([mask, zeros(shape, { dtype: mask.dtype, device: mask.device })], -1);
 }
