@@ -40,8 +40,8 @@ const LATE_MS = 0.5;
 
 /**
  * A product over packed panels (byte offsets into the shared memory). Its
- * work is cut into units, one kernel call each (an L2-sized slice of A
- * panels against one B panel, some 10-20 µs at these sizes), that threads
+ * work is cut into units (an L2-sized slice of A panels against one B panel,
+ * one kernel call per block of k, some 10-60 µs at these sizes), that threads
  * take in turn from a shared counter: a thread the OS has descheduled (the
  * machine may be busier than its core count) holds up at most the unit it
  * is in, and the calling thread finishes the rest itself.
@@ -59,9 +59,17 @@ export interface PanelJob {
   /** Bytes per row of C. */
   readonly ldc: number;
   readonly mr: number;
+  /**
+   * Length of a block of k: A and B are packed block by block of k (each
+   * block [panels][kc][mr or 8]), and a unit runs its tiles through every
+   * block in order, so the B panel of one block stays in L1.
+   */
+  readonly kc: number;
+  /** Byte offset of the bias row (`addmm`, padded to whole B panels), or -1. */
+  readonly biasAt: number;
 }
 
-/** The kernel export: `panel(a, b, c, panels, k, ldc)`. */
+/** The kernel export: `panel(a, b, c, panels, k, ldc, flags, bias)` (see the `.wat` files). */
 export type PanelFn = (
   a: number,
   b: number,
@@ -69,6 +77,8 @@ export type PanelFn = (
   panels: number,
   k: number,
   ldc: number,
+  flags: number,
+  bias: number,
 ) => void;
 
 /**
@@ -79,9 +89,7 @@ export type PanelFn = (
  */
 function runUnits(panel: PanelFn, p: Int32Array): void {
   const aAt = p[4], bAt = p[5], cAt = p[6], iPanels = p[7], jPanels = p[8];
-  const slice = p[9], k = p[10], ldc = p[11], mr = p[12];
-  const aPanelBytes = k * mr * 4;
-  const bPanelBytes = k * 32;
+  const slice = p[9], k = p[10], ldc = p[11], mr = p[12], kc = p[14], biasAt = p[15];
   const units = Math.ceil(iPanels / slice) * jPanels;
   for (;;) {
     const unit = Atomics.add(p, 3, 1);
@@ -90,14 +98,23 @@ function runUnits(panel: PanelFn, p: Int32Array): void {
     const jp = unit - s * jPanels;
     const ip = s * slice;
     const count = Math.min(slice, iPanels - ip);
-    panel(
-      aAt + ip * aPanelBytes,
-      bAt + jp * bPanelBytes,
-      cAt + ip * mr * ldc + jp * 32,
-      count,
-      k,
-      ldc,
-    );
+    const c = cAt + ip * mr * ldc + jp * 32;
+    // Every block of k in order, by this thread: the sums run in the same
+    // order whatever the thread count, so the result is bitwise the same.
+    for (let k0 = 0; k0 < k; k0 += kc) {
+      const kb = Math.min(kc, k - k0);
+      const flags = (k0 > 0 ? 1 : 0) | (biasAt >= 0 && k0 + kb >= k ? 2 : 0);
+      panel(
+        aAt + (k0 * iPanels + ip * kb) * mr * 4,
+        bAt + (k0 * jPanels + jp * kb) * 32,
+        c,
+        count,
+        kb,
+        ldc,
+        flags,
+        biasAt + jp * 32,
+      );
+    }
   }
 }
 
@@ -293,4 +310,6 @@ function writeParams(p: Int32Array, job: PanelJob, parts: number): void {
   p[PARAMS + 7] = job.ldc;
   p[PARAMS + 8] = job.mr;
   p[PARAMS + 9] = parts;
+  p[PARAMS + 10] = job.kc;
+  p[PARAMS + 11] = job.biasAt;
 }

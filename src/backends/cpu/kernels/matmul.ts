@@ -150,6 +150,8 @@ const BLOCK_BYTES = 8 << 20;
  * next to the B panel in L1.
  */
 const A_L2_BYTES = 256 << 10;
+/** The longest block of k (see {@link kBlock}). */
+const KC_MAX = 256;
 /** The largest wasm memory asked for; beyond it the TypeScript kernel runs. */
 const MAX_MEMORY_BYTES = 1 << 30;
 /** The memory's declared maximum, in 64 KiB pages (the `.wat` files' import). */
@@ -304,12 +306,13 @@ function reserve(w: WasmMatmul, bytes: number): boolean {
 }
 
 /**
- * Packs rows `first .. first + count` of the logical [rows, cols] matrix at
- * `offset` of `src` (stored [cols, rows] when `transposed`) into panels of
- * `width` rows, each [cols][width], the first at `into[at]`: the layout the
- * kernel reads with contiguous loads. Rows past the block are zeros (they
- * only feed output rows that are never copied out, but zeros keep NaNs and
- * denormals out of the arithmetic). Full panels of width 4, 6 and 8 take
+ * Packs rows `first .. first + count`, columns `c0 .. c0 + width` of the
+ * logical [rows, cols] matrix at `offset` of `src` (stored [cols, rows]
+ * when `transposed`) into panels of `panel` rows, each [width][panel], the
+ * first at `into[at]`: the layout the kernel reads with contiguous loads
+ * (one block of k: columns are k). Rows past the block are zeros (they only
+ * feed output rows that are never copied out, but zeros keep NaNs and
+ * denormals out of the arithmetic). Full panels of 4, 6 and 8 rows take
  * unrolled loops (1.5-2x faster than the general loop in V8).
  */
 function packPanels(
@@ -320,66 +323,49 @@ function packPanels(
   transposed: boolean,
   first: number,
   count: number,
+  c0: number,
   width: number,
+  panel: number,
   into: Float32Array,
   at: number,
 ): void {
   const end = first + count;
-  for (let r0 = first, base = at; r0 < end; r0 += width, base += cols * width) {
-    const live = Math.min(width, end - r0);
-    if (
-      live === width && packFullPanel(src, offset, rows, cols, transposed, r0, width, into, base)
-    ) {
-      continue;
+  for (let r0 = first, base = at; r0 < end; r0 += panel, base += width * panel) {
+    const live = Math.min(panel, end - r0);
+    // Source index of element (r0, c0), and the steps to the next row and column.
+    const s0 = transposed ? offset + c0 * rows + r0 : offset + r0 * cols + c0;
+    const dr = transposed ? 1 : cols;
+    const dc = transposed ? rows : 1;
+    if (live === panel && packFullPanel(src, s0, dr, dc, width, panel, into, base)) continue;
+    for (let w = 0; w < live; w++) {
+      for (let c = 0, s = s0 + w * dr, d = base + w; c < width; c++, s += dc, d += panel) {
+        into[d] = src[s];
+      }
     }
-    if (transposed) {
-      // Stored [cols][rows]: the panel's `live` values of each column are
-      // contiguous in the source, so this is a strided copy of short runs.
-      for (let c = 0, s = offset + r0, d = base; c < cols; c++, s += rows, d += width) {
-        for (let w = 0; w < live; w++) into[d + w] = src[s + w];
-        for (let w = live; w < width; w++) into[d + w] = 0;
-      }
-    } else {
-      // Stored [rows][cols]: read each row in order, scatter it down the
-      // panel with stride `width` (the panel, ~width * cols * 4 bytes,
-      // stays in cache while it fills).
-      for (let w = 0; w < live; w++) {
-        for (let c = 0, s = offset + (r0 + w) * cols, d = base + w; c < cols; c++, d += width) {
-          into[d] = src[s + c];
-        }
-      }
-      for (let w = live; w < width; w++) {
-        for (let c = 0, d = base + w; c < cols; c++, d += width) into[d] = 0;
-      }
+    for (let w = live; w < panel; w++) {
+      for (let c = 0, d = base + w; c < width; c++, d += panel) into[d] = 0;
     }
   }
 }
 
 /**
- * One full panel (rows r0 .. r0 + width) with the copy unrolled over the
- * panel's width; false for widths without an unrolled form. Writes are
- * sequential; reads are `width` contiguous values per column (transposed)
- * or `width` rows read side by side (not transposed).
+ * One full panel of `panel` rows and `width` columns from source index `s`
+ * (steps `dr` to the next row, `dc` to the next column) with the copy
+ * unrolled over the panel's rows; false for heights without an unrolled form.
  */
 function packFullPanel(
   src: TypedArray,
-  offset: number,
-  rows: number,
-  cols: number,
-  transposed: boolean,
-  r0: number,
+  s: number,
+  dr: number,
+  dc: number,
   width: number,
+  panel: number,
   into: Float32Array,
   d: number,
 ): boolean {
-  // Source index of element (row r0, column 0), and the steps to the next
-  // row (`dr`) and the next column (`dc`) of the logical matrix.
-  let s = transposed ? offset + r0 : offset + r0 * cols;
-  const dr = transposed ? 1 : cols;
-  const dc = transposed ? rows : 1;
   const r2 = 2 * dr, r3 = 3 * dr, r4 = 4 * dr, r5 = 5 * dr, r6 = 6 * dr, r7 = 7 * dr;
-  if (width === 8) {
-    for (let c = 0; c < cols; c++, s += dc, d += 8) {
+  if (panel === 8) {
+    for (let c = 0; c < width; c++, s += dc, d += 8) {
       into[d] = src[s];
       into[d + 1] = src[s + dr];
       into[d + 2] = src[s + r2];
@@ -389,8 +375,8 @@ function packFullPanel(
       into[d + 6] = src[s + r6];
       into[d + 7] = src[s + r7];
     }
-  } else if (width === 6) {
-    for (let c = 0; c < cols; c++, s += dc, d += 6) {
+  } else if (panel === 6) {
+    for (let c = 0; c < width; c++, s += dc, d += 6) {
       into[d] = src[s];
       into[d + 1] = src[s + dr];
       into[d + 2] = src[s + r2];
@@ -398,8 +384,8 @@ function packFullPanel(
       into[d + 4] = src[s + r4];
       into[d + 5] = src[s + r5];
     }
-  } else if (width === 4) {
-    for (let c = 0; c < cols; c++, s += dc, d += 4) {
+  } else if (panel === 4) {
+    for (let c = 0; c < width; c++, s += dc, d += 4) {
       into[d] = src[s];
       into[d + 1] = src[s + dr];
       into[d + 2] = src[s + r2];
@@ -430,15 +416,17 @@ function packCopied(
   transposed: boolean,
   first: number,
   count: number,
+  c0: number,
   width: number,
+  panel: number,
   at: number,
 ): void {
-  const full = Math.floor(count / width);
+  const full = Math.floor(count / panel);
   if (full > 0) {
-    if (transposed) pack.cols(raw + first * 4, rows * 4, at * 4, full, width, cols);
-    else pack.rows(raw + first * cols * 4, cols * 4, at * 4, full, width, cols);
+    if (transposed) pack.cols(raw + (c0 * rows + first) * 4, rows * 4, at * 4, full, panel, width);
+    else pack.rows(raw + (first * cols + c0) * 4, cols * 4, at * 4, full, panel, width);
   }
-  const done = full * width;
+  const done = full * panel;
   if (done < count) {
     packPanels(
       src,
@@ -448,11 +436,56 @@ function packCopied(
       transposed,
       first + done,
       count - done,
+      c0,
       width,
+      panel,
       w.view,
-      at + done * cols,
+      at + done * width,
     );
   }
+}
+
+/**
+ * Packs rows `first .. first + count` of an operand (all of k) block of k
+ * by block of k, each block [panels][kb][panel] from float `at` on (the
+ * layout `runUnits` in `../threads.ts` walks), from the copy at byte `raw`
+ * when `pack` is there, else straight from `src`.
+ */
+function packOperand(
+  w: WasmMatmul,
+  pack: PackFunctions | null,
+  raw: number,
+  src: TypedArray,
+  offset: number,
+  rows: number,
+  k: number,
+  transposed: boolean,
+  first: number,
+  count: number,
+  panel: number,
+  kc: number,
+  at: number,
+): void {
+  const panels = Math.ceil(count / panel);
+  for (let k0 = 0; k0 < k; k0 += kc) {
+    const kb = Math.min(kc, k - k0);
+    const into = at + k0 * panels * panel;
+    if (pack !== null) {
+      packCopied(w, pack, raw, src, offset, rows, k, transposed, first, count, k0, kb, panel, into);
+    } else {
+      packPanels(src, offset, rows, k, transposed, first, count, k0, kb, panel, w.view, into);
+    }
+  }
+}
+
+/**
+ * Length of the blocks k is cut into: the B panel of one block (32 bytes
+ * per k step) then takes at most 8 KiB of L1, next to the A and C lines
+ * streaming past it. Blocks come out equal (k = 784: 4 x 196).
+ */
+export function kBlock(k: number): number {
+  const blocks = Math.ceil(k / KC_MAX);
+  return Math.ceil(k / blocks);
 }
 
 /**
@@ -462,11 +495,14 @@ function packCopied(
  * Blocking: B is packed in blocks of whole panels of 8 columns and A in
  * blocks of whole panels of `mr` rows, each block at most BLOCK_BYTES (one
  * block each for the MLP's shapes, so every operand is packed once; a
- * broadcast operand, batch stride 0, is packed once for all batches). The
- * kernel writes an (A block x B block) region of C into wasm memory, padded
- * to whole tiles, and only its real rows and columns are copied to `out`.
- * Inside a block, A is fed to the kernel A_L2_BYTES at a time, each slice
- * against every B panel in turn.
+ * broadcast operand, batch stride 0, is packed once for all batches), and
+ * each block is laid out in blocks of k ({@link kBlock}). The kernel writes
+ * an (A block x B block) region of C into wasm memory, padded to whole
+ * tiles, and only its real rows and columns are copied to `out`. Inside a
+ * block, A is fed to the kernel A_L2_BYTES at a time (a unit of work: a few
+ * tens of µs, so that threads share a product finely), each slice against
+ * every B panel in turn. `bias` (`addmm`: n values) is added
+ * by the kernel when it stores the last block of k.
  */
 function matmulWasm(
   w: WasmMatmul,
@@ -475,9 +511,11 @@ function matmulWasm(
   out: TypedArray,
   layout: MatmulArgs<TypedArray>,
   threads: number,
+  bias: TypedArray | undefined,
 ): boolean {
   const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
   const mr = w.mr;
+  const kc = kBlock(k);
   const aPanelBytes = k * mr * 4;
   const bPanelBytes = k * NR * 4;
   const nPanelsAll = Math.ceil(n / NR);
@@ -498,10 +536,17 @@ function matmulWasm(
   const bAt = align64(mbPanels * aPanelBytes);
   const cAt = bAt + align64(nbPanels * bPanelBytes);
   const cEnd = cAt + mbPanels * mr * ldc;
-  if (!reserve(w, cEnd)) return false;
+  // The bias row, padded with zeros to whole B panels.
+  const biasAt = bias === undefined ? -1 : cEnd;
+  const biasEnd = bias === undefined ? cEnd : align64(biasAt + nPanelsAll * NR * 4);
+  if (!reserve(w, biasEnd)) return false;
+  if (bias !== undefined) {
+    w.view.set(bias.subarray(0, n), biasAt / 4);
+    w.view.fill(0, biasAt / 4 + n, biasEnd / 4);
+  }
   // Room to copy both operands in as stored, for packing in WebAssembly (a
   // memcpy, then shuffles: 3-4x faster than packing from JavaScript arrays).
-  const rawA = align64(cEnd);
+  const rawA = align64(biasEnd);
   const rawB = rawA + align64(m * k * 4);
   const pack = w.pack !== null && reserve(w, rawB + k * n * 4) ? w.pack : null;
   const view = w.view;
@@ -522,11 +567,11 @@ function matmulWasm(
       const jPanels = Math.ceil(cols / NR);
       if (!singleB || packedB !== bOffset) {
         // Bᵀ is the logical [n, k] matrix; B is stored [k, n] unless transB.
-        if (pack !== null) {
-          if (copiedB !== bOffset) view.set(b.subarray(bOffset, bOffset + k * n), rawB / 4);
+        if (pack !== null && copiedB !== bOffset) {
+          view.set(b.subarray(bOffset, bOffset + k * n), rawB / 4);
           copiedB = bOffset;
-          packCopied(w, pack, rawB, b, bOffset, n, k, !transB, j0, cols, NR, bAt / 4);
-        } else packPanels(b, bOffset, n, k, !transB, j0, cols, NR, view, bAt / 4);
+        }
+        packOperand(w, pack, rawB, b, bOffset, n, k, !transB, j0, cols, NR, kc, bAt / 4);
         packedB = singleB ? bOffset : -1;
       }
       for (let i0 = 0; i0 < m; i0 += mBlock) {
@@ -534,14 +579,26 @@ function matmulWasm(
         const iPanels = Math.ceil(rows / mr);
         if (!singleA || packedA !== aOffset) {
           // A is the logical [m, k] matrix, stored [k, m] when transA.
-          if (pack !== null) {
-            if (copiedA !== aOffset) view.set(a.subarray(aOffset, aOffset + m * k), rawA / 4);
+          if (pack !== null && copiedA !== aOffset) {
+            view.set(a.subarray(aOffset, aOffset + m * k), rawA / 4);
             copiedA = aOffset;
-            packCopied(w, pack, rawA, a, aOffset, m, k, transA, i0, rows, mr, aAt / 4);
-          } else packPanels(a, aOffset, m, k, transA, i0, rows, mr, view, aAt / 4);
+          }
+          packOperand(w, pack, rawA, a, aOffset, m, k, transA, i0, rows, mr, kc, aAt / 4);
           packedA = singleA ? aOffset : -1;
         }
-        const job: PanelJob = { aAt, bAt, cAt, iPanels, jPanels, slice: sliceByA, k, ldc, mr };
+        const job: PanelJob = {
+          aAt,
+          bAt,
+          cAt,
+          iPanels,
+          jPanels,
+          slice: sliceByA,
+          k,
+          ldc,
+          mr,
+          kc,
+          biasAt: biasAt < 0 ? -1 : biasAt + j0 * 4,
+        };
         const parts = iPanels * jPanels * mr * NR * k >= MIN_THREADED_MACS
           ? Math.min(threads, w.threads?.available ?? 1)
           : 1;
@@ -615,13 +672,32 @@ export function matmul(
   threads = 1,
   kernel: MatmulKernel | "auto" = "auto",
 ): void {
+  matmulBias(layout, undefined, threads, kernel);
+}
+
+/**
+ * {@link matmul}, then `bias` (n values, or none) added to every row of
+ * the output, rounded as adding it afterwards would round it (`addmm`):
+ * the WebAssembly kernel adds it to its finished sums before storing them.
+ */
+export function matmulBias(
+  layout: MatmulArgs<TypedArray>,
+  bias: TypedArray | undefined,
+  threads = 1,
+  kernel: MatmulKernel | "auto" = "auto",
+): void {
   const { a, b, out, m, n, k } = layout;
   if (layout.dtype === "float32" && m > 0 && n > 0 && k > 0) {
     const w = wasmFor(kernel);
     if (w !== null) {
       if (threads > 1) startThreads(w, threads);
-      if (matmulWasm(w, a, b, out, layout, threads)) return;
+      if (matmulWasm(w, a, b, out, layout, threads, bias)) return;
     }
   }
   matmulTs(a, b, out, layout);
+  if (bias === undefined) return;
+  const rows = layout.batch * m;
+  for (let r = 0, at = 0; r < rows; r++, at += n) {
+    for (let j = 0; j < n; j++) out[at + j] += bias[j];
+  }
 }

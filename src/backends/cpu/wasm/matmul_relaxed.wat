@@ -36,7 +36,14 @@
   ;; cross-origin isolated).
   (import "env" "memory" (memory 1 16384 shared))
 
-  ;; panel(a, b, c, panels, k, ldc)
+  ;; panel(a, b, c, panels, k, ldc, flags, bias)
+  ;;
+  ;; flags bit 0: add to the tile already in C (C += A_panel @ B_panel), for
+  ;; the second and later blocks of k: the TS side cuts k into blocks so the
+  ;; B panel stays in L1; the sums run in the same order either way, so the
+  ;; result is bitwise the unblocked one. flags bit 1: add the 8 floats at
+  ;; byte `bias` to every row of the tile before storing it (`addmm`'s bias,
+  ;; on the last block of k).
   ;;
   ;; For each of `panels` consecutive A panels (6 rows each, starting at byte
   ;; `a`, `24 * k` bytes apart) computes the 6x8 tile
@@ -51,7 +58,8 @@
   (func (export "panel")
     (param $a i32) (param $b i32) (param $c i32)
     (param $panels i32) (param $k i32) (param $ldc i32)
-    (local $bp i32) (local $bend i32)
+    (param $flags i32) (param $bias i32)
+    (local $bp i32) (local $row i32) (local $bend i32)
     (local $b0 v128) (local $b1 v128) (local $x v128)
     (local $c00 v128) (local $c01 v128) (local $c10 v128) (local $c11 v128) (local $c20 v128) (local $c21 v128)
     (local $c30 v128) (local $c31 v128) (local $c40 v128) (local $c41 v128) (local $c50 v128) (local $c51 v128)
@@ -60,18 +68,41 @@
     (local.set $bend (i32.add (local.get $b) (i32.shl (local.get $k) (i32.const 5))))
 
     (loop $tiles
-      (local.set $c00 (v128.const i32x4 0 0 0 0))
-      (local.set $c01 (v128.const i32x4 0 0 0 0))
-      (local.set $c10 (v128.const i32x4 0 0 0 0))
-      (local.set $c11 (v128.const i32x4 0 0 0 0))
-      (local.set $c20 (v128.const i32x4 0 0 0 0))
-      (local.set $c21 (v128.const i32x4 0 0 0 0))
-      (local.set $c30 (v128.const i32x4 0 0 0 0))
-      (local.set $c31 (v128.const i32x4 0 0 0 0))
-      (local.set $c40 (v128.const i32x4 0 0 0 0))
-      (local.set $c41 (v128.const i32x4 0 0 0 0))
-      (local.set $c50 (v128.const i32x4 0 0 0 0))
-      (local.set $c51 (v128.const i32x4 0 0 0 0))
+      (if (i32.and (local.get $flags) (i32.const 1))
+        (then
+          (local.set $row (local.get $c))
+          (local.set $c00 (v128.load (local.get $row)))
+          (local.set $c01 (v128.load offset=16 (local.get $row)))
+          (local.set $row (i32.add (local.get $row) (local.get $ldc)))
+          (local.set $c10 (v128.load (local.get $row)))
+          (local.set $c11 (v128.load offset=16 (local.get $row)))
+          (local.set $row (i32.add (local.get $row) (local.get $ldc)))
+          (local.set $c20 (v128.load (local.get $row)))
+          (local.set $c21 (v128.load offset=16 (local.get $row)))
+          (local.set $row (i32.add (local.get $row) (local.get $ldc)))
+          (local.set $c30 (v128.load (local.get $row)))
+          (local.set $c31 (v128.load offset=16 (local.get $row)))
+          (local.set $row (i32.add (local.get $row) (local.get $ldc)))
+          (local.set $c40 (v128.load (local.get $row)))
+          (local.set $c41 (v128.load offset=16 (local.get $row)))
+          (local.set $row (i32.add (local.get $row) (local.get $ldc)))
+          (local.set $c50 (v128.load (local.get $row)))
+          (local.set $c51 (v128.load offset=16 (local.get $row)))
+        )
+        (else
+        (local.set $c00 (v128.const i32x4 0 0 0 0))
+        (local.set $c01 (v128.const i32x4 0 0 0 0))
+        (local.set $c10 (v128.const i32x4 0 0 0 0))
+        (local.set $c11 (v128.const i32x4 0 0 0 0))
+        (local.set $c20 (v128.const i32x4 0 0 0 0))
+        (local.set $c21 (v128.const i32x4 0 0 0 0))
+        (local.set $c30 (v128.const i32x4 0 0 0 0))
+        (local.set $c31 (v128.const i32x4 0 0 0 0))
+        (local.set $c40 (v128.const i32x4 0 0 0 0))
+        (local.set $c41 (v128.const i32x4 0 0 0 0))
+        (local.set $c50 (v128.const i32x4 0 0 0 0))
+        (local.set $c51 (v128.const i32x4 0 0 0 0))
+        ))
       (local.set $bp (local.get $b))
 
       ;; One k step per iteration: a rank-1 update of the 6x8 tile,
@@ -121,6 +152,26 @@
         (local.set $a (i32.add (local.get $a) (i32.const 24)))
         (local.set $bp (i32.add (local.get $bp) (i32.const 32)))
         (br_if $steps (i32.lt_u (local.get $bp) (local.get $bend))))
+
+      ;; The bias row (`addmm`), added once to the finished sums: the same
+      ;; rounding as adding it to the product afterwards.
+      (if (i32.and (local.get $flags) (i32.const 2))
+        (then
+          (local.set $b0 (v128.load (local.get $bias)))
+          (local.set $b1 (v128.load offset=16 (local.get $bias)))
+          (local.set $c00 (f32x4.add (local.get $c00) (local.get $b0)))
+          (local.set $c01 (f32x4.add (local.get $c01) (local.get $b1)))
+          (local.set $c10 (f32x4.add (local.get $c10) (local.get $b0)))
+          (local.set $c11 (f32x4.add (local.get $c11) (local.get $b1)))
+          (local.set $c20 (f32x4.add (local.get $c20) (local.get $b0)))
+          (local.set $c21 (f32x4.add (local.get $c21) (local.get $b1)))
+          (local.set $c30 (f32x4.add (local.get $c30) (local.get $b0)))
+          (local.set $c31 (f32x4.add (local.get $c31) (local.get $b1)))
+          (local.set $c40 (f32x4.add (local.get $c40) (local.get $b0)))
+          (local.set $c41 (f32x4.add (local.get $c41) (local.get $b1)))
+          (local.set $c50 (f32x4.add (local.get $c50) (local.get $b0)))
+          (local.set $c51 (f32x4.add (local.get $c51) (local.get $b1)))
+        ))
 
       ;; Store the tile: 6 rows of 8 floats, `ldc` bytes apart.
       (v128.store (local.get $c) (local.get $c00))
