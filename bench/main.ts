@@ -23,6 +23,7 @@ import { ddpSuite } from "./suites/ddp.ts";
 import { memorySuite } from "./suites/memory.ts";
 import { convSuite } from "./suites/conv.ts";
 import { smallStepSuite } from "./suites/small_step.ts";
+import { stepShapesSuite } from "./suites/step_shapes.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
 import { runTargets, type TargetResult } from "./suites/targets.ts";
 import type { JaxjsPeer } from "./peers/jaxjs.ts";
@@ -33,6 +34,7 @@ export const SUITES: readonly Suite[] = [
   matmulSuite,
   elementwiseSuite,
   mlpSuite,
+  stepShapesSuite,
   smallStepSuite,
   dataParallelSuite,
   ddpSuite,
