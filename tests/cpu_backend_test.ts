@@ -9,7 +9,13 @@ import { gelu } from "../src/backends/cpu/kernels/gelu.ts";
 import { geluDerivative } from "../src/backends/cpu/kernels/gelu_derivative.ts";
 import { geluInWasm } from "../src/backends/cpu/wasm/gelu.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
-import { matmul, startMatmulThreads, threadedMatmuls } from "../src/backends/cpu/kernels/matmul.ts";
+import {
+  kBlock,
+  matmul,
+  matmulBias,
+  startMatmulThreads,
+  threadedMatmuls,
+} from "../src/backends/cpu/kernels/matmul.ts";
 import { seededRandom } from "../mod.ts";
 import type { BackendDevice } from "../src/backends/backend.ts";
 
@@ -114,6 +120,8 @@ Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every
     [1, 1000, 10, 600, false, true], // too few column panels for every thread
     [3, 301, 203, 257, true, true], // edges everywhere, batched
     [1, 7, 9000, 100, false, false], // one row panel, many column panels
+    [1, 1, 3000, 700, false, true], // one row, k in three blocks
+    [2, 64, 300, 513, true, false], // k in three blocks, the last one shorter
   ];
   for (const [batch, m, n, k, transA, transB] of cases) {
     const a = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);
@@ -207,6 +215,10 @@ Deno.test("cpu matmul: WebAssembly packing and kernels (both) match the TypeScri
     [1, 256, 10, 512, false, true, false],
     [1, 10, 256, 512, true, false, false],
     [1, 130, 70, 3, false, false, false], // columns past the last block of four
+    [1, 9, 11, 257, false, false, false], // k in two blocks of unequal length
+    [1, 19, 13, 600, true, true, false], // three blocks of k, both transposed
+    [1, 1, 10, 300, false, true, false], // one row, ten columns, two blocks of k
+    [2, 14, 26, 700, true, false, true], // batched and broadcast, blocks of k
   ];
   for (const kernel of ["relaxed-simd", "simd"] as const) {
     for (const [batch, m, n, k, transA, transB, broadcastB] of cases) {
@@ -240,6 +252,54 @@ Deno.test("cpu matmul: WebAssembly packing and kernels (both) match the TypeScri
             got[i]
           }, want ${want[i]}`,
         );
+      }
+    }
+  }
+});
+
+Deno.test("cpu matmul: blocks of k are at most 256 long and equal", () => {
+  for (const [k, want] of [[1, 1], [256, 256], [257, 129], [512, 256], [784, 196], [1000, 250]]) {
+    assert.equal(kBlock(k), want, `k = ${k}`);
+  }
+});
+
+Deno.test("cpu addmm: the kernel's bias is bitwise the product plus the bias added afterwards", async () => {
+  const threads = await startMatmulThreads(2);
+  const random = seededRandom(5);
+  const cases: [number, number, number, number, boolean, boolean][] = [
+    // [batch, m, n, k, transA, transB]
+    [1, 1, 1, 1, false, true],
+    [1, 256, 10, 512, false, true], // the MLP's last layer
+    [1, 1, 13, 300, false, true], // one row, odd columns, two blocks of k
+    [2, 7, 9, 5, true, false],
+    [1, 256, 512, 784, false, true], // the MLP's first layer (threaded where threads exist)
+  ];
+  for (const kernel of ["relaxed-simd", "simd", "typescript"] as const) {
+    for (const [batch, m, n, k, transA, transB] of cases) {
+      const a = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);
+      const b = Float32Array.from({ length: batch * k * n }, () => random() - 0.5);
+      const bias = Float32Array.from({ length: n }, () => random() * 4 - 2);
+      const layout = (out: Float32Array) => ({
+        a,
+        b,
+        out,
+        batch,
+        m,
+        n,
+        k,
+        aBatchStride: m * k,
+        bBatchStride: k * n,
+        transA,
+        transB,
+        dtype: "float32" as const,
+      });
+      const want = new Float32Array(batch * m * n);
+      matmul(layout(want), 1, kernel);
+      for (let i = 0; i < want.length; i++) want[i] += bias[i % n];
+      for (const t of [1, threads]) {
+        const got = new Float32Array(batch * m * n).fill(NaN);
+        matmulBias(layout(got), bias, t, kernel);
+        assert.deepEqual(got, want, `${kernel} ${batch}x${m}x${n}x${k} on ${t} threads`);
       }
     }
   }
