@@ -1,7 +1,8 @@
 /**
  * Embedding and `unbind`: PyTorch 1.13's lookups and weight gradients
  * (padding rows get none, repeated rows accumulate) on every backend, every
- * backend against cpu, PyTorch's N(0, 1) initialisation, float64 gradient
+ * backend against cpu, maxNorm/normType (in-place renorm) and
+ * scaleGradByFreq, PyTorch's N(0, 1) initialisation, float64 gradient
  * checks on cpu, and the errors.
  * @module
  */
@@ -60,6 +61,75 @@ backendTest("Embedding.fromPretrained copies, freezes, and keeps the padding row
   assert.notEqual(trainable.weight.storage, table.storage);
 });
 
+interface EmbeddingOptionsFixture {
+  maxNorm?: number;
+  normType?: number | string;
+  paddingIdx?: number;
+  scaleGradByFreq?: boolean;
+}
+
+for (const c of fixtures.embedding_options) {
+  backendTest(
+    `Embedding ${c.name}: renorm in place, lookups and gradients match PyTorch`,
+    async (device) => {
+      const raw = c.options as EmbeddingOptionsFixture;
+      const options = {
+        ...raw,
+        normType: raw.normType === "Infinity" ? Infinity : raw.normType as number | undefined,
+      };
+      const emb = new nn.Embedding(c.num_embeddings, c.embedding_dim, { ...options, device });
+      assert.equal(emb.toString(), c.repr);
+      emb.loadStateDict({ weight: tensor(c.weight, { device }) });
+      const version = emb.weight.version;
+      const out = emb.forward(tensor(c.input, { device, dtype: "int32" }));
+      const close = { atol: 1e-6, rtol: 1e-5 };
+      await assertTensor(out, c.output, { ...close, what: "output" });
+      await assertTensor(emb.weight, c.weight_after, {
+        ...close,
+        what: "weight after the forward",
+      });
+      if (options.maxNorm !== undefined) {
+        assert.ok(emb.weight.version > version, "renorm is in place");
+      }
+      out.mul(tensor(c.g, { device })).sum().backward();
+      await assertTensor(emb.weight.grad!, c.grads.weight, { ...close, what: "weight grad" });
+    },
+  );
+}
+
+backendTest("Embedding.fromPretrained takes maxNorm, normType and scaleGradByFreq", async (d) => {
+  const table = tensor([[3, 4], [0.3, 0.4], [6, 8]], { device: d });
+  const emb = nn.Embedding.fromPretrained(table, {
+    maxNorm: 1,
+    scaleGradByFreq: true,
+    freeze: false,
+  });
+  assert.equal(emb.toString(), "Embedding(3, 2, max_norm=1.0, scale_grad_by_freq=True)");
+  const out = emb.forward(tensor([0, 1, 1], { device: d, dtype: "int32" }));
+  // Row 0 (norm 5) is scaled to norm 1; row 1 (norm 0.5) stays; row 2 is not looked up.
+  await assertTensor(out, [0.6, 0.8, 0.3, 0.4, 0.3, 0.4], { atol: 1e-6 });
+  await assertTensor(emb.weight, [0.6, 0.8, 0.3, 0.4, 6, 8], { atol: 1e-6 });
+  await assertTensor(table, [3, 4, 0.3, 0.4, 6, 8], { what: "the pretrained tensor is untouched" });
+  out.sum().backward();
+  await assertTensor(emb.weight.grad!, [1, 1, 1, 1, 0, 0], { what: "row 1: 2 lookups / 2" });
+});
+
+backendTest("embedding maxNorm and scaleGradByFreq equal cpu's on [3, 5] indices", async (d) => {
+  const weights = values([7, 4], 1405).map((v) => Math.fround(v * 2));
+  const idx = [0, 3, 3, 6, 1, 2, 2, 2, 0, 5, 4, 3, 6, 6, 1];
+  await matchesCpu(d, (dev) => {
+    const w = tensor(weights, { shape: [7, 4], device: dev, requiresGrad: true });
+    const y = F.embedding(tensor(idx, { shape: [3, 5], device: dev, dtype: "int32" }), w, {
+      maxNorm: 1.2,
+      normType: 1.5,
+      scaleGradByFreq: true,
+      paddingIdx: 4,
+    });
+    y.mul(y).sum().backward();
+    return [y, w, w.grad!];
+  }, { atol: 1e-6, rtol: 1e-5 });
+});
+
 backendTest("embedding gradient equals cpu's (repeats, padding) on [3, 5] indices", async (d) => {
   const weights = values([7, 4], 1401).map(Math.fround);
   const idx = [0, 3, 3, 6, 1, 2, 2, 2, 0, 5, 4, 3, 6, 6, 1];
@@ -88,6 +158,18 @@ backendTest("embedding names bad indices, tables and padding", (device) => {
     /paddingIdx 4 must be within the 4 embeddings \(-4 to 3\)/,
   );
   assert.throws(() => new nn.Embedding(4, -1), /embeddingDim must be a non-negative integer/);
+  assert.throws(
+    () => new nn.Embedding(4, 2, { maxNorm: -1 }),
+    /Embedding: maxNorm must be a finite non-negative number, got -1/,
+  );
+  assert.throws(
+    () => F.embedding(tensor([0], { device, dtype: "int32" }), w, { maxNorm: 1, normType: 0 }),
+    /embedding: normType must be a positive number or Infinity, got 0/,
+  );
+  assert.throws(
+    () => nn.Embedding.fromPretrained(w, { maxNorm: NaN }),
+    /maxNorm must be a finite non-negative number, got NaN/,
+  );
 });
 
 backendTest("unbind gives the slices and one gradient for all of them", async (d) => {
@@ -106,8 +188,9 @@ backendTest("unbind gives the slices and one gradient for all of them", async (d
   assert.deepEqual(tensor([[], []], { device: d }).unbind(1), []);
 });
 
-// The padding row's zero gradient is a convention, not a derivative: the
-// fixtures check it; here the table is looked up without one.
+// The padding row's zero gradient, scaleGradByFreq's division and maxNorm's
+// renorm (no gradient through it) are conventions, not derivatives: the
+// fixtures check them; here the table is looked up without them.
 check(
   "embedding with repeated rows",
   (w) => F.embedding(tensor([[1, 0, 3], [3, 2, 1]], { dtype: "int32" }), w).exp(),

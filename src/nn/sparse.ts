@@ -13,30 +13,49 @@ import * as F from "./functional.ts";
 import { normal_ } from "./init.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
-import { checkCount, checkFloatInput, resolvePaddingIdx } from "./util.ts";
+import {
+  checkCount,
+  checkFloatInput,
+  checkMaxNorm,
+  pyBool,
+  pyFloat,
+  resolvePaddingIdx,
+} from "./util.ts";
 
-/** Options of {@link Embedding}. */
-export interface EmbeddingModuleOptions extends FactoryOptions {
+/** How {@link Embedding} looks rows up: padding, norm bound, gradient scaling. */
+export interface EmbeddingLookupOptions {
   /**
-   * This row starts at zeros and gets no gradient (a padding token);
-   * negative counts from the end.
+   * This row gets no gradient (a padding token; a new table starts it at
+   * zeros); negative counts from the end.
    */
   paddingIdx?: number | null;
+  /**
+   * Rows looked up whose `normType`-norm exceeds this are rescaled in place
+   * to norm `maxNorm` at each forward (no gradient), as PyTorch's `max_norm`.
+   */
+  maxNorm?: number | null;
+  /** The p of the norm `maxNorm` bounds (default 2; `Infinity` for the largest |w|). */
+  normType?: number;
+  /** Divide each row's gradient by its number of lookups in the mini-batch (default false). */
+  scaleGradByFreq?: boolean;
 }
 
+/** Options of {@link Embedding}. */
+export interface EmbeddingModuleOptions extends FactoryOptions, EmbeddingLookupOptions {}
+
 /** Options of {@link Embedding.fromPretrained}. */
-export interface FromPretrainedOptions {
+export interface FromPretrainedOptions extends EmbeddingLookupOptions {
   /** Keep the table fixed: `weight.requiresGrad` false (default true, as PyTorch). */
   freeze?: boolean;
-  /** Lookups of this row get no gradient. */
-  paddingIdx?: number | null;
 }
 
 /**
  * A table of `numEmbeddings` vectors of size `embeddingDim`, looked up by
  * int32 indices, as `torch.nn.Embedding`: `weight` [num, dim] drawn from
  * N(0, 1) (the seeded `randn` stream), with the `paddingIdx` row zeroed and
- * never updated by gradients.
+ * never updated by gradients. With `maxNorm`, each forward first rescales
+ * (in place, without gradient) the looked-up rows whose norm exceeds it;
+ * with `scaleGradByFreq`, a row's gradient is divided by its lookup count.
  */
 export class Embedding extends Module {
   /** Rows of the table. */
@@ -45,6 +64,12 @@ export class Embedding extends Module {
   readonly embeddingDim: number;
   /** The padding row (non-negative), or null. */
   readonly paddingIdx: number | null;
+  /** Norm bound of looked-up rows, or null. */
+  readonly maxNorm: number | null;
+  /** The p of the norm `maxNorm` bounds. */
+  readonly normType: number;
+  /** Whether gradients are divided by lookup counts. */
+  readonly scaleGradByFreq: boolean;
   /** [numEmbeddings, embeddingDim]. */
   weight: Parameter;
 
@@ -54,6 +79,10 @@ export class Embedding extends Module {
     this.numEmbeddings = checkCount("Embedding: numEmbeddings", numEmbeddings);
     this.embeddingDim = checkCount("Embedding: embeddingDim", embeddingDim);
     this.paddingIdx = resolvePaddingIdx("Embedding", options.paddingIdx, numEmbeddings);
+    const { maxNorm, normType } = checkMaxNorm("Embedding", options.maxNorm, options.normType ?? 2);
+    this.maxNorm = maxNorm;
+    this.normType = normType;
+    this.scaleGradByFreq = options.scaleGradByFreq ?? false;
     const { dtype, device } = resolveFactory(options, "float32");
     this.weight = new Parameter(empty([numEmbeddings, embeddingDim], dtype, device));
     this.resetParameters();
@@ -91,6 +120,9 @@ export class Embedding extends Module {
       device: embeddings.device,
       dtype: embeddings.dtype,
       paddingIdx: options.paddingIdx,
+      maxNorm: options.maxNorm,
+      normType: options.normType,
+      scaleGradByFreq: options.scaleGradByFreq,
     });
     noGrad(() => table.weight._assign(embeddings.detach()));
     table.weight.requiresGrad = !(options.freeze ?? true);
@@ -99,12 +131,21 @@ export class Embedding extends Module {
 
   /** The vectors of `input`'s int32 indices: [*] gives [*, embeddingDim]. */
   override forward(input: Tensor): Tensor {
-    return F.embedding(input, this.weight, { paddingIdx: this.paddingIdx });
+    return F.embedding(input, this.weight, {
+      paddingIdx: this.paddingIdx,
+      maxNorm: this.maxNorm,
+      normType: this.normType,
+      scaleGradByFreq: this.scaleGradByFreq,
+    });
   }
 
-  /** `10, 3, padding_idx=0`. */
+  /** `10, 3, padding_idx=0, max_norm=1.0`, as PyTorch prints it. */
   override extraRepr(): string {
-    const padding = this.paddingIdx === null ? "" : `, padding_idx=${this.paddingIdx}`;
-    return `${this.numEmbeddings}, ${this.embeddingDim}${padding}`;
+    const parts = [`${this.numEmbeddings}`, `${this.embeddingDim}`];
+    if (this.paddingIdx !== null) parts.push(`padding_idx=${this.paddingIdx}`);
+    if (this.maxNorm !== null) parts.push(`max_norm=${pyFloat(this.maxNorm)}`);
+    if (this.normType !== 2) parts.push(`norm_type=${pyFloat(this.normType)}`);
+    if (this.scaleGradByFreq) parts.push(`scale_grad_by_freq=${pyBool(true)}`);
+    return parts.join(", ");
   }
 }

@@ -196,3 +196,30 @@ export function pyFloat(x: number): string {
 export function pyBool(b: boolean): string {
   return b ? "True" : "False";
 }
+
+/**
+ * ‖t‖ₚ as `torch.norm(t, p)` (the largest |t| for p = ∞), of all elements,
+ * or along `dim` (one norm per slice).
+ */
+export function pNorm(t: Tensor, p: number, dim?: number): Tensor {
+  if (p === Infinity) return t.abs().max(dim);
+  if (p === 2) return t.mul(t).sum(dim).sqrt();
+  if (p === 1) return t.abs().sum(dim);
+  return t.abs().pow(p).sum(dim).pow(1 / p);
+}
+
+/** The checked `maxNorm` (null when not set) and `normType`. */
+export function checkMaxNorm(
+  op: string,
+  maxNorm: unknown,
+  normType: unknown,
+): { maxNorm: number | null; normType: number } {
+  if (typeof normType !== "number" || !(normType > 0)) {
+    throw new RangeError(`${op}: normType must be a positive number or Infinity, got ${normType}`);
+  }
+  if (maxNorm === undefined || maxNorm === null) return { maxNorm: null, normType };
+  if (typeof maxNorm !== "number" || !(maxNorm >= 0) || !Number.isFinite(maxNorm)) {
+    throw new RangeError(`${op}: maxNorm must be a finite non-negative number, got ${maxNorm}`);
+  }
+  return { maxNorm, normType };
+}

@@ -13,6 +13,7 @@ import { stack } from "../../ops/view.ts";
 import { formatShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import { Tensor } from "../../tensor.ts";
+import { pNorm } from "../util.ts";
 
 /** Options of {@link clipGradNorm_}. */
 export interface ClipGradNormOptions {
@@ -51,14 +52,6 @@ function moveTo(t: Tensor, device: Device, dtype: DType): Tensor {
   return device.backendDevice.dtypes.includes(t.dtype)
     ? t.to(device).to(dtype)
     : t.to(dtype).to(device);
-}
-
-/** ‖t‖ₚ as `torch.norm(t, p)`: the largest |t| for p = ∞. */
-function norm(t: Tensor, p: number): Tensor {
-  if (p === Infinity) return t.abs().max();
-  if (p === 2) return t.mul(t).sum().sqrt();
-  if (p === 1) return t.abs().sum();
-  return t.abs().pow(p).sum().pow(1 / p);
 }
 
 /**
@@ -101,10 +94,10 @@ export function clipGradNorm_(
   const { device, dtype } = grads[0];
   return tidy(() =>
     noGrad(() => {
-      const norms = grads.map((g) => moveTo(norm(g, p), device, dtype));
+      const norms = grads.map((g) => moveTo(pNorm(g, p), device, dtype));
       const total = p === Infinity
         ? (norms.length === 1 ? norms[0] : stack(norms).max())
-        : norm(stack(norms), p);
+        : pNorm(stack(norms), p);
       const coefficient = full([], maxNorm, { dtype, device }).div(total.add(1e-6)).clamp(
         undefined,
         1,
