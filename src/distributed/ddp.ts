@@ -13,7 +13,14 @@ import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
-import { borrowHost, giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
+import {
+  borrowHost,
+  giveBackHost,
+  readFlat,
+  readFlatInto,
+  runOnHost,
+  writeFlat,
+} from "./host.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
@@ -41,12 +48,26 @@ interface Bucket {
   readonly dtype: DType;
 }
 
+/**
+ * Where the buckets of one dtype go in a step's host array: all buckets of a
+ * dtype are exchanged together, in one collective per step.
+ */
+interface Layout {
+  readonly dtype: DType;
+  /** Indices of the dtype's buckets, in bucket order. */
+  readonly buckets: readonly number[];
+  /** Elements of all its buckets. */
+  readonly numel: number;
+}
+
 /** What one backward pass has done so far. */
 interface Pass {
   /** Parameters whose gradient is in. */
   readonly ready: Set<Parameter>;
-  /** Buckets launched, in order: `[bucket, gradients read, averaged values]`. */
-  readonly launched: [Bucket, Tensor[], Promise<TypedArray>][];
+  /** Buckets whose read has started, in bucket order: `[gradients read, read done]`. */
+  readonly launched: [Tensor[], Promise<void>][];
+  /** The step's host array of each dtype (buckets at their offsets). */
+  readonly host: Map<DType, TypedArray>;
 }
 
 /**
@@ -152,7 +173,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly findUnusedParameters: boolean;
   readonly #group: ProcessGroup;
   readonly #buckets: readonly Bucket[];
-  readonly #bucketOf: Map<Parameter, number>;
+  /** Element offset of each bucket in its dtype's step array. */
+  readonly #bucketAt: readonly number[];
+  readonly #layouts: readonly Layout[];
   readonly #names: Map<Parameter, string>;
   #syncing = true;
   #pass: Pass | null = null;
@@ -205,8 +228,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.#group = group;
     this.#names = names;
     this.#buckets = assignBuckets(params, capMB * MIB);
-    this.#bucketOf = new Map();
-    this.#buckets.forEach((b, i) => b.params.forEach((p) => this.#bucketOf.set(p, i)));
+    const layouts = new Map<DType, { dtype: DType; buckets: number[]; numel: number }>();
+    this.#bucketAt = this.#buckets.map((bucket, i) => {
+      const layout = layouts.get(bucket.dtype) ?? { dtype: bucket.dtype, buckets: [], numel: 0 };
+      layouts.set(bucket.dtype, layout);
+      const at = layout.numel;
+      layout.buckets.push(i);
+      layout.numel += bucket.params.reduce((n, p) => n + p.numel(), 0);
+      return at;
+    });
+    this.#layouts = [...layouts.values()];
     if (group.worldSize > 1) {
       const all = [...named.map(([, p]) => p as Tensor), ...module.buffers()];
       broadcastTensors(group, [...new Set(all)], 0);
@@ -271,7 +302,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (!this.#syncing) return;
     let pass = this.#pass;
     if (!pass) {
-      pass = this.#pass = { ready: new Set(), launched: [] };
+      pass = this.#pass = { ready: new Set(), launched: [], host: new Map() };
       queueBackwardCallback(() => this.#finishPass());
     }
     pass.ready.add(p);
@@ -279,30 +310,30 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   /**
-   * Launches, in bucket order (the same on every rank), every bucket whose
-   * gradients are all in; at the end of backward (`final`) the rest too,
-   * with zeros for parameters that got no gradient.
+   * Starts, in bucket order, the read of every bucket whose gradients are
+   * all in (into its place in the step's host array, queued where the
+   * bucket's last gradient is produced); at the end of backward (`final`)
+   * the rest too, with zeros for parameters that got no gradient.
    */
   #launchReady(pass: Pass, final: boolean): void {
     while (pass.launched.length < this.#buckets.length) {
-      const bucket = this.#buckets[pass.launched.length];
+      const index = pass.launched.length;
+      const bucket = this.#buckets[index];
       if (!final && !bucket.params.every((p) => pass.ready.has(p))) return;
       const grads = bucket.params.map((p) => {
         if (!p.grad) p.grad = p.zerosLike();
         return p.grad;
       });
-      const call = this.#group.call({
-        kind: "allReduce",
-        dtype: bucket.dtype,
-        shapes: bucket.params.map((p) => p.shape),
-        op: "avg",
-      });
-      const values = readFlat(grads, "DistributedDataParallel");
-      const averaged = runOnHost(this.#group, call, values, async (host) => {
-        await this.#group.backend.allReduce(call, host);
-        return host;
-      });
-      pass.launched.push([bucket, grads, averaged]);
+      let host = pass.host.get(bucket.dtype);
+      if (!host) {
+        const layout = this.#layouts.find((l) => l.dtype === bucket.dtype)!;
+        host = borrowHost(bucket.dtype, layout.numel);
+        pass.host.set(bucket.dtype, host);
+      }
+      const read = readFlatInto(grads, host, this.#bucketAt[index], "DistributedDataParallel");
+      // Raised by the step's collective, which waits for every read.
+      read.catch(() => {});
+      pass.launched.push([grads, read]);
     }
   }
 
@@ -319,8 +350,26 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       );
     }
     this.#launchReady(pass, true);
-    // The averages land in stream order: `backward()` returns now, and the
-    // optimizer step queued after it runs once they are in.
-    for (const [, grads, averaged] of pass.launched) writeFlat(grads, averaged);
+    // One collective per dtype and step, whatever the number of buckets:
+    // every exchange is a meeting of the ranks, and on a busy machine the
+    // meeting, not the bytes, is what costs. The averages land in stream
+    // order: `backward()` returns now, and the optimizer step queued after
+    // it runs once they are in.
+    for (const layout of this.#layouts) {
+      const host = pass.host.get(layout.dtype)!;
+      const grads = layout.buckets.flatMap((b) => pass.launched[b][0]);
+      const call = this.#group.call({
+        kind: "allReduce",
+        dtype: layout.dtype,
+        shapes: grads.map((g) => g.shape),
+        op: "avg",
+      });
+      const reads = Promise.all(layout.buckets.map((b) => pass.launched[b][1])).then(() => host);
+      const averaged = runOnHost(this.#group, call, reads, async (values) => {
+        await this.#group.backend.allReduce(call, values);
+        return values;
+      });
+      writeFlat(grads, averaged);
+    }
   }
 }

@@ -40,39 +40,59 @@ export function giveBackHost(array: TypedArray): void {
 }
 
 /**
- * The values of `tensors` (one device, one dtype) concatenated on the host.
- * A backend that reads into a given array (host memory: cpu) fills a reused
- * array tensor by tensor; otherwise several tensors are joined on the
- * device first, so the whole bucket crosses to the host in one round trip.
+ * The values of `tensors` (one device, one dtype) concatenated on the host,
+ * in a reused array. See {@link readFlatInto}.
  */
 export function readFlat(tensors: readonly Tensor[], op: string): Promise<TypedArray> {
+  if (!tensors[0].device.backendDevice.readInto) return readJoined(tensors, op);
+  const total = tensors.reduce((n, t) => n + t.numel(), 0);
+  const out = borrowHost(tensors[0].dtype, total);
+  return readFlatInto(tensors, out, 0, op).then(() => out);
+}
+
+/** `tensors` joined on the device and read in one round trip, into a new host array. */
+function readJoined(tensors: readonly Tensor[], op: string): Promise<TypedArray> {
   const { device, dtype } = tensors[0];
-  const backend = device.backendDevice;
-  if (backend.readInto) {
-    const readInto = backend.readInto.bind(backend);
-    const total = tensors.reduce((n, t) => n + t.numel(), 0);
-    const buffers = tensors.map((t) => t.storage.buffer(op));
-    return device.stream.read(() => {
-      const out = borrowHost(dtype, total);
-      let at = 0;
-      const reads = tensors.map((t, i) => {
-        const n = t.numel();
-        const piece = out.subarray(at, at + n);
-        at += n;
-        return readInto(buffers[i], 0, n, dtype, piece);
-      });
-      return Promise.all(reads).then(() => out);
-    });
-  }
   const flat = tensors.length === 1
     ? tensors[0]
     : noGrad(() => cat(tensors.map((t) => t.reshape([-1])), 0));
   const n = flat.numel();
   const buffer = flat.storage.buffer(op);
-  const values = device.stream.read(() => backend.read(buffer, 0, n, dtype));
+  const values = device.stream.read(() => device.backendDevice.read(buffer, 0, n, dtype));
   // The joined copy is only needed until the read has been queued.
   if (flat !== tensors[0]) flat.dispose();
   return values;
+}
+
+/**
+ * Reads the values of `tensors` (one device, one dtype), concatenated, into
+ * `out` from element `at` on. A backend that reads into a given array (host
+ * memory: cpu) fills it tensor by tensor; otherwise several tensors are
+ * joined on the device first, so they cross to the host in one round trip.
+ */
+export function readFlatInto(
+  tensors: readonly Tensor[],
+  out: TypedArray,
+  at: number,
+  op: string,
+): Promise<void> {
+  const { device, dtype } = tensors[0];
+  const backend = device.backendDevice;
+  if (backend.readInto) {
+    const readInto = backend.readInto.bind(backend);
+    const buffers = tensors.map((t) => t.storage.buffer(op));
+    return device.stream.read(() => {
+      let from = at;
+      const reads = tensors.map((t, i) => {
+        const n = t.numel();
+        const piece = out.subarray(from, from + n);
+        from += n;
+        return readInto(buffers[i], 0, n, dtype, piece);
+      });
+      return Promise.all(reads).then(() => {});
+    });
+  }
+  return readJoined(tensors, op).then((host) => out.set(host, at));
 }
 
 /**

@@ -7,11 +7,20 @@
  *
  * MPI is started with `MPI_THREAD_MULTIPLE` and every call that can wait is
  * an FFI symbol marked `nonblocking`, so it runs on a helper thread and the
- * event loop goes on. Each collective first exchanges its header point to
- * point (so a rank that never arrives is named, and a rank that fails is
- * heard of), then runs MPI's blocking collective on a helper thread. A rank
- * whose program throws tells the others over a failure channel (a receive
- * every rank keeps posted) before it exits.
+ * event loop goes on. Up to {@link DIRECT_RANKS} ranks, a collective is ONE
+ * meeting of the ranks: every rank posts, to every other rank, its header
+ * and then its data (two messages on one tag, which MPI keeps in order) and
+ * the matching receives, and waits for all of them in one `MPI_Waitall` on a
+ * helper thread; then it compares the headers and combines the data in rank
+ * order (so every rank gets the same bits). A rank that called something
+ * else still sends one header and one data message, so the messages stay
+ * paired and a mismatch (also one whose data is longer than expected: MPI
+ * reports the truncation, errors are returned, not fatal) is an error on
+ * every rank. More ranks first agree on the header (point to point), then
+ * run MPI's blocking collective on a helper thread, which scales better. A
+ * rank whose program throws tells the others over a failure channel (a
+ * receive every rank keeps posted, tested while a collective waits) before
+ * it exits.
  * A failed collective ends the job with `MPI_Abort` shortly after the error
  * is reported, as MPI's own errors do: the ranks cannot agree any more.
  * @module
@@ -37,6 +46,12 @@ const MPI_FLOAT = 0x4c00040a;
 const MPI_DOUBLE = 0x4c00080b;
 const MPI_SUM = 0x58000003;
 const MPI_REQUEST_NULL = 0x2c000000;
+const MPI_ERRORS_RETURN = 0x54000001;
+const MPI_ERR_IN_STATUS = 17;
+const MPI_ERR_TRUNCATE = 14;
+/** Int32 words of MPICH's `MPI_Status` (count_lo, count_hi_and_cancelled, source, tag, error). */
+const STATUS_WORDS = 5;
+const STATUS_ERROR = 4;
 const MPI_THREAD_SERIALIZED = 2;
 const MPI_THREAD_MULTIPLE = 3;
 const MPI_ANY_SOURCE = -2;
@@ -46,6 +61,16 @@ const MPI_IN_PLACE = 0xffffffffffffffffn;
 
 const TAG_HEADER = 0x6d67;
 const TAG_FAILURE = 0x6d68;
+const TAG_CALL = 0x6d69;
+/**
+ * Up to this many ranks a collective is one point-to-point meeting (each
+ * rank sends its whole array to each other rank: (N - 1) x the bytes, one
+ * latency); beyond, MPI's own collective algorithms (log N latencies, less
+ * traffic per rank).
+ */
+const DIRECT_RANKS = 4;
+/** How often a rank waiting in a collective looks at the failure channel. */
+const FAILURE_POLL_MS = 20;
 const FAILURE_BYTES = 2048;
 /** Grace period between reporting a failed collective and `MPI_Abort`. */
 const ABORT_AFTER_MS = 1000;
@@ -59,6 +84,7 @@ const SYMBOLS = {
   MPI_Finalize: { parameters: [], result: "i32" },
   MPI_Abort: { parameters: ["i32", "i32"], result: "i32" },
   MPI_Comm_dup: { parameters: ["i32", "buffer"], result: "i32" },
+  MPI_Comm_set_errhandler: { parameters: ["i32", "i32"], result: "i32" },
   MPI_Comm_free: { parameters: ["buffer"], result: "i32" },
   MPI_Comm_rank: { parameters: ["i32", "buffer"], result: "i32" },
   MPI_Comm_size: { parameters: ["i32", "buffer"], result: "i32" },
@@ -92,6 +118,12 @@ const SYMBOLS = {
     result: "i32",
     nonblocking: true,
   },
+  MPI_Waitall: {
+    parameters: ["i32", "buffer", "buffer"],
+    result: "i32",
+    nonblocking: true,
+  },
+  MPI_Test: { parameters: ["buffer", "buffer", "pointer"], result: "i32" },
   MPI_Cancel: { parameters: ["buffer"], result: "i32" },
   MPI_Request_free: { parameters: ["buffer"], result: "i32" },
   MPI_Wait: { parameters: ["buffer", "pointer"], result: "i32" },
@@ -143,6 +175,19 @@ function loadLibrary(): MpiLibrary {
 
 function check(what: string, code: number): void {
   if (code !== 0) throw new Error(`mpi: ${what} failed with MPI error code ${code}`);
+}
+
+/** What a rank sends or expects when a collective moves no data to or from it. */
+const NOTHING = new Uint8Array(0);
+
+/** The bytes of a typed array (a view, no copy). */
+function bytesOf(array: TypedArray): Uint8Array {
+  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+}
+
+/** A new zeroed array of `like`'s type, of `length` elements (default `like`'s). */
+function makeLike(like: TypedArray, length = like.length): TypedArray {
+  return new (like.constructor as Float32ArrayConstructor)(length);
 }
 
 /** Blocks the thread for `ms` (a failing rank's last moment, so peers can report it). */
@@ -218,6 +263,13 @@ function startMpi(lib: MpiLibrary): void {
       );
     }
   }
+  // A truncated receive (a rank that sent more than this one expects) must
+  // come back as an error to report, not end the job: MPICH reports errors
+  // of multi-request waits on MPI_COMM_WORLD's handler.
+  check(
+    "MPI_Comm_set_errhandler",
+    lib.symbols.MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+  );
   started = true;
   globalThis.addEventListener("error", onUncaught);
   globalThis.addEventListener("unhandledrejection", onUncaught);
@@ -234,6 +286,8 @@ class MpiBackend implements ProcessGroupBackend {
   // The failure channel: a receive kept posted for another rank's last words.
   readonly #failureRequest = new Int32Array([MPI_REQUEST_NULL]);
   readonly #failureBuffer = new Uint8Array(FAILURE_BYTES);
+  /** Receive arrays reused by all-reduces, by type, length and sending rank. */
+  readonly #scratch = new Map<string, TypedArray>();
   #closed = false;
 
   constructor(lib: MpiLibrary, timeoutMs: number) {
@@ -242,6 +296,10 @@ class MpiBackend implements ProcessGroupBackend {
     const comm = new Int32Array(1);
     check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(MPI_COMM_WORLD, comm));
     this.#comm = comm[0];
+    check(
+      "MPI_Comm_set_errhandler",
+      lib.symbols.MPI_Comm_set_errhandler(this.#comm, MPI_ERRORS_RETURN),
+    );
     const value = new Int32Array(1);
     check("MPI_Comm_rank", lib.symbols.MPI_Comm_rank(this.#comm, value));
     this.rank = worldRank = value[0];
@@ -421,12 +479,7 @@ class MpiBackend implements ProcessGroupBackend {
    * nonblocking schedules.
    */
   async #run(call: CollectiveCall, exchange: () => Promise<number>): Promise<void> {
-    if (this.#closed) {
-      throw new DistributedError(
-        `${describeHeader(call.header)}: this rank (${this.rank}) already left the process group`,
-        [this.rank],
-      );
-    }
+    this.#checkOpen(call);
     const deadline = performance.now() + this.#timeoutMs;
     await this.#agree(call, deadline);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -448,8 +501,175 @@ class MpiBackend implements ProcessGroupBackend {
     check(call.kind, result);
   }
 
+  /** Whether another rank's failure message has arrived (the failure channel, tested without waiting). */
+  #peerFailed(): boolean {
+    if (this.#failureRequest[0] === MPI_REQUEST_NULL) return false;
+    const flag = new Int32Array(1);
+    check(
+      "MPI_Test",
+      this.#lib.symbols.MPI_Test(this.#failureRequest, flag, Deno.UnsafePointer.create(1n)),
+    );
+    return flag[0] !== 0;
+  }
+
+  /**
+   * Resolves with the MPI code `done` (a wait on a helper thread) resolves
+   * with, unless a rank reports its failure first or the deadline passes
+   * (`late()` then names the ranks not heard of); either ends the job.
+   */
+  async #settle(
+    call: CollectiveCall,
+    done: Promise<number>,
+    deadline: number,
+    late: () => number[],
+  ): Promise<number> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let poll: ReturnType<typeof setInterval> | undefined;
+    try {
+      return await new Promise<number>((resolve, reject) => {
+        timer = setTimeout(() => {
+          const ranks = late();
+          reject(
+            new DistributedError(
+              ranks.length > 0
+                ? `${describeHeader(call.header)} on rank ${this.rank}: ${
+                  ranks.length === 1 ? "rank" : "ranks"
+                } ${
+                  ranks.join(", ")
+                } did not join within ${this.#timeoutMs} ms: a rank hung, died, or skipped this collective`
+                : `${
+                  describeHeader(call.header)
+                } on rank ${this.rank}: every rank joined, but the data exchange did not finish within ${this.#timeoutMs} ms: a rank died or hung`,
+              ranks,
+            ),
+          );
+        }, Math.max(0, deadline - performance.now()));
+        poll = setInterval(() => {
+          if (this.#peerFailed()) reject(this.#failureFromPeer(call));
+        }, FAILURE_POLL_MS);
+        done.then(resolve, reject);
+      });
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      clearInterval(poll);
+    }
+  }
+
+  /**
+   * One meeting of the ranks (see the module's comment): sends the header
+   * and then `payload` to every other rank, receives each rank's header and
+   * its data into `into(q)` (as long as this rank expects it to be), and
+   * checks the headers once everything has arrived.
+   */
+  async #meet(
+    call: CollectiveCall,
+    payload: Uint8Array,
+    into: (q: number) => Uint8Array,
+  ): Promise<void> {
+    this.#checkOpen(call);
+    const deadline = performance.now() + this.#timeoutMs;
+    const peers: number[] = [];
+    for (let q = 0; q < this.worldSize; q++) if (q !== this.rank) peers.push(q);
+    // A header's first word is the collective's kind (>= 1): 0 = not arrived.
+    const headers = Array.from(
+      { length: this.worldSize },
+      (_, q) => q === this.rank ? call.header : new Int32Array(HEADER_WORDS),
+    );
+    const requests = new Int32Array(4 * peers.length);
+    const slot = new Int32Array(1);
+    let posted = 0;
+    const post = (what: "MPI_Irecv" | "MPI_Isend", buffer: ArrayBufferView, q: number) => {
+      const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+      check(
+        what,
+        this.#lib.symbols[what](bytes, bytes.length, MPI_BYTE, q, TAG_CALL, this.#comm, slot),
+      );
+      requests[posted++] = slot[0];
+    };
+    for (const q of peers) {
+      post("MPI_Irecv", headers[q], q);
+      post("MPI_Irecv", into(q), q);
+    }
+    for (const q of peers) {
+      post("MPI_Isend", call.header, q);
+      post("MPI_Isend", payload, q);
+    }
+    const statuses = new Int32Array(requests.length * STATUS_WORDS);
+    const code = await this.#settle(
+      call,
+      this.#lib.symbols.MPI_Waitall(requests.length, requests, statuses),
+      deadline,
+      () => peers.filter((q) => headers[q][0] === 0),
+    );
+    if (code !== MPI_ERR_IN_STATUS) check("MPI_Waitall", code);
+    // Every message arrived (also those of a rank that called something
+    // else), so every rank sees every header: a mismatch fails everywhere.
+    checkHeaders(headers);
+    if (code === MPI_ERR_IN_STATUS) {
+      // The data receive from peers[i] is request 2i + 1.
+      const errors = peers.map((_, i) => statuses[(2 * i + 1) * STATUS_WORDS + STATUS_ERROR]);
+      const failed = peers.filter((_, i) => errors[i] !== 0);
+      throw new DistributedError(
+        `${describeHeader(call.header)} on rank ${this.rank}: the data of ${
+          failed.length === 1 ? "rank" : "ranks"
+        } ${failed.join(", ")} could not be received (${
+          errors.includes(MPI_ERR_TRUNCATE)
+            ? "longer than the header says"
+            : `MPI errors ${errors.join(", ")}`
+        })`,
+        failed,
+      );
+    }
+  }
+
+  #checkOpen(call: CollectiveCall): void {
+    if (this.#closed) {
+      throw new DistributedError(
+        `${describeHeader(call.header)}: this rank (${this.rank}) already left the process group`,
+        [this.rank],
+      );
+    }
+  }
+
+  /** Every rank's `data` in rank order (this rank's is `data` itself); `fresh`: new arrays, else reused ones. */
+  async #gather(call: CollectiveCall, data: TypedArray, fresh: boolean): Promise<TypedArray[]> {
+    const parts = Array.from(
+      { length: this.worldSize },
+      (_, q) => q === this.rank ? data : fresh ? makeLike(data) : this.#scratchFor(data, q),
+    );
+    await this.#meet(call, bytesOf(data), (q) => bytesOf(parts[q]));
+    return parts;
+  }
+
+  /** A reused receive array for rank `q` with `data`'s type and length. */
+  #scratchFor(data: TypedArray, q: number): TypedArray {
+    const key = `${data.constructor.name}:${data.length}:${q}`;
+    let array = this.#scratch.get(key);
+    if (!array) {
+      // Sizes change rarely (a DDP step moves the same buckets every time).
+      if (this.#scratch.size >= 4 * this.worldSize) this.#scratch.clear();
+      array = makeLike(data);
+      this.#scratch.set(key, array);
+    }
+    return array;
+  }
+
   async allReduce(call: CollectiveCall, data: TypedArray): Promise<void> {
     const op = call.op ?? "sum";
+    if (this.worldSize <= DIRECT_RANKS) {
+      if (this.worldSize === 1) return;
+      const parts = await this.#gather(call, data, false);
+      const inPlace = this.worldSize === 2 && data instanceof Float32Array &&
+        (op === "sum" || op === "avg");
+      // reduceInto writes rank 0's values into `data` first: a later rank
+      // keeps its own (except in the two-rank float pass, elementwise in place).
+      if (this.rank !== 0 && !inPlace) parts[this.rank] = data.slice();
+      reduceInto(data, parts, 0, data.length, op);
+      return;
+    }
     if (op === "max" || op === "min") {
       // MPI_MAX and MPI_MIN let NaN win or lose by operand order, so ranks
       // could disagree: gather and combine in rank order instead.
@@ -473,16 +693,32 @@ class MpiBackend implements ProcessGroupBackend {
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const src = call.src ?? 0;
+    if (this.worldSize <= DIRECT_RANKS) {
+      if (this.worldSize === 1) return;
+      const bytes = bytesOf(data);
+      await this.#meet(
+        call,
+        this.rank === src ? bytes : NOTHING,
+        (q) => q === src ? bytes : NOTHING,
+      );
+      return;
+    }
     await this.#run(
       call,
-      () =>
-        this.#lib.symbols.MPI_Bcast(data, data.length, datatype(call), call.src ?? 0, this.#comm),
+      () => this.#lib.symbols.MPI_Bcast(data, data.length, datatype(call), src, this.#comm),
     );
   }
 
   async allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]> {
+    if (this.worldSize <= DIRECT_RANKS) {
+      if (this.worldSize === 1) return [data.slice()];
+      const parts = await this.#gather(call, data, true);
+      parts[this.rank] = data.slice();
+      return parts;
+    }
     const n = data.length;
-    const all = new (data.constructor as Float32ArrayConstructor)(n * this.worldSize);
+    const all = makeLike(data, n * this.worldSize);
     await this.#run(
       call,
       () =>
@@ -500,6 +736,10 @@ class MpiBackend implements ProcessGroupBackend {
   }
 
   async barrier(call: CollectiveCall): Promise<void> {
+    if (this.worldSize <= DIRECT_RANKS) {
+      if (this.worldSize > 1) await this.#meet(call, NOTHING, () => NOTHING);
+      return;
+    }
     // The header exchange is itself a barrier.
     const deadline = performance.now() + this.#timeoutMs;
     await this.#agree(call, deadline);
