@@ -13,14 +13,7 @@ import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
-import {
-  borrowHost,
-  giveBackHost,
-  readFlat,
-  readFlatInto,
-  runOnHost,
-  writeFlat,
-} from "./host.ts";
+import { borrowHost, giveBackHost, readFlat, readFlatInto, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
