@@ -8,9 +8,16 @@ workaround variables):
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/cnn_torch.py [epochs] [train]
 
 Prints one line per epoch: loss, test accuracy and seconds of training
-(wall clock and processor time).
+(wall clock and processor time). With --serve [train] it reads one JSON
+command per line on stdin and answers one JSON line, so that
+`deno task bench --filter conv --peers` times its epochs round-robin with
+multigrad's (bench/peers/pytorch.ts):
+
+  {"case": "epoch"}   -> {"ms": 812.5, "loss": 0.02}   one training epoch
+  {"info": true}      -> {"torch": "1.13.0", "threads": 1}
 """
 
+import json
 import sys
 import time
 
@@ -59,9 +66,9 @@ def synthetic_images(count, classes, gen):
     return images, labels
 
 
-def main():
-    epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    train_count = int(sys.argv[2]) if len(sys.argv) > 2 else 2048
+def setup(train_count):
+    """The model, data, loader and optimizer of examples/cnn.ts, and a
+    function training one epoch that returns (mean loss, wall s, processor s)."""
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
     x_train, y_train = synthetic_images(train_count, 10, gen)
@@ -72,8 +79,8 @@ def main():
     model = Cnn()
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
     loss_fn = nn.CrossEntropyLoss()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    for epoch in range(epochs):
+
+    def train_epoch():
         model.train()
         t0 = time.perf_counter()
         c0 = time.process_time()
@@ -85,15 +92,41 @@ def main():
             optimizer.step()
             total += loss.item()
             batches += 1
-        seconds = time.perf_counter() - t0
-        cpu_seconds = time.process_time() - c0
+        return total / batches, time.perf_counter() - t0, time.process_time() - c0
+
+    return model, train_epoch, x_test, y_test
+
+
+def serve(train_count):
+    _, train_epoch, _, _ = setup(train_count)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd.get("info"):
+            out = {"torch": torch.__version__, "threads": torch.get_num_threads()}
+        else:
+            loss, seconds, _ = train_epoch()
+            out = {"ms": seconds * 1000, "loss": loss}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+
+
+def main():
+    epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    train_count = int(sys.argv[2]) if len(sys.argv) > 2 else 2048
+    model, train_epoch, x_test, y_test = setup(train_count)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    for epoch in range(epochs):
+        loss, seconds, cpu_seconds = train_epoch()
         model.eval()
         with torch.no_grad():
             accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
-        print(f"epoch {epoch + 1}: loss {total / batches:.4f}, test accuracy "
+        print(f"epoch {epoch + 1}: loss {loss:.4f}, test accuracy "
               f"{100 * accuracy:.1f}%, {seconds:.2f} s (processor "
               f"{cpu_seconds:.2f} s)")
 
 
 if __name__ == "__main__":
-    main()
+    if "--serve" in sys.argv:
+        serve(int(sys.argv[2]) if len(sys.argv) > 2 else 2048)
+    else:
+        main()

@@ -254,7 +254,7 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
     try {
       const torch = await startPytorch();
       try {
-        const found = await runTargets(ctx, loadJaxjs, torch);
+        const found = await runTargets(ctx, loadJaxjs, torch, suites.map((s) => s.name));
         targets = found.targets;
         results.push(...found.results);
       } finally {

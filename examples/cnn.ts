@@ -154,11 +154,19 @@ export interface EpochReport {
   cpuSeconds: number;
 }
 
-/** Trains the CNN and returns each epoch's loss, accuracy and time. */
-export async function main(
-  options: CnnOptions = {},
-  log: (line: string) => void = console.log,
-): Promise<EpochReport[]> {
+/** A CNN set up for training: {@link CnnTrainer.epoch} trains one epoch and tests. */
+export interface CnnTrainer {
+  /** The devices it trains on (DataParallel when more than one). */
+  readonly devices: readonly Device[];
+  /** Trains one epoch over the training images, then measures the test accuracy. */
+  epoch(): Promise<EpochReport>;
+}
+
+/**
+ * Builds the CNN, its data, loader and optimizer as {@link main} does
+ * (`bench/suites/targets.ts` times its epochs against PyTorch's).
+ */
+export async function cnnTrainer(options: CnnOptions = {}): Promise<CnnTrainer> {
   const seed = options.seed ?? 0;
   manualSeed(seed);
   const devices: Device[] = await pickDevices(options.devices ?? 2, options.backend);
@@ -174,11 +182,9 @@ export async function main(
   const testImages = test.images.to(devices[0]);
   const net = new Cnn().to(devices[0]);
   const model: nn.Module = devices.length > 1 ? new nn.DataParallel(net, { devices }) : net;
-  log(`training on ${devices.join(", ")}${devices.length > 1 ? " (DataParallel)" : ""}`);
   const optimizer = new optim.Adam(net.parameters(), { lr: 2e-3 });
   const lossFn = new nn.CrossEntropyLoss();
-  const reports: EpochReport[] = [];
-  for (let epoch = 0; epoch < (options.epochs ?? 3); epoch++) {
+  const epoch = async (): Promise<EpochReport> => {
     model.train();
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
@@ -210,17 +216,32 @@ export async function main(
     const hits = await correct.item();
     predicted.dispose();
     correct.dispose();
-    const report = {
+    return {
       loss: total / losses.length,
       accuracy: hits / test.labels.shape[0],
       seconds,
       cpuSeconds,
     };
+  };
+  return { devices, epoch };
+}
+
+/** Trains the CNN and returns each epoch's loss, accuracy and time. */
+export async function main(
+  options: CnnOptions = {},
+  log: (line: string) => void = console.log,
+): Promise<EpochReport[]> {
+  const trainer = await cnnTrainer(options);
+  const { devices } = trainer;
+  log(`training on ${devices.join(", ")}${devices.length > 1 ? " (DataParallel)" : ""}`);
+  const reports: EpochReport[] = [];
+  for (let epoch = 0; epoch < (options.epochs ?? 3); epoch++) {
+    const report = await trainer.epoch();
     reports.push(report);
     log(
       `epoch ${epoch + 1}: loss ${report.loss.toFixed(4)}, test accuracy ${
         (100 * report.accuracy).toFixed(1)
-      }%, ${seconds.toFixed(2)} s (processor ${cpuSeconds.toFixed(2)} s)`,
+      }%, ${report.seconds.toFixed(2)} s (processor ${report.cpuSeconds.toFixed(2)} s)`,
     );
   }
   return reports;

@@ -1,5 +1,6 @@
 /**
- * PyTorch peer: `bench/pytorch_mlp.py --serve` in a child process (Debian's
+ * PyTorch peer: `bench/pytorch_mlp.py --serve` (or another script's server,
+ * e.g. `bench/cnn_torch.py --serve` for the CNN epoch) in a child process (Debian's
  * `/usr/bin/python3` with `python3-torch`, its OpenBLAS environment
  * overrides removed), asked for one timed run at a time so that PyTorch and
  * multigrad are measured round-robin under the same machine load. PyTorch
@@ -13,20 +14,28 @@
 export interface PytorchPeer {
   /** `torch 1.13.0, 2 threads`. */
   readonly info: string;
-  /** One timed run of `case` (`"matmul"`, `"mlp"`, `"demo"`): PyTorch's own milliseconds. */
-  run(name: "matmul" | "mlp" | "demo"): Promise<number>;
+  /**
+   * One timed run of `case` (`"matmul"`, `"mlp"`, `"demo"`; `"epoch"` for
+   * the CNN script): PyTorch's own milliseconds.
+   */
+  run(name: "matmul" | "mlp" | "demo" | "epoch"): Promise<number>;
   /** Ends the child process. */
   close(): Promise<void>;
 }
 
 const SCRIPT = new URL("../pytorch_mlp.py", import.meta.url);
 
+/** The CNN epoch's server: `bench/cnn_torch.py --serve <training images>`. */
+export const CNN_SCRIPT: URL = new URL("../cnn_torch.py", import.meta.url);
+
 /**
- * Starts the PyTorch server, or resolves with why it cannot run here
- * (no python3, no torch).
+ * Starts the PyTorch server (`script` with `--serve` and `args`), or
+ * resolves with why it cannot run here (no python3, no torch).
  */
 export async function startPytorch(
   python = "/usr/bin/python3",
+  script: URL = SCRIPT,
+  args: readonly string[] = [],
 ): Promise<PytorchPeer | string> {
   let child: Deno.ChildProcess;
   try {
@@ -38,8 +47,9 @@ export async function startPytorch(
         "-u",
         "OPENBLAS_L2_SIZE",
         python,
-        decodeURIComponent(SCRIPT.pathname),
+        decodeURIComponent(script.pathname),
         "--serve",
+        ...args,
       ],
       stdin: "piped",
       stdout: "piped",
@@ -58,7 +68,11 @@ export async function startPytorch(
       const { value, done } = await lines.read();
       if (done) {
         const err = await new Response(child.stderr).text().catch(() => "");
-        throw new Error(`pytorch_mlp.py exited: ${err.trim().split("\n").slice(-3).join(" / ")}`);
+        throw new Error(
+          `${script.pathname.split("/").pop()} exited: ${
+            err.trim().split("\n").slice(-3).join(" / ")
+          }`,
+        );
       }
       buffered += value;
     }

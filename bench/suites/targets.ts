@@ -34,7 +34,8 @@ import {
   summarizeKernels,
 } from "./mlp.ts";
 import type { JaxjsPeer, PeerRunner } from "../peers/jaxjs.ts";
-import type { PytorchPeer } from "../peers/pytorch.ts";
+import { CNN_SCRIPT, type PytorchPeer, startPytorch } from "../peers/pytorch.ts";
+import { cnnTrainer } from "../../examples/cnn.ts";
 
 /** One target's outcome. */
 export interface TargetResult {
@@ -103,15 +104,27 @@ async function compare(
 
 const gflops = (n: number, ms: number) => (2 * n ** 3) / (ms * 1e6);
 
+/** The suite a target belongs to: it runs when that suite is selected (`--filter`). */
+const TARGET_SUITES = {
+  matmul: ["matmul"],
+  mlp: ["mlp"],
+  small: ["mlp", "smallstep"],
+  cnn: ["conv"],
+} as const;
+
 /**
- * Measures every target whose contenders are available; `jaxjs` loads a
- * jax-js backend (or says why not), `torch` is the PyTorch peer or why not.
+ * Measures every target of the selected `suites` whose contenders are
+ * available; `jaxjs` loads a jax-js backend (or says why not), `torch` is the
+ * PyTorch peer or why not (the CNN epoch starts its own, `bench/cnn_torch.py`).
  */
 export async function runTargets(
   ctx: SuiteContext,
   jaxjs: (device: "wasm" | "webgpu") => Promise<JaxjsPeer | string>,
   torch: PytorchPeer | string,
+  suites: readonly string[] = ["matmul", "mlp", "smallstep", "conv"],
 ): Promise<{ targets: TargetResult[]; results: BenchResult[] }> {
+  const selected = (target: keyof typeof TARGET_SUITES) =>
+    TARGET_SUITES[target].some((name) => suites.includes(name));
   const n = ctx.quick ? 256 : 1024;
   const targets: TargetResult[] = [];
   const results: BenchResult[] = [];
@@ -163,7 +176,7 @@ export async function runTargets(
       met: goal === null ? null : ratio >= goal,
     });
   };
-  const torchRun = (name: "matmul" | "mlp" | "demo"): Contender[] =>
+  const torchRun = (name: "matmul" | "mlp" | "demo" | "epoch"): Contender[] =>
     typeof torch === "string" ? [] : [{ name: "torch", run: () => torch.run(name) }];
   const noteMissing = (what: string, why: string) => table.note(`${what}: not measured (${why})`);
   // The small step's kernel launches, counted on one more step, and the
@@ -180,11 +193,11 @@ export async function runTargets(
 
   if (ctx.backends.includes("cpu")) {
     const [cpu] = await ctx.devices("cpu", 1);
-    const wasm = await jaxjs("wasm");
-    if (typeof wasm === "string") noteMissing("jax-js wasm", wasm);
+    const wasm = selected("matmul") || selected("mlp") ? await jaxjs("wasm") : "not selected";
+    if (typeof wasm === "string" && wasm !== "not selected") noteMissing("jax-js wasm", wasm);
 
     // 1. matmul n, cpu, one read per product.
-    {
+    if (selected("matmul")) {
       const ours = ourMatmul(cpu, n);
       const theirs: PeerRunner | null = typeof wasm === "string" ? null : wasm.matmul(n);
       try {
@@ -223,7 +236,7 @@ export async function runTargets(
     await settle();
 
     // 2. The MLP step, cpu.
-    {
+    if (selected("mlp")) {
       const ours = ourStep(cpu, MLP_CONFIG);
       const theirs: PeerRunner | null = typeof wasm === "string" ? null : wasm.mlp();
       try {
@@ -248,7 +261,7 @@ export async function runTargets(
     await settle();
 
     // 3. The small model's step, cpu: an absolute goal, PyTorch beside it.
-    {
+    if (selected("small")) {
       const ours = ourStep(cpu, SMALL_MLP_CONFIG);
       try {
         const ms = await compare(ctx, [{ name: "ours", run: ours.run }, ...torchRun("demo")], 20);
@@ -272,13 +285,17 @@ export async function runTargets(
       }
     }
     await settle();
+
+    // 4. The example CNN's training epoch (examples/cnn.ts, one cpu device)
+    // against PyTorch's (bench/cnn_torch.py), epochs round-robin.
+    if (selected("cnn")) await cnnEpoch(ctx, add, speedup, noteMissing);
   }
 
   if (ctx.backends.includes("webgpu")) {
     const [gpu] = await ctx.devices("webgpu", 1);
 
-    // 4. The small model's step on webgpu: absolute, one submit and one read.
-    {
+    // 5. The small model's step on webgpu: absolute, one submit and one read.
+    if (selected("small")) {
       const ours = ourStep(gpu, SMALL_MLP_CONFIG);
       try {
         const ms = await compare(ctx, [{ name: "ours", run: ours.run }], 5);
@@ -312,8 +329,8 @@ export async function runTargets(
     }
     await settle();
 
-    // 5. matmul n on webgpu, one read per product.
-    {
+    // 6. matmul n on webgpu, one read per product.
+    if (selected("matmul")) {
       const jaxGpu = await jaxjs("webgpu");
       if (typeof jaxGpu === "string") noteMissing("jax-js webgpu", jaxGpu);
       const ours = ourMatmul(gpu, n);
@@ -346,6 +363,58 @@ export async function runTargets(
       " goal '-': shown for reference",
   );
   return { targets, results };
+}
+
+/**
+ * The example CNN's training epoch on one cpu device against PyTorch's, one
+ * epoch of each per round; goal: within 2x of PyTorch's time (issue 12).
+ */
+async function cnnEpoch(
+  ctx: SuiteContext,
+  add: (t: TargetResult) => void,
+  speedup: (
+    target: string,
+    peer: string,
+    ours: number,
+    theirs: number,
+    unit: string,
+    goal: number | null,
+  ) => void,
+  noteMissing: (what: string, why: string) => void,
+): Promise<void> {
+  const train = ctx.quick ? 256 : 2048;
+  const trainer = await cnnTrainer({ devices: 1, backend: "cpu", train, test: 64 });
+  const torch = await startPytorch("/usr/bin/python3", CNN_SCRIPT, [String(train)]);
+  if (typeof torch === "string") noteMissing("PyTorch CNN epoch", torch);
+  try {
+    const ms = await compare(
+      ctx,
+      [
+        { name: "ours", run: async () => (await trainer.epoch()).seconds * 1000 },
+        ...(typeof torch === "string" ? [] : [{ name: "torch", run: () => torch.run("epoch") }]),
+      ],
+      1,
+    );
+    const mine = ms.get("ours")!;
+    const label = `CNN epoch (examples/cnn.ts, ${train} images, b64), cpu`;
+    if (ms.has("torch")) {
+      // Within 2x of PyTorch's time: speed ratio >= 0.5.
+      speedup(label, "PyTorch", mine, ms.get("torch")!, "ms/epoch", 0.5);
+    } else {
+      add({
+        target: label,
+        ours: mine,
+        unit: "ms/epoch",
+        peer: "",
+        theirs: NaN,
+        ratio: mine,
+        goal: "-",
+        met: null,
+      });
+    }
+  } finally {
+    if (typeof torch !== "string") await torch.close();
+  }
 }
 
 function result(
