@@ -675,32 +675,12 @@ export type KernelTable<B = DeviceBuffer> =
   & { readonly [K in RequiredKernelName]: Kernel<K, B> }
   & { readonly [K in OptionalKernelName]?: Kernel<K, B> };
 
-/** The {@link WindowView} fields of `x`, alone. */
-function windowOf(x: WindowView): WindowView {
-  return {
-    batch: x.batch,
-    channels: x.channels,
-    height: x.height,
-    width: x.width,
-    kernelH: x.kernelH,
-    kernelW: x.kernelW,
-    strideH: x.strideH,
-    strideW: x.strideW,
-    padH: x.padH,
-    padW: x.padW,
-    dilationH: x.dilationH,
-    dilationW: x.dilationW,
-    outH: x.outH,
-    outW: x.outW,
-  };
-}
-
 /**
  * Kernel `K`'s arguments with every buffer passed through `buffer` (given
  * the handle and a name for errors, e.g. `"binary.a"`), every other field
- * as it was: how {@link wrapDevice} unwraps. Spelled out per kernel so the
- * type checker proves every buffer field is converted, and so each call
- * builds one object of a fixed shape.
+ * as it was: how {@link wrapDevice} unwraps. The buffer fields are named per
+ * kernel so the type checker proves every one is converted (a field left to
+ * the spread keeps type `DeviceBuffer`, not `B`).
  */
 export type Rebuild<K extends KernelName> = <B>(
   args: KernelArgs[K],
@@ -709,148 +689,58 @@ export type Rebuild<K extends KernelName> = <B>(
 
 /** {@link Rebuild} for every kernel. */
 export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
-  fill: (x, u) => ({ out: u(x.out, "fill.out"), numel: x.numel, value: x.value, dtype: x.dtype }),
-  cast: (x, u) => ({
-    x: u(x.x, "cast.x"),
-    out: u(x.out, "cast.out"),
-    numel: x.numel,
-    dtype: x.dtype,
-    to: x.to,
-  }),
-  unary: (x, u) => ({
-    op: x.op,
-    x: u(x.x, "unary.x"),
-    out: u(x.out, "unary.out"),
-    numel: x.numel,
-    dtype: x.dtype,
-  }),
+  // Spread: the scalars as they are, every buffer field replaced (the types check it).
+  fill: (x, u) => ({ ...x, out: u(x.out, "fill.out") }),
+  cast: (x, u) => ({ ...x, x: u(x.x, "cast.x"), out: u(x.out, "cast.out") }),
+  unary: (x, u) => ({ ...x, x: u(x.x, "unary.x"), out: u(x.out, "unary.out") }),
   binary: (x, u) => ({
-    op: x.op,
+    ...x,
     a: u(x.a, "binary.a"),
     b: u(x.b, "binary.b"),
     out: u(x.out, "binary.out"),
-    shape: x.shape,
-    aStrides: x.aStrides,
-    bStrides: x.bStrides,
-    dtype: x.dtype,
   }),
-  reduce: (x, u) => ({
-    op: x.op,
-    x: u(x.x, "reduce.x"),
-    out: u(x.out, "reduce.out"),
-    outer: x.outer,
-    size: x.size,
-    inner: x.inner,
-    dtype: x.dtype,
-  }),
+  reduce: (x, u) => ({ ...x, x: u(x.x, "reduce.x"), out: u(x.out, "reduce.out") }),
   matmul: (x, u) => ({
+    ...x,
     a: u(x.a, "matmul.a"),
     b: u(x.b, "matmul.b"),
     out: u(x.out, "matmul.out"),
-    batch: x.batch,
-    m: x.m,
-    n: x.n,
-    k: x.k,
-    aBatchStride: x.aBatchStride,
-    bBatchStride: x.bBatchStride,
-    transA: x.transA,
-    transB: x.transB,
-    dtype: x.dtype,
   }),
-  copy: (x, u) => ({
-    x: u(x.x, "copy.x"),
-    out: u(x.out, "copy.out"),
-    shape: x.shape,
-    xStrides: x.xStrides,
-    xOffset: x.xOffset,
-    outStrides: x.outStrides,
-    outOffset: x.outOffset,
-    dtype: x.dtype,
-  }),
+  copy: (x, u) => ({ ...x, x: u(x.x, "copy.x"), out: u(x.out, "copy.out") }),
   indexSelect: (x, u) => ({
+    ...x,
     x: u(x.x, "indexSelect.x"),
     indices: u(x.indices, "indexSelect.indices"),
     out: u(x.out, "indexSelect.out"),
-    outer: x.outer,
-    size: x.size,
-    inner: x.inner,
-    count: x.count,
-    dtype: x.dtype,
   }),
-  random: (x, u) => ({
-    out: u(x.out, "random.out"),
-    numel: x.numel,
-    kind: x.kind,
-    seed: x.seed,
-    a: x.a,
-    b: x.b,
-    dtype: x.dtype,
-  }),
+  random: (x, u) => ({ ...x, out: u(x.out, "random.out") }),
   where: (x, u) => ({
+    ...x,
     cond: u(x.cond, "where.cond"),
     a: u(x.a, "where.a"),
     b: u(x.b, "where.b"),
     out: u(x.out, "where.out"),
-    shape: x.shape,
-    condStrides: x.condStrides,
-    aStrides: x.aStrides,
-    bStrides: x.bStrides,
-    condDtype: x.condDtype,
-    dtype: x.dtype,
   }),
   gather: (x, u) => ({
+    ...x,
     x: u(x.x, "gather.x"),
     index: u(x.index, "gather.index"),
     out: u(x.out, "gather.out"),
-    outer: x.outer,
-    size: x.size,
-    count: x.count,
-    inner: x.inner,
-    dtype: x.dtype,
   }),
   scatterAdd: (x, u) => ({
+    ...x,
     x: u(x.x, "scatterAdd.x"),
     index: u(x.index, "scatterAdd.index"),
     out: u(x.out, "scatterAdd.out"),
-    outer: x.outer,
-    size: x.size,
-    count: x.count,
-    inner: x.inner,
-    dtype: x.dtype,
   }),
-  im2col: (x, u) => ({
-    ...windowOf(x),
-    x: u(x.x, "im2col.x"),
-    out: u(x.out, "im2col.out"),
-    padValue: x.padValue,
-    dtype: x.dtype,
-  }),
-  col2im: (x, u) => ({
-    ...windowOf(x),
-    x: u(x.x, "col2im.x"),
-    out: u(x.out, "col2im.out"),
-    dtype: x.dtype,
-  }),
-  softmax: (x, u) => ({
-    x: u(x.x, "softmax.x"),
-    out: u(x.out, "softmax.out"),
-    outer: x.outer,
-    size: x.size,
-    inner: x.inner,
-    log: x.log,
-    dtype: x.dtype,
-  }),
-  gelu: (x, u) => ({
-    x: u(x.x, "gelu.x"),
-    out: u(x.out, "gelu.out"),
-    numel: x.numel,
-    dtype: x.dtype,
-  }),
+  im2col: (x, u) => ({ ...x, x: u(x.x, "im2col.x"), out: u(x.out, "im2col.out") }),
+  col2im: (x, u) => ({ ...x, x: u(x.x, "col2im.x"), out: u(x.out, "col2im.out") }),
+  softmax: (x, u) => ({ ...x, x: u(x.x, "softmax.x"), out: u(x.out, "softmax.out") }),
+  gelu: (x, u) => ({ ...x, x: u(x.x, "gelu.x"), out: u(x.out, "gelu.out") }),
   geluDerivative: (x, u) => ({
+    ...x,
     x: u(x.x, "geluDerivative.x"),
     out: u(x.out, "geluDerivative.out"),
-    numel: x.numel,
-    dtype: x.dtype,
   }),
   addmm: (x, u) => ({
     ...x,
@@ -865,7 +755,6 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     grad: u(x.grad, "geluBackward.grad"),
     out: u(x.out, "geluBackward.out"),
   }),
-  // Spread: the scalars as they are, every buffer field replaced (the types check it).
   adam: (x, u) => ({
     ...x,
     param: u(x.param, "adam.param"),
@@ -888,11 +777,7 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     gradLoss: u(x.gradLoss, "crossEntropyBackward.gradLoss"),
     out: u(x.out, "crossEntropyBackward.out"),
   }),
-  sgd: (x, u) => ({
-    ...x,
-    param: u(x.param, "sgd.param"),
-    grad: u(x.grad, "sgd.grad"),
-  }),
+  sgd: (x, u) => ({ ...x, param: u(x.param, "sgd.param"), grad: u(x.grad, "sgd.grad") }),
 };
 
 /**
