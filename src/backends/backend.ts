@@ -595,6 +595,76 @@ export interface AddmmArgs<B = DeviceBuffer> extends MatmulArgs<B> {
   readonly bias: B;
 }
 
+/** A training batch norm's operands: `x` is [outer, channels, inner], statistics per channel. */
+export interface BatchNormRows<B = DeviceBuffer> {
+  /** Read, [outer, channels, inner]. */
+  readonly x: B;
+  /** Read, [channels]. */
+  readonly weight: B;
+  /** [channels]: the batch mean, written by `batchNorm`, read by `batchNormBackward`. */
+  readonly mean: B;
+  /** [channels]: `1 / sqrt(biased variance + eps)`, written and read likewise. */
+  readonly invstd: B;
+  /** Leading dim (the batch). */
+  readonly outer: number;
+  /** Channels. */
+  readonly channels: number;
+  /** Trailing elements per channel and sample (H·W). */
+  readonly inner: number;
+  /** The element type of every buffer. */
+  readonly dtype: DType;
+}
+
+/**
+ * Optional fused kernel, PyTorch's training `batch_norm`: per channel the
+ * mean and biased `variance` over dims 0 and 2 (float64 sums), then
+ * `out = (x - mean) · invstd · weight + bias`. Float only.
+ */
+export interface BatchNormArgs<B = DeviceBuffer> extends BatchNormRows<B> {
+  /** Read, [channels]. */
+  readonly bias: B;
+  /** Written, [channels]. */
+  readonly variance: B;
+  /** Written, like `x`. */
+  readonly out: B;
+  /** Added to the variance. */
+  readonly eps: number;
+}
+
+/**
+ * Optional fused kernel, `batch_norm`'s backward from the saved `mean` and
+ * `invstd`: with `gsum = Σ grad` and `gxc = Σ grad · (x - mean)` per channel,
+ * `gradWeight = gxc · invstd`, `gradBias = gsum`, `gradInput = weight ·
+ * invstd · (grad - gsum/n - (x - mean) · invstd² · gxc/n)`, n = outer·inner.
+ */
+export interface BatchNormBackwardArgs<B = DeviceBuffer> extends BatchNormRows<B> {
+  /** Read, like `x`. */
+  readonly grad: B;
+  /** Written, like `x`. */
+  readonly gradInput: B;
+  /** Written, [channels]. */
+  readonly gradWeight: B;
+  /** Written, [channels]. */
+  readonly gradBias: B;
+}
+
+/**
+ * Optional fused kernel, PyTorch's `max_pool2d_with_indices`: `out[n, c, oh,
+ * ow]` = the largest input element its window reads (padding never wins; NaN
+ * does; the first on ties) and `indices` its `h · width + w` (int32; the
+ * window's first element when every one is -inf). Float only.
+ */
+export interface MaxPool2dArgs<B = DeviceBuffer> extends WindowView {
+  /** Read, [batch, channels, height, width]. */
+  readonly x: B;
+  /** Written, [batch, channels, outH, outW]. */
+  readonly out: B;
+  /** Written, int32, like `out`. */
+  readonly indices: B;
+  /** The element type of `x` and `out`. */
+  readonly dtype: DType;
+}
+
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
 export interface KernelArgs<B = DeviceBuffer> {
   /** See {@link FillArgs}. */
@@ -643,6 +713,12 @@ export interface KernelArgs<B = DeviceBuffer> {
   crossEntropy: CrossEntropyArgs<B>;
   /** Optional. See {@link CrossEntropyBackwardArgs}. */
   crossEntropyBackward: CrossEntropyBackwardArgs<B>;
+  /** Optional. See {@link BatchNormArgs}. */
+  batchNorm: BatchNormArgs<B>;
+  /** Optional. See {@link BatchNormBackwardArgs}. */
+  batchNormBackward: BatchNormBackwardArgs<B>;
+  /** Optional. See {@link MaxPool2dArgs}. */
+  maxPool2d: MaxPool2dArgs<B>;
 }
 
 /** A kernel's name. */
@@ -659,6 +735,9 @@ export const OPTIONAL_KERNELS = [
   "sgd",
   "crossEntropy",
   "crossEntropyBackward",
+  "batchNorm",
+  "batchNormBackward",
+  "maxPool2d",
 ] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
@@ -778,6 +857,33 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     out: u(x.out, "crossEntropyBackward.out"),
   }),
   sgd: (x, u) => ({ ...x, param: u(x.param, "sgd.param"), grad: u(x.grad, "sgd.grad") }),
+  batchNorm: (x, u) => ({
+    ...x,
+    x: u(x.x, "batchNorm.x"),
+    weight: u(x.weight, "batchNorm.weight"),
+    bias: u(x.bias, "batchNorm.bias"),
+    mean: u(x.mean, "batchNorm.mean"),
+    invstd: u(x.invstd, "batchNorm.invstd"),
+    variance: u(x.variance, "batchNorm.variance"),
+    out: u(x.out, "batchNorm.out"),
+  }),
+  batchNormBackward: (x, u) => ({
+    ...x,
+    x: u(x.x, "batchNormBackward.x"),
+    weight: u(x.weight, "batchNormBackward.weight"),
+    mean: u(x.mean, "batchNormBackward.mean"),
+    invstd: u(x.invstd, "batchNormBackward.invstd"),
+    grad: u(x.grad, "batchNormBackward.grad"),
+    gradInput: u(x.gradInput, "batchNormBackward.gradInput"),
+    gradWeight: u(x.gradWeight, "batchNormBackward.gradWeight"),
+    gradBias: u(x.gradBias, "batchNormBackward.gradBias"),
+  }),
+  maxPool2d: (x, u) => ({
+    ...x,
+    x: u(x.x, "maxPool2d.x"),
+    out: u(x.out, "maxPool2d.out"),
+    indices: u(x.indices, "maxPool2d.indices"),
+  }),
 };
 
 /**

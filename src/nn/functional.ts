@@ -9,6 +9,7 @@ import { noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { where } from "../ops/indexing.ts";
 import { crossEntropyRows } from "./functional/cross_entropy.ts";
+import { fusedBatchNorm } from "./functional/batch_norm.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { forwardScope, tidy } from "../storage.ts";
@@ -219,25 +220,8 @@ function batchNormUnscoped(
     return x.mul(scale.reshape(channel)).add(shift.reshape(channel));
   }
   const n = x.numel() / c;
-  // [N, C, L] with statistics over dims 0 and 2: two reductions per sum.
-  const x3 = x.reshape([x.shape[0], c, n / x.shape[0]]);
-  const dims = [0, 2];
-  const perChannel = [1, c, 1];
-  // The forward runs without a graph and one node carries the closed-form
-  // backward with per-channel coefficients: 6 passes over x forward and 7
-  // backward, where the composed ops record about 40.
-  const { y, centered, invstd, mean, variance } = noGrad(() => {
-    const mean = x3.mean(dims, true);
-    const centered = x3.sub(mean);
-    const variance = centered.square().mean(dims, true);
-    const invstd = variance.add(eps).rsqrt();
-    const w = weight ? weight.reshape(perChannel) : null;
-    const b = bias ? bias.reshape(perChannel) : null;
-    let y = centered.mul(w ? invstd.mul(w) : invstd);
-    if (b) y = y.add(b);
-    return { y: y.reshape(x.shape), centered, invstd, mean, variance };
-  });
-  if (runningMean && runningVar) {
+  const updateRunning = (mean: Tensor, variance: Tensor) => {
+    if (!runningMean || !runningVar) return;
     noGrad(() =>
       tidy(() => {
         const m = momentum instanceof Tensor ? momentum.reshape([]) : momentum;
@@ -248,7 +232,32 @@ function batchNormUnscoped(
         runningVar._assign(runningVar.mul(keep).add(unbiased.mul(m)).to(runningVar.dtype));
       })
     );
+  };
+  const affine = weight && bias && weight.dtype === x.dtype && bias.dtype === x.dtype;
+  const fused = affine ? fusedBatchNorm(x, weight, bias, eps) : null;
+  if (fused) {
+    updateRunning(fused.mean, fused.variance);
+    return fused.y;
   }
+  // [N, C, L] with statistics over dims 0 and 2: two reductions per sum.
+  const x3 = x.reshape([x.shape[0], c, n / x.shape[0]]);
+  const dims = [0, 2];
+  const perChannel = [1, c, 1];
+  // The forward runs without a graph and one node carries the closed-form
+  // backward with per-channel coefficients: 6 passes over x forward and 7
+  // backward, where the composed ops record about 40.
+  const { y, centered, invstd } = noGrad(() => {
+    const mean = x3.mean(dims, true);
+    const centered = x3.sub(mean);
+    const variance = centered.square().mean(dims, true);
+    const invstd = variance.add(eps).rsqrt();
+    const w = weight ? weight.reshape(perChannel) : null;
+    const b = bias ? bias.reshape(perChannel) : null;
+    let y = centered.mul(w ? invstd.mul(w) : invstd);
+    if (b) y = y.add(b);
+    updateRunning(mean, variance);
+    return { y: y.reshape(x.shape), centered, invstd };
+  });
   return record("batchNorm", [x, weight ?? null, bias ?? null], y, ([g]) => {
     const g3 = g!.reshape(x3.shape);
     // With xhat = centered · invstd, per channel: gsum = Σ g, gxc = Σ g · centered.

@@ -120,7 +120,7 @@ function requireIndex(op: string, index: unknown, x: Tensor): asserts index is T
 }
 
 /** The scatter-add kernel: `[outer, size, inner]` sums of `src` by `index`, no graph. */
-function scatterAddRaw(src: Tensor, index: Tensor, dim: number, size: number): Tensor {
+export function scatterAddRaw(src: Tensor, index: Tensor, dim: number, size: number): Tensor {
   const shape = index.shape.map((n, i) => (i === dim ? size : n));
   const out = empty(shape, src.dtype, src.device);
   if (out.numel() === 0) return out;

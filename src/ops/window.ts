@@ -5,7 +5,6 @@
  * @module
  */
 
-import type { DType } from "../dtype.ts";
 import type { WindowView } from "../backends/backend.ts";
 import { record } from "../autograd.ts";
 import { formatShape } from "../shape.ts";
@@ -26,6 +25,17 @@ export interface Window2d {
   readonly out: readonly [number, number];
 }
 
+/** The kernels' {@link WindowView} of `window` over `x` [N, C, H, W]. */
+export function windowView(x: Tensor, window: Window2d): WindowView {
+  const [batch, channels, height, width] = x.shape;
+  const { kernel, stride, padding, dilation, out } = window;
+  return {
+    ...{ batch, channels, height, width, kernelH: kernel[0], kernelW: kernel[1] },
+    ...{ strideH: stride[0], strideW: stride[1], padH: padding[0], padW: padding[1] },
+    ...{ dilationH: dilation[0], dilationW: dilation[1], outH: out[0], outW: out[1] },
+  };
+}
+
 /**
  * The windows of a [N, C, H, W] float tensor unfolded to
  * [N, C, kernelH, kernelW, outH, outW]: entry (n, c, ki, kj, oh, ow) is the
@@ -39,26 +49,8 @@ export function unfold2d(x: Tensor, window: Window2d, padValue = 0): Tensor {
       `unfold2d: expected a [N, C, H, W] input, got shape ${formatShape(x.shape)}`,
     );
   }
-  const [batch, channels, height, width] = x.shape;
-  const [kernelH, kernelW] = window.kernel;
-  const [outH, outW] = window.out;
-  const layout: WindowView & { readonly dtype: DType } = {
-    batch,
-    channels,
-    height,
-    width,
-    kernelH,
-    kernelW,
-    strideH: window.stride[0],
-    strideW: window.stride[1],
-    padH: window.padding[0],
-    padW: window.padding[1],
-    dilationH: window.dilation[0],
-    dilationW: window.dilation[1],
-    outH,
-    outW,
-    dtype: x.dtype,
-  };
+  const layout = { ...windowView(x, window), dtype: x.dtype };
+  const { batch, channels, kernelH, kernelW, outH, outW } = layout;
   const out = empty([batch, channels, kernelH, kernelW, outH, outW], x.dtype, x.device);
   if (out.numel() > 0) {
     const xb = x.storage.buffer("unfold2d");

@@ -14,6 +14,8 @@ import {
   wrapDevice,
 } from "../backend.ts";
 import { allocHost, type DType, dtypeSize, type TypedArray } from "../../dtype.ts";
+import { batchNorm } from "./kernels/batch_norm.ts";
+import { batchNormBackward } from "./kernels/batch_norm_backward.ts";
 import { binary } from "./kernels/binary.ts";
 import { cast } from "./kernels/cast.ts";
 import { copy } from "./kernels/copy.ts";
@@ -27,6 +29,7 @@ import { adam } from "./kernels/adam.ts";
 import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { indexSelect } from "./kernels/index_select.ts";
+import { maxPool2d } from "./kernels/max_pool2d.ts";
 import { matmul, type MatmulKernel, matmulKernel, MAX_THREADS } from "./kernels/matmul.ts";
 import { addmm } from "./kernels/addmm.ts";
 import { geluBackward } from "./kernels/gelu_backward.ts";
@@ -74,6 +77,9 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
   sgd,
   crossEntropy,
   crossEntropyBackward,
+  batchNorm,
+  batchNormBackward,
+  maxPool2d,
 };
 
 /** One logical cpu device. */

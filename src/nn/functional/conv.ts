@@ -9,10 +9,12 @@
  * @module
  */
 
-import { cachedConstant } from "../../ops/util.ts";
+import { record } from "../../autograd.ts";
+import { scatterAddRaw } from "../../ops/indexing.ts";
+import { cachedConstant, empty, hasKernel, launch } from "../../ops/util.ts";
 import { full, tensor } from "../../ops/factory.ts";
 import { cat } from "../../ops/view.ts";
-import { unfold2d, type Window2d } from "../../ops/window.ts";
+import { unfold2d, type Window2d, windowView } from "../../ops/window.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
@@ -322,11 +324,38 @@ function maxPool2dUnscoped(
   const { x, window } = poolWindow("maxPool2d", input, kernelSize, options, true);
   const [n, c] = x.shape;
   const [oh, ow] = window.out;
+  if (hasKernel(x.device, "maxPool2d")) {
+    const y = fusedMaxPool2d(x, window);
+    return input.ndim === 3 ? y.squeeze(0) : y;
+  }
   const taps = window.kernel[0] * window.kernel[1];
   const cols = unfold2d(x, window, -Infinity).reshape([n, c, taps, oh * ow]);
   const index = cols.argmax(2, true);
   const y = cols.gather(2, index).reshape([n, c, oh, ow]);
   return input.ndim === 3 ? y.squeeze(0) : y;
+}
+
+/**
+ * Max pooling by the backend's fused kernel: one pass over the windows for
+ * the maxima and their positions; the gradient scatter-adds to those.
+ */
+function fusedMaxPool2d(x: Tensor, window: Window2d): Tensor {
+  const [n, c, h, w] = x.shape;
+  const [oh, ow] = window.out;
+  const y = empty([n, c, oh, ow], x.dtype, x.device);
+  const indices = empty([n, c, oh * ow], "int32", x.device);
+  if (y.numel() > 0) {
+    launch(x.device, "maxPool2d", {
+      ...windowView(x, window),
+      x: x.storage.buffer("maxPool2d"),
+      out: y.storage.buffer(),
+      indices: indices.storage.buffer(),
+      dtype: x.dtype,
+    });
+  }
+  return record("maxPool2d", [x], y, ([g]) => [
+    scatterAddRaw(g!.reshape([n, c, oh * ow]), indices, 2, h * w).reshape(x.shape),
+  ]);
 }
 
 /** Options of {@link avgPool2d}. */

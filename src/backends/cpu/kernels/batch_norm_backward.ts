@@ -1,0 +1,42 @@
+/**
+ * `batchNormBackward` (optional fused kernel): a training batch norm's
+ * gradients in two passes over `x` and `grad` per channel (the sums, then
+ * the input gradient), where the composition makes about nine.
+ * @module
+ */
+
+import type { BatchNormBackwardArgs } from "../../backend.ts";
+import type { TypedArray } from "../../../dtype.ts";
+
+/** See {@link BatchNormBackwardArgs}. */
+export function batchNormBackward(args: BatchNormBackwardArgs<TypedArray>): void {
+  const { x, weight, mean, invstd, grad, gradInput, gradWeight, gradBias } = args;
+  const { outer, channels, inner } = args;
+  const n = outer * inner;
+  const plane = channels * inner;
+  for (let c = 0; c < channels; c++) {
+    const first = c * inner;
+    const m = mean[c];
+    const s = invstd[c];
+    let gsum = 0;
+    let gxc = 0;
+    for (let o = 0, at = first; o < outer; o++, at += plane) {
+      for (let i = at, end = at + inner; i < end; i++) {
+        const g = grad[i];
+        gsum += g;
+        gxc += g * (x[i] - m);
+      }
+    }
+    gradWeight[c] = gxc * s;
+    gradBias[c] = gsum;
+    // gradInput = a·grad + b·(x - mean) + k, per channel.
+    const a = weight[c] * s;
+    const b = (-a * s * s * gxc) / n;
+    const k = (-a * gsum) / n;
+    for (let o = 0, at = first; o < outer; o++, at += plane) {
+      for (let i = at, end = at + inner; i < end; i++) {
+        gradInput[i] = a * grad[i] + b * (x[i] - m) + k;
+      }
+    }
+  }
+}
