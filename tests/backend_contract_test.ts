@@ -572,6 +572,137 @@ function cases(): Case<KernelName>[] {
       tolerance: 1e-6,
     });
   }
+  {
+    // batchNorm / batchNormBackward over [3, 4, 5]: references in float64 on the host.
+    const [outer, channels, inner] = [3, 4, 5];
+    const numel = outer * channels * inner;
+    const x = random(numel, 36);
+    const [weight, bias, grad] = [random(channels, 37), random(channels, 38), random(numel, 39)];
+    const eps = 1e-5;
+    const at = (o: number, c: number, i: number) => (o * channels + c) * inner + i;
+    const each = (c: number, f: (k: number) => void) => {
+      for (let o = 0; o < outer; o++) for (let i = 0; i < inner; i++) f(at(o, c, i));
+    };
+    const n = outer * inner;
+    const mean = new Float64Array(channels);
+    const variance = new Float64Array(channels);
+    for (let c = 0; c < channels; c++) {
+      each(c, (k) => mean[c] += x[k] / n);
+      each(c, (k) => variance[c] += (x[k] - mean[c]) ** 2 / n);
+    }
+    const invstd = variance.map((v) => 1 / Math.sqrt(v + eps));
+    const y = new Float32Array(numel);
+    for (let c = 0; c < channels; c++) {
+      each(c, (k) => y[k] = (x[k] - mean[c]) * invstd[c] * weight[c] + bias[c]);
+    }
+    const shape = { outer, channels, inner, dtype: "float32" } as const;
+    add({
+      kernel: "batchNorm",
+      what: "batchNorm [3, 4, 5] (optional)",
+      buffers: {
+        x,
+        weight,
+        bias,
+        mean: out(channels),
+        invstd: out(channels),
+        variance: out(channels),
+        out: out(numel),
+      },
+      outputs: ["out", "mean", "invstd", "variance"],
+      args: { ...shape, eps },
+      tolerance: 1e-5,
+      reference: () => Promise.resolve([y, f32([...mean]), f32([...invstd]), f32([...variance])]),
+    });
+    const gradInput = new Float32Array(numel);
+    const gradWeight = new Float32Array(channels);
+    const gradBias = new Float32Array(channels);
+    for (let c = 0; c < channels; c++) {
+      let [gsum, gxc] = [0, 0];
+      each(c, (k) => {
+        gsum += grad[k];
+        gxc += grad[k] * (x[k] - mean[c]);
+      });
+      gradWeight[c] = gxc * invstd[c];
+      gradBias[c] = gsum;
+      each(c, (k) => {
+        const xc = x[k] - mean[c];
+        gradInput[k] = weight[c] * invstd[c] *
+          (grad[k] - gsum / n - xc * invstd[c] ** 2 * gxc / n);
+      });
+    }
+    add({
+      kernel: "batchNormBackward",
+      what: "batchNormBackward [3, 4, 5] (optional)",
+      buffers: {
+        x,
+        weight,
+        mean: f32([...mean]),
+        invstd: f32([...invstd]),
+        grad,
+        gradInput: out(numel),
+        gradWeight: out(channels),
+        gradBias: out(channels),
+      },
+      outputs: ["gradInput", "gradWeight", "gradBias"],
+      args: shape,
+      tolerance: 1e-4,
+      reference: () =>
+        Promise.resolve([
+          gradInput,
+          gradWeight.subarray(0, channels),
+          gradBias.subarray(0, channels),
+        ]),
+    });
+  }
+  for (
+    const [what, pool] of [["3x2 stride 2x1, padding, dilation", window], ["2x2 stride 2", {
+      ...window,
+      kernelH: 2,
+      kernelW: 2,
+      strideH: 2,
+      strideW: 2,
+      padH: 0,
+      padW: 0,
+      dilationW: 1,
+      outH: 3,
+      outW: 3,
+    }]] as const
+  ) {
+    // maxPool2d: the host's window maxima (NaN wins, first on ties, padding never wins).
+    const x = withSpecials(random(planes * 42, 40));
+    x[10] = x[11] = 2.5;
+    const outputs = planes * pool.outH * pool.outW;
+    const values = new Float32Array(outputs);
+    const indices = new Int32Array(outputs);
+    let o = 0;
+    for (let p = 0; p < planes; p++) {
+      for (let oh = 0; oh < pool.outH; oh++) {
+        for (let ow = 0; ow < pool.outW; ow++, o++) {
+          let best = -1;
+          for (let ki = 0; ki < pool.kernelH; ki++) {
+            for (let kj = 0; kj < pool.kernelW; kj++) {
+              const h = oh * pool.strideH - pool.padH + ki * pool.dilationH;
+              const w = ow * pool.strideW - pool.padW + kj * pool.dilationW;
+              if (h < 0 || h >= pool.height || w < 0 || w >= pool.width) continue;
+              const v = x[p * 42 + h * 7 + w];
+              const b = x[p * 42 + best];
+              if (best < 0 || v > b || (Number.isNaN(v) && !Number.isNaN(b))) best = h * 7 + w;
+            }
+          }
+          values[o] = x[p * 42 + best];
+          indices[o] = best;
+        }
+      }
+    }
+    add({
+      kernel: "maxPool2d",
+      what: `maxPool2d ${what} (optional)`,
+      buffers: { x, out: out(outputs), indices: out(outputs, "int32") },
+      outputs: ["out", "indices"],
+      args: { ...pool, dtype: "float32" },
+      reference: () => Promise.resolve([values, indices]),
+    });
+  }
   const target = i32([2, 0, -100, 4, 1, 3, 0]);
   add({
     kernel: "crossEntropy",
@@ -604,6 +735,27 @@ Deno.test("contract: the suite has a case for every kernel of the table", () => 
   const covered = new Set(CASES.map((c) => c.kernel));
   const missing = (Object.keys(REBUILD) as KernelName[]).filter((k) => !covered.has(k));
   assert.deepEqual(missing, [], "kernels without a contract case: add one in cases()");
+});
+
+Deno.test({
+  name: "contract: the cpu's fused kernels match their references",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    let checked = 0;
+    for (const c of CASES) {
+      if (!c.reference) continue;
+      const got = await run(REF, c);
+      if (got === null) continue;
+      const want = await c.reference();
+      const tol = c.tolerance ?? 0;
+      for (let i = 0; i < want.length; i++) {
+        assertClose(got[i], want[i], { atol: tol, rtol: tol, what: `${c.what} on cpu` });
+      }
+      checked++;
+    }
+    assert.ok(checked >= 8, `only ${checked} referenced cases ran on cpu`);
+  },
 });
 
 for (const [name, device] of SUBJECTS) {
@@ -694,6 +846,47 @@ Deno.test({
     const [want, got] = [await outputs(cpu), await outputs(THIRD)];
     for (let i = 0; i < want.length; i++) {
       assertClose(got[i], want[i], { atol: 1e-5, rtol: 1e-5, what: `output ${i}` });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "third backend: batchNorm and maxPool2d composed equal the cpu's fused kernels, gradients too",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    assert.equal(THIRD.backendDevice.kernels.batchNorm, undefined);
+    assert.equal(THIRD.backendDevice.kernels.maxPool2d, undefined);
+    const cpu = BACKENDS.get("cpu")![0];
+    const F = nn.functional;
+    const outputs = async (d: Device) => {
+      const x = tensor(floats([2 * 3 * 6 * 4], 50, -2, 2), {
+        shape: [2, 3, 6, 4],
+        device: d,
+        requiresGrad: true,
+      });
+      const w = tensor(floats([3], 51, 0.5, 1.5), { device: d, requiresGrad: true });
+      const b = tensor(floats([3], 52, -1, 1), { device: d, requiresGrad: true });
+      const [mean, variance] = [
+        tensor([0, 0.5, -1], { device: d }),
+        tensor([1, 2, 0.5], { device: d }),
+      ];
+      const g = tensor(floats([2 * 3 * 3 * 2], 53, -1, 1), { shape: [2, 3, 3, 2], device: d });
+      const y = tidy(() => {
+        const normed = F.batchNorm(x, mean, variance, { weight: w, bias: b, training: true });
+        const pooled = F.maxPool2d(normed, 2).add(
+          F.maxPool2d(normed, 3, { stride: 2, padding: 1 }),
+        );
+        const loss = pooled.mul(g).sum();
+        loss.backward();
+        return pooled;
+      });
+      return [y, x.grad!, w.grad!, b.grad!, mean, variance].map((t) => t.data());
+    };
+    const [want, got] = [await outputs(cpu), await outputs(THIRD)];
+    for (let i = 0; i < want.length; i++) {
+      assertClose(await got[i], await want[i], { atol: 1e-5, rtol: 1e-5, what: `output ${i}` });
     }
   },
 });

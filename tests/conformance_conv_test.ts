@@ -74,6 +74,27 @@ backendTest("pooling and padding over [3,5,17,15] with gradients", async (d) => 
   );
 });
 
+backendTest(
+  "batchNorm [8,6,9,7] training (fused on cpu) with gradients and running stats",
+  async (d) => {
+    await matchesCpu(d, (dev) => {
+      const mean = on(dev, [6], floats([6], 440, -1, 1));
+      const variance = on(dev, [6], floats([6], 441, 0.5, 2));
+      const outs = withGrads(dev, [[8, 6, 9, 7], [6], [6]], 442, (x, w, b) =>
+        F.maxPool2d(
+          F.batchNorm(x.mul(3).add(1), mean, variance, {
+            weight: w,
+            bias: b,
+            training: true,
+            momentum: 0.2,
+          }),
+          2,
+        ));
+      return [...outs, mean, variance];
+    }, TOL);
+  },
+);
+
 backendTest("maxPool2d: NaN wins its window, -inf and +inf, padding never wins", async (d) => {
   const x = on(d, [1, 1, 2, 4], [NaN, 1, -Infinity, -Infinity, 2, 3, Infinity, -5]);
   await assertTensor(F.maxPool2d(x, 2), [NaN, Infinity], { shape: [1, 1, 1, 2] });
