@@ -3,7 +3,8 @@
  * `lr_schedulers`): the learning rate of every group after construction and
  * after each of 30 steps (and OneCycleLR's cycled momentum), for StepLR,
  * MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR, OneCycleLR,
- * LambdaLR and ReduceLROnPlateau; state dicts that resume mid-schedule
+ * LambdaLR, ReduceLROnPlateau, PolynomialLR, CosineAnnealingWarmRestarts,
+ * CyclicLR, SequentialLR and ChainedScheduler; state dicts that resume mid-schedule
  * (through JSON) onto the same numbers; errors.
  *
  * The schedules are float64 arithmetic in the same order as PyTorch's, and
@@ -17,7 +18,13 @@ import fixtures from "./fixtures/torch_toolkit.json" with { type: "json" };
 
 const { lrScheduler } = optim;
 type Case = (typeof fixtures.lr_schedulers.cases)[number];
-type Scheduler = optim.lrScheduler.LRScheduler | optim.lrScheduler.ReduceLROnPlateau;
+type Scheduler = optim.lrScheduler.EpochScheduler | optim.lrScheduler.ReduceLROnPlateau;
+
+interface ChildSpec {
+  scheduler: string;
+  args: unknown[];
+  options: Record<string, unknown>;
+}
 
 const LAMBDAS: Record<string, optim.lrScheduler.LrLambda> = {
   pow095: (e) => 0.95 ** e,
@@ -31,10 +38,29 @@ function makeOptimizer(c: Case): optim.Optimizer<object> {
   return new optim.SGD(groups, { lr: 0, ...c.optimizer_options });
 }
 
-function makeScheduler(c: Case, opt: optim.Optimizer<object>): Scheduler {
+function makeScheduler(c: ChildSpec, opt: optim.Optimizer<object>): Scheduler {
   const args = c.args as unknown[];
   const options = c.options as Record<string, unknown>;
+  const children = () =>
+    (args[0] as ChildSpec[]).map((child) =>
+      makeScheduler(child, opt) as optim.lrScheduler.LRScheduler
+    );
   switch (c.scheduler) {
+    case "SequentialLR":
+      return new lrScheduler.SequentialLR(opt, children(), args[1] as number[]);
+    case "ChainedScheduler":
+      return new lrScheduler.ChainedScheduler(children());
+    case "PolynomialLR":
+      return new lrScheduler.PolynomialLR(opt, options);
+    case "CosineAnnealingWarmRestarts":
+      return new lrScheduler.CosineAnnealingWarmRestarts(opt, args[0] as number, options);
+    case "CyclicLR":
+      return new lrScheduler.CyclicLR(
+        opt,
+        args[0] as number | number[],
+        args[1] as number | number[],
+        options,
+      );
     case "StepLR":
       return new lrScheduler.StepLR(opt, args[0] as number, options);
     case "MultiStepLR":
@@ -224,4 +250,102 @@ Deno.test("scheduler errors are clear", () => {
   );
   const bad = { ...step.stateDict(), gamma: "0.1" };
   assert.throws(() => step.loadStateDict(bad), /"gamma" must be a number, got string/);
+});
+
+Deno.test("CyclicLR: a custom scaleFn (triangular2's, by cycle) gives triangular2's PyTorch lrs", () => {
+  const c = fixtures.lr_schedulers.cases.find((x) =>
+    x.name === "cyclic_triangular2_up_down_two_groups"
+  )!;
+  const opt = makeOptimizer(c);
+  const { mode: _mode, ...options } = c.options as Record<string, unknown>;
+  const scheduler = new lrScheduler.CyclicLR(opt, [0.01, 0.02], [0.1, 0.3], {
+    ...options,
+    scaleFn: (cycle) => 1 / 2 ** (cycle - 1),
+    scaleMode: "cycle",
+  });
+  for (let i = 0; i <= fixtures.lr_schedulers.steps; i++) {
+    assertClose(scheduler.getLastLr(), c.lrs[i], { ...CLOSE, what: `step ${i}` });
+    opt.step();
+    if (i < fixtures.lr_schedulers.steps) scheduler.step();
+  }
+  assert.equal("scaleFn" in scheduler.stateDict(), false, "functions are not state");
+});
+
+Deno.test("CosineAnnealingWarmRestarts.step(epoch) takes fractional epochs and restarts", () => {
+  const opt = new optim.SGD([new nn.Parameter(zeros([1]))], { lr: 0.1 });
+  const scheduler = new lrScheduler.CosineAnnealingWarmRestarts(opt, 2, { tMult: 2, etaMin: 0.01 });
+  const at = (tCur: number, tI: number) =>
+    0.01 + (0.1 - 0.01) * (1 + Math.cos(Math.PI * tCur / tI)) / 2;
+  // Periods: [0, 2), [2, 6), [6, 14).
+  for (const [epoch, tCur, tI] of [[0.5, 0.5, 2], [2.5, 0.5, 4], [5.75, 3.75, 4], [7, 1, 8]]) {
+    scheduler.step(epoch);
+    assert.equal(scheduler.tCur, tCur, `epoch ${epoch}: tCur`);
+    assert.equal(scheduler.tI, tI, `epoch ${epoch}: tI`);
+    assert.equal(scheduler.getLastLr()[0], at(tCur, tI));
+    assert.equal(scheduler.lastEpoch, Math.floor(epoch));
+  }
+  assert.throws(() => scheduler.step(-1), /expected a non-negative epoch, got -1/);
+});
+
+Deno.test("PolynomialLR, CyclicLR, CosineAnnealingWarmRestarts, SequentialLR, ChainedScheduler errors", () => {
+  const p = new nn.Parameter(zeros([1]));
+  const sgd = new optim.SGD([p], { lr: 0.1 });
+  const other = new optim.SGD([new nn.Parameter(zeros([1]))], { lr: 0.1 });
+  const S = lrScheduler;
+  assert.throws(
+    () => new S.PolynomialLR(sgd, { totalIters: 0 }),
+    /totalIters must be an integer >= 1/,
+  );
+  assert.throws(
+    () => new S.CosineAnnealingWarmRestarts(sgd, 0),
+    /t0 must be an integer >= 1, got 0/,
+  );
+  assert.throws(
+    () => new S.CosineAnnealingWarmRestarts(sgd, 3, { tMult: 1.5 }),
+    /tMult must be an integer >= 1, got 1.5/,
+  );
+  assert.throws(
+    () => new S.CyclicLR(new optim.Adam([p]), 0.01, 0.1),
+    /optimizer Adam must support momentum with cycleMomentum enabled/,
+  );
+  assert.throws(
+    () => new S.CyclicLR(sgd, 0.01, 0.1, { mode: "sine" as "triangular" }),
+    /mode "sine" is invalid .* and no scaleFn is given/,
+  );
+  assert.throws(
+    () => new S.CyclicLR(sgd, [0.01, 0.02], 0.1),
+    /expected 1 values for baseLr, got 2/,
+  );
+  assert.throws(
+    () => new S.CyclicLR(sgd, 0.01, 0.1, { stepSizeUp: 0 }),
+    /stepSizeUp must be positive/,
+  );
+  const a = new S.ExponentialLR(sgd, 0.9);
+  const b = new S.StepLR(sgd, 2);
+  assert.throws(
+    () => new S.SequentialLR(sgd, [a, b], [2, 3]),
+    /one milestone fewer than schedulers, got 2 schedulers and 2 milestones/,
+  );
+  assert.throws(
+    () => new S.SequentialLR(sgd, [a, new S.StepLR(other, 2)], [2]),
+    /same optimizer, but schedulers\[1\] has a different one/,
+  );
+  assert.throws(
+    () => new S.SequentialLR(other, [a, b], [2]),
+    /same optimizer, but schedulers\[0\] has a different one/,
+  );
+  assert.throws(
+    () =>
+      new S.ChainedScheduler([
+        a,
+        new S.ReduceLROnPlateau(sgd) as unknown as optim.lrScheduler.LRScheduler,
+      ]),
+    /schedulers\[1\] is not a chainable scheduler, got ReduceLROnPlateau/,
+  );
+  assert.throws(() => new S.ChainedScheduler([]), /expected a non-empty array of schedulers/);
+  const chained = new S.ChainedScheduler([a, b]);
+  assert.throws(
+    () => chained.loadStateDict({ lastLr: [0.1], schedulers: [] }),
+    /"schedulers" must be an array of 2 state dicts, got 0/,
+  );
 });

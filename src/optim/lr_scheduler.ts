@@ -5,7 +5,9 @@
  * rate of every step is PyTorch's.
  *
  * Call `scheduler.step()` after `optimizer.step()`, once per epoch (or per
- * batch for `OneCycleLR`). Building a scheduler performs its first step, as
+ * batch for `OneCycleLR` and `CyclicLR`). `SequentialLR` hands the epochs
+ * to one scheduler after another at milestones; `ChainedScheduler` steps
+ * several at once. Building a scheduler performs its first step, as
  * in PyTorch: the groups' `lr` is the schedule's value at epoch 0 from then
  * on.
  *
@@ -178,8 +180,12 @@ export abstract class LRScheduler {
     this.lastEpoch = lastEpoch;
   }
 
-  /** The first step, which sets the epoch-0 learning rates: subclasses call it last in their constructor. */
-  protected initialStep(): void {
+  /**
+   * The first step, which sets the epoch-0 learning rates (PyTorch's
+   * `_initial_step`): subclasses call it last in their constructor, and
+   * {@link SequentialLR} to start its first scheduler again.
+   */
+  initialStep(): void {
     this.stepCount = 0;
     this.step();
   }
@@ -187,14 +193,39 @@ export abstract class LRScheduler {
   /** The learning rate of every group for the epoch `lastEpoch` (just advanced). */
   protected abstract getLr(): number[];
 
+  /**
+   * The learning rates at `lastEpoch` from the initial ones alone (PyTorch's
+   * `_get_closed_form_lr`), for {@link step} with an epoch; null where the
+   * schedule has none, and `getLr` serves.
+   */
+  protected closedFormLr(): number[] | null {
+    return null;
+  }
+
   /** The names of the subclass's fields that its state dict holds besides the base's. */
   protected abstract stateKeys(): readonly string[];
 
-  /** Advances one epoch and sets every group's `lr`. */
-  step(): void {
+  /**
+   * Advances one epoch and sets every group's `lr`. With `epoch`, jumps to
+   * that epoch instead and uses the closed form where the schedule has one,
+   * as PyTorch's (deprecated) `step(epoch)`; {@link SequentialLR} does so at
+   * its milestones.
+   */
+  step(epoch?: number): void {
     this.stepCount += 1;
-    this.lastEpoch += 1;
-    const values = this.getLr();
+    let values: number[];
+    if (epoch === undefined) {
+      this.lastEpoch += 1;
+      values = this.getLr();
+    } else {
+      this.lastEpoch = checkInteger(this.constructor.name, "epoch", epoch, 0);
+      values = this.closedFormLr() ?? this.getLr();
+    }
+    this.#setLrs(values);
+  }
+
+  /** Writes `values` into the groups' `lr` and remembers them. */
+  #setLrs(values: number[]): void {
     const groups = groupsOf(this.optimizer);
     groups.forEach((group, i) => group.lr = values[i]);
     this.lastLr = groups.map((g) => g.lr);
@@ -260,6 +291,13 @@ export class StepLR extends LRScheduler {
     return groups.map((g) => g.lr * this.gamma);
   }
 
+  /** `base · gamma^⌊epoch / stepSize⌋`. */
+  protected override closedFormLr(): number[] {
+    return this.baseLrs.map((base) =>
+      base * this.gamma ** Math.floor(this.lastEpoch / this.stepSize)
+    );
+  }
+
   /** `stepSize`, `gamma`. */
   protected override stateKeys(): readonly string[] {
     return ["stepSize", "gamma"];
@@ -311,6 +349,12 @@ export class MultiStepLR extends LRScheduler {
     return groups.map((g) => g.lr * this.gamma ** count);
   }
 
+  /** `base · gamma^(milestones passed)`. */
+  protected override closedFormLr(): number[] {
+    const passed = this.milestones.filter((m) => m <= this.lastEpoch).length;
+    return this.baseLrs.map((base) => base * this.gamma ** passed);
+  }
+
   /** `milestones`, `gamma`. */
   protected override stateKeys(): readonly string[] {
     return ["milestones", "gamma"];
@@ -334,6 +378,11 @@ export class ExponentialLR extends LRScheduler {
     const groups = groupsOf(this.optimizer);
     if (this.lastEpoch === 0) return groups.map((g) => g.lr);
     return groups.map((g) => g.lr * this.gamma);
+  }
+
+  /** `base · gamma^epoch`. */
+  protected override closedFormLr(): number[] {
+    return this.baseLrs.map((base) => base * this.gamma ** this.lastEpoch);
   }
 
   /** `gamma`. */
@@ -386,6 +435,14 @@ export class CosineAnnealingLR extends LRScheduler {
     return groups.map((g) =>
       (1 + Math.cos(Math.PI * e / tMax)) / (1 + Math.cos(Math.PI * (e - 1) / tMax)) *
         (g.lr - etaMin) + etaMin
+    );
+  }
+
+  /** `etaMin + (base - etaMin)(1 + cos(π epoch / tMax)) / 2`. */
+  protected override closedFormLr(): number[] {
+    const { lastEpoch: e, tMax, etaMin } = this;
+    return this.baseLrs.map((base) =>
+      etaMin + (base - etaMin) * (1 + Math.cos(Math.PI * e / tMax)) / 2
     );
   }
 
@@ -444,6 +501,14 @@ export class LinearLR extends LRScheduler {
     if (e > totalIters) return groups.map((g) => g.lr);
     return groups.map((g) =>
       g.lr * (1 + (end - start) / (totalIters * start + (e - 1) * (end - start)))
+    );
+  }
+
+  /** `base · (start + (end - start) · min(totalIters, epoch) / totalIters)`. */
+  protected override closedFormLr(): number[] {
+    const { lastEpoch: e, startFactor: start, endFactor: end, totalIters } = this;
+    return this.baseLrs.map((base) =>
+      base * (start + (end - start) * Math.min(totalIters, e) / totalIters)
     );
   }
 
@@ -670,17 +735,18 @@ export class OneCycleLR extends LRScheduler {
     return (end - start) * pct + start;
   }
 
-  /** Advances one step; past `totalSteps` it throws and changes nothing. */
-  override step(): void {
+  /** Advances one step (or jumps to step `epoch`); past `totalSteps` it throws and changes nothing. */
+  override step(epoch?: number): void {
     // PyTorch's get_lr raises once lastEpoch + 1 > totalSteps; checked before anything moves.
-    if (this.lastEpoch + 1 > this.totalSteps) {
+    const next = epoch ?? this.lastEpoch + 1;
+    if (next > this.totalSteps) {
       throw new RangeError(
         `OneCycleLR: tried to step ${
-          this.lastEpoch + 2
+          next + 1
         } times; the specified number of total steps is ${this.totalSteps}`,
       );
     }
-    super.step();
+    super.step(epoch);
   }
 
   /** The learning rate of the current phase; also sets the cycled momentum. */
@@ -918,3 +984,519 @@ const PLATEAU_KEYS = [
   "lastEpoch",
   "lastLr",
 ] as const;
+
+/** Options of {@link PolynomialLR}. */
+export interface PolynomialLROptions extends SchedulerOptions {
+  /** Epochs over which the rate decays to 0 (default 5). */
+  totalIters?: number;
+  /** The power of the polynomial (default 1). */
+  power?: number;
+}
+
+/**
+ * Decays the learning rate to 0 over `totalIters` epochs as
+ * `base · (1 - epoch / totalIters)^power`, then keeps it there, as
+ * `torch.optim.lr_scheduler.PolynomialLR` (PyTorch 1.13's recursive form).
+ */
+export class PolynomialLR extends LRScheduler {
+  /** Epochs of the decay. */
+  totalIters: number;
+  /** The power of the polynomial. */
+  power: number;
+
+  /** Decays `optimizer`'s learning rates polynomially. */
+  constructor(optimizer: Optimizer<object>, options: PolynomialLROptions = {}) {
+    super(optimizer, options.lastEpoch);
+    this.totalIters = checkInteger("PolynomialLR", "totalIters", options.totalIters ?? 5, 1);
+    this.power = checkFinite("PolynomialLR", "power", options.power ?? 1);
+    this.initialStep();
+  }
+
+  /** PyTorch's recursive form. */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    const { lastEpoch: e, totalIters: n } = this;
+    if (e === 0 || e > n) return groups.map((g) => g.lr);
+    const factor = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** this.power;
+    return groups.map((g) => g.lr * factor);
+  }
+
+  /** `base · (1 - min(totalIters, epoch) / totalIters)^power`. */
+  protected override closedFormLr(): number[] {
+    const { lastEpoch: e, totalIters: n } = this;
+    return this.baseLrs.map((base) => base * (1.0 - Math.min(n, e) / n) ** this.power);
+  }
+
+  /** `totalIters`, `power`. */
+  protected override stateKeys(): readonly string[] {
+    return ["totalIters", "power"];
+  }
+}
+
+/** Options of {@link CosineAnnealingWarmRestarts}. */
+export interface CosineAnnealingWarmRestartsOptions extends SchedulerOptions {
+  /** Each period is `tMult` times the one before (an integer >= 1, default 1). */
+  tMult?: number;
+  /** The lowest learning rate (default 0). */
+  etaMin?: number;
+}
+
+/**
+ * Cosine annealing from each group's initial learning rate to `etaMin`,
+ * restarting after `t0` epochs, then after `t0 · tMult`, ... (SGDR), as
+ * `torch.optim.lr_scheduler.CosineAnnealingWarmRestarts`. `step(epoch)`
+ * takes fractional epochs too (`epoch + i / batches` per batch).
+ */
+export class CosineAnnealingWarmRestarts extends LRScheduler {
+  /** Epochs of the first period. */
+  t0: number;
+  /** Epochs of the current period. */
+  tI: number;
+  /** Growth factor of the periods. */
+  tMult: number;
+  /** The lowest learning rate. */
+  etaMin: number;
+  /** Epochs since the last restart (fractional after a fractional `step(epoch)`). */
+  tCur: number;
+
+  /** Anneals `optimizer`'s learning rates with restarts every `t0` (then `t0 · tMult`, ...) epochs. */
+  constructor(
+    optimizer: Optimizer<object>,
+    t0: number,
+    options: CosineAnnealingWarmRestartsOptions = {},
+  ) {
+    const name = "CosineAnnealingWarmRestarts";
+    super(optimizer, options.lastEpoch);
+    this.t0 = checkInteger(name, "t0", t0, 1);
+    this.tI = t0;
+    this.tMult = checkInteger(name, "tMult", options.tMult ?? 1, 1);
+    this.etaMin = checkFinite(name, "etaMin", options.etaMin ?? 0);
+    this.tCur = this.lastEpoch;
+    this.initialStep();
+  }
+
+  /** `etaMin + (base - etaMin)(1 + cos(π tCur / tI)) / 2`. */
+  protected override getLr(): number[] {
+    const { etaMin, tCur, tI } = this;
+    return this.baseLrs.map((base) =>
+      etaMin + (base - etaMin) * (1 + Math.cos(Math.PI * tCur / tI)) / 2
+    );
+  }
+
+  /**
+   * Advances one epoch, restarting at the end of a period; or, with `epoch`
+   * (a non-negative number, fractional allowed), moves to that point of the
+   * schedule, as PyTorch's `step(epoch)`.
+   */
+  override step(epoch?: number): void {
+    const name = "CosineAnnealingWarmRestarts";
+    if (epoch === undefined && this.lastEpoch < 0) epoch = 0;
+    if (epoch === undefined) {
+      epoch = this.lastEpoch + 1;
+      this.tCur += 1;
+      if (this.tCur >= this.tI) {
+        this.tCur -= this.tI;
+        this.tI *= this.tMult;
+      }
+    } else {
+      if (typeof epoch !== "number" || !(epoch >= 0) || !Number.isFinite(epoch)) {
+        throw new RangeError(`${name}: expected a non-negative epoch, got ${String(epoch)}`);
+      }
+      if (epoch >= this.t0) {
+        if (this.tMult === 1) this.tCur = epoch % this.t0;
+        else {
+          const n = Math.trunc(
+            Math.log(epoch / this.t0 * (this.tMult - 1) + 1) / Math.log(this.tMult),
+          );
+          this.tCur = epoch - this.t0 * (this.tMult ** n - 1) / (this.tMult - 1);
+          this.tI = this.t0 * this.tMult ** n;
+        }
+      } else {
+        this.tI = this.t0;
+        this.tCur = epoch;
+      }
+    }
+    this.stepCount += 1;
+    this.lastEpoch = Math.floor(epoch);
+    const values = this.getLr();
+    const groups = groupsOf(this.optimizer);
+    groups.forEach((group, i) => group.lr = values[i]);
+    this.lastLr = groups.map((g) => g.lr);
+  }
+
+  /** `t0`, `tI`, `tMult`, `etaMin`, `tCur`. */
+  protected override stateKeys(): readonly string[] {
+    return ["t0", "tI", "tMult", "etaMin", "tCur"];
+  }
+}
+
+/** A scale of the cycle's amplitude for {@link CyclicLR}, by cycle number or by step. */
+export type CyclicScaleFn = (x: number) => number;
+
+/** Options of {@link CyclicLR}. */
+export interface CyclicLROptions extends SchedulerOptions {
+  /** Steps of the rising half of a cycle (default 2000). */
+  stepSizeUp?: number;
+  /** Steps of the falling half (default `stepSizeUp`). */
+  stepSizeDown?: number;
+  /**
+   * `"triangular"` (default: constant amplitude), `"triangular2"` (halved
+   * each cycle) or `"expRange"` (times `gamma^step`); ignored with `scaleFn`.
+   */
+  mode?: "triangular" | "triangular2" | "expRange";
+  /** The base of `"expRange"` (default 1). */
+  gamma?: number;
+  /** A custom amplitude scale, in [0, 1] for every argument; replaces `mode`. Not part of the state dict. */
+  scaleFn?: CyclicScaleFn | null;
+  /** Whether `scaleFn` takes the cycle number (`"cycle"`, default) or the step (`"iterations"`). */
+  scaleMode?: "cycle" | "iterations";
+  /** Cycle SGD's `momentum` inversely to the learning rate (default true). */
+  cycleMomentum?: boolean;
+  /** The momentum at the learning rate's peak, for every group or per group (default 0.8). */
+  baseMomentum?: number | readonly number[];
+  /** The momentum at the cycle's ends, for every group or per group (default 0.9). */
+  maxMomentum?: number | readonly number[];
+}
+
+/**
+ * The cyclical learning rate policy, as `torch.optim.lr_scheduler.CyclicLR`:
+ * each group's rate rises from `baseLr` to `maxLr` over `stepSizeUp` steps
+ * and falls back over `stepSizeDown`, the amplitude scaled by the mode (or
+ * `scaleFn`); the momentum (SGD's) moves the other way between
+ * `maxMomentum` and `baseMomentum`. Step it after every batch. The
+ * optimizer's groups start at `baseLr` (and `baseMomentum`).
+ */
+export class CyclicLR extends LRScheduler {
+  /** The peak learning rate of each group. */
+  maxLrs: number[];
+  /** Steps in one cycle. */
+  totalSize: number;
+  /** The fraction of a cycle spent rising. */
+  stepRatio: number;
+  /** The amplitude mode (unused with a custom `scaleFn`). */
+  mode: "triangular" | "triangular2" | "expRange";
+  /** The base of `"expRange"`. */
+  gamma: number;
+  /** What the amplitude scale takes: the cycle number or the step. */
+  scaleMode: "cycle" | "iterations";
+  /** Whether the momentum is cycled. */
+  cycleMomentum: boolean;
+  /** The momentum at the peak, per group (empty without momentum cycling). */
+  baseMomentums: number[];
+  /** The momentum at the ends, per group (empty without momentum cycling). */
+  maxMomentums: number[];
+  /** The custom amplitude scale, or null. */
+  readonly scaleFn: CyclicScaleFn | null;
+
+  /** Cycles `optimizer`'s learning rates between `baseLr` and `maxLr`. */
+  constructor(
+    optimizer: Optimizer<object>,
+    baseLr: number | readonly number[],
+    maxLr: number | readonly number[],
+    options: CyclicLROptions = {},
+  ) {
+    const name = "CyclicLR";
+    checkOptimizer(name, optimizer);
+    const lastEpoch = options.lastEpoch ?? -1;
+    const groups = groupsOf(optimizer);
+    const baseLrs = perGroup(name, "baseLr", baseLr, groups.length);
+    const maxLrs = perGroup(name, "maxLr", maxLr, groups.length);
+    const up = checkFinite(name, "stepSizeUp", options.stepSizeUp ?? 2000);
+    const down = checkFinite(name, "stepSizeDown", options.stepSizeDown ?? up);
+    if (!(up > 0) || !(down >= 0)) {
+      throw new RangeError(
+        `${name}: stepSizeUp must be positive and stepSizeDown non-negative, got ${up} and ${down}`,
+      );
+    }
+    const scaleFn = options.scaleFn ?? null;
+    if (scaleFn !== null && typeof scaleFn !== "function") {
+      throw new TypeError(`${name}: scaleFn must be a function, got ${kindOf(scaleFn)}`);
+    }
+    const mode = options.mode ?? "triangular";
+    if (!["triangular", "triangular2", "expRange"].includes(mode) && scaleFn === null) {
+      throw new RangeError(
+        `${name}: mode ${
+          JSON.stringify(mode)
+        } is invalid (expected "triangular", "triangular2" or "expRange") and no scaleFn is given`,
+      );
+    }
+    const scaleMode = scaleFn
+      ? options.scaleMode ?? "cycle"
+      : mode === "expRange"
+      ? "iterations"
+      : "cycle";
+    if (scaleMode !== "cycle" && scaleMode !== "iterations") {
+      throw new RangeError(
+        `${name}: scaleMode must be "cycle" or "iterations", got ${JSON.stringify(scaleMode)}`,
+      );
+    }
+    const cycleMomentum = options.cycleMomentum ?? true;
+    let baseMomentums: number[] = [];
+    let maxMomentums: number[] = [];
+    if (cycleMomentum) {
+      if (!("momentum" in optimizer.defaults)) {
+        throw new TypeError(
+          `${name}: optimizer ${optimizer.constructor.name} must support momentum with cycleMomentum enabled (SGD's momentum; pass cycleMomentum: false)`,
+        );
+      }
+      baseMomentums = perGroup(name, "baseMomentum", options.baseMomentum ?? 0.8, groups.length);
+      maxMomentums = perGroup(name, "maxMomentum", options.maxMomentum ?? 0.9, groups.length);
+    }
+    // Checked: now write the groups, as PyTorch does before the base constructor runs.
+    if (lastEpoch === -1) {
+      groups.forEach((group, i) => group.lr = baseLrs[i]);
+      if (cycleMomentum) groups.forEach((group, i) => group.momentum = baseMomentums[i]);
+    }
+    super(optimizer, lastEpoch);
+    this.maxLrs = maxLrs;
+    this.totalSize = up + down;
+    this.stepRatio = up / this.totalSize;
+    this.mode = mode;
+    this.gamma = checkFinite(name, "gamma", options.gamma ?? 1);
+    this.scaleFn = scaleFn;
+    this.scaleMode = scaleMode;
+    this.cycleMomentum = cycleMomentum;
+    this.baseMomentums = cycleMomentum ? groups.map((g) => g.momentum as number) : [];
+    this.maxMomentums = maxMomentums;
+    // PyTorch's first step reads base_lrs from the groups' initialLr; `baseLr` is kept after it.
+    this.initialStep();
+    this.baseLrs = baseLrs;
+  }
+
+  #scale(x: number): number {
+    if (this.scaleFn) return this.scaleFn(x);
+    if (this.mode === "triangular2") return 1 / (2.0 ** (x - 1));
+    if (this.mode === "expRange") return this.gamma ** x;
+    return 1.0;
+  }
+
+  /** The rate at step `lastEpoch` of the cycle; also sets the cycled momentum. */
+  protected override getLr(): number[] {
+    const e = this.lastEpoch;
+    const cycle = Math.floor(1 + e / this.totalSize);
+    const x = 1.0 + e / this.totalSize - cycle;
+    const scaleFactor = x <= this.stepRatio ? x / this.stepRatio : (x - 1) / (this.stepRatio - 1);
+    const scale = this.#scale(this.scaleMode === "cycle" ? cycle : e);
+    const lrs = this.baseLrs.map((base, i) => base + (this.maxLrs[i] - base) * scaleFactor * scale);
+    if (this.cycleMomentum) {
+      const groups = groupsOf(this.optimizer);
+      this.baseMomentums.forEach((base, i) => {
+        const max = this.maxMomentums[i];
+        groups[i].momentum = max - (max - base) * scaleFactor * scale;
+      });
+    }
+    return lrs;
+  }
+
+  /** The cycle's settings (the custom `scaleFn`, code, is not part of it). */
+  protected override stateKeys(): readonly string[] {
+    return [
+      "maxLrs",
+      "totalSize",
+      "stepRatio",
+      "mode",
+      "gamma",
+      "scaleMode",
+      "cycleMomentum",
+      "baseMomentums",
+      "maxMomentums",
+    ];
+  }
+}
+
+/** A scheduler stepped once per epoch without a metric: what {@link ChainedScheduler} chains. */
+export type EpochScheduler = LRScheduler | SequentialLR | ChainedScheduler;
+
+/** The schedulers' common optimizer; throws naming the index of one that differs. */
+function sharedOptimizer(
+  owner: string,
+  schedulers: readonly unknown[],
+  optimizer?: Optimizer<object>,
+): Optimizer<object> {
+  if (!Array.isArray(schedulers) || schedulers.length === 0) {
+    throw new TypeError(`${owner}: expected a non-empty array of schedulers`);
+  }
+  const allowed = owner === "SequentialLR"
+    ? [LRScheduler]
+    : [LRScheduler, SequentialLR, ChainedScheduler];
+  schedulers.forEach((s, i) => {
+    if (!allowed.some((Cls) => s instanceof Cls)) {
+      throw new TypeError(
+        `${owner}: schedulers[${i}] is not ${
+          owner === "SequentialLR" ? "an epoch scheduler (LRScheduler)" : "a chainable scheduler"
+        }, got ${
+          s !== null && typeof s === "object" ? s.constructor.name : kindOf(s)
+        } (ReduceLROnPlateau steps on a metric and cannot be chained)`,
+      );
+    }
+  });
+  const first = optimizer ?? (schedulers[0] as EpochScheduler).optimizer;
+  schedulers.forEach((s, i) => {
+    if ((s as EpochScheduler).optimizer !== first) {
+      throw new Error(
+        `${owner}: expects all schedulers to belong to the same optimizer, but schedulers[${i}] has a different one`,
+      );
+    }
+  });
+  return first;
+}
+
+/** Saves `schedulers`' state dicts in order. */
+function childStates(schedulers: readonly EpochScheduler[]): SchedulerStateValue[] {
+  return schedulers.map((s) => s.stateDict());
+}
+
+/** Restores `schedulers` from `states` (an array of as many state dicts). */
+function loadChildStates(
+  owner: string,
+  schedulers: readonly EpochScheduler[],
+  states: SchedulerStateValue,
+): void {
+  if (!Array.isArray(states) || states.length !== schedulers.length) {
+    throw new TypeError(
+      `${owner}.loadStateDict: "schedulers" must be an array of ${schedulers.length} state dicts, got ${
+        Array.isArray(states) ? `${states.length}` : kindOf(states)
+      }`,
+    );
+  }
+  schedulers.forEach((s, i) => s.loadStateDict(states[i] as SchedulerStateDict));
+}
+
+/**
+ * Runs `schedulers` one after another, switching at the `milestones`
+ * epochs, as `torch.optim.lr_scheduler.SequentialLR`: a warm-up then a
+ * decay, say. At a milestone the next scheduler starts from its epoch 0
+ * (its closed form, as PyTorch's `step(0)`).
+ *
+ * @example
+ * ```ts
+ * import { nn, optim } from "@multigrad/core";
+ * const { LinearLR, CosineAnnealingLR, SequentialLR } = optim.lrScheduler;
+ * const opt = new optim.SGD(new nn.Linear(4, 2).parameters(), { lr: 0.1 });
+ * const warmup = new LinearLR(opt, { startFactor: 0.1, totalIters: 5 });
+ * const decay = new CosineAnnealingLR(opt, 45);
+ * const scheduler = new SequentialLR(opt, [warmup, decay], [5]);
+ * ```
+ */
+export class SequentialLR {
+  /** The optimizer whose groups' `lr` the schedulers set. */
+  readonly optimizer: Optimizer<object>;
+  /** The schedulers, in order. */
+  readonly schedulers: readonly LRScheduler[];
+  /** The epochs at which the next scheduler takes over. */
+  milestones: number[];
+  /** The index of the last epoch stepped. */
+  lastEpoch: number;
+  /** The learning rates the last step set. */
+  lastLr: number[];
+
+  /** Hands `optimizer`'s epochs to `schedulers[i]` from `milestones[i - 1]` on. */
+  constructor(
+    optimizer: Optimizer<object>,
+    schedulers: readonly LRScheduler[],
+    milestones: readonly number[],
+    options: SchedulerOptions = {},
+  ) {
+    const name = "SequentialLR";
+    checkOptimizer(name, optimizer);
+    sharedOptimizer(name, schedulers, optimizer);
+    if (!Array.isArray(milestones) || milestones.length !== schedulers.length - 1) {
+      throw new RangeError(
+        `${name}: expects one milestone fewer than schedulers, got ${schedulers.length} schedulers and ${
+          Array.isArray(milestones) ? milestones.length : kindOf(milestones)
+        } milestones`,
+      );
+    }
+    milestones.forEach((m, i) => {
+      checkInteger(name, `milestones[${i}]`, m, 0);
+      if (i > 0 && m < milestones[i - 1]) {
+        throw new RangeError(
+          `${name}: milestones must be increasing, got [${milestones.join(", ")}]`,
+        );
+      }
+    });
+    this.optimizer = optimizer;
+    this.schedulers = [...schedulers];
+    this.milestones = [...milestones];
+    this.lastEpoch = checkInteger(name, "lastEpoch", options.lastEpoch ?? -1, -1) + 1;
+    // Back to the initial rates, the others' first steps undone; the first scheduler starts again.
+    for (const group of groupsOf(optimizer)) group.lr = group.initialLr as number;
+    for (const s of this.schedulers) s.lastEpoch -= 1;
+    this.schedulers[0].initialStep();
+    this.lastLr = this.schedulers[0].getLastLr();
+  }
+
+  /** Advances one epoch on the scheduler whose turn it is. */
+  step(): void {
+    this.lastEpoch += 1;
+    const index = this.milestones.filter((m) => m <= this.lastEpoch).length;
+    const scheduler = this.schedulers[index];
+    if (index > 0 && this.milestones[index - 1] === this.lastEpoch) scheduler.step(0);
+    else scheduler.step();
+    this.lastLr = scheduler.getLastLr();
+  }
+
+  /** The learning rates the last step set, one per group. */
+  getLastLr(): number[] {
+    return [...this.lastLr];
+  }
+
+  /** `lastEpoch`, `milestones`, `lastLr` and every scheduler's state dict (`schedulers`). */
+  stateDict(): SchedulerStateDict {
+    return {
+      lastEpoch: this.lastEpoch,
+      milestones: [...this.milestones],
+      lastLr: [...this.lastLr],
+      schedulers: childStates(this.schedulers),
+    };
+  }
+
+  /** Restores a {@link stateDict}, the schedulers' included. */
+  loadStateDict(stateDict: SchedulerStateDict): void {
+    loadFields("SequentialLR", this, ["lastEpoch", "milestones", "lastLr"], stateDict);
+    loadChildStates("SequentialLR", this.schedulers, stateDict.schedulers);
+  }
+}
+
+/**
+ * Steps several schedulers of one optimizer together, each acting on the
+ * rate the one before set, as `torch.optim.lr_scheduler.ChainedScheduler`
+ * (for schedules in recursive form: ExponentialLR, StepLR, LinearLR, ...).
+ */
+export class ChainedScheduler {
+  /** The optimizer the schedulers share. */
+  readonly optimizer: Optimizer<object>;
+  /** The chained schedulers, stepped in order. */
+  readonly schedulers: readonly EpochScheduler[];
+  /** The learning rates after the last step. */
+  lastLr: number[];
+
+  /** Chains `schedulers` (all of one optimizer). */
+  constructor(schedulers: readonly EpochScheduler[]) {
+    this.optimizer = sharedOptimizer("ChainedScheduler", schedulers);
+    this.schedulers = [...schedulers];
+    this.lastLr = groupsOf(this.optimizer).map((g) => g.lr);
+  }
+
+  /** Steps every scheduler once, in order. */
+  step(): void {
+    for (const s of this.schedulers) s.step();
+    this.lastLr = groupsOf(this.optimizer).map((g) => g.lr);
+  }
+
+  /** The learning rates after the last step, one per group. */
+  getLastLr(): number[] {
+    return [...this.lastLr];
+  }
+
+  /** `lastLr` and every scheduler's state dict (`schedulers`). */
+  stateDict(): SchedulerStateDict {
+    return { lastLr: [...this.lastLr], schedulers: childStates(this.schedulers) };
+  }
+
+  /** Restores a {@link stateDict}, the schedulers' included. */
+  loadStateDict(stateDict: SchedulerStateDict): void {
+    loadFields("ChainedScheduler", this, ["lastLr"], stateDict);
+    loadChildStates("ChainedScheduler", this.schedulers, stateDict.schedulers);
+  }
+}
