@@ -90,30 +90,39 @@ export type PanelFn = (
 function runUnits(panel: PanelFn, p: Int32Array): void {
   const aAt = p[4], bAt = p[5], cAt = p[6], iPanels = p[7], jPanels = p[8];
   const slice = p[9], k = p[10], ldc = p[11], mr = p[12], kc = p[14], biasAt = p[15];
-  const units = Math.ceil(iPanels / slice) * jPanels;
+  // A unit's tiles are two B panels wide: 64 bytes of each row of C, one
+  // cache line (C is 64-byte aligned, `ldc` a multiple of 64), so two
+  // threads never write the same line (with one panel per unit, neighbours
+  // on two cores fought over every line of C they stored).
+  const pairs = Math.ceil(jPanels / 2);
+  const units = Math.ceil(iPanels / slice) * pairs;
   for (;;) {
     const unit = Atomics.add(p, 3, 1);
     if (unit >= units) return;
-    const s = Math.floor(unit / jPanels);
-    const jp = unit - s * jPanels;
+    const s = Math.floor(unit / pairs);
+    const j0 = 2 * (unit - s * pairs);
+    const j1 = Math.min(j0 + 2, jPanels);
     const ip = s * slice;
     const count = Math.min(slice, iPanels - ip);
-    const c = cAt + ip * mr * ldc + jp * 32;
+    const c = cAt + ip * mr * ldc;
     // Every block of k in order, by this thread: the sums run in the same
     // order whatever the thread count, so the result is bitwise the same.
     for (let k0 = 0; k0 < k; k0 += kc) {
       const kb = Math.min(kc, k - k0);
       const flags = (k0 > 0 ? 1 : 0) | (biasAt >= 0 && k0 + kb >= k ? 2 : 0);
-      panel(
-        aAt + (k0 * iPanels + ip * kb) * mr * 4,
-        bAt + (k0 * jPanels + jp * kb) * 32,
-        c,
-        count,
-        kb,
-        ldc,
-        flags,
-        biasAt + jp * 32,
-      );
+      const a = aAt + (k0 * iPanels + ip * kb) * mr * 4;
+      for (let jp = j0; jp < j1; jp++) {
+        panel(
+          a,
+          bAt + (k0 * jPanels + jp * kb) * 32,
+          c + jp * 32,
+          count,
+          kb,
+          ldc,
+          flags,
+          biasAt + jp * 32,
+        );
+      }
     }
   }
 }

@@ -522,7 +522,8 @@ function matmulWasm(
   const mPanelsAll = Math.ceil(m / mr);
   // Panels per block: B by its budget; A by its own and by the C block's.
   const nbPanels = Math.max(1, Math.min(nPanelsAll, Math.floor(BLOCK_BYTES / bPanelBytes)));
-  const ldc = nbPanels * NR * 4;
+  // Rows of C start on 64-byte lines: see the units in `../threads.ts`.
+  const ldc = align64(nbPanels * NR * 4);
   const mbPanels = Math.max(
     1,
     Math.min(
