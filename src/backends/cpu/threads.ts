@@ -67,7 +67,42 @@ export interface PanelJob {
   readonly kc: number;
   /** Byte offset of the bias row (`addmm`, padded to whole B panels), or -1. */
   readonly biasAt: number;
+  /** Whole A panels the job packs first (from a copy of A in the memory), or none. */
+  readonly packA?: PackSource;
+  /** Whole B panels the job packs first, or none. */
+  readonly packB?: PackSource;
 }
+
+/**
+ * Whole panels of an operand to lay out in the job's first phase, by every
+ * thread, before any tile is computed: `panels` panels from the operand's
+ * copy at byte `src` (its first row, column 0), rows `ld` bytes apart, or
+ * columns `ld` bytes apart when `transposed` (see `pack.wat`). They go to
+ * the job's `aAt` / `bAt` in blocks of k, like every packed panel.
+ */
+export interface PackSource {
+  readonly panels: number;
+  readonly src: number;
+  readonly ld: number;
+  readonly transposed: boolean;
+}
+
+/** The functions a job runs: the kernel, and `pack.wat`'s (null where it does not compile). */
+export interface JobKernels {
+  readonly panel: PanelFn;
+  readonly packRows: PackFn | null;
+  readonly packCols: PackFn | null;
+}
+
+/** `pack.wat`'s `pack_rows` / `pack_cols`: `(src, ld, dst, panels, width, cols)`. */
+export type PackFn = (
+  src: number,
+  ld: number,
+  dst: number,
+  panels: number,
+  width: number,
+  cols: number,
+) => void;
 
 /** The kernel export: `panel(a, b, c, panels, k, ldc, flags, bias)` (see the `.wat` files). */
 export type PanelFn = (
@@ -87,9 +122,44 @@ export type PanelFn = (
  * text is also the workers' code, so main thread and workers cannot
  * disagree on what a unit is.
  */
-function runUnits(panel: PanelFn, p: Int32Array): void {
+function runUnits(
+  panel: PanelFn,
+  packRows: PackFn | null,
+  packCols: PackFn | null,
+  p: Int32Array,
+  mayBlock: boolean,
+): void {
   const aAt = p[4], bAt = p[5], cAt = p[6], iPanels = p[7], jPanels = p[8];
   const slice = p[9], k = p[10], ldc = p[11], mr = p[12], kc = p[14], biasAt = p[15];
+  // Phase 1: whole panels of A, then of B, a few per unit, each through every
+  // block of k; the thread finishing the last one lets the others on.
+  const groupsA = Math.ceil(p[16] / 4), packUnits = groupsA + Math.ceil(p[20] / 4);
+  if (packUnits > 0) {
+    // (A thread without `pack.wat` takes no pack unit, but still waits.)
+    while (packRows !== null && packCols !== null) {
+      const unit = Atomics.add(p, 24, 1);
+      if (unit >= packUnits) break;
+      const isA = unit < groupsA;
+      const o = isA ? 16 : 20;
+      const width = isA ? mr : 8, total = isA ? iPanels : jPanels, at = isA ? aAt : bAt;
+      const first = 4 * (isA ? unit : unit - groupsA);
+      const count = Math.min(4, p[o] - first);
+      const ld = p[o + 2], transposed = p[o + 3] === 1;
+      const pack = transposed ? packCols : packRows;
+      // Panel `first`: its first row (row-major source) or column (transposed).
+      const src = p[o + 1] + first * width * (transposed ? 4 : ld);
+      for (let k0 = 0; k0 < k; k0 += kc) {
+        const kb = Math.min(kc, k - k0);
+        const dst = at + (k0 * total + first * kb) * width * 4;
+        pack(src + (transposed ? k0 * ld : k0 * 4), ld, dst, count, width, kb);
+      }
+      if (Atomics.add(p, 25, 1) === packUnits - 1) Atomics.notify(p, 25);
+    }
+    for (let done = Atomics.load(p, 25); done < packUnits; done = Atomics.load(p, 25)) {
+      if (mayBlock) Atomics.wait(p, 25, done, 1);
+    }
+  }
+  // Phase 2: the tiles.
   // A unit's tiles are two B panels wide: 64 bytes of each row of C, one
   // cache line (C is 64-byte aligned, `ldc` a multiple of 64), so two
   // threads never write the same line (with one panel per unit, neighbours
@@ -131,8 +201,9 @@ function runUnits(panel: PanelFn, p: Int32Array): void {
 function workerSource(deno: boolean): string {
   const serve = `
 const runUnits = ${runUnits.toString()};
-function serve(module, memory, control, part) {
+function serve(module, packModule, memory, control, part) {
   const panel = new WebAssembly.Instance(module, { env: { memory } }).exports.panel;
+  const packer = packModule && new WebAssembly.Instance(packModule, { env: { memory } }).exports;
   const p = new Int32Array(control);
   Atomics.add(p, ${READY}, 1);
   Atomics.notify(p, ${READY});
@@ -141,7 +212,9 @@ function serve(module, memory, control, part) {
     Atomics.wait(p, ${GEN}, gen);
     gen = Atomics.load(p, ${GEN});
     try {
-      if (part < p[${PARAMS + 9}]) runUnits(panel, p);
+      if (part < p[${PARAMS + 9}]) {
+        runUnits(panel, packer ? packer.pack_rows : null, packer ? packer.pack_cols : null, p, true);
+      }
     } finally {
       if (Atomics.sub(p, ${PENDING}, 1) === 1) Atomics.notify(p, ${PENDING});
     }
@@ -150,9 +223,9 @@ function serve(module, memory, control, part) {
 `;
   return deno
     ? serve +
-      `const { workerData: d } = require("node:worker_threads");\nserve(d.module, d.memory, d.control, d.part);\n`
+      `const { workerData: d } = require("node:worker_threads");\nserve(d.module, d.packModule, d.memory, d.control, d.part);\n`
     : serve +
-      `onmessage = (e) => serve(e.data.module, e.data.memory, e.data.control, e.data.part);\n`;
+      `onmessage = (e) =>\n  serve(e.data.module, e.data.packModule, e.data.memory, e.data.control, e.data.part);\n`;
 }
 
 /** Whether this thread may block in `Atomics.wait` (not a browser's main thread). */
@@ -170,7 +243,7 @@ export class KernelThreads {
   readonly #control = new SharedArrayBuffer(CONTROL_WORDS * 4);
   readonly #p = new Int32Array(this.#control);
   readonly #workers: number;
-  readonly #panel: PanelFn;
+  readonly #kernels: JobKernels;
   readonly #block = canBlock();
   #failed = false;
   /** Until when products run on this thread alone (workers were late). */
@@ -179,16 +252,21 @@ export class KernelThreads {
   readonly #starting: Promise<void>;
   #started: Promise<number> | undefined;
 
-  /** Starts `workers` workers (in the background) on `module` over `memory`. */
+  /**
+   * Starts `workers` workers (in the background) on `module` (and
+   * `packModule`, `pack.wat`, where it compiled) over `memory`; `kernels`
+   * are this thread's instances of them.
+   */
   constructor(
     module: WebAssembly.Module,
+    packModule: WebAssembly.Module | null,
     memory: WebAssembly.Memory,
-    panel: PanelFn,
+    kernels: JobKernels,
     workers: number,
   ) {
     this.#workers = workers;
-    this.#panel = panel;
-    this.#starting = this.#start(module, memory).catch(() => {
+    this.#kernels = kernels;
+    this.#starting = this.#start(module, packModule, memory).catch(() => {
       this.#failed = true;
     });
   }
@@ -222,7 +300,11 @@ export class KernelThreads {
     return this.#failed || !this.#ready ? 1 : this.#workers + 1;
   }
 
-  async #start(module: WebAssembly.Module, memory: WebAssembly.Memory): Promise<void> {
+  async #start(
+    module: WebAssembly.Module,
+    packModule: WebAssembly.Module | null,
+    memory: WebAssembly.Memory,
+  ): Promise<void> {
     const control = this.#control;
     const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
     if (isDeno) {
@@ -238,7 +320,7 @@ export class KernelThreads {
       for (let part = 1; part <= this.#workers; part++) {
         const worker = new NodeWorker(code, {
           eval: true,
-          workerData: { module, memory, control, part },
+          workerData: { module, packModule, memory, control, part },
         });
         worker.on("error", () => this.#failed = true);
         // The program may end while workers wait for jobs: let it.
@@ -249,7 +331,7 @@ export class KernelThreads {
       for (let part = 1; part <= this.#workers; part++) {
         const worker = new Worker(url);
         worker.onerror = () => this.#failed = true;
-        worker.postMessage({ module, memory, control, part });
+        worker.postMessage({ module, packModule, memory, control, part });
       }
     }
   }
@@ -276,7 +358,8 @@ export class KernelThreads {
     Atomics.add(p, GEN, 1);
     Atomics.notify(p, GEN);
     const began = performance.now();
-    runUnits(this.#panel, p);
+    const { panel, packRows, packCols } = this.#kernels;
+    runUnits(panel, packRows, packCols, p, this.#block);
     const started = performance.now();
     for (let left = Atomics.load(p, PENDING); left !== 0; left = Atomics.load(p, PENDING)) {
       if (this.#block) Atomics.wait(p, PENDING, left, 1000);
@@ -302,9 +385,9 @@ export class KernelThreads {
 const alone = new Int32Array(CONTROL_WORDS);
 
 /** Runs `job` on this thread alone. */
-export function runAlone(panel: PanelFn, job: PanelJob): void {
+export function runAlone(kernels: JobKernels, job: PanelJob): void {
   writeParams(alone, job, 1);
-  runUnits(panel, alone);
+  runUnits(kernels.panel, kernels.packRows, kernels.packCols, alone, false);
 }
 
 function writeParams(p: Int32Array, job: PanelJob, parts: number): void {
@@ -321,4 +404,12 @@ function writeParams(p: Int32Array, job: PanelJob, parts: number): void {
   p[PARAMS + 9] = parts;
   p[PARAMS + 10] = job.kc;
   p[PARAMS + 11] = job.biasAt;
+  for (const [at, source] of [[16, job.packA], [20, job.packB]] as const) {
+    p[at] = source?.panels ?? 0;
+    p[at + 1] = source?.src ?? 0;
+    p[at + 2] = source?.ld ?? 0;
+    p[at + 3] = source?.transposed ? 1 : 0;
+  }
+  p[24] = 0; // the next pack unit
+  p[25] = 0; // pack units done
 }

@@ -17,8 +17,15 @@ import {
   PACK_UNSHARED_WASM,
   PACK_WASM,
 } from "../wasm/modules.ts";
-import { KernelThreads, type PanelJob, runAlone } from "../threads.ts";
-import { decodeBase64, instantiate } from "../wasm/load.ts";
+import {
+  type JobKernels,
+  KernelThreads,
+  type PackFn,
+  type PackSource,
+  type PanelJob,
+  runAlone,
+} from "../threads.ts";
+import { decodeBase64 } from "../wasm/load.ts";
 
 /**
  * Copies the logical [rows, cols] matrix at `offset` (stored transposed when
@@ -182,6 +189,10 @@ interface WasmMatmul {
   view: Float32Array;
   /** `pack.wat` on the same memory (null where it does not compile): SIMD panel packing. */
   readonly pack: PackFunctions | null;
+  /** `pack.wat`'s module, for the worker threads (null where it does not compile). */
+  readonly packModule: WebAssembly.Module | null;
+  /** What a job runs on this thread: `panel` and `pack`'s functions. */
+  readonly kernels: JobKernels;
   /** Worker threads on `memory`, once some backend asked for more than one thread. */
   threads?: KernelThreads;
 }
@@ -226,12 +237,14 @@ function instance(kind: WasmMatmul["kind"]): WasmMatmul | null {
       const { exports } = new WebAssembly.Instance(module, { env: { memory } });
       const panel = exports.panel as WasmMatmul["panel"];
       const view = new Float32Array(memory.buffer);
-      const packer = instantiate(shared ? PACK_WASM : PACK_UNSHARED_WASM, { env: { memory } });
+      const packModule = compile(shared ? PACK_WASM : PACK_UNSHARED_WASM);
+      const packer = packModule && new WebAssembly.Instance(packModule, { env: { memory } });
       const pack = packer === null ? null : {
         rows: packer.exports.pack_rows as PackFn,
         cols: packer.exports.pack_cols as PackFn,
       };
-      made = { kind, mr: spec.mr, module, memory, shared, panel, view, pack };
+      const kernels = { panel, packRows: pack?.rows ?? null, packCols: pack?.cols ?? null };
+      made = { kind, mr: spec.mr, module, memory, shared, panel, view, pack, packModule, kernels };
       break;
     } catch {
       // Not compilable here: try unshared, then the caller tries the next kind or TypeScript.
@@ -241,6 +254,16 @@ function instance(kind: WasmMatmul["kind"]): WasmMatmul | null {
   return made;
 }
 
+/** The module given in base64, or null where it does not validate or compile. */
+function compile(base64: string): WebAssembly.Module | null {
+  try {
+    const bytes = decodeBase64(base64);
+    return WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** `pack.wat`'s exports: lay out whole panels from an operand copied in as stored. */
 interface PackFunctions {
   /** Row-major source: row r at `src + r * ld`. */
@@ -248,15 +271,6 @@ interface PackFunctions {
   /** Transposed source: logical column c at `src + c * ld`, its rows contiguous. */
   readonly cols: PackFn;
 }
-
-type PackFn = (
-  src: number,
-  ld: number,
-  dst: number,
-  panels: number,
-  width: number,
-  cols: number,
-) => void;
 
 /** The float32 kernel chosen for each preference (see {@link wasmFor}), once found. */
 const chosen = new Map<MatmulKernel | "auto", WasmMatmul | null>();
@@ -400,60 +414,57 @@ function packFullPanel(
 const align64 = (bytes: number) => Math.ceil(bytes / 64) * 64;
 
 /**
- * {@link packPanels} for an operand already copied into the module's memory
- * at byte `raw` as stored (row-major [rows][cols], or [cols][rows] when
- * `transposed`): whole panels in WebAssembly (`pack.wat`, 4x4 shuffles),
- * a last partial panel in TypeScript from `src`.
+ * Packs panels `skip ..` of rows `first .. first + count` of an operand (all
+ * of k) in TypeScript, straight from `src`, block of k by block of k, each
+ * block [panels][kb][panel] from float `at` on (the layout `runUnits` in
+ * `../threads.ts` walks). The job packs whole panels itself from a copy in
+ * the memory (`pack.wat`); this does the last, partial one, or everything
+ * where `pack.wat` did not compile.
  */
-function packCopied(
+function packInTs(
   w: WasmMatmul,
-  pack: PackFunctions,
-  raw: number,
   src: TypedArray,
   offset: number,
   rows: number,
-  cols: number,
+  k: number,
   transposed: boolean,
   first: number,
   count: number,
-  c0: number,
-  width: number,
   panel: number,
+  kc: number,
   at: number,
+  skip: number,
 ): void {
-  const full = Math.floor(count / panel);
-  if (full > 0) {
-    if (transposed) pack.cols(raw + (c0 * rows + first) * 4, rows * 4, at * 4, full, panel, width);
-    else pack.rows(raw + (first * cols + c0) * 4, cols * 4, at * 4, full, panel, width);
-  }
-  const done = full * panel;
-  if (done < count) {
+  const panels = Math.ceil(count / panel);
+  if (skip >= panels) return;
+  for (let k0 = 0; k0 < k; k0 += kc) {
+    const kb = Math.min(kc, k - k0);
+    const into = at + (k0 * panels + skip * kb) * panel;
+    const r0 = first + skip * panel;
     packPanels(
       src,
       offset,
       rows,
-      cols,
+      k,
       transposed,
-      first + done,
-      count - done,
-      c0,
-      width,
+      r0,
+      first + count - r0,
+      k0,
+      kb,
       panel,
       w.view,
-      at + done * width,
+      into,
     );
   }
 }
 
 /**
- * Packs rows `first .. first + count` of an operand (all of k) block of k
- * by block of k, each block [panels][kb][panel] from float `at` on (the
- * layout `runUnits` in `../threads.ts` walks), from the copy at byte `raw`
- * when `pack` is there, else straight from `src`.
+ * Rows `first .. first + count` of an operand copied in at byte `raw` (the
+ * logical [rows, k] matrix, stored [k, rows] when `transposed`): the whole
+ * panels for the job to pack, the partial one packed here.
  */
-function packOperand(
+function packSource(
   w: WasmMatmul,
-  pack: PackFunctions | null,
   raw: number,
   src: TypedArray,
   offset: number,
@@ -465,17 +476,13 @@ function packOperand(
   panel: number,
   kc: number,
   at: number,
-): void {
-  const panels = Math.ceil(count / panel);
-  for (let k0 = 0; k0 < k; k0 += kc) {
-    const kb = Math.min(kc, k - k0);
-    const into = at + k0 * panels * panel;
-    if (pack !== null) {
-      packCopied(w, pack, raw, src, offset, rows, k, transposed, first, count, k0, kb, panel, into);
-    } else {
-      packPanels(src, offset, rows, k, transposed, first, count, k0, kb, panel, w.view, into);
-    }
-  }
+): PackSource | undefined {
+  const full = Math.floor(count / panel);
+  packInTs(w, src, offset, rows, k, transposed, first, count, panel, kc, at, full);
+  if (full === 0) return undefined;
+  return transposed
+    ? { panels: full, src: raw + first * 4, ld: rows * 4, transposed }
+    : { panels: full, src: raw + first * k * 4, ld: k * 4, transposed };
 }
 
 /**
@@ -566,25 +573,28 @@ function matmulWasm(
     for (let j0 = 0; j0 < n; j0 += nBlock) {
       const cols = Math.min(nBlock, n - j0);
       const jPanels = Math.ceil(cols / NR);
+      // Whole B panels the next job packs (the first job of this block of B).
+      let packB: PackSource | undefined;
       if (!singleB || packedB !== bOffset) {
         // Bᵀ is the logical [n, k] matrix; B is stored [k, n] unless transB.
-        if (pack !== null && copiedB !== bOffset) {
-          view.set(b.subarray(bOffset, bOffset + k * n), rawB / 4);
+        if (pack !== null) {
+          if (copiedB !== bOffset) view.set(b.subarray(bOffset, bOffset + k * n), rawB / 4);
           copiedB = bOffset;
-        }
-        packOperand(w, pack, rawB, b, bOffset, n, k, !transB, j0, cols, NR, kc, bAt / 4);
+          packB = packSource(w, rawB, b, bOffset, n, k, !transB, j0, cols, NR, kc, bAt / 4);
+        } else packInTs(w, b, bOffset, n, k, !transB, j0, cols, NR, kc, bAt / 4, 0);
         packedB = singleB ? bOffset : -1;
       }
       for (let i0 = 0; i0 < m; i0 += mBlock) {
         const rows = Math.min(mBlock, m - i0);
         const iPanels = Math.ceil(rows / mr);
+        let packA: PackSource | undefined;
         if (!singleA || packedA !== aOffset) {
           // A is the logical [m, k] matrix, stored [k, m] when transA.
-          if (pack !== null && copiedA !== aOffset) {
-            view.set(a.subarray(aOffset, aOffset + m * k), rawA / 4);
+          if (pack !== null) {
+            if (copiedA !== aOffset) view.set(a.subarray(aOffset, aOffset + m * k), rawA / 4);
             copiedA = aOffset;
-          }
-          packOperand(w, pack, rawA, a, aOffset, m, k, transA, i0, rows, mr, kc, aAt / 4);
+            packA = packSource(w, rawA, a, aOffset, m, k, transA, i0, rows, mr, kc, aAt / 4);
+          } else packInTs(w, a, aOffset, m, k, transA, i0, rows, mr, kc, aAt / 4, 0);
           packedA = singleA ? aOffset : -1;
         }
         const job: PanelJob = {
@@ -599,12 +609,15 @@ function matmulWasm(
           mr,
           kc,
           biasAt: biasAt < 0 ? -1 : biasAt + j0 * 4,
+          packA,
+          packB,
         };
+        packB = undefined;
         const parts = iPanels * jPanels * mr * NR * k >= MIN_THREADED_MACS
           ? Math.min(threads, w.threads?.available ?? 1)
           : 1;
         if (parts > 1) w.threads!.run(job, parts);
-        else runAlone(w.panel, job);
+        else runAlone(w.kernels, job);
         // Copy the block's real rows and columns out of the padded C.
         const cFloats = cAt / 4;
         const ldcFloats = ldc / 4;
@@ -625,7 +638,13 @@ function matmulWasm(
 /** Starts `w`'s worker threads (once per process), enough for `threads` in all. */
 function startThreads(w: WasmMatmul, threads: number): KernelThreads | undefined {
   if (w.shared && w.threads === undefined) {
-    w.threads = new KernelThreads(w.module, w.memory, w.panel, Math.max(threads, MAX_THREADS) - 1);
+    w.threads = new KernelThreads(
+      w.module,
+      w.packModule,
+      w.memory,
+      w.kernels,
+      Math.max(threads, MAX_THREADS) - 1,
+    );
   }
   return w.threads;
 }
