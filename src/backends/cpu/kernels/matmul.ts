@@ -488,11 +488,13 @@ function packSource(
 /**
  * Length of the blocks k is cut into: the B panel of one block (32 bytes
  * per k step) then takes at most 8 KiB of L1, next to the A and C lines
- * streaming past it. Blocks come out equal (k = 784: 4 x 196).
+ * streaming past it. Blocks come out nearly equal and a multiple of 4 long
+ * (the relaxed-SIMD kernel takes four k steps per iteration): k = 784 is
+ * 4 x 196, k = 1000 is 3 x 252 + 244.
  */
 export function kBlock(k: number): number {
   const blocks = Math.ceil(k / KC_MAX);
-  return Math.ceil(k / blocks);
+  return Math.ceil(k / blocks / 4) * 4;
 }
 
 /**
