@@ -583,6 +583,47 @@ export interface CrossEntropyBackwardArgs<B = DeviceBuffer> extends ClassRows<B>
   readonly out: B;
 }
 
+/**
+ * Optional fused kernel: {@link CrossEntropyArgs}' losses reduced over the
+ * rows in one launch (PyTorch's `reduction: "sum"` and `"mean"`):
+ * `weightSum[0] = Σ_r weights[r]` and `loss[0] = Σ_r losses[r]`, divided by
+ * `weightSum[0]` when `mean` (NaN when every row is ignored, as PyTorch),
+ * with the losses rounded to `dtype` before they are summed; plus `probs`,
+ * the rows' softmax, for the backward. Float only.
+ */
+export interface CrossEntropyReducedArgs<B = DeviceBuffer> extends ClassRows<B> {
+  /** Read, [rows, classes]. */
+  readonly logits: B;
+  /** Written, [rows, classes]. */
+  readonly probs: B;
+  /** Written, 1 element: the reduced loss. */
+  readonly loss: B;
+  /** Written, 1 element: the rows' summed weights (the count of rows not ignored). */
+  readonly weightSum: B;
+  /** Divide by `weightSum` ("mean"), else the sum. */
+  readonly mean: boolean;
+}
+
+/**
+ * Optional fused kernel: the logits' gradient of
+ * {@link CrossEntropyReducedArgs}' `loss` from its `probs` and `weightSum`:
+ * with `g = gradLoss[0]`, divided by `weightSum[0]` when `mean` (rounded),
+ * `out[r, c] = g · probs[r, c] - (c === target[r] ? g : 0)`; 0 on ignored
+ * rows, NaN for out-of-range targets. Float only.
+ */
+export interface CrossEntropyReducedBackwardArgs<B = DeviceBuffer> extends ClassRows<B> {
+  /** Read, [rows, classes]. */
+  readonly probs: B;
+  /** Read, 1 element: the gradient of the reduced loss. */
+  readonly gradLoss: B;
+  /** Read, 1 element (the forward's `weightSum`; unused unless `mean`). */
+  readonly weightSum: B;
+  /** Written, [rows, classes]. */
+  readonly out: B;
+  /** The forward divided by `weightSum`. */
+  readonly mean: boolean;
+}
+
 /** Optional fused kernel, PyTorch's `gelu_backward`: `out = grad * geluDerivative(x)` (rounded). */
 export interface GeluBackwardArgs<B = DeviceBuffer> extends GeluArgs<B> {
   /** The gradient of the output, read. */
@@ -719,6 +760,10 @@ export interface KernelArgs<B = DeviceBuffer> {
   batchNormBackward: BatchNormBackwardArgs<B>;
   /** Optional. See {@link MaxPool2dArgs}. */
   maxPool2d: MaxPool2dArgs<B>;
+  /** Optional. See {@link CrossEntropyReducedArgs}. */
+  crossEntropyReduced: CrossEntropyReducedArgs<B>;
+  /** Optional. See {@link CrossEntropyReducedBackwardArgs}. */
+  crossEntropyReducedBackward: CrossEntropyReducedBackwardArgs<B>;
 }
 
 /** A kernel's name. */
@@ -738,6 +783,8 @@ export const OPTIONAL_KERNELS = [
   "batchNorm",
   "batchNormBackward",
   "maxPool2d",
+  "crossEntropyReduced",
+  "crossEntropyReducedBackward",
 ] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
@@ -855,6 +902,22 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     target: u(x.target, "crossEntropyBackward.target"),
     gradLoss: u(x.gradLoss, "crossEntropyBackward.gradLoss"),
     out: u(x.out, "crossEntropyBackward.out"),
+  }),
+  crossEntropyReduced: (x, u) => ({
+    ...x,
+    logits: u(x.logits, "crossEntropyReduced.logits"),
+    target: u(x.target, "crossEntropyReduced.target"),
+    probs: u(x.probs, "crossEntropyReduced.probs"),
+    loss: u(x.loss, "crossEntropyReduced.loss"),
+    weightSum: u(x.weightSum, "crossEntropyReduced.weightSum"),
+  }),
+  crossEntropyReducedBackward: (x, u) => ({
+    ...x,
+    probs: u(x.probs, "crossEntropyReducedBackward.probs"),
+    target: u(x.target, "crossEntropyReducedBackward.target"),
+    gradLoss: u(x.gradLoss, "crossEntropyReducedBackward.gradLoss"),
+    weightSum: u(x.weightSum, "crossEntropyReducedBackward.weightSum"),
+    out: u(x.out, "crossEntropyReducedBackward.out"),
   }),
   sgd: (x, u) => ({ ...x, param: u(x.param, "sgd.param"), grad: u(x.grad, "sgd.grad") }),
   batchNorm: (x, u) => ({

@@ -8,7 +8,7 @@
 import { noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { where } from "../ops/indexing.ts";
-import { crossEntropyRows } from "./functional/cross_entropy.ts";
+import { crossEntropyReduced, crossEntropyRows } from "./functional/cross_entropy.ts";
 import { fusedBatchNorm } from "./functional/batch_norm.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
@@ -465,6 +465,16 @@ function crossEntropyUnscoped(
   }
   if (!probabilities && !weight && smoothing === 0) {
     // The common case in two fused kernels (forward, backward) where the backend has them.
+    if (reduction !== "none") {
+      const reduced = crossEntropyReduced(
+        op,
+        logits,
+        target.reshape([m]),
+        ignoreIndex,
+        reduction === "mean",
+      );
+      if (reduced) return reduced;
+    }
     const fused = crossEntropyRows(op, logits, target.reshape([m]), ignoreIndex);
     if (fused) {
       const { losses, weights } = fused;

@@ -21,6 +21,8 @@ import { cast } from "./kernels/cast.ts";
 import { copy } from "./kernels/copy.ts";
 import { crossEntropy } from "./kernels/cross_entropy.ts";
 import { crossEntropyBackward } from "./kernels/cross_entropy_backward.ts";
+import { crossEntropyReduced } from "./kernels/cross_entropy_reduced.ts";
+import { crossEntropyReducedBackward } from "./kernels/cross_entropy_reduced_backward.ts";
 import { fill } from "./kernels/fill.ts";
 import { gather } from "./kernels/gather.ts";
 import { im2col } from "./kernels/im2col.ts";
@@ -80,6 +82,8 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
   batchNorm,
   batchNormBackward,
   maxPool2d,
+  crossEntropyReduced,
+  crossEntropyReducedBackward,
 };
 
 /** One logical cpu device. */

@@ -21,6 +21,8 @@ import { adam } from "./kernels/adam.ts";
 import { sgd } from "./kernels/sgd.ts";
 import { crossEntropy } from "./kernels/cross_entropy.ts";
 import { crossEntropyBackward } from "./kernels/cross_entropy_backward.ts";
+import { crossEntropyReduced } from "./kernels/cross_entropy_reduced.ts";
+import { crossEntropyReducedBackward } from "./kernels/cross_entropy_reduced_backward.ts";
 import { indexSelect } from "./kernels/index_select.ts";
 import { addmm, DEFAULT_MATMUL_TUNING, matmul, type MatmulTuning } from "./kernels/matmul.ts";
 import { random } from "./kernels/random.ts";
@@ -79,6 +81,8 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       sgd: (args) => sgd(rt, args),
       crossEntropy: (args) => crossEntropy(rt, args),
       crossEntropyBackward: (args) => crossEntropyBackward(rt, args),
+      crossEntropyReduced: (args) => crossEntropyReduced(rt, args),
+      crossEntropyReducedBackward: (args) => crossEntropyReducedBackward(rt, args),
     };
   }
 

@@ -90,3 +90,62 @@ export function crossEntropyRows(
   });
   return { losses, weights };
 }
+
+/**
+ * The rows' cross-entropy summed (`mean` false) or averaged over the rows
+ * not ignored, as a scalar, through the backend's `crossEntropyReduced` /
+ * `crossEntropyReducedBackward` kernels: one launch each way where the
+ * per-row kernels need two sums and a division forward, and a division and
+ * an expand backward. Null when the backend lacks them (the caller then
+ * reduces {@link crossEntropyRows}). Differentiable in `logits`.
+ */
+export function crossEntropyReduced(
+  op: string,
+  logits: Tensor,
+  target: Tensor,
+  ignoreIndex: number,
+  mean: boolean,
+): Tensor | null {
+  const device = logits.device;
+  if (
+    !hasKernel(device, "crossEntropyReduced") || !hasKernel(device, "crossEntropyReducedBackward")
+  ) {
+    return null;
+  }
+  const [rows, classes] = logits.shape;
+  checkTargets(op, target, classes, ignoreIndex);
+  const dtype = logits.dtype;
+  const loss = empty([], dtype, device);
+  // Saved for backward (the logits may be disposed by then).
+  const weightSum = empty([], dtype, device);
+  const probs = empty([rows, classes], dtype, device);
+  launch(device, "crossEntropyReduced", {
+    logits: logits.storage.buffer("crossEntropy"),
+    target: target.storage.buffer("crossEntropy"),
+    probs: probs.storage.buffer(),
+    loss: loss.storage.buffer(),
+    weightSum: weightSum.storage.buffer(),
+    rows,
+    classes,
+    ignoreIndex,
+    mean,
+    dtype,
+  });
+  record("crossEntropy", [logits], loss, ([g]) => {
+    const out = empty(logits.shape, dtype, device);
+    launch(device, "crossEntropyReducedBackward", {
+      probs: probs.storage.buffer("crossEntropy backward"),
+      target: target.storage.buffer("crossEntropy backward"),
+      gradLoss: g!.storage.buffer("crossEntropy backward"),
+      weightSum: weightSum.storage.buffer("crossEntropy backward"),
+      out: out.storage.buffer(),
+      rows,
+      classes,
+      ignoreIndex,
+      mean,
+      dtype,
+    });
+    return [out];
+  });
+  return loss;
+}
