@@ -726,6 +726,65 @@ function cases(): Case<KernelName>[] {
     args: { rows: 7, classes: 5, ignoreIndex: -100, dtype: "float32" },
     tolerance: 2e-6,
   });
+  const allIgnored = i32([-100, -100, -100]);
+  for (const mean of [true, false]) {
+    const labelled = [[7, target, "one ignored row"], [3, allIgnored, "all ignored"]] as const;
+    for (const [rows, labels, what] of labelled) {
+      const logits = random(rows * 5, 31, -6, 6);
+      const args = { rows, classes: 5, ignoreIndex: -100, dtype: "float32" } as const;
+      add({
+        kernel: "crossEntropyReduced",
+        what: `crossEntropyReduced [${rows}, 5] mean=${mean}, ${what} (optional)`,
+        buffers: { logits, target: labels, probs: out(rows * 5), loss: out(1), weightSum: out(1) },
+        outputs: ["loss", "weightSum", "probs"],
+        args: { ...args, mean },
+        tolerance: 4e-6,
+        // The per-row kernel's losses, summed (and divided) as the composition does.
+        reference: async () => {
+          const [losses, weights, probs] = (await run(REF, {
+            kernel: "crossEntropy",
+            what: "",
+            buffers: {
+              logits,
+              target: labels,
+              losses: out(rows),
+              weights: out(rows),
+              probs: out(rows * 5),
+            },
+            outputs: ["losses", "weights", "probs"],
+            args,
+          }))!;
+          const total = Math.fround([...losses].reduce((a, b) => a + b, 0));
+          const count = [...weights].reduce((a, b) => a + b, 0);
+          return [f32([mean ? total / count : total]), f32([count]), probs];
+        },
+      });
+    }
+    const probs = random(35, 32, 0, 1);
+    const args = { rows: 7, classes: 5, ignoreIndex: -100, dtype: "float32" } as const;
+    add({
+      kernel: "crossEntropyReducedBackward",
+      what: `crossEntropyReducedBackward [7, 5] mean=${mean}, one ignored row (optional)`,
+      buffers: { probs, target, gradLoss: f32([0.75]), weightSum: f32([6]), out: out(35) },
+      outputs: ["out"],
+      args: { ...args, mean },
+      tolerance: 2e-6,
+      // The per-row kernel with the scalar gradient (over the weights) on every row.
+      reference: async () =>
+        (await run(REF, {
+          kernel: "crossEntropyBackward",
+          what: "",
+          buffers: {
+            probs,
+            target,
+            gradLoss: f32(Array(7).fill(mean ? 0.75 / 6 : 0.75)),
+            out: out(35),
+          },
+          outputs: ["out"],
+          args,
+        }))!,
+    });
+  }
   return list;
 }
 

@@ -168,6 +168,68 @@ for (const reduction of ["mean", "sum", "none"] as const) {
   );
 }
 
+/** The cpu backend reducing the per-row cross-entropy kernels itself (sums and a division). */
+const ROWS_THEN_REDUCED = await cpuWithout("composed-ce-reduction", [
+  "crossEntropyReduced",
+  "crossEntropyReducedBackward",
+]);
+
+for (const reduction of ["mean", "sum"] as const) {
+  backendTest(
+    `fused crossEntropyReduced (${reduction}): one launch each way, the composition's numbers (cpu: its bits)`,
+    async (device) => {
+      if (!device.backendDevice.kernels.crossEntropyReduced) return;
+      const kernels = device.backendDevice.kernels as unknown as Record<
+        string,
+        (a: unknown) => void
+      >;
+      const run = async (d: Device, targets: number[], scale: number) => {
+        const x = tensor(LOGITS, { device: d, requiresGrad: true });
+        const y = tensor(targets, { device: d, dtype: "int32" });
+        const loss = nn.functional.crossEntropy(x, y, { reduction });
+        assert.deepEqual(loss.shape, []);
+        loss.mul(scale).backward();
+        return { loss: await loss.data(), grad: await x.grad!.data() };
+      };
+      const calls: string[] = [];
+      const saved = { ...kernels };
+      for (const k of Object.keys(saved)) {
+        kernels[k] = (a: unknown) => {
+          calls.push(k);
+          saved[k](a);
+        };
+      }
+      let fused;
+      try {
+        fused = await run(device, [3, 1, 0, -100, 2], 2.5);
+      } finally {
+        Object.assign(kernels, saved);
+      }
+      // After the targets' range check: the loss, then its backward (the seed fill and
+      // the scale's multiplications aside).
+      const launched = calls.slice(calls.indexOf("crossEntropyReduced"))
+        .filter((k) => k !== "fill" && k !== "binary");
+      assert.deepEqual(launched.slice(0, 2), [
+        "crossEntropyReduced",
+        "crossEntropyReducedBackward",
+      ]);
+      assert.ok(!launched.includes("reduce"), `no sums: ${launched.join(", ")}`);
+      const composed = await run(ROWS_THEN_REDUCED, [3, 1, 0, -100, 2], 2.5);
+      if (device.backend === "cpu") {
+        assert.deepEqual(fused, composed);
+      } else {
+        assertClose(fused.loss, composed.loss, { atol: 1e-5, rtol: 1e-5, what: "loss" });
+        assertClose(fused.grad, composed.grad, { atol: 1e-6, rtol: 1e-5, what: "gradient" });
+      }
+      // Every row ignored: the mean is NaN (0 / 0, as PyTorch), the sum 0; no gradient reaches the logits.
+      const ignored = await run(device, [-100, -100, -100, -100, -100], 1);
+      if (reduction === "mean") assert.ok(Number.isNaN(ignored.loss[0]), `${ignored.loss[0]}`);
+      else assert.equal(ignored.loss[0], 0);
+      assert.deepEqual([...ignored.grad], Array(20).fill(0));
+    },
+  );
+}
+
 backendTest(
   "fused crossEntropy: two kernels; a NaN logit gives NaN; a class out of range an error (the kernel alone: NaN)",
   async (device) => {

@@ -373,6 +373,13 @@ check(
     ),
   [inp([1, 2, 3, 4], 202)],
 );
+// The fused crossEntropyReduced kernels (sum, and mean over the rows not ignored).
+for (const reduction of ["mean", "sum"] as const) {
+  check(`crossEntropy ${reduction} with an ignored row (fused reduction)`, (x) => {
+    const y = tensor([2, -100, 0, 1], { dtype: "int32", device: CPU0 });
+    return Fn.crossEntropy(x, y, { reduction });
+  }, [inp([4, 3], 206)]);
+}
 check("groupNorm with affine", (x, w, b) => Fn.groupNorm(x, 2, { weight: w, bias: b }), [
   inp([2, 4, 3, 2], 203),
   inp([4], 204),
