@@ -584,45 +584,28 @@ export interface CrossEntropyBackwardArgs<B = DeviceBuffer> extends ClassRows<B>
 }
 
 /**
- * Optional fused kernel: {@link CrossEntropyArgs}' losses reduced over the
- * rows in one launch (PyTorch's `reduction: "sum"` and `"mean"`):
- * `weightSum[0] = Σ_r weights[r]` and `loss[0] = Σ_r losses[r]`, divided by
- * `weightSum[0]` when `mean` (NaN when every row is ignored, as PyTorch),
- * with the losses rounded to `dtype` before they are summed; plus `probs`,
- * the rows' softmax, for the backward. Float only.
+ * Optional fused kernel: {@link CrossEntropyArgs}' losses summed in one launch
+ * (rounded to `dtype` first): `loss[0]` = that sum, divided by `weightSum[0]`
+ * = Σ weights when `mean` (NaN if every row is ignored, as PyTorch); `probs`
+ * as there. Float only.
  */
-export interface CrossEntropyReducedArgs<B = DeviceBuffer> extends ClassRows<B> {
-  /** Read, [rows, classes]. */
-  readonly logits: B;
-  /** Written, [rows, classes]. */
-  readonly probs: B;
-  /** Written, 1 element: the reduced loss. */
+export interface CrossEntropyReducedArgs<B = DeviceBuffer>
+  extends Omit<CrossEntropyArgs<B>, "losses" | "weights"> {
+  /** Written, 1 element. */
   readonly loss: B;
-  /** Written, 1 element: the rows' summed weights (the count of rows not ignored). */
+  /** Written, 1 element. */
   readonly weightSum: B;
-  /** Divide by `weightSum` ("mean"), else the sum. */
+  /** Divide by `weightSum` (PyTorch's "mean"), else the sum. */
   readonly mean: boolean;
 }
 
 /**
- * Optional fused kernel: the logits' gradient of
- * {@link CrossEntropyReducedArgs}' `loss` from its `probs` and `weightSum`:
- * with `g = gradLoss[0]`, divided by `weightSum[0]` when `mean` (rounded),
- * `out[r, c] = g · probs[r, c] - (c === target[r] ? g : 0)`; 0 on ignored
- * rows, NaN for out-of-range targets. Float only.
+ * Optional fused kernel: {@link CrossEntropyBackwardArgs} for
+ * {@link CrossEntropyReducedArgs}' `loss`: `gradLoss` has 1 element, used on
+ * every row, divided by `weightSum[0]` (rounded) when `mean`.
  */
-export interface CrossEntropyReducedBackwardArgs<B = DeviceBuffer> extends ClassRows<B> {
-  /** Read, [rows, classes]. */
-  readonly probs: B;
-  /** Read, 1 element: the gradient of the reduced loss. */
-  readonly gradLoss: B;
-  /** Read, 1 element (the forward's `weightSum`; unused unless `mean`). */
-  readonly weightSum: B;
-  /** Written, [rows, classes]. */
-  readonly out: B;
-  /** The forward divided by `weightSum`. */
-  readonly mean: boolean;
-}
+export interface CrossEntropyReducedBackwardArgs<B = DeviceBuffer>
+  extends CrossEntropyBackwardArgs<B>, Pick<CrossEntropyReducedArgs<B>, "weightSum" | "mean"> {}
 
 /** Optional fused kernel, PyTorch's `gelu_backward`: `out = grad * geluDerivative(x)` (rounded). */
 export interface GeluBackwardArgs<B = DeviceBuffer> extends GeluArgs<B> {
