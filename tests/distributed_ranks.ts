@@ -218,18 +218,51 @@ async function failures(rank: number, kind: string): Promise<unknown> {
     case "unusedAllowed": {
       const model = makeModel(1).to(device);
       const extra = new nn.Linear(2, 2).to(device);
-      const ddp = new distributed.DistributedDataParallel(new nn.ModuleList([model, extra]), {
-        findUnusedParameters: true,
-      });
+      const never = new nn.Linear(2, 2).to(device);
+      const ddp = new distributed.DistributedDataParallel(
+        new nn.ModuleList([model, extra, never]),
+        { findUnusedParameters: true },
+      );
+      // Weight decay changes every parameter that has a gradient, even a zero one.
+      const opt = new optim.SGD(ddp.parameters(), { lr: 0.1, momentum: 0.9, weightDecay: 0.5 });
+      const neverBefore = await never.weight.toArray();
+      const extraBefore = await extra.weight.toArray();
       // Rank 1 uses `extra` too: its gradient is averaged with rank 0's zeros.
+      // No rank uses `never`: its gradients stay null, as in PyTorch.
       let loss = model.forward(tensor([[1, 2, 3, 4, 5, 6]], { device })).sum();
       if (rank === 1) loss = loss.add(extra.forward(tensor([[1, 1]], { device })).sum());
       loss.backward();
+      const neverGradAfterBackward = [never.weight.grad, never.bias!.grad];
+      const extraHadGrad = extra.weight.grad !== null;
+      opt.step();
       const [, , , modelBias, extraWeight] = ddp.parameters();
       return {
         extraWeightGrad: await extraWeight.grad!.toArray(),
         modelBiasGrad: await modelBias.grad!.toArray(),
+        neverGradAfterBackward,
+        extraHadGrad,
+        neverAfterStep: await never.weight.toArray(),
+        neverBefore,
+        extraMoved: JSON.stringify(await extra.weight.toArray()) !== JSON.stringify(extraBefore),
+        extraAfterStep: await extra.weight.toArray(),
       };
+    }
+    case "unusedLeave":
+    case "unusedHang": {
+      // The exchange of which parameters were used blocks in backward(): a
+      // rank that leaves or never arrives is named there too.
+      const ddp = new distributed.DistributedDataParallel(makeModel(1).to(device), {
+        findUnusedParameters: true,
+      });
+      await distributed.barrier();
+      if (rank === 1) {
+        if (kind === "unusedHang") await new Promise((resolve) => setTimeout(resolve, 30_000));
+        return "left";
+      }
+      const backward = () =>
+        (ddp.forward(tensor([[1, 2, 3, 4, 5, 6]], { device })) as Tensor).sum().backward();
+      if (kind === "unusedHang") backward();
+      return await caught(async () => backward());
     }
     case "buffers": {
       // Rank 0's running statistics reach every rank before each forward.

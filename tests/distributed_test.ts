@@ -208,6 +208,14 @@ Deno.test({
     );
     const left = await failure("leave");
     assert.match(left[0].message, /rank 1 left the process group/);
+    // The same in DDP's blocking exchange of which parameters were used (findUnusedParameters).
+    const leftSync = await failure("unusedLeave");
+    assert.match(leftSync[0].message, /allGather #\d+ of int32 \[1\] on rank 0: rank 1 left/);
+    const hungSync = await rejection("unusedHang", 300);
+    assert.match(
+      hungSync.message,
+      /rank 0 of 2 failed: allGather #\d+ of int32 \[1\] on rank 0: rank 1 did not join within 300 ms/,
+    );
     await assert.rejects(
       () => distributed.spawn(new URL("./harness.ts", import.meta.url), { nprocs: 1 }),
       /rank 0 of 1 failed: spawn: .*harness\.ts exports no function main/,
@@ -300,7 +308,8 @@ if (BACKENDS.has("webgpu")) {
 }
 
 Deno.test({
-  name: "DDP: unused parameters are an error naming them, or zeros with findUnusedParameters",
+  name:
+    "DDP: unused parameters are an error naming them; with findUnusedParameters those no rank used keep a null grad and the optimizer skips them",
   ...opts,
   fn: async () => {
     const results = await failure("unused");
@@ -310,19 +319,43 @@ Deno.test({
         /1\.weight \[2, 2\], 1\.bias \[2\] got no gradient.*findUnusedParameters/,
       );
     }
-    const allowed = await distributed.spawn<
-      { extraWeightGrad: number[][]; modelBiasGrad: number[] }
-    >(
-      RANKS,
-      { nprocs: 2, args: ["failure", { kind: "unusedAllowed" }] },
+    checkUnusedAllowed(
+      await distributed.spawn<UnusedAllowed>(RANKS, {
+        nprocs: 2,
+        args: ["failure", { kind: "unusedAllowed" }],
+      }),
     );
-    // Only rank 1 used `extra`: d(sum)/dW = [[1, 1], [1, 1]], averaged with rank 0's zeros.
-    for (const r of allowed) {
-      assert.deepEqual(r.extraWeightGrad, [[0.5, 0.5], [0.5, 0.5]]);
-      assert.deepEqual(r.modelBiasGrad, [1, 1, 1]);
-    }
   },
 });
+
+/** What the `unusedAllowed` scenario returns (see tests/distributed_ranks.ts). */
+interface UnusedAllowed {
+  extraWeightGrad: number[][];
+  modelBiasGrad: number[];
+  neverGradAfterBackward: (null | undefined)[];
+  extraHadGrad: boolean;
+  neverBefore: number[][];
+  neverAfterStep: number[][];
+  extraMoved: boolean;
+  extraAfterStep: number[][];
+}
+
+function checkUnusedAllowed(results: readonly (UnusedAllowed | undefined)[]): void {
+  for (const r of results) {
+    assert.ok(r);
+    // Only rank 1 used `extra`: d(sum)/dW = [[1, 1], [1, 1]], averaged with rank 0's zeros,
+    // on rank 0 too (where it had no gradient).
+    assert.equal(r.extraHadGrad, true);
+    assert.deepEqual(r.extraWeightGrad, [[0.5, 0.5], [0.5, 0.5]]);
+    assert.deepEqual(r.modelBiasGrad, [1, 1, 1]);
+    // No rank used `never`: its gradients stay null when backward() returns, and the
+    // optimizer (weight decay, momentum) skips it.
+    assert.deepEqual(r.neverGradAfterBackward, [null, null]);
+    assert.deepEqual(r.neverAfterStep, r.neverBefore);
+    assert.equal(r.extraMoved, true);
+  }
+  assert.deepEqual(results[0]!.extraAfterStep, results[1]!.extraAfterStep, "ranks identical");
+}
 
 Deno.test({
   name: "DDP: broadcastBuffers gives every rank rank 0's running statistics before each forward",
@@ -446,6 +479,9 @@ Deno.test({
       assert.deepEqual(r.gathered, [[0, 0], [1, 10]]);
       assert.equal(r.bigErrors, 0);
     });
+    const unused = await mpiRun<UnusedAllowed>(2, "failure", { kind: "unusedAllowed" });
+    assert.equal(unused.code, 0, unused.output);
+    checkUnusedAllowed(unused.results);
     for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
       const o: TrainOptions = { backend, steps: 3, batch: 8, accumulate: true, bucketCapMB: 1e-4 };
       const t = await mpiRun<Trained>(2, "train", o as unknown as Record<string, unknown>);

@@ -22,6 +22,9 @@ export type CollectiveKind = "allReduce" | "broadcast" | "allGather" | "barrier"
 /** Int32 words in a packed {@link CollectiveCall.header}. */
 export const HEADER_WORDS = 16;
 
+/** The most int32 words one rank passes to {@link ProcessGroupBackend.allGatherSync}. */
+export const SYNC_WORDS = 4096;
+
 /**
  * One collective as the calling rank sees it. Every rank must make the same
  * calls in the same order; backends compare the packed `header` of every
@@ -60,6 +63,15 @@ export interface ProcessGroupBackend {
   allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]>;
   /** Resolves once every rank has called it. */
   barrier(call: CollectiveCall): Promise<void>;
+  /**
+   * Optional: every rank's small int32 `data` (at most {@link SYNC_WORDS}
+   * words), in rank order, BLOCKING this thread until all ranks have called
+   * it (or the timeout). It runs apart from the other collectives, so it
+   * may be called while earlier ones are still in flight, in the same
+   * program order on every rank. `DistributedDataParallel` needs it to
+   * learn, before `backward()` returns, which parameters no rank used.
+   */
+  allGatherSync?(call: CollectiveCall, data: Int32Array): Int32Array[];
   /** Leaves the group; collectives after it are refused. */
   destroy(): void | Promise<void>;
 }

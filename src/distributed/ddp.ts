@@ -25,8 +25,13 @@ export interface DistributedDataParallelOptions {
   /** Broadcast rank 0's buffers (BatchNorm statistics) before every forward; default true. */
   broadcastBuffers?: boolean;
   /**
-   * Parameters that get no gradient in a backward pass count as zero
-   * gradients (default false: an error naming them).
+   * Parameters may get no gradient in a backward pass (default false: an
+   * error naming them). As in PyTorch, one no rank used keeps its `.grad`
+   * untouched (null stays null, so optimizers skip it); one that other
+   * ranks used gets their average, this rank counting zeros. Learning
+   * which is which costs a small exchange at the end of backward that
+   * blocks this thread until every rank has reached the end of the same
+   * backward pass (PyTorch's backward waits for it too).
    */
   findUnusedParameters?: boolean;
 }
@@ -57,8 +62,8 @@ interface Layout {
 interface Pass {
   /** Parameters whose gradient is in. */
   readonly ready: Set<Parameter>;
-  /** Buckets whose read has started, in bucket order: `[gradients read, read done]`. */
-  readonly launched: [Tensor[], Promise<void>][];
+  /** The reads of the buckets started so far, in bucket order. */
+  readonly launched: Promise<void>[];
   /** The step's host array of each dtype (buckets at their offsets). */
   readonly host: Map<DType, TypedArray>;
 }
@@ -162,7 +167,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly bucketCapMB: number;
   /** Whether buffers are broadcast from rank 0 before each forward. */
   readonly broadcastBuffers: boolean;
-  /** Whether parameters without a gradient count as zeros. */
+  /** Whether parameters may get no gradient (see {@link DistributedDataParallelOptions.findUnusedParameters}). */
   readonly findUnusedParameters: boolean;
   readonly #group: ProcessGroup;
   readonly #buckets: readonly Bucket[];
@@ -172,6 +177,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly #names: Map<Parameter, string>;
   #syncing = true;
   #pass: Pass | null = null;
+  /** Parameters that got a gradient since the last synchronised backward (noSync passes too). */
+  readonly #usedSinceSync = new Set<Parameter>();
 
   /** Wraps `module` (already on this rank's device) and makes every rank start from rank 0's state. */
   constructor(module: M, options: DistributedDataParallelOptions = {}) {
@@ -292,6 +299,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   #onGrad(p: Parameter): void {
+    this.#usedSinceSync.add(p);
     if (!this.#syncing) return;
     let pass = this.#pass;
     if (!pass) {
@@ -306,28 +314,68 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
    * Starts, in bucket order, the read of every bucket whose gradients are
    * all in (into its place in the step's host array, queued where the
    * bucket's last gradient is produced); at the end of backward (`final`)
-   * the rest too, with zeros for parameters that got no gradient.
+   * the rest too, with zeros for parameters that have no gradient.
    */
   #launchReady(pass: Pass, final: boolean): void {
     while (pass.launched.length < this.#buckets.length) {
       const index = pass.launched.length;
       const bucket = this.#buckets[index];
       if (!final && !bucket.params.every((p) => pass.ready.has(p))) return;
-      const grads = bucket.params.map((p) => {
-        if (!p.grad) p.grad = p.zerosLike();
-        return p.grad;
-      });
       let host = pass.host.get(bucket.dtype);
       if (!host) {
         const layout = this.#layouts.find((l) => l.dtype === bucket.dtype)!;
         host = borrowHost(bucket.dtype, layout.numel);
         pass.host.set(bucket.dtype, host);
       }
-      const read = readFlatInto(grads, host, this.#bucketAt[index], "DistributedDataParallel");
+      // Runs of parameters with a gradient are read (one read per run);
+      // the places of those without one are zeros.
+      const reads: Promise<void>[] = [];
+      let at = this.#bucketAt[index];
+      let run: Tensor[] = [];
+      let runAt = at;
+      const flush = () => {
+        if (run.length > 0) reads.push(readFlatInto(run, host, runAt, "DistributedDataParallel"));
+        run = [];
+      };
+      for (const p of bucket.params) {
+        if (p.grad) {
+          if (run.length === 0) runAt = at;
+          run.push(p.grad);
+        } else {
+          flush();
+          host.fill(0, at, at + p.numel());
+        }
+        at += p.numel();
+      }
+      flush();
+      const read = Promise.all(reads).then(() => {});
       // Raised by the step's collective, which waits for every read.
       read.catch(() => {});
-      pass.launched.push([grads, read]);
+      pass.launched.push(read);
     }
+  }
+
+  /**
+   * Which parameters some rank used since the last synchronised backward
+   * (PyTorch's global "used map"), learnt in a blocking exchange of one bit
+   * per parameter, so that `backward()` can leave the gradients of those no
+   * rank used untouched before it returns. A backend without
+   * `allGatherSync` (a plugin) counts every parameter as used.
+   */
+  #usedAnywhere(pass: Pass): Set<Parameter> {
+    const params = [...this.#names.keys()];
+    const used = (p: Parameter) => pass.ready.has(p) || this.#usedSinceSync.has(p);
+    const group = this.#group;
+    const backend = group.backend;
+    if (group.worldSize === 1) return new Set(params.filter(used));
+    if (!backend.allGatherSync) return new Set(params);
+    const bits = new Int32Array(Math.ceil(params.length / 32));
+    params.forEach((p, i) => {
+      if (used(p)) bits[i >> 5] |= 1 << (i & 31);
+    });
+    const call = group.call({ kind: "allGather", dtype: "int32", shapes: [[bits.length]] });
+    const parts = group.runSync(call, () => backend.allGatherSync!(call, bits));
+    return new Set(params.filter((_, i) => parts.some((b) => (b[i >> 5] >>> (i & 31)) & 1)));
   }
 
   #finishPass(): void {
@@ -336,13 +384,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (!pass) return;
     const unused = [...this.#names.keys()].filter((p) => !pass.ready.has(p));
     if (unused.length > 0 && !this.findUnusedParameters) {
+      this.#usedSinceSync.clear();
       throw new Error(
         `DistributedDataParallel (rank ${this.#group.rank}): ${
           unused.map((p) => `${this.#names.get(p)} ${formatShape(p.shape)}`).join(", ")
-        } got no gradient in this backward pass, so the ranks' gradient buckets cannot be all-reduced; pass { findUnusedParameters: true } to count them as zeros, or leave them out of the module`,
+        } got no gradient in this backward pass, so the ranks' gradient buckets cannot be all-reduced; pass { findUnusedParameters: true } to treat them as unused (zeros where another rank used them; untouched where no rank did), or leave them out of the module`,
       );
     }
     this.#launchReady(pass, true);
+    const usedAnywhere = this.findUnusedParameters ? this.#usedAnywhere(pass) : null;
+    this.#usedSinceSync.clear();
     // One collective per dtype and step, whatever the number of buckets:
     // every exchange is a meeting of the ranks, and on a busy machine the
     // meeting, not the bytes, is what costs. The averages land in stream
@@ -350,19 +401,33 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     // it runs once they are in.
     for (const layout of this.#layouts) {
       const host = pass.host.get(layout.dtype)!;
-      const grads = layout.buckets.flatMap((b) => pass.launched[b][0]);
+      const params = layout.buckets.flatMap((b) => this.#buckets[b].params);
       const call = this.#group.call({
         kind: "allReduce",
         dtype: layout.dtype,
-        shapes: grads.map((g) => g.shape),
+        shapes: params.map((p) => p.shape),
         op: "avg",
       });
-      const reads = Promise.all(layout.buckets.map((b) => pass.launched[b][1])).then(() => host);
+      const reads = Promise.all(layout.buckets.map((b) => pass.launched[b])).then(() => host);
       const averaged = runOnHost(this.#group, call, reads, async (values) => {
         await this.#group.backend.allReduce(call, values);
         return values;
       });
-      writeFlat(grads, averaged);
+      // A parameter no rank used keeps its gradient as it was (PyTorch's
+      // rule: Adam or momentum then skip it); one another rank used gets
+      // the average, into a new gradient if it had none here.
+      const targets: Tensor[] = [];
+      const offsets: number[] = [];
+      let at = 0;
+      for (const p of params) {
+        if (!usedAnywhere || usedAnywhere.has(p)) {
+          p.grad ??= p.zerosLike();
+          targets.push(p.grad);
+          offsets.push(at);
+        }
+        at += p.numel();
+      }
+      writeFlat(targets, averaged, offsets);
     }
   }
 }

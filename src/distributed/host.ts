@@ -97,21 +97,30 @@ export function readFlatInto(
 
 /**
  * Writes consecutive pieces of the host array `values` resolves with into
- * `tensors` (all on one device), holding the device's later work until then,
+ * `tensors` (all on one device; tensor i from element `at[i]`, by default
+ * right after the one before), holding the device's later work until then,
  * and gives the array back to the pool. A rejection is raised by the
  * device's next read.
  */
-export function writeFlat(tensors: readonly Tensor[], values: Promise<TypedArray>): void {
-  if (tensors.length === 0) return;
+export function writeFlat(
+  tensors: readonly Tensor[],
+  values: Promise<TypedArray>,
+  at?: readonly number[],
+): void {
+  if (tensors.length === 0) {
+    values.then(giveBackHost, () => {});
+    return;
+  }
   const device = tensors[0].device;
   const buffers = tensors.map((t) => t.storage.buffer("collective"));
   for (const t of tensors) t.storage.markModified();
   device.stream.waitFor(values.then((host) => () => {
-    let at = 0;
+    let from = 0;
     tensors.forEach((t, i) => {
       const n = t.numel();
-      device.backendDevice.write(buffers[i], 0, host.subarray(at, at + n));
-      at += n;
+      if (at) from = at[i];
+      device.backendDevice.write(buffers[i], 0, host.subarray(from, from + n));
+      from += n;
     });
     giveBackHost(host);
   }));

@@ -26,6 +26,7 @@ import {
   HEADER_WORDS,
   type ProcessGroupBackend,
   reduceInto,
+  SYNC_WORDS,
 } from "./backend.ts";
 
 /** A rank's state as the others see it: running, left the group, or failed. */
@@ -52,7 +53,14 @@ export interface LocalShared {
   readonly control: SharedArrayBuffer;
   /** Two slots per rank. */
   readonly data: SharedArrayBuffer;
+  /** `allGatherSync`'s own phases and two slots per rank (header and data words each). */
+  readonly sync: SharedArrayBuffer;
 }
+
+const SYNC_SLOT = HEADER_WORDS + SYNC_WORDS;
+const syncSlotAt = (n: number, rank: number, parity: number) => n + (2 * rank + parity) * SYNC_SLOT;
+/** Longest blocking wait between looks at the other ranks' statuses. */
+const SYNC_LOOK_MS = 50;
 
 // Int32 word offsets in `control`.
 const phaseAt = (rank: number) => rank;
@@ -78,6 +86,7 @@ export function createLocalShared(worldSize: number, chunkBytes?: number): Local
     chunkBytes: slot,
     control: new SharedArrayBuffer(messageOffset(worldSize, worldSize)),
     data: new SharedArrayBuffer(2 * worldSize * slot),
+    sync: new SharedArrayBuffer(4 * (worldSize + 2 * worldSize * SYNC_SLOT)),
   };
 }
 
@@ -102,6 +111,7 @@ export function markRank(
   }
   Atomics.store(control, statusAt(n, rank), status);
   Atomics.notify(control, phaseAt(rank));
+  Atomics.notify(new Int32Array(shared.sync), rank);
 }
 
 /** `rank`'s published status. */
@@ -137,14 +147,17 @@ function view(buffer: SharedArrayBuffer, dtype: DType, byteOffset: number, bytes
 export class LocalBackend implements ProcessGroupBackend {
   readonly #shared: LocalShared;
   readonly #control: Int32Array;
+  readonly #sync: Int32Array;
   readonly #timeoutMs: number;
   #round = 0;
+  #syncRound = 0;
   #left = false;
 
   /** Joins the group in `shared` as `rank`. */
   constructor(shared: LocalShared, readonly rank: number, timeoutMs: number) {
     this.#shared = shared;
     this.#control = new Int32Array(shared.control);
+    this.#sync = new Int32Array(shared.sync);
     this.#timeoutMs = timeoutMs;
   }
 
@@ -343,6 +356,65 @@ export class LocalBackend implements ProcessGroupBackend {
 
   async barrier(call: CollectiveCall): Promise<void> {
     await this.#exchange(call, true, performance.now() + this.#timeoutMs);
+  }
+
+  /**
+   * A round of its own phases (the same two-slot scheme as the others),
+   * waited for with a blocking `Atomics.wait` (a Worker may block).
+   */
+  allGatherSync(call: CollectiveCall, data: Int32Array): Int32Array[] {
+    if (this.#left) {
+      throw new DistributedError(
+        `${describeHeader(call.header)}: this rank (${this.rank}) already left the process group`,
+        [this.rank],
+      );
+    }
+    if (data.length > SYNC_WORDS) {
+      throw new RangeError(
+        `${describeHeader(call.header)}: at most ${SYNC_WORDS} words, got ${data.length}`,
+      );
+    }
+    const n = this.worldSize;
+    const sync = this.#sync;
+    const deadline = performance.now() + this.#timeoutMs;
+    const round = ++this.#syncRound;
+    const parity = round & 1;
+    const mine = syncSlotAt(n, this.rank, parity);
+    sync.set(call.header, mine);
+    sync.set(data, mine + HEADER_WORDS);
+    Atomics.store(sync, this.rank, round);
+    Atomics.notify(sync, this.rank);
+    for (let q = 0; q < n; q++) {
+      if (q === this.rank) continue;
+      for (;;) {
+        const seen = Atomics.load(sync, q);
+        if (seen >= round) break;
+        this.#checkPeer(call, q);
+        const left = deadline - performance.now();
+        if (left <= 0) {
+          throw new DistributedError(
+            `${
+              describeHeader(call.header)
+            } on rank ${this.rank}: rank ${q} did not join within ${this.#timeoutMs} ms (it is at ${
+              seen === 0
+                ? "no such call yet"
+                : describeProgress(sync.subarray(syncSlotAt(n, q, seen & 1)))
+            }): a rank hung, died, or skipped this collective`,
+            [q],
+          );
+        }
+        Atomics.wait(sync, q, seen, Math.min(left, SYNC_LOOK_MS));
+      }
+    }
+    const headers: Int32Array[] = [];
+    const parts: Int32Array[] = [];
+    for (let q = 0; q < n; q++) {
+      const at = syncSlotAt(n, q, parity);
+      headers.push(sync.slice(at, at + HEADER_WORDS));
+      parts.push(sync.slice(at + HEADER_WORDS, at + HEADER_WORDS + data.length));
+    }
+    checkHeaders(headers);
+    return parts;
   }
 
   destroy(): void {

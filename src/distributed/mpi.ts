@@ -36,6 +36,7 @@ import {
   type ProcessGroupBackend,
   type ProcessGroupInit,
   reduceInto,
+  SYNC_WORDS,
 } from "./backend.ts";
 
 // MPICH's handles and constants (mpi.h of MPICH 3.x/4.x; the ABI is stable).
@@ -71,6 +72,8 @@ const TAG_CALL = 0x6d69;
 const DIRECT_RANKS = 4;
 /** How often a rank waiting in a collective looks at the failure channel. */
 const FAILURE_POLL_MS = 20;
+/** Sleep between tests of a blocking `allGatherSync`. */
+const SYNC_POLL_MS = 0.2;
 const FAILURE_BYTES = 2048;
 /** Grace period between reporting a failed collective and `MPI_Abort`. */
 const ABORT_AFTER_MS = 1000;
@@ -124,6 +127,7 @@ const SYMBOLS = {
     nonblocking: true,
   },
   MPI_Test: { parameters: ["buffer", "buffer", "pointer"], result: "i32" },
+  MPI_Testall: { parameters: ["i32", "buffer", "buffer", "buffer"], result: "i32" },
   MPI_Cancel: { parameters: ["buffer"], result: "i32" },
   MPI_Request_free: { parameters: ["buffer"], result: "i32" },
   MPI_Wait: { parameters: ["buffer", "pointer"], result: "i32" },
@@ -177,6 +181,16 @@ function check(what: string, code: number): void {
   if (code !== 0) throw new Error(`mpi: ${what} failed with MPI error code ${code}`);
 }
 
+/** A meeting's posted messages (see `MpiBackend.#post`). */
+interface Meeting {
+  readonly peers: readonly number[];
+  readonly headers: readonly Int32Array[];
+  readonly requests: Int32Array;
+  readonly statuses: Int32Array;
+  /** The ranks whose header has not arrived. */
+  missing(): number[];
+}
+
 /** What a rank sends or expects when a collective moves no data to or from it. */
 const NOTHING = new Uint8Array(0);
 
@@ -191,9 +205,10 @@ function makeLike(like: TypedArray, length = like.length): TypedArray {
 }
 
 /** Blocks the thread for `ms` (a failing rank's last moment, so peers can report it). */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 function sleepSync(ms: number): void {
   try {
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    Atomics.wait(sleeper, 0, 0, ms);
   } catch {
     // Atomics.wait is refused on this thread: exit without the grace period.
   }
@@ -282,6 +297,8 @@ class MpiBackend implements ProcessGroupBackend {
   readonly worldSize: number;
   readonly #lib: MpiLibrary;
   readonly #comm: number;
+  /** `allGatherSync`'s own communicator. */
+  readonly #syncComm: number;
   readonly #timeoutMs: number;
   // The failure channel: a receive kept posted for another rank's last words.
   readonly #failureRequest = new Int32Array([MPI_REQUEST_NULL]);
@@ -296,10 +313,11 @@ class MpiBackend implements ProcessGroupBackend {
     const comm = new Int32Array(1);
     check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(MPI_COMM_WORLD, comm));
     this.#comm = comm[0];
-    check(
-      "MPI_Comm_set_errhandler",
-      lib.symbols.MPI_Comm_set_errhandler(this.#comm, MPI_ERRORS_RETURN),
-    );
+    check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(MPI_COMM_WORLD, comm));
+    this.#syncComm = comm[0];
+    for (const c of [this.#comm, this.#syncComm]) {
+      check("MPI_Comm_set_errhandler", lib.symbols.MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    }
     const value = new Int32Array(1);
     check("MPI_Comm_rank", lib.symbols.MPI_Comm_rank(this.#comm, value));
     this.rank = worldRank = value[0];
@@ -342,8 +360,8 @@ class MpiBackend implements ProcessGroupBackend {
       this.#lib.symbols.MPI_Cancel(this.#failureRequest);
       this.#lib.symbols.MPI_Wait(this.#failureRequest, Deno.UnsafePointer.create(1n));
     }
-    const comm = new Int32Array([this.#comm]);
-    this.#lib.symbols.MPI_Comm_free(comm);
+    this.#lib.symbols.MPI_Comm_free(new Int32Array([this.#comm]));
+    this.#lib.symbols.MPI_Comm_free(new Int32Array([this.#syncComm]));
   }
 
   #failureFromPeer(call: CollectiveCall): DistributedError {
@@ -571,6 +589,24 @@ class MpiBackend implements ProcessGroupBackend {
   ): Promise<void> {
     this.#checkOpen(call);
     const deadline = performance.now() + this.#timeoutMs;
+    const meeting = this.#post(this.#comm, call, payload, into);
+    const { requests, statuses } = meeting;
+    const code = await this.#settle(
+      call,
+      this.#lib.symbols.MPI_Waitall(requests.length, requests, statuses),
+      deadline,
+      () => meeting.missing(),
+    );
+    this.#verify(call, meeting, code);
+  }
+
+  /** Posts a meeting's receives and sends on `comm` (see {@link #meet}). */
+  #post(
+    comm: number,
+    call: CollectiveCall,
+    payload: Uint8Array,
+    into: (q: number) => Uint8Array,
+  ): Meeting {
     const peers: number[] = [];
     for (let q = 0; q < this.worldSize; q++) if (q !== this.rank) peers.push(q);
     // A header's first word is the collective's kind (>= 1): 0 = not arrived.
@@ -583,10 +619,7 @@ class MpiBackend implements ProcessGroupBackend {
     let posted = 0;
     const post = (what: "MPI_Irecv" | "MPI_Isend", buffer: ArrayBufferView, q: number) => {
       const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-      check(
-        what,
-        this.#lib.symbols[what](bytes, bytes.length, MPI_BYTE, q, TAG_CALL, this.#comm, slot),
-      );
+      check(what, this.#lib.symbols[what](bytes, bytes.length, MPI_BYTE, q, TAG_CALL, comm, slot));
       requests[posted++] = slot[0];
     };
     for (const q of peers) {
@@ -597,18 +630,23 @@ class MpiBackend implements ProcessGroupBackend {
       post("MPI_Isend", call.header, q);
       post("MPI_Isend", payload, q);
     }
-    const statuses = new Int32Array(requests.length * STATUS_WORDS);
-    const code = await this.#settle(
-      call,
-      this.#lib.symbols.MPI_Waitall(requests.length, requests, statuses),
-      deadline,
-      () => peers.filter((q) => headers[q][0] === 0),
-    );
+    return {
+      peers,
+      headers,
+      requests,
+      statuses: new Int32Array(requests.length * STATUS_WORDS),
+      missing: () => peers.filter((q) => headers[q][0] === 0),
+    };
+  }
+
+  /** After a meeting's wait returned `code`: the headers must agree and every receive have succeeded. */
+  #verify(call: CollectiveCall, meeting: Meeting, code: number): void {
     if (code !== MPI_ERR_IN_STATUS) check("MPI_Waitall", code);
     // Every message arrived (also those of a rank that called something
     // else), so every rank sees every header: a mismatch fails everywhere.
-    checkHeaders(headers);
+    checkHeaders(meeting.headers);
     if (code === MPI_ERR_IN_STATUS) {
+      const { peers, statuses } = meeting;
       // The data receive from peers[i] is request 2i + 1.
       const errors = peers.map((_, i) => statuses[(2 * i + 1) * STATUS_WORDS + STATUS_ERROR]);
       const failed = peers.filter((_, i) => errors[i] !== 0);
@@ -623,6 +661,55 @@ class MpiBackend implements ProcessGroupBackend {
         failed,
       );
     }
+  }
+
+  /**
+   * A meeting on a communicator of its own (so it may overtake collectives
+   * still in flight), waited for on this thread: `MPI_Testall`, then a
+   * short blocking sleep, until done, a rank's failure, or the deadline.
+   */
+  allGatherSync(call: CollectiveCall, data: Int32Array): Int32Array[] {
+    this.#checkOpen(call);
+    if (data.length > SYNC_WORDS) {
+      throw new RangeError(
+        `${describeHeader(call.header)}: at most ${SYNC_WORDS} words, got ${data.length}`,
+      );
+    }
+    const parts = Array.from(
+      { length: this.worldSize },
+      (_, q) => q === this.rank ? data.slice() : new Int32Array(data.length),
+    );
+    if (this.worldSize === 1) return parts;
+    const deadline = performance.now() + this.#timeoutMs;
+    const meeting = this.#post(this.#syncComm, call, bytesOf(data), (q) => bytesOf(parts[q]));
+    const { requests, statuses } = meeting;
+    const flag = new Int32Array(1);
+    let code = 0;
+    try {
+      for (;;) {
+        code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
+        if (flag[0] || code === MPI_ERR_IN_STATUS) break;
+        check("MPI_Testall", code);
+        if (this.#peerFailed()) throw this.#failureFromPeer(call);
+        if (performance.now() > deadline) {
+          const late = meeting.missing();
+          throw new DistributedError(
+            `${describeHeader(call.header)} on rank ${this.rank}: ${
+              late.length === 1 ? "rank" : "ranks"
+            } ${
+              late.join(", ")
+            } did not join within ${this.#timeoutMs} ms: a rank hung, died, or skipped this collective`,
+            late,
+          );
+        }
+        sleepSync(SYNC_POLL_MS);
+      }
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    }
+    this.#verify(call, meeting, code);
+    return parts;
   }
 
   #checkOpen(call: CollectiveCall): void {

@@ -86,25 +86,44 @@ export class ProcessGroup {
     };
   }
 
+  /** Throws when the group failed or was destroyed: `call` cannot run. */
+  #checkUsable(call: CollectiveCall): void {
+    const failure = this.#failure;
+    if (failure) {
+      const ranks = failure instanceof DistributedError ? failure.ranks : [];
+      throw new DistributedError(
+        `${
+          describeHeader(call.header)
+        }: the process group failed at an earlier collective, so no collective can run after it: ${failure.message}`,
+        ranks,
+        { cause: failure },
+      );
+    }
+    if (this.#destroyed) {
+      throw new Error(
+        `${describeHeader(call.header)}: the process group was destroyed before it ran`,
+      );
+    }
+  }
+
+  /**
+   * Runs a blocking collective (`allGatherSync`) now, apart from the
+   * queue of the others; its failure breaks the group like theirs.
+   */
+  runSync<T>(call: CollectiveCall, body: () => T): T {
+    this.#checkUsable(call);
+    try {
+      return body();
+    } catch (error) {
+      this.#failure ??= error instanceof Error ? error : new Error(String(error));
+      throw error;
+    }
+  }
+
   /** Runs `body` (which calls the backend once) after every earlier collective settled. */
   run<T>(call: CollectiveCall, body: () => Promise<T>): Promise<T> {
     const result = this.#tail.then(() => {
-      const failure = this.#failure;
-      if (failure) {
-        const ranks = failure instanceof DistributedError ? failure.ranks : [];
-        throw new DistributedError(
-          `${
-            describeHeader(call.header)
-          }: the process group failed at an earlier collective, so no collective can run after it: ${failure.message}`,
-          ranks,
-          { cause: failure },
-        );
-      }
-      if (this.#destroyed) {
-        throw new Error(
-          `${describeHeader(call.header)}: the process group was destroyed before it ran`,
-        );
-      }
+      this.#checkUsable(call);
       return body();
     });
     this.#tail = result.then(() => {}, (error) => {
