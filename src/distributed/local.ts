@@ -218,9 +218,12 @@ export class LocalBackend implements ProcessGroupBackend {
     for (let q = 0; q < this.worldSize; q++) {
       if (q === this.rank) continue;
       for (;;) {
+        // The status first: a rank publishes its phase before it leaves, so
+        // one that left after joining this round is seen as joined.
+        const status = Atomics.load(control, statusAt(this.worldSize, q));
         const seen = Atomics.load(control, phaseAt(q));
         if (seen >= round) break;
-        this.#checkPeer(call, q);
+        if (status !== RankStatus.Running) this.#checkPeer(call, q);
         const left = deadline - performance.now();
         if (left <= 0) throw this.#timeout(call, round);
         const wait = Atomics.waitAsync(control, phaseAt(q), seen, left);
@@ -387,9 +390,11 @@ export class LocalBackend implements ProcessGroupBackend {
     for (let q = 0; q < n; q++) {
       if (q === this.rank) continue;
       for (;;) {
+        // The status first, as in #waitAll.
+        const status = Atomics.load(this.#control, statusAt(n, q));
         const seen = Atomics.load(sync, q);
         if (seen >= round) break;
-        this.#checkPeer(call, q);
+        if (status !== RankStatus.Running) this.#checkPeer(call, q);
         const left = deadline - performance.now();
         if (left <= 0) {
           throw new DistributedError(

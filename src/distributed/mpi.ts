@@ -205,9 +205,11 @@ function makeLike(like: TypedArray, length = like.length): TypedArray {
 }
 
 /** Blocks the thread for `ms` (a failing rank's last moment, so peers can report it). */
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
+// Made on first use: browsers without cross-origin isolation have no SharedArrayBuffer.
+let sleeper: Int32Array | null = null;
 function sleepSync(ms: number): void {
   try {
+    sleeper ??= new Int32Array(new SharedArrayBuffer(4));
     Atomics.wait(sleeper, 0, 0, ms);
   } catch {
     // Atomics.wait is refused on this thread: exit without the grace period.
