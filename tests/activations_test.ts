@@ -1,14 +1,15 @@
 /**
  * LeakyReLU, SiLU, ELU and Softplus: PyTorch 1.13's values and gradients
  * (tests/fixtures/torch_layers.json, inputs at ±1000, ±89, 0 and the softplus
- * threshold) on every backend, every backend against cpu on random inputs,
+ * threshold) on every backend, ReLU's forward and gradient at NaN and ±inf
+ * (PyTorch's select, not a product), every backend against cpu on random inputs,
  * and float64 gradient checks on cpu.
  * @module
  */
 
 import assert from "node:assert/strict";
 import { type Device, nn, type Tensor, tensor } from "../mod.ts";
-import { assertTensor, backendTest, matchesCpu } from "./harness.ts";
+import { assertTensor, backendTest, decodeFixture, fixtureTensor, matchesCpu } from "./harness.ts";
 import { check, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_layers.json" with { type: "json" };
 
@@ -31,6 +32,23 @@ function makeActivation(module: string, kwargs: Record<string, number>): nn.Modu
   }
   throw new Error(`unknown activation ${module}`);
 }
+
+backendTest("relu at NaN and ±inf, with NaN and infinite gradients, as PyTorch", async (device) => {
+  const c = fixtures.relu_nan;
+  const dtypes = device.backend === "cpu" ? ["float32", "float64"] as const : ["float32"] as const;
+  for (const dtype of dtypes) {
+    const x = fixtureTensor(c.input, device, { requiresGrad: true, dtype });
+    const out = F.relu(x);
+    await assertTensor(out, decodeFixture(c.output), { atol: 0, rtol: 0, what: `${dtype} output` });
+    out.backward(fixtureTensor(c.g, device, { dtype }));
+    // A NaN input passes g through; a clamped place gives 0 even for a NaN or infinite g.
+    await assertTensor(x.grad!, decodeFixture(c.grads.input), {
+      atol: 0,
+      rtol: 0,
+      what: `${dtype} gradient`,
+    });
+  }
+});
 
 for (const c of fixtures.activations) {
   backendTest(`${c.name}: forward and backward match PyTorch at the extremes`, async (device) => {

@@ -59,6 +59,26 @@ function unary(op: UnaryOp, x: Tensor, backward: (g: Tensor, out: Tensor) => Ten
   return record(op, [x], out, ([g]) => [backward(g!, out)]);
 }
 
+/** The where kernel after promotion, no graph; `shape` is the output's. */
+export function whereRaw(cond: Tensor, a: Tensor, b: Tensor, shape: Shape): Tensor {
+  const out = empty(shape, a.dtype, a.device);
+  if (out.numel() === 0) return out;
+  const layout = {
+    shape: [...shape],
+    condStrides: broadcastStrides(cond.shape, shape),
+    aStrides: broadcastStrides(a.shape, shape),
+    bStrides: broadcastStrides(b.shape, shape),
+    condDtype: cond.dtype,
+    dtype: a.dtype,
+  };
+  const cb = cond.storage.buffer("where");
+  const ab = a.storage.buffer("where");
+  const bb = b.storage.buffer("where");
+  const ob = out.storage.buffer();
+  launch(a.device, "where", { cond: cb, a: ab, b: bb, out: ob, ...layout });
+  return out;
+}
+
 /** -x. */
 export const neg = (x: Tensor): Tensor => unary("neg", x, (g) => neg(g));
 /** e^x. */
@@ -69,8 +89,18 @@ export const log = (x: Tensor): Tensor => unary("log", x, (g) => div(g, x));
 export const sqrt = (x: Tensor): Tensor => unary("sqrt", x, (g, y) => div(g, mul(y, 2)));
 /** |x|. */
 export const abs = (x: Tensor): Tensor => unary("abs", x, (g) => mul(g, unaryRaw("sign", x)));
-/** max(x, 0). */
-export const relu = (x: Tensor): Tensor => unary("relu", x, (g) => mul(g, compare("gt", x, 0)));
+/**
+ * max(x, 0), NaN kept. The gradient is PyTorch's `threshold_backward(g, y,
+ * 0)`: `g` where the output is not <= 0 (so at NaN too), else 0, chosen
+ * rather than multiplied, so that a NaN or infinite `g` at a clamped place
+ * gives 0 as in PyTorch.
+ */
+export const relu = (x: Tensor): Tensor =>
+  unary(
+    "relu",
+    x,
+    (g, y) => whereRaw(compare("le", y, 0), scalar(0, g.dtype, g.device), g, g.shape),
+  );
 /** 1 / (1 + e^-x). */
 export const sigmoid = (x: Tensor): Tensor =>
   unary("sigmoid", x, (g, y) => mul(g, mul(y, sub(1, y))));

@@ -6,37 +6,11 @@
 
 import { record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
-import {
-  broadcastShapes,
-  broadcastStrides,
-  formatShape,
-  normalizeDim,
-  type Shape,
-} from "../shape.ts";
+import { broadcastShapes, formatShape, normalizeDim, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
-import { operands, sumTo } from "./elementwise.ts";
+import { operands, sumTo, whereRaw } from "./elementwise.ts";
 import { narrow, reshape } from "./view.ts";
-
-/** The where kernel after promotion, no graph; `shape` is the output's. */
-function whereRaw(cond: Tensor, a: Tensor, b: Tensor, shape: Shape): Tensor {
-  const out = empty(shape, a.dtype, a.device);
-  if (out.numel() === 0) return out;
-  const layout = {
-    shape: [...shape],
-    condStrides: broadcastStrides(cond.shape, shape),
-    aStrides: broadcastStrides(a.shape, shape),
-    bStrides: broadcastStrides(b.shape, shape),
-    condDtype: cond.dtype,
-    dtype: a.dtype,
-  };
-  const cb = cond.storage.buffer("where");
-  const ab = a.storage.buffer("where");
-  const bb = b.storage.buffer("where");
-  const ob = out.storage.buffer();
-  launch(a.device, "where", { cond: cb, a: ab, b: bb, out: ob, ...layout });
-  return out;
-}
 
 function requireCondition(op: string, cond: unknown): asserts cond is Tensor {
   if (!(cond instanceof Tensor)) {
