@@ -1,0 +1,80 @@
+/**
+ * Where the example CNN's training step spends its time on the cpu backend:
+ * kernel calls and milliseconds per kind, per step, for the step as it runs
+ * (the fused batch-norm and max-pool kernels) and, interleaved step by step
+ * in the same process, with those kernels taken out of a second device's
+ * table so that nn composes them from primitives (as before they existed).
+ *
+ *   deno run -A bench/profile_cnn.ts [steps]
+ * @module
+ */
+
+import { type Device, manualSeed, nn, optim, requestDevices, type Tensor, tidy } from "../mod.ts";
+import { Cnn, syntheticImages } from "../examples/cnn.ts";
+import { countKernels, type KernelCounts } from "./suites/_profile.ts";
+
+const FUSED = ["batchNorm", "batchNormBackward", "maxPool2d"] as const;
+
+/** One training step of the CNN on `device`, loss read back. */
+function stepper(device: Device): () => Promise<void> {
+  manualSeed(0);
+  const net = new Cnn().to(device);
+  net.train();
+  const { images, labels } = syntheticImages(64, 10, 1);
+  const x = images.to(device);
+  const y = labels.to(device);
+  const optimizer = new optim.Adam(net.parameters(), { lr: 2e-3 });
+  const lossFn = new nn.CrossEntropyLoss();
+  return async () => {
+    const loss: Tensor = tidy(() => {
+      optimizer.zeroGrad();
+      const l = lossFn.forward(net.forward(x), y);
+      l.backward();
+      optimizer.step();
+      return l.detach();
+    });
+    await loss.item();
+    loss.dispose();
+  };
+}
+
+const steps = Number(Deno.args[0] ?? 20);
+const [fused, composed] = await requestDevices({ backend: "cpu", count: 2 });
+const table = composed.backendDevice.kernels as unknown as Record<string, unknown>;
+for (const name of FUSED) delete table[name];
+const runs = [stepper(fused), stepper(composed)];
+for (let i = 0; i < 3; i++) for (const run of runs) await run();
+const counts: KernelCounts[] = [{}, {}];
+const wall = [0, 0];
+for (let i = 0; i < steps; i++) {
+  for (let j = 0; j < 2; j++) {
+    const t0 = performance.now();
+    const c = await countKernels([[fused, composed][j]], runs[j]);
+    wall[j] += performance.now() - t0;
+    for (const [k, v] of Object.entries(c)) {
+      const e = counts[j][k] ??= { calls: 0, ms: 0 };
+      e.calls += v.calls;
+      e.ms += v.ms;
+    }
+  }
+}
+const load = Deno.loadavg().map((l) => l.toFixed(1)).join(", ");
+console.log(`CNN step on cpu, ${steps} interleaved steps each, load average ${load}`);
+for (
+  const [j, name] of ["as it runs (fused kernels)", "composed (fused kernels removed)"].entries()
+) {
+  const rows = Object.entries(counts[j]).sort((a, b) => b[1].ms - a[1].ms);
+  const step = wall[j] / steps;
+  console.log(`\n${name}: ${step.toFixed(1)} ms per step (instrumented)`);
+  console.log("kernel                     calls      ms   share");
+  for (const [k, v] of rows) {
+    if (v.ms / steps < 0.05) continue;
+    const ms = v.ms / steps;
+    console.log(
+      `${k.padEnd(24)} ${(v.calls / steps).toFixed(0).padStart(6)} ${ms.toFixed(2).padStart(7)} ${
+        (100 * ms / step).toFixed(1).padStart(6)
+      }%`,
+    );
+  }
+}
+Deno.exit(0);
