@@ -18,15 +18,26 @@ export function batchNormBackward(args: BatchNormBackwardArgs<TypedArray>): void
     const first = c * inner;
     const m = mean[c];
     const s = invstd[c];
-    let gsum = 0;
-    let gxc = 0;
+    // Two sets of sums, even and odd elements (as batchNorm's statistics).
+    let [gsum0, gsum1, gxc0, gxc1] = [0, 0, 0, 0];
     for (let o = 0, at = first; o < outer; o++, at += plane) {
-      for (let i = at, end = at + inner; i < end; i++) {
-        const g = grad[i];
-        gsum += g;
-        gxc += g * (x[i] - m);
+      const end = at + inner;
+      let i = at;
+      for (; i + 1 < end; i += 2) {
+        const g0 = grad[i];
+        const g1 = grad[i + 1];
+        gsum0 += g0;
+        gxc0 += g0 * (x[i] - m);
+        gsum1 += g1;
+        gxc1 += g1 * (x[i + 1] - m);
+      }
+      if (i < end) {
+        gsum0 += grad[i];
+        gxc0 += grad[i] * (x[i] - m);
       }
     }
+    const gsum = gsum0 + gsum1;
+    const gxc = gxc0 + gxc1;
     gradWeight[c] = gxc * s;
     gradBias[c] = gsum;
     // gradInput = a·grad + b·(x - mean) + k, per channel.
