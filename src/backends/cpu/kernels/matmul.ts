@@ -157,6 +157,11 @@ const BLOCK_BYTES = 8 << 20;
  * next to the B panel in L1.
  */
 const A_L2_BYTES = 256 << 10;
+/**
+ * Rows of C narrower than this are copied out element by element: making a
+ * view per row cost more than the copy (256 rows of 10: 0.03-0.1 ms).
+ */
+const NARROW_COPY = 64;
 /** The longest block of k (see {@link kBlock}). */
 const KC_MAX = 256;
 /** The largest wasm memory asked for; beyond it the TypeScript kernel runs. */
@@ -625,6 +630,17 @@ function matmulWasm(
         const ldcFloats = ldc / 4;
         if (cols === n && ldcFloats === n) {
           out.set(view.subarray(cFloats, cFloats + rows * n), outOffset + i0 * n);
+        } else if (cols < NARROW_COPY) {
+          // Narrow rows (an MLP's 10 classes): a loop, not a view per row.
+          for (let r = 0; r < rows; r++) {
+            for (
+              let c = 0, f = cFloats + r * ldcFloats, o = outOffset + (i0 + r) * n + j0;
+              c < cols;
+              c++
+            ) {
+              out[o + c] = view[f + c];
+            }
+          }
         } else {
           for (let r = 0; r < rows; r++) {
             const from = cFloats + r * ldcFloats;
