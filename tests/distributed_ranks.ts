@@ -118,6 +118,36 @@ async function collectives(rank: number, worldSize: number, backend: string) {
   const b = tensor([[rank, rank], [rank, rank]], { device });
   distributed.broadcast(b, { src: worldSize - 1 });
   const gathered = distributed.allGather(tensor([rank, rank * 10], { device }));
+  // reduceScatter: input [worldSize * 2, 3] (concatenated) holds (i + 1) * (rank + 1) at flat
+  // index i; rank r's output [2, 3] is its part of the combination.
+  const partsOf = (f: (i: number) => number, dtype: "float32" | "int32" = "float32") =>
+    tensor(Array.from({ length: worldSize * 6 }, (_, i) => f(i)), { dtype, device })
+      .reshape([worldSize * 2, 3]);
+  const scattered: Record<string, Tensor> = {};
+  for (const op of ["sum", "avg", "max", "min"] as const) {
+    scattered[op] = tensor([[0, 0, 0], [0, 0, 0]], { device });
+    distributed.reduceScatter(scattered[op], partsOf((i) => (i + 1) * (rank + 1)), { op });
+  }
+  // Stacked input [worldSize, 2], int32; NaN wins for max.
+  scattered.ints = tensor([0, 0], { dtype: "int32", device });
+  distributed.reduceScatter(
+    scattered.ints,
+    partsOf((i) => i + rank, "int32").reshape([-1]).narrow(0, 0, worldSize * 2)
+      .reshape([worldSize, 2]),
+  );
+  scattered.nan = tensor([0], { device });
+  distributed.reduceScatter(
+    scattered.nan,
+    tensor(Array.from({ length: worldSize }, (_, q) => q === rank ? NaN : q), { device }),
+    { op: "max" },
+  );
+  // Larger than one shared-memory slot: chunked.
+  const bigPart = 700_000;
+  const bigOut = tensor(new Float32Array(bigPart), { device });
+  distributed.reduceScatter(
+    bigOut,
+    tensor(Array.from({ length: worldSize * bigPart }, (_, i) => (i % 7) * (rank + 1)), { device }),
+  );
   // Larger than one shared-memory slot: goes through in chunks.
   const n = 1_500_000;
   const big = tensor(Array.from({ length: n }, (_, i) => (i % 5) * (rank + 1)), { device });
@@ -140,6 +170,13 @@ async function collectives(rank: number, worldSize: number, backend: string) {
     ints: await values(ints),
     broadcast: await values(b),
     gathered: await Promise.all(gathered.map(values)),
+    scattered: Object.fromEntries(
+      await Promise.all(Object.entries(scattered).map(async ([k, t]) => [k, await values(t)])),
+    ),
+    scatteredBigErrors:
+      Array.from(await bigOut.data()).filter((v, j) =>
+        v !== ((rank * bigPart + j) % 7) * (worldSize * (worldSize + 1)) / 2
+      ).length,
     bigErrors,
     completed,
     rank: distributed.getRank(),
@@ -165,6 +202,13 @@ async function failures(rank: number, kind: string): Promise<unknown> {
     case "shape":
       return await caught(() =>
         distributed.allReduce(tensor(rank === 0 ? [1, 2, 3] : [1, 2, 3, 4], { device })).wait()
+      );
+    case "reduceScatterShape":
+      return await caught(() =>
+        distributed.reduceScatter(
+          tensor(rank === 0 ? [0] : [0, 0], { device }),
+          tensor(rank === 0 ? [1, 2] : [1, 2, 3, 4], { device }),
+        ).wait()
       );
     case "kind":
       return await caught(() =>

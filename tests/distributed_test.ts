@@ -24,6 +24,8 @@ interface Collected {
   ints: number[];
   broadcast: number[][];
   gathered: number[][];
+  scattered: Record<string, number[] | number[][]>;
+  scatteredBigErrors: number;
   bigErrors: number;
   completed: boolean;
   rank: number;
@@ -54,11 +56,33 @@ for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
         assert.deepEqual(r.ints, [6, 21]);
         assert.deepEqual(r.broadcast, [[2, 2], [2, 2]]);
         assert.deepEqual(r.gathered, [[0, 0], [1, 10], [2, 20]]);
+        checkScattered(r);
         assert.equal(r.bigErrors, 0);
         assert.equal(r.completed, true);
       });
     },
   });
+}
+
+/** reduceScatter's values on rank `r.rank` of `r.worldSize` (see the collectives scenario). */
+function checkScattered(r: Collected): void {
+  const n = r.worldSize;
+  const rows = (f: (i: number) => number) =>
+    [0, 1].map((row) => [0, 1, 2].map((c) => f(r.rank * 6 + row * 3 + c)));
+  // Rank q's input holds (i + 1) * (q + 1): summed over q, (i + 1) * n(n + 1) / 2.
+  assert.deepEqual(r.scattered.sum, rows((i) => ((i + 1) * n * (n + 1)) / 2));
+  assert.deepEqual(r.scattered.avg, rows((i) => ((i + 1) * (n + 1)) / 2));
+  assert.deepEqual(r.scattered.max, rows((i) => (i + 1) * n));
+  assert.deepEqual(r.scattered.min, rows((i) => i + 1));
+  // Stacked int32 input [n, 2]: rank q holds i + q at flat index i.
+  const ints = [0, 1].map((c) => {
+    const i = r.rank * 2 + c;
+    return n * i + (n * (n - 1)) / 2;
+  });
+  assert.deepEqual(r.scattered.ints, ints);
+  const [nan] = r.scattered.nan as (number | null)[];
+  assert.ok(nan === null || Number.isNaN(nan), "NaN (null in JSON) wins the max");
+  assert.equal(r.scatteredBigErrors, 0);
 }
 
 Deno.test("process group: one rank without a launcher; clear errors before init and on bad input", async () => {
@@ -92,6 +116,21 @@ Deno.test("process group: one rank without a launcher; clear errors before init 
       /"avg" needs a floating-point tensor, got int32/,
     );
     assert.throws(() => distributed.broadcast(t, { src: 1 }), /src must be a rank in \[0, 1\)/);
+    const out = tensor([0, 0]);
+    await distributed.reduceScatter(out, tensor([3, 4]), { op: "max" });
+    assert.deepEqual(await out.toArray(), [3, 4]);
+    assert.throws(
+      () => distributed.reduceScatter(tensor([0, 0]), tensor([1, 2, 3])),
+      /input must hold worldSize \(1\) parts of output's shape along dim 0 \(output \[2\]: .*got input \[3\]/,
+    );
+    assert.throws(
+      () => distributed.reduceScatter(tensor([0], { dtype: "int32" }), tensor([1])),
+      /one dtype and one device, got output int32 .* input float32/,
+    );
+    assert.throws(
+      () => distributed.reduceScatter(tensor([0]), tensor([1]), { op: "prod" as "sum" }),
+      /reduceScatter: op must be one of/,
+    );
     await distributed.barrier();
   } finally {
     await distributed.destroyProcessGroup();
@@ -120,8 +159,16 @@ Deno.test("process group: a registered plugin backend is used by initProcessGrou
   const t = tensor([[1, 2, 3]]);
   distributed.allReduce(t, { op: "max" });
   assert.deepEqual(await t.toArray(), [[7, 7, 7]]);
+  // A plugin without reduceScatter: the whole array is all-reduced, this rank's part kept.
+  const part = tensor([0, 0, 0]);
+  distributed.reduceScatter(part, tensor([[1, 2, 3]]));
+  assert.deepEqual(await part.toArray(), [7, 7, 7]);
   await distributed.destroyProcessGroup();
-  assert.deepEqual(calls, ["allReduce #0 (max) of float32 [1, 3]", "destroy"]);
+  assert.deepEqual(calls, [
+    "allReduce #0 (max) of float32 [1, 3]",
+    "reduceScatter #1 (sum) of float32 [1, 3]",
+    "destroy",
+  ]);
   assert.throws(
     () => distributed.registerProcessGroupBackend("Bad Name", () => ({}) as never),
     /lower-case/,
@@ -156,6 +203,13 @@ Deno.test({
       assert.match(
         r.message,
         /rank 0 called allReduce #0 \(sum\) of float32 \[1\]; rank 1 called barrier #0/,
+      );
+    }
+    const scatter = await failure("reduceScatterShape");
+    for (const r of scatter) {
+      assert.match(
+        r.message,
+        /rank 0 called reduceScatter #0 \(sum\) of float32 \[2\]; rank 1 called reduceScatter #0 \(sum\) of float32 \[4\]/,
       );
     }
     const after = await failure("after");
@@ -477,6 +531,7 @@ Deno.test({
       assert.deepEqual(r.ints, [3, 14]);
       assert.deepEqual(r.broadcast, [[1, 1], [1, 1]]);
       assert.deepEqual(r.gathered, [[0, 0], [1, 10]]);
+      checkScattered(r);
       assert.equal(r.bigErrors, 0);
     });
     const unused = await mpiRun<UnusedAllowed>(2, "failure", { kind: "unusedAllowed" });

@@ -17,7 +17,7 @@ import type { DType, TypedArray } from "../dtype.ts";
 export type ReduceOp = "sum" | "avg" | "max" | "min";
 
 /** The collectives a backend implements. */
-export type CollectiveKind = "allReduce" | "broadcast" | "allGather" | "barrier";
+export type CollectiveKind = "allReduce" | "broadcast" | "allGather" | "barrier" | "reduceScatter";
 
 /** Int32 words in a packed {@link CollectiveCall.header}. */
 export const HEADER_WORDS = 16;
@@ -38,7 +38,7 @@ export interface CollectiveCall {
   readonly seq: number;
   /** The element type moved, or null for a barrier. */
   readonly dtype: DType | null;
-  /** `allReduce`'s combination. */
+  /** How `allReduce` and `reduceScatter` combine. */
   readonly op?: ReduceOp;
   /** `broadcast`'s source rank. */
   readonly src?: number;
@@ -63,6 +63,13 @@ export interface ProcessGroupBackend {
   allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]>;
   /** Resolves once every rank has called it. */
   barrier(call: CollectiveCall): Promise<void>;
+  /**
+   * Optional: combines every rank's `data` (`worldSize` equal parts)
+   * elementwise with `call.op` and returns part `rank` of the result, as
+   * `torch.distributed.reduce_scatter_tensor`. Without it, `reduceScatter`
+   * all-reduces the whole array and keeps this rank's part.
+   */
+  reduceScatter?(call: CollectiveCall, data: TypedArray): Promise<TypedArray>;
   /**
    * Optional: every rank's small int32 `data` (at most {@link SYNC_WORDS}
    * words), in rank order, BLOCKING this thread until all ranks have called
@@ -108,7 +115,13 @@ export class DistributedError extends Error {
   }
 }
 
-const KINDS: readonly CollectiveKind[] = ["allReduce", "broadcast", "allGather", "barrier"];
+const KINDS: readonly CollectiveKind[] = [
+  "allReduce",
+  "broadcast",
+  "allGather",
+  "barrier",
+  "reduceScatter",
+];
 const DTYPE_CODES: readonly (DType | null)[] = [null, "float32", "int32", "float64"];
 const OPS: readonly ReduceOp[] = ["sum", "avg", "max", "min"];
 const MAX_DIMS = 8;
@@ -137,7 +150,7 @@ export interface CallShape {
   readonly dtype: DType | null;
   /** The shapes of the tensors moved together (one for a plain call). */
   readonly shapes: readonly (readonly number[])[];
-  /** `allReduce`'s op. */
+  /** `allReduce`'s and `reduceScatter`'s op. */
   readonly op?: ReduceOp;
   /** `broadcast`'s source. */
   readonly src?: number;
@@ -149,7 +162,7 @@ export function packHeader(call: CallShape): Int32Array {
   h[0] = KINDS.indexOf(call.kind) + 1;
   h[1] = call.seq | 0;
   h[2] = DTYPE_CODES.indexOf(call.dtype);
-  h[3] = call.kind === "allReduce"
+  h[3] = call.kind === "allReduce" || call.kind === "reduceScatter"
     ? OPS.indexOf(call.op ?? "sum") + 1
     : call.kind === "broadcast"
     ? call.src ?? 0
@@ -172,7 +185,7 @@ export function packHeader(call: CallShape): Int32Array {
 export function describeHeader(h: Int32Array): string {
   const kind = KINDS[h[0] - 1];
   if (!kind) return `an unknown call (header word 0 = ${h[0]})`;
-  const detail = kind === "allReduce"
+  const detail = kind === "allReduce" || kind === "reduceScatter"
     ? ` (${OPS[h[3] - 1] ?? "?"})`
     : kind === "broadcast"
     ? ` (from rank ${h[3]})`

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { allocHost, isFloat } from "../dtype.ts";
+import { allocHost, isFloat, type TypedArray } from "../dtype.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -69,6 +69,20 @@ function checkTensor(op: string, t: unknown): asserts t is Tensor {
   }
 }
 
+function checkOp(name: string, op: ReduceOp, t: Tensor): ReduceOp {
+  if (!OPS.includes(op)) {
+    throw new RangeError(`${name}: op must be one of ${OPS.join(", ")}, got "${op}"`);
+  }
+  if (op === "avg" && !isFloat(t.dtype)) {
+    throw new TypeError(
+      `${name}: op "avg" needs a floating-point tensor, got ${t.dtype} (shape ${
+        formatShape(t.shape)
+      })`,
+    );
+  }
+  return op;
+}
+
 /** Options of {@link allReduce}. */
 export interface AllReduceOptions {
   /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype). */
@@ -82,17 +96,7 @@ export interface AllReduceOptions {
  */
 export function allReduce(t: Tensor, options: AllReduceOptions = {}): Work {
   checkTensor("allReduce", t);
-  const op = options.op ?? "sum";
-  if (!OPS.includes(op)) {
-    throw new RangeError(`allReduce: op must be one of ${OPS.join(", ")}, got "${op}"`);
-  }
-  if (op === "avg" && !isFloat(t.dtype)) {
-    throw new TypeError(
-      `allReduce: op "avg" needs a floating-point tensor, got ${t.dtype} (shape ${
-        formatShape(t.shape)
-      })`,
-    );
-  }
+  const op = checkOp("allReduce", options.op ?? "sum", t);
   const group = activeGroup("allReduce");
   const call = group.call({ kind: "allReduce", dtype: t.dtype, shapes: [t.shape], op });
   const values = readFlat([t], "allReduce");
@@ -166,6 +170,73 @@ export function allGather(t: Tensor): Tensor[] {
   });
   writeFlat(outs, flat);
   return outs;
+}
+
+/** Options of {@link reduceScatter}. */
+export interface ReduceScatterOptions {
+  /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype). */
+  op?: ReduceOp;
+}
+
+/**
+ * `torch.distributed.reduce_scatter_tensor`: combines every rank's `input`
+ * elementwise (`op`) and writes part `rank` of the result into `output`, in
+ * place. `input` holds `worldSize` parts along dim 0: its shape is
+ * `output`'s with dim 0 times `worldSize` (concatenated), or
+ * `[worldSize, ...output.shape]` (stacked). Both on one device, one dtype.
+ * Every rank gets bit-identical values for its part.
+ *
+ * @example
+ * ```ts
+ * // 2 ranks: rank r's input is [1, 2, 3, 4] * (r + 1)
+ * const output = zeros([2]);
+ * distributed.reduceScatter(output, input); // rank 0: [3, 6]; rank 1: [9, 12]
+ * ```
+ */
+export function reduceScatter(
+  output: Tensor,
+  input: Tensor,
+  options: ReduceScatterOptions = {},
+): Work {
+  checkTensor("reduceScatter", output);
+  checkTensor("reduceScatter", input);
+  const op = checkOp("reduceScatter", options.op ?? "sum", input);
+  const group = activeGroup("reduceScatter");
+  const n = group.worldSize;
+  const [o, i] = [formatShape(output.shape), formatShape(input.shape)];
+  if (output.dtype !== input.dtype || output.device !== input.device) {
+    throw new TypeError(
+      `reduceScatter: output and input must have one dtype and one device, got output ${output.dtype} on ${output.device} and input ${input.dtype} on ${input.device}`,
+    );
+  }
+  const concatenated = output.shape.length > 0 && input.shape.length === output.shape.length &&
+    input.shape[0] === n * output.shape[0] &&
+    input.shape.every((d, k) => k === 0 || d === output.shape[k]);
+  const stacked = input.shape.length === output.shape.length + 1 && input.shape[0] === n &&
+    output.shape.every((d, k) => d === input.shape[k + 1]);
+  if (!concatenated && !stacked) {
+    throw new RangeError(
+      `reduceScatter: input must hold worldSize (${n}) parts of output's shape along dim 0 (output ${o}: input [${
+        n * (output.shape[0] ?? 1)
+      }, ...] or [${n}, ...output's]), got input ${i}`,
+    );
+  }
+  const call = group.call({ kind: "reduceScatter", dtype: input.dtype, shapes: [input.shape], op });
+  const values = readFlat([input], "reduceScatter");
+  const result = runOnHost(group, call, values, async (host) => {
+    const backend = group.backend;
+    let part: TypedArray;
+    if (backend.reduceScatter) part = await backend.reduceScatter(call, host);
+    else {
+      await backend.allReduce(call, host);
+      const m = host.length / n;
+      part = host.slice(group.rank * m, (group.rank + 1) * m);
+    }
+    giveBackHost(host);
+    return part;
+  });
+  writeFlat([output], result);
+  return new Work(result);
 }
 
 /** Resolves once every rank has called `barrier` (`torch.distributed.barrier`). */

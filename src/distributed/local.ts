@@ -362,6 +362,41 @@ export class LocalBackend implements ProcessGroupBackend {
   }
 
   /**
+   * Chunk by chunk of the whole array, as `allReduce`'s rounds; each rank
+   * combines (in rank order) only the elements of its own part.
+   */
+  async reduceScatter(call: CollectiveCall, data: TypedArray): Promise<TypedArray> {
+    const deadline = performance.now() + this.#timeoutMs;
+    const n = this.worldSize;
+    const dtype = call.dtype!;
+    const part = data.length / n;
+    const lo = this.rank * part;
+    const hi = lo + part;
+    const out = new (data.constructor as Float32ArrayConstructor)(part);
+    const per = this.#perRound(dtype);
+    const chunks = Math.max(1, Math.ceil(data.length / per));
+    for (let c = 0; c < chunks; c++) {
+      const start = c * per;
+      const length = Math.min(per, data.length - start);
+      const p = await this.#exchange(
+        call,
+        c === 0,
+        deadline,
+        (slot) => slot.set(data.subarray(start, start + length)),
+      );
+      const from = Math.max(lo, start);
+      const to = Math.min(hi, start + length);
+      if (from >= to) continue;
+      const sources = [];
+      for (let q = 0; q < n; q++) {
+        sources.push(this.#slot(q, p, dtype).subarray(from - start, to - start));
+      }
+      reduceInto(out.subarray(from - lo, to - lo), sources, 0, to - from, call.op ?? "sum");
+    }
+    return out;
+  }
+
+  /**
    * A round of its own phases (the same two-slot scheme as the others),
    * waited for with a blocking `Atomics.wait` (a Worker may block).
    */

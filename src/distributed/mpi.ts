@@ -111,6 +111,11 @@ const SYMBOLS = {
     result: "i32",
     nonblocking: true,
   },
+  MPI_Reduce_scatter_block: {
+    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32"],
+    result: "i32",
+    nonblocking: true,
+  },
   MPI_Allgather: {
     parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32"],
     result: "i32",
@@ -580,13 +585,13 @@ class MpiBackend implements ProcessGroupBackend {
 
   /**
    * One meeting of the ranks (see the module's comment): sends the header
-   * and then `payload` to every other rank, receives each rank's header and
+   * and then `payload` (or `payload(q)`) to every other rank q, receives each rank's header and
    * its data into `into(q)` (as long as this rank expects it to be), and
    * checks the headers once everything has arrived.
    */
   async #meet(
     call: CollectiveCall,
-    payload: Uint8Array,
+    payload: Uint8Array | ((q: number) => Uint8Array),
     into: (q: number) => Uint8Array,
   ): Promise<void> {
     this.#checkOpen(call);
@@ -606,7 +611,7 @@ class MpiBackend implements ProcessGroupBackend {
   #post(
     comm: number,
     call: CollectiveCall,
-    payload: Uint8Array,
+    payload: Uint8Array | ((q: number) => Uint8Array),
     into: (q: number) => Uint8Array,
   ): Meeting {
     const peers: number[] = [];
@@ -630,7 +635,7 @@ class MpiBackend implements ProcessGroupBackend {
     }
     for (const q of peers) {
       post("MPI_Isend", call.header, q);
-      post("MPI_Isend", payload, q);
+      post("MPI_Isend", typeof payload === "function" ? payload(q) : payload, q);
     }
     return {
       peers,
@@ -727,20 +732,21 @@ class MpiBackend implements ProcessGroupBackend {
   async #gather(call: CollectiveCall, data: TypedArray, fresh: boolean): Promise<TypedArray[]> {
     const parts = Array.from(
       { length: this.worldSize },
-      (_, q) => q === this.rank ? data : fresh ? makeLike(data) : this.#scratchFor(data, q),
+      (_, q) =>
+        q === this.rank ? data : fresh ? makeLike(data) : this.#scratchFor(data, data.length, q),
     );
     await this.#meet(call, bytesOf(data), (q) => bytesOf(parts[q]));
     return parts;
   }
 
-  /** A reused receive array for rank `q` with `data`'s type and length. */
-  #scratchFor(data: TypedArray, q: number): TypedArray {
-    const key = `${data.constructor.name}:${data.length}:${q}`;
+  /** A reused receive array for rank `q`, of `like`'s type and `length` elements. */
+  #scratchFor(like: TypedArray, length: number, q: number): TypedArray {
+    const key = `${like.constructor.name}:${length}:${q}`;
     let array = this.#scratch.get(key);
     if (!array) {
       // Sizes change rarely (a DDP step moves the same buckets every time).
       if (this.#scratch.size >= 4 * this.worldSize) this.#scratch.clear();
-      array = makeLike(data);
+      array = makeLike(like, length);
       this.#scratch.set(key, array);
     }
     return array;
@@ -822,6 +828,53 @@ class MpiBackend implements ProcessGroupBackend {
         ),
     );
     return Array.from({ length: this.worldSize }, (_, q) => all.slice(q * n, (q + 1) * n));
+  }
+
+  async reduceScatter(call: CollectiveCall, data: TypedArray): Promise<TypedArray> {
+    const op = call.op ?? "sum";
+    const n = this.worldSize;
+    const part = data.length / n;
+    const own = data.subarray(this.rank * part, (this.rank + 1) * part);
+    if (n <= DIRECT_RANKS || op === "max" || op === "min") {
+      // Direct: each rank sends every other rank q only part q. Many ranks
+      // with max or min gather everything (MPI's MAX and MIN are not
+      // NaN-stable across operand orders).
+      const parts = n <= DIRECT_RANKS
+        ? await this.#scatterParts(call, data, part)
+        : (await this.allGather(call, data)).map((all) =>
+          all.subarray(this.rank * part, (this.rank + 1) * part)
+        );
+      parts[this.rank] = own;
+      const out = makeLike(data, part);
+      reduceInto(out, parts, 0, part, op);
+      return out;
+    }
+    const out = makeLike(data, part);
+    await this.#run(call, () =>
+      this.#lib.symbols.MPI_Reduce_scatter_block(
+        data,
+        out,
+        part,
+        datatype(call),
+        MPI_SUM,
+        this.#comm,
+      ));
+    if (op === "avg") { for (let i = 0; i < part; i++) out[i] /= n; }
+    return out;
+  }
+
+  /** One meeting in which rank q receives part q of every rank's `data`; returns the parts this rank got, by sender. */
+  async #scatterParts(call: CollectiveCall, data: TypedArray, part: number): Promise<TypedArray[]> {
+    const parts = Array.from(
+      { length: this.worldSize },
+      (_, q) => q === this.rank ? data : this.#scratchFor(data, part, q),
+    );
+    await this.#meet(
+      call,
+      (q) => bytesOf(data.subarray(q * part, (q + 1) * part)),
+      (q) => bytesOf(parts[q]),
+    );
+    return parts;
   }
 
   async barrier(call: CollectiveCall): Promise<void> {
