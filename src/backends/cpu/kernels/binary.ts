@@ -80,8 +80,17 @@ const ROW_LOOPS: Partial<Record<BinaryOp, RowLoop>> = {
   lt(out, o, a, ai, sa, b, bi, sb, n) {
     for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = +(a[ai] < b[bi]);
   },
+  ge(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = +(a[ai] >= b[bi]);
+  },
+  le(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = +(a[ai] <= b[bi]);
+  },
   eq(out, o, a, ai, sa, b, bi, sb, n) {
     for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = +(a[ai] === b[bi]);
+  },
+  ne(out, o, a, ai, sa, b, bi, sb, n) {
+    for (let j = 0; j < n; j++, ai += sa, bi += sb) out[o + j] = +(a[ai] !== b[bi]);
   },
   maximum(out, o, a, ai, sa, b, bi, sb, n) {
     for (let j = 0; j < n; j++, ai += sa, bi += sb) {
@@ -127,6 +136,9 @@ const SCALAR_LOOPS: Partial<Record<BinaryOp, ScalarLoop>> = {
   },
   lt(out, o, a, ai, sa, v, n) {
     for (let j = 0; j < n; j++, ai += sa) out[o + j] = +(a[ai] < v);
+  },
+  le(out, o, a, ai, sa, v, n) {
+    for (let j = 0; j < n; j++, ai += sa) out[o + j] = +(a[ai] <= v);
   },
 };
 
