@@ -11,13 +11,16 @@ import { geluInWasm } from "../src/backends/cpu/wasm/gelu.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import {
   kBlock,
+  kernelFloats,
   matmul,
   matmulBias,
+  releaseKernelFloats,
   startMatmulThreads,
   threadedMatmuls,
 } from "../src/backends/cpu/kernels/matmul.ts";
 import { seededRandom } from "../mod.ts";
-import type { BackendDevice } from "../src/backends/backend.ts";
+import type { BackendDevice, DeviceImpl } from "../src/backends/backend.ts";
+import type { TypedArray } from "../src/dtype.ts";
 
 Deno.test("cpu erf/erfc: float64 values to 1e-15 relative, tails without cancellation", () => {
   // Reference values: Python's math.erf / math.erfc (glibc, within 1 ulp).
@@ -303,4 +306,87 @@ Deno.test("cpu addmm: the kernel's bias is bitwise the product plus the bias add
       }
     }
   }
+});
+
+Deno.test("cpu matmul: operands in the kernel's memory are read in place, bitwise the copied result", async () => {
+  const threads = await startMatmulThreads(2);
+  const probe = kernelFloats(16);
+  if (probe === undefined) {
+    console.warn("  no shared kernel memory here: nothing to compare");
+    return;
+  }
+  assert.equal(releaseKernelFloats(probe), true);
+  assert.equal(
+    releaseKernelFloats(new Float32Array(16)),
+    false,
+    "a host array is not the kernel's",
+  );
+  const random = seededRandom(21);
+  const cases: [number, number, number, number, boolean, boolean][] = [
+    // [batch, m, n, k, transA, transB]
+    [1, 256, 512, 784, false, true], // the MLP's first layer
+    [1, 512, 784, 256, true, false], // its weight gradient
+    [3, 37, 61, 300, false, false], // batched: operands at offsets, blocks of k
+    [1, 1, 10, 513, true, true], // one row, ten columns
+  ];
+  for (const [batch, m, n, k, transA, transB] of cases) {
+    const hostA = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);
+    const hostB = Float32Array.from({ length: batch * k * n }, () => random() - 0.5);
+    // A sits 5 values into a larger region: a view at an offset, as a narrowed tensor's would be.
+    const regionA = kernelFloats(hostA.length + 5)!;
+    const a = regionA.subarray(5);
+    a.set(hostA);
+    const b = kernelFloats(hostB.length)!;
+    b.set(hostB);
+    const layout = {
+      batch,
+      m,
+      n,
+      k,
+      aBatchStride: m * k,
+      bBatchStride: k * n,
+      transA,
+      transB,
+      dtype: "float32" as const,
+    };
+    const want = new Float32Array(batch * m * n);
+    matmul({ a: hostA, b: hostB, out: want, ...layout }, 1);
+    for (const t of [1, threads]) {
+      const got = new Float32Array(batch * m * n).fill(NaN);
+      matmul({ a, b, out: got, ...layout }, t);
+      assert.deepEqual(
+        got,
+        want,
+        `${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}, ${t} threads`,
+      );
+    }
+    assert.deepEqual(a, hostA, "the operands are left as they were");
+    assert.equal(releaseKernelFloats(regionA), true);
+    assert.equal(releaseKernelFloats(b), true);
+  }
+});
+
+Deno.test("cpu device: large float32 arrays live in the kernel's memory when products use threads", async () => {
+  const threads = await startMatmulThreads(2);
+  // The device's own arrays (under the wrapper that hands out handles).
+  type Impl = { impl: Pick<DeviceImpl<TypedArray>, "allocate" | "free" | "memory"> };
+  const d = (cpuBackend({ threads: 2 }).createDevice(0) as unknown as Impl).impl;
+  const big = d.allocate(1 << 14, "float32");
+  const small = d.allocate(100, "float32");
+  const shared = kernelFloats(1) !== undefined;
+  if (threads > 1 && shared) {
+    assert.ok(big.buffer instanceof SharedArrayBuffer, "large: in the kernel's memory");
+  }
+  assert.ok(!(small.buffer instanceof SharedArrayBuffer), "small arrays stay host arrays");
+  assert.deepEqual(d.memory(), { bytesInUse: (1 << 16) + 400, bytesReserved: (1 << 16) + 400 });
+  d.free(big);
+  d.free(small);
+  assert.deepEqual(d.memory(), { bytesInUse: 0, bytesReserved: (1 << 16) + 400 });
+  const again = d.allocate(1 << 14, "float32");
+  assert.equal(again, big, "reused from the pool");
+  d.free(again);
+  const single = (cpuBackend({ threads: 1 }).createDevice(0) as unknown as Impl).impl;
+  const host = single.allocate(1 << 14, "float32");
+  assert.ok(!(host.buffer instanceof SharedArrayBuffer), "one thread: host arrays");
+  single.free(host);
 });

@@ -32,7 +32,14 @@ import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { indexSelect } from "./kernels/index_select.ts";
 import { maxPool2d } from "./kernels/max_pool2d.ts";
-import { matmul, type MatmulKernel, matmulKernel, MAX_THREADS } from "./kernels/matmul.ts";
+import {
+  kernelFloats,
+  matmul,
+  type MatmulKernel,
+  matmulKernel,
+  MAX_THREADS,
+  releaseKernelFloats,
+} from "./kernels/matmul.ts";
 import { addmm } from "./kernels/addmm.ts";
 import { geluBackward } from "./kernels/gelu_backward.ts";
 
@@ -86,6 +93,13 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
   crossEntropyReducedBackward,
 };
 
+/**
+ * float32 arrays of at least this many values are allocated in the matmul
+ * kernel's shared memory (when products use worker threads): copying an
+ * operand in cost 4-7% of a large product, all of it on the calling thread.
+ */
+const KERNEL_MEMORY_MIN = 1 << 14;
+
 /** One logical cpu device. */
 class CpuDevice implements DeviceImpl<TypedArray> {
   readonly info: string;
@@ -94,7 +108,12 @@ class CpuDevice implements DeviceImpl<TypedArray> {
   #bytes = 0;
   readonly #pool = new HostPool(POOL_BYTES);
 
+  readonly #threads: number;
+  readonly #kernel: MatmulKernel | "auto";
+
   constructor(index: number, threads: number, kernel: MatmulKernel | "auto") {
+    this.#threads = threads;
+    this.#kernel = kernel;
     this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores, ` +
       `${matmulKernel(kernel)} matmul on ${threads} thread${threads === 1 ? "" : "s"})`;
     this.kernels = {
@@ -106,11 +125,18 @@ class CpuDevice implements DeviceImpl<TypedArray> {
 
   allocate(numel: number, dtype: DType): TypedArray {
     this.#bytes += numel * dtypeSize(dtype);
-    return this.#pool.take(dtype, numel) ?? allocHost(dtype, numel);
+    const pooled = this.#pool.take(dtype, numel);
+    if (pooled !== undefined) return pooled;
+    // Large float32 arrays (matmul operands) live in the matmul kernel's
+    // shared memory where it has one, so products need not copy them in.
+    const inKernel = dtype === "float32" && numel >= KERNEL_MEMORY_MIN && this.#threads > 1
+      ? kernelFloats(numel, this.#kernel)
+      : undefined;
+    return inKernel ?? allocHost(dtype, numel);
   }
   free(buffer: TypedArray): void {
     this.#bytes -= buffer.byteLength;
-    this.#pool.give(buffer);
+    if (!this.#pool.give(buffer) && buffer instanceof Float32Array) releaseKernelFloats(buffer);
   }
   write(buffer: TypedArray, offset: number, data: TypedArray): void {
     buffer.set(data, offset);

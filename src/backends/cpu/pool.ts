@@ -33,9 +33,9 @@ export class HostPool {
     return array;
   }
 
-  /** Keeps `array` for reuse, unless the pool is full or the array is empty. */
-  give(array: TypedArray): void {
-    if (array.length === 0 || this.#bytes + array.byteLength > this.maxBytes) return;
+  /** Keeps `array` for reuse (true), unless the pool is full or the array is empty (false). */
+  give(array: TypedArray): boolean {
+    if (array.length === 0 || this.#bytes + array.byteLength > this.maxBytes) return false;
     const lists = this.#free[dtypeOfArray(array)];
     let list = lists.get(array.length);
     if (list === undefined) {
@@ -44,5 +44,6 @@ export class HostPool {
     }
     list.push(array);
     this.#bytes += array.byteLength;
+    return true;
   }
 }

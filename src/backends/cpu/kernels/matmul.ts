@@ -26,6 +26,7 @@ import {
   runAlone,
 } from "../threads.ts";
 import { decodeBase64 } from "../wasm/load.ts";
+import { KernelHeap } from "../wasm/heap.ts";
 
 /**
  * Copies the logical [rows, cols] matrix at `offset` (stored transposed when
@@ -198,6 +199,11 @@ interface WasmMatmul {
   readonly packModule: WebAssembly.Module | null;
   /** What a job runs on this thread: `panel` and `pack`'s functions. */
   readonly kernels: JobKernels;
+  /** Regions of `memory`: the scratch below, and (shared only) the backend's large arrays. */
+  readonly heap: KernelHeap;
+  /** The scratch region products pack into (byte offset and length; grows). */
+  scratchAt: number;
+  scratchBytes: number;
   /** Worker threads on `memory`, once some backend asked for more than one thread. */
   threads?: KernelThreads;
 }
@@ -249,7 +255,22 @@ function instance(kind: WasmMatmul["kind"]): WasmMatmul | null {
         cols: packer.exports.pack_cols as PackFn,
       };
       const kernels = { panel, packRows: pack?.rows ?? null, packCols: pack?.cols ?? null };
-      made = { kind, mr: spec.mr, module, memory, shared, panel, view, pack, packModule, kernels };
+      const heap = new KernelHeap(memory, MAX_MEMORY_BYTES);
+      made = {
+        kind,
+        mr: spec.mr,
+        module,
+        memory,
+        shared,
+        panel,
+        view,
+        pack,
+        packModule,
+        kernels,
+        heap,
+        scratchAt: 0,
+        scratchBytes: 0,
+      };
       break;
     } catch {
       // Not compilable here: try unshared, then the caller tries the next kind or TypeScript.
@@ -307,21 +328,31 @@ export function matmulKernel(preference: MatmulKernel | "auto" = "auto"): Matmul
   return wasmFor(preference)?.kind ?? "typescript";
 }
 
-/** Makes the module's memory at least `bytes` long; false if it cannot grow. */
-function reserve(w: WasmMatmul, bytes: number): boolean {
-  const have = w.memory.buffer.byteLength;
-  if (bytes > have) {
-    if (bytes > MAX_MEMORY_BYTES) return false;
-    try {
-      w.memory.grow(Math.ceil((bytes - have) / 65536));
-    } catch {
-      return false;
+/**
+ * The byte offset of a scratch region of at least `bytes` in `w`'s memory
+ * (the one from before when it is large enough; else a region half again
+ * as large, so that growing sizes do not allocate every time); undefined
+ * when the memory cannot grow that far.
+ */
+function scratch(w: WasmMatmul, bytes: number): number | undefined {
+  if (w.scratchBytes < bytes) {
+    const old = w.scratchBytes;
+    if (old > 0) w.heap.release(w.scratchAt, old);
+    w.scratchBytes = 0;
+    for (const size of [Math.max(bytes, Math.ceil(old * 1.5)), bytes]) {
+      const at = w.heap.alloc(size);
+      if (at !== undefined) {
+        w.scratchAt = at;
+        w.scratchBytes = size;
+        break;
+      }
     }
+    if (w.scratchBytes === 0) return undefined;
   }
   // A shared memory's buffer keeps its old length after growing, an unshared
   // one is detached: either way the view is remade from the current buffer.
   if (w.view.length * 4 !== w.memory.buffer.byteLength) w.view = new Float32Array(w.memory.buffer);
-  return true;
+  return w.scratchAt;
 }
 
 /**
@@ -547,24 +578,30 @@ function matmulWasm(
     ),
   );
   const sliceByA = Math.max(1, Math.floor(A_L2_BYTES / aPanelBytes));
-  const aAt = 0;
-  const bAt = align64(mbPanels * aPanelBytes);
-  const cAt = bAt + align64(nbPanels * bPanelBytes);
-  const cEnd = cAt + mbPanels * mr * ldc;
-  // The bias row, padded with zeros to whole B panels.
-  const biasAt = bias === undefined ? -1 : cEnd;
-  const biasEnd = bias === undefined ? cEnd : align64(biasAt + nPanelsAll * NR * 4);
-  if (!reserve(w, biasEnd)) return false;
-  if (bias !== undefined) {
-    w.view.set(bias.subarray(0, n), biasAt / 4);
-    w.view.fill(0, biasAt / 4 + n, biasEnd / 4);
-  }
-  // Room to copy both operands in as stored, for packing in WebAssembly (a
-  // memcpy, then shuffles: 3-4x faster than packing from JavaScript arrays).
-  const rawA = align64(biasEnd);
-  const rawB = rawA + align64(m * k * 4);
-  const pack = w.pack !== null && reserve(w, rawB + k * n * 4) ? w.pack : null;
+  // Operands that live in the kernel's memory (the cpu backend's large
+  // arrays) are packed from where they are; the others are copied into the
+  // scratch first, as stored, for packing in WebAssembly (a memcpy, then
+  // shuffles: 3-4x faster than packing from JavaScript arrays).
+  const pack = w.pack;
+  const residentA = pack !== null && w.heap.owns(a);
+  const residentB = pack !== null && w.heap.owns(b);
+  // The scratch: packed A, packed B, C, the bias row (padded with zeros to
+  // whole B panels), then the copies of A and B.
+  const bRel = align64(mbPanels * aPanelBytes);
+  const cRel = bRel + align64(nbPanels * bPanelBytes);
+  const biasRel = cRel + mbPanels * mr * ldc;
+  const rawARel = align64(biasRel + (bias === undefined ? 0 : nPanelsAll * NR * 4));
+  const rawBRel = rawARel + (pack === null || residentA ? 0 : align64(m * k * 4));
+  const base = scratch(w, rawBRel + (pack === null || residentB ? 0 : k * n * 4));
+  if (base === undefined) return false;
+  const aAt = base, bAt = base + bRel, cAt = base + cRel;
+  const biasAt = bias === undefined ? -1 : base + biasRel;
+  const rawA = base + rawARel, rawB = base + rawBRel;
   const view = w.view;
+  if (bias !== undefined) {
+    view.set(bias.subarray(0, n), biasAt / 4);
+    view.fill(0, biasAt / 4 + n, biasAt / 4 + nPanelsAll * NR);
+  }
   let copiedA = -1; // source offset of the operand now in the raw area
   let copiedB = -1;
   const nBlock = nbPanels * NR;
@@ -585,9 +622,12 @@ function matmulWasm(
       if (!singleB || packedB !== bOffset) {
         // Bᵀ is the logical [n, k] matrix; B is stored [k, n] unless transB.
         if (pack !== null) {
-          if (copiedB !== bOffset) view.set(b.subarray(bOffset, bOffset + k * n), rawB / 4);
+          if (!residentB && copiedB !== bOffset) {
+            view.set(b.subarray(bOffset, bOffset + k * n), rawB / 4);
+          }
           copiedB = bOffset;
-          packB = packSource(w, rawB, b, bOffset, n, k, !transB, j0, cols, NR, kc, bAt / 4);
+          const from = residentB ? b.byteOffset + bOffset * 4 : rawB;
+          packB = packSource(w, from, b, bOffset, n, k, !transB, j0, cols, NR, kc, bAt / 4);
         } else packInTs(w, b, bOffset, n, k, !transB, j0, cols, NR, kc, bAt / 4, 0);
         packedB = singleB ? bOffset : -1;
       }
@@ -598,9 +638,12 @@ function matmulWasm(
         if (!singleA || packedA !== aOffset) {
           // A is the logical [m, k] matrix, stored [k, m] when transA.
           if (pack !== null) {
-            if (copiedA !== aOffset) view.set(a.subarray(aOffset, aOffset + m * k), rawA / 4);
+            if (!residentA && copiedA !== aOffset) {
+              view.set(a.subarray(aOffset, aOffset + m * k), rawA / 4);
+            }
             copiedA = aOffset;
-            packA = packSource(w, rawA, a, aOffset, m, k, transA, i0, rows, mr, kc, aAt / 4);
+            const from = residentA ? a.byteOffset + aOffset * 4 : rawA;
+            packA = packSource(w, from, a, aOffset, m, k, transA, i0, rows, mr, kc, aAt / 4);
           } else packInTs(w, a, aOffset, m, k, transA, i0, rows, mr, kc, aAt / 4, 0);
           packedA = singleA ? aOffset : -1;
         }
@@ -681,6 +724,37 @@ export async function startMatmulThreads(threads: number = MAX_THREADS): Promise
   if (pool === undefined) return 1;
   pool.resetLateness();
   return await pool.started;
+}
+
+/**
+ * A float32 array of `numel` values in the shared memory of the matmul
+ * kernel `preference` runs in, so that products read it without copying
+ * it in; undefined where that memory is not shared (no worker threads, and
+ * growing it would detach the array) or cannot grow. Give it back with
+ * {@link releaseKernelFloats}.
+ */
+export function kernelFloats(
+  numel: number,
+  preference: MatmulKernel | "auto" = "auto",
+): Float32Array | undefined {
+  const w = wasmFor(preference);
+  if (w === null || !w.shared) return undefined;
+  const at = w.heap.alloc(numel * 4);
+  return at === undefined ? undefined : w.heap.floats(at, numel);
+}
+
+/**
+ * Gives an array from {@link kernelFloats} back to its memory; false (and
+ * nothing done) for any other array.
+ */
+export function releaseKernelFloats(array: Float32Array): boolean {
+  for (const w of instances.values()) {
+    if (w !== null && w.heap.owns(array)) {
+      w.heap.release(array.byteOffset, array.byteLength);
+      return true;
+    }
+  }
+  return false;
 }
 
 /** Products that ran on worker threads so far in this process. */
