@@ -602,3 +602,42 @@ fusedTest(
     await assert.rejects(() => loss.item(), /class index 5 is out of range for 3 classes/);
   },
 );
+
+backendTest(
+  "webgpu: nn.Linear then nn.GELU is one dispatch (GELU in addmm's epilogue), cpu's numbers; a GELU of anything else is its own",
+  async (device) => {
+    if (!["webgpu", "dawn"].includes(device.backend)) return;
+    if (!device.backendDevice.kernels.addmm) return;
+    const run = async (d: Device) => {
+      const x = tensor(floats([6, 5], 120), { shape: [6, 5], device: d, requiresGrad: true });
+      // Odd widths (7: scalar stores) and multiples of 4 (vec4 stores), NaN kept by GELU.
+      const w7 = tensor(floats([7, 5], 121), { shape: [7, 5], device: d, requiresGrad: true });
+      const w8 = tensor(floats([8, 7], 122), { shape: [8, 7], device: d, requiresGrad: true });
+      const b7 = tensor(floats([7], 123), { shape: [7], device: d, requiresGrad: true });
+      const b8 = tensor([...floats([7], 124), NaN], { device: d, requiresGrad: true });
+      const pre = nn.functional.linear(x, w7, b7);
+      const h = nn.functional.gelu(pre);
+      const out = nn.functional.gelu(nn.functional.linear(h, w8, b8));
+      out.narrow(1, 0, 7).sum().backward();
+      return [pre, h, out, x.grad!, w7.grad!, b7.grad!, w8.grad!];
+    };
+    const [got, want] = [await run(device), await run(REF)];
+    for (let i = 0; i < got.length; i++) {
+      assertClose(await got[i].data(), await want[i].data(), {
+        atol: 2e-5,
+        rtol: 1e-5,
+        what: `${i}`,
+      });
+    }
+    const pass = gpuPrototypes(device).pass;
+    const x = tensor(floats([16, 8], 125), { shape: [16, 8], device });
+    const w = tensor(floats([12, 8], 126), { shape: [12, 8], device });
+    const b = tensor(floats([12], 127), { shape: [12], device });
+    await x.data();
+    const count = (fn: () => Tensor) =>
+      countMethodCalls(pass, "dispatchWorkgroups", async () => void await fn().data());
+    assert.equal(await count(() => nn.functional.gelu(nn.functional.linear(x, w, b))), 1);
+    // The GELU of another tensor: the product, then the GELU on its own.
+    assert.equal(await count(() => nn.functional.linear(x, w, b).add(nn.functional.gelu(b))), 3);
+  },
+);

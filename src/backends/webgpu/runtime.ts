@@ -267,6 +267,20 @@ export class Runtime {
     this.#scheduleFlush();
   }
 
+  /**
+   * Takes the held call of `key` if `accept` agrees, WITHOUT recording it:
+   * the caller records it fused into its own dispatch (how `gelu` joins the
+   * `addmm` before it). Null (the call stays held) otherwise.
+   */
+  claimDeferred<T>(key: string, accept: (item: T) => boolean): T | null {
+    const held = this.#deferred;
+    if (!held || held.key !== key || held.items.length !== 1) return null;
+    const item = held.items[0] as T;
+    if (!accept(item)) return null;
+    this.#deferred = null;
+    return item;
+  }
+
   #emitDeferred(): void {
     const held = this.#deferred;
     if (!held) return;

@@ -17,7 +17,8 @@
 
 import type { AddmmArgs, MatmulArgs } from "../../backend.ts";
 import { MAX_GROUPS, type Runtime } from "../runtime.ts";
-import { mainGrid, mainTiles, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { IS_NAN_WGSL, mainGrid, mainTiles, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { NORMAL_CDF_WGSL } from "./math.ts";
 
 /** Which kernel family {@link matmul} uses. */
 export type MatmulVariant = "auto" | "register" | "tiled";
@@ -124,7 +125,18 @@ interface RbVariant {
   vecOut: boolean;
   /** `bias` (n elements, binding 4) is added to every row before the store (addmm). */
   bias: boolean;
+  /** GELU of each result is stored too, into `act` (the binding after `bias`). */
+  gelu: boolean;
 }
+
+/**
+ * The `gelu` kernel's function (`x Φ(x)`, NaN kept) per value and per vec4,
+ * for the product's epilogue: the same expression, so the same numbers.
+ */
+const GELU_EPILOGUE_WGSL = IS_NAN_WGSL + NORMAL_CDF_WGSL + `
+fn gelu1(x: f32) -> f32 { if (isNan(x)) { return x; } return x * phi(x); }
+fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
+`;
 
 /** Params: [m, n, k, aBatchStride, bBatchStride, batchOffset]. */
 function registerWgsl(v: RbVariant): string {
@@ -138,6 +150,8 @@ function registerWgsl(v: RbVariant): string {
   s += storage(2, "b", v.vecB || v.vecBT ? "vec4<f32>" : "f32", false);
   s += storage(3, "out", v.vecOut ? "vec4<f32>" : "f32", true);
   if (v.bias) s += storage(4, "bias", "f32", false);
+  if (v.gelu) s += storage(v.bias ? 5 : 4, "act", v.vecOut ? "vec4<f32>" : "f32", true);
+  if (v.gelu) s += GELU_EPILOGUE_WGSL;
   s += mainGrid(v.wgX, v.wgY) + `  let m = pu(0u);
   let n = pu(1u);
   let k = pu(2u);
@@ -254,12 +268,16 @@ function registerWgsl(v: RbVariant): string {
     s += `  if (row + ${i}u < m) {\n    let o = oBase + (row + ${i}u) * n + col;\n`;
     for (const q of groups) {
       if (v.vecOut) {
-        s += `    if (col + ${4 * q}u < n) { out[o / 4u + ${q}u] = ${result(i, q)}; }\n`;
+        const at = `o / 4u + ${q}u`;
+        const act = v.gelu ? ` act[${at}] = gelu4(r);` : "";
+        s += `    if (col + ${4 * q}u < n) { let r = ${result(i, q)}; out[${at}] = r;${act} }\n`;
       } else {
         for (const j of lanes) {
-          s += `    if (col + ${4 * q + j}u < n) { out[o + ${4 * q + j}u] = ${result(i, q)}.${
+          const at = `o + ${4 * q + j}u`;
+          const act = v.gelu ? ` act[${at}] = gelu1(r);` : "";
+          s += `    if (col + ${4 * q + j}u < n) { let r = ${result(i, q)}.${
             "xyzw"[j]
-          }; }\n`;
+          }; out[${at}] = r;${act} }\n`;
         }
       }
     }
@@ -272,7 +290,7 @@ const T = 64;
 const TK = 16;
 
 /** Params: [m, n, k, aBatchStride, bBatchStride, batchOffset]. */
-function tiledWgsl(transA: boolean, transB: boolean, bias: boolean): string {
+function tiledWgsl(transA: boolean, transB: boolean, bias: boolean, gelu: boolean): string {
   // Global reads are arranged so consecutive invocations touch consecutive
   // addresses for the stored layout of each operand.
   const loadA = transA
@@ -285,7 +303,8 @@ function tiledWgsl(transA: boolean, transB: boolean, bias: boolean): string {
   const addrB = transB ? "bBase + gc * k + gk" : "bBase + gk * n + gc";
   return PARAMS_WGSL + storage(1, "a", "f32", false) +
     storage(2, "b", "f32", false) + storage(3, "out", "f32", true) +
-    (bias ? storage(4, "bias", "f32", false) : "") + `
+    (bias ? storage(4, "bias", "f32", false) : "") +
+    (gelu ? storage(bias ? 5 : 4, "act", "f32", true) + GELU_EPILOGUE_WGSL : "") + `
 var<workgroup> As: array<f32, ${T * TK}>;
 var<workgroup> Bs: array<f32, ${T * TK}>;
 ` + mainTiles(256) + `  let m = pu(0u);
@@ -340,7 +359,10 @@ var<workgroup> Bs: array<f32, ${T * TK}>;
     let r = row0 + ty + 16u * i;
     for (var j = 0u; j < 4u; j++) {
       let c = col0 + tx + 16u * j;
-      if (r < m && c < n) { out[oBase + r * n + c] = acc[i][j]${bias ? " + bias[c]" : ""}; }
+      if (r < m && c < n) {
+        let v = acc[i][j]${bias ? " + bias[c]" : ""};
+        out[oBase + r * n + c] = v;${gelu ? "\n        act[oBase + r * n + c] = gelu1(v);" : ""}
+      }
     }
   }
 }
@@ -356,30 +378,55 @@ export function matmul(
   product(rt, layout, null, matmulOptions);
 }
 
-/** Records `addmm`: the product with `layout.bias` added to every row. */
+/** An `addmm` call held for a `gelu` of its output (see {@link addmm}). */
+export interface HeldAddmm {
+  /** The call's arguments. */
+  readonly layout: AddmmArgs<GPUBuffer>;
+  /** The device's tuning. */
+  readonly tuning: MatmulTuning;
+}
+
+/** The {@link Runtime.defer} key of held `addmm` calls. */
+export const HELD_ADDMM = "addmm";
+
+/**
+ * Records `addmm`: the product with `layout.bias` added to every row. The
+ * call is held (`Runtime.defer`) until the next kernel call: when that is
+ * `gelu` of this output (`nn.Linear` then `nn.GELU`), both are recorded as
+ * ONE dispatch whose epilogue stores the sum and its GELU ({@link
+ * addmmGelu}), as cuBLASLt's bias+GELU epilogue keeps the pre-activation
+ * for the backward. Any other call records it alone first.
+ */
 export function addmm(
   rt: Runtime,
   layout: AddmmArgs<GPUBuffer>,
   matmulOptions: MatmulTuning = DEFAULT_MATMUL_TUNING,
 ): void {
-  product(rt, layout, layout.bias, matmulOptions);
+  const held: HeldAddmm = { layout, tuning: matmulOptions };
+  rt.defer(HELD_ADDMM, held, 1, ([h]) => product(rt, h.layout, h.layout.bias, h.tuning, null));
 }
 
-/** The product, plus `bias` (n elements) on every row when given. */
+/** Records a held `addmm` whose epilogue also stores GELU of each result into `act`. */
+export function addmmGelu(rt: Runtime, held: HeldAddmm, act: GPUBuffer): void {
+  product(rt, held.layout, held.layout.bias, held.tuning, act);
+}
+
+/** The product, plus `bias` (n elements) on every row when given, and its GELU into `act`. */
 function product(
   rt: Runtime,
   layout: MatmulArgs<GPUBuffer>,
   bias: GPUBuffer | null,
   matmulOptions: MatmulTuning,
+  act: GPUBuffer | null = null,
 ): void {
   const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
-  const name = bias ? "addmm" : "matmul";
+  const name = (bias ? "addmm" : "matmul") + (act ? "+gelu" : "");
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu ${name} does not support dtype ${layout.dtype}`);
   }
   if (batch * m * n === 0) return;
   // With a bias an empty sum still adds it: the kernels run with no k steps.
-  if (k === 0 && !bias) {
+  if (k === 0 && !bias && !act) {
     // An empty sum: the product is all zeros.
     rt.encoder().clearBuffer(out, 0, batch * m * n * 4);
     return;
@@ -423,14 +470,15 @@ function product(
       k4: vecA || vecBT,
       vecOut: n % 4 === 0,
       bias: bias !== null,
+      gelu: act !== null,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
     wgsl = () => registerWgsl(v);
     gx = Math.ceil(Math.ceil(n / cols) / wgX);
     gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {
-    key = `matmul_tiled_${transA}_${transB}_${bias !== null}`;
-    wgsl = () => tiledWgsl(transA, transB, bias !== null);
+    key = `matmul_tiled_${transA}_${transB}_${bias !== null}_${act !== null}`;
+    wgsl = () => tiledWgsl(transA, transB, bias !== null, act !== null);
     gx = Math.ceil(n / T);
     gy = Math.ceil(m / T);
   }
@@ -443,8 +491,8 @@ function product(
       name,
       key,
       wgsl,
-      signature: bias ? "rrwr" : "rrw",
-      buffers: bias ? [a, b, out, bias] : [a, b, out],
+      signature: "rrw" + (bias ? "r" : "") + (act ? "w" : ""),
+      buffers: [a, b, out, ...(bias ? [bias] : []), ...(act ? [act] : [])],
       params: [m, n, k, aBatchStride, bBatchStride, b0],
       groups: [gx, gy, nb],
     });
