@@ -641,3 +641,41 @@ backendTest(
     assert.equal(await count(() => nn.functional.linear(x, w, b).add(nn.functional.gelu(b))), 3);
   },
 );
+
+backendTest(
+  "webgpu: a linear layer's bias gradient is stored by its weight-gradient product, cpu's numbers",
+  async (device) => {
+    if (!["webgpu", "dawn"].includes(device.backend)) return;
+    // Rows: a few, more than a workgroup, past the one-pass limit (summed apart);
+    // widths: scalar (7) and vec4 (8) loads of gᵀ.
+    for (const [rows, outF, inF] of [[5, 7, 3], [300, 8, 5], [1100, 7, 4]]) {
+      const run = async (d: Device) => {
+        const x = tensor(floats([rows, inF], rows), { shape: [rows, inF], device: d });
+        const w = tensor(floats([outF, inF], 130), {
+          shape: [outF, inF],
+          device: d,
+          requiresGrad: true,
+        });
+        const b = tensor(floats([outF], 131), { device: d, requiresGrad: true });
+        const g = tensor(floats([rows, outF], 132), { shape: [rows, outF], device: d });
+        nn.functional.linear(x, w, b).backward(g);
+        return [await w.grad!.data(), await b.grad!.data()];
+      };
+      const [got, want] = [await run(device), await run(REF)];
+      assertClose(got[0], want[0], { atol: 1e-4, rtol: 1e-5, what: `weight grad, ${rows} rows` });
+      assertClose(got[1], want[1], { atol: 1e-4, rtol: 1e-5, what: `bias grad, ${rows} rows` });
+    }
+    const x = tensor(floats([16, 8], 133), { shape: [16, 8], device });
+    const w = tensor(floats([12, 8], 134), { shape: [12, 8], device, requiresGrad: true });
+    const b = tensor(floats([12], 135), { device, requiresGrad: true });
+    const g = tensor(floats([16, 12], 136), { shape: [16, 12], device });
+    await g.data();
+    const pass = gpuPrototypes(device).pass;
+    const dispatches = await countMethodCalls(pass, "dispatchWorkgroups", async () => {
+      nn.functional.linear(x, w, b).backward(g);
+      await b.grad!.data();
+    });
+    // The product (forward) and gᵀ x with the sums; x needs no gradient.
+    assert.equal(dispatches, 2);
+  },
+);

@@ -127,6 +127,12 @@ interface RbVariant {
   bias: boolean;
   /** GELU of each result is stored too, into `act` (the binding after `bias`). */
   gelu: boolean;
+  /**
+   * transA, batch 1: the row sums of Aᵀ (over k) are stored into `sums`
+   * (the last binding) by the invocations of column block 0: a linear
+   * layer's bias gradient beside its weight gradient.
+   */
+  rowSums: boolean;
 }
 
 /**
@@ -152,6 +158,7 @@ function registerWgsl(v: RbVariant): string {
   if (v.bias) s += storage(4, "bias", "f32", false);
   if (v.gelu) s += storage(v.bias ? 5 : 4, "act", v.vecOut ? "vec4<f32>" : "f32", true);
   if (v.gelu) s += GELU_EPILOGUE_WGSL;
+  if (v.rowSums) s += storage(4 + Number(v.bias) + Number(v.gelu), "sums", "f32", true);
   s += mainGrid(v.wgX, v.wgY) + `  let m = pu(0u);
   let n = pu(1u);
   let k = pu(2u);
@@ -166,6 +173,7 @@ function registerWgsl(v: RbVariant): string {
   // results are simply not stored, which keeps the inner loop branch-free.
   for (const i of rows) {
     for (const q of groups) s += `  var acc${i}_${q} = vec4<f32>(0.0);\n`;
+    if (v.rowSums) s += `  var rs${i} = 0.0;\n`;
   }
   if (v.transA) {
     if (v.vecAT) {
@@ -209,12 +217,14 @@ function registerWgsl(v: RbVariant): string {
       for (let h = 0; h < R / 4; h++) {
         t += `    { let x = a[aB4 + (${kk}) * m4 + ar${h}];\n`;
         for (const e of lanes) t += update(4 * h + e, `x.${"xyzw"[e]}`);
+        if (v.rowSums) { for (const e of lanes) t += `    rs${4 * h + e} += x.${"xyzw"[e]};\n`; }
         t += "    }\n";
       }
     } else {
       for (const i of rows) {
         const at = v.transA ? `aBase + (${kk}) * m + ar${i}` : `ar${i} + ${kk}`;
-        t += `    { let x = a[${at}];\n${update(i, "x")}    }\n`;
+        const sum = v.rowSums ? `    rs${i} += x;\n` : "";
+        t += `    { let x = a[${at}];\n${update(i, "x")}${sum}    }\n`;
       }
     }
     return t;
@@ -255,6 +265,11 @@ function registerWgsl(v: RbVariant): string {
     s += "  for (var kk = 0u; kk < k; kk++) {\n" + loadAllB("kk", "bv") +
       perK("kk", "bv") + "  }\n";
   }
+  if (v.rowSums) {
+    s += "  if (gid.x == 0u) {\n";
+    for (const i of rows) s += `    if (row + ${i}u < m) { sums[row + ${i}u] = rs${i}; }\n`;
+    s += "  }\n";
+  }
   s += "  let oBase = bt * m * n;\n";
   if (v.bias) {
     // Out-of-range columns read a clamped (valid) entry, never stored.
@@ -290,7 +305,13 @@ const T = 64;
 const TK = 16;
 
 /** Params: [m, n, k, aBatchStride, bBatchStride, batchOffset]. */
-function tiledWgsl(transA: boolean, transB: boolean, bias: boolean, gelu: boolean): string {
+function tiledWgsl(
+  transA: boolean,
+  transB: boolean,
+  bias: boolean,
+  gelu: boolean,
+  rowSums: boolean,
+): string {
   // Global reads are arranged so consecutive invocations touch consecutive
   // addresses for the stored layout of each operand.
   const loadA = transA
@@ -304,7 +325,8 @@ function tiledWgsl(transA: boolean, transB: boolean, bias: boolean, gelu: boolea
   return PARAMS_WGSL + storage(1, "a", "f32", false) +
     storage(2, "b", "f32", false) + storage(3, "out", "f32", true) +
     (bias ? storage(4, "bias", "f32", false) : "") +
-    (gelu ? storage(bias ? 5 : 4, "act", "f32", true) + GELU_EPILOGUE_WGSL : "") + `
+    (gelu ? storage(bias ? 5 : 4, "act", "f32", true) + GELU_EPILOGUE_WGSL : "") +
+    (rowSums ? storage(4 + Number(bias) + Number(gelu), "sums", "f32", true) : "") + `
 var<workgroup> As: array<f32, ${T * TK}>;
 var<workgroup> Bs: array<f32, ${T * TK}>;
 ` + mainTiles(256) + `  let m = pu(0u);
@@ -318,6 +340,9 @@ var<workgroup> Bs: array<f32, ${T * TK}>;
   let tx = lid % 16u;
   let ty = lid / 16u;
   var acc: array<array<f32, 4>, 4>;
+  // Row sums of Aᵀ (rowSums): kept by the first column of workgroup column 0.
+  var rs: array<f32, 4>;
+  let summing = ${rowSums ? "wid.x == 0u && tx == 0u" : "false"};
   for (var t = 0u; t < k; t += ${TK}u) {
     for (var l = 0u; l < 4u; l++) {
       let e = lid + l * 256u;
@@ -351,10 +376,21 @@ var<workgroup> Bs: array<f32, ${T * TK}>;
           acc[i][j] += av[i] * bv[j];
         }
       }
+      if (summing) { for (var i = 0u; i < 4u; i++) { rs[i] += av[i]; } }
     }
     workgroupBarrier();
   }
-  let oBase = bt * m * n;
+${
+    rowSums
+      ? `  if (summing) {
+    for (var i = 0u; i < 4u; i++) {
+      let r = row0 + ty + 16u * i;
+      if (r < m) { sums[r] = rs[i]; }
+    }
+  }
+`
+      : ""
+  }  let oBase = bt * m * n;
   for (var i = 0u; i < 4u; i++) {
     let r = row0 + ty + 16u * i;
     for (var j = 0u; j < 4u; j++) {
@@ -375,16 +411,43 @@ export function matmul(
   layout: MatmulArgs<GPUBuffer>,
   matmulOptions: MatmulTuning = DEFAULT_MATMUL_TUNING,
 ): void {
-  product(rt, layout, null, matmulOptions);
+  if (!layout.transA || layout.batch !== 1) {
+    product(rt, layout, null, matmulOptions);
+    return;
+  }
+  // A weight gradient (gᵀ x): held in case the bias gradient (g summed over
+  // its rows) comes next, see matmulRowSums.
+  const held: HeldProduct<MatmulArgs<GPUBuffer>> = { layout, tuning: matmulOptions };
+  rt.defer(HELD_WEIGHT_GRAD, held, 1, ([h]) => product(rt, h.layout, null, h.tuning));
 }
 
-/** An `addmm` call held for a `gelu` of its output (see {@link addmm}). */
-export interface HeldAddmm {
+/** The {@link Runtime.defer} key of held transA products. */
+export const HELD_WEIGHT_GRAD = "matmulTransA";
+
+/**
+ * Records a held transA product that also stores the row sums of Aᵀ into
+ * `sums` (m elements): the `reduce` sum of A over its rows that a linear
+ * layer's backward asks for right after its weight gradient, read by the
+ * product anyway (cuBLASLt's BGRADA epilogue).
+ */
+export function matmulRowSums(
+  rt: Runtime,
+  held: HeldProduct<MatmulArgs<GPUBuffer>>,
+  sums: GPUBuffer,
+): void {
+  product(rt, held.layout, null, held.tuning, null, sums);
+}
+
+/** A product call held for the kernel after it (see {@link addmm}, {@link matmul}). */
+export interface HeldProduct<L extends MatmulArgs<GPUBuffer>> {
   /** The call's arguments. */
-  readonly layout: AddmmArgs<GPUBuffer>;
+  readonly layout: L;
   /** The device's tuning. */
   readonly tuning: MatmulTuning;
 }
+
+/** A held `addmm` call. */
+export type HeldAddmm = HeldProduct<AddmmArgs<GPUBuffer>>;
 
 /** The {@link Runtime.defer} key of held `addmm` calls. */
 export const HELD_ADDMM = "addmm";
@@ -411,22 +474,26 @@ export function addmmGelu(rt: Runtime, held: HeldAddmm, act: GPUBuffer): void {
   product(rt, held.layout, held.layout.bias, held.tuning, act);
 }
 
-/** The product, plus `bias` (n elements) on every row when given, and its GELU into `act`. */
+/**
+ * The product, plus `bias` (n elements) on every row when given, its GELU
+ * into `act`, and (transA, batch 1) the row sums of Aᵀ into `sums`.
+ */
 function product(
   rt: Runtime,
   layout: MatmulArgs<GPUBuffer>,
   bias: GPUBuffer | null,
   matmulOptions: MatmulTuning,
   act: GPUBuffer | null = null,
+  sums: GPUBuffer | null = null,
 ): void {
   const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
-  const name = (bias ? "addmm" : "matmul") + (act ? "+gelu" : "");
+  const name = (bias ? "addmm" : "matmul") + (act ? "+gelu" : "") + (sums ? "+sum" : "");
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu ${name} does not support dtype ${layout.dtype}`);
   }
   if (batch * m * n === 0) return;
   // With a bias an empty sum still adds it: the kernels run with no k steps.
-  if (k === 0 && !bias && !act) {
+  if (k === 0 && !bias && !act && !sums) {
     // An empty sum: the product is all zeros.
     rt.encoder().clearBuffer(out, 0, batch * m * n * 4);
     return;
@@ -471,14 +538,15 @@ function product(
       vecOut: n % 4 === 0,
       bias: bias !== null,
       gelu: act !== null,
+      rowSums: sums !== null,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
     wgsl = () => registerWgsl(v);
     gx = Math.ceil(Math.ceil(n / cols) / wgX);
     gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {
-    key = `matmul_tiled_${transA}_${transB}_${bias !== null}_${act !== null}`;
-    wgsl = () => tiledWgsl(transA, transB, bias !== null, act !== null);
+    key = `matmul_tiled_${transA}_${transB}_${bias !== null}_${act !== null}_${sums !== null}`;
+    wgsl = () => tiledWgsl(transA, transB, bias !== null, act !== null, sums !== null);
     gx = Math.ceil(n / T);
     gy = Math.ceil(m / T);
   }
@@ -491,8 +559,8 @@ function product(
       name,
       key,
       wgsl,
-      signature: "rrw" + (bias ? "r" : "") + (act ? "w" : ""),
-      buffers: [a, b, out, ...(bias ? [bias] : []), ...(act ? [act] : [])],
+      signature: "rrw" + (bias ? "r" : "") + (act ? "w" : "") + (sums ? "w" : ""),
+      buffers: [a, b, out, ...(bias ? [bias] : []), ...(act ? [act] : []), ...(sums ? [sums] : [])],
       params: [m, n, k, aBatchStride, bBatchStride, b0],
       groups: [gx, gy, nb],
     });

@@ -11,7 +11,8 @@
  * @module
  */
 
-import type { ReduceArgs, ReduceOp } from "../../backend.ts";
+import type { MatmulArgs, ReduceArgs, ReduceOp } from "../../backend.ts";
+import { HELD_WEIGHT_GRAD, type HeldProduct, matmulRowSums } from "./matmul.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import {
   coordinates,
@@ -208,6 +209,22 @@ export function reduce(rt: Runtime, layout: ReduceArgs<GPUBuffer>): void {
   const { op, x, out, outer, inner } = layout;
   const t = wgslType(layout.dtype);
   if (outer * inner === 0) return;
+  // A linear layer's bias gradient (g summed over its rows) right after its
+  // weight gradient (gᵀ x, held for this): stored by that product, which
+  // reads g anyway. Only for axes one serial pass would reduce here too.
+  const held = op === "sum" && outer === 1 && layout.size <= SERIAL_MAX * 4
+    ? rt.claimDeferred<HeldProduct<MatmulArgs<GPUBuffer>>>(
+      HELD_WEIGHT_GRAD,
+      ({ layout: l }) =>
+        l.a === x && l.m === inner && l.k === layout.size && l.m * l.n > 0 &&
+        // Written while the product reads its operands: it must be none of them.
+        out !== l.a && out !== l.b && out !== l.out,
+    )
+    : null;
+  if (held) {
+    matmulRowSums(rt, held, out);
+    return;
+  }
   const arg = op === "argmax" || op === "argmin";
   let size = layout.size;
   let xv = x;
