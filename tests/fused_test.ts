@@ -639,6 +639,19 @@ backendTest(
     assert.equal(await count(() => nn.functional.gelu(nn.functional.linear(x, w, b))), 1);
     // The GELU of another tensor: the product, then the GELU on its own.
     assert.equal(await count(() => nn.functional.linear(x, w, b).add(nn.functional.gelu(b))), 3);
+    // Backward of Linear-GELU-Linear: each weight gradient stores its bias gradient, the
+    // hidden layer's input gradient its GELU backward (9 dispatches unfused).
+    const w1 = tensor(floats([12, 8], 126), { shape: [12, 8], device, requiresGrad: true });
+    const b1 = tensor(floats([12], 127), { device, requiresGrad: true });
+    const w2 = tensor(floats([4, 12], 128), { shape: [4, 12], device, requiresGrad: true });
+    const b2 = tensor(floats([4], 129), { device, requiresGrad: true });
+    const g = tensor(floats([16, 4], 130), { shape: [16, 4], device });
+    const step = await countMethodCalls(pass, "dispatchWorkgroups", async () => {
+      const h = nn.functional.gelu(nn.functional.linear(x, w1, b1));
+      nn.functional.linear(h, w2, b2).backward(g);
+      await b1.grad!.data();
+    });
+    assert.equal(step, 5);
   },
 );
 

@@ -174,12 +174,13 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   // PyTorch's addmm where the backend fuses it: the bias added by the product's kernel.
   const fused = bias?.ndim === 1 && bias.shape[0] === outF && hasKernel(x.device, "addmm");
   const y = product(x2, weight, { transB: true }, fused ? bias! : null);
-  const out = record("linear", fused ? [x2, weight, bias!] : [x2, weight], y, ([g]) =>
-    [
-      x2.requiresGrad ? matmulRaw(g!, weight) : null,
-      weight.requiresGrad ? matmulRaw(g!, x2, { transA: true }) : null,
-      fused && bias!.requiresGrad ? sumDims(g!, [0], false) : null,
-    ].slice(0, fused ? 3 : 2));
+  const out = record("linear", fused ? [x2, weight, bias!] : [x2, weight], y, ([g]) => {
+    // The input's gradient last: the activation's backward that comes next may
+    // be fused into its product by the backend (webgpu's epilogues).
+    const gw = weight.requiresGrad ? matmulRaw(g!, x2, { transA: true }) : null;
+    const gb = fused && bias!.requiresGrad ? sumDims(g!, [0], false) : null;
+    return [x2.requiresGrad ? matmulRaw(g!, weight) : null, gw, gb].slice(0, fused ? 3 : 2);
+  });
   const withBias = bias && !fused ? add(out, bias) : out;
   return withBias.reshape([...x.shape.slice(0, -1), outF]);
 }

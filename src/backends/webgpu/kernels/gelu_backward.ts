@@ -4,7 +4,8 @@
  * @module
  */
 
-import type { GeluBackwardArgs } from "../../backend.ts";
+import type { GeluBackwardArgs, MatmulArgs } from "../../backend.ts";
+import { HELD_MATMUL, type HeldProduct, matmulGeluBackward } from "./matmul.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 import { GELU_DERIVATIVE_WGSL } from "./math.ts";
@@ -32,6 +33,19 @@ export function geluBackward(rt: Runtime, args: GeluBackwardArgs<GPUBuffer>): vo
   }
   const { numel } = args;
   if (numel === 0) return;
+  // The gradient made by the product just before (held for this, see
+  // matmul): stored by that product's epilogue instead.
+  const held = rt.claimDeferred<HeldProduct<MatmulArgs<GPUBuffer>>>(
+    HELD_MATMUL,
+    ({ layout: l }) =>
+      l.out === args.grad && l.m * l.n === numel && args.x !== l.out &&
+      // Written while the product reads its operands: it must be none of them.
+      args.out !== l.a && args.out !== l.b && args.out !== args.x,
+  );
+  if (held) {
+    matmulGeluBackward(rt, held, args.x, args.out);
+    return;
+  }
   const vec = numel % 4 === 0;
   const count = vec ? numel / 4 : numel;
   rt.dispatch({

@@ -18,7 +18,7 @@
 import type { AddmmArgs, MatmulArgs } from "../../backend.ts";
 import { MAX_GROUPS, type Runtime } from "../runtime.ts";
 import { IS_NAN_WGSL, mainGrid, mainTiles, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-import { NORMAL_CDF_WGSL } from "./math.ts";
+import { GELU_DERIVATIVE_WGSL, NORMAL_CDF_WGSL } from "./math.ts";
 
 /** Which kernel family {@link matmul} uses. */
 export type MatmulVariant = "auto" | "register" | "tiled";
@@ -125,8 +125,12 @@ interface RbVariant {
   vecOut: boolean;
   /** `bias` (n elements, binding 4) is added to every row before the store (addmm). */
   bias: boolean;
-  /** GELU of each result is stored too, into `act` (the binding after `bias`). */
-  gelu: boolean;
+  /**
+   * An epilogue storing into `act` (the binding after `bias`) GELU of each
+   * result (`gelu`), or each result times GELU's derivative at `pre` (the
+   * last binding), as `geluBackward` (`geluGrad`).
+   */
+  act: "none" | "gelu" | "geluGrad";
   /**
    * transA, batch 1: the row sums of Aᵀ (over k) are stored into `sums`
    * (the last binding) by the invocations of column block 0: a linear
@@ -156,9 +160,13 @@ function registerWgsl(v: RbVariant): string {
   s += storage(2, "b", v.vecB || v.vecBT ? "vec4<f32>" : "f32", false);
   s += storage(3, "out", v.vecOut ? "vec4<f32>" : "f32", true);
   if (v.bias) s += storage(4, "bias", "f32", false);
-  if (v.gelu) s += storage(v.bias ? 5 : 4, "act", v.vecOut ? "vec4<f32>" : "f32", true);
-  if (v.gelu) s += GELU_EPILOGUE_WGSL;
-  if (v.rowSums) s += storage(4 + Number(v.bias) + Number(v.gelu), "sums", "f32", true);
+  const outType = v.vecOut ? "vec4<f32>" : "f32";
+  let binding = v.bias ? 5 : 4;
+  if (v.act !== "none") s += storage(binding++, "act", outType, true);
+  if (v.rowSums) s += storage(binding++, "sums", "f32", true);
+  if (v.act === "geluGrad") s += storage(binding++, "pre", outType, false);
+  if (v.act === "gelu") s += GELU_EPILOGUE_WGSL;
+  if (v.act === "geluGrad") s += IS_NAN_WGSL + GELU_DERIVATIVE_WGSL;
   s += mainGrid(v.wgX, v.wgY) + `  let m = pu(0u);
   let n = pu(1u);
   let k = pu(2u);
@@ -284,12 +292,21 @@ function registerWgsl(v: RbVariant): string {
     for (const q of groups) {
       if (v.vecOut) {
         const at = `o / 4u + ${q}u`;
-        const act = v.gelu ? ` act[${at}] = gelu4(r);` : "";
+        const act = v.act === "gelu"
+          ? ` act[${at}] = gelu4(r);`
+          : v.act === "geluGrad"
+          ? ` let p = pre[${at}]; act[${at}] = r * vec4<f32>(geluDerivative(p.x), ` +
+            "geluDerivative(p.y), geluDerivative(p.z), geluDerivative(p.w));"
+          : "";
         s += `    if (col + ${4 * q}u < n) { let r = ${result(i, q)}; out[${at}] = r;${act} }\n`;
       } else {
         for (const j of lanes) {
           const at = `o + ${4 * q + j}u`;
-          const act = v.gelu ? ` act[${at}] = gelu1(r);` : "";
+          const act = v.act === "gelu"
+            ? ` act[${at}] = gelu1(r);`
+            : v.act === "geluGrad"
+            ? ` act[${at}] = r * geluDerivative(pre[${at}]);`
+            : "";
           s += `    if (col + ${4 * q + j}u < n) { let r = ${result(i, q)}.${
             "xyzw"[j]
           }; out[${at}] = r;${act} }\n`;
@@ -304,12 +321,23 @@ function registerWgsl(v: RbVariant): string {
 const T = 64;
 const TK = 16;
 
+/** The tiled kernel's epilogue bindings (scalar), in the register kernel's order. */
+function epilogueBindings(bias: boolean, act: RbVariant["act"], rowSums: boolean): string {
+  let binding = bias ? 5 : 4;
+  let s = act !== "none" ? storage(binding++, "act", "f32", true) : "";
+  if (rowSums) s += storage(binding++, "sums", "f32", true);
+  if (act === "geluGrad") s += storage(binding++, "pre", "f32", false);
+  if (act === "gelu") s += GELU_EPILOGUE_WGSL;
+  if (act === "geluGrad") s += IS_NAN_WGSL + GELU_DERIVATIVE_WGSL;
+  return s;
+}
+
 /** Params: [m, n, k, aBatchStride, bBatchStride, batchOffset]. */
 function tiledWgsl(
   transA: boolean,
   transB: boolean,
   bias: boolean,
-  gelu: boolean,
+  act: RbVariant["act"],
   rowSums: boolean,
 ): string {
   // Global reads are arranged so consecutive invocations touch consecutive
@@ -325,8 +353,7 @@ function tiledWgsl(
   return PARAMS_WGSL + storage(1, "a", "f32", false) +
     storage(2, "b", "f32", false) + storage(3, "out", "f32", true) +
     (bias ? storage(4, "bias", "f32", false) : "") +
-    (gelu ? storage(bias ? 5 : 4, "act", "f32", true) + GELU_EPILOGUE_WGSL : "") +
-    (rowSums ? storage(4 + Number(bias) + Number(gelu), "sums", "f32", true) : "") + `
+    epilogueBindings(bias, act, rowSums) + `
 var<workgroup> As: array<f32, ${T * TK}>;
 var<workgroup> Bs: array<f32, ${T * TK}>;
 ` + mainTiles(256) + `  let m = pu(0u);
@@ -397,7 +424,13 @@ ${
       let c = col0 + tx + 16u * j;
       if (r < m && c < n) {
         let v = acc[i][j]${bias ? " + bias[c]" : ""};
-        out[oBase + r * n + c] = v;${gelu ? "\n        act[oBase + r * n + c] = gelu1(v);" : ""}
+        out[oBase + r * n + c] = v;${
+    act === "gelu"
+      ? "\n        act[oBase + r * n + c] = gelu1(v);"
+      : act === "geluGrad"
+      ? "\n        act[oBase + r * n + c] = v * geluDerivative(pre[oBase + r * n + c]);"
+      : ""
+  }
       }
     }
   }
@@ -411,18 +444,33 @@ export function matmul(
   layout: MatmulArgs<GPUBuffer>,
   matmulOptions: MatmulTuning = DEFAULT_MATMUL_TUNING,
 ): void {
-  if (!layout.transA || layout.batch !== 1) {
+  if (layout.batch !== 1) {
     product(rt, layout, null, matmulOptions);
     return;
   }
-  // A weight gradient (gᵀ x): held in case the bias gradient (g summed over
-  // its rows) comes next, see matmulRowSums.
+  // Held in case the next call can be stored by this product: the bias
+  // gradient after a weight gradient (matmulRowSums), GELU's backward after
+  // an input gradient (matmulGeluBackward).
   const held: HeldProduct<MatmulArgs<GPUBuffer>> = { layout, tuning: matmulOptions };
-  rt.defer(HELD_WEIGHT_GRAD, held, 1, ([h]) => product(rt, h.layout, null, h.tuning));
+  rt.defer(HELD_MATMUL, held, 1, ([h]) => product(rt, h.layout, null, h.tuning));
 }
 
-/** The {@link Runtime.defer} key of held transA products. */
-export const HELD_WEIGHT_GRAD = "matmulTransA";
+/** The {@link Runtime.defer} key of held 2-D products. */
+export const HELD_MATMUL = "matmul";
+
+/**
+ * Records a held product whose epilogue also stores `act = out ·
+ * geluDerivative(pre)`: `geluBackward` of the gradient this product makes
+ * (a linear layer's input gradient, then its GELU's backward).
+ */
+export function matmulGeluBackward(
+  rt: Runtime,
+  held: HeldProduct<MatmulArgs<GPUBuffer>>,
+  pre: GPUBuffer,
+  act: GPUBuffer,
+): void {
+  product(rt, held.layout, null, held.tuning, act, null, pre);
+}
 
 /**
  * Records a held transA product that also stores the row sums of Aᵀ into
@@ -475,8 +523,9 @@ export function addmmGelu(rt: Runtime, held: HeldAddmm, act: GPUBuffer): void {
 }
 
 /**
- * The product, plus `bias` (n elements) on every row when given, its GELU
- * into `act`, and (transA, batch 1) the row sums of Aᵀ into `sums`.
+ * The product, plus `bias` (n elements) on every row when given; into `act`
+ * its GELU, or with `pre` the product times GELU's derivative at `pre`; and
+ * (transA, batch 1) the row sums of Aᵀ into `sums`.
  */
 function product(
   rt: Runtime,
@@ -485,9 +534,12 @@ function product(
   matmulOptions: MatmulTuning,
   act: GPUBuffer | null = null,
   sums: GPUBuffer | null = null,
+  pre: GPUBuffer | null = null,
 ): void {
   const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
-  const name = (bias ? "addmm" : "matmul") + (act ? "+gelu" : "") + (sums ? "+sum" : "");
+  const epilogue: RbVariant["act"] = act === null ? "none" : pre === null ? "gelu" : "geluGrad";
+  const name = (bias ? "addmm" : "matmul") + (epilogue === "none" ? "" : `+${epilogue}`) +
+    (sums ? "+sum" : "");
   if (wgslType(layout.dtype) !== "f32") {
     throw new Error(`webgpu ${name} does not support dtype ${layout.dtype}`);
   }
@@ -537,7 +589,7 @@ function product(
       k4: vecA || vecBT,
       vecOut: n % 4 === 0,
       bias: bias !== null,
-      gelu: act !== null,
+      act: epilogue,
       rowSums: sums !== null,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
@@ -545,8 +597,8 @@ function product(
     gx = Math.ceil(Math.ceil(n / cols) / wgX);
     gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {
-    key = `matmul_tiled_${transA}_${transB}_${bias !== null}_${act !== null}_${sums !== null}`;
-    wgsl = () => tiledWgsl(transA, transB, bias !== null, act !== null, sums !== null);
+    key = `matmul_tiled_${transA}_${transB}_${bias !== null}_${epilogue}_${sums !== null}`;
+    wgsl = () => tiledWgsl(transA, transB, bias !== null, epilogue, sums !== null);
     gx = Math.ceil(n / T);
     gy = Math.ceil(m / T);
   }
@@ -559,8 +611,9 @@ function product(
       name,
       key,
       wgsl,
-      signature: "rrw" + (bias ? "r" : "") + (act ? "w" : "") + (sums ? "w" : ""),
-      buffers: [a, b, out, ...(bias ? [bias] : []), ...(act ? [act] : []), ...(sums ? [sums] : [])],
+      signature: "rrw" + (bias ? "r" : "") + (act ? "w" : "") + (sums ? "w" : "") +
+        (pre ? "r" : ""),
+      buffers: [a, b, out, ...[bias, act, sums, pre].filter((x) => x !== null)],
       params: [m, n, k, aBatchStride, bBatchStride, b0],
       groups: [gx, gy, nb],
     });

@@ -12,7 +12,7 @@
  */
 
 import type { MatmulArgs, ReduceArgs, ReduceOp } from "../../backend.ts";
-import { HELD_WEIGHT_GRAD, type HeldProduct, matmulRowSums } from "./matmul.ts";
+import { HELD_MATMUL, type HeldProduct, matmulRowSums } from "./matmul.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import {
   coordinates,
@@ -214,9 +214,9 @@ export function reduce(rt: Runtime, layout: ReduceArgs<GPUBuffer>): void {
   // reads g anyway. Only for axes one serial pass would reduce here too.
   const held = op === "sum" && outer === 1 && layout.size <= SERIAL_MAX * 4
     ? rt.claimDeferred<HeldProduct<MatmulArgs<GPUBuffer>>>(
-      HELD_WEIGHT_GRAD,
+      HELD_MATMUL,
       ({ layout: l }) =>
-        l.a === x && l.m === inner && l.k === layout.size && l.m * l.n > 0 &&
+        l.transA && l.a === x && l.m === inner && l.k === layout.size && l.m * l.n > 0 &&
         // Written while the product reads its operands: it must be none of them.
         out !== l.a && out !== l.b && out !== l.out,
     )
