@@ -546,7 +546,7 @@ function gpuPrototypes(device: Device): { buffer: GPUBuffer; pass: GPUComputePas
 }
 
 backendTest(
-  "webgpu: a step's Adam updates are one dispatch per storage-binding budget",
+  "webgpu: a step's Adam updates are one dispatch per storage-binding budget (on a GPU)",
   async (device) => {
     if (!["webgpu", "dawn"].includes(device.backend)) return;
     const params = [3, 300, 17, 64, 1, 129].map((n, i) =>
@@ -565,8 +565,13 @@ backendTest(
       opt.step();
       await params[0].data();
     });
-    // 4 storage bindings per parameter, one for the parameter block.
-    const perDispatch = Math.floor((gpuOf(device).limits.maxStorageBuffersPerShaderStage - 1) / 4);
+    // 4 storage bindings per parameter, one for the parameter block; a CPU adapter (llvmpipe)
+    // runs every branch of a multi-tensor kernel masked, so there each tensor is its own.
+    const runtime = (device.backendDevice as { impl?: { runtime?: { isCpuAdapter: boolean } } })
+      .impl?.runtime;
+    const perDispatch = runtime?.isCpuAdapter
+      ? 1
+      : Math.floor((gpuOf(device).limits.maxStorageBuffersPerShaderStage - 1) / 4);
     assert.equal(dispatches, Math.ceil(6 / perDispatch), `dispatches for 6 parameters`);
   },
 );
