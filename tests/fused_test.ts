@@ -613,7 +613,7 @@ backendTest(
   async (device) => {
     if (!["webgpu", "dawn"].includes(device.backend)) return;
     if (!device.backendDevice.kernels.addmm) return;
-    const run = async (d: Device) => {
+    const run = (d: Device) => {
       const x = tensor(floats([6, 5], 120), { shape: [6, 5], device: d, requiresGrad: true });
       // Odd widths (7: scalar stores) and multiples of 4 (vec4 stores), NaN kept by GELU.
       const w7 = tensor(floats([7, 5], 121), { shape: [7, 5], device: d, requiresGrad: true });
