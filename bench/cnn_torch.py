@@ -13,7 +13,7 @@ command per line on stdin and answers one JSON line, so that
 `deno task bench --filter conv --peers` times its epochs round-robin with
 multigrad's (bench/peers/pytorch.ts):
 
-  {"case": "epoch"}   -> {"ms": 812.5, "loss": 0.02}   one training epoch
+  {"case": "epoch"}   -> {"ms": 812.5, "cpu_ms": 790.1, "loss": 0.02}   one epoch
   {"info": true}      -> {"torch": "1.13.0", "threads": 1}
 """
 
@@ -104,8 +104,8 @@ def serve(train_count):
         if cmd.get("info"):
             out = {"torch": torch.__version__, "threads": torch.get_num_threads()}
         else:
-            loss, seconds, _ = train_epoch()
-            out = {"ms": seconds * 1000, "loss": loss}
+            loss, seconds, cpu_seconds = train_epoch()
+            out = {"ms": seconds * 1000, "cpu_ms": cpu_seconds * 1000, "loss": loss}
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
 

@@ -19,6 +19,8 @@ export interface PytorchPeer {
    * the CNN script): PyTorch's own milliseconds.
    */
   run(name: "matmul" | "mlp" | "demo" | "epoch"): Promise<number>;
+  /** The processor milliseconds of the last run, where the script reports them (else NaN). */
+  lastCpuMs(): number;
   /** Ends the child process. */
   close(): Promise<void>;
 }
@@ -87,11 +89,17 @@ export async function startPytorch(
     await child.stderr.cancel().catch(() => {});
     await lines.cancel().catch(() => {});
   };
+  let cpuMs = NaN;
   try {
     const info = await ask({ info: true });
     return {
       info: `torch ${info.torch}, ${info.threads} thread${info.threads === 1 ? "" : "s"}`,
-      run: async (name) => Number((await ask({ case: name })).ms),
+      run: async (name) => {
+        const answer = await ask({ case: name });
+        cpuMs = answer.cpu_ms === undefined ? NaN : Number(answer.cpu_ms);
+        return Number(answer.ms);
+      },
+      lastCpuMs: () => cpuMs,
       close,
     };
   } catch (error) {
