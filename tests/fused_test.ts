@@ -55,6 +55,25 @@ async function cpuWithout(name: string, leftOut: readonly string[]): Promise<Dev
 
 const COMPOSED = await cpuWithout("composed-optim", ["adam", "sgd"]);
 
+/** The kernels `fn` calls on `device`, in order (the table wrapped while it runs). */
+async function kernelCalls(device: Device, fn: () => unknown): Promise<string[]> {
+  const kernels = device.backendDevice.kernels as unknown as Record<string, (a: unknown) => void>;
+  const calls: string[] = [];
+  const saved = { ...kernels };
+  for (const k of Object.keys(saved)) {
+    kernels[k] = (a: unknown) => {
+      calls.push(k);
+      saved[k](a);
+    };
+  }
+  try {
+    await fn();
+  } finally {
+    Object.assign(kernels, saved);
+  }
+  return calls;
+}
+
 type MakeOptimizer = (params: nn.Parameter[]) => optim.SGD | optim.Adam;
 
 const OPTIMIZERS: [string, MakeOptimizer][] = [
@@ -117,20 +136,7 @@ backendTest("fused Adam: one kernel per parameter, none of the composed ops", as
   const p = new nn.Parameter(tensor([1, 2, 3, 4, 5], { device }));
   const opt = new optim.Adam([p], { lr: 0.1 });
   p.grad = tensor([0.5, -0.5, 1, -1, 0], { device });
-  const kernels = device.backendDevice.kernels as unknown as Record<string, (a: unknown) => void>;
-  const calls: string[] = [];
-  const saved = { ...kernels };
-  for (const k of Object.keys(saved)) {
-    kernels[k] = (a: unknown) => {
-      calls.push(k);
-      saved[k](a);
-    };
-  }
-  try {
-    opt.step();
-  } finally {
-    Object.assign(kernels, saved);
-  }
+  const calls = await kernelCalls(device, () => opt.step());
   // The state's zeros (two fills) and the update itself.
   assert.deepEqual(calls.filter((k) => k !== "fill"), ["adam"]);
   const ref = [1, 2, 3, 4, 5].map((
@@ -179,10 +185,6 @@ for (const reduction of ["mean", "sum"] as const) {
     `fused crossEntropyReduced (${reduction}): one launch each way, the composition's numbers (cpu: its bits)`,
     async (device) => {
       if (!device.backendDevice.kernels.crossEntropyReduced) return;
-      const kernels = device.backendDevice.kernels as unknown as Record<
-        string,
-        (a: unknown) => void
-      >;
       const run = async (d: Device, targets: number[], scale: number) => {
         const x = tensor(LOGITS, { device: d, requiresGrad: true });
         const y = tensor(targets, { device: d, dtype: "int32" });
@@ -191,20 +193,10 @@ for (const reduction of ["mean", "sum"] as const) {
         loss.mul(scale).backward();
         return { loss: await loss.data(), grad: await x.grad!.data() };
       };
-      const calls: string[] = [];
-      const saved = { ...kernels };
-      for (const k of Object.keys(saved)) {
-        kernels[k] = (a: unknown) => {
-          calls.push(k);
-          saved[k](a);
-        };
-      }
-      let fused;
-      try {
+      let fused!: Awaited<ReturnType<typeof run>>;
+      const calls = await kernelCalls(device, async () => {
         fused = await run(device, [3, 1, 0, -100, 2], 2.5);
-      } finally {
-        Object.assign(kernels, saved);
-      }
+      });
       // After the targets' range check: the loss, then its backward (the seed fill and
       // the scale's multiplications aside).
       const launched = calls.slice(calls.indexOf("crossEntropyReduced"))
@@ -234,23 +226,14 @@ backendTest(
   "fused crossEntropy: two kernels; a NaN logit gives NaN; a class out of range an error (the kernel alone: NaN)",
   async (device) => {
     if (!device.backendDevice.kernels.crossEntropy) return;
-    const kernels = device.backendDevice.kernels as unknown as Record<string, (a: unknown) => void>;
-    const calls: string[] = [];
-    const saved = { ...kernels };
-    for (const k of Object.keys(saved)) {
-      kernels[k] = (a: unknown) => {
-        calls.push(k);
-        saved[k](a);
-      };
-    }
     const x = tensor(LOGITS, { device, requiresGrad: true });
-    try {
-      nn.functional.crossEntropy(x, tensor([3, 1, 0, 2, 2], { device, dtype: "int32" }), {
-        reduction: "none",
-      }).sum().backward();
-    } finally {
-      Object.assign(kernels, saved);
-    }
+    const calls = await kernelCalls(
+      device,
+      () =>
+        nn.functional.crossEntropy(x, tensor([3, 1, 0, 2, 2], { device, dtype: "int32" }), {
+          reduction: "none",
+        }).sum().backward(),
+    );
     assert.ok(calls.includes("crossEntropy") && calls.includes("crossEntropyBackward"));
     assert.ok(!calls.includes("softmax"), `no log-softmax composition: ${calls.join(", ")}`);
     const nanRow = nn.functional.crossEntropy(

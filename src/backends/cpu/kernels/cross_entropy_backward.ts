@@ -7,9 +7,16 @@
 import type { CrossEntropyBackwardArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
 
-/** See {@link CrossEntropyBackwardArgs}. */
-export function crossEntropyBackward(args: CrossEntropyBackwardArgs<TypedArray>): void {
-  const { probs, target, gradLoss, out, rows, classes, ignoreIndex } = args;
+/**
+ * Writes `out[r] = g(r) · (probs[r] - onehot(target[r]))` for every row: 0
+ * on ignored rows, NaN on out-of-range targets (`crossEntropyReducedBackward`
+ * shares it, with one `g` for all rows).
+ */
+export function rowGradients(
+  args: Omit<CrossEntropyBackwardArgs<TypedArray>, "gradLoss" | "dtype">,
+  g: (row: number) => number,
+): void {
+  const { probs, target, out, rows, classes, ignoreIndex } = args;
   for (let r = 0, at = 0; r < rows; r++, at += classes) {
     const t = target[r];
     if (t === ignoreIndex) {
@@ -17,8 +24,14 @@ export function crossEntropyBackward(args: CrossEntropyBackwardArgs<TypedArray>)
     } else if (!(t >= 0 && t < classes)) {
       out.fill(NaN, at, at + classes);
     } else {
-      const g = gradLoss[r];
-      for (let c = 0; c < classes; c++) out[at + c] = g * probs[at + c] - (c === t ? g : 0);
+      const gr = g(r);
+      for (let c = 0; c < classes; c++) out[at + c] = gr * probs[at + c] - (c === t ? gr : 0);
     }
   }
+}
+
+/** See {@link CrossEntropyBackwardArgs}. */
+export function crossEntropyBackward(args: CrossEntropyBackwardArgs<TypedArray>): void {
+  const { gradLoss } = args;
+  rowGradients(args, (r) => gradLoss[r]);
 }

@@ -8,24 +8,16 @@
 
 import type { CrossEntropyReducedBackwardArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { rowGradients } from "./cross_entropy_backward.ts";
 
 /** See {@link CrossEntropyReducedBackwardArgs}. */
 export function crossEntropyReducedBackward(
   args: CrossEntropyReducedBackwardArgs<TypedArray>,
 ): void {
-  const { probs, target, gradLoss, weightSum, out, rows, classes, ignoreIndex, mean } = args;
+  const { gradLoss, weightSum, out, rows, classes, mean } = args;
   if (rows * classes === 0) return;
   // Rounded to the dtype through `out`, as the composition stores g / weightSum.
   out[0] = mean ? gradLoss[0] / weightSum[0] : gradLoss[0];
   const g = out[0];
-  for (let r = 0, at = 0; r < rows; r++, at += classes) {
-    const t = target[r];
-    if (t === ignoreIndex) {
-      out.fill(0, at, at + classes);
-    } else if (!(t >= 0 && t < classes)) {
-      out.fill(NaN, at, at + classes);
-    } else {
-      for (let c = 0; c < classes; c++) out[at + c] = g * probs[at + c] - (c === t ? g : 0);
-    }
-  }
+  rowGradients(args, () => g);
 }
