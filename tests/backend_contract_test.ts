@@ -919,7 +919,7 @@ Deno.test({
     assert.equal(THIRD.backendDevice.kernels.maxPool2d, undefined);
     const cpu = BACKENDS.get("cpu")![0];
     const F = nn.functional;
-    const outputs = async (d: Device) => {
+    const outputs = (d: Device) => {
       const x = tensor(floats([2 * 3 * 6 * 4], 50, -2, 2), {
         shape: [2, 3, 6, 4],
         device: d,
@@ -943,7 +943,7 @@ Deno.test({
       });
       return [y, x.grad!, w.grad!, b.grad!, mean, variance].map((t) => t.data());
     };
-    const [want, got] = [await outputs(cpu), await outputs(THIRD)];
+    const [want, got] = [outputs(cpu), outputs(THIRD)];
     for (let i = 0; i < want.length; i++) {
       assertClose(await got[i], await want[i], { atol: 1e-5, rtol: 1e-5, what: `output ${i}` });
     }

@@ -306,7 +306,8 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       const backward = () =>
         (ddp.forward(tensor([[1, 2, 3, 4, 5, 6]], { device })) as Tensor).sum().backward();
       if (kind === "unusedHang") backward();
-      return await caught(async () => backward());
+      // backward throws synchronously; the promise wraps it as caught() expects.
+      return await caught(() => Promise.resolve().then(backward));
     }
     case "buffers": {
       // Rank 0's running statistics reach every rank before each forward.
