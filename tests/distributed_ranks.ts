@@ -203,6 +203,54 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       return await caught(() =>
         distributed.allReduce(tensor(rank === 0 ? [1, 2, 3] : [1, 2, 3, 4], { device })).wait()
       );
+    case "groups": {
+      const n = distributed.getWorldSize();
+      const last = n - 1;
+      const pair = await distributed.newGroup([last, 0]);
+      const solo = await distributed.newGroup([1]);
+      const out: Record<string, unknown> = {
+        pairRanks: pair.ranks,
+        pairRank: pair.rank,
+        soloRank: solo.rank,
+      };
+      if (pair.rank >= 0) {
+        const t = tensor([rank + 1, 10], { device });
+        distributed.allReduce(t, { group: pair });
+        out.pairSum = await t.toArray();
+        const b = tensor([rank], { device });
+        distributed.broadcast(b, { src: last, group: pair });
+        out.pairBroadcast = await b.toArray();
+        const gathered = distributed.allGather(tensor([rank], { device }), { group: pair });
+        out.pairGathered = await Promise.all(gathered.map((g) => g.toArray()));
+        const part = tensor([0], { device });
+        distributed.reduceScatter(part, tensor([1, 2], { device }).mul(rank + 1), { group: pair });
+        out.pairScatter = await part.toArray();
+        await distributed.barrier({ group: pair });
+      }
+      if (solo.rank >= 0) {
+        const t = tensor([5], { device });
+        distributed.allReduce(t, { group: solo });
+        out.soloValue = await t.toArray();
+      } else {
+        out.nonMember = await caught(async () =>
+          distributed.allReduce(tensor([1], { device }), { group: solo })
+        );
+      }
+      // The whole group goes on as before.
+      const all = tensor([1], { device });
+      distributed.allReduce(all);
+      out.world = await all.toArray();
+      out.mismatch = await caught(() => distributed.newGroup(rank === 0 ? [0] : [1]));
+      if (pair.rank >= 0) {
+        // A mismatch inside the group names the whole group's ranks (last: a failed
+        // collective's error also reaches the device's next read).
+        out.pairMismatch = await caught(() =>
+          distributed.allReduce(tensor(rank === 0 ? [1] : [1, 2], { device }), { group: pair })
+            .wait()
+        );
+      }
+      return out;
+    }
     case "reduceScatterShape":
       return await caught(() =>
         distributed.reduceScatter(

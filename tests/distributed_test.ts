@@ -85,6 +85,69 @@ function checkScattered(r: Collected): void {
   assert.equal(r.scatteredBigErrors, 0);
 }
 
+/** What the `groups` scenario returns (see tests/distributed_ranks.ts). */
+interface Grouped {
+  pairRanks: number[];
+  pairRank: number;
+  soloRank: number;
+  pairSum?: number[];
+  pairBroadcast?: number[];
+  pairGathered?: number[][];
+  pairScatter?: number[];
+  pairMismatch?: { message: string; ranks?: number[] };
+  soloValue?: number[];
+  nonMember?: { message: string; ranks?: number[] };
+  world: number[];
+  mismatch: { message: string; ranks?: number[] };
+}
+
+/** newGroup's sub-groups of ranks [0, last] and [1], on every rank of `results`. */
+function checkGroups(results: readonly (Grouped | undefined)[]): void {
+  const n = results.length;
+  const last = n - 1;
+  results.forEach((r, rank) => {
+    assert.ok(r, `rank ${rank} returned nothing`);
+    assert.deepEqual(r.pairRanks, [0, last]);
+    assert.equal(r.pairRank, rank === 0 ? 0 : rank === last ? 1 : -1);
+    assert.equal(r.soloRank, rank === 1 ? 0 : -1);
+    if (r.pairRank >= 0) {
+      assert.deepEqual(r.pairSum, [1 + n, 20]);
+      assert.deepEqual(r.pairBroadcast, [last]);
+      assert.deepEqual(r.pairGathered, [[0], [last]]);
+      assert.deepEqual(r.pairScatter, [(r.pairRank + 1) * (1 + n)]);
+      assert.match(
+        r.pairMismatch!.message,
+        new RegExp(
+          `in the group of ranks \\[0, ${last}\\].*collective mismatch.*rank 0 called allReduce #\\d+ \\(sum\\) of float32 \\[1\\]; rank 1 called allReduce #\\d+ \\(sum\\) of float32 \\[2\\]`,
+        ),
+      );
+      assert.deepEqual(r.pairMismatch!.ranks, [last], "the whole group's rank");
+    }
+    if (rank === 1) assert.deepEqual(r.soloValue, [5]);
+    else {
+      assert.match(
+        r.nonMember!.message,
+        new RegExp(`allReduce: rank ${rank} is not a member of the group of ranks \\[1\\]`),
+      );
+    }
+    assert.deepEqual(r.world, [n]);
+    assert.match(
+      r.mismatch.message,
+      /newGroup: every rank must pass the same ranks, but rank 0 passed \[0\]; rank 1 passed \[1\]/,
+    );
+  });
+}
+
+Deno.test({
+  name: "newGroup: collectives among some ranks; a non-member or a different list is an error",
+  ...opts,
+  fn: async () => {
+    checkGroups(
+      await distributed.spawn<Grouped>(RANKS, { nprocs: 3, args: ["failure", { kind: "groups" }] }),
+    );
+  },
+});
+
 Deno.test("process group: one rank without a launcher; clear errors before init and on bad input", async () => {
   assert.equal(distributed.isInitialized(), false);
   assert.throws(() => distributed.getRank(), /no process group in this thread/);
@@ -534,6 +597,9 @@ Deno.test({
       checkScattered(r);
       assert.equal(r.bigErrors, 0);
     });
+    const grouped = await mpiRun<Grouped>(2, "failure", { kind: "groups" });
+    assert.equal(grouped.code, 0, grouped.output);
+    checkGroups(grouped.results);
     const unused = await mpiRun<UnusedAllowed>(2, "failure", { kind: "unusedAllowed" });
     assert.equal(unused.code, 0, unused.output);
     checkUnusedAllowed(unused.results);

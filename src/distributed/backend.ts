@@ -79,6 +79,14 @@ export interface ProcessGroupBackend {
    * learn, before `backward()` returns, which parameters no rank used.
    */
   allGatherSync?(call: CollectiveCall, data: Int32Array): Int32Array[];
+  /**
+   * Optional (needed by `newGroup`): called by every rank of this group in
+   * the same order with the same sorted, distinct `ranks` (this group's
+   * ranks) and a counter `index` (0, 1, ... per group), it returns this
+   * rank's end of a group of just those ranks (its rank = its position in
+   * `ranks`), or null on a rank not in `ranks`.
+   */
+  newGroup?(ranks: readonly number[], index: number): Promise<ProcessGroupBackend | null>;
   /** Leaves the group; collectives after it are refused. */
   destroy(): void | Promise<void>;
 }

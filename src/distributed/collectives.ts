@@ -14,7 +14,7 @@ import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { ReduceOp } from "./backend.ts";
 import { borrowHost, giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
-import { activeGroup } from "./state.ts";
+import { activeGroup, type DistributedGroup } from "./state.ts";
 
 /**
  * A collective in flight: `await work` (or `work.wait()`) resolves once
@@ -87,6 +87,8 @@ function checkOp(name: string, op: ReduceOp, t: Tensor): ReduceOp {
 export interface AllReduceOptions {
   /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype). */
   op?: ReduceOp;
+  /** Among the ranks of this group only (from `newGroup`; default: every rank). */
+  group?: DistributedGroup;
 }
 
 /**
@@ -97,7 +99,7 @@ export interface AllReduceOptions {
 export function allReduce(t: Tensor, options: AllReduceOptions = {}): Work {
   checkTensor("allReduce", t);
   const op = checkOp("allReduce", options.op ?? "sum", t);
-  const group = activeGroup("allReduce");
+  const group = activeGroup("allReduce", options.group);
   const call = group.call({ kind: "allReduce", dtype: t.dtype, shapes: [t.shape], op });
   const values = readFlat([t], "allReduce");
   const result = runOnHost(group, call, values, async (host) => {
@@ -110,8 +112,10 @@ export function allReduce(t: Tensor, options: AllReduceOptions = {}): Work {
 
 /** Options of {@link broadcast}. */
 export interface BroadcastOptions {
-  /** The rank whose values every rank gets. */
+  /** The rank whose values every rank gets (its rank in the whole group, as PyTorch's). */
   src: number;
+  /** Among the ranks of this group only (from `newGroup`; `src` must be one). */
+  group?: DistributedGroup;
 }
 
 /**
@@ -120,8 +124,15 @@ export interface BroadcastOptions {
  */
 export function broadcast(t: Tensor, options: BroadcastOptions): Work {
   checkTensor("broadcast", t);
-  const group = activeGroup("broadcast");
-  const src = options?.src;
+  const group = activeGroup("broadcast", options?.group);
+  const members = group.members;
+  const given = options?.src;
+  const src = members ? members.indexOf(given) : given;
+  if (members && src < 0) {
+    throw new RangeError(
+      `broadcast: src must be a rank of the group [${members.join(", ")}], got ${given}`,
+    );
+  }
   if (!Number.isInteger(src) || src < 0 || src >= group.worldSize) {
     throw new RangeError(
       `broadcast: src must be a rank in [0, ${group.worldSize}), got ${src}`,
@@ -147,14 +158,20 @@ export function broadcast(t: Tensor, options: BroadcastOptions): Work {
   return new Work(result);
 }
 
+/** Options of {@link allGather} and {@link barrier}. */
+export interface GroupOptions {
+  /** Among the ranks of this group only (from `newGroup`; default: every rank). */
+  group?: DistributedGroup;
+}
+
 /**
  * Every rank's `t`, in rank order, as new tensors on `t`'s device
- * (`torch.distributed.all_gather`). They are returned at once; reads and
- * later ops see the gathered values.
+ * (`torch.distributed.all_gather`; with `group`, its ranks' in its order).
+ * They are returned at once; reads and later ops see the gathered values.
  */
-export function allGather(t: Tensor): Tensor[] {
+export function allGather(t: Tensor, options: GroupOptions = {}): Tensor[] {
   checkTensor("allGather", t);
-  const group = activeGroup("allGather");
+  const group = activeGroup("allGather", options.group);
   const call = group.call({ kind: "allGather", dtype: t.dtype, shapes: [t.shape] });
   const values = readFlat([t], "allGather");
   const outs = Array.from({ length: group.worldSize }, () => empty(t.shape, t.dtype, t.device));
@@ -176,6 +193,8 @@ export function allGather(t: Tensor): Tensor[] {
 export interface ReduceScatterOptions {
   /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype). */
   op?: ReduceOp;
+  /** Among the ranks of this group only (from `newGroup`; parts by rank in the group). */
+  group?: DistributedGroup;
 }
 
 /**
@@ -201,7 +220,7 @@ export function reduceScatter(
   checkTensor("reduceScatter", output);
   checkTensor("reduceScatter", input);
   const op = checkOp("reduceScatter", options.op ?? "sum", input);
-  const group = activeGroup("reduceScatter");
+  const group = activeGroup("reduceScatter", options.group);
   const n = group.worldSize;
   const [o, i] = [formatShape(output.shape), formatShape(input.shape)];
   if (output.dtype !== input.dtype || output.device !== input.device) {
@@ -239,9 +258,9 @@ export function reduceScatter(
   return new Work(result);
 }
 
-/** Resolves once every rank has called `barrier` (`torch.distributed.barrier`). */
-export function barrier(): Promise<void> {
-  const group = activeGroup("barrier");
+/** Resolves once every rank (of `group`, when given) has called `barrier` (`torch.distributed.barrier`). */
+export function barrier(options: GroupOptions = {}): Promise<void> {
+  const group = activeGroup("barrier", options.group);
   const call = group.call({ kind: "barrier", dtype: null, shapes: [] });
   return group.run(call, () => group.backend.barrier(call));
 }

@@ -6,17 +6,21 @@
  * @module
  */
 
-import type { ProcessGroupFactory } from "./backend.ts";
+import { DistributedError, type ProcessGroupFactory } from "./backend.ts";
 import { createLocalShared, LocalBackend, localLaunch } from "./local.ts";
 import { mpiBackend } from "./mpi.ts";
 import {
   activeGroup,
   currentGroup,
+  DistributedGroup,
   factoryOf,
+  makeGroupHandle,
   ProcessGroup,
   registerFactory,
   setCurrentGroup,
 } from "./state.ts";
+
+export { DistributedGroup };
 
 /** Default of {@link InitProcessGroupOptions.timeoutMs}: one minute, as PyTorch's NCCL default is 10. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
@@ -127,6 +131,61 @@ export async function destroyProcessGroup(): Promise<void> {
   const group = activeGroup("destroyProcessGroup");
   setCurrentGroup(null);
   await group.destroy();
+}
+
+/**
+ * Makes a group of some of the ranks (`torch.distributed.new_group`), for
+ * collectives among just them (`allReduce(t, { group })` and the others).
+ * Every rank of the process group must call it, in the same order, with
+ * the same `ranks` (a difference is an error on every rank naming each
+ * rank's list); on a rank not in `ranks` the returned group has rank -1,
+ * and its collectives are an error naming the rank and the group. A
+ * `"local"` group makes at most 4 sub-groups (their shared memory is made
+ * with the group); `"mpi"` splits its communicator. Destroyed with the
+ * process group.
+ */
+export async function newGroup(ranks: readonly number[]): Promise<DistributedGroup> {
+  const world = activeGroup("newGroup");
+  const n = world.worldSize;
+  if (
+    !Array.isArray(ranks) || ranks.length === 0 ||
+    ranks.some((r) => !Number.isInteger(r) || r < 0 || r >= n) ||
+    new Set(ranks).size !== ranks.length
+  ) {
+    throw new RangeError(
+      `newGroup: ranks must be distinct ranks in [0, ${n}), at least one, got [${
+        Array.isArray(ranks) ? ranks.join(", ") : String(ranks)
+      }]`,
+    );
+  }
+  const make = world.backend.newGroup?.bind(world.backend);
+  if (!make) {
+    throw new Error(
+      `newGroup: the "${world.backendName}" process-group backend makes no sub-groups`,
+    );
+  }
+  const sorted = [...ranks].sort((a, b) => a - b);
+  const index = world.newGroups++;
+  // Every rank must pass the same ranks: the lists are gathered and compared.
+  const call = world.call({ kind: "allGather", dtype: "int32", shapes: [[sorted.length]] });
+  const backend = await world.run(call, async () => {
+    const lists = (await world.backend.allGather(call, Int32Array.from(sorted)))
+      .map((list) => Array.from(list).join(", "));
+    if (lists.some((list) => list !== lists[0])) {
+      throw new DistributedError(
+        `newGroup: every rank must pass the same ranks, but ${
+          lists.map((list, q) => `rank ${q} passed [${list}]`).join("; ")
+        }`,
+        lists.flatMap((list, q) => list === lists[0] ? [] : [q]),
+      );
+    }
+    return await make(sorted, index);
+  });
+  const group = backend
+    ? new ProcessGroup(world.backendName, backend, world.timeoutMs, sorted)
+    : null;
+  if (group) world.subgroups.push(group);
+  return makeGroupHandle(sorted, group);
 }
 
 /** Whether this thread has a process group. */

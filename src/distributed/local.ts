@@ -55,7 +55,15 @@ export interface LocalShared {
   readonly data: SharedArrayBuffer;
   /** `allGatherSync`'s own phases and two slots per rank (header and data words each). */
   readonly sync: SharedArrayBuffer;
+  /**
+   * Memory for the sub-groups `newGroup` makes, in order (Workers cannot
+   * share memory made after they started, so it is made with the group).
+   */
+  readonly groups: readonly LocalShared[];
 }
+
+/** How many sub-groups (`newGroup`) a local group can make. */
+export const LOCAL_SUBGROUPS = 4;
 
 const SYNC_SLOT = HEADER_WORDS + SYNC_WORDS;
 const syncSlotAt = (n: number, rank: number, parity: number) => n + (2 * rank + parity) * SYNC_SLOT;
@@ -77,16 +85,23 @@ const messageOffset = (n: number, rank: number) =>
  * ranks, less for many (16 MiB over all ranks, at least 512 KiB each):
  * larger collectives go through in chunks.
  */
-export function createLocalShared(worldSize: number, chunkBytes?: number): LocalShared {
+export function createLocalShared(
+  worldSize: number,
+  chunkBytes?: number,
+  subgroups = LOCAL_SUBGROUPS,
+): LocalShared {
   const bytes = chunkBytes ??
     Math.min(4 * MIB, Math.max(MIB / 2, Math.floor(16 * MIB / worldSize)));
   const slot = Math.max(8, Math.floor(bytes / 8) * 8);
+  // Sub-groups move less at a time (they go through in more chunks).
+  const subSlot = Math.max(64 * 1024, Math.min(MIB / 4, Math.floor(4 * MIB / worldSize)));
   return {
     worldSize,
     chunkBytes: slot,
     control: new SharedArrayBuffer(messageOffset(worldSize, worldSize)),
     data: new SharedArrayBuffer(2 * worldSize * slot),
     sync: new SharedArrayBuffer(4 * (worldSize + 2 * worldSize * SYNC_SLOT)),
+    groups: Array.from({ length: subgroups }, () => createLocalShared(worldSize, subSlot, 0)),
   };
 }
 
@@ -149,16 +164,63 @@ export class LocalBackend implements ProcessGroupBackend {
   readonly #control: Int32Array;
   readonly #sync: Int32Array;
   readonly #timeoutMs: number;
+  /** For a sub-group: the whole group's memory and the members' ranks there (for their statuses). */
+  readonly #world: { readonly shared: LocalShared; readonly members: readonly number[] } | null;
   #round = 0;
   #syncRound = 0;
   #left = false;
 
-  /** Joins the group in `shared` as `rank`. */
-  constructor(shared: LocalShared, readonly rank: number, timeoutMs: number) {
+  /**
+   * Joins the group in `shared` as `rank`; `world`: this is a sub-group of
+   * the group in `world.shared`, whose rank `world.members[q]` is rank q here.
+   */
+  constructor(
+    shared: LocalShared,
+    readonly rank: number,
+    timeoutMs: number,
+    world: { readonly shared: LocalShared; readonly members: readonly number[] } | null = null,
+  ) {
     this.#shared = shared;
     this.#control = new Int32Array(shared.control);
     this.#sync = new Int32Array(shared.sync);
     this.#timeoutMs = timeoutMs;
+    this.#world = world;
+  }
+
+  /**
+   * Rank q's status: in a sub-group, also its status in the whole group
+   * (where the launcher marks a Worker that died).
+   */
+  #status(q: number): RankStatus {
+    const own = Atomics.load(this.#control, statusAt(this.worldSize, q)) as RankStatus;
+    if (own !== RankStatus.Running || !this.#world) return own;
+    return rankStatus(this.#world.shared, this.#world.members[q]);
+  }
+
+  /** Longest single wait: a sub-group is not woken by the whole group's status changes. */
+  #waitCap(left: number): number {
+    return this.#world ? Math.min(left, SYNC_LOOK_MS) : left;
+  }
+
+  /** A sub-group in the next of the memory areas made with this group (sub-groups of sub-groups: none). */
+  newGroup(ranks: readonly number[], index: number): Promise<ProcessGroupBackend | null> {
+    const shared = this.#shared.groups[index];
+    if (!shared) {
+      return Promise.reject(
+        new RangeError(
+          `newGroup: a "local" group makes at most ${this.#shared.groups.length} sub-groups${
+            this.#world ? " (a sub-group makes none)" : ""
+          }`,
+        ),
+      );
+    }
+    const position = ranks.indexOf(this.rank);
+    if (position < 0) return Promise.resolve(null);
+    // The area was made for the whole group; a smaller group uses its start.
+    const sub: LocalShared = { ...shared, worldSize: ranks.length };
+    return Promise.resolve(
+      new LocalBackend(sub, position, this.#timeoutMs, { shared: this.#shared, members: ranks }),
+    );
   }
 
   /** Number of ranks. */
@@ -220,25 +282,26 @@ export class LocalBackend implements ProcessGroupBackend {
       for (;;) {
         // The status first: a rank publishes its phase before it leaves, so
         // one that left after joining this round is seen as joined.
-        const status = Atomics.load(control, statusAt(this.worldSize, q));
+        const status = this.#status(q);
         const seen = Atomics.load(control, phaseAt(q));
         if (seen >= round) break;
         if (status !== RankStatus.Running) this.#checkPeer(call, q);
         const left = deadline - performance.now();
         if (left <= 0) throw this.#timeout(call, round);
-        const wait = Atomics.waitAsync(control, phaseAt(q), seen, left);
+        const wait = Atomics.waitAsync(control, phaseAt(q), seen, this.#waitCap(left));
         if (wait.async) await wait.value;
       }
     }
   }
 
   #checkPeer(call: CollectiveCall, q: number): void {
-    const status = Atomics.load(this.#control, statusAt(this.worldSize, q));
+    const status = this.#status(q);
     if (status === RankStatus.Failed) {
+      const message = this.#world
+        ? failureMessage(this.#world.shared, this.#world.members[q])
+        : failureMessage(this.#shared, q);
       throw new DistributedError(
-        `${describeHeader(call.header)} on rank ${this.rank}: rank ${q} failed: ${
-          failureMessage(this.#shared, q)
-        }`,
+        `${describeHeader(call.header)} on rank ${this.rank}: rank ${q} failed: ${message}`,
         [q],
       );
     }
@@ -426,7 +489,7 @@ export class LocalBackend implements ProcessGroupBackend {
       if (q === this.rank) continue;
       for (;;) {
         // The status first, as in #waitAll.
-        const status = Atomics.load(this.#control, statusAt(n, q));
+        const status = this.#status(q);
         const seen = Atomics.load(sync, q);
         if (seen >= round) break;
         if (status !== RankStatus.Running) this.#checkPeer(call, q);

@@ -100,6 +100,11 @@ const SYMBOLS = {
   MPI_Abort: { parameters: ["i32", "i32"], result: "i32" },
   MPI_Comm_dup: { parameters: ["i32", "buffer"], result: "i32" },
   MPI_Comm_set_errhandler: { parameters: ["i32", "i32"], result: "i32" },
+  MPI_Comm_split: {
+    parameters: ["i32", "i32", "i32", "buffer"],
+    result: "i32",
+    nonblocking: true,
+  },
   MPI_Comm_free: { parameters: ["buffer"], result: "i32" },
   MPI_Comm_rank: { parameters: ["i32", "buffer"], result: "i32" },
   MPI_Comm_size: { parameters: ["i32", "buffer"], result: "i32" },
@@ -319,6 +324,8 @@ class MpiBackend implements ProcessGroupBackend {
   /** `allGatherSync`'s own communicator. */
   readonly #syncComm: number;
   readonly #spinMs = spinMs();
+  /** Whether this is a sub-group (`newGroup`), not the whole job. */
+  readonly #sub: boolean;
   readonly #timeoutMs: number;
   // The failure channel: a receive kept posted for another rank's last words.
   readonly #failureRequest = new Int32Array([MPI_REQUEST_NULL]);
@@ -327,20 +334,23 @@ class MpiBackend implements ProcessGroupBackend {
   readonly #scratch = new Map<string, TypedArray>();
   #closed = false;
 
-  constructor(lib: MpiLibrary, timeoutMs: number) {
+  /** This rank's end of a group over (duplicates of) `parent`. */
+  constructor(lib: MpiLibrary, timeoutMs: number, parent = MPI_COMM_WORLD) {
     this.#lib = lib;
     this.#timeoutMs = timeoutMs;
+    this.#sub = parent !== MPI_COMM_WORLD;
     const comm = new Int32Array(1);
-    check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(MPI_COMM_WORLD, comm));
+    check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(parent, comm));
     this.#comm = comm[0];
-    check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(MPI_COMM_WORLD, comm));
+    check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(parent, comm));
     this.#syncComm = comm[0];
     for (const c of [this.#comm, this.#syncComm]) {
       check("MPI_Comm_set_errhandler", lib.symbols.MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
     }
     const value = new Int32Array(1);
     check("MPI_Comm_rank", lib.symbols.MPI_Comm_rank(this.#comm, value));
-    this.rank = worldRank = value[0];
+    this.rank = value[0];
+    if (parent === MPI_COMM_WORLD) worldRank = this.rank;
     check("MPI_Comm_size", lib.symbols.MPI_Comm_size(this.#comm, value));
     this.worldSize = value[0];
     check(
@@ -363,7 +373,7 @@ class MpiBackend implements ProcessGroupBackend {
     const payload = new Uint8Array(FAILURE_BYTES);
     const view = new DataView(payload.buffer);
     const { written } = new TextEncoder().encodeInto(text, payload.subarray(8));
-    view.setInt32(0, this.rank, true);
+    view.setInt32(0, worldRank, true);
     view.setInt32(4, written, true);
     for (let q = 0; q < this.worldSize; q++) {
       if (q === this.rank) continue;
@@ -390,7 +400,9 @@ class MpiBackend implements ProcessGroupBackend {
     const length = view.getInt32(4, true);
     const text = new TextDecoder().decode(this.#failureBuffer.subarray(8, 8 + length));
     return new DistributedError(
-      `${describeHeader(call.header)} on rank ${this.rank}: rank ${rank} failed: ${text}`,
+      `${describeHeader(call.header)} on rank ${this.rank}: rank ${rank}${
+        this.#sub ? " of the whole job" : ""
+      } failed: ${text}`,
       [rank],
     );
   }
@@ -910,6 +922,30 @@ class MpiBackend implements ProcessGroupBackend {
     // The header exchange is itself a barrier.
     const deadline = performance.now() + this.#timeoutMs;
     await this.#agree(call, deadline);
+  }
+
+  /**
+   * `MPI_Comm_split` of this group's communicator (collective over all its
+   * ranks, on a helper thread), then a group over the members' part.
+   */
+  async newGroup(ranks: readonly number[], _index: number): Promise<ProcessGroupBackend | null> {
+    const position = ranks.indexOf(this.rank);
+    const split = new Int32Array(1);
+    check(
+      "MPI_Comm_split",
+      await this.#lib.symbols.MPI_Comm_split(
+        this.#comm,
+        position < 0 ? MPI_UNDEFINED : 0,
+        position,
+        split,
+      ),
+    );
+    if (position < 0) return null;
+    const backend = new MpiBackend(this.#lib, this.#timeoutMs, split[0]);
+    // The group keeps its own duplicates.
+    this.#lib.symbols.MPI_Comm_free(split);
+    live.add(backend);
+    return backend;
   }
 
   destroy(): void {

@@ -55,13 +55,35 @@ export class ProcessGroup {
   #tail: Promise<void> = Promise.resolve();
   #failure: Error | null = null;
   #destroyed = false;
+  /** The sub-groups made from this group (`newGroup`), destroyed with it. */
+  readonly subgroups: ProcessGroup[] = [];
+  /** How many `newGroup` calls this group has seen (members or not). */
+  newGroups = 0;
 
-  /** Wraps a started backend. */
+  /**
+   * Wraps a started backend; `members`: for a sub-group, the whole group's
+   * rank of each of its ranks (its errors then say so).
+   */
   constructor(
     readonly backendName: string,
     readonly backend: ProcessGroupBackend,
     readonly timeoutMs: number,
+    readonly members: readonly number[] | null = null,
   ) {}
+
+  /** A sub-group's error, with the ranks it names translated to the whole group's. */
+  #inGroup(error: unknown): unknown {
+    const members = this.members;
+    if (!members || !(error instanceof Error)) return error;
+    const ranks = error instanceof DistributedError ? error.ranks.map((q) => members[q]) : [];
+    return new DistributedError(
+      `in the group of ranks [${
+        members.join(", ")
+      }] (its rank i is rank members[i] of the whole group): ${error.message}`,
+      ranks,
+      { cause: error },
+    );
+  }
 
   /** This rank. */
   get rank(): number {
@@ -116,17 +138,22 @@ export class ProcessGroup {
       return body();
     } catch (error) {
       this.#failure ??= error instanceof Error ? error : new Error(String(error));
-      throw error;
+      throw this.#inGroup(error);
     }
   }
 
   /** Runs `body` (which calls the backend once) after every earlier collective settled. */
   run<T>(call: CollectiveCall, body: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(() => {
+    const ran = this.#tail.then(() => {
       this.#checkUsable(call);
       return body();
     });
-    this.#tail = result.then(() => {}, (error) => {
+    const result = this.members
+      ? ran.catch((error) => {
+        throw this.#inGroup(error);
+      })
+      : ran;
+    this.#tail = ran.then(() => {}, (error) => {
       this.#failure ??= error instanceof Error ? error : new Error(String(error));
     });
     return result;
@@ -134,6 +161,7 @@ export class ProcessGroup {
 
   /** Leaves the group once every collective called so far has settled. */
   async destroy(): Promise<void> {
+    await Promise.all(this.subgroups.map((g) => g.destroy()));
     await this.#tail;
     this.#destroyed = true;
     await this.backend.destroy();
@@ -152,12 +180,62 @@ export function setCurrentGroup(group: ProcessGroup | null): void {
   current = group;
 }
 
-/** @internal This thread's group, or an error telling `op` how to start one. */
-export function activeGroup(op: string): ProcessGroup {
+/**
+ * A group of some of the ranks, from `newGroup`: pass it as `{ group }` to
+ * a collective to run it among those ranks only.
+ */
+export class DistributedGroup {
+  /** The ranks (of the whole group) in this group, ascending; rank i here is `ranks[i]`. */
+  readonly ranks: readonly number[];
+  /** This rank's rank in the group, or -1 when it is not a member. */
+  readonly rank: number;
+
+  /** Made by `newGroup` (a handle made otherwise runs no collective). */
+  constructor(ranks: readonly number[], rank: number) {
+    this.ranks = ranks;
+    this.rank = rank;
+  }
+
+  /** Number of ranks in the group. */
+  get size(): number {
+    return this.ranks.length;
+  }
+}
+
+const groupHandles = new WeakMap<DistributedGroup, ProcessGroup | null>();
+
+/** @internal A handle for `group` (null: this rank is not a member of the group of `ranks`). */
+export function makeGroupHandle(
+  ranks: readonly number[],
+  group: ProcessGroup | null,
+): DistributedGroup {
+  const handle = new DistributedGroup(ranks, group ? group.rank : -1);
+  groupHandles.set(handle, group);
+  return handle;
+}
+
+/**
+ * @internal This thread's group (or `group`'s, when given), or an error
+ * telling `op` how to start one, or that this rank is not in `group`.
+ */
+export function activeGroup(op: string, group?: DistributedGroup): ProcessGroup {
   if (!current) {
     throw new Error(
       `${op}: no process group in this thread: call await distributed.initProcessGroup() first (in a rank started by distributed.spawn, or under mpiexec)`,
     );
   }
-  return current;
+  if (group === undefined) return current;
+  const processGroup = groupHandles.get(group);
+  if (processGroup === undefined) {
+    throw new TypeError(`${op}: group must come from distributed.newGroup`);
+  }
+  if (!processGroup) {
+    throw new DistributedError(
+      `${op}: rank ${current.rank} is not a member of the group of ranks [${
+        group.ranks.join(", ")
+      }]: only its members may call its collectives`,
+      [current.rank],
+    );
+  }
+  return processGroup;
 }
