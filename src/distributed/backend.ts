@@ -91,6 +91,28 @@ export interface ProcessGroupBackend {
   destroy(): void | Promise<void>;
 }
 
+/**
+ * A group of some of the ranks, from `newGroup`: pass it as `{ group }` to
+ * a collective to run it among those ranks only.
+ */
+export class DistributedGroup {
+  /** The ranks (of the whole group) in this group, ascending; rank i here is `ranks[i]`. */
+  readonly ranks: readonly number[];
+  /** This rank's rank in the group, or -1 when it is not a member. */
+  readonly rank: number;
+
+  /** Made by `newGroup` (a handle made otherwise runs no collective). */
+  constructor(ranks: readonly number[], rank: number) {
+    this.ranks = ranks;
+    this.rank = rank;
+  }
+
+  /** Number of ranks in the group. */
+  get size(): number {
+    return this.ranks.length;
+  }
+}
+
 /** What `initProcessGroup` hands a backend factory. */
 export interface ProcessGroupInit {
   /** The rank asked for, when the caller gave one (launchers may supply their own). */

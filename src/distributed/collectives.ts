@@ -12,9 +12,9 @@ import { allocHost, isFloat, type TypedArray } from "../dtype.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
-import type { ReduceOp } from "./backend.ts";
+import type { DistributedGroup, ReduceOp } from "./backend.ts";
 import { borrowHost, giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
-import { activeGroup, type DistributedGroup } from "./state.ts";
+import { activeGroup } from "./state.ts";
 
 /**
  * A collective in flight: `await work` (or `work.wait()`) resolves once

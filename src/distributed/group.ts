@@ -6,21 +6,18 @@
  * @module
  */
 
-import { DistributedError, type ProcessGroupFactory } from "./backend.ts";
+import { DistributedError, type DistributedGroup, type ProcessGroupFactory } from "./backend.ts";
 import { createLocalShared, LocalBackend, localLaunch } from "./local.ts";
 import { mpiBackend } from "./mpi.ts";
 import {
   activeGroup,
   currentGroup,
-  DistributedGroup,
   factoryOf,
   makeGroupHandle,
   ProcessGroup,
   registerFactory,
   setCurrentGroup,
 } from "./state.ts";
-
-export { DistributedGroup };
 
 /** Default of {@link InitProcessGroupOptions.timeoutMs}: one minute, as PyTorch's NCCL default is 10. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
