@@ -232,8 +232,11 @@ async function failures(rank: number, kind: string): Promise<unknown> {
         distributed.allReduce(t, { group: solo });
         out.soloValue = await t.toArray();
       } else {
-        out.nonMember = await caught(async () =>
-          distributed.allReduce(tensor([1], { device }), { group: solo })
+        // The call throws synchronously; the promise wraps it as caught() expects.
+        out.nonMember = await caught(() =>
+          Promise.resolve().then(() =>
+            distributed.allReduce(tensor([1], { device }), { group: solo })
+          )
         );
       }
       // The whole group goes on as before.
