@@ -125,6 +125,8 @@ Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every
     [1, 7, 9000, 100, false, false], // one row panel, many column panels
     [1, 1, 3000, 700, false, true], // one row, k in three blocks
     [2, 64, 300, 513, true, false], // k in three blocks, the last one shorter
+    [64, 32, 196, 144, false, false], // many small products: units span the batch
+    [50, 13, 37, 61, true, true], // odd sizes, both transposed
   ];
   for (const [batch, m, n, k, transA, transB] of cases) {
     const a = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);
@@ -147,6 +149,70 @@ Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every
     assert.deepEqual(many, one, `${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}`);
   }
   assert.ok(threadedMatmuls() > before, "some products ran on the worker threads");
+});
+
+Deno.test("cpu matmul: batches of small products span the threads, bitwise each product alone", async () => {
+  const threads = await startMatmulThreads(3);
+  const random = seededRandom(17);
+  const cases: [number, number, number, number, boolean, boolean, "a" | "b" | ""][] = [
+    // [batch, m, n, k, transA, transB, broadcast operand]
+    [64, 16, 784, 9, false, false, "a"], // the CNN's first convolution
+    [64, 32, 196, 144, false, false, "a"], // its second convolution
+    [64, 32, 144, 196, false, true, ""], // the second's weight gradient (summed afterwards)
+    [64, 144, 196, 32, true, false, "a"], // the second's input gradient (before col2im)
+    [37, 13, 61, 29, true, true, "b"], // odd sizes, both transposed, B broadcast
+    [200, 5, 7, 3, false, false, ""], // many tiny products: several groups
+    [9, 7, 300, 513, true, false, "b"], // blocks of k, a partial A panel
+    [3, 1, 1, 1, false, true, "a"],
+  ];
+  for (const kernel of ["relaxed-simd", "simd", "typescript"] as const) {
+    for (const [batch, m, n, k, transA, transB, broadcast] of cases) {
+      const a = Float32Array.from(
+        { length: (broadcast === "a" ? 1 : batch) * m * k },
+        () => random() - 0.5,
+      );
+      const b = Float32Array.from(
+        { length: (broadcast === "b" ? 1 : batch) * k * n },
+        () => random() - 0.5,
+      );
+      const layout = {
+        m,
+        n,
+        k,
+        aBatchStride: broadcast === "a" ? 0 : m * k,
+        bBatchStride: broadcast === "b" ? 0 : k * n,
+        transA,
+        transB,
+        dtype: "float32" as const,
+      };
+      // Each product on its own (one job per product), then the batch on 1 and on every thread.
+      const want = new Float32Array(batch * m * n);
+      for (let e = 0; e < batch; e++) {
+        matmul({
+          ...layout,
+          a: a.subarray(e * layout.aBatchStride),
+          b: b.subarray(e * layout.bBatchStride),
+          out: want.subarray(e * m * n, (e + 1) * m * n),
+          batch: 1,
+        }, 1, kernel);
+      }
+      for (const t of [1, threads]) {
+        const got = new Float32Array(batch * m * n).fill(NaN);
+        const before = threadedMatmuls();
+        matmul({ ...layout, a, b, out: got, batch }, t, kernel);
+        if (t > 1 && kernel !== "typescript" && batch * m * n * k >= 1 << 21) {
+          assert.ok(threadedMatmuls() > before, `${batch}x${m}x${n}x${k} ran on the threads`);
+        }
+        assert.deepEqual(
+          got,
+          want,
+          `${kernel} ${batch}x${m}x${n}x${k} transA=${transA} transB=${transB} broadcast ${
+            broadcast || "none"
+          }, ${t} threads`,
+        );
+      }
+    }
+  }
 });
 
 Deno.test("cpuBackend({ threads }): validated, shown in info; 1 inside a Worker by default", async () => {
@@ -328,6 +394,7 @@ Deno.test("cpu matmul: operands in the kernel's memory are read in place, bitwis
     [1, 512, 784, 256, true, false], // its weight gradient
     [3, 37, 61, 300, false, false], // batched: operands at offsets, blocks of k
     [1, 1, 10, 513, true, true], // one row, ten columns
+    [64, 32, 196, 144, false, true], // a batch of small products (one job spans them)
   ];
   for (const [batch, m, n, k, transA, transB] of cases) {
     const hostA = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);

@@ -71,6 +71,16 @@ export interface PanelJob {
   readonly packA?: PackSource;
   /** Whole B panels the job packs first, or none. */
   readonly packB?: PackSource;
+  /**
+   * Products in the job (a batch, 1 if absent): entry e's packed A, packed B
+   * and C start `aStride`, `bStride`, `cStride` bytes after entry 0's (a
+   * stride of 0: an operand broadcast over the batch, packed once). Units
+   * span the entries, so many small products keep every thread busy.
+   */
+  readonly batch?: number;
+  readonly aStride?: number;
+  readonly bStride?: number;
+  readonly cStride?: number;
 }
 
 /**
@@ -85,6 +95,8 @@ export interface PackSource {
   readonly src: number;
   readonly ld: number;
   readonly transposed: boolean;
+  /** Bytes from one batch entry's copy to the next's (batched jobs whose operand is not broadcast). */
+  readonly stride?: number;
 }
 
 /** The functions a job runs: the kernel, and `pack.wat`'s (null where it does not compile). */
@@ -133,21 +145,30 @@ function runUnits(
   const slice = p[9], k = p[10], ldc = p[11], mr = p[12], kc = p[14], biasAt = p[15];
   // Phase 1: whole panels of A, then of B, a few per unit, each through every
   // block of k; the thread finishing the last one lets the others on.
-  const groupsA = Math.ceil(p[16] / 4), packUnits = groupsA + Math.ceil(p[20] / 4);
+  // A batched job: `batch` products, entry e's operands `aStride`, `bStride`,
+  // `cStride` bytes on (0: broadcast, packed once), its sources p[30], p[31].
+  const batch = p[26], aStride = p[27], bStride = p[28], cStride = p[29];
+  const groupsA = Math.ceil(p[16] / 4), groupsB = Math.ceil(p[20] / 4);
+  const unitsA = groupsA * (aStride > 0 ? batch : 1);
+  const packUnits = unitsA + groupsB * (bStride > 0 ? batch : 1);
   if (packUnits > 0) {
     // (A thread without `pack.wat` takes no pack unit, but still waits.)
     while (packRows !== null && packCols !== null) {
       const unit = Atomics.add(p, 24, 1);
       if (unit >= packUnits) break;
-      const isA = unit < groupsA;
+      const isA = unit < unitsA;
       const o = isA ? 16 : 20;
-      const width = isA ? mr : 8, total = isA ? iPanels : jPanels, at = isA ? aAt : bAt;
-      const first = 4 * (isA ? unit : unit - groupsA);
+      const groups = isA ? groupsA : groupsB;
+      const u = isA ? unit : unit - unitsA;
+      const e = Math.floor(u / groups);
+      const width = isA ? mr : 8, total = isA ? iPanels : jPanels;
+      const at = isA ? aAt + e * aStride : bAt + e * bStride;
+      const first = 4 * (u - e * groups);
       const count = Math.min(4, p[o] - first);
       const ld = p[o + 2], transposed = p[o + 3] === 1;
       const pack = transposed ? packCols : packRows;
       // Panel `first`: its first row (row-major source) or column (transposed).
-      const src = p[o + 1] + first * width * (transposed ? 4 : ld);
+      const src = p[o + 1] + e * p[isA ? 30 : 31] + first * width * (transposed ? 4 : ld);
       for (let k0 = 0; k0 < k; k0 += kc) {
         const kb = Math.min(kc, k - k0);
         const dst = at + (k0 * total + first * kb) * width * 4;
@@ -165,26 +186,30 @@ function runUnits(
   // threads never write the same line (with one panel per unit, neighbours
   // on two cores fought over every line of C they stored).
   const pairs = Math.ceil(jPanels / 2);
-  const units = Math.ceil(iPanels / slice) * pairs;
+  const perEntry = Math.ceil(iPanels / slice) * pairs;
+  const units = perEntry * batch;
   for (;;) {
-    const unit = Atomics.add(p, 3, 1);
-    if (unit >= units) return;
+    const taken = Atomics.add(p, 3, 1);
+    if (taken >= units) return;
+    const e = Math.floor(taken / perEntry);
+    const unit = taken - e * perEntry;
     const s = Math.floor(unit / pairs);
     const j0 = 2 * (unit - s * pairs);
     const j1 = Math.min(j0 + 2, jPanels);
     const ip = s * slice;
     const count = Math.min(slice, iPanels - ip);
-    const c = cAt + ip * mr * ldc;
+    const c = cAt + e * cStride + ip * mr * ldc;
+    const aEntry = aAt + e * aStride, bEntry = bAt + e * bStride;
     // Every block of k in order, by this thread: the sums run in the same
     // order whatever the thread count, so the result is bitwise the same.
     for (let k0 = 0; k0 < k; k0 += kc) {
       const kb = Math.min(kc, k - k0);
       const flags = (k0 > 0 ? 1 : 0) | (biasAt >= 0 && k0 + kb >= k ? 2 : 0);
-      const a = aAt + (k0 * iPanels + ip * kb) * mr * 4;
+      const a = aEntry + (k0 * iPanels + ip * kb) * mr * 4;
       for (let jp = j0; jp < j1; jp++) {
         panel(
           a,
-          bAt + (k0 * jPanels + jp * kb) * 32,
+          bEntry + (k0 * jPanels + jp * kb) * 32,
           c + jp * 32,
           count,
           kb,
@@ -412,4 +437,10 @@ function writeParams(p: Int32Array, job: PanelJob, parts: number): void {
   }
   p[24] = 0; // the next pack unit
   p[25] = 0; // pack units done
+  p[26] = job.batch ?? 1;
+  p[27] = job.aStride ?? 0;
+  p[28] = job.bStride ?? 0;
+  p[29] = job.cStride ?? 0;
+  p[30] = job.packA?.stride ?? 0;
+  p[31] = job.packB?.stride ?? 0;
 }
