@@ -163,6 +163,13 @@ const A_L2_BYTES = 256 << 10;
  * view per row cost more than the copy (256 rows of 10: 0.03-0.1 ms).
  */
 const NARROW_COPY = 64;
+/**
+ * Scratch bytes (packed operands, their copies, C) of one job of a batch of
+ * small products (see `matmulBatched`): a few hundred µs of work, so that
+ * waking the threads is paid rarely, small enough that what the first phase
+ * packed is still in cache when the tiles read it.
+ */
+const BATCH_JOB_BYTES = 2 << 20;
 /** The longest block of k (see {@link kBlock}). */
 const KC_MAX = 256;
 /** The largest wasm memory asked for; beyond it the TypeScript kernel runs. */
@@ -578,6 +585,9 @@ function matmulWasm(
     ),
   );
   const sliceByA = Math.max(1, Math.floor(A_L2_BYTES / aPanelBytes));
+  if (batch > 1 && mbPanels === mPanelsAll && nbPanels === nPanelsAll) {
+    return matmulBatched(w, a, b, out, layout, threads, bias, kc, ldc, sliceByA);
+  }
   // Operands that live in the kernel's memory (the cpu backend's large
   // arrays) are packed from where they are; the others are copied into the
   // scratch first, as stored, for packing in WebAssembly (a memcpy, then
@@ -668,32 +678,195 @@ function matmulWasm(
           : 1;
         if (parts > 1) w.threads!.run(job, parts);
         else runAlone(w.kernels, job);
-        // Copy the block's real rows and columns out of the padded C.
-        const cFloats = cAt / 4;
-        const ldcFloats = ldc / 4;
-        if (cols === n && ldcFloats === n) {
-          out.set(view.subarray(cFloats, cFloats + rows * n), outOffset + i0 * n);
-        } else if (cols < NARROW_COPY) {
-          // Narrow rows (an MLP's 10 classes): a loop, not a view per row.
-          for (let r = 0; r < rows; r++) {
-            for (
-              let c = 0, f = cFloats + r * ldcFloats, o = outOffset + (i0 + r) * n + j0;
-              c < cols;
-              c++
-            ) {
-              out[o + c] = view[f + c];
-            }
-          }
-        } else {
-          for (let r = 0; r < rows; r++) {
-            const from = cFloats + r * ldcFloats;
-            out.set(view.subarray(from, from + cols), outOffset + (i0 + r) * n + j0);
-          }
-        }
+        copyOut(view, cAt, ldc, rows, cols, n, out, outOffset + i0 * n + j0);
       }
     }
   }
   return true;
+}
+
+/**
+ * Copies the real `rows` x `cols` of the padded C at byte `cAt` (rows `ldc`
+ * bytes apart) to `out` from index `at` on (rows `n` apart).
+ */
+function copyOut(
+  view: Float32Array,
+  cAt: number,
+  ldc: number,
+  rows: number,
+  cols: number,
+  n: number,
+  out: TypedArray,
+  at: number,
+): void {
+  const cFloats = cAt / 4;
+  const ldcFloats = ldc / 4;
+  if (cols === n && ldcFloats === n) {
+    out.set(view.subarray(cFloats, cFloats + rows * n), at);
+  } else if (cols < NARROW_COPY) {
+    // Narrow rows (an MLP's 10 classes): a loop, not a view per row.
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0, f = cFloats + r * ldcFloats, o = at + r * n; c < cols; c++) {
+        out[o + c] = view[f + c];
+      }
+    }
+  } else {
+    for (let r = 0; r < rows; r++) {
+      const from = cFloats + r * ldcFloats;
+      out.set(view.subarray(from, from + cols), at + r * n);
+    }
+  }
+}
+
+/**
+ * {@link matmulWasm} for a batch of products that each fit one block of A
+ * and of B (a convolution's per-image products: 64 of [32, 144] x [144, 196]
+ * in the example CNN): the entries are taken about BATCH_JOB_BYTES of
+ * scratch at a time (more where that is too little work to wake the
+ * threads for), and each such group is one job whose units span its
+ * entries, so products far too small to be split themselves still use every
+ * thread. A broadcast operand (batch stride 0) is packed once for the whole
+ * batch. Every tile is computed as in a job of one entry (same panels, same
+ * blocks of k in the same order), so the result is bitwise the same.
+ */
+function matmulBatched(
+  w: WasmMatmul,
+  a: TypedArray,
+  b: TypedArray,
+  out: TypedArray,
+  layout: MatmulArgs<TypedArray>,
+  threads: number,
+  bias: TypedArray | undefined,
+  kc: number,
+  ldc: number,
+  slice: number,
+): boolean {
+  const { batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = layout;
+  const mr = w.mr;
+  const iPanels = Math.ceil(m / mr);
+  const jPanels = Math.ceil(n / NR);
+  const aBytes = align64(iPanels * mr * k * 4);
+  const bBytes = align64(jPanels * NR * k * 4);
+  const cBytes = iPanels * mr * ldc;
+  const copyA = w.pack !== null && !w.heap.owns(a);
+  const copyB = w.pack !== null && !w.heap.owns(b);
+  // Scratch per entry for what is not broadcast: its packed operands, their copies, C.
+  const perEntry = cBytes +
+    (aBatchStride === 0 ? 0 : aBytes + (copyA ? m * k * 4 : 0)) +
+    (bBatchStride === 0 ? 0 : bBytes + (copyB ? k * n * 4 : 0));
+  const macs = iPanels * jPanels * mr * NR * k;
+  // Twice the entries that pay for the threads: groups of equal size then still have enough.
+  const most = Math.max(
+    1,
+    Math.floor(BATCH_JOB_BYTES / perEntry),
+    2 * Math.ceil(MIN_THREADED_MACS / macs),
+  );
+  const entries = Math.ceil(batch / Math.ceil(batch / most));
+  const aEntries = aBatchStride === 0 ? 1 : entries;
+  const bEntries = bBatchStride === 0 ? 1 : entries;
+  // The scratch: packed A and B, C, the bias row, then the copies of A and B.
+  const bRel = aEntries * aBytes;
+  const cRel = bRel + bEntries * bBytes;
+  const biasRel = cRel + entries * cBytes;
+  const rawARel = align64(biasRel + (bias === undefined ? 0 : jPanels * NR * 4));
+  const rawBRel = rawARel + (copyA ? align64(aEntries * m * k * 4) : 0);
+  const base = scratch(w, rawBRel + (copyB ? bEntries * k * n * 4 : 0));
+  if (base === undefined) return false;
+  const view = w.view;
+  const biasAt = bias === undefined ? -1 : base + biasRel;
+  if (bias !== undefined) {
+    view.set(bias.subarray(0, n), biasAt / 4);
+    view.fill(0, biasAt / 4 + n, biasAt / 4 + jPanels * NR);
+  }
+  const aAt = base, bAt = base + bRel, cAt = base + cRel;
+  for (let e0 = 0; e0 < batch; e0 += entries) {
+    const count = Math.min(entries, batch - e0);
+    // A is the logical [m, k] matrix (stored [k, m] when transA); Bᵀ is the
+    // logical [n, k] one (B stored [k, n] unless transB). A broadcast
+    // operand was packed by the first group.
+    const packA = e0 === 0 || aBatchStride !== 0
+      ? packEntries(w, a, e0 * aBatchStride, aBatchStride === 0 ? 1 : count, m, k, transA, {
+        panel: mr,
+        kc,
+        at: aAt,
+        stride: aBytes,
+        raw: copyA ? base + rawARel : -1,
+      })
+      : undefined;
+    const packB = e0 === 0 || bBatchStride !== 0
+      ? packEntries(w, b, e0 * bBatchStride, bBatchStride === 0 ? 1 : count, n, k, !transB, {
+        panel: NR,
+        kc,
+        at: bAt,
+        stride: bBytes,
+        raw: copyB ? base + rawBRel : -1,
+      })
+      : undefined;
+    const job: PanelJob = {
+      aAt,
+      bAt,
+      cAt,
+      iPanels,
+      jPanels,
+      slice,
+      k,
+      ldc,
+      mr,
+      kc,
+      biasAt,
+      packA,
+      packB,
+      batch: count,
+      aStride: aBatchStride === 0 ? 0 : aBytes,
+      bStride: bBatchStride === 0 ? 0 : bBytes,
+      cStride: cBytes,
+    };
+    const parts = count * macs >= MIN_THREADED_MACS
+      ? Math.min(threads, w.threads?.available ?? 1)
+      : 1;
+    if (parts > 1) w.threads!.run(job, parts);
+    else runAlone(w.kernels, job);
+    for (let e = 0; e < count; e++) {
+      copyOut(view, cAt + e * cBytes, ldc, m, n, n, out, (e0 + e) * m * n);
+    }
+  }
+  return true;
+}
+
+/**
+ * Lays out `entries` consecutive batch entries of an operand (the logical
+ * [rows, k] matrix from `offset` of `src`, entries rows·k apart, stored
+ * transposed when `transposed`) for a batched job: entry e's panels go to
+ * byte `at + e * stride`. The partial panel of each is packed here; the
+ * whole ones are returned for the job to pack (from `src` itself when it
+ * lives in the memory, else from a copy at byte `raw`), or packed here too
+ * where `pack.wat` did not compile.
+ */
+function packEntries(
+  w: WasmMatmul,
+  src: TypedArray,
+  offset: number,
+  entries: number,
+  rows: number,
+  k: number,
+  transposed: boolean,
+  into: { panel: number; kc: number; at: number; stride: number; raw: number },
+): PackSource | undefined {
+  const { panel, kc, at, stride, raw } = into;
+  const full = w.pack === null ? 0 : Math.floor(rows / panel);
+  for (let e = 0; e < entries; e++) {
+    const from = offset + e * rows * k;
+    packInTs(w, src, from, rows, k, transposed, 0, rows, panel, kc, (at + e * stride) / 4, full);
+  }
+  if (full === 0) return undefined;
+  if (raw >= 0) w.view.set(src.subarray(offset, offset + entries * rows * k), raw / 4);
+  return {
+    panels: full,
+    src: raw >= 0 ? raw : src.byteOffset + offset * 4,
+    ld: transposed ? rows * 4 : k * 4,
+    transposed,
+    stride: rows * k * 4,
+  };
 }
 
 /** Starts `w`'s worker threads (once per process), enough for `threads` in all. */
