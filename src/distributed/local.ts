@@ -238,6 +238,31 @@ export class LocalBackend implements ProcessGroupBackend {
     return this.#control.subarray(at, at + HEADER_WORDS);
   }
 
+  /**
+   * The rounds of a collective over `data`: chunk by chunk, this rank's
+   * piece of the chunk goes into its slot (when `send`), and `body` reads
+   * the round's slots (parity `p`) before the next round.
+   */
+  async #eachChunk(
+    call: CollectiveCall,
+    data: TypedArray,
+    deadline: number,
+    body: (start: number, length: number, p: number) => unknown,
+    send = true,
+  ): Promise<void> {
+    const per = this.#perRound(call.dtype);
+    const chunks = Math.max(1, Math.ceil(data.length / per));
+    for (let c = 0; c < chunks; c++) {
+      const start = c * per;
+      const length = Math.min(per, data.length - start);
+      const fill = send
+        ? (slot: TypedArray) => slot.set(data.subarray(start, start + length))
+        : undefined;
+      const p = await this.#exchange(call, c === 0, deadline, fill);
+      await body(start, length, p);
+    }
+  }
+
   /** Elements of `dtype` one round moves per rank. */
   #perRound(dtype: DType | null): number {
     return Math.floor(this.#shared.chunkBytes / (dtype === "float64" ? 8 : 4));
@@ -341,25 +366,15 @@ export class LocalBackend implements ProcessGroupBackend {
   async allReduce(call: CollectiveCall, data: TypedArray): Promise<void> {
     const deadline = performance.now() + this.#timeoutMs;
     const n = this.worldSize;
-    const per = this.#perRound(call.dtype);
     const dtype = call.dtype!;
-    const chunks = Math.max(1, Math.ceil(data.length / per));
-    for (let c = 0; c < chunks; c++) {
-      const start = c * per;
-      const length = Math.min(per, data.length - start);
-      const a = await this.#exchange(
-        call,
-        c === 0,
-        deadline,
-        (slot) => slot.set(data.subarray(start, start + length)),
-      );
+    await this.#eachChunk(call, data, deadline, async (start, length, a) => {
       const sources = [];
       for (let q = 0; q < n; q++) sources.push(this.#slot(q, a, dtype));
       if (n <= DIRECT_REDUCE_RANKS) {
         // Every rank combines the whole chunk itself, in rank order (the
         // same bits everywhere): one round instead of two.
         reduceInto(data.subarray(start, start + length), sources, 0, length, call.op ?? "sum");
-        continue;
+        return;
       }
       const shares = chunkSizes(length, n);
       const offsets = shares.map((_, q) => shares.slice(0, q).reduce((x, y) => x + y, 0));
@@ -373,29 +388,23 @@ export class LocalBackend implements ProcessGroupBackend {
         const from = offsets[q];
         data.set(this.#slot(q, b, dtype).subarray(from, from + shares[q]), start + from);
       }
-    }
+    });
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {
-    const deadline = performance.now() + this.#timeoutMs;
     const src = call.src ?? 0;
-    const per = this.#perRound(call.dtype);
-    const chunks = Math.max(1, Math.ceil(data.length / per));
-    for (let c = 0; c < chunks; c++) {
-      const start = c * per;
-      const length = Math.min(per, data.length - start);
-      const fill = this.rank === src
-        ? (slot: TypedArray) => slot.set(data.subarray(start, start + length))
-        : undefined;
-      const p = await this.#exchange(call, c === 0, deadline, fill);
-      if (this.rank !== src) data.set(this.#slot(src, p, call.dtype!).subarray(0, length), start);
-    }
+    await this.#eachChunk(
+      call,
+      data,
+      performance.now() + this.#timeoutMs,
+      (start, length, p) => {
+        if (this.rank !== src) data.set(this.#slot(src, p, call.dtype!).subarray(0, length), start);
+      },
+      this.rank === src,
+    );
   }
 
   async allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]> {
-    const deadline = performance.now() + this.#timeoutMs;
-    const per = this.#perRound(call.dtype);
-    const chunks = Math.max(1, Math.ceil(data.length / per));
     const out: TypedArray[] = [];
     for (let q = 0; q < this.worldSize; q++) {
       out.push(
@@ -404,19 +413,11 @@ export class LocalBackend implements ProcessGroupBackend {
           : new (data.constructor as Float32ArrayConstructor)(data.length),
       );
     }
-    for (let c = 0; c < chunks; c++) {
-      const start = c * per;
-      const length = Math.min(per, data.length - start);
-      const p = await this.#exchange(
-        call,
-        c === 0,
-        deadline,
-        (slot) => slot.set(data.subarray(start, start + length)),
-      );
+    await this.#eachChunk(call, data, performance.now() + this.#timeoutMs, (start, length, p) => {
       for (let q = 0; q < this.worldSize; q++) {
         if (q !== this.rank) out[q].set(this.#slot(q, p, call.dtype!).subarray(0, length), start);
       }
-    }
+    });
     return out;
   }
 
@@ -436,26 +437,16 @@ export class LocalBackend implements ProcessGroupBackend {
     const lo = this.rank * part;
     const hi = lo + part;
     const out = new (data.constructor as Float32ArrayConstructor)(part);
-    const per = this.#perRound(dtype);
-    const chunks = Math.max(1, Math.ceil(data.length / per));
-    for (let c = 0; c < chunks; c++) {
-      const start = c * per;
-      const length = Math.min(per, data.length - start);
-      const p = await this.#exchange(
-        call,
-        c === 0,
-        deadline,
-        (slot) => slot.set(data.subarray(start, start + length)),
-      );
+    await this.#eachChunk(call, data, deadline, (start, length, p) => {
       const from = Math.max(lo, start);
       const to = Math.min(hi, start + length);
-      if (from >= to) continue;
+      if (from >= to) return;
       const sources = [];
       for (let q = 0; q < n; q++) {
         sources.push(this.#slot(q, p, dtype).subarray(from - start, to - start));
       }
       reduceInto(out.subarray(from - lo, to - lo), sources, 0, to - from, call.op ?? "sum");
-    }
+    });
     return out;
   }
 

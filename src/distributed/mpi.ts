@@ -507,17 +507,12 @@ class MpiBackend implements ProcessGroupBackend {
       // which the data exchange after this needs anyway.
       check("MPI_Request_free", this.#lib.symbols.MPI_Request_free(slot));
     }
-    await this.#waitAll(call, requests, deadline, (pending) => {
-      const late = pending.map((i) => peers[i]);
-      return new DistributedError(
-        `${describeHeader(call.header)} on rank ${this.rank}: ${
-          late.length === 1 ? "rank" : "ranks"
-        } ${
-          late.join(", ")
-        } did not join within ${this.#timeoutMs} ms: a rank hung, died, or skipped this collective`,
-        late,
-      );
-    });
+    await this.#waitAll(
+      call,
+      requests,
+      deadline,
+      (pending) => this.#lateError(call, pending.map((i) => peers[i])),
+    );
     // A mismatch leaves MPI in order (every exchange completed): no abort.
     checkHeaders(headers);
   }
@@ -580,16 +575,10 @@ class MpiBackend implements ProcessGroupBackend {
         timer = setTimeout(() => {
           const ranks = late();
           reject(
-            new DistributedError(
-              ranks.length > 0
-                ? `${describeHeader(call.header)} on rank ${this.rank}: ${
-                  ranks.length === 1 ? "rank" : "ranks"
-                } ${
-                  ranks.join(", ")
-                } did not join within ${this.#timeoutMs} ms: a rank hung, died, or skipped this collective`
-                : `${
-                  describeHeader(call.header)
-                } on rank ${this.rank}: every rank joined, but the data exchange did not finish within ${this.#timeoutMs} ms: a rank died or hung`,
+            ranks.length > 0 ? this.#lateError(call, ranks) : new DistributedError(
+              `${
+                describeHeader(call.header)
+              } on rank ${this.rank}: every rank joined, but the data exchange did not finish within ${this.#timeoutMs} ms: a rank died or hung`,
               ranks,
             ),
           );
@@ -735,17 +724,7 @@ class MpiBackend implements ProcessGroupBackend {
         if (flag[0] || code === MPI_ERR_IN_STATUS) break;
         check("MPI_Testall", code);
         if (this.#peerFailed()) throw this.#failureFromPeer(call);
-        if (performance.now() > deadline) {
-          const late = meeting.missing();
-          throw new DistributedError(
-            `${describeHeader(call.header)} on rank ${this.rank}: ${
-              late.length === 1 ? "rank" : "ranks"
-            } ${
-              late.join(", ")
-            } did not join within ${this.#timeoutMs} ms: a rank hung, died, or skipped this collective`,
-            late,
-          );
-        }
+        if (performance.now() > deadline) throw this.#lateError(call, meeting.missing());
         sleepSync(SYNC_POLL_MS);
       }
     } catch (error) {
@@ -754,6 +733,18 @@ class MpiBackend implements ProcessGroupBackend {
     }
     this.#verify(call, meeting, code);
     return parts;
+  }
+
+  /** The error of a collective whose `late` ranks did not arrive in time. */
+  #lateError(call: CollectiveCall, late: readonly number[]): DistributedError {
+    return new DistributedError(
+      `${describeHeader(call.header)} on rank ${this.rank}: ${
+        late.length === 1 ? "rank" : "ranks"
+      } ${
+        late.join(", ")
+      } did not join within ${this.#timeoutMs} ms: a rank hung, died, or skipped this collective`,
+      late,
+    );
   }
 
   #checkOpen(call: CollectiveCall): void {
