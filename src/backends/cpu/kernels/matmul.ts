@@ -585,7 +585,13 @@ function matmulWasm(
     ),
   );
   const sliceByA = Math.max(1, Math.floor(A_L2_BYTES / aPanelBytes));
-  if (batch > 1 && mbPanels === mPanelsAll && nbPanels === nPanelsAll) {
+  // Batches of products each too small to be threaded alone: one job spans
+  // the entries. (Larger ones keep a job per entry: their packed operands
+  // then stay in cache between packing and use.)
+  if (
+    batch > 1 && mbPanels === mPanelsAll && nbPanels === nPanelsAll &&
+    mPanelsAll * nPanelsAll * mr * NR * k < MIN_THREADED_MACS
+  ) {
     return matmulBatched(w, a, b, out, layout, threads, bias, kc, ldc, sliceByA);
   }
   // Operands that live in the kernel's memory (the cpu backend's large
@@ -720,8 +726,9 @@ function copyOut(
 
 /**
  * {@link matmulWasm} for a batch of products that each fit one block of A
- * and of B (a convolution's per-image products: 64 of [32, 144] x [144, 196]
- * in the example CNN): the entries are taken about BATCH_JOB_BYTES of
+ * and of B and are too small to be threaded alone (a convolution's
+ * per-image products: 64 of [32, 144] x [144, 196] in the example CNN): the
+ * entries are taken about BATCH_JOB_BYTES of
  * scratch at a time (more where that is too little work to wake the
  * threads for), and each such group is one job whose units span its
  * entries, so products far too small to be split themselves still use every
@@ -757,7 +764,6 @@ function matmulBatched(
   const macs = iPanels * jPanels * mr * NR * k;
   // Twice the entries that pay for the threads: groups of equal size then still have enough.
   const most = Math.max(
-    1,
     Math.floor(BATCH_JOB_BYTES / perEntry),
     2 * Math.ceil(MIN_THREADED_MACS / macs),
   );
