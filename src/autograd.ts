@@ -67,6 +67,8 @@ export type BackwardFn = (grads: (Tensor | null)[]) => (Tensor | null)[];
 export class Node {
   /** Inputs, in order; released after backward unless the graph is retained. */
   inputs: (Tensor | null)[];
+  /** Each input's producer when recorded: an in-place op may give the tensor a new one later. */
+  edges: ({ readonly node: Node; readonly index: number } | null)[];
   #backward: BackwardFn | null;
   #groups: { nodeReleased(): void }[] = [];
   /** When it was recorded: memory changed in place later must not be read by its backward. */
@@ -80,6 +82,7 @@ export class Node {
     readonly outputs: readonly OutputMeta[],
   ) {
     this.inputs = inputs;
+    this.edges = inputs.map((t) => (t?.gradFn ? { node: t.gradFn, index: t.outputIndex } : null));
     this.#backward = backward;
   }
 
@@ -101,7 +104,7 @@ export class Node {
 
   /** The nodes that made this node's inputs. */
   *producers(): Iterable<Node> {
-    for (const input of this.inputs) if (input?.gradFn) yield input.gradFn;
+    for (const edge of this.edges) if (edge) yield edge.node;
   }
 
   /** @internal Frees a scope's memory with this node (see `tidy`). */
@@ -114,6 +117,7 @@ export class Node {
   release(): void {
     this.#backward = null;
     this.inputs = [];
+    this.edges = [];
     const groups = this.#groups;
     this.#groups = [];
     for (const group of groups) group.nodeReleased();
@@ -174,8 +178,8 @@ export function runBackward(
   const leafEdges = new Map<Tensor, number>();
   while (stack.length > 0) {
     const node = stack.pop()!;
-    for (const input of node.inputs) {
-      const next = input?.gradFn;
+    for (const [i, input] of node.inputs.entries()) {
+      const next = node.edges[i]?.node;
       if (!next) {
         if (input?.requiresGrad) leafEdges.set(input, (leafEdges.get(input) ?? 0) + 1);
         continue;
@@ -202,7 +206,7 @@ export function runBackward(
         const node = ready.pop()!;
         const outGrads = pending.get(node)!;
         pending.delete(node);
-        const inputs = node.inputs;
+        const { inputs, edges } = node;
         const inGrads = noGrad(() => node.apply(outGrads));
         if (inGrads.length !== inputs.length) {
           throw new Error(
@@ -214,12 +218,12 @@ export function runBackward(
           const g = inGrads[i];
           if (!input) return;
           if (g) checkGrad(node.name, i, input, g);
-          const next = input.gradFn;
+          const next = edges[i]?.node;
           if (next) {
             if (g) {
               const slots = pending.get(next) ?? next.outputs.map(() => null);
-              const old = slots[input.outputIndex];
-              slots[input.outputIndex] = old ? old.add(g) : g;
+              const old = slots[edges[i]!.index];
+              slots[edges[i]!.index] = old ? old.add(g) : g;
               pending.set(next, slots);
             } else if (!pending.has(next)) pending.set(next, next.outputs.map(() => null));
             const left = dependents.get(next)! - 1;

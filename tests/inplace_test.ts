@@ -6,9 +6,10 @@
  */
 
 import assert from "node:assert/strict";
-import { noGrad, tensor } from "../mod.ts";
+import { type Device, noGrad, type Tensor, tensor } from "../mod.ts";
 import fixtures from "./fixtures/torch_reference.json" with { type: "json" };
-import { assertTensor, backendTest, floats, on, REF } from "./harness.ts";
+import { check, inp } from "./gradcheck.ts";
+import { assertClose, assertTensor, backendTest, floats, on, REF } from "./harness.ts";
 
 const F = fixtures.tensor_ops.inplace;
 
@@ -58,20 +59,102 @@ backendTest(
   },
 );
 
-backendTest("in place is refused on tensors autograd needs, allowed under noGrad", async (d) => {
+backendTest("in place on a leaf that requires grad is refused, allowed under noGrad", async (d) => {
   const w = on(d, [3], [1, 2, 3]);
   w.requiresGrad = true;
-  assert.throws(() => w.add_(1), /add_: a leaf tensor that requires grad .* noGrad/);
-  const h = w.mul(2);
-  assert.throws(() => h.zero_(), /zero_: a tensor made by mul that autograd still needs/);
-  const plain = on(d, [3], [1, 1, 1]);
-  assert.throws(() => plain.add_(w), /other operand requires grad/);
+  assert.throws(() => w.add_(1), /add_: a leaf tensor .* that requires grad .* noGrad/);
+  assert.throws(() => w.zero_(), /zero_: a leaf tensor/);
   // A manual SGD step, as optimizers do it.
   w.mul(w).sum().backward();
   noGrad(() => w.add_(w.grad!, { alpha: -0.25 }));
   await assertTensor(w, [0.5, 1, 1.5]);
   assert.equal(w.requiresGrad, true);
 });
+
+/** x.grad and z.grad after `f(x, z).sum().backward()` on fresh leaves. */
+async function gradsOf(
+  d: Device,
+  f: (x: Tensor, z: Tensor) => Tensor,
+): Promise<{ y: number[]; x: number[]; z: number[] | null }> {
+  const x = on(d, [2, 3], floats([2, 3], 71));
+  const z = on(d, [3], floats([3], 72));
+  x.requiresGrad = true;
+  z.requiresGrad = true;
+  const y = f(x, z);
+  y.sum().backward();
+  return {
+    y: [...await y.data()],
+    x: [...await x.grad!.data()],
+    z: z.grad ? [...await z.grad.data()] : null,
+  };
+}
+
+backendTest(
+  "in place on a non-leaf is recorded: gradients equal the out-of-place form",
+  async (d) => {
+    const cases: [string, (x: Tensor, z: Tensor) => Tensor, (x: Tensor, z: Tensor) => Tensor][] = [
+      ["add_ number", (x) => x.mul(2).add_(1), (x) => x.mul(2).add(1)],
+      ["mul_ number", (x) => x.mul(2).mul_(3), (x) => x.mul(2).mul(3)],
+      [
+        "add_ tensor (broadcast, alpha)",
+        (x, z) => x.mul(2).add_(z, { alpha: -2 }),
+        (x, z) => x.mul(2).add(z.mul(-2)),
+      ],
+      ["mul_ tensor (broadcast)", (x, z) => x.mul(x).mul_(z), (x, z) => x.mul(x).mul(z)],
+      ["fill_ number", (x, z) => x.mul(2).fill_(3).mul(z), (x, z) => x.mul(0).add(3).mul(z)],
+      ["fill_ 0-d tensor", (x, z) => x.mul(2).fill_(z.sum()), (x, z) => x.mul(0).add(z.sum())],
+      ["zero_", (x, z) => x.mul(2).zero_().add(z), (x, z) => x.mul(0).add(z)],
+      ["copy_", (x, z) => x.mul(2).copy_(z.mul(z)), (x, z) => x.mul(0).add(z.mul(z))],
+      [
+        "add_ then mul_ chain",
+        (x, z) => x.mul(3).add_(z).mul_(x),
+        (x, z) => x.mul(3).add(z).mul(x),
+      ],
+    ];
+    for (const [name, inPlace, outOfPlace] of cases) {
+      const got = await gradsOf(d, inPlace);
+      const want = await gradsOf(d, outOfPlace);
+      assertClose(got.y, want.y, { what: `${name}: values` });
+      assertClose(got.x, want.x, { what: `${name}: x.grad` });
+      assertClose(got.z ?? [0, 0, 0], want.z ?? [0, 0, 0], { what: `${name}: z.grad` });
+    }
+    // Consumers recorded before the change keep the old history (PyTorch's edges).
+    const x = on(d, [3], [1, 2, 3]);
+    x.requiresGrad = true;
+    const y = x.mul(2);
+    const before = y.mul(3);
+    y.mul_(5);
+    before.add(y).sum().backward();
+    await assertTensor(x.grad!, [16, 16, 16]);
+    // A tensor without grad takes the history of the operand that has it.
+    const plain = on(d, [3], [1, 1, 1]);
+    plain.add_(x);
+    assert.equal(plain.requiresGrad, true);
+    assert.equal(plain.isLeaf, false);
+  },
+);
+
+backendTest("in place on a non-leaf: saved values, views and grad mode", async (d) => {
+  const x = on(d, [3], [0, 1, 2]);
+  x.requiresGrad = true;
+  const e = x.exp(); // exp saves its output
+  e.mul_(2);
+  assert.throws(() => e.sum().backward(), /exp backward: a tensor it saved .*modified in place/);
+  const y = x.mul(2);
+  const view = y.reshape([3, 1]);
+  assert.throws(() => view.add_(1), /add_: a tensor .* view .*CopySlices/);
+  assert.throws(() => y.add_(1), /add_: a tensor .* view .*CopySlices/);
+  const h = x.mul(2);
+  noGrad(() => h.add_(1));
+  await assertTensor(h, [1, 3, 5]);
+  assert.equal(h.gradFn?.name, "mul", "noGrad changes values only");
+});
+
+check(
+  "a function using add_ and mul_ on intermediates",
+  (a, b) => a.mul(a).add_(b, { alpha: 0.5 }).mul_(b).mul_(1.5).add_(a),
+  [inp([2, 3], 81), inp([3], 82)],
+);
 
 backendTest("a saved tensor changed in place makes backward raise (version counter)", async (d) => {
   const w = on(d, [3], [1, 2, 3]);

@@ -3,13 +3,13 @@
  * `fill_`, `copy_`, `add_`, `mul_`. Each writes into the tensor's own
  * memory (views sharing it see the change) and bumps its version counter,
  * so a backward that saved the old values raises instead of computing a
- * wrong gradient. A tensor that requires grad is refused while grad mode is
- * on (autograd would need its old values); inside `noGrad` it is allowed,
- * as PyTorch allows parameter updates there.
+ * wrong gradient. On a non-leaf (or with an operand) that requires grad,
+ * the op is recorded: the tensor's node becomes the op's, fed by its old one.
+ * A leaf that requires grad is refused outside `noGrad`, as in PyTorch.
  * @module
  */
 
-import { isGradEnabled, noGrad } from "../autograd.ts";
+import { isGradEnabled, noGrad, record } from "../autograd.ts";
 import { isFloat, promoteTypes } from "../dtype.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -18,19 +18,36 @@ import { expand } from "./view.ts";
 import { launch, type TensorLike } from "./util.ts";
 import { toDevice } from "./transfer.ts";
 
-/** Throws unless autograd lets `t` change in place now. */
-function checkInPlace(op: string, t: Tensor): void {
+/**
+ * Throws unless autograd lets `t` change in place now. When the change must
+ * be recorded (grad mode on, `t` or `other` requires grad), returns `t`'s
+ * history before it: a tensor on the same memory made by `t`'s old node.
+ */
+function checkInPlace(op: string, t: Tensor, other?: unknown): Tensor | null {
   if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected a Tensor, got ${typeof t}`);
-  if (isGradEnabled() && t.requiresGrad) {
-    const what = t.isLeaf
-      ? "a leaf tensor that requires grad"
-      : `a tensor made by ${t.gradFn?.name ?? "an op"} that autograd still needs`;
+  const tracked = t.requiresGrad || (other instanceof Tensor && other.requiresGrad);
+  if (!isGradEnabled() || !tracked) return null;
+  const what = `${op}: a${t.isLeaf ? " leaf" : ""} tensor (shape ${
+    formatShape(t.shape)
+  }, ${t.dtype})`;
+  if (t.isLeaf && t.requiresGrad) {
     throw new Error(
-      `${op}: ${what} (shape ${
-        formatShape(t.shape)
-      }, ${t.dtype}) cannot be changed in place while gradients are recorded: backward would need its old values. Run it inside noGrad(), or use the out-of-place form (e.g. x.add(y) instead of x.add_(y)).`,
+      `${what} that requires grad cannot be changed in place while gradients are recorded: its .grad would belong to values that no longer exist. Run it inside noGrad() (as optimizers do), or use the out-of-place form (e.g. x.add(y) instead of x.add_(y)).`,
     );
   }
+  if (t.storage.viewedWithGrad) {
+    throw new Error(
+      `${what} shares its memory with a view (reshape) that autograd records; in-place changes through views are not recorded (PyTorch's CopySlices is not implemented). Use the out-of-place form, or clone() first.`,
+    );
+  }
+  const old = t.detach();
+  if (t.gradFn) old._attach(t.gradFn, t.outputIndex);
+  return old;
+}
+
+/** Records `t` as overwritten by `value` (null: a constant): its old values get no gradient. */
+function recordOverwrite(op: string, t: Tensor, old: Tensor | null, value: Tensor | null): void {
+  if (old) record(op, [old, value], t, ([g]) => [old.requiresGrad ? g!.zerosLike() : null, g]);
 }
 
 /** `value` on `t`'s device, broadcast to `t`'s shape, in `t`'s dtype (PyTorch's copy_ rules). */
@@ -53,14 +70,16 @@ function shapedLike(op: string, value: Tensor, t: Tensor): Tensor {
 
 /** Sets every element to `value` in place; returns `t`. */
 export function fill_(t: Tensor, value: number | Tensor): Tensor {
-  checkInPlace("fill_", t);
+  const old = checkInPlace("fill_", t, value);
   if (value instanceof Tensor) {
     if (value.numel() !== 1) {
       throw new RangeError(
         `fill_: a tensor value must have one element, got shape ${formatShape(value.shape)}`,
       );
     }
-    t._assign(shapedLike("fill_", value.reshape([]), t));
+    const v = shapedLike("fill_", value.reshape([]), t);
+    t._assign(v);
+    recordOverwrite("fill_", t, old, v);
     return t;
   }
   if (typeof value !== "number") {
@@ -76,12 +95,13 @@ export function fill_(t: Tensor, value: number | Tensor): Tensor {
     launch(t.device, "fill", { out: t.storage.buffer("fill_"), numel: n, value, dtype: t.dtype });
   }
   t.storage.markModified();
+  recordOverwrite("fill_", t, old, null);
   return t;
 }
 
 /** Sets every element to 0 in place; returns `t`. */
 export function zero_(t: Tensor): Tensor {
-  checkInPlace("zero_", t);
+  checkInPlace("zero_", t); // refusals name zero_
   return fill_(t, 0);
 }
 
@@ -90,11 +110,13 @@ export function zero_(t: Tensor): Tensor {
  * converting its dtype and device; returns `t`.
  */
 export function copy_(t: Tensor, src: Tensor): Tensor {
-  checkInPlace("copy_", t);
   if (!(src instanceof Tensor)) {
     throw new TypeError(`copy_: src must be a Tensor, got ${typeof src}`);
   }
-  t._assign(shapedLike("copy_", src, t));
+  const old = checkInPlace("copy_", t, src);
+  const v = shapedLike("copy_", src, t);
+  t._assign(v);
+  recordOverwrite("copy_", t, old, v);
   return t;
 }
 
@@ -104,15 +126,9 @@ function updateInPlace(
   t: Tensor,
   other: TensorLike,
   compute: (a: Tensor, b: TensorLike) => Tensor,
+  savesSelf = false,
 ): Tensor {
-  checkInPlace(op, t);
-  if (isGradEnabled() && other instanceof Tensor && other.requiresGrad) {
-    throw new Error(
-      `${op}: the other operand requires grad, so the result would need a gradient history the tensor (shape ${
-        formatShape(t.shape)
-      }) cannot take in place; use the out-of-place form, or noGrad()`,
-    );
-  }
+  const old = checkInPlace(op, t, other);
   const otherDtype = other instanceof Tensor
     ? other.dtype
     : Number.isInteger(other)
@@ -128,7 +144,9 @@ function updateInPlace(
   const b = other instanceof Tensor && other.device !== t.device
     ? toDevice(other, t.device)
     : other;
-  const result = noGrad(() => compute(t, b));
+  // mul_'s gradient for `other` reads the old values, which the write below replaces.
+  const self = savesSelf && other instanceof Tensor && other.requiresGrad ? old?.clone() : old;
+  const result = old ? compute(self!, b) : noGrad(() => compute(t, b));
   if (!sameShape(result.shape, t.shape)) {
     throw new RangeError(
       `${op}: the result of shape ${formatShape(result.shape)} does not fit the tensor's shape ${
@@ -138,6 +156,8 @@ function updateInPlace(
   }
   const value = cast(result, t.dtype);
   t._assign(value);
+  // The out-of-place op's node becomes t's: its inputs are t's old history and `other`.
+  if (value.gradFn) t._attach(value.gradFn, value.outputIndex);
   // Freed once the copy has run.
   value.dispose();
   result.dispose();
@@ -163,5 +183,5 @@ export function add_(t: Tensor, other: TensorLike, options: AddInPlaceOptions = 
 
 /** `t *= other` in place (other broadcasts to `t`); returns `t`. */
 export function mul_(t: Tensor, other: TensorLike): Tensor {
-  return updateInPlace("mul_", t, other, (a, b) => mul(a, b));
+  return updateInPlace("mul_", t, other, (a, b) => mul(a, b), true);
 }

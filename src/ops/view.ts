@@ -62,8 +62,9 @@ export function reshape(x: Tensor, shape: readonly number[], op = "reshape"): Te
     throw new TypeError(`${op}: shape must be an array, e.g. ${op}([2, 3])`);
   }
   const target = resolveShape(shape, x.numel(), x.shape, op);
-  const out = new Tensor(x.storage, target);
-  return record(op, [x], out, ([g]) => [g!.reshape(x.shape)]);
+  const out = record(op, [x], new Tensor(x.storage, target), ([g]) => [g!.reshape(x.shape)]);
+  if (out.gradFn) x.storage.viewedWithGrad = true;
+  return out;
 }
 
 /** Strided copy of `x` read with `xStrides` into a new contiguous tensor of `shape`. */
