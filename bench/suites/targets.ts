@@ -156,14 +156,7 @@ export async function runTargets(
       t.met === null ? "" : t.met ? "yes" : "NO",
     ]);
   };
-  const speedup = (
-    target: string,
-    peer: string,
-    ours: number,
-    theirs: number,
-    unit: string,
-    goal: number | null,
-  ) => {
+  const speedup: Speedup = (target, peer, ours, theirs, unit, goal) => {
     // Throughputs compare ours / theirs; times theirs / ours.
     const ratio = unit === "GFLOP/s" ? ours / theirs : theirs / ours;
     add({
@@ -368,6 +361,16 @@ export async function runTargets(
   return { targets, results };
 }
 
+/** Adds a target row comparing ours with a peer's value in `unit` against `goal` (null: shown only). */
+type Speedup = (
+  target: string,
+  peer: string,
+  ours: number,
+  theirs: number,
+  unit: string,
+  goal: number | null,
+) => void;
+
 /**
  * The example CNN's training epoch on one cpu device against PyTorch's, one
  * epoch of each per round; goal: within 2x of PyTorch's time (issue 12).
@@ -375,14 +378,7 @@ export async function runTargets(
 async function cnnEpoch(
   ctx: SuiteContext,
   add: (t: TargetResult) => void,
-  speedup: (
-    target: string,
-    peer: string,
-    ours: number,
-    theirs: number,
-    unit: string,
-    goal: number | null,
-  ) => void,
+  speedup: Speedup,
   noteMissing: (what: string, why: string) => void,
   note: (line: string) => void,
 ): Promise<void> {
