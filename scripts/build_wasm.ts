@@ -62,6 +62,12 @@ const MODULES: readonly ModuleSpec[] = [
     doc: "`gelu.wat`: float32 GELU and its derivative, f32x4.",
   },
   {
+    wat: "elementwise.wat",
+    flags: ["--enable-threads"],
+    constant: "ELEMENTWISE_WASM",
+    doc: "`elementwise.wat`: float32 ReLU, select and binary loops, f32x4, shared memory.",
+  },
+  {
     wat: "matmul.wat",
     flags: [],
     constant: "MATMUL_SIMD_UNSHARED_WASM",

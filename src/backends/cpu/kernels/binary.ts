@@ -5,6 +5,7 @@
 
 import type { BinaryArgs, BinaryOp } from "../../backend.ts";
 import type { DType, TypedArray } from "../../../dtype.ts";
+import { residentLoops, WASM_BINARY_OPS } from "../wasm/elementwise.ts";
 import { numelOf } from "../../../shape.ts";
 
 function binaryFunction(
@@ -184,6 +185,25 @@ function collapse(
   return { shape: dims, sa, sb };
 }
 
+/**
+ * For float32 operands in the matmul kernel's memory (a `b` of one value per
+ * row may be a host array), a row loop in WebAssembly SIMD for contiguous
+ * rows of `a`: against a contiguous `b` or one value of it.
+ */
+function residentRowLoop(op: BinaryOp, { a, b, out }: BinaryArgs<TypedArray>): RowLoop | undefined {
+  const code = (WASM_BINARY_OPS as Partial<Record<BinaryOp, number>>)[op];
+  if (code === undefined) return undefined;
+  const withB = residentLoops(a, b, out);
+  const withoutB = withB ?? residentLoops(a, out);
+  if (withoutB === null) return undefined;
+  return (out, o, a, ai, _sa, b, bi, sb, n) => {
+    const [at, to] = [a.byteOffset + 4 * ai, out.byteOffset + 4 * o];
+    if (sb === 0) withoutB.binary_scalar(code, to, at, b[bi], n);
+    else if (withB !== null) withB.binary(code, to, at, b.byteOffset + 4 * bi, n);
+    else ROW_LOOPS[op]!(out, o, a, ai, 1, b, bi, sb, n);
+  };
+}
+
 /** `out = op(a, b)` with broadcasting. */
 export function binary(layout: BinaryArgs<TypedArray>): void {
   const { op, a, b, out } = layout;
@@ -195,6 +215,7 @@ export function binary(layout: BinaryArgs<TypedArray>): void {
     layout.bStrides,
   );
   let loop = rowLoop(op, layout.dtype, binaryFunction(op, layout.dtype));
+  const wasmLoop = layout.dtype === "float32" ? residentRowLoop(op, layout) : undefined;
   const nd = shape.length;
   const last = shape[nd - 1];
   const sa = aStrides[nd - 1];
@@ -203,6 +224,7 @@ export function binary(layout: BinaryArgs<TypedArray>): void {
     ? SCALAR_LOOPS[op]
     : undefined;
   if (scalar) loop = (out, o, a, ai, sa, b, bi, _sb, n) => scalar(out, o, a, ai, sa, b[bi], n);
+  if (wasmLoop !== undefined && sa === 1 && (sb === 1 || sb === 0)) loop = wasmLoop;
   if (nd === 1) {
     loop(out, 0, a, 0, sa, b, 0, sb, last);
     return;

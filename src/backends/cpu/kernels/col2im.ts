@@ -7,12 +7,19 @@
 
 import type { Col2imArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { residentLoops, windowParams } from "../wasm/elementwise.ts";
 
 /** `out[n, c, h, w]` = Σ of the `cols` entries whose tap reads (h, w). */
 export function col2im(layout: Col2imArgs<TypedArray>): void {
   const { x: cols, out } = layout;
   const { height: H, width: W, kernelH, kernelW, outH, outW, strideW } = layout;
   const planes = layout.batch * layout.channels;
+  // In the kernel's memory, float32 runs in WebAssembly.
+  const loops = layout.dtype === "float32" ? residentLoops(cols, out) : null;
+  if (loops !== null) {
+    loops.col2im(cols.byteOffset, out.byteOffset, planes, ...windowParams(layout));
+    return;
+  }
   out.fill(0, 0, planes * H * W);
   let o = 0;
   for (let p = 0; p < planes; p++) {

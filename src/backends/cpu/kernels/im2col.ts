@@ -6,12 +6,19 @@
 
 import type { Im2colArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { residentLoops, windowParams } from "../wasm/elementwise.ts";
 
 /** `cols[n, c, ki, kj, oh, ow]` = the input element the tap reads, or `padValue`. */
 export function im2col(layout: Im2colArgs<TypedArray>): void {
   const { x, out: cols } = layout;
   const { height: H, width: W, kernelH, kernelW, outH, outW, strideW, padValue } = layout;
   const planes = layout.batch * layout.channels;
+  // In the kernel's memory, float32 runs in WebAssembly.
+  const loops = layout.dtype === "float32" ? residentLoops(x, cols) : null;
+  if (loops !== null) {
+    loops.im2col(x.byteOffset, cols.byteOffset, planes, ...windowParams(layout), padValue);
+    return;
+  }
   let o = 0;
   for (let p = 0; p < planes; p++) {
     const plane = p * H * W;

@@ -936,6 +936,18 @@ export function releaseKernelFloats(array: Float32Array): boolean {
   return false;
 }
 
+/**
+ * The shared memory that holds every one of `arrays` (arrays from
+ * {@link kernelFloats}), or null where one is a host array or they lie in
+ * different memories: other WebAssembly loops can then run on them in place.
+ */
+export function residentMemory(...arrays: ArrayBufferView[]): WebAssembly.Memory | null {
+  for (const w of instances.values()) {
+    if (w !== null && w.shared && arrays.every((a) => w.heap.owns(a))) return w.memory;
+  }
+  return null;
+}
+
 /** Products that ran on worker threads so far in this process. */
 export function threadedMatmuls(): number {
   return wasmFor("auto")?.threads?.threadedJobs ?? 0;

@@ -5,6 +5,7 @@
 
 import type { UnaryArgs, UnaryOp } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { residentLoops } from "../wasm/elementwise.ts";
 import { erf } from "./erf.ts";
 
 const UNARY: Record<UnaryOp, (x: number) => number> = {
@@ -45,6 +46,11 @@ function roundHalfEven(x: number): number {
  */
 function relu(x: TypedArray, out: TypedArray, numel: number): void {
   if (x instanceof Float32Array && out instanceof Float32Array) {
+    const loops = residentLoops(x, out);
+    if (loops !== null) {
+      loops.relu(out.byteOffset, x.byteOffset, numel);
+      return;
+    }
     const xi = new Int32Array(x.buffer, x.byteOffset, numel);
     const oi = new Int32Array(out.buffer, out.byteOffset, numel);
     for (let i = 0; i < numel; i++) oi[i] = xi[i] & -+!(x[i] <= 0);
