@@ -319,6 +319,11 @@ export class Tensor {
     } else if (g.device !== this.device) {
       throw new Error(`backward: gradient is on ${g.device}, the tensor on ${this.device}`);
     }
+    // A loss is read after backward as a rule: the backend may start that read now.
+    const [device, buffer] = [this.device, this.#storage.buffer("backward")];
+    if (this.numel() === 1) {
+      device.stream.submit(() => device.backendDevice.readSoon?.(buffer, 0, 1, this.dtype));
+    }
     try {
       runBackward(this, g, options);
     } finally {

@@ -1000,6 +1000,8 @@ export interface DeviceImpl<B> {
    * destination until it does).
    */
   readSync?(buffer: B, offset: number, numel: number, dtype: DType): TypedArray;
+  /** Optional hint: `read` of these values is likely next (a loss after backward); start it now. */
+  readSoon?(buffer: B, offset: number, numel: number, dtype: DType): void;
   /** The kernels. */
   readonly kernels: KernelTable<B>;
   /** Bytes held now. */
@@ -1084,6 +1086,10 @@ export function wrapDevice<B, I extends DeviceImpl<B>>(
       check();
       return impl.readSync!(unwrap(buffer, "readSync"), offset, numel, dtype);
     },
+    readSoon: impl.readSoon && ((buffer, offset, numel, dtype) => {
+      const raw = buffer instanceof Handle && buffer.owner === impl ? buffer.raw : null;
+      if (raw !== null) impl.readSoon!(raw, offset, numel, dtype);
+    }),
     kernels: kernels as KernelTable,
     memory() {
       check();

@@ -32,6 +32,7 @@ import { softmax } from "./kernels/softmax.ts";
 import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
 import { sizeClass } from "./pool.ts";
+import { ReadAhead } from "./read_ahead.ts";
 import { Runtime } from "./runtime.ts";
 import { wgslType } from "./wgsl.ts";
 
@@ -45,6 +46,8 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
   readonly runtime: Runtime;
   /** Every kernel of the contract, fused ones included, recorded on {@link runtime}. */
   readonly kernels: KernelTable<GPUBuffer>;
+  /** Reads started early on the core's hint (`readSoon`); null when turned off. */
+  readonly readAhead: ReadAhead | null;
 
   /** Wraps `device`, called `name` (e.g. `webgpu:0`) in errors. */
   constructor(
@@ -53,10 +56,12 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
     info: string,
     isCpuAdapter: boolean,
     tuning: MatmulTuning = DEFAULT_MATMUL_TUNING,
+    readAhead = true,
   ) {
     this.info = info;
     const rt = new Runtime(device, name, isCpuAdapter);
     this.runtime = rt;
+    this.readAhead = readAhead ? new ReadAhead(rt) : null;
     this.kernels = {
       fill: (args) => fill(rt, args),
       cast: (args) => cast(rt, args),
@@ -112,6 +117,7 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
 
   write(buffer: GPUBuffer, offset: number, data: TypedArray): void {
     if (data.length === 0) return;
+    this.runtime.noteWrite(buffer);
     // queue.writeBuffer runs before any command not yet submitted, so the
     // kernels recorded so far must be submitted first to keep call order.
     this.runtime.flush();
@@ -133,17 +139,19 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
   ): Promise<TypedArray> {
     const rt = this.runtime;
     const bytes = numel * 4;
-    let staging: GPUBuffer | null = null;
-    if (numel > 0) {
+    const early = this.readAhead?.take(buffer, offset, numel, dtype) ?? null;
+    let staging: GPUBuffer | null = early?.staging ?? null;
+    if (!early && numel > 0) {
       staging = rt.staging.acquire(bytes);
-      rt.encoder().copyBufferToBuffer(buffer, offset * 4, staging, 0, bytes);
+      rt.encoder(staging).copyBufferToBuffer(buffer, offset * 4, staging, 0, bytes);
     }
+    // Submitted, and its errors taken below, even when an early copy has the values.
     rt.flush();
     const mark = rt.errorMark();
     let result: TypedArray;
     try {
       if (staging) {
-        await rt.raceLost(staging.mapAsync(GPUMapMode.READ, 0, bytes));
+        await rt.raceLost(early?.mapped ?? staging.mapAsync(GPUMapMode.READ, 0, bytes));
         const mapped = staging.getMappedRange(0, bytes);
         result = dtype === "int32"
           ? new Int32Array(mapped.slice(0))
@@ -163,6 +171,17 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
     const error = await rt.raceLost(rt.takeError(mark));
     if (error) throw error;
     return result;
+  }
+
+  /** Starts the read of these values now (see `read_ahead.ts`). */
+  readSoon(buffer: GPUBuffer, offset: number, numel: number, dtype: DType): void {
+    if (this.readAhead === null) return;
+    try {
+      this.runtime.checkLost();
+    } catch {
+      return; // a hint only: the next real call reports the loss
+    }
+    this.readAhead.start(buffer, offset, numel, dtype);
   }
 
   memory(): MemoryInfo {

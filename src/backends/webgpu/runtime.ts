@@ -120,6 +120,8 @@ export class Runtime {
   #uncaptured: string[] = [];
   #lostReason: string | null = null;
   #destroyed = false;
+  #watched: GPUBuffer | null = null;
+  #watchedWritten = false;
   readonly #lostWaiters = new Set<(e: Error) => void>();
 
   /** Wraps `device`; `isCpuAdapter` picks kernel variants. */
@@ -288,8 +290,34 @@ export class Runtime {
     held.emit(held.items);
   }
 
-  /** The open command encoder, with no compute pass open (for copies). */
-  encoder(): GPUCommandEncoder {
+  /**
+   * Follows what is recorded into `buffer` from now on ({@link watchedIntact}):
+   * how a copy started early (`read_ahead.ts`) knows whether it still holds
+   * the buffer's values. One buffer at a time; null stops.
+   */
+  watch(buffer: GPUBuffer | null): void {
+    this.#watched = buffer;
+    this.#watchedWritten = false;
+  }
+
+  /** Whether nothing was recorded into the watched buffer since {@link watch}. */
+  get watchedIntact(): boolean {
+    return this.#watched !== null && !this.#watchedWritten;
+  }
+
+  /** Notes that `buffer` is written (or handed back to the pool) by the next command. */
+  noteWrite(buffer: GPUBuffer): void {
+    if (buffer === this.#watched) this.#watchedWritten = true;
+  }
+
+  /**
+   * The open command encoder, with no compute pass open (for copies).
+   * `written`: the storage buffer the caller's commands write (a staging
+   * buffer for reads); every buffer may be when it is left out.
+   */
+  encoder(written?: GPUBuffer): GPUCommandEncoder {
+    if (written === undefined) this.#watchedWritten = true;
+    else this.noteWrite(written);
     this.#emitDeferred();
     const encoder = this.#ensureEncoder();
     if (this.#pass) {
@@ -315,6 +343,11 @@ export class Runtime {
           `${this.name} ${spec.name}: a buffer of ${b.size} bytes exceeds the ` +
             `adapter's storage binding limit of ${this.maxBinding} bytes`,
         );
+      }
+    }
+    if (this.#watched !== null) {
+      for (let i = 0; i < spec.signature.length; i++) {
+        if (spec.signature[i] === "w") this.noteWrite(spec.buffers[i]);
       }
     }
     const encoder = this.#ensureEncoder();
@@ -385,6 +418,7 @@ export class Runtime {
 
   /** Destroys `buffer` after the work queued so far has been submitted. */
   destroyLater(buffer: GPUBuffer): void {
+    this.noteWrite(buffer);
     // A held call may use it: recorded first, it keeps the buffer until submit.
     this.#emitDeferred();
     // Cached bind groups may hold it; dropping them all is simplest, and
@@ -399,6 +433,7 @@ export class Runtime {
    * every earlier reader in queue order, so reuse is safe at once.
    */
   release(buffer: GPUBuffer): void {
+    this.noteWrite(buffer);
     const evicted = this.storage.release(buffer);
     if (evicted) this.destroyLater(evicted);
   }

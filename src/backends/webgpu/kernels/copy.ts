@@ -24,7 +24,7 @@ export function copy(rt: Runtime, layout: CopyArgs<GPUBuffer>): void {
   if (rank === 1 && ss[0] === 1 && ds[0] === 1) {
     // Contiguous on both sides: a plain buffer copy, which also avoids a
     // shader over a range that is not vec4 aligned.
-    rt.encoder().copyBufferToBuffer(
+    rt.encoder(dst).copyBufferToBuffer(
       src,
       layout.xOffset * 4,
       dst,

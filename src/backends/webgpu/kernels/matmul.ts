@@ -547,7 +547,7 @@ function product(
   // With a bias an empty sum still adds it: the kernels run with no k steps.
   if (k === 0 && !bias && !act && !sums) {
     // An empty sum: the product is all zeros.
-    rt.encoder().clearBuffer(out, 0, batch * m * n * 4);
+    rt.encoder(out).clearBuffer(out, 0, batch * m * n * 4);
     return;
   }
   const variant = matmulOptions.variant === "auto"
