@@ -320,10 +320,9 @@ export class Tensor {
       throw new Error(`backward: gradient is on ${g.device}, the tensor on ${this.device}`);
     }
     // A loss is read after backward as a rule: the backend may start that read now.
-    const [device, buffer] = [this.device, this.#storage.buffer("backward")];
-    if (this.numel() === 1) {
-      device.stream.submit(() => device.backendDevice.readSoon?.(buffer, 0, 1, this.dtype));
-    }
+    const buffer = this.numel() === 1 && !this.#storage.disposed ? this.#storage.buffer() : null;
+    const { device, dtype } = this;
+    if (buffer) device.stream.submit(() => device.backendDevice.readSoon?.(buffer, 0, 1, dtype));
     try {
       runBackward(this, g, options);
     } finally {

@@ -51,6 +51,12 @@ export interface WebGPUBackendOptions {
   readonly adapterRequests?: readonly (GPURequestAdapterOptions | undefined)[];
   /** The devices' matmul tuning (for tests and benchmarks); default: chosen per adapter. */
   readonly matmul?: Partial<MatmulTuning>;
+  /**
+   * Start the read of a loss when `backward()` is called on it, so that the
+   * read's latency overlaps the backward and the optimizer step (values
+   * read are the same; see `read_ahead.ts`). Default true.
+   */
+  readonly readAhead?: boolean;
 }
 
 /** One adapter devices can be started on. */
@@ -123,6 +129,8 @@ export interface AdapterBackendOptions {
   readonly info?: (entry: AdapterEntry, index: number) => string;
   /** The devices' matmul tuning; default: chosen per adapter. */
   readonly matmul?: Partial<MatmulTuning>;
+  /** See {@link WebGPUBackendOptions.readAhead}; default true. */
+  readonly readAhead?: boolean;
 }
 
 /**
@@ -151,7 +159,8 @@ export function backendOverAdapters(
       const info = options.info?.(entry, index) ?? entry.description;
       const name = `${options.name}:${index}`;
       const tuning = { ...DEFAULT_MATMUL_TUNING, ...options.matmul };
-      return wrapDevice(name, new WebGPUDevice(device, name, info, entry.isCpu, tuning));
+      const impl = new WebGPUDevice(device, name, info, entry.isCpu, tuning, options.readAhead);
+      return wrapDevice(name, impl);
     },
   };
 }
@@ -197,7 +206,11 @@ export async function webgpuBackend(options: WebGPUBackendOptions = {}): Promise
     seen.add(key);
     adapters.push(adapterEntry(gpu, adapter, request));
   }
-  return backendOverAdapters(adapters, { name, matmul: options.matmul });
+  return backendOverAdapters(adapters, {
+    name,
+    matmul: options.matmul,
+    readAhead: options.readAhead,
+  });
 }
 
 async function requestDevice(entry: AdapterEntry): Promise<GPUDevice> {

@@ -59,6 +59,7 @@ export class ReadAhead {
     if (old !== null) {
       if (matches(old, buffer, offset, numel, dtype) && rt.watchedIntact) return;
       // The last one was not read (or went stale): stop guessing.
+      this.#started = null;
       this.#drop(old);
       this.#enabled = false;
     }
