@@ -300,6 +300,10 @@ export class Tensor {
         "backward: this tensor does not require grad (no input had requiresGrad, or it was made under noGrad)",
       );
     }
+    // A loss is usually read after backward: the backend may start that read now, before the seed.
+    const buffer = this.numel() === 1 && !this.#storage.disposed ? this.#storage.buffer() : null;
+    const { device, dtype } = this;
+    if (buffer) device.stream.submit(() => device.backendDevice.readSoon?.(buffer, 0, 1, dtype));
     let g = grad;
     if (!g) {
       if (this.numel() !== 1) {
@@ -319,10 +323,6 @@ export class Tensor {
     } else if (g.device !== this.device) {
       throw new Error(`backward: gradient is on ${g.device}, the tensor on ${this.device}`);
     }
-    // A loss is read after backward as a rule: the backend may start that read now.
-    const buffer = this.numel() === 1 && !this.#storage.disposed ? this.#storage.buffer() : null;
-    const { device, dtype } = this;
-    if (buffer) device.stream.submit(() => device.backendDevice.readSoon?.(buffer, 0, 1, dtype));
     try {
       runBackward(this, g, options);
     } finally {
