@@ -28,6 +28,7 @@ import {
   type SuiteContext,
   Table,
 } from "./_common.ts";
+import type { ReadAhead } from "../../src/backends/webgpu/read_ahead.ts";
 import { countGpuCalls, countKernels, type GpuCounts, type KernelCounts } from "./_profile.ts";
 
 /** An MLP benchmark setup: layer widths and batch. */
@@ -261,6 +262,11 @@ export const mlpSuite: Suite = {
     for (const backend of ctx.backends) {
       const [device] = await ctx.devices(backend, 1);
       const s = createMlp(device, config);
+      // Each phase is timed to the end of its own work: a loss read started at
+      // backward() (webgpu) would let the backward run on into the next run.
+      const readAhead = (device.backendDevice as { impl?: { readAhead?: ReadAhead | null } })
+        .impl?.readAhead;
+      if (readAhead) readAhead.suspended = true;
       try {
         // The phases run round-robin so that they see the same machine load.
         const times: StepTimes[][] = phases.map(() => []);
@@ -317,12 +323,14 @@ export const mlpSuite: Suite = {
           },
         });
       } finally {
+        if (readAhead) readAhead.suspended = false;
         s.dispose();
       }
     }
     table.note(
       "queue ms: host time recording the step (JS, up to tidy's return); wait ms: then until the loss is read",
     );
+    table.note("webgpu: phases timed without read-ahead (each run ends when its own work is done)");
     for (const [backend, p] of profiles) {
       table.note(`${backend} one step: ${summarizeKernels(p.kernels)}`);
       table.note(`${backend} one step: ${summarizeKernelTime(p.kernels)}`);

@@ -126,6 +126,9 @@ export const smallStepSuite: Suite = {
     table.note(
       "queue ms: host time recording the step (JS, up to tidy's return); wait ms: then until the loss is read",
     );
+    table.note(
+      "webgpu: the loss's read starts at backward() (read-ahead), so queue ms includes waiting for the forward's device work",
+    );
     return results;
   },
 };

@@ -46,6 +46,12 @@ export class ReadAhead {
   #announced: GPUBuffer | null = null;
   /** Read-aheads started, and taken by a read (for tests and the bench). */
   readonly counts = { started: 0, taken: 0 };
+  /**
+   * While true nothing starts early: for benchmarks that time parts of a
+   * step, each to the end of its own work (an early read lets the backward
+   * run on into the next timed run).
+   */
+  suspended = false;
 
   /** The read-ahead of `rt`'s device. */
   constructor(rt: Runtime) {
@@ -54,6 +60,7 @@ export class ReadAhead {
 
   /** Starts copying and mapping `numel` elements of `buffer` from `offset` now. */
   start(buffer: GPUBuffer, offset: number, numel: number, dtype: DType): void {
+    if (this.suspended) return;
     const rt = this.#rt;
     const old = this.#started;
     if (old !== null) {
