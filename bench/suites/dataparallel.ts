@@ -29,6 +29,7 @@ import {
   runStep,
   summarizeGpu,
   summarizeKernels,
+  withoutReadAhead,
 } from "./mlp.ts";
 
 /** Device counts of a full run. */
@@ -60,12 +61,13 @@ export async function benchDataParallel(
       setups.push(createMlp(devices[0], config, (m) => new nn.DataParallel(m, { devices })));
     }
     const losses = setups.map(() => NaN);
-    const timings = await measureInterleaved(
-      setups.map((s, i) => async () => {
-        losses[i] = (await runStep(s)).loss;
-      }),
-      { warmup: 2, minRuns: quick ? 1 : 3, budgetS },
-    );
+    const timings = await withoutReadAhead(deviceSets.flat(), () =>
+      measureInterleaved(
+        setups.map((s, i) => async () => {
+          losses[i] = (await runStep(s)).loss;
+        }),
+        { warmup: 2, minRuns: quick ? 1 : 3, budgetS },
+      ));
     return { timings, losses };
   } finally {
     for (const s of setups) s.dispose();

@@ -136,6 +136,28 @@ export function createMlp(
   };
 }
 
+/**
+ * Runs `fn` with webgpu read-ahead (the loss's read started at `backward()`)
+ * suspended on `devices`: when runs of different kinds are timed
+ * round-robin, each must end when its own work is done, and an early read
+ * lets the backward run on into the next run.
+ */
+export async function withoutReadAhead<T>(
+  devices: readonly Device[],
+  fn: () => Promise<T>,
+): Promise<T> {
+  const readAheads = devices.flatMap((d) => {
+    const impl = (d.backendDevice as { impl?: { readAhead?: ReadAhead | null } }).impl;
+    return impl?.readAhead ? [impl.readAhead] : [];
+  });
+  for (const r of readAheads) r.suspended = true;
+  try {
+    return await fn();
+  } finally {
+    for (const r of readAheads) r.suspended = false;
+  }
+}
+
 /** How much of a step to run. */
 export type StepPhase = "forward" | "backward" | "step";
 
@@ -262,20 +284,16 @@ export const mlpSuite: Suite = {
     for (const backend of ctx.backends) {
       const [device] = await ctx.devices(backend, 1);
       const s = createMlp(device, config);
-      // Each phase is timed to the end of its own work: a loss read started at
-      // backward() (webgpu) would let the backward run on into the next run.
-      const readAhead = (device.backendDevice as { impl?: { readAhead?: ReadAhead | null } })
-        .impl?.readAhead;
-      if (readAhead) readAhead.suspended = true;
       try {
         // The phases run round-robin so that they see the same machine load.
         const times: StepTimes[][] = phases.map(() => []);
-        const timings = await measureInterleaved(
-          phases.map(([phase], i) => async () => {
-            times[i].push(await runStep(s, phase));
-          }),
-          { warmup: 2, minRuns: ctx.quick ? 1 : 3, budgetS: ctx.budgetS },
-        );
+        const timings = await withoutReadAhead([device], () =>
+          measureInterleaved(
+            phases.map(([phase], i) => async () => {
+              times[i].push(await runStep(s, phase));
+            }),
+            { warmup: 2, minRuns: ctx.quick ? 1 : 3, budgetS: ctx.budgetS },
+          ));
         phases.forEach(([phase, label], i) => {
           const timing = timings[i];
           const timed = times[i].slice(times[i].length - timing.runs);
@@ -323,7 +341,6 @@ export const mlpSuite: Suite = {
           },
         });
       } finally {
-        if (readAhead) readAhead.suspended = false;
         s.dispose();
       }
     }
