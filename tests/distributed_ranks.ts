@@ -44,6 +44,11 @@ export interface TrainOptions {
   accumulate?: boolean;
   /** Buckets small enough that the model spans several. */
   bucketCapMB?: number;
+  /**
+   * DDP among these ranks only (`processGroup` from `newGroup`); the others
+   * return null. Data is split by rank in the group.
+   */
+  group?: number[];
 }
 
 /** Flattened parameter values, in `parameters()` order. */
@@ -51,12 +56,17 @@ export async function parameterValues(model: nn.Module): Promise<number[][]> {
   return await Promise.all(model.parameters().map(async (p) => [...(await p.data())]));
 }
 
-async function train(rank: number, worldSize: number, o: TrainOptions) {
+async function train(globalRank: number, globalSize: number, o: TrainOptions) {
   const [device] = await requestDevices({ backend: o.backend });
-  // Each rank starts from different weights: DDP must broadcast rank 0's.
-  const model = makeModel(1 + rank * 100).to(device);
+  const processGroup = o.group ? await distributed.newGroup(o.group) : undefined;
+  if (processGroup && processGroup.rank < 0) return null;
+  const rank = processGroup?.rank ?? globalRank;
+  const worldSize = processGroup?.size ?? globalSize;
+  // Each rank starts from different weights: DDP must broadcast the first rank's.
+  const model = makeModel(1 + globalRank * 100).to(device);
   const ddp = new distributed.DistributedDataParallel(model, {
     bucketCapMB: o.bucketCapMB,
+    processGroup,
   });
   const opt = new optim.SGD(ddp.parameters(), { lr: 0.5 });
   const lossFn = new nn.CrossEntropyLoss();

@@ -348,7 +348,8 @@ Deno.test({
 
 /** One process training on every rank's rows at once (the reference). */
 async function reference(worldSize: number, o: TrainOptions): Promise<number[][]> {
-  const model = makeModel(1);
+  // The first rank's initial weights (see train in distributed_ranks.ts).
+  const model = makeModel(1 + (o.group?.[0] ?? 0) * 100);
   const opt = new optim.SGD(model.parameters(), { lr: 0.5 });
   const lossFn = new nn.CrossEntropyLoss();
   const rows = worldSize * o.batch;
@@ -373,9 +374,14 @@ interface Trained {
 }
 
 async function checkEquivalence(worldSize: number, o: TrainOptions): Promise<void> {
-  const ranks = await distributed.spawn<Trained>(RANKS, { nprocs: worldSize, args: ["train", o] });
-  const expected = await reference(worldSize, o);
-  checkTrained(ranks, expected);
+  const ranks = await distributed.spawn<Trained | null>(RANKS, {
+    nprocs: worldSize,
+    args: ["train", o],
+  });
+  const members = o.group ?? ranks.map((_, r) => r);
+  ranks.forEach((r, q) => assert.equal(r === null, !members.includes(q), `rank ${q}`));
+  const expected = await reference(members.length, o);
+  checkTrained(ranks.filter((r) => r !== null), expected);
 }
 
 function checkTrained(ranks: Trained[], expected: number[][]): void {
@@ -414,6 +420,13 @@ Deno.test({
       accumulate: true,
       bucketCapMB: 1e-4,
     }),
+});
+
+Deno.test({
+  name:
+    "DDP processGroup: ranks [1, 2] of 3 train like one process on their rows, from rank 1's weights",
+  ...opts,
+  fn: () => checkEquivalence(3, { backend: "cpu", steps: 2, batch: 4, group: [1, 2] }),
 });
 
 if (BACKENDS.has("webgpu")) {
@@ -609,6 +622,12 @@ Deno.test({
       assert.equal(t.code, 0, t.output);
       checkTrained(t.results as Trained[], await reference(2, o));
     }
+    // DDP over newGroup([1, 2]) of 3 processes: rank 1's weights, averaged over 2.
+    const o: TrainOptions = { backend: "cpu", steps: 2, batch: 4, group: [1, 2] };
+    const g = await mpiRun<Trained | null>(3, "train", o as unknown as Record<string, unknown>);
+    assert.equal(g.code, 0, g.output);
+    assert.equal(g.results[0], null);
+    checkTrained(g.results.slice(1) as Trained[], await reference(2, o));
   },
 });
 

@@ -14,6 +14,7 @@ import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
 import { borrowHost, giveBackHost, readFlat, readFlatInto, runOnHost, writeFlat } from "./host.ts";
+import type { DistributedGroup } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
@@ -22,7 +23,10 @@ export interface DistributedDataParallelOptions {
   device?: Device | string;
   /** Size of a gradient bucket in MiB after the first (about 1 MiB); default 25. */
   bucketCapMB?: number;
-  /** Broadcast rank 0's buffers (BatchNorm statistics) before every forward; default true. */
+  /**
+   * Broadcast rank 0's buffers (BatchNorm statistics; with `processGroup`,
+   * the group's first rank's) before every forward; default true.
+   */
   broadcastBuffers?: boolean;
   /**
    * Parameters may get no gradient in a backward pass (default false: an
@@ -34,6 +38,14 @@ export interface DistributedDataParallelOptions {
    * backward pass (PyTorch's backward waits for it too).
    */
   findUnusedParameters?: boolean;
+  /**
+   * Data parallelism among the ranks of this group only (from `newGroup`;
+   * PyTorch's `process_group`): the group's first rank broadcasts its
+   * parameters and buffers, and gradients are averaged over the group's
+   * size. Every member wraps its replica with the same group; a rank not in
+   * it gets an error naming it and the group. Default: every rank.
+   */
+  processGroup?: DistributedGroup;
 }
 
 const MIB = 1 << 20;
@@ -186,7 +198,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (!(module instanceof Module)) {
       throw new TypeError("DistributedDataParallel: the first argument must be an nn.Module");
     }
-    const group = activeGroup("DistributedDataParallel");
+    const group = activeGroup("DistributedDataParallel", options.processGroup);
     const capMB = options.bucketCapMB ?? 25;
     if (!(capMB > 0) || !Number.isFinite(capMB)) {
       throw new RangeError(
