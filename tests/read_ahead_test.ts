@@ -10,6 +10,7 @@ import type { WrappedDevice } from "../src/backends/backend.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
 import type { ReadAhead } from "../src/backends/webgpu/read_ahead.ts";
 import { webgpuBackend } from "../src/backends/webgpu/mod.ts";
+import { DeviceLostError } from "../src/errors.ts";
 import {
   type Device,
   manualSeed,
@@ -146,4 +147,37 @@ test("a loss disposed before it is read, and its memory reused, is never read fr
   const fresh = tensor([42], { device: a });
   assert.equal(await fresh.item(), 42);
   fresh.dispose();
+});
+
+test("a kernel failing after the early copy still rejects the read that takes it", async () => {
+  const d = (await (await webgpuBackend({ name: "ahead-raw" })).createDevice(0)) as WrappedDevice<
+    WebGPUDevice
+  >;
+  try {
+    const x = d.allocate(1, "float32");
+    d.write(x, 0, new Float32Array([5]));
+    const rt = d.impl.runtime;
+    d.readSoon!(x, 0, 1, "float32");
+    rt.dispatch({
+      name: "brokenKernel",
+      key: "broken",
+      wgsl: () => "this is not wgsl",
+      signature: "w",
+      buffers: [rt.storage.acquire(16)],
+      params: [],
+      groups: [1, 1, 1],
+    });
+    const taken = d.impl.readAhead!.counts.taken;
+    await assert.rejects(d.read(x, 0, 1, "float32"), /brokenKernel/);
+    assert.equal(d.impl.readAhead!.counts.taken, taken + 1, "the early copy was taken");
+    assert.deepEqual([...await d.read(x, 0, 1, "float32")], [5]);
+    // Lost while the early copy is mapping: the read rejects with DeviceLostError.
+    d.readSoon!(x, 0, 1, "float32");
+    const pending = d.read(x, 0, 1, "float32");
+    d.destroy();
+    await assert.rejects(pending, DeviceLostError);
+    d.readSoon!(x, 0, 1, "float32"); // a hint on a lost device does nothing
+  } finally {
+    d.destroy();
+  }
 });
