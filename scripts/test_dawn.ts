@@ -19,7 +19,12 @@
  * any other run.
  */
 
-const FILES = ["tests/conformance_test.ts", "tests/fused_test.ts", "tests/dawn_test.ts"];
+const FILES = [
+  "tests/conformance_test.ts",
+  "tests/fused_test.ts",
+  "tests/fused_cnn_test.ts",
+  "tests/dawn_test.ts",
+];
 const NOISE = /XDG_RUNTIME_DIR|artificially reduced/;
 // deno-lint-ignore no-control-regex -- Deno's colour codes start with ESC
 const stripColors = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");

@@ -6,7 +6,13 @@
  */
 
 import type { DType, TypedArray } from "../../dtype.ts";
-import type { DeviceImpl, KernelTable, MemoryInfo } from "../backend.ts";
+import type {
+  BatchNormArgs,
+  BatchNormBackwardArgs,
+  DeviceImpl,
+  KernelTable,
+  MemoryInfo,
+} from "../backend.ts";
 import { binary } from "./kernels/binary.ts";
 import { cast } from "./kernels/cast.ts";
 import { copy } from "./kernels/copy.ts";
@@ -18,6 +24,9 @@ import { gelu } from "./kernels/gelu.ts";
 import { geluDerivative } from "./kernels/gelu_derivative.ts";
 import { geluBackward } from "./kernels/gelu_backward.ts";
 import { adam } from "./kernels/adam.ts";
+import { batchNorm } from "./kernels/batch_norm.ts";
+import { BATCH_NORM_BACKWARD_BINDINGS, batchNormBackward } from "./kernels/batch_norm_backward.ts";
+import { maxPool2d } from "./kernels/max_pool2d.ts";
 import { sgd } from "./kernels/sgd.ts";
 import { crossEntropy } from "./kernels/cross_entropy.ts";
 import { crossEntropyBackward } from "./kernels/cross_entropy_backward.ts";
@@ -62,6 +71,10 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
     const rt = new Runtime(device, name, isCpuAdapter);
     this.runtime = rt;
     this.readAhead = readAhead ? new ReadAhead(rt) : null;
+    // nn fuses batch norm only with both kernels; the backward binds more
+    // storage buffers than WebGPU's default limit of 8.
+    const fitsBatchNorm =
+      device.limits.maxStorageBuffersPerShaderStage >= BATCH_NORM_BACKWARD_BINDINGS;
     this.kernels = {
       fill: (args) => fill(rt, args),
       cast: (args) => cast(rt, args),
@@ -88,6 +101,14 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       crossEntropyBackward: (args) => crossEntropyBackward(rt, args),
       crossEntropyReduced: (args) => crossEntropyReduced(rt, args),
       crossEntropyReducedBackward: (args) => crossEntropyReducedBackward(rt, args),
+      maxPool2d: (args) => maxPool2d(rt, args),
+      ...(fitsBatchNorm
+        ? {
+          batchNorm: (args: BatchNormArgs<GPUBuffer>) => batchNorm(rt, args),
+          batchNormBackward: (args: BatchNormBackwardArgs<GPUBuffer>) =>
+            batchNormBackward(rt, args),
+        }
+        : {}),
     };
   }
 
