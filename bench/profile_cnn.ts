@@ -4,8 +4,11 @@
  * (the fused batch-norm and max-pool kernels) and, interleaved step by step
  * in the same process, with those kernels taken out of a second device's
  * table so that nn composes them from primitives (as before they existed).
+ * With a backend named (`webgpu`), on its devices; there the kernels are
+ * only recorded by the host, so their milliseconds are recording time and
+ * the step's median wall time (one read per step) is what to compare.
  *
- *   deno run -A bench/profile_cnn.ts [steps]
+ *   deno run -A bench/profile_cnn.ts [steps] [backend]
  * @module
  */
 
@@ -39,18 +42,21 @@ function stepper(device: Device): () => Promise<void> {
 }
 
 const steps = Number(Deno.args[0] ?? 20);
-const [fused, composed] = await requestDevices({ backend: "cpu", count: 2 });
+const backend = Deno.args[1] ?? "cpu";
+const [fused, composed] = await requestDevices({ backend, count: 2 });
 const table = composed.backendDevice.kernels as unknown as Record<string, unknown>;
 for (const name of FUSED) delete table[name];
 const runs = [stepper(fused), stepper(composed)];
 for (let i = 0; i < 3; i++) for (const run of runs) await run();
 const counts: KernelCounts[] = [{}, {}];
 const wall = [0, 0];
+const samples: number[][] = [[], []];
 for (let i = 0; i < steps; i++) {
   for (let j = 0; j < 2; j++) {
     const t0 = performance.now();
     const c = await countKernels([[fused, composed][j]], runs[j]);
     wall[j] += performance.now() - t0;
+    samples[j].push(performance.now() - t0);
     for (const [k, v] of Object.entries(c)) {
       const e = counts[j][k] ??= { calls: 0, ms: 0 };
       e.calls += v.calls;
@@ -59,13 +65,18 @@ for (let i = 0; i < steps; i++) {
   }
 }
 const load = Deno.loadavg().map((l) => l.toFixed(1)).join(", ");
-console.log(`CNN step on cpu, ${steps} interleaved steps each, load average ${load}`);
+console.log(`CNN step on ${backend}, ${steps} interleaved steps each, load average ${load}`);
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 for (
   const [j, name] of ["as it runs (fused kernels)", "composed (fused kernels removed)"].entries()
 ) {
   const rows = Object.entries(counts[j]).sort((a, b) => b[1].ms - a[1].ms);
   const step = wall[j] / steps;
-  console.log(`\n${name}: ${step.toFixed(1)} ms per step (instrumented)`);
+  console.log(
+    `\n${name}: ${step.toFixed(1)} ms per step (instrumented), median ${
+      median(samples[j]).toFixed(1)
+    }`,
+  );
   console.log("kernel                     calls      ms   share");
   for (const [k, v] of rows) {
     if (v.ms / steps < 0.05) continue;
