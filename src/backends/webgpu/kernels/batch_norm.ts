@@ -57,22 +57,22 @@ export function channelRows(inner: number): boolean {
 }
 
 /**
- * `sumAll(v)`: the workgroup's sum of every invocation's `v` (a tree over
- * {@link CHANNEL_WG} slots), the same for every invocation.
+ * `<name>(v, lid)`: the workgroup's sum of every invocation's `v` (a tree
+ * over {@link CHANNEL_WG} slots), the same for every invocation. Each sum
+ * of a kernel gets its own slots: reusing one array for a second sum gave
+ * wrong variances on Dawn's GL backend (llvmpipe), as if the barrier after
+ * the first total was read did not hold.
  */
-export function workgroupSumWgsl(type: string): string {
-  return `var<workgroup> partial: array<${type}, ${CHANNEL_WG}>;
-fn sumAll(v: ${type}, lid: u32) -> ${type} {
-  partial[lid] = v;
+export function workgroupSumWgsl(name: string, type: string): string {
+  return `var<workgroup> ${name}Slots: array<${type}, ${CHANNEL_WG}>;
+fn ${name}(v: ${type}, lid: u32) -> ${type} {
+  ${name}Slots[lid] = v;
   for (var k = ${CHANNEL_WG / 2}u; k > 0u; k = k >> 1u) {
     workgroupBarrier();
-    if (lid < k) { partial[lid] = partial[lid] + partial[lid + k]; }
+    if (lid < k) { ${name}Slots[lid] = ${name}Slots[lid] + ${name}Slots[lid + k]; }
   }
   workgroupBarrier();
-  let total = partial[0];
-  // Nobody writes the slots again before everyone has read the total.
-  workgroupBarrier();
-  return total;
+  return ${name}Slots[0];
 }
 `;
 }
@@ -81,7 +81,8 @@ function batchNormWgsl(rows: boolean): string {
   return PARAMS_WGSL + storage(1, "x", "f32", false) + storage(2, "weight", "f32", false) +
     storage(3, "bias", "f32", false) + storage(4, "mean", "f32", true) +
     storage(5, "invstd", "f32", true) + storage(6, "variance", "f32", true) +
-    storage(7, "out", "f32", true) + workgroupSumWgsl("f32") + mainPerWorkgroup(CHANNEL_WG) +
+    storage(7, "out", "f32", true) + workgroupSumWgsl("sumOfValues", "f32") +
+    workgroupSumWgsl("sumOfSquares", "f32") + mainPerWorkgroup(CHANNEL_WG) +
     CHANNEL_PARAMS_WGSL +
     `  let n = f32(outer * inner);
   // Everything relative to one of the channel's own values: x - shift is
@@ -89,11 +90,11 @@ function batchNormWgsl(rows: boolean): string {
   // large mean (1000 ± 0.01 lost 1% of the spread that way).
   let shift = x[c * inner];
   var s = 0.0;
-${channelLoop(rows, "      s += x[at] - shift;")}  let centeredMean = sumAll(s, lid) / n;
+${channelLoop(rows, "      s += x[at] - shift;")}  let centeredMean = sumOfValues(s, lid) / n;
   var q = 0.0;
 ${
       channelLoop(rows, "      let d = (x[at] - shift) - centeredMean;\n      q += d * d;")
-    }  let v = sumAll(q, lid) / n;
+    }  let v = sumOfSquares(q, lid) / n;
   let inv = 1.0 / sqrt(v + pf(3u));
   if (lid == 0u) {
     mean[c] = shift + centeredMean;

@@ -25,7 +25,7 @@ function batchNormBackwardWgsl(rows: boolean): string {
     storage(3, "mean", "f32", false) + storage(4, "invstd", "f32", false) +
     storage(5, "grad", "f32", false) + storage(6, "gradInput", "f32", true) +
     storage(7, "gradWeight", "f32", true) + storage(8, "gradBias", "f32", true) +
-    workgroupSumWgsl("vec2<f32>") + mainPerWorkgroup(CHANNEL_WG) + CHANNEL_PARAMS_WGSL +
+    workgroupSumWgsl("sumBoth", "vec2<f32>") + mainPerWorkgroup(CHANNEL_WG) + CHANNEL_PARAMS_WGSL +
     `  let n = f32(outer * inner);
   let m = mean[c];
   let s = invstd[c];
@@ -33,7 +33,7 @@ function batchNormBackwardWgsl(rows: boolean): string {
   var sums = vec2<f32>(0.0, 0.0);
 ${
       channelLoop(rows, "      let g = grad[at];\n      sums += vec2<f32>(g, g * (x[at] - m));")
-    }  sums = sumAll(sums, lid);
+    }  sums = sumBoth(sums, lid);
   let gsum = sums.x;
   let gxc = sums.y;
   if (lid == 0u) {
