@@ -68,6 +68,12 @@ const MODULES: readonly ModuleSpec[] = [
     doc: "`elementwise.wat`: float32 ReLU, select and binary loops, f32x4, shared memory.",
   },
   {
+    wat: "batch_norm.wat",
+    flags: ["--enable-threads"],
+    constant: "BATCH_NORM_WASM",
+    doc: "`batch_norm.wat`: float32 batch norm forward and backward, f64x2 sums, shared memory.",
+  },
+  {
     wat: "matmul.wat",
     flags: [],
     constant: "MATMUL_SIMD_UNSHARED_WASM",

@@ -4,7 +4,8 @@
  * select of ReLU's gradient and binary rows give the TypeScript loops'
  * results bit for bit (NaN as NaN), at odd lengths (the scalar tails),
  * unaligned starts, rows against one value and broadcast operands; im2col
- * and col2im at every stride, padding and dilation class.
+ * and col2im at every stride, padding and dilation class; batch norm
+ * forward and backward at odd and even run lengths.
  */
 
 import assert from "node:assert/strict";
@@ -13,6 +14,8 @@ import { unary } from "../src/backends/cpu/kernels/unary.ts";
 import { where } from "../src/backends/cpu/kernels/where.ts";
 import { im2col } from "../src/backends/cpu/kernels/im2col.ts";
 import { col2im } from "../src/backends/cpu/kernels/col2im.ts";
+import { batchNorm } from "../src/backends/cpu/kernels/batch_norm.ts";
+import { batchNormBackward } from "../src/backends/cpu/kernels/batch_norm_backward.ts";
 import {
   kernelFloats,
   releaseKernelFloats,
@@ -186,6 +189,49 @@ Deno.test("cpu wasm elementwise: relu, select, binary rows equal the TypeScript 
       got.fill(7);
       col2im({ ...view, x: keep(resident(cols)), out: got, dtype: "float32" });
       assertSameBits(got, want, `col2im ${c}`);
+    }
+  });
+  await t.step("batchNorm and batchNormBackward: statistics and gradients", () => {
+    for (
+      const [outer, channels, inner] of [[3, 2, 7], [2, 3, 8], [1, 1, 1], [4, 2, 49], [2, 2, 2]]
+    ) {
+      const n = outer * channels * inner;
+      const x = values(n, n + 3).map((v) => (Number.isFinite(v) && Math.abs(v) < 1e6 ? v + 3 : 1));
+      const grad = values(n, n + 4).map((v) => (Number.isFinite(v) && Math.abs(v) < 1e6 ? v : -2));
+      const weight = values(channels, 5).map((v) => (Number.isFinite(v) ? v : 0.5));
+      const bias = values(channels, 6).map((v) => (Number.isFinite(v) ? v : 0.25));
+      const rows = { outer, channels, inner, dtype: "float32", eps: 1e-5 } as const;
+      const stats = () => ({
+        mean: new Float32Array(channels),
+        invstd: new Float32Array(channels),
+        variance: new Float32Array(channels),
+      });
+      const [wantStats, gotStats] = [stats(), stats()];
+      const want = new Float32Array(n);
+      batchNorm({ ...rows, ...wantStats, x, weight, bias, out: want });
+      const rx = keep(resident(x));
+      const got = keep(kernelFloats(n)!);
+      assert.ok(residentLoops(rx, got) !== null);
+      batchNorm({ ...rows, ...gotStats, x: rx, weight, bias, out: got });
+      assertSameBits(got, want, `batchNorm ${[outer, channels, inner]}`);
+      for (const k of ["mean", "invstd", "variance"] as const) {
+        assertSameBits(gotStats[k], wantStats[k], `batchNorm ${k}`);
+      }
+      const grads = () => ({
+        gradWeight: new Float32Array(channels),
+        gradBias: new Float32Array(channels),
+      });
+      const [wantGrads, gotGrads] = [grads(), grads()];
+      const back = { ...rows, weight, mean: wantStats.mean, invstd: wantStats.invstd };
+      const wantInput = new Float32Array(n);
+      batchNormBackward({ ...back, ...wantGrads, x, grad, gradInput: wantInput });
+      const gotInput = keep(kernelFloats(n)!);
+      const rg = keep(resident(grad));
+      batchNormBackward({ ...back, ...gotGrads, x: rx, grad: rg, gradInput: gotInput });
+      assertSameBits(gotInput, wantInput, `batchNormBackward ${[outer, channels, inner]}`);
+      for (const k of ["gradWeight", "gradBias"] as const) {
+        assertSameBits(gotGrads[k], wantGrads[k], `batchNormBackward ${k}`);
+      }
     }
   });
   for (const a of held) assert.ok(releaseKernelFloats(a));

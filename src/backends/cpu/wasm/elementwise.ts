@@ -10,7 +10,7 @@
 import type { WindowView } from "../../backend.ts";
 import { residentMemory } from "../kernels/matmul.ts";
 import { decodeBase64 } from "./load.ts";
-import { ELEMENTWISE_WASM } from "./modules.ts";
+import { BATCH_NORM_WASM, ELEMENTWISE_WASM } from "./modules.ts";
 
 /** A binary op's number in `elementwise.wat`. */
 export const WASM_BINARY_OPS = {
@@ -40,6 +40,27 @@ export interface ElementwiseLoops {
   readonly col2im: (cols: number, out: number, planes: number, ...window: number[]) => void;
   /** Zeroes `bytes` bytes from `out`. */
   readonly zero: (out: number, bytes: number) => void;
+  /** `batch_norm.wat`: one channel's shifted sums (even, odd) and sums of squares. */
+  readonly bn_sums: (
+    x: number,
+    plane: number,
+    outer: number,
+    inner: number,
+    shift: number,
+  ) => [number, number, number, number];
+  /** `out = x · scale + offset` over one channel. */
+  readonly bn_normalize: (...args: number[]) => void;
+  /** One channel's gradient sums (even, odd) and gradient-times-centered sums. */
+  readonly bn_backward_sums: (
+    x: number,
+    grad: number,
+    plane: number,
+    outer: number,
+    inner: number,
+    mean: number,
+  ) => [number, number, number, number];
+  /** `out = a · grad + b · (x - mean) + k` over one channel. */
+  readonly bn_backward_input: (...args: number[]) => void;
 }
 
 /** A window's sizes in the order `im2col` and `col2im` take them after `planes`. */
@@ -50,8 +71,11 @@ export function windowParams(v: WindowView): number[] {
   ];
 }
 
-/** The module, compiled once (null: no SIMD or no WebAssembly here). */
-let compiled: WebAssembly.Module | null | undefined;
+/**
+ * The modules, compiled once (null: no SIMD or no WebAssembly here). Two
+ * modules, each under the 4 KB that browsers compile synchronously.
+ */
+let compiled: WebAssembly.Module[] | null | undefined;
 /** One instance per memory. */
 const onMemory = new WeakMap<WebAssembly.Memory, ElementwiseLoops>();
 
@@ -66,15 +90,17 @@ export function residentLoops(...arrays: ArrayBufferView[]): ElementwiseLoops | 
   if (made !== undefined) return made;
   if (compiled === undefined) {
     try {
-      const bytes = decodeBase64(ELEMENTWISE_WASM);
-      compiled = WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
+      const sources = [ELEMENTWISE_WASM, BATCH_NORM_WASM].map(decodeBase64);
+      compiled = sources.every((bytes) => WebAssembly.validate(bytes))
+        ? sources.map((bytes) => new WebAssembly.Module(bytes))
+        : null;
     } catch {
       compiled = null;
     }
   }
   if (compiled === null) return null;
-  const { exports } = new WebAssembly.Instance(compiled, { env: { memory } });
-  const loops = exports as unknown as ElementwiseLoops;
+  const exports = compiled.map((m) => new WebAssembly.Instance(m, { env: { memory } }).exports);
+  const loops = Object.assign({}, ...exports) as ElementwiseLoops;
   onMemory.set(memory, loops);
   return loops;
 }
