@@ -74,6 +74,12 @@ const MODULES: readonly ModuleSpec[] = [
     doc: "`batch_norm.wat`: float32 batch norm forward and backward, f64x2 sums, shared memory.",
   },
   {
+    wat: "max_pool.wat",
+    flags: ["--enable-threads"],
+    constant: "MAX_POOL_WASM",
+    doc: "`max_pool.wat`: float32 2x2 max pool and the scatter-add of its gradient, shared memory.",
+  },
+  {
     wat: "matmul.wat",
     flags: [],
     constant: "MATMUL_SIMD_UNSHARED_WASM",

@@ -5,7 +5,8 @@
  * results bit for bit (NaN as NaN), at odd lengths (the scalar tails),
  * unaligned starts, rows against one value and broadcast operands; im2col
  * and col2im at every stride, padding and dilation class; batch norm
- * forward and backward at odd and even run lengths.
+ * forward and backward at odd and even run lengths; the 2x2 max pool (NaN,
+ * ties, odd sizes) and its gradient's scatter-add.
  */
 
 import assert from "node:assert/strict";
@@ -15,9 +16,12 @@ import { where } from "../src/backends/cpu/kernels/where.ts";
 import { im2col } from "../src/backends/cpu/kernels/im2col.ts";
 import { col2im } from "../src/backends/cpu/kernels/col2im.ts";
 import { batchNorm } from "../src/backends/cpu/kernels/batch_norm.ts";
+import { maxPool2d } from "../src/backends/cpu/kernels/max_pool2d.ts";
+import { scatterAdd } from "../src/backends/cpu/kernels/scatter_add.ts";
 import { batchNormBackward } from "../src/backends/cpu/kernels/batch_norm_backward.ts";
 import {
   kernelFloats,
+  kernelInts,
   releaseKernelFloats,
   startMatmulThreads,
 } from "../src/backends/cpu/kernels/matmul.ts";
@@ -232,6 +236,44 @@ Deno.test("cpu wasm elementwise: relu, select, binary rows equal the TypeScript 
       for (const k of ["gradWeight", "gradBias"] as const) {
         assertSameBits(gotGrads[k], wantGrads[k], `batchNormBackward ${k}`);
       }
+    }
+  });
+  await t.step("maxPool2d 2x2 and the scatter-add of its gradient", () => {
+    for (const [planes, H, W] of [[3, 4, 6], [2, 7, 5], [1, 2, 2], [4, 28, 28]]) {
+      const [outH, outW] = [Math.floor(H / 2), Math.floor(W / 2)];
+      // Few distinct values: ties; NaN from the specials.
+      const x = values(planes * H * W, H * W + planes).map((
+        v,
+      ) => (Number.isNaN(v) ? v : Math.round(v)));
+      const window = {
+        ...{ batch: 1, channels: planes, height: H, width: W, kernelH: 2, kernelW: 2 },
+        ...{ strideH: 2, strideW: 2, padH: 0, padW: 0, dilationH: 1, dilationW: 1, outH, outW },
+      };
+      const count = outH * outW;
+      const want = new Float32Array(planes * count);
+      const wantAt = new Int32Array(planes * count);
+      maxPool2d({ ...window, x, out: want, indices: wantAt, dtype: "float32" });
+      const got = keep(kernelFloats(planes * count)!);
+      const gotAt = kernelInts(planes * count)!;
+      const rx = keep(resident(x));
+      assert.ok(residentLoops(rx, got, gotAt) !== null);
+      maxPool2d({ ...window, x: rx, out: got, indices: gotAt, dtype: "float32" });
+      assertSameBits(got, want, `maxPool2d ${[planes, H, W]}`);
+      assert.deepEqual([...gotAt], [...wantAt], `maxPool2d positions ${[planes, H, W]}`);
+      // The gradient: repeated and out-of-range positions too.
+      const index = wantAt.map((r, i) =>
+        i % 5 === 0 ? r - H * W : i % 3 === 0 ? H * W : i % 7 === 0 ? 0 : r
+      );
+      gotAt.set(index);
+      const grad = values(planes * count, count + 1);
+      const layout = { outer: planes, size: H * W, count, inner: 1, dtype: "float32" } as const;
+      const wantGrad = new Float32Array(planes * H * W);
+      scatterAdd({ ...layout, x: grad, index, out: wantGrad });
+      const gotGrad = keep(kernelFloats(planes * H * W)!);
+      gotGrad.fill(5);
+      scatterAdd({ ...layout, x: keep(resident(grad)), index: gotAt, out: gotGrad });
+      assertSameBits(gotGrad, wantGrad, `scatterAdd ${[planes, H, W]}`);
+      assert.ok(releaseKernelFloats(gotAt));
     }
   });
   for (const a of held) assert.ok(releaseKernelFloats(a));

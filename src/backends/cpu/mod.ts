@@ -34,6 +34,7 @@ import { indexSelect } from "./kernels/index_select.ts";
 import { maxPool2d } from "./kernels/max_pool2d.ts";
 import {
   kernelFloats,
+  kernelInts,
   matmul,
   type MatmulKernel,
   matmulKernel,
@@ -128,15 +129,21 @@ class CpuDevice implements DeviceImpl<TypedArray> {
     const pooled = this.#pool.take(dtype, numel);
     if (pooled !== undefined) return pooled;
     // Large float32 arrays (matmul operands) live in the matmul kernel's
-    // shared memory where it has one, so products need not copy them in.
-    const inKernel = dtype === "float32" && numel >= KERNEL_MEMORY_MIN && this.#threads > 1
+    // shared memory where it has one, so products need not copy them in,
+    // and WebAssembly loops run on them (and on int32 positions) in place.
+    const inKernel = numel < KERNEL_MEMORY_MIN || this.#threads === 1
+      ? undefined
+      : dtype === "float32"
       ? kernelFloats(numel, this.#kernel)
+      : dtype === "int32"
+      ? kernelInts(numel, this.#kernel)
       : undefined;
     return inKernel ?? allocHost(dtype, numel);
   }
   free(buffer: TypedArray): void {
     this.#bytes -= buffer.byteLength;
-    if (!this.#pool.give(buffer) && buffer instanceof Float32Array) releaseKernelFloats(buffer);
+    if (this.#pool.give(buffer) || buffer instanceof Float64Array) return;
+    releaseKernelFloats(buffer);
   }
   write(buffer: TypedArray, offset: number, data: TypedArray): void {
     buffer.set(data, offset);

@@ -923,10 +923,24 @@ export function kernelFloats(
 }
 
 /**
- * Gives an array from {@link kernelFloats} back to its memory; false (and
- * nothing done) for any other array.
+ * {@link kernelFloats} for int32 values (a max pool's positions, which
+ * WebAssembly kernels then write in place).
  */
-export function releaseKernelFloats(array: Float32Array): boolean {
+export function kernelInts(
+  numel: number,
+  preference: MatmulKernel | "auto" = "auto",
+): Int32Array | undefined {
+  const w = wasmFor(preference);
+  if (w === null || !w.shared) return undefined;
+  const at = w.heap.alloc(numel * 4);
+  return at === undefined ? undefined : w.heap.ints(at, numel);
+}
+
+/**
+ * Gives an array from {@link kernelFloats} or {@link kernelInts} back to its
+ * memory; false (and nothing done) for any other array.
+ */
+export function releaseKernelFloats(array: Float32Array | Int32Array): boolean {
   for (const w of instances.values()) {
     if (w !== null && w.heap.owns(array)) {
       w.heap.release(array.byteOffset, array.byteLength);

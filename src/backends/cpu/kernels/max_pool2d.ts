@@ -7,6 +7,7 @@
 
 import type { MaxPool2dArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { residentLoops } from "../wasm/elementwise.ts";
 
 /**
  * 1 where `v` beats the current winner `b` (larger, or NaN over a number),
@@ -44,7 +45,12 @@ export function maxPool2d(args: MaxPool2dArgs<TypedArray>): void {
   const plain = strideH === 2 && strideW === 2 && padH === 0 && padW === 0 &&
     dilationH === 1 && dilationW === 1;
   if (plain && kernelH === 2 && kernelW === 2 && 2 * outH <= H && 2 * outW <= W) {
-    return maxPool2x2(args);
+    // In the kernel's memory, float32 runs in WebAssembly (the same choices).
+    const loops = x instanceof Float32Array ? residentLoops(x, out, indices) : null;
+    if (loops === null) return maxPool2x2(args);
+    const planes = args.batch * args.channels;
+    loops.max_pool_2x2(x.byteOffset, out.byteOffset, indices.byteOffset, planes, H, W, outH, outW);
+    return;
   }
   const planes = args.batch * args.channels;
   let o = 0;

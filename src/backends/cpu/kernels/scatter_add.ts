@@ -5,6 +5,7 @@
 
 import type { ScatterAddArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { residentLoops } from "../wasm/elementwise.ts";
 
 /**
  * `out[o, r, i] = Σ src[o, j, i]` over the j with `index[o, j, i] = r`, 0
@@ -13,6 +14,13 @@ import type { TypedArray } from "../../../dtype.ts";
 export function scatterAdd(
   { x: src, index, out, outer, size, count, inner }: ScatterAddArgs<TypedArray>,
 ): void {
+  // In the kernel's memory, float32 rows (a max pool's gradient) run in
+  // WebAssembly: the same adds in the same order.
+  const loops = inner === 1 && src instanceof Float32Array ? residentLoops(src, index, out) : null;
+  if (loops !== null) {
+    loops.scatter_add_rows(src.byteOffset, index.byteOffset, out.byteOffset, outer, size, count);
+    return;
+  }
   out.fill(0, 0, outer * size * inner);
   for (let o = 0; o < outer; o++) {
     const base = o * size * inner;

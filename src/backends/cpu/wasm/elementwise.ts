@@ -10,7 +10,7 @@
 import type { WindowView } from "../../backend.ts";
 import { residentMemory } from "../kernels/matmul.ts";
 import { decodeBase64 } from "./load.ts";
-import { BATCH_NORM_WASM, ELEMENTWISE_WASM } from "./modules.ts";
+import { BATCH_NORM_WASM, ELEMENTWISE_WASM, MAX_POOL_WASM } from "./modules.ts";
 
 /** A binary op's number in `elementwise.wat`. */
 export const WASM_BINARY_OPS = {
@@ -61,6 +61,10 @@ export interface ElementwiseLoops {
   ) => [number, number, number, number];
   /** `out = a · grad + b · (x - mean) + k` over one channel. */
   readonly bn_backward_input: (...args: number[]) => void;
+  /** `max_pool.wat`: x, out, indices, planes, H, W, outH, outW. */
+  readonly max_pool_2x2: (...args: number[]) => void;
+  /** src, index, out, outer, size, count: the scatter-add with inner = 1. */
+  readonly scatter_add_rows: (...args: number[]) => void;
 }
 
 /** A window's sizes in the order `im2col` and `col2im` take them after `planes`. */
@@ -72,7 +76,7 @@ export function windowParams(v: WindowView): number[] {
 }
 
 /**
- * The modules, compiled once (null: no SIMD or no WebAssembly here). Two
+ * The modules, compiled once (null: no SIMD or no WebAssembly here). Three
  * modules, each under the 4 KB that browsers compile synchronously.
  */
 let compiled: WebAssembly.Module[] | null | undefined;
@@ -90,7 +94,7 @@ export function residentLoops(...arrays: ArrayBufferView[]): ElementwiseLoops | 
   if (made !== undefined) return made;
   if (compiled === undefined) {
     try {
-      const sources = [ELEMENTWISE_WASM, BATCH_NORM_WASM].map(decodeBase64);
+      const sources = [ELEMENTWISE_WASM, BATCH_NORM_WASM, MAX_POOL_WASM].map(decodeBase64);
       compiled = sources.every((bytes) => WebAssembly.validate(bytes))
         ? sources.map((bytes) => new WebAssembly.Module(bytes))
         : null;

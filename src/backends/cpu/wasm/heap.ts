@@ -64,6 +64,13 @@ export class KernelHeap {
     return new Float32Array(buffer, at, numel);
   }
 
+  /** An int32 view of `numel` values at byte `at` (on the memory's current buffer). */
+  ints(at: number, numel: number): Int32Array {
+    const buffer = this.#memory.buffer;
+    this.#buffers.add(buffer);
+    return new Int32Array(buffer, at, numel);
+  }
+
   /** Whether `array` is a view of this memory (its byteOffset is then its address). */
   owns(array: ArrayBufferView): boolean {
     return this.#buffers.has(array.buffer);
