@@ -13,6 +13,11 @@
     (i32.or (f32.gt (local.get $v) (local.get $b))
       (i32.and (f32.ne (local.get $v) (local.get $v)) (f32.eq (local.get $b) (local.get $b)))))
 
+  ;; The same, lanewise: all ones where v beats b.
+  (func $beats4 (param $v v128) (param $b v128) (result v128)
+    (v128.or (f32x4.gt (local.get $v) (local.get $b))
+      (v128.and (f32x4.ne (local.get $v) (local.get $v)) (f32x4.eq (local.get $b) (local.get $b)))))
+
   ;; max_pool_2x2(x, out, indices, planes, H, W, outH, outW): per window the
   ;; first maximum of each row's pair, then of the two rows' winners; its
   ;; position in the plane into `indices`.
@@ -20,6 +25,8 @@
     (param $planes i32) (param $H i32) (param $W i32) (param $outH i32) (param $outW i32)
     (local $p i32) (local $oh i32) (local $ow i32) (local $base i32) (local $a i32)
     (local $top i32) (local $bottom i32) (local $best i32) (local $rowBytes i32)
+    (local $at v128) (local $t0 v128) (local $t1 v128) (local $even v128) (local $odd v128) (local $m v128)
+    (local $topV v128) (local $topI v128) (local $botV v128) (local $botI v128)
     (local.set $rowBytes (i32.shl (local.get $W) (i32.const 2)))
     (block $pdone (loop $ploop
       (br_if $pdone (i32.ge_u (local.get $p) (local.get $planes)))
@@ -30,6 +37,35 @@
         (br_if $hdone (i32.ge_u (local.get $oh) (local.get $outH)))
         (local.set $a (i32.add (local.get $base) (i32.mul (i32.shl (local.get $oh) (i32.const 1)) (local.get $rowBytes))))
         (local.set $ow (i32.const 0))
+        ;; Four windows at a time: the even and odd columns of 8 values of
+        ;; each row, the same choices lanewise, positions as i32 lanes.
+        (local.set $at (i32x4.add (i32x4.splat (i32.mul (i32.shl (local.get $oh) (i32.const 1)) (local.get $W)))
+          (v128.const i32x4 0 2 4 6)))
+        (block $vdone (loop $vloop
+          (br_if $vdone (i32.gt_s (i32.add (local.get $ow) (i32.const 4)) (local.get $outW)))
+          (local.set $t0 (v128.load (local.get $a)))
+          (local.set $t1 (v128.load offset=16 (local.get $a)))
+          (local.set $even (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1)))
+          (local.set $odd (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1)))
+          (local.set $m (call $beats4 (local.get $odd) (local.get $even)))
+          (local.set $topV (v128.bitselect (local.get $odd) (local.get $even) (local.get $m)))
+          (local.set $topI (i32x4.sub (local.get $at) (local.get $m)))
+          (local.set $t0 (v128.load (i32.add (local.get $a) (local.get $rowBytes))))
+          (local.set $t1 (v128.load offset=16 (i32.add (local.get $a) (local.get $rowBytes))))
+          (local.set $even (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1)))
+          (local.set $odd (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1)))
+          (local.set $m (call $beats4 (local.get $odd) (local.get $even)))
+          (local.set $botV (v128.bitselect (local.get $odd) (local.get $even) (local.get $m)))
+          (local.set $botI (i32x4.sub (i32x4.add (local.get $at) (i32x4.splat (local.get $W))) (local.get $m)))
+          (local.set $m (call $beats4 (local.get $botV) (local.get $topV)))
+          (v128.store (local.get $out) (v128.bitselect (local.get $botV) (local.get $topV) (local.get $m)))
+          (v128.store (local.get $indices) (v128.bitselect (local.get $botI) (local.get $topI) (local.get $m)))
+          (local.set $at (i32x4.add (local.get $at) (v128.const i32x4 8 8 8 8)))
+          (local.set $out (i32.add (local.get $out) (i32.const 16)))
+          (local.set $indices (i32.add (local.get $indices) (i32.const 16)))
+          (local.set $a (i32.add (local.get $a) (i32.const 32)))
+          (local.set $ow (i32.add (local.get $ow) (i32.const 4)))
+          (br $vloop)))
         (block $wdone (loop $wloop
           (br_if $wdone (i32.ge_u (local.get $ow) (local.get $outW)))
           (local.set $top (i32.add (local.get $a)
