@@ -384,7 +384,7 @@ Deno.test("cpu addmm: the kernel's bias is bitwise the product plus the bias add
   }
 });
 
-Deno.test("cpu matmul: operands in the kernel's memory are read in place, bitwise the copied result", async () => {
+Deno.test("cpu matmul: operands and outputs in the kernel's memory are used in place, bitwise the copied result", async () => {
   const threads = await startMatmulThreads(2);
   const probe = kernelFloats(16);
   if (probe === undefined) {
@@ -436,6 +436,12 @@ Deno.test("cpu matmul: operands in the kernel's memory are read in place, bitwis
         want,
         `${batch}x${m}x${n}x${k} transA=${transA} transB=${transB}, ${t} threads`,
       );
+      // The output in the memory too, at an offset: C is copied out within it.
+      const regionOut = kernelFloats(batch * m * n + 3)!.fill(NaN);
+      matmul({ a, b, out: regionOut.subarray(3), ...layout }, t);
+      assert.deepEqual(regionOut.subarray(3), want, `resident out, ${t} threads`);
+      assert.ok(Number.isNaN(regionOut[2]), "nothing written before the output");
+      assert.equal(releaseKernelFloats(regionOut), true);
     }
     assert.deepEqual(a, hostA, "the operands are left as they were");
     assert.equal(releaseKernelFloats(regionA), true);

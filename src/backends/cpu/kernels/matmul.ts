@@ -260,6 +260,7 @@ function instance(kind: WasmMatmul["kind"]): WasmMatmul | null {
       const pack = packer === null ? null : {
         rows: packer.exports.pack_rows as PackFn,
         cols: packer.exports.pack_cols as PackFn,
+        copyRows: packer.exports.copy_rows as PackFunctions["copyRows"],
       };
       const kernels = { panel, packRows: pack?.rows ?? null, packCols: pack?.cols ?? null };
       const heap = new KernelHeap(memory, MAX_MEMORY_BYTES);
@@ -303,6 +304,8 @@ interface PackFunctions {
   readonly rows: PackFn;
   /** Transposed source: logical column c at `src + c * ld`, its rows contiguous. */
   readonly cols: PackFn;
+  /** `(src, ld, dst, ldd, bytes, rows)`: a strided copy of rows within the memory. */
+  readonly copyRows: (...args: number[]) => void;
 }
 
 /** The float32 kernel chosen for each preference (see {@link wasmFor}), once found. */
@@ -684,7 +687,7 @@ function matmulWasm(
           : 1;
         if (parts > 1) w.threads!.run(job, parts);
         else runAlone(w.kernels, job);
-        copyOut(view, cAt, ldc, rows, cols, n, out, outOffset + i0 * n + j0);
+        copyOut(w, cAt, ldc, rows, cols, n, out, outOffset + i0 * n + j0);
       }
     }
   }
@@ -696,7 +699,7 @@ function matmulWasm(
  * bytes apart) to `out` from index `at` on (rows `n` apart).
  */
 function copyOut(
-  view: Float32Array,
+  w: WasmMatmul,
   cAt: number,
   ldc: number,
   rows: number,
@@ -705,6 +708,12 @@ function copyOut(
   out: TypedArray,
   at: number,
 ): void {
+  if (w.pack !== null && w.heap.owns(out)) {
+    // Within the memory: memory.copy, not a typed array's `set`.
+    w.pack.copyRows(cAt, ldc, out.byteOffset + at * 4, n * 4, cols * 4, rows);
+    return;
+  }
+  const view = w.view;
   const cFloats = cAt / 4;
   const ldcFloats = ldc / 4;
   if (cols === n && ldcFloats === n) {
@@ -833,7 +842,7 @@ function matmulBatched(
     if (parts > 1) w.threads!.run(job, parts);
     else runAlone(w.kernels, job);
     for (let e = 0; e < count; e++) {
-      copyOut(view, cAt + e * cBytes, ldc, m, n, n, out, (e0 + e) * m * n);
+      copyOut(w, cAt + e * cBytes, ldc, m, n, n, out, (e0 + e) * m * n);
     }
   }
   return true;

@@ -151,4 +151,20 @@
             (br $cols_loop)))
         (local.set $p (i32.add (local.get $p) (i32.const 1)))
         (br $panels_loop))))
+
+  ;; copy_rows(src, ld, dst, ldd, bytes, rows): `rows` rows of `bytes` from
+  ;; `src` (rows `ld` bytes apart) to `dst` (rows `ldd` apart), for a
+  ;; product's C copied out to an output in this memory. A typed array's
+  ;; `set` between two views of one shared memory ran 5-10x slower.
+  (func (export "copy_rows")
+    (param $src i32) (param $ld i32) (param $dst i32) (param $ldd i32)
+    (param $bytes i32) (param $rows i32)
+    (block $done
+      (loop $rows_loop
+        (br_if $done (i32.eqz (local.get $rows)))
+        (memory.copy (local.get $dst) (local.get $src) (local.get $bytes))
+        (local.set $src (i32.add (local.get $src) (local.get $ld)))
+        (local.set $dst (i32.add (local.get $dst) (local.get $ldd)))
+        (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+        (br $rows_loop))))
 )
