@@ -80,6 +80,12 @@ const MODULES: readonly ModuleSpec[] = [
     doc: "`max_pool.wat`: float32 2x2 max pool and the scatter-add of its gradient, shared memory.",
   },
   {
+    wat: "adam_sums.wat",
+    flags: ["--enable-threads"],
+    constant: "ADAM_SUMS_WASM",
+    doc: "`adam_sums.wat`: float32 Adam step and column sums, f32x4 / f64x2, shared memory.",
+  },
+  {
     wat: "matmul.wat",
     flags: [],
     constant: "MATMUL_SIMD_UNSHARED_WASM",

@@ -6,7 +6,8 @@
  * unaligned starts, rows against one value and broadcast operands; im2col
  * and col2im at every stride, padding and dilation class; batch norm
  * forward and backward at odd and even run lengths; the 2x2 max pool (NaN,
- * ties, odd sizes) and its gradient's scatter-add.
+ * ties, odd sizes) and its gradient's scatter-add; Adam in every weight
+ * decay mode; column sums into resident and host outputs.
  */
 
 import assert from "node:assert/strict";
@@ -18,6 +19,8 @@ import { col2im } from "../src/backends/cpu/kernels/col2im.ts";
 import { batchNorm } from "../src/backends/cpu/kernels/batch_norm.ts";
 import { maxPool2d } from "../src/backends/cpu/kernels/max_pool2d.ts";
 import { scatterAdd } from "../src/backends/cpu/kernels/scatter_add.ts";
+import { adam } from "../src/backends/cpu/kernels/adam.ts";
+import { reduce } from "../src/backends/cpu/kernels/reduce.ts";
 import { batchNormBackward } from "../src/backends/cpu/kernels/batch_norm_backward.ts";
 import {
   kernelFloats,
@@ -274,6 +277,56 @@ Deno.test("cpu wasm elementwise: relu, select, binary rows equal the TypeScript 
       scatterAdd({ ...layout, x: keep(resident(grad)), index: gotAt, out: gotGrad });
       assertSameBits(gotGrad, wantGrad, `scatterAdd ${[planes, H, W]}`);
       assert.ok(releaseKernelFloats(gotAt));
+    }
+  });
+  await t.step("adam: every weight decay mode, maximize, odd lengths", () => {
+    for (const n of [1, 6, 1027]) {
+      for (
+        const [weightDecay, decoupled, maximize] of [[0, false, false], [0.01, true, false], [
+          0.01,
+          false,
+          true,
+        ]] as const
+      ) {
+        const init = [values(n, n + 1), values(n, n + 2), values(n, n + 3).map(Math.abs)];
+        const grad = values(n, n + 4);
+        const settings = {
+          numel: n,
+          lr: 1e-3,
+          beta1: 0.9,
+          beta2: 0.999,
+          eps: 1e-8,
+          weightDecay,
+          decoupled,
+          maximize,
+          stepSize: 1e-3 / 0.1,
+          correction2Sqrt: Math.sqrt(0.001),
+          dtype: "float32",
+        } as const;
+        const [param, expAvg, expAvgSq] = init.map((a) => a.slice());
+        adam({ ...settings, param, grad, expAvg, expAvgSq });
+        const [rp, rm, rv] = init.map((a) => keep(resident(a)));
+        adam({ ...settings, param: rp, grad: keep(resident(grad)), expAvg: rm, expAvgSq: rv });
+        const what = `adam n=${n} decay=${weightDecay} decoupled=${decoupled}`;
+        assertSameBits(rp, param, `${what} param`);
+        assertSameBits(rm, expAvg, `${what} expAvg`);
+        assertSameBits(rv, expAvgSq, `${what} expAvgSq`);
+      }
+    }
+  });
+  await t.step("sum over the middle axis: resident and host outputs", () => {
+    for (const [outer, size, inner] of [[1, 64, 4608], [2, 5, 7], [3, 1, 4], [1, 64, 9]]) {
+      const x = values(outer * size * inner, size + inner);
+      const layout = { op: "sum", outer, size, inner, dtype: "float32" } as const;
+      const want = new Float32Array(outer * inner);
+      reduce({ ...layout, x, out: want });
+      const rx = keep(resident(x));
+      const host = new Float32Array(outer * inner);
+      reduce({ ...layout, x: rx, out: host });
+      assertSameBits(host, want, `sum ${[outer, size, inner]} into a host array`);
+      const got = keep(kernelFloats(outer * inner)!);
+      reduce({ ...layout, x: rx, out: got });
+      assertSameBits(got, want, `sum ${[outer, size, inner]} into the kernel's memory`);
     }
   });
   for (const a of held) assert.ok(releaseKernelFloats(a));

@@ -9,6 +9,7 @@
 
 import type { AdamArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { residentLoops } from "../wasm/elementwise.ts";
 
 /** See {@link AdamArgs}. */
 export function adam(args: AdamArgs<TypedArray>): void {
@@ -29,6 +30,15 @@ function adamFloat32(args: AdamArgs<TypedArray>): void {
   const c2 = f(args.correction2Sqrt), eps = f(args.eps), step = f(-args.stepSize);
   const mode = args.weightDecay === 0 ? 0 : args.decoupled ? 1 : 2;
   const sign = args.maximize ? -1 : 1;
+  // In the kernel's memory: WebAssembly, the same float32 operations.
+  const loops = residentLoops(param, grad, expAvg, expAvgSq);
+  if (loops !== null) {
+    loops.adam(
+      ...[param.byteOffset, grad.byteOffset, expAvg.byteOffset, expAvgSq.byteOffset, numel],
+      ...[beta1, keep1, beta2, keep2, decay, shrink, c2, eps, step, mode, sign],
+    );
+    return;
+  }
   for (let i = 0; i < numel; i++) {
     let p = param[i];
     let g = sign * grad[i];

@@ -5,6 +5,8 @@
 
 import type { ReduceArgs } from "../../backend.ts";
 import type { TypedArray } from "../../../dtype.ts";
+import { residentLoops } from "../wasm/elementwise.ts";
+import { kernelFloats, releaseKernelFloats } from "./matmul.ts";
 
 /**
  * Column sums (`inner` > 1) row by row into float64 accumulators: the reads
@@ -12,6 +14,7 @@ import type { TypedArray } from "../../../dtype.ts";
  * [256, 512] tensor over its rows).
  */
 function sumColumns(x: TypedArray, out: TypedArray, outer: number, size: number, inner: number) {
+  if (x instanceof Float32Array && sumColumnsInWasm(x, out, outer, size, inner)) return;
   const acc = new Float64Array(inner);
   for (let o = 0; o < outer; o++) {
     acc.fill(0);
@@ -20,6 +23,36 @@ function sumColumns(x: TypedArray, out: TypedArray, outer: number, size: number,
     }
     out.set(acc, o * inner);
   }
+}
+
+/**
+ * {@link sumColumns} in WebAssembly (the same sums) when `x` lives in the
+ * kernel's memory; a small host `out` (a bias gradient) is written through
+ * a region of that memory. False where not done.
+ */
+function sumColumnsInWasm(
+  x: Float32Array,
+  out: TypedArray,
+  outer: number,
+  size: number,
+  inner: number,
+): boolean {
+  const loops = residentLoops(x);
+  if (loops === null) return false;
+  const numel = outer * inner;
+  const direct = out instanceof Float32Array && residentLoops(x, out) !== null;
+  const into = direct ? out : kernelFloats(numel);
+  if (into === undefined) return false;
+  if (!direct && residentLoops(x, into) === null) {
+    releaseKernelFloats(into);
+    return false;
+  }
+  loops.sum_columns(x.byteOffset, into.byteOffset, outer, size, inner);
+  if (!direct) {
+    out.set(into.subarray(0, numel));
+    releaseKernelFloats(into);
+  }
+  return true;
 }
 
 /** `out[o, i] = op over r of x[o, r, i]`, accumulating sums in float64. */

@@ -10,7 +10,7 @@
 import type { WindowView } from "../../backend.ts";
 import { residentMemory } from "../kernels/matmul.ts";
 import { decodeBase64 } from "./load.ts";
-import { BATCH_NORM_WASM, ELEMENTWISE_WASM, MAX_POOL_WASM } from "./modules.ts";
+import { ADAM_SUMS_WASM, BATCH_NORM_WASM, ELEMENTWISE_WASM, MAX_POOL_WASM } from "./modules.ts";
 
 /** A binary op's number in `elementwise.wat`. */
 export const WASM_BINARY_OPS = {
@@ -65,6 +65,10 @@ export interface ElementwiseLoops {
   readonly max_pool_2x2: (...args: number[]) => void;
   /** src, index, out, outer, size, count: the scatter-add with inner = 1. */
   readonly scatter_add_rows: (...args: number[]) => void;
+  /** `adam_sums.wat`: one float32 Adam step (see the `.wat` for the arguments). */
+  readonly adam: (...args: number[]) => void;
+  /** x, out, outer, size, inner: float64 column sums rounded to float32. */
+  readonly sum_columns: (...args: number[]) => void;
 }
 
 /** A window's sizes in the order `im2col` and `col2im` take them after `planes`. */
@@ -76,7 +80,7 @@ export function windowParams(v: WindowView): number[] {
 }
 
 /**
- * The modules, compiled once (null: no SIMD or no WebAssembly here). Three
+ * The modules, compiled once (null: no SIMD or no WebAssembly here). Four
  * modules, each under the 4 KB that browsers compile synchronously.
  */
 let compiled: WebAssembly.Module[] | null | undefined;
@@ -94,7 +98,9 @@ export function residentLoops(...arrays: ArrayBufferView[]): ElementwiseLoops | 
   if (made !== undefined) return made;
   if (compiled === undefined) {
     try {
-      const sources = [ELEMENTWISE_WASM, BATCH_NORM_WASM, MAX_POOL_WASM].map(decodeBase64);
+      const sources = [ELEMENTWISE_WASM, BATCH_NORM_WASM, MAX_POOL_WASM, ADAM_SUMS_WASM].map(
+        decodeBase64,
+      );
       compiled = sources.every((bytes) => WebAssembly.validate(bytes))
         ? sources.map((bytes) => new WebAssembly.Module(bytes))
         : null;
