@@ -86,6 +86,12 @@ const MODULES: readonly ModuleSpec[] = [
     doc: "`adam_sums.wat`: float32 Adam step and column sums, f32x4 / f64x2, shared memory.",
   },
   {
+    wat: "reduce.wat",
+    flags: ["--enable-threads"],
+    constant: "REDUCE_WASM",
+    doc: "`reduce.wat`: float32 sums of collectives (all-reduce), f32x4, shared memory.",
+  },
+  {
     wat: "matmul.wat",
     flags: [],
     constant: "MATMUL_SIMD_UNSHARED_WASM",

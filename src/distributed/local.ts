@@ -26,8 +26,10 @@ import {
   HEADER_WORDS,
   type ProcessGroupBackend,
   reduceInto,
+  type ReduceOp,
   SYNC_WORDS,
 } from "./backend.ts";
+import { type WasmReducer, wasmReducer } from "./wasm_reduce.ts";
 
 /** A rank's state as the others see it: running, left the group, or failed. */
 export const RankStatus = { Running: 0, Left: 1, Failed: 2 } as const;
@@ -42,6 +44,7 @@ const MESSAGE_BYTES = 1024;
  */
 const DIRECT_REDUCE_RANKS = 4;
 const MIB = 1 << 20;
+const WASM_PAGE = 1 << 16;
 
 /** The memory the ranks of one local group share (structured-cloned to each Worker). */
 export interface LocalShared {
@@ -51,8 +54,10 @@ export interface LocalShared {
   readonly chunkBytes: number;
   /** Phases, statuses, headers, failure messages. */
   readonly control: SharedArrayBuffer;
-  /** Two slots per rank. */
+  /** Two slots per rank: `memory`'s buffer where WebAssembly has shared memory. */
   readonly data: SharedArrayBuffer;
+  /** The WebAssembly memory `data` is, for the SIMD sums; null without WebAssembly. */
+  readonly memory: WebAssembly.Memory | null;
   /** `allGatherSync`'s own phases and two slots per rank (header and data words each). */
   readonly sync: SharedArrayBuffer;
   /**
@@ -95,14 +100,29 @@ export function createLocalShared(
   const slot = Math.max(8, Math.floor(bytes / 8) * 8);
   // Sub-groups move less at a time (they go through in more chunks).
   const subSlot = Math.max(64 * 1024, Math.min(MIB / 4, Math.floor(4 * MIB / worldSize)));
+  const memory = sharedMemory(2 * worldSize * slot);
   return {
     worldSize,
     chunkBytes: slot,
     control: new SharedArrayBuffer(messageOffset(worldSize, worldSize)),
-    data: new SharedArrayBuffer(2 * worldSize * slot),
+    data: (memory?.buffer as SharedArrayBuffer | undefined) ??
+      new SharedArrayBuffer(2 * worldSize * slot),
+    memory,
     sync: new SharedArrayBuffer(4 * (worldSize + 2 * worldSize * SYNC_SLOT)),
     groups: Array.from({ length: subgroups }, () => createLocalShared(worldSize, subSlot, 0)),
   };
+}
+
+/** A shared WebAssembly memory of at least `bytes`, or null where there is none. */
+function sharedMemory(bytes: number): WebAssembly.Memory | null {
+  const pages = Math.max(1, Math.ceil(bytes / WASM_PAGE));
+  try {
+    if (typeof WebAssembly === "undefined") return null;
+    return new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+  } catch {
+    // No shared WebAssembly memory here (an engine without threads).
+    return null;
+  }
 }
 
 /**
@@ -166,6 +186,8 @@ export class LocalBackend implements ProcessGroupBackend {
   readonly #timeoutMs: number;
   /** For a sub-group: the whole group's memory and the members' ranks there (for their statuses). */
   readonly #world: { readonly shared: LocalShared; readonly members: readonly number[] } | null;
+  /** SIMD sums over the slots (float32 sum and avg), when WebAssembly has them. */
+  readonly #reducer: WasmReducer | null;
   #round = 0;
   #syncRound = 0;
   #left = false;
@@ -185,6 +207,7 @@ export class LocalBackend implements ProcessGroupBackend {
     this.#sync = new Int32Array(shared.sync);
     this.#timeoutMs = timeoutMs;
     this.#world = world;
+    this.#reducer = shared.memory ? wasmReducer(shared.memory) : null;
   }
 
   /**
@@ -231,6 +254,28 @@ export class LocalBackend implements ProcessGroupBackend {
   #slot(rank: number, parity: number, dtype: DType): TypedArray {
     const bytes = this.#shared.chunkBytes;
     return view(this.#shared.data, dtype, (2 * rank + parity) * bytes, bytes);
+  }
+
+  /**
+   * Combines elements [from, to) of every rank's slot of parity `p` with
+   * `op`, in rank order, into the same places of this rank's slot of parity
+   * p ^ 1 (free: every rank has arrived at this round, so all have finished
+   * reading the round before, which used it), and returns that slot.
+   */
+  #combine(p: number, from: number, to: number, op: ReduceOp, dtype: DType): TypedArray {
+    const out = this.#slot(this.rank, p ^ 1, dtype);
+    const bytes = this.#shared.chunkBytes;
+    const at = (q: number, parity: number) => (2 * q + parity) * bytes + from * 4;
+    const sources = [];
+    for (let q = 0; q < this.worldSize; q++) sources.push(at(q, p));
+    const simd = dtype === "float32" &&
+      this.#reducer?.reduce(at(this.rank, p ^ 1), sources, to - from, op);
+    if (!simd) {
+      const slots = [];
+      for (let q = 0; q < this.worldSize; q++) slots.push(this.#slot(q, p, dtype));
+      reduceInto(out, slots, from, to, op);
+    }
+    return out;
   }
 
   #header(rank: number, parity: number): Int32Array {
@@ -367,22 +412,19 @@ export class LocalBackend implements ProcessGroupBackend {
     const deadline = performance.now() + this.#timeoutMs;
     const n = this.worldSize;
     const dtype = call.dtype!;
+    const op = call.op ?? "sum";
     await this.#eachChunk(call, data, deadline, async (start, length, a) => {
-      const sources = [];
-      for (let q = 0; q < n; q++) sources.push(this.#slot(q, a, dtype));
       if (n <= DIRECT_REDUCE_RANKS) {
         // Every rank combines the whole chunk itself, in rank order (the
         // same bits everywhere): one round instead of two.
-        reduceInto(data.subarray(start, start + length), sources, 0, length, call.op ?? "sum");
+        data.set(this.#combine(a, 0, length, op, dtype).subarray(0, length), start);
         return;
       }
       const shares = chunkSizes(length, n);
       const offsets = shares.map((_, q) => shares.slice(0, q).reduce((x, y) => x + y, 0));
-      // This rank's slot of the next round: free, since every rank has
-      // finished reading the round before this one.
-      const out = this.#slot(this.rank, a ^ 1, dtype);
+      // This rank's share goes to its slot of the next round.
       const s = offsets[this.rank];
-      reduceInto(out, sources, s, s + shares[this.rank], call.op ?? "sum");
+      this.#combine(a, s, s + shares[this.rank], op, dtype);
       const b = await this.#exchange(call, false, deadline);
       for (let q = 0; q < n; q++) {
         const from = offsets[q];

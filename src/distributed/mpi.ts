@@ -28,6 +28,7 @@
  */
 
 import type { TypedArray } from "../dtype.ts";
+import { ReduceArea } from "./wasm_reduce.ts";
 import {
   checkHeaders,
   type CollectiveCall,
@@ -86,6 +87,11 @@ function spinMs(): number {
   const value = Number(envVar("MULTIGRAD_MPI_SPIN_MS") ?? 10);
   return Number.isFinite(value) && value >= 0 ? value : 10;
 }
+/**
+ * How often a collective waiting for a late rank tests for its arrival,
+ * after the spin.
+ */
+const LATE_POLL_MS = 1;
 const FAILURE_BYTES = 2048;
 /** Grace period between reporting a failed collective and `MPI_Abort`. */
 const ABORT_AFTER_MS = 1000;
@@ -332,6 +338,10 @@ class MpiBackend implements ProcessGroupBackend {
   readonly #failureBuffer = new Uint8Array(FAILURE_BYTES);
   /** Receive arrays reused by all-reduces, by type, length and sending rank. */
   readonly #scratch = new Map<string, TypedArray>();
+  /** Memory for float32 sums, by length. */
+  readonly #areas = new Map<number, ReduceArea>();
+  /** Whether WebAssembly SIMD sums are available (until one fails to be made). */
+  #simd = true;
   #closed = false;
 
   /** This rank's end of a group over (duplicates of) `parent`. */
@@ -612,25 +622,62 @@ class MpiBackend implements ProcessGroupBackend {
     const deadline = performance.now() + this.#timeoutMs;
     const meeting = this.#post(this.#comm, call, payload, into);
     const { requests, statuses } = meeting;
-    if (this.#spinMs > 0) {
-      // See spinMs(): most meetings complete within the spin.
-      const flag = new Int32Array(1);
-      const until = performance.now() + this.#spinMs;
-      while (performance.now() < until) {
-        const c = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
-        if (flag[0] || c === MPI_ERR_IN_STATUS) {
-          this.#verify(call, meeting, c);
-          return;
-        }
-      }
+    const flag = new Int32Array(1);
+    // MPI_Testall until done or `until`; the code when done, else null.
+    const spin = (until: number): number | null => {
+      do {
+        const code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
+        if (flag[0] || code === MPI_ERR_IN_STATUS) return code;
+        check("MPI_Testall", code);
+      } while (performance.now() < until);
+      return null;
+    };
+    // See spinMs(): most meetings complete within the spin.
+    let code = spin(performance.now() + this.#spinMs);
+    if (code === null && meeting.missing().length > 0) {
+      // A rank is late. MPICH's blocking wait polls a core at full speed
+      // for as long as it waits, taking it from the late rank (or another
+      // job) when the cores are shared: look every millisecond instead, on
+      // timers, until every rank's header is in.
+      code = await this.#awaitHeaders(call, meeting, deadline, () => spin(0));
     }
-    const code = await this.#settle(
+    // Every rank is in: the data is moving, which takes a few progress calls.
+    code ??= spin(performance.now() + this.#spinMs);
+    code ??= await this.#settle(
       call,
       this.#lib.symbols.MPI_Waitall(requests.length, requests, statuses),
       deadline,
       () => meeting.missing(),
     );
     this.#verify(call, meeting, code);
+  }
+
+  /**
+   * Tests `meeting` (`test()`: its code when done, else null) on timers
+   * every {@link LATE_POLL_MS} until it is done (its code) or every rank's
+   * header has arrived (null), failing on another rank's failure or at
+   * `deadline`.
+   */
+  async #awaitHeaders(
+    call: CollectiveCall,
+    meeting: Meeting,
+    deadline: number,
+    test: () => number | null,
+  ): Promise<number | null> {
+    try {
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, LATE_POLL_MS));
+        const code = test();
+        if (code !== null) return code;
+        const missing = meeting.missing();
+        if (missing.length === 0) return null;
+        if (this.#peerFailed()) throw this.#failureFromPeer(call);
+        if (performance.now() > deadline) throw this.#lateError(call, missing);
+      }
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    }
   }
 
   /** Posts a meeting's receives and sends on `comm` (see {@link #meet}). */
@@ -767,6 +814,23 @@ class MpiBackend implements ProcessGroupBackend {
     return parts;
   }
 
+  /** The reused {@link ReduceArea} for float32 arrays of `length`, or null without WebAssembly SIMD. */
+  #reduceArea(length: number): ReduceArea | null {
+    if (!this.#simd) return null;
+    let area = this.#areas.get(length);
+    if (!area) {
+      const made = ReduceArea.create(this.worldSize, length);
+      if (!made) {
+        this.#simd = false;
+        return null;
+      }
+      // Sizes change rarely (a DDP step moves the same buckets every time).
+      if (this.#areas.size >= 4) this.#areas.clear();
+      this.#areas.set(length, area = made);
+    }
+    return area;
+  }
+
   /** A reused receive array for rank `q`, of `like`'s type and `length` elements. */
   #scratchFor(like: TypedArray, length: number, q: number): TypedArray {
     const key = `${like.constructor.name}:${length}:${q}`;
@@ -784,6 +848,17 @@ class MpiBackend implements ProcessGroupBackend {
     const op = call.op ?? "sum";
     if (this.worldSize <= DIRECT_RANKS) {
       if (this.worldSize === 1) return;
+      const area = data instanceof Float32Array && (op === "sum" || op === "avg")
+        ? this.#reduceArea(data.length)
+        : null;
+      if (area) {
+        // The ranks' arrays meet in WebAssembly memory, summed with SIMD.
+        const own = area.part(this.rank);
+        own.set(data);
+        await this.#meet(call, bytesOf(own), (q) => bytesOf(area.part(q)));
+        data.set(area.reduce(op));
+        return;
+      }
       const parts = await this.#gather(call, data, false);
       const inPlace = this.worldSize === 2 && data instanceof Float32Array &&
         (op === "sum" || op === "avg");

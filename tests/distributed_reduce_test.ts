@@ -1,0 +1,89 @@
+/**
+ * The WebAssembly SIMD sums of all-reduces give the same bits as the
+ * scalar loop (`reduceInto`) they replace, for every rank count the
+ * direct exchanges use, every tail length, and the special values
+ * gradients can hold; a local group's all-reduce takes them.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { reduceInto, type ReduceOp } from "../src/distributed/backend.ts";
+import { createLocalShared } from "../src/distributed/local.ts";
+import { ReduceArea, wasmReducer } from "../src/distributed/wasm_reduce.ts";
+
+/** Deterministic float32 values with specials mixed in (NaN, infinities, zeros, subnormals, extremes). */
+function values(seed: number, n: number): Float32Array {
+  const specials = [
+    NaN,
+    Infinity,
+    -Infinity,
+    0,
+    -0,
+    1e-45,
+    -3e-39,
+    3.4e38,
+    -3.4e38,
+    1e-7,
+    16777217,
+  ];
+  const out = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    const u = s / 2 ** 32;
+    out[i] = i % 13 === 7
+      ? specials[(s >>> 8) % specials.length]
+      : (u - 0.5) * 10 ** ((s >>> 4) % 12 - 6);
+  }
+  return out;
+}
+
+/** Bitwise equality, any NaN matching any NaN (payloads are not specified). */
+function assertSameBits(actual: Float32Array, expected: Float32Array, what: string): void {
+  const a = new Uint32Array(actual.buffer, actual.byteOffset, actual.length);
+  const e = new Uint32Array(expected.buffer, expected.byteOffset, expected.length);
+  for (let i = 0; i < actual.length; i++) {
+    if (Number.isNaN(actual[i]) && Number.isNaN(expected[i])) continue;
+    assert.equal(a[i], e[i], `${what}: element ${i}: ${actual[i]} vs ${expected[i]}`);
+  }
+}
+
+Deno.test("SIMD all-reduce sums: the same bits as the scalar loop (2-4 ranks, sum and avg, every tail)", () => {
+  let checked = 0;
+  for (const ranks of [2, 3, 4]) {
+    for (const n of [1, 3, 4, 5, 8, 17, 1001]) {
+      for (const op of ["sum", "avg"] as ReduceOp[]) {
+        const area = ReduceArea.create(ranks, n);
+        if (!area) {
+          console.warn("no WebAssembly SIMD with shared memory here: the SIMD sums are SKIPPED");
+          return;
+        }
+        const parts = Array.from({ length: ranks }, (_, q) => values(31 * q + n, n));
+        parts.forEach((p, q) => area.part(q).set(p));
+        const expected = new Float32Array(n);
+        reduceInto(expected, parts, 0, n, op);
+        assertSameBits(area.reduce(op), expected, `${ranks} ranks, ${n} elements, ${op}`);
+        checked++;
+      }
+    }
+  }
+  assert.equal(checked, 3 * 7 * 2);
+});
+
+Deno.test("SIMD all-reduce sums: only float sum and avg of two or more arrays", () => {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+  const reducer = wasmReducer(memory);
+  if (!reducer) return;
+  assert.equal(reducer.reduce(0, [16, 32], 4, "max"), false);
+  assert.equal(reducer.reduce(0, [16], 4, "sum"), false);
+  assert.equal(reducer.reduce(0, [16, 32], 4, "avg"), true);
+  const area = ReduceArea.create(2, 4)!;
+  assert.throws(() => area.reduce("min"), /op min over 2 parts is not a SIMD sum/);
+});
+
+Deno.test("a local group's exchange memory is WebAssembly memory (the SIMD sums run on its slots)", () => {
+  const shared = createLocalShared(2, 1024);
+  assert.ok(shared.memory instanceof WebAssembly.Memory);
+  assert.equal(shared.data, shared.memory.buffer);
+  assert.ok(shared.data.byteLength >= 2 * 2 * 1024);
+});
