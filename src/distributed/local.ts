@@ -29,7 +29,7 @@ import {
   type ReduceOp,
   SYNC_WORDS,
 } from "./backend.ts";
-import { type WasmReducer, wasmReducer } from "./wasm_reduce.ts";
+import { sharedMemory, type WasmReducer, wasmReducer } from "./wasm_reduce.ts";
 
 /** A rank's state as the others see it: running, left the group, or failed. */
 export const RankStatus = { Running: 0, Left: 1, Failed: 2 } as const;
@@ -44,7 +44,6 @@ const MESSAGE_BYTES = 1024;
  */
 const DIRECT_REDUCE_RANKS = 4;
 const MIB = 1 << 20;
-const WASM_PAGE = 1 << 16;
 
 /** The memory the ranks of one local group share (structured-cloned to each Worker). */
 export interface LocalShared {
@@ -111,18 +110,6 @@ export function createLocalShared(
     sync: new SharedArrayBuffer(4 * (worldSize + 2 * worldSize * SYNC_SLOT)),
     groups: Array.from({ length: subgroups }, () => createLocalShared(worldSize, subSlot, 0)),
   };
-}
-
-/** A shared WebAssembly memory of at least `bytes`, or null where there is none. */
-function sharedMemory(bytes: number): WebAssembly.Memory | null {
-  const pages = Math.max(1, Math.ceil(bytes / WASM_PAGE));
-  try {
-    if (typeof WebAssembly === "undefined") return null;
-    return new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
-  } catch {
-    // No shared WebAssembly memory here (an engine without threads).
-    return null;
-  }
 }
 
 /**

@@ -48,12 +48,23 @@ export function wasmReducer(memory: WebAssembly.Memory): WasmReducer | null {
 
 const WASM_PAGE = 1 << 16;
 
+/** A shared WebAssembly memory of at least `bytes`, or null where there is none. */
+export function sharedMemory(bytes: number): WebAssembly.Memory | null {
+  const pages = Math.max(1, Math.ceil(bytes / WASM_PAGE));
+  try {
+    if (typeof WebAssembly === "undefined") return null;
+    return new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+  } catch {
+    // No shared WebAssembly memory here (an engine without threads).
+    return null;
+  }
+}
+
 /**
  * Float32 arrays in a WebAssembly memory of their own, for backends whose
  * arrays arrive elsewhere (`"mpi"` receives every rank's array into one):
- * `parts` arrays of `length` elements plus one for the result. Sizes change
- * rarely (a DDP step moves the same buckets every time), so one area is
- * kept and remade only when a call needs more.
+ * `parts` arrays of `length` elements plus one for the result. Made once
+ * per size and reused (a DDP step moves the same buckets every time).
  */
 export class ReduceArea {
   /** Elements of each part. */
@@ -84,14 +95,8 @@ export class ReduceArea {
   static create(parts: number, length: number): ReduceArea | null {
     // 16-byte aligned parts.
     const stride = Math.ceil((length * 4) / 16) * 16;
-    const pages = Math.max(1, Math.ceil(((parts + 1) * stride) / WASM_PAGE));
-    let memory: WebAssembly.Memory;
-    try {
-      if (typeof WebAssembly === "undefined") return null;
-      memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
-    } catch {
-      return null;
-    }
+    const memory = sharedMemory((parts + 1) * stride);
+    if (!memory) return null;
     const reducer = wasmReducer(memory);
     return reducer ? new ReduceArea(memory, reducer, parts, length, stride) : null;
   }
