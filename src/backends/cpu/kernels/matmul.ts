@@ -261,6 +261,7 @@ function instance(kind: WasmMatmul["kind"]): WasmMatmul | null {
         rows: packer.exports.pack_rows as PackFn,
         cols: packer.exports.pack_cols as PackFn,
         copyRows: packer.exports.copy_rows as PackFunctions["copyRows"],
+        partial: packer.exports.pack_partial as PackFunctions["partial"],
       };
       const kernels = { panel, packRows: pack?.rows ?? null, packCols: pack?.cols ?? null };
       const heap = new KernelHeap(memory, MAX_MEMORY_BYTES);
@@ -306,6 +307,8 @@ interface PackFunctions {
   readonly cols: PackFn;
   /** `(src, ld, dst, ldd, bytes, rows)`: a strided copy of rows within the memory. */
   readonly copyRows: (...args: number[]) => void;
+  /** `(src, dr, dc, live, width, panel, dst)`: one partial panel, zero-padded. */
+  readonly partial: (...args: number[]) => void;
 }
 
 /** The float32 kernel chosen for each preference (see {@link wasmFor}), once found. */
@@ -388,6 +391,7 @@ function packPanels(
   panel: number,
   into: Float32Array,
   at: number,
+  partial: PackFunctions["partial"] | null = null,
 ): void {
   const end = first + count;
   for (let r0 = first, base = at; r0 < end; r0 += panel, base += width * panel) {
@@ -397,6 +401,19 @@ function packPanels(
     const dr = transposed ? 1 : cols;
     const dc = transposed ? rows : 1;
     if (live === panel && packFullPanel(src, s0, dr, dc, width, panel, into, base)) continue;
+    if (partial !== null) {
+      // `src` lives in the memory `into` views: pack.wat does it.
+      partial(
+        src.byteOffset + 4 * s0,
+        4 * dr,
+        4 * dc,
+        live,
+        width,
+        panel,
+        into.byteOffset + 4 * base,
+      );
+      continue;
+    }
     for (let w = 0; w < live; w++) {
       for (let c = 0, s = s0 + w * dr, d = base + w; c < width; c++, s += dc, d += panel) {
         into[d] = src[s];
@@ -500,6 +517,7 @@ function packInTs(
       panel,
       w.view,
       into,
+      w.pack !== null && w.heap.owns(src) ? w.pack.partial : null,
     );
   }
 }

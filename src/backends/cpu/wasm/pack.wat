@@ -167,4 +167,38 @@
         (local.set $dst (i32.add (local.get $dst) (local.get $ldd)))
         (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
         (br $rows_loop))))
+
+  ;; pack_partial(src, dr, dc, live, width, panel, dst): one panel of `live`
+  ;; rows (fewer than `panel`: the last, partial one) and `width` columns,
+  ;; element (r, c) at byte `src + r * dr + c * dc`, laid out [width][panel]
+  ;; from `dst` with rows `live ..` zero. The TypeScript loop it replaces
+  ;; took ~1.4 ms of the example CNN's step (per-image products, each with
+  ;; its own partial panels).
+  (func (export "pack_partial")
+    (param $src i32) (param $dr i32) (param $dc i32) (param $live i32)
+    (param $width i32) (param $panel i32) (param $dst i32)
+    (local $c i32) (local $w i32) (local $s i32)
+    (block $done
+      (loop $cols
+        (br_if $done (i32.ge_u (local.get $c) (local.get $width)))
+        (local.set $s (local.get $src))
+        (local.set $w (i32.const 0))
+        (block $rows_done
+          (loop $rows
+            (br_if $rows_done (i32.ge_u (local.get $w) (local.get $live)))
+            (i32.store (local.get $dst) (i32.load (local.get $s)))
+            (local.set $s (i32.add (local.get $s) (local.get $dr)))
+            (local.set $dst (i32.add (local.get $dst) (i32.const 4)))
+            (local.set $w (i32.add (local.get $w) (i32.const 1)))
+            (br $rows)))
+        (block $zeros_done
+          (loop $zeros
+            (br_if $zeros_done (i32.ge_u (local.get $w) (local.get $panel)))
+            (i32.store (local.get $dst) (i32.const 0))
+            (local.set $dst (i32.add (local.get $dst) (i32.const 4)))
+            (local.set $w (i32.add (local.get $w) (i32.const 1)))
+            (br $zeros)))
+        (local.set $src (i32.add (local.get $src) (local.get $dc)))
+        (local.set $c (i32.add (local.get $c) (i32.const 1)))
+        (br $cols))))
 )
