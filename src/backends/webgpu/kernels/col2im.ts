@@ -12,44 +12,61 @@ import { WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
 
 const WG = 256;
 
-/** Records `out[n, c, h, w]` = Σ of the `cols` entries whose tap reads (h, w). */
+/**
+ * The tap's window index along one dim, `t / S` when `t` (the position
+ * plus padding minus the tap's offset) is a non-negative multiple of the
+ * stride `S`; `skip` otherwise. Unit strides need no division, which CPU
+ * adapters do lane by lane.
+ */
+function windowIndex(unitStride: boolean, t: string, s: string, skip: string): string {
+  return unitStride ? `let ${t}Index = u32(${t});` : `if (${t} % ${s} != 0) { ${skip} }
+      let ${t}Index = u32(${t} / ${s});`;
+}
+
+/**
+ * Records `out[n, c, h, w]` = Σ of the `cols` entries whose tap reads
+ * (h, w), one invocation per input row (n, c, h), walking w (see
+ * `im2col`: one integer division per row instead of three per element).
+ */
 export function col2im(rt: Runtime, layout: Col2imArgs<GPUBuffer>): void {
   const { x: cols, out } = layout;
   const { batch, channels, height, width } = layout;
-  const numel = batch * channels * height * width;
-  if (numel === 0) return;
+  const rows = batch * channels * height;
+  if (rows * width === 0) return;
   const t = wgslType(layout.dtype);
+  const unit = layout.strideH === 1 && layout.strideW === 1;
   rt.dispatch({
     name: "col2im",
-    key: `col2im_${t}`,
+    key: `col2im_rows_${t}_${unit}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "cols", t, false) + storage(2, "out", t, true) + main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
-${coordinates("idx", ["plane", "hu", "wu"], ["u32(H)", "u32(W)"])}  let h = i32(hu);
-  let w = i32(wu);
+${coordinates("idx", ["plane", "hu"], ["u32(H)"])}  let h = i32(hu);
   let taps = OH * OW;
-  var acc = ${t}(0);
-  for (var ki = 0u; ki < KH; ki++) {
-    let th = h + PH - i32(ki) * DH;
-    if (th < 0) { break; }
-    if (th % SH != 0) { continue; }
-    let oh = u32(th / SH);
-    if (oh >= OH) { continue; }
-    for (var kj = 0u; kj < KW; kj++) {
-      let tw = w + PW - i32(kj) * DW;
-      if (tw < 0) { break; }
-      if (tw % SW != 0) { continue; }
-      let ow = u32(tw / SW);
-      if (ow >= OW) { continue; }
-      acc += cols[((plane * KH + ki) * KW + kj) * taps + oh * OW + ow];
+  let at = idx * u32(W);
+  for (var wu = 0u; wu < u32(W); wu++) {
+    let w = i32(wu);
+    var acc = ${t}(0);
+    for (var ki = 0u; ki < KH; ki++) {
+      let th = h + PH - i32(ki) * DH;
+      if (th < 0) { break; }
+      ${windowIndex(unit, "th", "SH", "continue;")}
+      if (thIndex >= OH) { continue; }
+      for (var kj = 0u; kj < KW; kj++) {
+        let tw = w + PW - i32(kj) * DW;
+        if (tw < 0) { break; }
+        ${windowIndex(unit, "tw", "SW", "continue;")}
+        if (twIndex >= OW) { continue; }
+        acc += cols[((plane * KH + ki) * KW + kj) * taps + thIndex * OW + twIndex];
+      }
     }
+    out[at + wu] = acc;
   }
-  out[idx] = acc;
 }
 `,
     signature: "rw",
     buffers: [cols, out],
-    params: [numel, ...windowParams(layout)],
-    groups: groups2d(Math.ceil(numel / WG)),
+    params: [rows, ...windowParams(layout)],
+    groups: groups2d(Math.ceil(rows / WG)),
   });
 }

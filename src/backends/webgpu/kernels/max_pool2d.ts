@@ -1,6 +1,6 @@
 /**
  * `maxPool2d` (optional fused kernel): each window's maximum and its
- * position, one invocation per output element, read straight from the
+ * position, one invocation per output row, read straight from the
  * input (the composition unfolds the windows, takes an argmax and gathers).
  * @module
  */
@@ -31,43 +31,49 @@ export function maxPool2d(rt: Runtime, args: MaxPool2dArgs<GPUBuffer>): void {
   if (wgslType(dtype) !== "f32") {
     throw new Error(`${rt.name} maxPool2d does not support dtype ${dtype}`);
   }
-  const numel = batch * channels * outH * outW;
-  if (numel === 0) return;
+  // One invocation per output row (plane, oh), walking ow: decoding every
+  // element's flat index took three integer divisions, which CPU adapters
+  // do lane by lane (see im2col).
+  const rows = batch * channels * outH;
+  if (rows * outW === 0) return;
   rt.dispatch({
     name: "maxPool2d",
-    key: "max_pool2d",
+    key: "max_pool2d_rows",
     wgsl: () =>
       PARAMS_WGSL + BEATS_WGSL + storage(1, "x", "f32", false) +
       storage(2, "out", "f32", true) + storage(3, "indices", "i32", true) + main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
-${coordinates("idx", ["plane", "oh", "ow"], ["OH", "OW"])}  let base = plane * u32(H * W);
+${coordinates("idx", ["plane", "oh"], ["OH"])}  let base = plane * u32(H * W);
   let h0 = i32(oh) * SH - PH;
-  let w0 = i32(ow) * SW - PW;
-  // Padding never wins: only taps inside the input are read (every window
-  // has one: padding is at most half the kernel).
-  var best = -1;
-  var top = 0.0;
-  for (var ki = 0u; ki < KH; ki++) {
-    let h = h0 + i32(ki) * DH;
-    if (h < 0 || h >= H) { continue; }
-    for (var kj = 0u; kj < KW; kj++) {
-      let w = w0 + i32(kj) * DW;
-      if (w < 0 || w >= W) { continue; }
-      let at = h * W + w;
-      let v = x[base + u32(at)];
-      if (best < 0 || beats(v, top)) {
-        best = at;
-        top = v;
+  for (var ow = 0u; ow < OW; ow++) {
+    let w0 = i32(ow) * SW - PW;
+    // Padding never wins: only taps inside the input are read (every window
+    // has one: padding is at most half the kernel).
+    var best = -1;
+    var top = 0.0;
+    for (var ki = 0u; ki < KH; ki++) {
+      let h = h0 + i32(ki) * DH;
+      if (h < 0 || h >= H) { continue; }
+      for (var kj = 0u; kj < KW; kj++) {
+        let w = w0 + i32(kj) * DW;
+        if (w < 0 || w >= W) { continue; }
+        let at = h * W + w;
+        let v = x[base + u32(at)];
+        if (best < 0 || beats(v, top)) {
+          best = at;
+          top = v;
+        }
       }
     }
+    let o = idx * OW + ow;
+    out[o] = top;
+    indices[o] = best;
   }
-  out[idx] = top;
-  indices[idx] = best;
 }
 `,
     signature: "rww",
     buffers: [x, out, indices],
-    params: [numel, ...windowParams(args)],
-    groups: groups2d(Math.ceil(numel / WG)),
+    params: [rows, ...windowParams(args)],
+    groups: groups2d(Math.ceil(rows / WG)),
   });
 }
