@@ -248,3 +248,28 @@ backendTest(
     }, { exact: true });
   },
 );
+
+backendTest("binary ops of [N, C, HW] against one value per channel match cpu", async (d) => {
+  // The conv bias and batch-norm shapes (webgpu reads the channel value once
+  // per 4 outputs); values with NaN and infinities, both operand orders.
+  const ops = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "lt", "ge", "eq"] as const;
+  for (const [shape, channelShape] of [[[3, 5, 8], [5, 1]], [[2, 3, 12], [3, 1]]]) {
+    const values = floats(shape, 630);
+    values[3] = NaN;
+    values[17] = Infinity;
+    const perChannel = floats(channelShape, 631);
+    perChannel[1] = NaN;
+    for (const op of ops) {
+      await matchesCpu(d, (dev) => {
+        const x = on(dev, shape, values);
+        const c = on(dev, channelShape, perChannel);
+        return [x[op](c), c[op](x)];
+      }, { atol: 1e-6, rtol: 1e-6, what: `${op} [${shape}] with [${channelShape}]` });
+    }
+    await matchesCpu(d, (dev) => {
+      const x = on(dev, shape, ints(shape, 632), "int32");
+      const c = on(dev, channelShape, ints(channelShape, 633, 1, 5), "int32");
+      return [x.add(c), c.mul(x), x.div(c)];
+    }, { exact: true, what: `int32 [${shape}]` });
+  }
+});

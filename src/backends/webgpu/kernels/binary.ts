@@ -141,6 +141,16 @@ export function binary(rt: Runtime, layout: BinaryArgs<GPUBuffer>): void {
       return;
     }
   }
+  if (rank === 3 && shape[2] % 4 === 0) {
+    // [outer, channels, inner] against one value per channel (a conv's
+    // bias, a batch norm's scale): rows of `inner` with a channel mode.
+    const modes = [channelModeOf(as, shape), channelModeOf(bs, shape)];
+    if (modes[0] !== null && modes[1] !== null) {
+      const rows = [shape[0] * shape[1], shape[2]];
+      rowBroadcast(rt, op, fn, t, a, b, out, rows, modes[0], modes[1], shape[1]);
+      return;
+    }
+  }
   if (1 + 3 * rank > PARAM_SLOT_WORDS) {
     throw new Error(`webgpu binary ${op}: rank ${rank} is too large`);
   }
@@ -166,8 +176,19 @@ export function binary(rt: Runtime, layout: BinaryArgs<GPUBuffer>): void {
   });
 }
 
-/** How a rank-2 operand of [rows, cols] is read: whole, one row, one column, one element. */
-type Mode = "full" | "row" | "col" | "one";
+/**
+ * How a rank-2 operand of [rows, cols] is read: whole, one row, one column,
+ * one element, or one value per channel (row `r` reads `r % channels`).
+ */
+type Mode = "full" | "row" | "col" | "one" | "chan";
+
+/** The mode of a rank-3 [outer, channels, inner] operand: whole or one value per channel. */
+function channelModeOf(strides: readonly number[], shape: readonly number[]): Mode | null {
+  const [o, c, i] = strides;
+  if (o === shape[1] * shape[2] && c === shape[2] && i === 1) return "full";
+  if (o === 0 && c === 1 && i === 0) return "chan";
+  return null;
+}
 
 function modeOf(strides: readonly number[], cols: number): Mode | null {
   const [r, c] = strides;
@@ -195,6 +216,7 @@ function rowBroadcast(
   shape: number[],
   ma: Mode,
   mb: Mode,
+  channels = 1,
 ): void {
   const [rows, cols] = shape;
   const count = (rows * cols) / 4;
@@ -211,6 +233,8 @@ function rowBroadcast(
         return `${v4}(${name}[idx / c4])`;
       case "one":
         return `${v4}(${name}[0])`;
+      case "chan":
+        return `${v4}(${name}[(idx / c4) % pu(2u)])`;
     }
   };
   const parts = ["x", "y", "z", "w"].map((c) => `f(va.${c}, vb.${c})`);
@@ -227,7 +251,7 @@ function rowBroadcast(
 `,
     signature: "rrw",
     buffers: [a, b, out],
-    params: [count, cols / 4],
+    params: [count, cols / 4, channels],
     groups: groups2d(Math.ceil(count / WG)),
   });
 }
