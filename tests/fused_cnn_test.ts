@@ -273,3 +273,23 @@ backendTest("binary ops of [N, C, HW] against one value per channel match cpu", 
     }, { exact: true, what: `int32 [${shape}]` });
   }
 });
+
+backendTest("reductions over many long contiguous rows match cpu (NaN, ties)", async (d) => {
+  // A conv bias gradient's shape (webgpu on a CPU adapter sums such rows
+  // serially, one invocation per row, in passes of at most 1024).
+  for (const shape of [[100, 700], [70, 3000], [64, 257]]) {
+    const values = floats(shape, 640);
+    values[5] = NaN;
+    values[shape[1] * 3 + 7] = Infinity;
+    values[shape[1] * 4 + 1] = 10;
+    values[shape[1] * 4 + 2] = 10; // a tie: the first wins
+    await matchesCpu(d, (dev) => {
+      const x = on(dev, shape, values);
+      return [x.sum(1), x.mean(1), x.max(1), x.min(1)];
+    }, { atol: 1e-3, rtol: 1e-5, what: `[${shape}]` });
+    await matchesCpu(d, (dev) => {
+      const x = on(dev, shape, values);
+      return [x.argmax(1), x.argmin(1)];
+    }, { exact: true, what: `arg [${shape}]` });
+  }
+});
