@@ -200,7 +200,14 @@ Deno.test("cpu wasm elementwise: relu, select, binary rows equal the TypeScript 
   });
   await t.step("batchNorm and batchNormBackward: statistics and gradients", () => {
     for (
-      const [outer, channels, inner] of [[3, 2, 7], [2, 3, 8], [1, 1, 1], [4, 2, 49], [2, 2, 2]]
+      const [outer, channels, inner] of [
+        [3, 2, 7],
+        [2, 3, 8],
+        [1, 1, 1],
+        [4, 2, 49],
+        [2, 2, 2],
+        ...[3, 4, 5, 6, 11, 12, 13, 14, 30].map((inner) => [2, 2, inner]),
+      ]
     ) {
       const n = outer * channels * inner;
       const x = values(n, n + 3).map((v) => (Number.isFinite(v) && Math.abs(v) < 1e6 ? v + 3 : 1));
