@@ -18,7 +18,13 @@
 
 import { distributed } from "../../mod.ts";
 import { type BenchResult, fmt, median, type Suite, type SuiteContext, Table } from "./_common.ts";
-import { COMMAND, createMailbox, MAILBOX, type RankConfig } from "./ddp_rank.ts";
+import {
+  AUTOGROUP_NICE_ENV,
+  COMMAND,
+  createMailbox,
+  MAILBOX,
+  type RankConfig,
+} from "./ddp_rank.ts";
 
 const RANK_MODULE = new URL("./ddp_rank.ts", import.meta.url);
 /** A group that does not answer within this long is broken. */
@@ -77,8 +83,24 @@ function spawnGroup(label: string, ranks: number, config: RankConfig): Group {
   };
 }
 
+/**
+ * This process's autogroup niceness (Linux), or null. Hydra starts every
+ * rank in a session of its own, so a rank lands in a fresh autogroup at
+ * nice 0 whatever the bench's (`echo -20 > /proc/self/autogroup`), while
+ * Worker ranks share the bench's: the rank takes the bench's value (see
+ * ddp_rank.ts), so both launchers compete for the cores alike.
+ */
+function autogroupNice(): string | null {
+  try {
+    return Deno.readTextFileSync("/proc/self/autogroup").match(/nice (-?\d+)/)?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** Ranks as processes under `mpiexec`, commanded through rank 0's stdin. */
 function mpiGroup(label: string, ranks: number, config: RankConfig): Group {
+  const nice = autogroupNice();
   const child = new Deno.Command("mpiexec", {
     args: [
       "-n",
@@ -92,6 +114,7 @@ function mpiGroup(label: string, ranks: number, config: RankConfig): Group {
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
+    env: nice === null ? {} : { [AUTOGROUP_NICE_ENV]: nice },
   }).spawn();
   const writer = child.stdin.getWriter();
   const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();

@@ -34,6 +34,9 @@ export interface RankConfig {
   readonly layers?: readonly number[];
 }
 
+/** The environment variable through which the bench hands an MPI rank its autogroup niceness. */
+export const AUTOGROUP_NICE_ENV = "MULTIGRAD_BENCH_AUTOGROUP_NICE";
+
 /** Mailbox words (Int32): the command's number, the command, its step count, the answer's number. */
 export const MAILBOX = { seq: 0, command: 1, steps: 2, done: 3, results: 8 } as const;
 /** Commands. */
@@ -136,6 +139,15 @@ export async function main(
 // Under mpiexec: rank 0 reads `run K` / `quit` lines and prints `RESULT [ms, ...]`.
 if (import.meta.main) {
   const config = JSON.parse(Deno.args[0]) as RankConfig;
+  // The bench's scheduling weight (see ddp.ts's autogroupNice); best effort.
+  const nice = Deno.env.get(AUTOGROUP_NICE_ENV);
+  if (nice !== undefined) {
+    try {
+      Deno.writeTextFileSync("/proc/self/autogroup", nice);
+    } catch {
+      // Not Linux, or not allowed: the rank keeps its own autogroup.
+    }
+  }
   // One core per rank, as in a Worker rank, also when this job has a single
   // rank (the baseline), so every group computes alike.
   registerBackend("cpu", () => cpuBackend({ threads: 1 }), { priority: 1 });
