@@ -12,34 +12,12 @@
  * @module
  */
 
-import { type Device, manualSeed, nn, optim, requestDevices, type Tensor, tidy } from "../mod.ts";
-import { Cnn, syntheticImages } from "../examples/cnn.ts";
+import { requestDevices } from "../mod.ts";
 import { countKernels, type KernelCounts } from "./suites/_profile.ts";
+import { CNN_FUSED as FUSED, cnnStep } from "./suites/conv.ts";
 
-const FUSED = ["batchNorm", "batchNormBackward", "maxPool2d"] as const;
-
-/** One training step of the CNN on `device`, loss read back. */
-function stepper(device: Device): () => Promise<void> {
-  manualSeed(0);
-  const net = new Cnn().to(device);
-  net.train();
-  const { images, labels } = syntheticImages(64, 10, 1);
-  const x = images.to(device);
-  const y = labels.to(device);
-  const optimizer = new optim.Adam(net.parameters(), { lr: 2e-3 });
-  const lossFn = new nn.CrossEntropyLoss();
-  return async () => {
-    const loss: Tensor = tidy(() => {
-      optimizer.zeroGrad();
-      const l = lossFn.forward(net.forward(x), y);
-      l.backward();
-      optimizer.step();
-      return l.detach();
-    });
-    await loss.item();
-    loss.dispose();
-  };
-}
+/** One training step of the CNN on `device` (batch 64), loss read back. */
+const stepper = (device: Parameters<typeof cnnStep>[0]) => cnnStep(device, 64);
 
 const steps = Number(Deno.args[0] ?? 20);
 const backend = Deno.args[1] ?? "cpu";

@@ -68,7 +68,7 @@ export async function benchConv(
 }
 
 /** The kernels the CNN step's composed twin runs without. */
-const CNN_FUSED = ["batchNorm", "batchNormBackward", "maxPool2d"] as const;
+export const CNN_FUSED = ["batchNorm", "batchNormBackward", "maxPool2d"] as const;
 
 /** One training step of the example CNN on `device` (batch `batch`), loss read back. */
 export function cnnStep(device: Device, batch: number): () => Promise<void> {
