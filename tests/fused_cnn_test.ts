@@ -59,6 +59,7 @@ const BN_SHAPES: number[][] = [
   [300, 7], // BatchNorm1d over features: rows of 1
   [2, 4, 40, 40], // several rounds of the workgroup per row
   [3, 2, 1, 1],
+  [2, 65537], // more channels than one grid row of workgroups
 ];
 
 backendTest("fused batchNorm: outputs, batch statistics and gradients match cpu", async (d) => {

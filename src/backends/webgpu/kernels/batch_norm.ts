@@ -26,6 +26,8 @@ const ROW_MIN = 32;
 export const CHANNEL_PARAMS_WGSL = `
   let outer = pu(0u); let channels = pu(1u); let inner = pu(2u);
   let c = g;
+  // The grid may round the channel count up (more than 65535 channels).
+  if (c >= channels) { return; }
 `;
 
 /**
