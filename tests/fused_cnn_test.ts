@@ -10,7 +10,15 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, manualSeed, nn, type OptionalKernelName, type Tensor } from "../mod.ts";
+import {
+  type Device,
+  manualSeed,
+  nn,
+  type OptionalKernelName,
+  type Tensor,
+  type WrappedDevice,
+} from "../mod.ts";
+import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
 import { assertClose, backendTest, floats, ints, matchesCpu, on } from "./harness.ts";
 
 const F = nn.functional;
@@ -294,3 +302,41 @@ backendTest("reductions over many long contiguous rows match cpu (NaN, ties)", a
     }, { exact: true, what: `arg [${shape}]` });
   }
 });
+
+backendTest(
+  "window kernels' per-element variants (as on GPU adapters) match cpu",
+  async (_d, devices) => {
+    // CPU adapters walk rows (im2col, col2im, maxPool2d); a GPU takes one
+    // invocation per element. Here the second device is told it is a GPU.
+    const d = devices[1];
+    if (d.backend === "cpu") return;
+    const runtime = (d.backendDevice as WrappedDevice<WebGPUDevice>).impl.runtime as unknown as {
+      isCpuAdapter: boolean;
+    };
+    const saved = runtime.isCpuAdapter;
+    runtime.isCpuAdapter = false;
+    try {
+      for (const [i, [shape, kernel, options]] of POOLS.entries()) {
+        await matchesCpu(
+          d,
+          (dev) =>
+            withGrads(dev, shape, floats(shape, 650 + i), (x) => F.maxPool2d(x, kernel, options)),
+          { exact: true, what: `maxPool2d case ${i}` },
+        );
+      }
+      const convs: [number[], number[], nn.functional.Conv2dOptions][] = [
+        [[2, 3, 9, 8], [4, 3, 3, 3], { padding: 1 }],
+        [[1, 4, 11, 10], [2, 4, 3, 2], { stride: [2, 3], padding: [1, 0], dilation: [2, 1] }],
+      ];
+      for (const [i, [xs, ws, options]] of convs.entries()) {
+        await matchesCpu(d, (dev) => {
+          const w = on(dev, ws, floats(ws, 660 + i));
+          w.requiresGrad = true;
+          return withGrads(dev, xs, floats(xs, 670 + i), (x) => F.conv2d(x, w, null, options), [w]);
+        }, { atol: 1e-4, rtol: 1e-4, what: `conv2d case ${i}` });
+      }
+    } finally {
+      runtime.isCpuAdapter = saved;
+    }
+  },
+);

@@ -7,8 +7,8 @@
 
 import type { Col2imArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { coordinates, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-import { WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
+import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { rowRange, walkRows, WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
 
 const WG = 256;
 
@@ -25,26 +25,26 @@ function windowIndex(unitStride: boolean, t: string, s: string, skip: string): s
 
 /**
  * Records `out[n, c, h, w]` = Σ of the `cols` entries whose tap reads
- * (h, w), one invocation per input row (n, c, h), walking w (see
- * `im2col`: one integer division per row instead of three per element).
+ * (h, w); on CPU adapters one invocation per input row (n, c, h), walking w
+ * (see `walkRows`).
  */
 export function col2im(rt: Runtime, layout: Col2imArgs<GPUBuffer>): void {
   const { x: cols, out } = layout;
   const { batch, channels, height, width } = layout;
-  const rows = batch * channels * height;
-  if (rows * width === 0) return;
+  const rows = walkRows(rt);
+  const count = batch * channels * height * (rows ? 1 : width);
+  if (count * width === 0) return;
   const t = wgslType(layout.dtype);
   const unit = layout.strideH === 1 && layout.strideW === 1;
   rt.dispatch({
     name: "col2im",
-    key: `col2im_rows_${t}_${unit}`,
+    key: `col2im_${rows ? "rows" : "elements"}_${t}_${unit}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "cols", t, false) + storage(2, "out", t, true) + main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
-${coordinates("idx", ["plane", "hu"], ["u32(H)"])}  let h = i32(hu);
+${rowRange(rows, ["plane", "hu", "wFirst"], ["u32(H)", "u32(W)"])}  let h = i32(hu);
   let taps = OH * OW;
-  let at = idx * u32(W);
-  for (var wu = 0u; wu < u32(W); wu++) {
+  for (var wu = first; wu < end; wu++) {
     let w = i32(wu);
     var acc = ${t}(0);
     for (var ki = 0u; ki < KH; ki++) {
@@ -60,13 +60,13 @@ ${coordinates("idx", ["plane", "hu"], ["u32(H)"])}  let h = i32(hu);
         acc += cols[((plane * KH + ki) * KW + kj) * taps + thIndex * OW + twIndex];
       }
     }
-    out[at + wu] = acc;
+    out[rowAt + wu] = acc;
   }
 }
 `,
     signature: "rw",
     buffers: [cols, out],
-    params: [rows, ...windowParams(layout)],
-    groups: groups2d(Math.ceil(rows / WG)),
+    params: [count, ...windowParams(layout)],
+    groups: groups2d(Math.ceil(count / WG)),
   });
 }

@@ -37,49 +37,82 @@ export const WINDOW_PARAMS_WGSL = `
 `;
 
 /**
- * Records `cols[n, c, ki, kj, oh, ow]` = the tap's input element or
- * `padValue`, one invocation per row of output positions (n, c, ki, kj,
- * oh), walking ow. One invocation per element decoded its flat index with
- * five integer divisions, which CPU adapters do lane by lane: the whole
- * kernel then cost ~5x a copy of the same size on llvmpipe; by rows ~1.4x
- * (1.8M elements: 66 -> 17 ms, copy 13, load 27).
+ * How the window kernels (`im2col`, `col2im`, `maxPool2d`) split their
+ * output: CPU adapters walk rows (one invocation per row of the last dim):
+ * they divide integers lane by lane, and decoding every element's flat index
+ * (five divisions in im2col) made the kernel ~5x a copy of the same size on
+ * llvmpipe, ~1.4x by rows (1.8M elements: 66 -> 17 ms, copy 13, load 27).
+ * GPUs keep one invocation per element, whose neighbours store to
+ * neighbouring addresses.
  */
+export function walkRows(rt: Runtime): boolean {
+  return rt.isCpuAdapter;
+}
+
+/**
+ * WGSL decoding `idx` over `names` (extents as in `coordinates`), the last
+ * one walked: with `rows`, `idx` counts rows of the last dim and the
+ * invocation covers all of it; otherwise `idx` is one element. Defines the
+ * outer names, `rowAt` (the flat index of the row's first element) and
+ * `first`/`end`, the range of the last dim to cover.
+ */
+export function rowRange(
+  rows: boolean,
+  names: readonly string[],
+  extents: readonly string[],
+): string {
+  const last = extents[extents.length - 1];
+  if (rows) {
+    return coordinates("idx", names.slice(0, -1), extents.slice(0, -1)) +
+      `  let rowAt = idx * (${last});
+  let first = 0u;
+  let end = ${last};
+`;
+  }
+  const lastName = names[names.length - 1];
+  return coordinates("idx", names, extents) + `  let rowAt = idx - ${lastName};
+  let first = ${lastName};
+  let end = ${lastName} + 1u;
+`;
+}
+
+/** Records `cols[n, c, ki, kj, oh, ow]` = the tap's input element or `padValue`. */
 export function im2col(rt: Runtime, layout: Im2colArgs<GPUBuffer>): void {
   const { x, out: cols } = layout;
   const { batch, channels, kernelH, kernelW, outH, outW } = layout;
-  const rows = batch * channels * kernelH * kernelW * outH;
-  if (rows * outW === 0) return;
+  const rows = walkRows(rt);
+  const count = batch * channels * kernelH * kernelW * outH * (rows ? 1 : outW);
+  if (count * outW === 0) return;
   // The pad value's bits in the tensor's dtype (cols holds raw words).
   const padBits = new Uint32Array(toHost(layout.dtype, [layout.padValue]).buffer)[0];
   rt.dispatch({
     name: "im2col",
-    key: "im2col_rows",
+    key: `im2col_${rows ? "rows" : "elements"}`,
     wgsl: () =>
       PARAMS_WGSL + storage(1, "x", "u32", false) + storage(2, "cols", "u32", true) +
       main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
 ${
-        coordinates("idx", ["plane", "ki", "kj", "oh"], ["KH", "KW", "OH"])
+        rowRange(rows, ["plane", "ki", "kj", "oh", "ow"], ["KH", "KW", "OH", "OW"])
       }  let h = i32(oh) * SH - PH + i32(ki) * DH;
-  let at = idx * OW;
   let pad = pu(13u);
   if (h < 0 || h >= H) {
-    for (var ow = 0u; ow < OW; ow++) { cols[at + ow] = pad; }
+    for (var o = first; o < end; o++) { cols[rowAt + o] = pad; }
     return;
   }
   let src = plane * u32(H * W) + u32(h * W);
   let w0 = i32(kj) * DW - PW;
-  for (var ow = 0u; ow < OW; ow++) {
-    let w = i32(ow) * SW + w0;
+  for (var o = first; o < end; o++) {
+    let w = i32(o) * SW + w0;
     // The read is clamped inside the row; padding taps take the pad value.
     let v = x[src + u32(clamp(w, 0, W - 1))];
-    cols[at + ow] = select(pad, v, w >= 0 && w < W);
+    cols[rowAt + o] = select(pad, v, w >= 0 && w < W);
   }
 }
 `,
     signature: "rw",
     buffers: [x, cols],
-    params: [rows, ...windowParams(layout), padBits],
-    groups: groups2d(Math.ceil(rows / WG)),
+    params: [count, ...windowParams(layout), padBits],
+    groups: groups2d(Math.ceil(count / WG)),
   });
 }

@@ -1,14 +1,14 @@
 /**
  * `maxPool2d` (optional fused kernel): each window's maximum and its
- * position, one invocation per output row, read straight from the
- * input (the composition unfolds the windows, takes an argmax and gathers).
+ * position, one invocation per output element (per row on CPU adapters),
+ * read straight from the input (the composition unfolds the windows, takes an argmax and gathers).
  * @module
  */
 
 import type { MaxPool2dArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
-import { coordinates, IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-import { WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
+import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { rowRange, walkRows, WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
 
 const WG = 256;
 
@@ -31,21 +31,21 @@ export function maxPool2d(rt: Runtime, args: MaxPool2dArgs<GPUBuffer>): void {
   if (wgslType(dtype) !== "f32") {
     throw new Error(`${rt.name} maxPool2d does not support dtype ${dtype}`);
   }
-  // One invocation per output row (plane, oh), walking ow: decoding every
-  // element's flat index took three integer divisions, which CPU adapters
-  // do lane by lane (see im2col).
-  const rows = batch * channels * outH;
-  if (rows * outW === 0) return;
+  // On CPU adapters one invocation per output row (plane, oh), walking ow
+  // (see `walkRows`).
+  const rows = walkRows(rt);
+  const count = batch * channels * outH * (rows ? 1 : outW);
+  if (count * outW === 0) return;
   rt.dispatch({
     name: "maxPool2d",
-    key: "max_pool2d_rows",
+    key: `max_pool2d_${rows ? "rows" : "elements"}`,
     wgsl: () =>
       PARAMS_WGSL + BEATS_WGSL + storage(1, "x", "f32", false) +
       storage(2, "out", "f32", true) + storage(3, "indices", "i32", true) + main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
-${coordinates("idx", ["plane", "oh"], ["OH"])}  let base = plane * u32(H * W);
+${rowRange(rows, ["plane", "oh", "owFirst"], ["OH", "OW"])}  let base = plane * u32(H * W);
   let h0 = i32(oh) * SH - PH;
-  for (var ow = 0u; ow < OW; ow++) {
+  for (var ow = first; ow < end; ow++) {
     let w0 = i32(ow) * SW - PW;
     // Padding never wins: only taps inside the input are read (every window
     // has one: padding is at most half the kernel).
@@ -65,7 +65,7 @@ ${coordinates("idx", ["plane", "oh"], ["OH"])}  let base = plane * u32(H * W);
         }
       }
     }
-    let o = idx * OW + ow;
+    let o = rowAt + ow;
     out[o] = top;
     indices[o] = best;
   }
@@ -73,7 +73,7 @@ ${coordinates("idx", ["plane", "oh"], ["OH"])}  let base = plane * u32(H * W);
 `,
     signature: "rww",
     buffers: [x, out, indices],
-    params: [rows, ...windowParams(args)],
-    groups: groups2d(Math.ceil(rows / WG)),
+    params: [count, ...windowParams(args)],
+    groups: groups2d(Math.ceil(count / WG)),
   });
 }
