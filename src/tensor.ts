@@ -28,57 +28,10 @@ import type { TensorLike } from "./ops/util.ts";
  * on Tensor, never the reverse.
  */
 export type TensorOps =
-  & Pick<
-    typeof elementwise,
-    | "abs"
-    | "add"
-    | "cast"
-    | "ceil"
-    | "clamp"
-    | "compare"
-    | "cos"
-    | "div"
-    | "exp"
-    | "expm1"
-    | "floor"
-    | "gelu"
-    | "log"
-    | "log1p"
-    | "maximum"
-    | "minimum"
-    | "mul"
-    | "neg"
-    | "pow"
-    | "reciprocal"
-    | "relu"
-    | "round"
-    | "rsqrt"
-    | "sigmoid"
-    | "sign"
-    | "sin"
-    | "sqrt"
-    | "square"
-    | "sub"
-    | "tanh"
-  >
-  & Pick<typeof reduce, "argmax" | "argmin" | "max" | "mean" | "min" | "sum">
-  & Pick<
-    typeof view,
-    | "chunk"
-    | "clone"
-    | "expand"
-    | "flatten"
-    | "indexSelect"
-    | "narrow"
-    | "permute"
-    | "reshape"
-    | "split"
-    | "squeeze"
-    | "transpose"
-    | "unbind"
-    | "unsqueeze"
-  >
-  & Pick<typeof indexing, "gather" | "maskedFill" | "select" | "where">
+  & typeof elementwise
+  & typeof reduce
+  & typeof view
+  & typeof indexing
   & Pick<typeof linalg, "matmul">
   & Pick<typeof softmax, "logSoftmax" | "softmax">
   & Pick<typeof transfer, "copyInto" | "toDevice">
@@ -648,6 +601,14 @@ export class Tensor {
   /** A copy with `value` where `mask` is nonzero (mask broadcasts to this shape). */
   maskedFill(mask: Tensor, value: number | Tensor): Tensor {
     return ops.maskedFill(this, mask, value);
+  }
+  /** Entries below diagonal `diagonal` of the last two dims zeroed (`torch.triu`). */
+  triu(diagonal = 0): Tensor {
+    return ops.triu(this, diagonal);
+  }
+  /** Entries above diagonal `diagonal` of the last two dims zeroed (`torch.tril`). */
+  tril(diagonal = 0): Tensor {
+    return ops.tril(this, diagonal);
   }
   /** Entries along `dim` picked per position by an int32 `index` (PyTorch's `gather`). */
   gather(dim: number, index: Tensor): Tensor {

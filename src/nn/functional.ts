@@ -447,7 +447,11 @@ function crossEntropyUnscoped(
       probabilities
         ? `${op}: probability target of shape ${
           formatShape(target.shape)
-        } must match input of shape ${formatShape(input.shape)}`
+        } must match input of shape ${formatShape(input.shape)}${
+          // tensor([0, 2]) is float32 here (int64 in PyTorch): say how to get class indices.
+          sameShape(target.shape, outShape)
+            ? `; for class indices make the target int32 (tensor(labels, { dtype: "int32" }) or .to("int32"))`
+            : ""}`
         : `${op}: class-index target of shape ${
           formatShape(target.shape)
         } does not fit input of shape ${formatShape(input.shape)} (expected ${

@@ -160,14 +160,17 @@ export const ones = (shape: number[], options: TensorOptions = {}): Tensor =>
 
 /**
  * `[start, end)` by `step`, as `torch.arange`: `arange(5)`, `arange(2, 5)`,
- * `arange(0, 1, 0.25)`. int32 when all arguments are integers, else float32.
+ * `arange(0, 1, 0.25)`, the options after any of them (`arange(5, { device })`).
+ * int32 when all arguments are integers, else float32.
  */
 export function arange(
   start: number,
-  end?: number,
-  step = 1,
+  end?: number | TensorOptions,
+  step: number | TensorOptions = 1,
   options: TensorOptions = {},
 ): Tensor {
+  if (typeof end === "object") [end, options] = [undefined, end];
+  if (typeof step === "object") [step, options] = [1, step];
   if (end === undefined) [start, end] = [0, start];
   if (![start, end, step].every(Number.isFinite)) {
     throw new RangeError(

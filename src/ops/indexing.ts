@@ -1,6 +1,6 @@
 /**
- * Selection by condition and by index: `where`, `maskedFill`, `gather`,
- * `select`, and their gradients.
+ * Selection by condition and by index: `where`, `maskedFill`, `triu`, `tril`,
+ * `gather`, `select`, and their gradients.
  * @module
  */
 
@@ -11,6 +11,7 @@ import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
 import { operands, sumTo, whereRaw } from "./elementwise.ts";
 import { narrow, reshape } from "./view.ts";
+import { arangeOn } from "./factory.ts";
 
 function requireCondition(op: string, cond: unknown): asserts cond is Tensor {
   if (!(cond instanceof Tensor)) {
@@ -83,6 +84,30 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number | Tensor): Ten
     fill = scalar(value, x.dtype, x.device);
   }
   return where(mask, fill, x);
+}
+
+/** `x` with the entries below diagonal `diagonal` of its last two dims zeroed (`torch.triu`). */
+export function triu(x: Tensor, diagonal = 0): Tensor {
+  return triangle("triu", x, diagonal);
+}
+/** `x` with the entries above diagonal `diagonal` of its last two dims zeroed (`torch.tril`). */
+export function tril(x: Tensor, diagonal = 0): Tensor {
+  return triangle("tril", x, diagonal);
+}
+
+function triangle(op: "triu" | "tril", x: Tensor, diagonal: number): Tensor {
+  if (x.ndim < 2) {
+    throw new RangeError(`${op}: expects at least 2 dims, got shape ${formatShape(x.shape)}`);
+  }
+  if (!Number.isInteger(diagonal)) {
+    throw new TypeError(`${op}: diagonal must be an integer, got ${diagonal}`);
+  }
+  const [rows, cols] = x.shape.slice(-2);
+  // Entry (i, j) lies on diagonal j - i.
+  const offset = arangeOn(cols, x.device).reshape([1, cols]).sub(
+    arangeOn(rows, x.device).reshape([rows, 1]),
+  );
+  return maskedFill(x, op === "triu" ? offset.lt(diagonal) : offset.gt(diagonal), 0);
 }
 
 function requireIndex(op: string, index: unknown, x: Tensor): asserts index is Tensor {

@@ -36,7 +36,7 @@ export {
   sub,
   tanh,
 } from "./elementwise.ts";
-export { gather, maskedFill, select, where } from "./indexing.ts";
+export { gather, maskedFill, select, tril, triu, where } from "./indexing.ts";
 export { argmax, argmin, max, mean, min, sum } from "./reduce.ts";
 export {
   cat,

@@ -1,0 +1,90 @@
+/**
+ * Ops that ported PyTorch programs reached for and that were missing:
+ * `triu` / `tril` (causal masks) equal to PyTorch 1.13 on every backend with
+ * their gradients, float64 gradient checks on cpu, `arange(n, { device })`.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { arange, nn, ones, type Tensor, tensor, tril, triu } from "../mod.ts";
+import {
+  assertTensor,
+  backendTest,
+  decodeFixture,
+  fixtureTensor,
+  matchesCpu,
+  on,
+} from "./harness.ts";
+import { check, inp } from "./gradcheck.ts";
+import fixtures from "./fixtures/torch_programs.json" with { type: "json" };
+
+for (const c of fixtures.triangle) {
+  backendTest(`${c.op}(x, ${c.diagonal}) and its gradient equal PyTorch`, async (device) => {
+    const x = fixtureTensor(c.x, device, { requiresGrad: true });
+    const out = c.op === "triu" ? x.triu(c.diagonal) : tril(x, c.diagonal);
+    await assertTensor(out, decodeFixture(c.out), {
+      atol: 0,
+      rtol: 0,
+      what: "output",
+      shape: [2, 3, 4],
+    });
+    out.mul(fixtureTensor(c.g, device)).sum().backward();
+    await assertTensor(x.grad!, c.grad, { atol: 0, rtol: 0, what: "gradient" });
+  });
+}
+
+backendTest("triu/tril: int32 masks (a causal mask) and every backend as cpu", async (device) => {
+  const causal = ones([3, 3], { dtype: "int32", device }).triu(1);
+  assert.equal(causal.dtype, "int32");
+  assert.deepEqual(await causal.toArray(), [[0, 1, 1], [0, 0, 1], [0, 0, 0]]);
+  const vals = Array.from({ length: 30 }, (_, i) => i - 7);
+  await matchesCpu(
+    device,
+    (d) => [triu(on(d, [5, 6], vals.slice(0, 30)), -2), on(d, [1, 5, 6], vals).tril(3)],
+    { exact: true },
+  );
+});
+
+backendTest("triu/tril: errors name the op and the shape", (device) => {
+  assert.throws(
+    () => on(device, [4], [1, 2, 3, 4]).triu(),
+    /triu: expects at least 2 dims, got shape \[4\]/,
+  );
+  assert.throws(
+    () => ones([2, 2], { device }).tril(0.5),
+    /tril: diagonal must be an integer, got 0.5/,
+  );
+});
+
+check("triu", (x: Tensor) => x.triu(1), [inp([3, 4], 1330)]);
+check("tril batched", (x: Tensor) => tril(x, -1), [inp([2, 4, 3], 1331)]);
+
+backendTest(
+  "arange takes its options after any argument, as torch.arange(n, device=...)",
+  async (device) => {
+    const a = arange(4, { device });
+    assert.equal(a.device, device);
+    assert.deepEqual(await a.toArray(), [0, 1, 2, 3]);
+    const b = arange(1, 3, { device, dtype: "float32" });
+    assert.deepEqual([b.device, b.dtype, await b.toArray()], [device, "float32", [1, 2]]);
+    const c = arange(0, 1, 0.5, { device });
+    assert.deepEqual([c.device, await c.toArray()], [device, [0, 0.5]]);
+  },
+);
+
+backendTest(
+  "crossEntropy with float class labels (PyTorch's int64 habit) says to make them int32",
+  (device) => {
+    const logits = ones([3, 4], { device });
+    const labels = tensor([0, 1, 2], { device }); // float32 here, int64 in PyTorch
+    assert.throws(
+      () => nn.functional.crossEntropy(logits, labels),
+      /probability target of shape \[3\] must match input of shape \[3, 4\]; for class indices make the target int32/,
+    );
+    // A probability target of another wrong shape gets no such hint.
+    assert.throws(
+      () => nn.functional.crossEntropy(logits, ones([3, 5], { device })),
+      (e: Error) => /must match input of shape \[3, 4\]$/.test(e.message),
+    );
+  },
+);
