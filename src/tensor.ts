@@ -21,6 +21,7 @@ import type * as transfer from "./ops/transfer.ts";
 import type * as factory from "./ops/factory.ts";
 import type * as inplace from "./ops/inplace.ts";
 import type { TensorLike } from "./ops/util.ts";
+import type { VarianceOptions } from "./ops/reduce.ts";
 
 /**
  * The operations Tensor's methods call. The ops modules install them
@@ -502,6 +503,14 @@ export class Tensor {
   /** Mean over `dim` (all dims when omitted). */
   mean(dim?: number | number[], keepdim = false): Tensor {
     return ops.mean(this, dim, keepdim);
+  }
+  /** Variance over `dim` (all dims when omitted); unbiased unless `unbiased: false`. */
+  var(dim?: number | number[], options?: VarianceOptions): Tensor {
+    return ops.variance(this, dim, options);
+  }
+  /** Standard deviation over `dim` (all dims when omitted), as `torch.std`. */
+  std(dim?: number | number[], options?: VarianceOptions): Tensor {
+    return ops.std(this, dim, options);
   }
   /** Maximum values over `dim` (of all elements when omitted). */
   max(dim?: number, keepdim = false): Tensor {

@@ -1,12 +1,13 @@
 /**
  * Ops that ported PyTorch programs reached for and that were missing:
- * `triu` / `tril` (causal masks) equal to PyTorch 1.13 on every backend with
- * their gradients, float64 gradient checks on cpu, `arange(n, { device })`.
+ * `triu` / `tril` (causal masks) and `var` / `std` equal to PyTorch 1.13 on
+ * every backend with their gradients, float64 gradient checks on cpu,
+ * `arange(n, { device })`.
  * @module
  */
 
 import assert from "node:assert/strict";
-import { arange, nn, ones, type Tensor, tensor, tril, triu } from "../mod.ts";
+import { arange, nn, ones, std, type Tensor, tensor, tril, triu, var as variance } from "../mod.ts";
 import {
   assertTensor,
   backendTest,
@@ -87,4 +88,42 @@ backendTest(
       (e: Error) => /must match input of shape \[3, 4\]$/.test(e.message),
     );
   },
+);
+
+for (const c of fixtures.variance) {
+  const dim = c.dim === null ? undefined : c.dim;
+  const options = { unbiased: c.unbiased, keepdim: c.keepdim };
+  backendTest(
+    `${c.op}(x, ${JSON.stringify(dim)}, ${JSON.stringify(options)}) equals PyTorch`,
+    async (device) => {
+      const x = fixtureTensor(c.x, device, { requiresGrad: true });
+      const out = c.op === "var" ? x.var(dim, options) : std(x, dim, options);
+      const tol = device.backend === "cpu"
+        ? { atol: 1e-6, rtol: 1e-6 }
+        : { atol: 1e-5, rtol: 1e-5 };
+      await assertTensor(out, c.out, { ...tol, what: "output", shape: c.shape });
+      out.mul(fixtureTensor(c.g, device)).sum().backward();
+      await assertTensor(x.grad!, c.grad, { ...tol, what: "gradient" });
+    },
+  );
+}
+
+backendTest(
+  "var/std: one element gives NaN unbiased (0/0, as PyTorch); int32 is refused",
+  async (device) => {
+    assert.ok(Number.isNaN(await on(device, [1], [2]).var().item()));
+    assert.equal(await on(device, [1], [2]).std(0, { unbiased: false }).item(), 0);
+    assert.throws(() => variance(ones([2], { dtype: "int32", device })), /var: .*int32/);
+  },
+);
+
+check("var over dims 0 and 2, unbiased", (x: Tensor) => variance(x, [0, 2]), [
+  inp([3, 2, 4], 1340),
+]);
+check(
+  "std over the last dim, biased, keepdim",
+  (x: Tensor) => x.std(-1, { unbiased: false, keepdim: true }),
+  [
+    inp([3, 5], 1341),
+  ],
 );

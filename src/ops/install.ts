@@ -9,26 +9,21 @@ import * as elementwise from "./elementwise.ts";
 import * as reduce from "./reduce.ts";
 import * as view from "./view.ts";
 import * as indexing from "./indexing.ts";
-import { matmul } from "./linalg.ts";
-import { logSoftmax, softmax } from "./softmax.ts";
-import { copyInto, toDevice } from "./transfer.ts";
+import * as linalg from "./linalg.ts";
+import * as softmax from "./softmax.ts";
+import * as transfer from "./transfer.ts";
+import * as inplace from "./inplace.ts";
 import { full } from "./factory.ts";
-import { add_, copy_, fill_, mul_, zero_ } from "./inplace.ts";
 
+// Whole modules: Tensor's methods pick what they call (`TensorOps`).
 installTensorOps({
   ...elementwise,
   ...reduce,
   ...view,
   ...indexing,
-  matmul,
-  logSoftmax,
-  softmax,
-  copyInto,
-  toDevice,
+  ...linalg,
+  ...softmax,
+  ...transfer,
+  ...inplace,
   full,
-  add_,
-  copy_,
-  fill_,
-  mul_,
-  zero_,
 });

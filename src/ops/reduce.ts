@@ -1,6 +1,6 @@
 /**
- * Reductions: sum, mean, max, min, argmax, argmin, over one dim, several, or
- * all.
+ * Reductions: sum, mean, var, std, max, min, argmax, argmin, over one dim,
+ * several, or all.
  * @module
  */
 
@@ -79,6 +79,33 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   const count = dims.reduce((n, d) => n * x.shape[d], 1);
   return sumDims(x, dims, keepdim).mul(1 / count);
 }
+
+/** Options of {@link variance} and {@link std}. */
+export interface VarianceOptions {
+  /** Divide by n - 1 (default true, as PyTorch); false divides by n. */
+  unbiased?: boolean;
+  /** Keep the reduced dims with size 1 (default false). */
+  keepdim?: boolean;
+}
+
+/** Variance over `dim` (every dim when omitted), as `torch.var` (float tensors). */
+export function variance(
+  x: Tensor,
+  dim?: number | number[],
+  options: VarianceOptions = {},
+): Tensor {
+  requireFloat("var", x);
+  const dims = x.ndim === 0 ? [] : normalizeDims(x, dim, "var");
+  const count = dims.reduce((n, d) => n * x.shape[d], 1);
+  const deviation = x.sub(mean(x, dims, true));
+  // count - 1 = 0 gives NaN (a 0/0), as PyTorch.
+  const sq = sumDims(deviation.mul(deviation), dims, options.keepdim ?? false);
+  return sq.div(count - (options.unbiased ?? true ? 1 : 0));
+}
+
+/** Standard deviation over `dim`, as `torch.std`: the square root of `var`. */
+export const std = (x: Tensor, dim?: number | number[], options: VarianceOptions = {}): Tensor =>
+  variance(x, dim, options).sqrt();
 
 function extreme(
   kind: "max" | "min",
