@@ -138,6 +138,61 @@ export class ModuleList extends Module {
 }
 
 /**
+ * Modules held by name, as PyTorch's `ModuleDict`: each is a field, so its
+ * parameters are named `<key>.weight`. Keys keep insertion order. It has no
+ * `forward`.
+ */
+export class ModuleDict extends Module {
+  /** Holds the modules of `modules` (an object or [key, module] pairs). */
+  constructor(modules: Record<string, Module> | Iterable<[string, Module]> = {}) {
+    super();
+    const entries = Symbol.iterator in modules ? modules : Object.entries(modules);
+    for (const [key, m] of entries as Iterable<[string, Module]>) this.set(key, m);
+  }
+
+  /** The keys, in order. */
+  keys(): string[] {
+    return Object.keys(this).filter((key) => this.has(key));
+  }
+
+  /** The module under `key`; an error naming the keys there are when it is missing. */
+  get(key: string): Module {
+    const m = (this as unknown as Record<string, unknown>)[key];
+    if (!Object.hasOwn(this, key) || !(m instanceof Module)) {
+      throw new RangeError(`ModuleDict.get: no module "${key}" (keys: ${this.keys().join(", ")})`);
+    }
+    return m;
+  }
+
+  /** Whether a module is held under `key`. */
+  has(key: string): boolean {
+    return Object.hasOwn(this, key) &&
+      (this as unknown as Record<string, unknown>)[key] instanceof Module;
+  }
+
+  /** Holds `module` under `key` (replacing one there); returns this. */
+  set(key: string, module: Module): this {
+    // A key that names a field or method of every module (training, forward) would break the module.
+    if (
+      typeof key !== "string" || key === "" || key.includes(".") || (key in this && !this.has(key))
+    ) {
+      throw new RangeError(
+        `ModuleDict: key ${
+          JSON.stringify(key)
+        } is not usable (empty, has a ".", or names a Module field or method)`,
+      );
+    }
+    (this as unknown as Record<string, Module>)[key] = checkModule("ModuleDict", module, 0);
+    return this;
+  }
+
+  /** [key, module] pairs in order. */
+  *[Symbol.iterator](): IterableIterator<[string, Module]> {
+    for (const key of this.keys()) yield [key, this.get(key)];
+  }
+}
+
+/**
  * Runs modules one after another, as `torch.nn.Sequential`; children are
  * named `0`, `1`, ...
  */

@@ -349,6 +349,15 @@ export class Module {
   }
 
   /**
+   * Sets `requiresGrad` on every parameter (PyTorch's `requires_grad_`):
+   * `backbone.requiresGrad_(false)` freezes a part of a model. Returns this.
+   */
+  requiresGrad_(requiresGrad = true): this {
+    for (const p of this.parameters()) p.requiresGrad = requiresGrad;
+    return this;
+  }
+
+  /**
    * Clears the gradients of every parameter. By default (`setToNone`, as
    * PyTorch 2) `.grad` becomes null and the old gradient's memory is released
    * at once, so a gradient tensor read before this call is invalid after it;
