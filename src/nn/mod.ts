@@ -12,6 +12,7 @@ export * from "./activation.ts";
 export * from "./sparse.ts";
 export * from "./rnn.ts";
 export * from "./attention.ts";
+export * from "./transformer.ts";
 export * from "./normalization.ts";
 export * from "./conv.ts";
 export * from "./loss.ts";
