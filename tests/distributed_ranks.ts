@@ -195,6 +195,97 @@ async function collectives(rank: number, worldSize: number, backend: string) {
   };
 }
 
+/**
+ * reduce, gather, scatter, allToAll and allToAllSingle, each with values a
+ * test can compute (see checkRooted in distributed_test.ts); the large ones
+ * go through in several shared-memory rounds.
+ */
+async function rooted(rank: number, n: number, backend: string) {
+  const [device] = await requestDevices({ backend });
+  const last = n - 1;
+  const values = (t: Tensor) => t.toArray();
+  const reduced = tensor([rank + 1, 10 * (rank + 1)], { device });
+  distributed.reduce(reduced, { dst: last });
+  const averaged = tensor([rank], { device });
+  distributed.reduce(averaged, { dst: 0, op: "avg" });
+  const maxed = tensor([rank, rank === 1 ? NaN : 0], { device });
+  distributed.reduce(maxed, { dst: 0, op: "max" });
+  const ints = tensor([rank + 1], { dtype: "int32", device });
+  distributed.reduce(ints, { dst: 0, op: "min" });
+  const gatherList = rank === 1
+    ? Array.from({ length: n }, () => tensor([0, 0], { device }))
+    : undefined;
+  const gatherWork = distributed.gather(tensor([rank, rank * rank], { device }), gatherList, {
+    dst: 1,
+  });
+  const scattered = tensor([0, 0], { device });
+  distributed.scatter(
+    scattered,
+    rank === 0
+      ? Array.from({ length: n }, (_, q) => tensor([10 * q, 10 * q + 1], { device }))
+      : null,
+  );
+  const inputs = Array.from(
+    { length: n },
+    (_, q) => tensor([10 * rank + q, -(10 * rank + q)], { device }),
+  );
+  const outputs = Array.from({ length: n }, () => tensor([0, 0], { device }));
+  distributed.allToAll(outputs, inputs);
+  const single = tensor(Array.from({ length: 2 * n }, (_, i) => 100 * rank + i), { device })
+    .reshape([n, 2]);
+  const singleOut = tensor(new Float32Array(2 * n), { device }).reshape([n, 2]);
+  distributed.allToAllSingle(singleOut, single);
+  // Larger than one shared-memory slot: several rounds.
+  const big = 700_000;
+  const bigIn = tensor(Array.from({ length: n * big }, (_, i) => (i % 9) + rank), { device });
+  const bigOut = tensor(new Float32Array(n * big), { device });
+  distributed.allToAllSingle(bigOut, bigIn);
+  const bigScattered = tensor(new Float32Array(big), { device });
+  distributed.scatter(
+    bigScattered,
+    rank === last
+      ? Array.from(
+        { length: n },
+        (_, q) => tensor(Array.from({ length: big }, (_, i) => (i % 7) * (q + 1)), { device }),
+      )
+      : null,
+    { src: last },
+  );
+  const bigGathered = rank === 0
+    ? Array.from({ length: n }, () => tensor(new Float32Array(big), { device }))
+    : null;
+  distributed.gather(
+    tensor(Array.from({ length: big }, (_, i) => (i % 5) + rank), { device }),
+    bigGathered,
+  );
+  let bigErrors = 0;
+  const bigValues = await bigOut.data();
+  for (let q = 0; q < n; q++) {
+    for (let i = 0; i < big; i++) {
+      if (bigValues[q * big + i] !== ((rank * big + i) % 9) + q) bigErrors++;
+    }
+  }
+  const scatteredValues = await bigScattered.data();
+  for (let i = 0; i < big; i++) if (scatteredValues[i] !== (i % 7) * (rank + 1)) bigErrors++;
+  for (const [q, t] of (bigGathered ?? []).entries()) {
+    const got = await t.data();
+    for (let i = 0; i < big; i++) if (got[i] !== (i % 5) + q) bigErrors++;
+  }
+  await gatherWork;
+  return {
+    rank,
+    reduced: await values(reduced),
+    averaged: await values(averaged),
+    maxed: await values(maxed),
+    ints: await values(ints),
+    gathered: gatherList ? await Promise.all(gatherList.map(values)) : null,
+    scattered: await values(scattered),
+    allToAll: await Promise.all(outputs.map(values)),
+    allToAllSingle: await values(singleOut),
+    bigErrors,
+  };
+}
+
 /** Runs `fn`, returning its error's message (and ranks) instead of throwing. */
 async function caught(fn: () => Promise<unknown>): Promise<{ message: string; ranks?: number[] }> {
   try {
@@ -264,6 +355,21 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       }
       return out;
     }
+    case "gatherShape":
+      return await caught(() =>
+        distributed.gather(
+          tensor(rank === 0 ? [1, 2, 3] : [1, 2, 3, 4], { device }),
+          rank === 0 ? [0, 1].map(() => tensor([0, 0, 0], { device })) : null,
+        ).wait()
+      );
+    case "reduceDst":
+      return await caught(() => distributed.reduce(tensor([1], { device }), { dst: rank }).wait());
+    case "allToAllShape":
+      return await caught(() => {
+        const shape = rank === 0 ? [2] : [2, 1];
+        const make = () => [0, 1].map(() => tensor([0, 0], { device }).reshape(shape));
+        return distributed.allToAll(make(), make()).wait();
+      });
     case "reduceScatterShape":
       return await caught(() =>
         distributed.reduceScatter(
@@ -403,6 +509,8 @@ export async function main(
   switch (scenario) {
     case "collectives":
       return await collectives(rank, worldSize, options.backend as string);
+    case "rooted":
+      return await rooted(rank, worldSize, options.backend as string);
     case "train":
       return await train(rank, worldSize, options as unknown as TrainOptions);
     case "failure":

@@ -85,6 +85,67 @@ function checkScattered(r: Collected): void {
   assert.equal(r.scatteredBigErrors, 0);
 }
 
+/** What the `rooted` scenario returns (see tests/distributed_ranks.ts). */
+interface Rooted {
+  rank: number;
+  reduced: number[];
+  averaged: number[];
+  maxed: (number | null)[];
+  ints: number[];
+  gathered: number[][] | null;
+  scattered: number[];
+  allToAll: number[][];
+  allToAllSingle: number[][];
+  bigErrors: number;
+}
+
+/** reduce, gather, scatter and the all-to-alls on every rank of `results` (`n` ranks). */
+function checkRooted(results: readonly (Rooted | undefined)[]): void {
+  const n = results.length;
+  const last = n - 1;
+  results.forEach((r, rank) => {
+    assert.ok(r, `rank ${rank} returned nothing`);
+    assert.equal(r.rank, rank);
+    // Only dst gets the combination; the others keep their values.
+    const sum = (n * (n + 1)) / 2;
+    assert.deepEqual(r.reduced, rank === last ? [sum, 10 * sum] : [rank + 1, 10 * (rank + 1)]);
+    assert.deepEqual(r.averaged, [rank === 0 ? (n - 1) / 2 : rank]);
+    if (rank === 0) {
+      assert.deepEqual(r.maxed[0], n - 1);
+      assert.ok(r.maxed[1] === null || Number.isNaN(r.maxed[1]), "NaN (null in JSON) wins");
+      assert.deepEqual(r.ints, [1]);
+    } else assert.deepEqual(r.ints, [rank + 1]);
+    assert.deepEqual(
+      r.gathered,
+      rank === 1 ? Array.from({ length: n }, (_, q) => [q, q * q]) : null,
+    );
+    assert.deepEqual(r.scattered, [10 * rank, 10 * rank + 1]);
+    // Rank q sent [10q + r, -(10q + r)] to rank r.
+    assert.deepEqual(
+      r.allToAll,
+      Array.from({ length: n }, (_, q) => [10 * q + rank, -(10 * q + rank)]),
+    );
+    assert.deepEqual(
+      r.allToAllSingle,
+      Array.from({ length: n }, (_, q) => [100 * q + 2 * rank, 100 * q + 2 * rank + 1]),
+    );
+    assert.equal(r.bigErrors, 0);
+  });
+}
+
+for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
+  Deno.test({
+    name:
+      `collectives: reduce, gather, scatter, allToAll, allToAllSingle (also chunked) [${backend}]`,
+    ...opts,
+    fn: async () => {
+      checkRooted(
+        await distributed.spawn<Rooted>(RANKS, { nprocs: 3, args: ["rooted", { backend }] }),
+      );
+    },
+  });
+}
+
 /** What the `groups` scenario returns (see tests/distributed_ranks.ts). */
 interface Grouped {
   pairRanks: number[];
@@ -194,6 +255,35 @@ Deno.test("process group: one rank without a launcher; clear errors before init 
       () => distributed.reduceScatter(tensor([0]), tensor([1]), { op: "prod" as "sum" }),
       /reduceScatter: op must be one of/,
     );
+    const t2 = tensor([1, 2]);
+    assert.throws(
+      () => distributed.reduce(t2, { dst: 1 }),
+      /reduce: dst must be a rank in \[0, 1\), got 1/,
+    );
+    assert.throws(
+      () => distributed.gather(t2, null, { dst: 0 }),
+      /gather: gatherList must hold one tensor per rank of the group \(1\), got null/,
+    );
+    assert.throws(
+      () => distributed.gather(t2, [tensor([[1, 2]])]),
+      /gather: every tensor of gatherList must be float32 \[2\] on cpu:0 \(as the first\), but gatherList\[0\] is float32 \[1, 2\] on cpu:0/,
+    );
+    assert.throws(
+      () => distributed.scatter(t2, [tensor([1, 2]), tensor([3, 4])]),
+      /scatter: scatterList must hold one tensor per rank of the group \(1\), got 2/,
+    );
+    assert.throws(
+      () => distributed.allToAll([tensor([0])], [tensor([1], { dtype: "int32" })]),
+      /allToAll: every tensor of outputs must be int32 \[1\].*outputs\[0\] is float32 \[1\]/,
+    );
+    assert.throws(
+      () => distributed.allToAllSingle(tensor(1), tensor(2)),
+      /allToAllSingle: input's dim 0 must split into worldSize \(1\) equal parts, got input \[\]/,
+    );
+    const single = tensor([[1, 2]]);
+    const singleOut = tensor([[0, 0]]);
+    await distributed.allToAllSingle(singleOut, single);
+    assert.deepEqual(await singleOut.toArray(), [[1, 2]]);
     await distributed.barrier();
   } finally {
     await distributed.destroyProcessGroup();
@@ -226,10 +316,24 @@ Deno.test("process group: a registered plugin backend is used by initProcessGrou
   const part = tensor([0, 0, 0]);
   distributed.reduceScatter(part, tensor([[1, 2, 3]]));
   assert.deepEqual(await part.toArray(), [7, 7, 7]);
+  // reduce, gather, scatter and the all-to-alls compose the basic collectives.
+  const reduced = tensor([1, 2]);
+  distributed.reduce(reduced, { dst: 0, op: "min" });
+  assert.deepEqual(await reduced.toArray(), [7, 7]);
+  const gathered = [tensor([0, 0])];
+  await distributed.gather(tensor([3, 4]), gathered);
+  assert.deepEqual(await gathered[0].toArray(), [3, 4]);
+  const scattered = tensor([0, 0]);
+  distributed.scatter(scattered, [tensor([5, 6])]);
+  assert.deepEqual(await scattered.toArray(), [5, 6]);
+  const outputs = [tensor([0])];
+  distributed.allToAll(outputs, [tensor([8])]);
+  assert.deepEqual(await outputs[0].toArray(), [8]);
   await distributed.destroyProcessGroup();
   assert.deepEqual(calls, [
     "allReduce #0 (max) of float32 [1, 3]",
     "reduceScatter #1 (sum) of float32 [1, 3]",
+    "reduce #2 (min, to rank 0) of float32 [2]",
     "destroy",
   ]);
   assert.throws(
@@ -273,6 +377,27 @@ Deno.test({
       assert.match(
         r.message,
         /rank 0 called reduceScatter #0 \(sum\) of float32 \[2\]; rank 1 called reduceScatter #0 \(sum\) of float32 \[4\]/,
+      );
+    }
+    const gatherShape = await failure("gatherShape");
+    for (const r of gatherShape) {
+      assert.match(
+        r.message,
+        /rank 0 called gather #0 \(to rank 0\) of float32 \[3\]; rank 1 called gather #0 \(to rank 0\) of float32 \[4\]/,
+      );
+    }
+    const reduceDst = await failure("reduceDst");
+    for (const r of reduceDst) {
+      assert.match(
+        r.message,
+        /rank 0 called reduce #0 \(sum, to rank 0\) of float32 \[1\]; rank 1 called reduce #0 \(sum, to rank 1\)/,
+      );
+    }
+    const allToAllShape = await failure("allToAllShape");
+    for (const r of allToAllShape) {
+      assert.match(
+        r.message,
+        /rank 0 called allToAll #0 of float32 \[2, 2\]; rank 1 called allToAll #0 of float32 \[2, 2, 1\]/,
       );
     }
     const after = await failure("after");
@@ -610,6 +735,9 @@ Deno.test({
       checkScattered(r);
       assert.equal(r.bigErrors, 0);
     });
+    const rootedRun = await mpiRun<Rooted>(2, "rooted", { backend: "cpu" });
+    assert.equal(rootedRun.code, 0, rootedRun.output);
+    checkRooted(rootedRun.results);
     const grouped = await mpiRun<Grouped>(2, "failure", { kind: "groups" });
     assert.equal(grouped.code, 0, grouped.output);
     checkGroups(grouped.results);
@@ -644,6 +772,16 @@ Deno.test({
         r!.message,
         /rank 0 called allReduce #0 \(sum\) of float32 \[3\]; rank 1 called allReduce #0 \(sum\) of float32 \[4\]/,
       );
+    }
+    for (const kind of ["gatherShape", "reduceDst"]) {
+      const run = await mpiRun<{ message: string }>(2, "failure", { kind });
+      assert.equal(run.code, 0, run.output);
+      for (const r of run.results) {
+        assert.match(
+          r!.message,
+          /collective mismatch: .*rank 0 called (gather|reduce) #0.*rank 1 called/,
+        );
+      }
     }
     const started = performance.now();
     const thrown = await mpiRun(2, "failure", { kind: "throw" });

@@ -17,7 +17,18 @@ import type { DType, TypedArray } from "../dtype.ts";
 export type ReduceOp = "sum" | "avg" | "max" | "min";
 
 /** The collectives a backend implements. */
-export type CollectiveKind = "allReduce" | "broadcast" | "allGather" | "barrier" | "reduceScatter";
+export type CollectiveKind =
+  | "allReduce"
+  | "broadcast"
+  | "allGather"
+  | "barrier"
+  | "reduceScatter"
+  | "allToAll"
+  | "gather"
+  | "scatter"
+  | "reduce"
+  | "send"
+  | "recv";
 
 /** Int32 words in a packed {@link CollectiveCall.header}. */
 export const HEADER_WORDS = 16;
@@ -40,8 +51,12 @@ export interface CollectiveCall {
   readonly dtype: DType | null;
   /** How `allReduce` and `reduceScatter` combine. */
   readonly op?: ReduceOp;
-  /** `broadcast`'s source rank. */
+  /** `broadcast`'s and `scatter`'s source rank; `recv`'s sender. */
   readonly src?: number;
+  /** `gather`'s and `reduce`'s destination rank; `send`'s receiver. */
+  readonly dst?: number;
+  /** `send`'s and `recv`'s tag. */
+  readonly tag?: number;
   /** The call packed into {@link HEADER_WORDS} int32 words, to exchange and compare. */
   readonly header: Int32Array;
 }
@@ -79,6 +94,45 @@ export interface ProcessGroupBackend {
    * learn, before `backward()` returns, which parameters no rank used.
    */
   allGatherSync?(call: CollectiveCall, data: Int32Array): Int32Array[];
+  /**
+   * Optional: `data` holds `worldSize` equal parts, part q for rank q;
+   * returns the parts every rank sent this one, in rank order, concatenated
+   * (`torch.distributed.all_to_all_single` with equal splits). Without it,
+   * `allToAll` gathers every rank's whole array and keeps its parts.
+   */
+  allToAll?(call: CollectiveCall, data: TypedArray): Promise<TypedArray>;
+  /**
+   * Optional: every rank's `data` in rank order on rank `call.dst`, null on
+   * the others. Without it, `gather` is an `allGather`.
+   */
+  gather?(call: CollectiveCall, data: TypedArray): Promise<TypedArray[] | null>;
+  /**
+   * Optional: rank `call.src`'s `data` holds `worldSize` equal parts (the
+   * other ranks pass an empty array); part q lands in rank q's `out`.
+   * Without it, `scatter` broadcasts every part.
+   */
+  scatter?(call: CollectiveCall, data: TypedArray, out: TypedArray): Promise<void>;
+  /**
+   * Optional: replaces `data` on rank `call.dst` by the elementwise
+   * `call.op` over the ranks (in rank order); the others' `data` is left
+   * as it was. Without it, `reduce` is an `allReduce`.
+   */
+  reduce?(call: CollectiveCall, data: TypedArray): Promise<void>;
+  /**
+   * Optional (needed by `send`/`recv`): sends `data` to rank `call.dst`,
+   * resolving once that rank's matching `recv` (same `call.tag`) has taken
+   * it, or rejecting with the receiver's error (see {@link checkPair}).
+   * Point-to-point calls are NOT run one at a time with the collectives:
+   * they may be called while others are in flight, and must not wait for
+   * the receiver before they resolve.
+   */
+  send?(call: CollectiveCall, data: TypedArray): Promise<void>;
+  /**
+   * Optional (with `send`): fills `data` with the next message rank
+   * `call.src` sent this one with `call.tag`, in the order sent, after
+   * checking its header against `call`'s (both ranks then fail alike).
+   */
+  recv?(call: CollectiveCall, data: TypedArray): Promise<void>;
   /**
    * Optional (needed by `newGroup`): called by every rank of this group in
    * the same order with the same sorted, distinct `ranks` (this group's
@@ -151,6 +205,12 @@ const KINDS: readonly CollectiveKind[] = [
   "allGather",
   "barrier",
   "reduceScatter",
+  "allToAll",
+  "gather",
+  "scatter",
+  "reduce",
+  "send",
+  "recv",
 ];
 const DTYPE_CODES: readonly (DType | null)[] = [null, "float32", "int32", "float64"];
 const OPS: readonly ReduceOp[] = ["sum", "avg", "max", "min"];
@@ -182,8 +242,34 @@ export interface CallShape {
   readonly shapes: readonly (readonly number[])[];
   /** `allReduce`'s and `reduceScatter`'s op. */
   readonly op?: ReduceOp;
-  /** `broadcast`'s source. */
+  /** `broadcast`'s and `scatter`'s source, `recv`'s sender. */
   readonly src?: number;
+  /** `gather`'s and `reduce`'s destination, `send`'s receiver. */
+  readonly dst?: number;
+  /** `send`'s and `recv`'s tag. */
+  readonly tag?: number;
+}
+
+/** Header word 3: what else besides the shapes a call's ranks must agree on. */
+function detailWord(call: CallShape): number {
+  const op = OPS.indexOf(call.op ?? "sum") + 1;
+  switch (call.kind) {
+    case "allReduce":
+    case "reduceScatter":
+      return op;
+    case "reduce":
+      return op | ((call.dst ?? 0) << 3);
+    case "broadcast":
+    case "scatter":
+      return call.src ?? 0;
+    case "gather":
+      return call.dst ?? 0;
+    case "send":
+    case "recv":
+      return call.tag ?? 0;
+    default:
+      return 0;
+  }
 }
 
 /** Packs a call into the header ranks compare. */
@@ -192,11 +278,7 @@ export function packHeader(call: CallShape): Int32Array {
   h[0] = KINDS.indexOf(call.kind) + 1;
   h[1] = call.seq | 0;
   h[2] = DTYPE_CODES.indexOf(call.dtype);
-  h[3] = call.kind === "allReduce" || call.kind === "reduceScatter"
-    ? OPS.indexOf(call.op ?? "sum") + 1
-    : call.kind === "broadcast"
-    ? call.src ?? 0
-    : 0;
+  h[3] = detailWord(call);
   h[4] = call.shapes.length;
   h[5] = call.shapes.reduce((n, s) => n + s.reduce((a, b) => a * b, 1), 0);
   const single = call.shapes.length === 1 && call.shapes[0].length <= MAX_DIMS;
@@ -215,10 +297,17 @@ export function packHeader(call: CallShape): Int32Array {
 export function describeHeader(h: Int32Array): string {
   const kind = KINDS[h[0] - 1];
   if (!kind) return `an unknown call (header word 0 = ${h[0]})`;
+  const op = () => OPS[(h[3] & 7) - 1] ?? "?";
   const detail = kind === "allReduce" || kind === "reduceScatter"
-    ? ` (${OPS[h[3] - 1] ?? "?"})`
-    : kind === "broadcast"
+    ? ` (${op()})`
+    : kind === "reduce"
+    ? ` (${op()}, to rank ${h[3] >> 3})`
+    : kind === "broadcast" || kind === "scatter"
     ? ` (from rank ${h[3]})`
+    : kind === "gather"
+    ? ` (to rank ${h[3]})`
+    : kind === "send" || kind === "recv"
+    ? ` (tag ${h[3]})`
     : "";
   if (kind === "barrier") return `barrier #${h[1]}`;
   const dtype = DTYPE_CODES[h[2]] ?? "?";
@@ -259,6 +348,31 @@ export function checkHeaders(headers: readonly Int32Array[]): void {
       parts.join("; ")
     }`,
     odd,
+  );
+}
+
+/**
+ * Throws the same {@link DistributedError} on both ranks when the header a
+ * `send` on rank `sender` packed and the one the matching `recv` on rank
+ * `receiver` packed disagree about the dtype or shape (the tags agree, or
+ * they would not have been matched), naming both ranks and both calls.
+ */
+export function checkPair(
+  sent: Int32Array,
+  expected: Int32Array,
+  sender: number,
+  receiver: number,
+): void {
+  let same = true;
+  for (let i = 2; i < HEADER_WORDS - 1; i++) if (sent[i] !== expected[i]) same = false;
+  if (same) return;
+  throw new DistributedError(
+    `send/recv mismatch: rank ${sender} called ${
+      describeHeader(sent)
+    } to rank ${receiver}, but rank ${receiver} called ${
+      describeHeader(expected)
+    } from rank ${sender}: a recv must get a tensor of the sent dtype and shape`,
+    [sender, receiver],
   );
 }
 

@@ -540,6 +540,116 @@ export class LocalBackend implements ProcessGroupBackend {
     return parts;
   }
 
+  /**
+   * Rounds over `total` elements (the same on every rank): in each, `fill`
+   * (when given) puts this rank's piece of the chunk into its slot, and
+   * `body` reads the round's slots (parity `p`) before the next round.
+   */
+  async #rounds(
+    call: CollectiveCall,
+    total: number,
+    body: (start: number, length: number, p: number) => void,
+    fill?: (slot: TypedArray, start: number, length: number) => void,
+  ): Promise<void> {
+    const deadline = performance.now() + this.#timeoutMs;
+    const per = this.#perRound(call.dtype);
+    const chunks = Math.max(1, Math.ceil(total / per));
+    for (let c = 0; c < chunks; c++) {
+      const start = c * per;
+      const length = Math.min(per, total - start);
+      const p = await this.#exchange(
+        call,
+        c === 0,
+        deadline,
+        fill && ((slot) => fill(slot, start, length)),
+      );
+      body(start, length, p);
+    }
+  }
+
+  /** `data`'s chunk `[start, start + length)` into a slot. */
+  static #send(data: TypedArray) {
+    return (slot: TypedArray, start: number, length: number) =>
+      slot.set(data.subarray(start, start + length));
+  }
+
+  /**
+   * Copies what rank `q`'s slot holds of the elements `[lo, lo + size)` of
+   * the round's chunk `[start, start + length)` into `out` from `at` on.
+   */
+  #copyPart(
+    q: number,
+    p: number,
+    dtype: DType,
+    range: { start: number; length: number; lo: number; size: number },
+    out: TypedArray,
+    at: number,
+  ): void {
+    const { start, length, lo, size } = range;
+    const from = Math.max(lo, start);
+    const to = Math.min(lo + size, start + length);
+    if (from >= to) return;
+    out.set(this.#slot(q, p, dtype).subarray(from - start, to - start), at + from - lo);
+  }
+
+  /** Every rank writes its whole array, chunk by chunk; each copies out the parts meant for it. */
+  async allToAll(call: CollectiveCall, data: TypedArray): Promise<TypedArray> {
+    const n = this.worldSize;
+    const part = data.length / n;
+    const out = new (data.constructor as Float32ArrayConstructor)(data.length);
+    const lo = this.rank * part;
+    await this.#rounds(call, data.length, (start, length, p) => {
+      for (let q = 0; q < n; q++) {
+        this.#copyPart(q, p, call.dtype!, { start, length, lo, size: part }, out, q * part);
+      }
+    }, LocalBackend.#send(data));
+    return out;
+  }
+
+  async gather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[] | null> {
+    const n = this.worldSize;
+    const mine = this.rank === call.dst;
+    const parts = mine
+      ? Array.from(
+        { length: n },
+        () => new (data.constructor as Float32ArrayConstructor)(data.length),
+      )
+      : null;
+    await this.#rounds(call, data.length, (start, length, p) => {
+      if (!parts) return;
+      for (let q = 0; q < n; q++) {
+        parts[q].set(this.#slot(q, p, call.dtype!).subarray(0, length), start);
+      }
+    }, LocalBackend.#send(data));
+    return parts;
+  }
+
+  async scatter(call: CollectiveCall, data: TypedArray, out: TypedArray): Promise<void> {
+    const src = call.src ?? 0;
+    const range = (start: number, length: number) => ({
+      start,
+      length,
+      lo: this.rank * out.length,
+      size: out.length,
+    });
+    await this.#rounds(
+      call,
+      out.length * this.worldSize,
+      (start, length, p) => this.#copyPart(src, p, call.dtype!, range(start, length), out, 0),
+      this.rank === src ? LocalBackend.#send(data) : undefined,
+    );
+  }
+
+  async reduce(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const n = this.worldSize;
+    await this.#rounds(call, data.length, (start, length, p) => {
+      if (this.rank !== call.dst) return;
+      const sources = [];
+      for (let q = 0; q < n; q++) sources.push(this.#slot(q, p, call.dtype!));
+      reduceInto(data.subarray(start, start + length), sources, 0, length, call.op ?? "sum");
+    }, LocalBackend.#send(data));
+  }
+
   destroy(): void {
     if (this.#left) return;
     this.#left = true;

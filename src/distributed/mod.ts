@@ -22,5 +22,6 @@
 export * from "./backend.ts";
 export * from "./group.ts";
 export * from "./collectives.ts";
+export * from "./scatter_gather.ts";
 export * from "./spawn.ts";
 export * from "./ddp.ts";

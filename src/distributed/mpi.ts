@@ -144,6 +144,26 @@ const SYMBOLS = {
     result: "i32",
     nonblocking: true,
   },
+  MPI_Alltoall: {
+    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32"],
+    result: "i32",
+    nonblocking: true,
+  },
+  MPI_Gather: {
+    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "i32"],
+    result: "i32",
+    nonblocking: true,
+  },
+  MPI_Scatter: {
+    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "i32"],
+    result: "i32",
+    nonblocking: true,
+  },
+  MPI_Reduce: {
+    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32", "i32"],
+    result: "i32",
+    nonblocking: true,
+  },
   MPI_Waitsome: {
     parameters: ["i32", "buffer", "buffer", "buffer", "pointer"],
     result: "i32",
@@ -978,6 +998,126 @@ class MpiBackend implements ProcessGroupBackend {
       (q) => bytesOf(parts[q]),
     );
     return parts;
+  }
+
+  /** Parts `[q * part, (q + 1) * part)` of `data`, as bytes. */
+  static #part(data: TypedArray, q: number, part: number): Uint8Array {
+    return bytesOf(data.subarray(q * part, (q + 1) * part));
+  }
+
+  async allToAll(call: CollectiveCall, data: TypedArray): Promise<TypedArray> {
+    const n = this.worldSize;
+    const part = data.length / n;
+    const out = makeLike(data);
+    if (n <= DIRECT_RANKS) {
+      if (n > 1) {
+        await this.#meet(
+          call,
+          (q) => MpiBackend.#part(data, q, part),
+          (q) => MpiBackend.#part(out, q, part),
+        );
+      }
+      out.set(data.subarray(this.rank * part, (this.rank + 1) * part), this.rank * part);
+      return out;
+    }
+    const type = datatype(call);
+    await this.#run(
+      call,
+      () => this.#lib.symbols.MPI_Alltoall(data, part, type, out, part, type, this.#comm),
+    );
+    return out;
+  }
+
+  async gather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[] | null> {
+    const n = this.worldSize;
+    const dst = call.dst ?? 0;
+    const mine = this.rank === dst;
+    if (n <= DIRECT_RANKS) {
+      const parts = Array.from(
+        { length: n },
+        (_, q) => q === this.rank ? data.slice() : makeLike(data, mine ? data.length : 0),
+      );
+      if (n > 1) {
+        await this.#meet(
+          call,
+          (q) => q === dst ? bytesOf(data) : NOTHING,
+          (q) => mine ? bytesOf(parts[q]) : NOTHING,
+        );
+      }
+      return mine ? parts : null;
+    }
+    const all = makeLike(data, mine ? data.length * n : 0);
+    const type = datatype(call);
+    await this.#run(
+      call,
+      () =>
+        this.#lib.symbols.MPI_Gather(
+          data,
+          data.length,
+          type,
+          all,
+          data.length,
+          type,
+          dst,
+          this.#comm,
+        ),
+    );
+    if (!mine) return null;
+    return Array.from({ length: n }, (_, q) => all.slice(q * data.length, (q + 1) * data.length));
+  }
+
+  async scatter(call: CollectiveCall, data: TypedArray, out: TypedArray): Promise<void> {
+    const n = this.worldSize;
+    const src = call.src ?? 0;
+    const part = out.length;
+    const mine = this.rank === src;
+    if (mine) out.set(data.subarray(src * part, (src + 1) * part));
+    if (n <= DIRECT_RANKS) {
+      if (n > 1) {
+        await this.#meet(
+          call,
+          (q) => mine ? MpiBackend.#part(data, q, part) : NOTHING,
+          (q) => q === src ? bytesOf(out) : NOTHING,
+        );
+      }
+      return;
+    }
+    const type = datatype(call);
+    await this.#run(
+      call,
+      () => this.#lib.symbols.MPI_Scatter(data, part, type, out, part, type, src, this.#comm),
+    );
+  }
+
+  async reduce(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const op = call.op ?? "sum";
+    const dst = call.dst ?? 0;
+    if (this.worldSize <= DIRECT_RANKS || op === "max" || op === "min") {
+      // In rank order on dst (MPI's MAX and MIN are not NaN-stable, see allReduce).
+      const parts = await this.gather(call, data);
+      if (parts) reduceInto(data, parts, 0, data.length, op);
+      return;
+    }
+    const mine = this.rank === dst;
+    const send = mine ? data.slice() : data;
+    const type = datatype(call);
+    await this.#run(
+      call,
+      () =>
+        this.#lib.symbols.MPI_Reduce(
+          send,
+          mine ? data : NOTHING,
+          data.length,
+          type,
+          MPI_SUM,
+          dst,
+          this.#comm,
+        ),
+    );
+    if (mine && op === "avg") {
+      const n = this.worldSize;
+      for (let i = 0; i < data.length; i++) data[i] /= n;
+    }
   }
 
   async barrier(call: CollectiveCall): Promise<void> {

@@ -105,6 +105,8 @@ export class ProcessGroup {
       dtype: shape.dtype,
       op: shape.op,
       src: shape.src,
+      dst: shape.dst,
+      tag: shape.tag,
       header: packHeader({ ...shape, seq }),
     };
   }
@@ -217,4 +219,30 @@ export function activeGroup(op: string, group?: DistributedGroup): ProcessGroup 
     );
   }
   return processGroup;
+}
+
+/**
+ * @internal The rank in `group` of the whole group's rank `given` (PyTorch's `src`
+ * and `dst` are whole-group ranks, also with a group), or an error.
+ */
+export function groupRankOf(
+  op: string,
+  group: ProcessGroup,
+  given: number,
+  name: string,
+): number {
+  const members = group.members;
+  if (members) {
+    const at = Number.isInteger(given) ? members.indexOf(given) : -1;
+    if (at < 0) {
+      throw new RangeError(
+        `${op}: ${name} must be a rank of the group [${members.join(", ")}], got ${given}`,
+      );
+    }
+    return at;
+  }
+  if (!Number.isInteger(given) || given < 0 || given >= group.worldSize) {
+    throw new RangeError(`${op}: ${name} must be a rank in [0, ${group.worldSize}), got ${given}`);
+  }
+  return given;
 }
