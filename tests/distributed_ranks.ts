@@ -286,6 +286,75 @@ async function rooted(rank: number, n: number, backend: string) {
   };
 }
 
+/**
+ * Point-to-point: a ring (send first), tags matched out of order, several
+ * messages on one tag in order, int32, batchIsendIrecv with the receive
+ * listed first, a sub-group's tag 0 apart from the whole group's, a large
+ * message (see checkP2P in distributed_test.ts).
+ */
+async function p2p(rank: number, n: number, backend: string) {
+  const [device] = await requestDevices({ backend });
+  const last = n - 1;
+  const next = (rank + 1) % n;
+  const prev = (rank + n - 1) % n;
+  const values = (t: Tensor) => t.toArray();
+  const out: Record<string, unknown> = {};
+  distributed.send(tensor([rank, 10 * rank], { device }), next);
+  const ring = tensor([0, 0], { device });
+  const ringWork = distributed.recv(ring, prev);
+  // Later ops see the received values without an await.
+  const doubled = ring.mul(2);
+  const batchIn = tensor([0], { dtype: "int32", device });
+  distributed.batchIsendIrecv([
+    { op: "irecv", tensor: batchIn, peer: prev, options: { tag: 3 } },
+    {
+      op: distributed.isend,
+      tensor: tensor([rank + 100], { dtype: "int32", device }),
+      peer: next,
+      options: { tag: 3 },
+    },
+  ]);
+  const pair = await distributed.newGroup([0, last]);
+  const big = 1_200_000;
+  if (rank === 0) {
+    distributed.isend(tensor([5], { device }), last, { tag: 5 });
+    distributed.isend(tensor([7, 7], { device }), last, { tag: 7 });
+    for (const v of [1, 2, 3]) distributed.send(tensor([v], { device }), last);
+    distributed.send(tensor([-1], { device }), last, { group: pair });
+    distributed.send(tensor(Array.from({ length: big }, (_, i) => i % 11), { device }), last, {
+      tag: 9,
+    });
+  }
+  if (rank === last) {
+    const seven = tensor([0, 0], { device });
+    const five = tensor([0], { device });
+    distributed.irecv(seven, 0, { tag: 7 });
+    distributed.irecv(five, 0, { tag: 5 });
+    const inOrder = [0, 1, 2].map(() => tensor([0], { device }));
+    const fromGroup = tensor([0], { device });
+    distributed.recv(fromGroup, 0, { group: pair });
+    for (const t of inOrder) distributed.recv(t, 0);
+    const large = tensor(new Float32Array(big), { device });
+    distributed.recv(large, 0, { tag: 9 });
+    out.seven = await values(seven);
+    out.five = await values(five);
+    out.inOrder = await Promise.all(inOrder.map(values));
+    out.fromGroup = await values(fromGroup);
+    const got = await large.data();
+    out.largeErrors = got.filter((v, i) => v !== i % 11).length;
+  }
+  await ringWork;
+  out.ringCompleted = ringWork.isCompleted();
+  out.ring = await values(ring);
+  out.doubled = await values(doubled);
+  out.batch = await values(batchIn);
+  out.tag = await caught(() =>
+    Promise.resolve().then(() => distributed.send(ring, next, { tag: -1 }))
+  );
+  await distributed.barrier();
+  return out;
+}
+
 /** Runs `fn`, returning its error's message (and ranks) instead of throwing. */
 async function caught(fn: () => Promise<unknown>): Promise<{ message: string; ranks?: number[] }> {
   try {
@@ -370,6 +439,44 @@ async function failures(rank: number, kind: string): Promise<unknown> {
         const make = () => [0, 1].map(() => tensor([0, 0], { device }).reshape(shape));
         return distributed.allToAll(make(), make()).wait();
       });
+    case "manyGroups": {
+      // More sub-groups than the 4 the local backend once made up front.
+      const lists = [[0, 1], [1, 2], [0, 2], [0, 1, 2]];
+      const sums: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        const group = await distributed.newGroup(lists[i % 4]);
+        if (group.rank < 0) continue;
+        const t = tensor([rank + 10 * i], { device });
+        distributed.allReduce(t, { group });
+        sums.push((await t.toArray())[0]);
+      }
+      return sums;
+    }
+    case "p2pShape":
+      return await caught(() =>
+        rank === 0
+          ? distributed.send(tensor([1, 2, 3], { device }), 1).wait()
+          : distributed.recv(tensor([0, 0, 0, 0], { device }), 0).wait()
+      );
+    case "p2pTag": {
+      // Nothing matches: both give up at the timeout, the receiver naming what waits.
+      await distributed.barrier();
+      const error = await caught(() =>
+        rank === 0
+          ? distributed.send(tensor([1], { device }), 1, { tag: 1 }).wait()
+          : distributed.recv(tensor([0], { device }), 0, { tag: 2 }).wait()
+      );
+      // The sender stays a while, so that the receiver times out rather than sees it leave.
+      if (rank === 0) await new Promise((resolve) => setTimeout(resolve, 3000));
+      return error;
+    }
+    case "p2pHang":
+      if (rank === 1) return await new Promise((resolve) => setTimeout(resolve, 30_000));
+      await distributed.recv(tensor([0], { device }), 1);
+      return "unreachable";
+    case "p2pLeave":
+      if (rank === 1) return "left";
+      return await caught(() => distributed.recv(tensor([0], { device }), 1).wait());
     case "reduceScatterShape":
       return await caught(() =>
         distributed.reduceScatter(
@@ -509,6 +616,8 @@ export async function main(
   switch (scenario) {
     case "collectives":
       return await collectives(rank, worldSize, options.backend as string);
+    case "p2p":
+      return await p2p(rank, worldSize, options.backend as string);
     case "rooted":
       return await rooted(rank, worldSize, options.backend as string);
     case "train":

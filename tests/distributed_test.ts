@@ -146,6 +146,91 @@ for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
   });
 }
 
+/** What the `p2p` scenario returns (see tests/distributed_ranks.ts). */
+interface PointToPoint {
+  ring: number[];
+  ringCompleted: boolean;
+  doubled: number[];
+  batch: number[];
+  seven?: number[];
+  five?: number[];
+  inOrder?: number[][];
+  fromGroup?: number[];
+  largeErrors?: number;
+  tag: { message: string };
+}
+
+function checkP2P(results: readonly (PointToPoint | undefined)[]): void {
+  const n = results.length;
+  results.forEach((r, rank) => {
+    assert.ok(r, `rank ${rank} returned nothing`);
+    const prev = (rank + n - 1) % n;
+    assert.deepEqual(r.ring, [prev, 10 * prev]);
+    assert.equal(r.ringCompleted, true);
+    assert.deepEqual(r.doubled, [2 * prev, 20 * prev]);
+    assert.deepEqual(r.batch, [prev + 100]);
+    assert.match(r.tag.message, /send: tag must be an integer in \[0, 32767\], got -1/);
+    if (rank === n - 1) {
+      assert.deepEqual(r.seven, [7, 7], "matched by tag, not by order");
+      assert.deepEqual(r.five, [5]);
+      assert.deepEqual(r.inOrder, [[1], [2], [3]], "one tag's messages in the order sent");
+      assert.deepEqual(r.fromGroup, [-1], "a sub-group's tag 0 is its own");
+      assert.equal(r.largeErrors, 0);
+    }
+  });
+}
+
+for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
+  Deno.test({
+    name: `point-to-point: send/recv ring, tags, order, batchIsendIrecv, sub-group [${backend}]`,
+    ...opts,
+    fn: async () => {
+      checkP2P(
+        await distributed.spawn<PointToPoint>(RANKS, { nprocs: 3, args: ["p2p", { backend }] }),
+      );
+    },
+  });
+}
+
+Deno.test({
+  name:
+    "point-to-point: mismatch on both ranks; a wrong tag, a hung or departed sender in bounded time",
+  ...opts,
+  fn: async () => {
+    const shape = await failure("p2pShape");
+    for (const r of shape) {
+      assert.match(
+        r.message,
+        /send\/recv mismatch: rank 0 called send #0 to rank 1 \(tag 0\) of float32 \[3\], but rank 1 called recv #0 from rank 0 \(tag 0\) of float32 \[4\]/,
+      );
+      assert.deepEqual(r.ranks, [0, 1]);
+    }
+    const started = performance.now();
+    const [sender, receiver] = await failure("p2pTag", 5000);
+    assert.match(
+      sender.message,
+      // It times out too, or first sees the receiver leave after the receiver's timeout.
+      /send #0 to rank 1 \(tag 1\) .*on rank 0: rank 1 (did not receive it within 5000 ms|left the process group .*before receiving it)/,
+    );
+    assert.match(
+      receiver.message,
+      /recv #0 from rank 0 \(tag 2\) .*on rank 1: nothing came from rank 0 with tag 2 within 5000 ms \(unreceived from it: send #0 to rank 1 \(tag 1\) of float32 \[1\]\)/,
+    );
+    const hung = await rejection("p2pHang", 300);
+    assert.match(
+      hung.message,
+      /rank 0 of 2 failed: recv #0 from rank 1 \(tag 0\) of float32 \[1\] on rank 0: nothing came from rank 1 with tag 0 within 300 ms/,
+    );
+    const [left] = await failure("p2pLeave");
+    assert.match(
+      left.message,
+      /recv #0 from rank 1 .*on rank 0: rank 1 left the process group .*without sending it/,
+    );
+    // Three 2-rank spawns on a loaded machine take seconds; a hang would take the 20 s timeout each.
+    assert.ok(performance.now() - started < 45_000, "bounded time");
+  },
+});
+
 /** What the `groups` scenario returns (see tests/distributed_ranks.ts). */
 interface Grouped {
   pairRanks: number[];
@@ -206,6 +291,26 @@ Deno.test({
     checkGroups(
       await distributed.spawn<Grouped>(RANKS, { nprocs: 3, args: ["failure", { kind: "groups" }] }),
     );
+  },
+});
+
+Deno.test({
+  name: "newGroup: a local group makes many sub-groups (memory made on demand)",
+  ...opts,
+  fn: async () => {
+    const sums = await distributed.spawn<number[]>(RANKS, {
+      nprocs: 3,
+      args: ["failure", { kind: "manyGroups" }],
+    });
+    const lists = [[0, 1], [1, 2], [0, 2], [0, 1, 2]];
+    sums.forEach((got, rank) => {
+      const expected: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        const list = lists[i % 4];
+        if (list.includes(rank)) expected.push(list.reduce((a, q) => a + q + 10 * i, 0));
+      }
+      assert.deepEqual(got, expected, `rank ${rank}`);
+    });
   },
 });
 
@@ -280,6 +385,11 @@ Deno.test("process group: one rank without a launcher; clear errors before init 
       () => distributed.allToAllSingle(tensor(1), tensor(2)),
       /allToAllSingle: input's dim 0 must split into worldSize \(1\) equal parts, got input \[\]/,
     );
+    assert.throws(
+      () => distributed.send(t2, 0),
+      /send: dst 0 is this rank: a rank cannot send to itself \(as in PyTorch\)/,
+    );
+    assert.throws(() => distributed.recv(t2, 2), /recv: src must be a rank in \[0, 1\), got 2/);
     const single = tensor([[1, 2]]);
     const singleOut = tensor([[0, 0]]);
     await distributed.allToAllSingle(singleOut, single);
@@ -738,6 +848,9 @@ Deno.test({
     const rootedRun = await mpiRun<Rooted>(2, "rooted", { backend: "cpu" });
     assert.equal(rootedRun.code, 0, rootedRun.output);
     checkRooted(rootedRun.results);
+    const p2pRun = await mpiRun<PointToPoint>(2, "p2p", { backend: "cpu" });
+    assert.equal(p2pRun.code, 0, p2pRun.output);
+    checkP2P(p2pRun.results);
     const grouped = await mpiRun<Grouped>(2, "failure", { kind: "groups" });
     assert.equal(grouped.code, 0, grouped.output);
     checkGroups(grouped.results);
@@ -773,6 +886,14 @@ Deno.test({
         /rank 0 called allReduce #0 \(sum\) of float32 \[3\]; rank 1 called allReduce #0 \(sum\) of float32 \[4\]/,
       );
     }
+    const p2pShape = await mpiRun<{ message: string }>(2, "failure", { kind: "p2pShape" });
+    assert.equal(p2pShape.code, 0, p2pShape.output);
+    for (const r of p2pShape.results) {
+      assert.match(
+        r!.message,
+        /send\/recv mismatch: rank 0 called send #0 .*float32 \[3\], but rank 1 called recv #0 .*float32 \[4\]/,
+      );
+    }
     for (const kind of ["gatherShape", "reduceDst"]) {
       const run = await mpiRun<{ message: string }>(2, "failure", { kind });
       assert.equal(run.code, 0, run.output);
@@ -791,6 +912,12 @@ Deno.test({
     assert.match(thrown.output, /multigrad mpi rank 1: uncaught Error: boom from rank 1/);
     const peer = thrown.output.match(/multigrad mpi rank 0: uncaught (.*)/)?.[1];
     if (peer) assert.match(peer, /on rank 0: rank 1 failed: Error: boom from rank 1/);
+    const p2pHung = await mpiRun(2, "failure", { kind: "p2pHang", timeoutMs: 500 });
+    assert.notEqual(p2pHung.code, 0);
+    assert.match(
+      p2pHung.output,
+      /recv #0 from rank 1 \(tag 0\) of float32 \[1\] on rank 0: rank 1 did not join within 500 ms/,
+    );
     const hung = await mpiRun(2, "failure", { kind: "hang", timeoutMs: 500 });
     assert.notEqual(hung.code, 0);
     assert.match(hung.output, /on rank 0: rank 1 did not join within 500 ms/);

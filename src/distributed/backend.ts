@@ -282,6 +282,9 @@ export function packHeader(call: CallShape): Int32Array {
   h[4] = call.shapes.length;
   h[5] = call.shapes.reduce((n, s) => n + s.reduce((a, b) => a * b, 1), 0);
   const single = call.shapes.length === 1 && call.shapes[0].length <= MAX_DIMS;
+  // Word 15 is not compared: a send's receiver, a recv's sender, for messages.
+  if (call.kind === "send") h[15] = call.dst ?? -1;
+  if (call.kind === "recv") h[15] = call.src ?? -1;
   if (single) {
     const shape = call.shapes[0];
     h[6] = shape.length;
@@ -306,8 +309,10 @@ export function describeHeader(h: Int32Array): string {
     ? ` (from rank ${h[3]})`
     : kind === "gather"
     ? ` (to rank ${h[3]})`
-    : kind === "send" || kind === "recv"
-    ? ` (tag ${h[3]})`
+    : kind === "send"
+    ? ` to rank ${h[15]} (tag ${h[3]})`
+    : kind === "recv"
+    ? ` from rank ${h[15]} (tag ${h[3]})`
     : "";
   if (kind === "barrier") return `barrier #${h[1]}`;
   const dtype = DTYPE_CODES[h[2]] ?? "?";
@@ -369,9 +374,9 @@ export function checkPair(
   throw new DistributedError(
     `send/recv mismatch: rank ${sender} called ${
       describeHeader(sent)
-    } to rank ${receiver}, but rank ${receiver} called ${
+    }, but rank ${receiver} called ${
       describeHeader(expected)
-    } from rank ${sender}: a recv must get a tensor of the sent dtype and shape`,
+    }: a recv must get a tensor of the sent dtype and shape`,
     [sender, receiver],
   );
 }

@@ -137,9 +137,9 @@ export async function destroyProcessGroup(): Promise<void> {
  * the same `ranks` (a difference is an error on every rank naming each
  * rank's list); on a rank not in `ranks` the returned group has rank -1,
  * and its collectives are an error naming the rank and the group. A
- * `"local"` group makes at most 4 sub-groups (their shared memory is made
- * with the group); `"mpi"` splits its communicator. Destroyed with the
- * process group.
+ * `"local"` group's first member makes the sub-group's shared memory and
+ * posts it to the others (no limit on how many); `"mpi"` splits its
+ * communicator. Destroyed with the process group.
  */
 export async function newGroup(ranks: readonly number[]): Promise<DistributedGroup> {
   const world = activeGroup("newGroup");
@@ -207,7 +207,9 @@ export function getBackend(): string {
 
 registerFactory("local", (init) => {
   const launch = localLaunch();
-  if (launch) return new LocalBackend(launch.shared, launch.rank, init.timeoutMs);
+  if (launch) {
+    return new LocalBackend(launch.shared, launch.rank, init.timeoutMs, null, launch.mailbox);
+  }
   if ((init.worldSize ?? 1) === 1 && (init.rank ?? 0) === 0) {
     // One rank needs no launcher: collectives then leave values as they are.
     return new LocalBackend(createLocalShared(1), 0, init.timeoutMs);

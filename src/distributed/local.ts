@@ -17,8 +17,10 @@
 
 import type { DType, TypedArray } from "../dtype.ts";
 import { chunkSizes } from "../shape.ts";
+import { Mailbox } from "./mailbox.ts";
 import {
   checkHeaders,
+  checkPair,
   type CollectiveCall,
   describeHeader,
   describeProgress,
@@ -59,15 +61,7 @@ export interface LocalShared {
   readonly memory: WebAssembly.Memory | null;
   /** `allGatherSync`'s own phases and two slots per rank (header and data words each). */
   readonly sync: SharedArrayBuffer;
-  /**
-   * Memory for the sub-groups `newGroup` makes, in order (Workers cannot
-   * share memory made after they started, so it is made with the group).
-   */
-  readonly groups: readonly LocalShared[];
 }
-
-/** How many sub-groups (`newGroup`) a local group can make. */
-export const LOCAL_SUBGROUPS = 4;
 
 const SYNC_SLOT = HEADER_WORDS + SYNC_WORDS;
 const syncSlotAt = (n: number, rank: number, parity: number) => n + (2 * rank + parity) * SYNC_SLOT;
@@ -92,13 +86,10 @@ const messageOffset = (n: number, rank: number) =>
 export function createLocalShared(
   worldSize: number,
   chunkBytes?: number,
-  subgroups = LOCAL_SUBGROUPS,
 ): LocalShared {
   const bytes = chunkBytes ??
     Math.min(4 * MIB, Math.max(MIB / 2, Math.floor(16 * MIB / worldSize)));
   const slot = Math.max(8, Math.floor(bytes / 8) * 8);
-  // Sub-groups move less at a time (they go through in more chunks).
-  const subSlot = Math.max(64 * 1024, Math.min(MIB / 4, Math.floor(4 * MIB / worldSize)));
   const memory = sharedMemory(2 * worldSize * slot);
   return {
     worldSize,
@@ -108,7 +99,6 @@ export function createLocalShared(
       new SharedArrayBuffer(2 * worldSize * slot),
     memory,
     sync: new SharedArrayBuffer(4 * (worldSize + 2 * worldSize * SYNC_SLOT)),
-    groups: Array.from({ length: subgroups }, () => createLocalShared(worldSize, subSlot, 0)),
   };
 }
 
@@ -175,19 +165,27 @@ export class LocalBackend implements ProcessGroupBackend {
   readonly #world: { readonly shared: LocalShared; readonly members: readonly number[] } | null;
   /** SIMD sums over the slots (float32 sum and avg), when WebAssembly has them. */
   readonly #reducer: WasmReducer | null;
+  /** This Worker's channels to the others (null: a group of one, made without spawn). */
+  readonly #mailbox: Mailbox | null;
+  /** Which group's letters are this one's: 0 the whole group, i + 1 its sub-group i. */
+  readonly #letters: number;
   #round = 0;
   #syncRound = 0;
   #left = false;
 
   /**
    * Joins the group in `shared` as `rank`; `world`: this is a sub-group of
-   * the group in `world.shared`, whose rank `world.members[q]` is rank q here.
+   * the group in `world.shared`, whose rank `world.members[q]` is rank q
+   * here; `mailbox`: this Worker's channels to the whole group's ranks, on
+   * which this group's letters are those of number `letters`.
    */
   constructor(
     shared: LocalShared,
     readonly rank: number,
     timeoutMs: number,
     world: { readonly shared: LocalShared; readonly members: readonly number[] } | null = null,
+    mailbox: Mailbox | null = null,
+    letters = 0,
   ) {
     this.#shared = shared;
     this.#control = new Int32Array(shared.control);
@@ -195,6 +193,34 @@ export class LocalBackend implements ProcessGroupBackend {
     this.#timeoutMs = timeoutMs;
     this.#world = world;
     this.#reducer = shared.memory ? wasmReducer(shared.memory) : null;
+    this.#mailbox = mailbox;
+    this.#letters = letters;
+  }
+
+  /** Rank q of this group's rank in the whole group (whose Workers the mailbox reaches). */
+  #worldRank(q: number): number {
+    return this.#world ? this.#world.members[q] : q;
+  }
+
+  /** Why the whole group's rank `w` cannot write any more (failed or left), or null. */
+  #gone = (w: number): string | null => {
+    const shared = this.#world?.shared ?? this.#shared;
+    const status = rankStatus(shared, w);
+    if (status === RankStatus.Failed) return `failed: ${failureMessage(shared, w)}`;
+    if (status === RankStatus.Left) {
+      return "left the process group (its main returned or it called destroyProcessGroup)";
+    }
+    return null;
+  };
+
+  /** The channels to the other ranks, or an error naming the call that needs them. */
+  #channels(what: string): Mailbox {
+    if (!this.#mailbox) {
+      throw new Error(
+        `${what}: this "local" group has no channels between its ranks (only ranks started by distributed.spawn have them)`,
+      );
+    }
+    return this.#mailbox;
   }
 
   /**
@@ -212,24 +238,53 @@ export class LocalBackend implements ProcessGroupBackend {
     return this.#world ? Math.min(left, SYNC_LOOK_MS) : left;
   }
 
-  /** A sub-group in the next of the memory areas made with this group (sub-groups of sub-groups: none). */
-  newGroup(ranks: readonly number[], index: number): Promise<ProcessGroupBackend | null> {
-    const shared = this.#shared.groups[index];
-    if (!shared) {
-      return Promise.reject(
-        new RangeError(
-          `newGroup: a "local" group makes at most ${this.#shared.groups.length} sub-groups${
-            this.#world ? " (a sub-group makes none)" : ""
-          }`,
-        ),
-      );
+  /**
+   * A sub-group with memory of its own: its first rank makes it and posts
+   * it to the other members (Workers share memory posted to them), so
+   * there is no limit on how many are made. Sub-groups of sub-groups: none.
+   */
+  async newGroup(ranks: readonly number[], index: number): Promise<ProcessGroupBackend | null> {
+    if (this.#world) {
+      throw new RangeError(`newGroup: a sub-group of a "local" group makes no sub-groups`);
     }
     const position = ranks.indexOf(this.rank);
-    if (position < 0) return Promise.resolve(null);
-    // The area was made for the whole group; a smaller group uses its start.
-    const sub: LocalShared = { ...shared, worldSize: ranks.length };
-    return Promise.resolve(
-      new LocalBackend(sub, position, this.#timeoutMs, { shared: this.#shared, members: ranks }),
+    if (position < 0) return null;
+    const size = ranks.length;
+    const key = `group ${index}`;
+    let shared: LocalShared;
+    if (position === 0) {
+      shared = createLocalShared(size, Math.max(64 * 1024, Math.min(MIB, (4 * MIB) / size)));
+      for (const q of ranks.slice(1)) {
+        this.#channels("newGroup").post(q, { key, payload: shared });
+      }
+    } else {
+      const maker = ranks[0];
+      const letter = await this.#channels("newGroup").take(
+        maker,
+        key,
+        performance.now() + this.#timeoutMs,
+        this.#gone,
+        {
+          gone: (why) =>
+            new DistributedError(`newGroup [${ranks.join(", ")}]: rank ${maker} ${why}`, [maker]),
+          late: () =>
+            new DistributedError(
+              `newGroup [${
+                ranks.join(", ")
+              }]: rank ${maker} did not post the group's memory within ${this.#timeoutMs} ms`,
+              [maker],
+            ),
+        },
+      );
+      shared = letter.payload as LocalShared;
+    }
+    return new LocalBackend(
+      shared,
+      position,
+      this.#timeoutMs,
+      { shared: this.#shared, members: ranks },
+      this.#mailbox,
+      index + 1,
     );
   }
 
@@ -650,6 +705,99 @@ export class LocalBackend implements ProcessGroupBackend {
     }, LocalBackend.#send(data));
   }
 
+  /**
+   * Posts a copy of `data` to rank `call.dst` (so the sender never waits to
+   * post: two ranks may both send first), then waits for the receiver's
+   * acknowledgement, which carries its error when the two calls disagree.
+   */
+  async send(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const what = `${describeHeader(call.header)} on rank ${this.rank}`;
+    this.#checkOpen(call);
+    const mailbox = this.#channels(what);
+    const dst = call.dst!;
+    const peer = this.#worldRank(dst);
+    const copy = data.slice();
+    mailbox.post(peer, { key: this.#letterKey("message", call), header: call.header, data: copy }, [
+      copy.buffer,
+    ]);
+    const ack = await mailbox.take(
+      peer,
+      this.#letterKey("ack", call),
+      performance.now() + this.#timeoutMs,
+      this.#gone,
+      {
+        gone: (why) =>
+          new DistributedError(`${what}: rank ${dst} ${why} before receiving it`, [dst]),
+        late: () =>
+          new DistributedError(
+            `${what}: rank ${dst} did not receive it within ${this.#timeoutMs} ms (no recv from rank ${this.rank} with tag ${
+              call.tag ?? 0
+            } there: it hung, received with another source or tag, or its recv waits in stream order behind one of its own that nothing sends)`,
+            [dst],
+          ),
+      },
+    );
+    if (ack.error) throw new DistributedError(ack.error.message, ack.error.ranks);
+  }
+
+  /** Takes the next message of `call.tag` from rank `call.src`, checks it, and acknowledges it. */
+  async recv(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const what = `${describeHeader(call.header)} on rank ${this.rank}`;
+    this.#checkOpen(call);
+    const mailbox = this.#channels(what);
+    const src = call.src!;
+    const peer = this.#worldRank(src);
+    const letter = await mailbox.take(
+      peer,
+      this.#letterKey("message", call),
+      performance.now() + this.#timeoutMs,
+      this.#gone,
+      {
+        gone: (why) =>
+          new DistributedError(`${what}: rank ${src} ${why} without sending it`, [src]),
+        late: () => {
+          const waiting = mailbox.pending(peer).flatMap((l) =>
+            l.header ? [describeHeader(l.header)] : []
+          );
+          return new DistributedError(
+            `${what}: nothing came from rank ${src} with tag ${
+              call.tag ?? 0
+            } within ${this.#timeoutMs} ms (${
+              waiting.length > 0
+                ? `unreceived from it: ${waiting.join("; ")}`
+                : "nothing else from it waits either"
+            }): it hung, sent with another tag, or its send waits in stream order behind a recv of its own`,
+            [src],
+          );
+        },
+      },
+    );
+    const ack = this.#letterKey("ack", call);
+    try {
+      checkPair(letter.header!, call.header, src, this.rank);
+    } catch (error) {
+      const ranks = error instanceof DistributedError ? [...error.ranks] : [];
+      mailbox.post(peer, { key: ack, error: { message: (error as Error).message, ranks } });
+      throw error;
+    }
+    data.set(letter.data!);
+    mailbox.post(peer, { key: ack, error: null });
+  }
+
+  /** The key of this group's letters of `kind` for `call`'s tag. */
+  #letterKey(kind: "message" | "ack", call: CollectiveCall): string {
+    return `${kind} ${this.#letters} ${call.tag ?? 0}`;
+  }
+
+  #checkOpen(call: CollectiveCall): void {
+    if (this.#left) {
+      throw new DistributedError(
+        `${describeHeader(call.header)}: this rank (${this.rank}) already left the process group`,
+        [this.rank],
+      );
+    }
+  }
+
   destroy(): void {
     if (this.#left) return;
     this.#left = true;
@@ -657,15 +805,29 @@ export class LocalBackend implements ProcessGroupBackend {
   }
 }
 
+/** What `spawn` handed a rank's Worker. */
+export interface LocalLaunch {
+  /** The group's shared memory. */
+  readonly shared: LocalShared;
+  /** This rank. */
+  readonly rank: number;
+  /** Channels to every other rank. */
+  readonly mailbox: Mailbox;
+}
+
 // What `spawn` handed this Worker, read by the "local" factory.
-let launched: { shared: LocalShared; rank: number } | null = null;
+let launched: LocalLaunch | null = null;
 
 /** @internal Called by the Worker bootstrap before `initProcessGroup`. */
-export function setLocalLaunch(shared: LocalShared, rank: number): void {
-  launched = { shared, rank };
+export function setLocalLaunch(
+  shared: LocalShared,
+  rank: number,
+  ports: readonly (MessagePort | null)[],
+): void {
+  launched = { shared, rank, mailbox: new Mailbox(ports) };
 }
 
 /** @internal The launch of this Worker, or null outside a spawned rank. */
-export function localLaunch(): { shared: LocalShared; rank: number } | null {
+export function localLaunch(): LocalLaunch | null {
   return launched;
 }

@@ -23,5 +23,6 @@ export * from "./backend.ts";
 export * from "./group.ts";
 export * from "./collectives.ts";
 export * from "./scatter_gather.ts";
+export * from "./p2p.ts";
 export * from "./spawn.ts";
 export * from "./ddp.ts";

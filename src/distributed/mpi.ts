@@ -31,6 +31,7 @@ import type { TypedArray } from "../dtype.ts";
 import { ReduceArea } from "./wasm_reduce.ts";
 import {
   checkHeaders,
+  checkPair,
   type CollectiveCall,
   describeHeader,
   DistributedError,
@@ -349,6 +350,8 @@ class MpiBackend implements ProcessGroupBackend {
   readonly #comm: number;
   /** `allGatherSync`'s own communicator. */
   readonly #syncComm: number;
+  /** Point-to-point messages (header, then data, on the user's tag) and their acknowledgements. */
+  readonly #p2pComms: readonly [number, number];
   readonly #spinMs = spinMs();
   /** Whether this is a sub-group (`newGroup`), not the whole job. */
   readonly #sub: boolean;
@@ -374,7 +377,12 @@ class MpiBackend implements ProcessGroupBackend {
     this.#comm = comm[0];
     check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(parent, comm));
     this.#syncComm = comm[0];
-    for (const c of [this.#comm, this.#syncComm]) {
+    const p2p = [0, 1].map(() => {
+      check("MPI_Comm_dup", lib.symbols.MPI_Comm_dup(parent, comm));
+      return comm[0];
+    });
+    this.#p2pComms = [p2p[0], p2p[1]];
+    for (const c of [this.#comm, this.#syncComm, ...p2p]) {
       check("MPI_Comm_set_errhandler", lib.symbols.MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
     }
     const value = new Int32Array(1);
@@ -422,6 +430,7 @@ class MpiBackend implements ProcessGroupBackend {
     }
     this.#lib.symbols.MPI_Comm_free(new Int32Array([this.#comm]));
     this.#lib.symbols.MPI_Comm_free(new Int32Array([this.#syncComm]));
+    for (const c of this.#p2pComms) this.#lib.symbols.MPI_Comm_free(new Int32Array([c]));
   }
 
   #failureFromPeer(call: CollectiveCall): DistributedError {
@@ -1118,6 +1127,92 @@ class MpiBackend implements ProcessGroupBackend {
       const n = this.worldSize;
       for (let i = 0; i < data.length; i++) data[i] /= n;
     }
+  }
+
+  /**
+   * Posts `views` (receives or sends, each on its communicator, from or to
+   * `peer` with `call.tag`) and waits for all of them on a helper thread,
+   * watching the failure channel and the deadline (`peer` is then named).
+   */
+  async #exchangeWith(
+    call: CollectiveCall,
+    peer: number,
+    posts: readonly (readonly ["MPI_Isend" | "MPI_Irecv", ArrayBufferView, number])[],
+  ): Promise<number> {
+    this.#checkOpen(call);
+    const deadline = performance.now() + this.#timeoutMs;
+    const requests = new Int32Array(posts.length);
+    const slot = new Int32Array(1);
+    posts.forEach(([what, view, comm], i) => {
+      const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+      check(
+        what,
+        this.#lib.symbols[what](bytes, bytes.length, MPI_BYTE, peer, call.tag ?? 0, comm, slot),
+      );
+      requests[i] = slot[0];
+    });
+    const statuses = new Int32Array(posts.length * STATUS_WORDS);
+    return await this.#settle(
+      call,
+      this.#lib.symbols.MPI_Waitall(posts.length, requests, statuses),
+      deadline,
+      () => [peer],
+    );
+  }
+
+  /**
+   * Sends the header and the data to `call.dst`, and waits for the
+   * receiver's acknowledgement: 0, or 1 and the receiver's header.
+   */
+  async send(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const [messages, acks] = this.#p2pComms;
+    const dst = call.dst!;
+    const ack = new Int32Array(1 + HEADER_WORDS);
+    const code = await this.#exchangeWith(call, dst, [
+      ["MPI_Isend", call.header, messages],
+      ["MPI_Isend", data, messages],
+      ["MPI_Irecv", ack, acks],
+    ]);
+    check("MPI_Waitall", code);
+    if (ack[0] === 0) return;
+    checkPair(call.header, ack.subarray(1), this.rank, dst);
+    throw new DistributedError(
+      `${
+        describeHeader(call.header)
+      } on rank ${this.rank}: rank ${dst} could not receive it (MPI error)`,
+      [dst],
+    );
+  }
+
+  /** Receives the header and the data from `call.src`, checks them, and acknowledges. */
+  async recv(call: CollectiveCall, data: TypedArray): Promise<void> {
+    const [messages, acks] = this.#p2pComms;
+    const src = call.src!;
+    const header = new Int32Array(HEADER_WORDS);
+    const code = await this.#exchangeWith(call, src, [
+      ["MPI_Irecv", header, messages],
+      ["MPI_Irecv", data, messages],
+    ]);
+    if (code !== MPI_ERR_IN_STATUS) check("MPI_Waitall", code);
+    let failure: unknown = null;
+    try {
+      checkPair(header, call.header, src, this.rank);
+      if (code !== 0) {
+        throw new DistributedError(
+          `${
+            describeHeader(call.header)
+          } on rank ${this.rank}: the data of rank ${src} could not be received (MPI error)`,
+          [src],
+        );
+      }
+    } catch (error) {
+      failure = error;
+    }
+    const ack = new Int32Array(1 + HEADER_WORDS);
+    ack[0] = failure ? 1 : 0;
+    ack.set(call.header, 1);
+    check("MPI_Waitall", await this.#exchangeWith(call, src, [["MPI_Isend", ack, acks]]));
+    if (failure) throw failure;
   }
 
   async barrier(call: CollectiveCall): Promise<void> {

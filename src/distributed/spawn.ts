@@ -66,6 +66,20 @@ export function spawn<T = unknown>(moduleUrl: string | URL, options: SpawnOption
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const url = resolveModule(moduleUrl);
   const shared = backend === "local" ? createLocalShared(nprocs) : null;
+  // A channel between every two ranks (point-to-point messages, sub-groups' memory).
+  const ports: (MessagePort | null)[][] = Array.from(
+    { length: nprocs },
+    () => Array.from({ length: nprocs }, () => null),
+  );
+  if (shared) {
+    for (let a = 0; a < nprocs; a++) {
+      for (let b = a + 1; b < nprocs; b++) {
+        const channel = new MessageChannel();
+        ports[a][b] = channel.port1;
+        ports[b][a] = channel.port2;
+      }
+    }
+  }
   const workers: Worker[] = [];
   const results = new Array<T>(nprocs);
   let remaining = nprocs;
@@ -142,8 +156,9 @@ export function spawn<T = unknown>(moduleUrl: string | URL, options: SpawnOption
         backend,
         timeoutMs,
         shared,
+        ports: shared ? ports[rank] : null,
       };
-      worker.postMessage(launch);
+      worker.postMessage(launch, ports[rank].filter((p) => p !== null));
     }
   });
 }

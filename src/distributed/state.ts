@@ -56,6 +56,9 @@ export class ProcessGroup {
   #tail: Promise<void> = Promise.resolve();
   #failure: Error | null = null;
   #destroyed = false;
+  readonly #p2pSeq = new Map<string, number>();
+  /** Point-to-point calls in flight (settled promises that never reject). */
+  readonly #p2p = new Set<Promise<void>>();
   /** The sub-groups made from this group (`newGroup`), destroyed with it. */
   readonly subgroups: ProcessGroup[] = [];
   /** How many `newGroup` calls this group has seen (members or not). */
@@ -98,7 +101,22 @@ export class ProcessGroup {
 
   /** Numbers the next call (in program order, at the call) and packs its header. */
   call(shape: Omit<CallShape, "seq">): CollectiveCall {
-    const seq = this.#seq++;
+    return ProcessGroup.#make(shape, this.#seq++);
+  }
+
+  /**
+   * Numbers a point-to-point call and packs its header. Sends to a rank
+   * and receives from it are counted per peer and tag, apart from the
+   * collectives (whose numbers every rank must share).
+   */
+  p2pCall(shape: Omit<CallShape, "seq">): CollectiveCall {
+    const key = `${shape.kind} ${shape.src ?? shape.dst} ${shape.tag ?? 0}`;
+    const seq = this.#p2pSeq.get(key) ?? 0;
+    this.#p2pSeq.set(key, seq + 1);
+    return ProcessGroup.#make(shape, seq);
+  }
+
+  static #make(shape: Omit<CallShape, "seq">, seq: number): CollectiveCall {
     return {
       kind: shape.kind,
       seq,
@@ -151,21 +169,45 @@ export class ProcessGroup {
       this.#checkUsable(call);
       return body();
     });
-    const result = this.members
-      ? ran.catch((error) => {
-        throw this.#inGroup(error);
-      })
-      : ran;
-    this.#tail = ran.then(() => {}, (error) => {
-      this.#failure ??= error instanceof Error ? error : new Error(String(error));
-    });
-    return result;
+    this.#tail = this.#failOn(ran);
+    return this.#named(ran);
   }
 
-  /** Leaves the group once every collective called so far has settled. */
+  /**
+   * Runs a point-to-point `body` at once, beside the collectives' queue (a
+   * send must not wait for a collective its receiver only reaches after
+   * receiving). Its failure breaks the group like a collective's.
+   */
+  runP2P<T>(call: CollectiveCall, body: () => Promise<T>): Promise<T> {
+    const ran = Promise.resolve().then(() => {
+      this.#checkUsable(call);
+      return body();
+    });
+    const settled = this.#failOn(ran);
+    this.#p2p.add(settled);
+    settled.then(() => this.#p2p.delete(settled));
+    return this.#named(ran);
+  }
+
+  /** Settles when `ran` does; its failure breaks the group. */
+  #failOn(ran: Promise<unknown>): Promise<void> {
+    return ran.then(() => {}, (error) => {
+      this.#failure ??= error instanceof Error ? error : new Error(String(error));
+    });
+  }
+
+  /** `ran`, with a sub-group's errors naming the whole group's ranks. */
+  #named<T>(ran: Promise<T>): Promise<T> {
+    if (!this.members) return ran;
+    return ran.catch((error) => {
+      throw this.#inGroup(error);
+    });
+  }
+
+  /** Leaves the group once every collective and point-to-point call made so far has settled. */
   async destroy(): Promise<void> {
     await Promise.all(this.subgroups.map((g) => g.destroy()));
-    await this.#tail;
+    await Promise.all([this.#tail, ...this.#p2p]);
     this.#destroyed = true;
     await this.backend.destroy();
   }

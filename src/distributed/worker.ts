@@ -25,6 +25,8 @@ export interface RankLaunch {
   readonly timeoutMs: number;
   /** The local group's shared memory (backend `"local"` only). */
   readonly shared: LocalShared | null;
+  /** `"local"` only: this rank's end of the channel to each rank (null for itself). */
+  readonly ports: readonly (MessagePort | null)[] | null;
 }
 
 /** What a rank's Worker posts back. */
@@ -82,7 +84,7 @@ async function run(launch: RankLaunch): Promise<void> {
     return exit(code);
   };
   try {
-    if (shared) setLocalLaunch(shared, rank);
+    if (shared) setLocalLaunch(shared, rank, launch.ports ?? []);
     await initProcessGroup({
       backend: launch.backend,
       rank,
