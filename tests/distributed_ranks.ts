@@ -227,7 +227,7 @@ async function rooted(rank: number, n: number, backend: string) {
   );
   const inputs = Array.from(
     { length: n },
-    (_, q) => tensor([10 * rank + q, -(10 * rank + q)], { device }),
+    (_, q) => tensor([10 * rank + q + 1, -(10 * rank + q + 1)], { device }),
   );
   const outputs = Array.from({ length: n }, () => tensor([0, 0], { device }));
   distributed.allToAll(outputs, inputs);

@@ -120,10 +120,10 @@ function checkRooted(results: readonly (Rooted | undefined)[]): void {
       rank === 1 ? Array.from({ length: n }, (_, q) => [q, q * q]) : null,
     );
     assert.deepEqual(r.scattered, [10 * rank, 10 * rank + 1]);
-    // Rank q sent [10q + r, -(10q + r)] to rank r.
+    // Rank q sent [10q + r + 1, -(10q + r + 1)] to rank r (never -0, which JSON loses).
     assert.deepEqual(
       r.allToAll,
-      Array.from({ length: n }, (_, q) => [10 * q + rank, -(10 * q + rank)]),
+      Array.from({ length: n }, (_, q) => [10 * q + rank + 1, -(10 * q + rank + 1)]),
     );
     assert.deepEqual(
       r.allToAllSingle,

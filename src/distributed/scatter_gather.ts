@@ -96,9 +96,38 @@ export function reduce(t: Tensor, options: ReduceOptions): Work {
   return new Work(result);
 }
 
+/**
+ * The group and the root's rank in it (default: the group's first) of
+ * `gather` or `scatter`, after checking that the root passed a list of one
+ * tensor like `t` per rank and the others none (as PyTorch).
+ */
+function rootAndList(
+  op: "gather" | "scatter",
+  t: Tensor,
+  list: readonly Tensor[] | null | undefined,
+  rootName: "dst" | "src",
+  given: number | undefined,
+  groupOption: DistributedGroup | undefined,
+): { group: ProcessGroup; root: number } {
+  const listName = `${op}List`;
+  checkTensor(op, t, op === "gather" ? "t" : "output");
+  const group = activeGroup(op, groupOption);
+  const root = groupRankOf(op, group, given ?? group.members?.[0] ?? 0, rootName);
+  if (group.rank === root) {
+    checkLike(op, listName, checkList(op, listName, list, group.worldSize), t);
+  } else if (list != null) {
+    throw new TypeError(
+      `${op}: ${listName} must not be given on a rank other than ${rootName} (${
+        given ?? group.members?.[0] ?? 0
+      }), as in PyTorch`,
+    );
+  }
+  return { group, root };
+}
+
 /** Options of {@link gather}. */
 export interface GatherOptions {
-  /** The rank (of the whole group) that receives every rank's tensor (default 0). */
+  /** The rank (of the whole group) that receives every rank's tensor (default 0 / the group's first). */
   dst?: number;
   /** Among the ranks of this group only (from `newGroup`; `dst` must be one). */
   group?: DistributedGroup;
@@ -114,19 +143,14 @@ export function gather(
   gatherList?: readonly Tensor[] | null,
   options: GatherOptions = {},
 ): Work {
-  checkTensor("gather", t, "t");
-  const group = activeGroup("gather", options.group);
-  const dst = groupRankOf("gather", group, options.dst ?? group.members?.[0] ?? 0, "dst");
-  const n = group.worldSize;
-  if (group.rank === dst) {
-    checkLike("gather", "gatherList", checkList("gather", "gatherList", gatherList, n), t);
-  } else if (gatherList != null) {
-    throw new TypeError(
-      `gather: gatherList must not be given on a rank other than dst (${
-        options.dst ?? 0
-      }), as in PyTorch`,
-    );
-  }
+  const { group, root: dst } = rootAndList(
+    "gather",
+    t,
+    gatherList,
+    "dst",
+    options.dst,
+    options.group,
+  );
   const call = group.call({ kind: "gather", dtype: t.dtype, shapes: [t.shape], dst });
   const values = readFlat([t], "gather");
   const result = runOnHost(group, call, values, async (host) => {
@@ -150,7 +174,7 @@ function joined(dtype: DType, parts: readonly TypedArray[]): TypedArray {
 
 /** Options of {@link scatter}. */
 export interface ScatterOptions {
-  /** The rank (of the whole group) whose `scatterList` is scattered (default 0). */
+  /** The rank (of the whole group) whose `scatterList` is scattered (default 0 / the group's first). */
   src?: number;
   /** Among the ranks of this group only (from `newGroup`; `src` must be one). */
   group?: DistributedGroup;
@@ -166,25 +190,16 @@ export function scatter(
   scatterList?: readonly Tensor[] | null,
   options: ScatterOptions = {},
 ): Work {
-  checkTensor("scatter", output, "output");
-  const group = activeGroup("scatter", options.group);
-  const src = groupRankOf("scatter", group, options.src ?? group.members?.[0] ?? 0, "src");
+  const { group, root: src } = rootAndList(
+    "scatter",
+    output,
+    scatterList,
+    "src",
+    options.src,
+    options.group,
+  );
   const n = group.worldSize;
   const isSource = group.rank === src;
-  if (isSource) {
-    checkLike(
-      "scatter",
-      "scatterList",
-      checkList("scatter", "scatterList", scatterList, n),
-      output,
-    );
-  } else if (scatterList != null) {
-    throw new TypeError(
-      `scatter: scatterList must not be given on a rank other than src (${
-        options.src ?? 0
-      }), as in PyTorch`,
-    );
-  }
   const call = group.call({ kind: "scatter", dtype: output.dtype, shapes: [output.shape], src });
   const m = output.numel();
   const values = isSource
