@@ -448,7 +448,7 @@ async function failures(rank: number, kind: string): Promise<unknown> {
         if (group.rank < 0) continue;
         const t = tensor([rank + 10 * i], { device });
         distributed.allReduce(t, { group });
-        sums.push((await t.toArray())[0]);
+        sums.push((await t.data())[0]);
       }
       return sums;
     }
