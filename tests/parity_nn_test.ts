@@ -1,12 +1,17 @@
 /**
  * nn pieces that ported PyTorch programs reached for: `ModuleDict` (keys
- * in state dicts as PyTorch's, errors naming the keys) and
- * `Module.requiresGrad_` (freezing part of a model for fine-tuning).
+ * in state dicts as PyTorch's, errors naming the keys),
+ * `Module.requiresGrad_` (freezing part of a model for fine-tuning), and
+ * `normalize`, `cosineSimilarity`, `utils.padSequence` equal to PyTorch 1.13
+ * with their gradients on every backend (float64 gradient checks on cpu).
  * @module
  */
 
 import assert from "node:assert/strict";
-import { nn, optim, randn } from "../mod.ts";
+import { type Device, nn, optim, randn, type Tensor } from "../mod.ts";
+import { assertTensor, backendTest, fixtureTensor } from "./harness.ts";
+import { check, inp } from "./gradcheck.ts";
+import fixtures from "./fixtures/torch_programs.json" with { type: "json" };
 
 Deno.test("ModuleDict: fields by key, PyTorch's state-dict names, order, iteration, errors", () => {
   const heads = new nn.ModuleDict({ cls: new nn.Linear(4, 3), box: new nn.Linear(4, 2) });
@@ -62,3 +67,78 @@ Deno.test("Module.requiresGrad_(false) freezes a part of a model: no gradient, t
   model.requiresGrad_();
   assert.ok(model.parameters().every((p) => p.requiresGrad));
 });
+
+type Values = Parameters<typeof fixtureTensor>[0];
+
+function closeness(device: Device) {
+  return device.backend === "cpu" ? { atol: 1e-6, rtol: 1e-5 } : { atol: 1e-5, rtol: 1e-4 };
+}
+
+for (const c of fixtures.similarity) {
+  backendTest(`${c.fn} (${c.name}) and its gradients equal PyTorch`, async (device) => {
+    const xs = c.inputs.map((v) => fixtureTensor(v as Values, device, { requiresGrad: true }));
+    const options = Object.fromEntries(
+      Object.entries(c.options).map(([k, v]) => [k, v === "Infinity" ? Infinity : v]),
+    );
+    const out = c.fn === "normalize"
+      ? nn.functional.normalize(xs[0], options)
+      : nn.functional.cosineSimilarity(xs[0], xs[1], options);
+    const tol = closeness(device);
+    await assertTensor(out, c.out, { ...tol, what: "output", shape: c.shape });
+    out.mul(fixtureTensor(c.g, device)).sum().backward();
+    for (let i = 0; i < xs.length; i++) {
+      // Gradients of 1/eps scale (a zero vector's) keep float32's relative error.
+      await assertTensor(xs[i].grad!, c.grads[i], { ...tol, what: `gradient ${i}` });
+    }
+  });
+}
+
+for (const c of fixtures.pad_sequence) {
+  backendTest(`padSequence (batchFirst ${c.batch_first}) equals pad_sequence`, async (device) => {
+    const seqs = c.inputs.map((v) => fixtureTensor(v as Values, device, { requiresGrad: true }));
+    const out = nn.utils.padSequence(seqs, {
+      batchFirst: c.batch_first,
+      paddingValue: c.padding_value,
+    });
+    await assertTensor(out, c.out, { atol: 0, rtol: 0, what: "output", shape: c.shape });
+    out.mul(fixtureTensor(c.g, device)).sum().backward();
+    for (let i = 0; i < seqs.length; i++) {
+      await assertTensor(seqs[i].grad!, c.grads[i], { atol: 0, rtol: 0 });
+    }
+  });
+}
+
+backendTest(
+  "padSequence, normalize, cosineSimilarity: errors name shapes and options",
+  (device) => {
+    const a = randn([2, 3], { device });
+    assert.throws(() => nn.utils.padSequence([]), /padSequence: expected a non-empty array/);
+    assert.throws(
+      () => nn.utils.padSequence([a, randn([2, 4], { device })]),
+      /padSequence: sequence 1 \(shape \[2, 4\], float32, .*\) does not match sequence 0 \(shape \[2, 3\]/,
+    );
+    assert.throws(
+      () => nn.functional.normalize(a, { p: 0 }),
+      /normalize: p must be a positive number/,
+    );
+    assert.throws(() => nn.functional.normalize(a, { dim: 2 }), /normalize.*2/);
+    assert.throws(
+      () => nn.functional.cosineSimilarity(a, randn([2, 4], { device })),
+      /cosineSimilarity.*\[2, 3\].*\[2, 4\]/,
+    );
+  },
+);
+
+check("normalize p=2 over dim 1", (x: Tensor) => nn.functional.normalize(x), [inp([3, 4], 1360)]);
+check("normalize p=3 over dim 0", (x: Tensor) => nn.functional.normalize(x, { p: 3, dim: 0 }), [
+  inp([3, 4], 1361),
+]);
+check(
+  "cosineSimilarity over the last dim, broadcast",
+  (a: Tensor, b: Tensor) => nn.functional.cosineSimilarity(a, b, { dim: -1 }),
+  [inp([2, 3, 4], 1362), inp([3, 4], 1363)],
+);
+check("padSequence", (a: Tensor, b: Tensor) => nn.utils.padSequence([a, b], { batchFirst: true }), [
+  inp([3, 2], 1364),
+  inp([1, 2], 1365),
+]);

@@ -24,6 +24,7 @@ export * from "./functional/dropout.ts";
 export * from "./functional/attention.ts";
 export * from "./functional/sparse.ts";
 export * from "./functional/conv.ts";
+export * from "./functional/normalize.ts";
 
 // ---------------------------------------------------------------- activations
 
