@@ -93,6 +93,8 @@ function spinMs(): number {
  * after the spin.
  */
 const LATE_POLL_MS = 1;
+/** How long each timer tick of a waiting send or recv tests for progress. */
+const P2P_TICK_SPIN_MS = 0.25;
 const FAILURE_BYTES = 2048;
 /** Grace period between reporting a failed collective and `MPI_Abort`. */
 const ABORT_AFTER_MS = 1000;
@@ -1152,12 +1154,36 @@ class MpiBackend implements ProcessGroupBackend {
       requests[i] = slot[0];
     });
     const statuses = new Int32Array(posts.length * STATUS_WORDS);
-    return await this.#settle(
-      call,
-      this.#lib.symbols.MPI_Waitall(posts.length, requests, statuses),
-      deadline,
-      () => [peer],
-    );
+    const flag = new Int32Array(1);
+    // MPI_Testall until done or `until`: the code when done, else null.
+    const spin = (until: number): number | null => {
+      do {
+        const code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
+        if (flag[0] || code === MPI_ERR_IN_STATUS) return code;
+        check("MPI_Testall", code);
+      } while (performance.now() < until);
+      return null;
+    };
+    // No blocking wait on a helper thread: MPICH's polls a core for as long
+    // as the peer takes, and a receive may wait long (a pipeline's stage).
+    // Short spins on timers instead (they also move a large message along,
+    // which needs progress calls on both ranks).
+    // One test at once: several point-to-point calls may be waiting on this
+    // thread together, so none spins long enough to hold up the others.
+    let code = spin(0);
+    try {
+      while (code === null) {
+        await new Promise((resolve) => setTimeout(resolve, LATE_POLL_MS));
+        code = spin(performance.now() + P2P_TICK_SPIN_MS);
+        if (code !== null) break;
+        if (this.#peerFailed()) throw this.#failureFromPeer(call);
+        if (performance.now() > deadline) throw this.#lateError(call, [peer]);
+      }
+    } catch (error) {
+      this.#fail(error);
+      throw error;
+    }
+    return code;
   }
 
   /**
