@@ -2,12 +2,29 @@
  * Ops that ported PyTorch programs reached for and that were missing:
  * `triu` / `tril` (causal masks) and `var` / `std` equal to PyTorch 1.13 on
  * every backend with their gradients, float64 gradient checks on cpu,
- * `arange(n, { device })`.
+ * `arange(n, { device })`, `zerosLike` and the other `torch.*_like` factories.
  * @module
  */
 
 import assert from "node:assert/strict";
-import { arange, nn, ones, std, type Tensor, tensor, tril, triu, var as variance } from "../mod.ts";
+import {
+  arange,
+  fullLike,
+  manualSeed,
+  nn,
+  ones,
+  onesLike,
+  randLike,
+  randn,
+  randnLike,
+  std,
+  type Tensor,
+  tensor,
+  tril,
+  triu,
+  var as variance,
+  zerosLike,
+} from "../mod.ts";
 import {
   assertTensor,
   backendTest,
@@ -126,4 +143,28 @@ check(
   [
     inp([3, 5], 1341),
   ],
+);
+
+backendTest(
+  "zerosLike, onesLike, fullLike, randLike, randnLike: t's shape, dtype, device",
+  async (device) => {
+    const t = randn([2, 3], { device, requiresGrad: true });
+    const i = tensor([[1, 2]], { dtype: "int32", device });
+    for (
+      const [made, value] of [[zerosLike(t), 0], [onesLike(i), 1], [fullLike(i, 7), 7]] as const
+    ) {
+      assert.equal(made.device, device);
+      assert.equal(made.requiresGrad, false, "requiresGrad is not copied, as PyTorch");
+      assert.ok((await made.data()).every((v) => v === value));
+    }
+    assert.deepEqual([...onesLike(i).shape, onesLike(i).dtype], [1, 2, "int32"]);
+    const f = zerosLike(i, { dtype: "float32" });
+    assert.deepEqual([f.dtype, [...f.shape]], ["float32", [1, 2]]);
+    manualSeed(5);
+    const r = randnLike(t);
+    manualSeed(5);
+    assert.deepEqual(await r.toArray(), await randn([2, 3], { device }).toArray());
+    assert.deepEqual([...randLike(t).shape], [2, 3]);
+    assert.throws(() => randLike(i), /rand: dtype must be float, got int32/);
+  },
 );

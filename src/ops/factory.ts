@@ -304,3 +304,21 @@ export const normal = (
   std: number,
   options: TensorOptions = {},
 ): Tensor => random("normal", shape, mean, std, options);
+
+// `torch.*_like`: `t`'s shape, dtype and device unless `options` says otherwise (not its requiresGrad).
+const like = (t: Tensor, o: TensorOptions) => ({ dtype: t.dtype, device: t.device, ...o });
+/** Zeros shaped like `t` (`torch.zeros_like`). */
+export const zerosLike = (t: Tensor, options: TensorOptions = {}): Tensor =>
+  full([...t.shape], 0, like(t, options));
+/** Ones shaped like `t` (`torch.ones_like`). */
+export const onesLike = (t: Tensor, options: TensorOptions = {}): Tensor =>
+  full([...t.shape], 1, like(t, options));
+/** `value` everywhere, shaped like `t` (`torch.full_like`). */
+export const fullLike = (t: Tensor, value: number, options: TensorOptions = {}): Tensor =>
+  full([...t.shape], value, like(t, options));
+/** Uniform numbers in [0, 1) shaped like `t` (`torch.rand_like`). */
+export const randLike = (t: Tensor, options: TensorOptions = {}): Tensor =>
+  rand([...t.shape], like(t, options));
+/** Standard normal numbers shaped like `t` (`torch.randn_like`). */
+export const randnLike = (t: Tensor, options: TensorOptions = {}): Tensor =>
+  randn([...t.shape], like(t, options));

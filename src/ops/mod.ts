@@ -18,5 +18,6 @@ export { linear, matmul } from "./linalg.ts";
 export { logSoftmax, softmax } from "./softmax.ts";
 export { arange, full, getRngState, manualSeed, normal, ones, rand, randn } from "./factory.ts";
 export { setRngState, tensor, uniform, zeros } from "./factory.ts";
+export { fullLike, onesLike, randLike, randnLike, zerosLike } from "./factory.ts";
 export type { NestedArray, RngState, TensorOptions } from "./factory.ts";
 export type { TensorLike } from "./util.ts";
