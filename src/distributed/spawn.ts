@@ -90,6 +90,8 @@ export function spawn<T = unknown>(moduleUrl: string | URL, options: SpawnOption
       finished = true;
       if (deferred) clearTimeout(deferred.timer);
       for (const w of workers) w.terminate();
+      // The channel ends of ranks never started are still here (the others moved to their Worker).
+      for (const own of ports.slice(workers.length)) for (const port of own) port?.close();
       if (error) reject(error);
       else resolve(results);
     };
