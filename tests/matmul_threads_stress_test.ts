@@ -1,0 +1,142 @@
+/**
+ * Stress for the cpu matmul's worker-thread coordination (`threads.ts`):
+ * products of every size class back to back (threaded, batched, alone),
+ * the shared memory growing under warm workers, both kernels' thread pools,
+ * the "run alone after workers were late" back-off switching on and off,
+ * all while busy Workers keep the cores oversubscribed. Every product must
+ * equal the single-thread result bitwise, and none may stall (a lost
+ * wake-up would hang a product until the 60 s stall error).
+ *
+ * Bounded in time: MULTIGRAD_STRESS_SECONDS (default 6) of products; run it
+ * longer by hand, e.g. `MULTIGRAD_STRESS_SECONDS=600 deno test -A tests/matmul_threads_stress_test.ts`.
+ */
+
+import assert from "node:assert/strict";
+import {
+  kernelFloats,
+  matmul,
+  matmulBias,
+  releaseKernelFloats,
+  startMatmulThreads,
+  threadedMatmuls,
+} from "../src/backends/cpu/kernels/matmul.ts";
+import type { MatmulKernel } from "../src/backends/cpu/kernels/matmul.ts";
+import { seededRandom } from "../mod.ts";
+
+const SECONDS = Number(Deno.env.get("MULTIGRAD_STRESS_SECONDS") ?? "6");
+/** Spinning Workers that keep every core busy (the machine busier than its cores). */
+const BUSY_WORKERS = 3;
+
+type Shape = [batch: number, m: number, n: number, k: number];
+
+/** A product of some size class: large (split in units), batched small, or below the threshold. */
+function pickShape(random: () => number): Shape {
+  const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+  switch (int(0, 4)) {
+    case 0: // large: many units, packing phase by every thread
+      return [1, int(64, 640), int(64, 640), int(32, 700)];
+    case 1: // a batch of small products: one job spans the entries
+      return [int(8, 80), int(4, 40), int(8, 200), int(8, 160)];
+    case 2: // too small for the threads: runs alone between threaded ones
+      return [1, int(1, 40), int(1, 60), int(1, 60)];
+    case 3: // one row panel, many column panels; k in blocks
+      return [1, int(1, 8), int(1000, 4000), int(200, 600)];
+    default: // batched, each large enough for a job of its own
+      return [int(2, 4), int(100, 300), int(100, 300), int(100, 300)];
+  }
+}
+
+function startBusyWorkers(count: number): Worker[] {
+  const url = URL.createObjectURL(
+    new Blob(["let x = 0; for (;;) x = (x * 31 + 7) | 0;"], { type: "text/javascript" }),
+  );
+  const workers = Array.from({ length: count }, () => new Worker(url, { type: "module" }));
+  URL.revokeObjectURL(url);
+  return workers;
+}
+
+Deno.test({
+  name: "cpu matmul threads under stress: bitwise the single-thread result, never a stall",
+  sanitizeResources: false,
+  fn: async () => {
+    const threads = await startMatmulThreads(3);
+    if (threads === 1) {
+      console.warn("  no worker threads here (no shared WebAssembly memory): nothing to stress");
+      return;
+    }
+    // The named kernels have their own memory and thread pool each: start both.
+    const kernels: MatmulKernel[] = ["relaxed-simd", "simd"];
+    const busy = startBusyWorkers(BUSY_WORKERS);
+    const random = seededRandom(29);
+    const before = threadedMatmuls();
+    const resident: Float32Array[] = [];
+    let products = 0;
+    let slowest = 0;
+    try {
+      const end = performance.now() + SECONDS * 1000;
+      while (performance.now() < end) {
+        // Stretches without yielding to the event loop (as in a training
+        // step), then a yield; sometimes the back-off is forgotten first.
+        if (random() < 0.3) await startMatmulThreads(threads);
+        else await new Promise((resolve) => setTimeout(resolve, 0));
+        const stretch = 1 + Math.floor(random() * 12);
+        for (let s = 0; s < stretch; s++) {
+          const [batch, m, n, k] = pickShape(random);
+          const kernel = kernels[Math.floor(random() * kernels.length)];
+          const transA = random() < 0.5, transB = random() < 0.5;
+          const broadcastA = batch > 1 && random() < 0.3;
+          const aLength = (broadcastA ? 1 : batch) * m * k;
+          // Operands in the kernel's memory now and then: the memory grows
+          // under warm workers, and the next job reads what lies past its old end.
+          const inMemory = random() < 0.3 ? kernelFloats(aLength, kernel) : undefined;
+          if (inMemory !== undefined) resident.push(inMemory);
+          const a = inMemory ?? new Float32Array(aLength);
+          for (let i = 0; i < a.length; i++) a[i] = random() - 0.5;
+          const b = Float32Array.from({ length: batch * k * n }, () => random() - 0.5);
+          const bias = random() < 0.3
+            ? Float32Array.from({ length: n }, () => random() - 0.5)
+            : undefined;
+          const layout = {
+            batch,
+            m,
+            n,
+            k,
+            aBatchStride: broadcastA ? 0 : m * k,
+            bBatchStride: k * n,
+            transA,
+            transB,
+            dtype: "float32" as const,
+          };
+          const want = new Float32Array(batch * m * n);
+          matmulBias({ ...layout, a, b, out: want }, bias, 1, kernel);
+          const got = new Float32Array(batch * m * n).fill(NaN);
+          const began = performance.now();
+          if (bias === undefined) matmul({ ...layout, a, b, out: got }, threads, kernel);
+          else matmulBias({ ...layout, a, b, out: got }, bias, threads, kernel);
+          slowest = Math.max(slowest, performance.now() - began);
+          const at = got.findIndex((v, i) => !Object.is(v, want[i]));
+          assert.equal(
+            at,
+            -1,
+            `${kernel} ${batch}x${m}x${n}x${k} transA=${transA} transB=${transB} broadcastA=${broadcastA} bias=${
+              bias !== undefined
+            }: element ${at} is ${got[at]}, alone ${want[at]}`,
+          );
+          products++;
+        }
+        // Give resident operands back now and then (their regions are reused).
+        if (resident.length > 8) for (const r of resident.splice(0)) releaseKernelFloats(r);
+      }
+    } finally {
+      for (const r of resident) releaseKernelFloats(r);
+      for (const w of busy) w.terminate();
+    }
+    const threaded = threadedMatmuls() - before;
+    console.log(
+      `  ${products} products in ${SECONDS} s, ${threaded} on the default kernel's threads, slowest ${
+        slowest.toFixed(0)
+      } ms`,
+    );
+    assert.ok(products > 0);
+  },
+});
