@@ -21,6 +21,8 @@ import {
   threadedMatmuls,
 } from "../src/backends/cpu/kernels/matmul.ts";
 import type { MatmulKernel } from "../src/backends/cpu/kernels/matmul.ts";
+import { KernelThreads } from "../src/backends/cpu/threads.ts";
+import type { PanelFn, PanelJob } from "../src/backends/cpu/threads.ts";
 import { seededRandom } from "../mod.ts";
 
 const SECONDS = Number(Deno.env.get("MULTIGRAD_STRESS_SECONDS") ?? "6");
@@ -125,7 +127,7 @@ Deno.test({
           products++;
         }
         // Give resident operands back now and then (their regions are reused).
-        if (resident.length > 8) for (const r of resident.splice(0)) releaseKernelFloats(r);
+        if (resident.length > 8) { for (const r of resident.splice(0)) releaseKernelFloats(r); }
       }
     } finally {
       for (const r of resident) releaseKernelFloats(r);
@@ -138,5 +140,107 @@ Deno.test({
       } ms`,
     );
     assert.ok(products > 0);
+  },
+});
+
+/**
+ * A module with the kernel's import and signature whose `panel` traps
+ * (`unreachable`) or does nothing: what the workers run in the tests below.
+ */
+function panelModule(traps: boolean): WebAssembly.Module {
+  const body = traps ? [0x00, 0x00, 0x0b] : [0x00, 0x0b];
+  return new WebAssembly.Module(
+    new Uint8Array([
+      ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+      // type: (i32 x 8) -> ()
+      ...[0x01, 0x0c, 0x01, 0x60, 0x08, ...new Array(8).fill(0x7f), 0x00],
+      // import env.memory: shared, 1 to 16384 pages
+      ...[0x02, 0x12, 0x01, 0x03, 0x65, 0x6e, 0x76, 0x06, 0x6d, 0x65, 0x6d, 0x6f, 0x72, 0x79],
+      ...[0x02, 0x03, 0x01, 0x80, 0x80, 0x01],
+      ...[0x03, 0x02, 0x01, 0x00], // one function of type 0
+      ...[0x07, 0x09, 0x01, 0x05, 0x70, 0x61, 0x6e, 0x65, 0x6c, 0x00, 0x00], // export "panel"
+      ...[0x0a, body.length + 2, 0x01, body.length, ...body],
+    ]),
+  );
+}
+
+/** A job of 40 x 4 tiles (no packing phase) for the modules above. */
+const TILE_JOB: PanelJob = {
+  aAt: 0,
+  bAt: 0,
+  cAt: 0,
+  iPanels: 40,
+  jPanels: 4,
+  slice: 1,
+  k: 4,
+  ldc: 64,
+  mr: 4,
+  kc: 4,
+  biasAt: -1,
+};
+
+// (Deno prints the worker's "Uncaught RuntimeError: unreachable": the worker
+// ends with it, by design, so that the reason shows.)
+Deno.test({
+  name: "cpu matmul threads: a worker whose share throws costs no stall and no missing tile",
+  sanitizeResources: false,
+  fn: async () => {
+    if (typeof SharedArrayBuffer !== "function") return;
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: 16384, shared: true });
+    // This thread's kernel records the tiles it computes and sleeps a little
+    // in each, so that the worker surely takes some units.
+    const computed = new Set<number>();
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    const panel: PanelFn = (_a, _b, c) => {
+      computed.add(c);
+      Atomics.wait(nap, 0, 0, 2);
+    };
+    const pool = new KernelThreads(
+      panelModule(true),
+      null,
+      memory,
+      { panel, packRows: null, packCols: null },
+      1,
+    );
+    assert.equal(await pool.started, 2);
+    const job = TILE_JOB;
+    // Every tile's C offset: panel i's rows, B panel j's 8 columns.
+    const tiles = new Set<number>();
+    for (let i = 0; i < job.iPanels; i++) {
+      for (let j = 0; j < job.jPanels; j++) tiles.add(i * job.mr * job.ldc + j * 32);
+    }
+    // Until the worker has taken a unit (it falls back to one thread then).
+    for (let tries = 0; pool.available > 1 && tries < 50; tries++) {
+      computed.clear();
+      const began = performance.now();
+      pool.run(job, 2);
+      assert.ok(performance.now() - began < 30_000, "the job waited for a dead worker");
+      assert.deepEqual(computed, tiles, "every tile computed, the worker's share included");
+    }
+    assert.equal(pool.available, 1, "products run on one thread once a worker faulted");
+  },
+});
+
+Deno.test({
+  name: "cpu matmul threads: this thread's share throwing leaves no worker in the job",
+  sanitizeResources: false,
+  fn: async () => {
+    if (typeof SharedArrayBuffer !== "function") return;
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: 16384, shared: true });
+    let calls = 0;
+    const panel: PanelFn = () => {
+      if (++calls === 5) throw new Error("kernel fault on this thread");
+    };
+    const pool = new KernelThreads(
+      panelModule(false),
+      null,
+      memory,
+      { panel, packRows: null, packCols: null },
+      1,
+    );
+    assert.equal(await pool.started, 2);
+    assert.throws(() => pool.run(TILE_JOB, 2), /kernel fault on this thread/);
+    // (Before: the worker could still be in the job when the next one was posted.)
+    assert.equal(pool.available, 1, "products run on one thread after a fault");
   },
 });

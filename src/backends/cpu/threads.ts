@@ -23,7 +23,19 @@ const READY = 2;
 const NEXT = 3;
 /** The job's parameters start here; see {@link PanelJob}. */
 const PARAMS = 4;
-const CONTROL_WORDS = 32;
+/**
+ * Set (for good) when a thread's share threw: every thread then leaves the
+ * job (a thread waiting for the packing phase would otherwise wait for a
+ * unit that is never finished), and the calling thread redoes it alone.
+ */
+const FAULT = 32;
+const CONTROL_WORDS = 33;
+/**
+ * A worker re-checks the generation this often even if no notify came: a
+ * wake-up lost anyway (the protocol below loses none) then costs a second,
+ * not the threads.
+ */
+const IDLE_RECHECK_MS = 1000;
 /** A share that takes this long means a worker died: give up on the threads. */
 const STALL_MS = 60_000;
 /**
@@ -177,6 +189,8 @@ function runUnits(
       if (Atomics.add(p, 25, 1) === packUnits - 1) Atomics.notify(p, 25);
     }
     for (let done = Atomics.load(p, 25); done < packUnits; done = Atomics.load(p, 25)) {
+      // A thread that faulted may have taken a unit it never finishes.
+      if (Atomics.load(p, 32) !== 0) return;
       if (mayBlock) Atomics.wait(p, 25, done, 1);
     }
   }
@@ -234,15 +248,21 @@ function serve(module, packModule, memory, control, part) {
   Atomics.notify(p, ${READY});
   let gen = 0;
   for (;;) {
-    Atomics.wait(p, ${GEN}, gen);
+    while (Atomics.load(p, ${GEN}) === gen) Atomics.wait(p, ${GEN}, gen, ${IDLE_RECHECK_MS});
     gen = Atomics.load(p, ${GEN});
+    let fault;
     try {
       if (part < p[${PARAMS + 9}]) {
         runUnits(panel, packer ? packer.pack_rows : null, packer ? packer.pack_cols : null, p, true);
       }
-    } finally {
-      if (Atomics.sub(p, ${PENDING}, 1) === 1) Atomics.notify(p, ${PENDING});
+    } catch (e) {
+      // Before PENDING: the caller must see it once this job is done.
+      Atomics.store(p, ${FAULT}, 1);
+      fault = e;
     }
+    if (Atomics.sub(p, ${PENDING}, 1) === 1) Atomics.notify(p, ${PENDING});
+    // Then the worker ends, its error event telling the page or process why.
+    if (fault !== undefined) throw fault;
   }
 }
 `;
@@ -374,7 +394,35 @@ export class KernelThreads {
     return this.#workers + 1;
   }
 
-  /** Runs `job` on up to `parts` threads (this one included); returns when all are done. */
+  /**
+   * Runs `job` on up to `parts` threads (this one included); returns when all are done.
+   *
+   * Why no wake-up is lost and no job sees another's counters:
+   * - This thread writes the parameters (plain stores), sets PENDING to the
+   *   worker count, then bumps GEN and notifies; these atomics are
+   *   sequentially consistent, so a worker that reads the new GEN also
+   *   reads the new parameters.
+   * - Every worker, `parts` or not, decrements PENDING exactly once per
+   *   generation it sees, and GEN is bumped again only once PENDING is 0.
+   *   So between two of a worker's waits GEN moves by exactly one (a worker
+   *   cannot skip or serve a generation twice), and after its decrement a
+   *   worker reads nothing but GEN: writing the next job's parameters
+   *   cannot race with it.
+   * - `Atomics.wait` compares and sleeps atomically with respect to
+   *   `notify`: a worker not yet back at its wait when GEN moves (slow to
+   *   start, descheduled after its decrement) sees "not-equal" and goes on.
+   *   Every wait re-reads its word in a loop and has a timeout besides.
+   * - Units (NEXT, then p[24] for packing) are handed out by `Atomics.add`,
+   *   so each is taken once, by whichever thread comes first; a thread the
+   *   OS deschedules holds up only the unit it is in.
+   * - Products that run alone (small ones, the back-off after late
+   *   workers) never touch these words ({@link runAlone} has its own), so
+   *   switching between the two cannot leave a generation half-served.
+   * What could break it is a share that throws: its thread never finishes
+   * its units (packing waits for them forever) and, before FAULT, a dead
+   * worker went unnoticed by this thread (its error event cannot arrive
+   * while this thread waits) until the next job stalled for STALL_MS.
+   */
   run(job: PanelJob, parts: number): void {
     const p = this.#p;
     writeParams(p, job, parts);
@@ -384,18 +432,24 @@ export class KernelThreads {
     Atomics.notify(p, GEN);
     const began = performance.now();
     const { panel, packRows, packCols } = this.#kernels;
-    runUnits(panel, packRows, packCols, p, this.#block);
+    try {
+      runUnits(panel, packRows, packCols, p, this.#block);
+    } catch (e) {
+      // Let the workers leave the job before the error goes up: a job posted
+      // while they were still in this one would share its counters.
+      Atomics.store(p, FAULT, 1);
+      this.#failed = true;
+      this.#waitForWorkers(performance.now());
+      throw e;
+    }
     const started = performance.now();
-    for (let left = Atomics.load(p, PENDING); left !== 0; left = Atomics.load(p, PENDING)) {
-      if (this.#block) Atomics.wait(p, PENDING, left, 1000);
-      if (performance.now() - started > STALL_MS) {
-        this.#failed = true;
-        throw new Error(
-          `cpu matmul: ${left} of ${this.#workers} worker threads did not finish in ${
-            STALL_MS / 1000
-          } s; later products run on one thread`,
-        );
-      }
+    this.#waitForWorkers(started);
+    if (Atomics.load(p, FAULT) !== 0) {
+      // A worker's share threw (its units are missing, or the packing was
+      // abandoned): redo the whole job here, which gives the same bits.
+      this.#failed = true;
+      runAlone(this.#kernels, job);
+      return;
     }
     const waited = performance.now() - started;
     if (waited > LATE_MS && waited > started - began) {
@@ -403,6 +457,22 @@ export class KernelThreads {
       this.#aloneMs = Math.min(2 * this.#aloneMs, ALONE_MAX_MS);
     } else if (4 * waited < started - began) {
       this.#aloneMs = ALONE_MIN_MS;
+    }
+  }
+
+  /** Waits until every worker has left the job; throws after STALL_MS from `since`. */
+  #waitForWorkers(since: number): void {
+    const p = this.#p;
+    for (let left = Atomics.load(p, PENDING); left !== 0; left = Atomics.load(p, PENDING)) {
+      if (this.#block) Atomics.wait(p, PENDING, left, 1000);
+      if (performance.now() - since > STALL_MS) {
+        this.#failed = true;
+        throw new Error(
+          `cpu matmul: ${left} of ${this.#workers} worker threads did not finish in ${
+            STALL_MS / 1000
+          } s; later products run on one thread`,
+        );
+      }
     }
   }
 }
