@@ -244,3 +244,65 @@ Deno.test({
     assert.equal(pool.available, 1, "products run on one thread after a fault");
   },
 });
+
+/**
+ * A fresh process's first products: the workers start while products run
+ * alone, then join at once, while the scratch memory grows for the first
+ * time (the stall was seen once, at load 15, on a process's first products).
+ */
+const FIRST_PRODUCTS = `
+import { matmul, threadedMatmuls } from ${
+  JSON.stringify(new URL("../src/backends/cpu/kernels/matmul.ts", import.meta.url).href)
+};
+const seed = Number(Deno.args[0]);
+let state = seed;
+const random = () => ((state = (state * 1103515245 + 12345) >>> 0) / 4294967296);
+const end = performance.now() + 1500;
+for (let i = 0; performance.now() < end; i++) {
+  const m = 64 + Math.floor(random() * 400), n = 64 + Math.floor(random() * 400);
+  const k = 32 + Math.floor(random() * 400), batch = random() < 0.3 ? 16 : 1;
+  const a = Float32Array.from({ length: batch * m * k }, () => random() - 0.5);
+  const b = Float32Array.from({ length: batch * k * n }, () => random() - 0.5);
+  const layout = { batch, m, n, k, aBatchStride: m * k, bBatchStride: k * n,
+    transA: random() < 0.5, transB: random() < 0.5, dtype: "float32" };
+  const many = new Float32Array(batch * m * n), one = new Float32Array(batch * m * n);
+  matmul({ ...layout, a, b, out: many }, 3);
+  matmul({ ...layout, a, b, out: one }, 1);
+  const at = many.findIndex((v, j) => !Object.is(v, one[j]));
+  if (at >= 0) throw new Error("product " + i + " differs at " + at);
+  // Yield now and then, as a training loop does (the workers start meanwhile).
+  if (i % 3 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
+}
+console.log(threadedMatmuls());
+`;
+
+Deno.test({
+  name: "cpu matmul threads: fresh processes' first products, bitwise, never a stall",
+  fn: async () => {
+    const processes = Number(Deno.env.get("MULTIGRAD_STRESS_PROCESSES") ?? "2");
+    const file = await Deno.makeTempFile({ suffix: ".ts" });
+    const busy = startBusyWorkers(BUSY_WORKERS);
+    try {
+      await Deno.writeTextFile(file, FIRST_PRODUCTS);
+      const threaded: number[] = [];
+      for (let i = 0; i < processes; i++) {
+        const child = new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", file, String(i + 1)],
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        // Far beyond what 1.5 s of products takes, even at load 20 (not a timing).
+        const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+        const out = await child.output();
+        clearTimeout(timer);
+        assert.equal(out.signal, null, `process ${i + 1} killed after 120 s: it hung`);
+        assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+        threaded.push(Number(new TextDecoder().decode(out.stdout)));
+      }
+      console.log(`  products on the threads, by process: ${threaded.join(", ")}`);
+    } finally {
+      for (const w of busy) w.terminate();
+      await Deno.remove(file);
+    }
+  },
+});
