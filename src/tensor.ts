@@ -512,6 +512,10 @@ export class Tensor {
   std(dim?: number | number[], options?: VarianceOptions): Tensor {
     return ops.std(this, dim, options);
   }
+  /** log Σ exp over `dim`, without overflow (`torch.logsumexp`). */
+  logsumexp(dim: number | number[], keepdim = false): Tensor {
+    return ops.logsumexp(this, dim, keepdim);
+  }
   /** Maximum values over `dim` (of all elements when omitted). */
   max(dim?: number, keepdim = false): Tensor {
     return ops.max(this, dim, keepdim);

@@ -96,17 +96,11 @@ export function tril(x: Tensor, diagonal = 0): Tensor {
 }
 
 function triangle(op: "triu" | "tril", x: Tensor, diagonal: number): Tensor {
-  if (x.ndim < 2) {
-    throw new RangeError(`${op}: expects at least 2 dims, got shape ${formatShape(x.shape)}`);
-  }
-  if (!Number.isInteger(diagonal)) {
-    throw new TypeError(`${op}: diagonal must be an integer, got ${diagonal}`);
-  }
+  if (x.ndim < 2) throw new RangeError(`${op}: needs 2 dims or more, got ${formatShape(x.shape)}`);
+  if (!Number.isInteger(diagonal)) throw new TypeError(`${op}: non-integer diagonal ${diagonal}`);
   const [rows, cols] = x.shape.slice(-2);
-  // Entry (i, j) lies on diagonal j - i.
-  const offset = arangeOn(cols, x.device).reshape([1, cols]).sub(
-    arangeOn(rows, x.device).reshape([rows, 1]),
-  );
+  const [i, j] = [arangeOn(rows, x.device).reshape([rows, 1]), arangeOn(cols, x.device)];
+  const offset = j.sub(i); // entry (i, j) lies on diagonal j - i
   return maskedFill(x, op === "triu" ? offset.lt(diagonal) : offset.gt(diagonal), 0);
 }
 

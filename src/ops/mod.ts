@@ -10,7 +10,7 @@ export { abs, add, ceil, clamp, cos, div, exp, expm1, floor, gelu, log } from ".
 export { log1p, maximum, minimum, mul, neg, pow, reciprocal, relu, round } from "./elementwise.ts";
 export { rsqrt, sigmoid, sign, sin, sqrt, square, sub, tanh } from "./elementwise.ts";
 export { gather, maskedFill, select, tril, triu, where } from "./indexing.ts";
-export { argmax, argmin, max, mean, min, std, sum, variance as var } from "./reduce.ts";
+export { argmax, argmin, logsumexp, max, mean, min, std, sum, variance as var } from "./reduce.ts";
 export type { VarianceOptions } from "./reduce.ts";
 export { cat, chunk, clone, expand, flatten, narrow, permute, reshape, split } from "./view.ts";
 export { squeeze, stack, transpose, unbind, unsqueeze } from "./view.ts";

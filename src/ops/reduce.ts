@@ -1,6 +1,6 @@
 /**
- * Reductions: sum, mean, var, std, max, min, argmax, argmin, over one dim,
- * several, or all.
+ * Reductions: sum, mean, var, std, logsumexp, max, min, argmax, argmin, over
+ * one dim, several, or all.
  * @module
  */
 
@@ -8,7 +8,7 @@
 // would close a circle (it sums broadcast gradients with `sumDims`).
 
 import type { ReduceOp } from "../backends/backend.ts";
-import { record } from "../autograd.ts";
+import { noGrad, record } from "../autograd.ts";
 import { axisSplit, formatShape, normalizeDim } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { empty, launch, requireFloat } from "./util.ts";
@@ -106,6 +106,20 @@ export function variance(
 /** Standard deviation over `dim`, as `torch.std`: the square root of `var`. */
 export const std = (x: Tensor, dim?: number | number[], options: VarianceOptions = {}): Tensor =>
   variance(x, dim, options).sqrt();
+
+/** log Σ exp(x) over `dim`, as `torch.logsumexp`: shifted by the maximum, so it never overflows. */
+export function logsumexp(x: Tensor, dim: number | number[], keepdim = false): Tensor {
+  requireFloat("logsumexp", x);
+  const dims = x.ndim === 0 ? [] : normalizeDims(x, dim, "logsumexp");
+  // The shift is a constant (its gradient cancels); an infinite maximum shifts by 0, so that a
+  // slice of -inf gives -inf and one holding +inf gives +inf, as PyTorch.
+  const shift = noGrad(() => {
+    const max = dims.reduce((t, d) => t.max(d, true), x);
+    return max.where(max.abs().lt(Infinity), 0);
+  });
+  const sums = sumDims(x.sub(shift).exp(), dims, keepdim).log();
+  return sums.add(keepdim ? shift : shift.reshape(sums.shape));
+}
 
 function extreme(
   kind: "max" | "min",
