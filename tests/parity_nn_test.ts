@@ -142,3 +142,54 @@ check("padSequence", (a: Tensor, b: Tensor) => nn.utils.padSequence([a, b], { ba
   inp([3, 2], 1364),
   inp([1, 2], 1365),
 ]);
+
+for (const c of fixtures.hard_activations) {
+  backendTest(
+    `${c.fn}(${JSON.stringify(c.options)}) equals PyTorch, kinks included`,
+    async (device) => {
+      const x = fixtureTensor(c.inputs[0], device, { requiresGrad: true });
+      const F = nn.functional;
+      const out = {
+        relu6: () => F.relu6(x),
+        hardtanh: () => F.hardtanh(x, c.options),
+        hardsigmoid: () => F.hardsigmoid(x),
+        hardswish: () => F.hardswish(x),
+        mish: () => F.mish(x),
+      }[c.fn]!();
+      const tol = closeness(device);
+      await assertTensor(out, c.out, { ...tol, what: "output", shape: c.shape });
+      out.mul(fixtureTensor(c.g, device)).sum().backward();
+      await assertTensor(x.grad!, c.grads[0], { ...tol, what: "gradient" });
+    },
+  );
+}
+
+Deno.test("Hardtanh, ReLU6, Hardsigmoid, Hardswish, Mish modules: as their functions, PyTorch's repr", async () => {
+  const x = randn([4, 5]);
+  const pairs: [nn.Module, Tensor][] = [
+    [
+      new nn.Hardtanh({ minVal: -2, maxVal: 0.5 }),
+      nn.functional.hardtanh(x, { minVal: -2, maxVal: 0.5 }),
+    ],
+    [new nn.ReLU6(), nn.functional.relu6(x)],
+    [new nn.Hardsigmoid(), nn.functional.hardsigmoid(x)],
+    [new nn.Hardswish(), nn.functional.hardswish(x)],
+    [new nn.Mish(), nn.functional.mish(x)],
+  ];
+  for (const [m, want] of pairs) {
+    assert.deepEqual(await (m.forward(x) as Tensor).toArray(), await want.toArray());
+  }
+  assert.equal(new nn.Hardtanh().toString(), "Hardtanh(min_val=-1.0, max_val=1.0)");
+  assert.throws(
+    () => nn.functional.hardtanh(x, { minVal: 1, maxVal: 0 }),
+    /hardtanh: minVal 1 is above maxVal 0/,
+  );
+});
+
+check("hardswish", (x: Tensor) => nn.functional.hardswish(x), [inp([9], 1392, -5, 5)]);
+check("mish", (x: Tensor) => nn.functional.mish(x), [inp([9], 1393, -5, 5)]);
+check("hardtanh", (x: Tensor) => nn.functional.hardtanh(x, { minVal: -0.5, maxVal: 1.5 }), [
+  inp([9], 1394),
+]);
+check("hardsigmoid", (x: Tensor) => nn.functional.hardsigmoid(x), [inp([9], 1395, -5, 5)]);
+check("relu6", (x: Tensor) => nn.functional.relu6(x), [inp([9], 1396, -2, 8)]);

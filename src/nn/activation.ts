@@ -1,6 +1,7 @@
 /**
  * Activation modules beyond `ReLU`/`Sigmoid`/`Tanh`/`GELU`: `LeakyReLU`,
- * `SiLU`, `ELU`, `Softplus`, as `torch.nn`'s.
+ * `SiLU`, `ELU`, `Softplus`, `Hardtanh`, `ReLU6`, `Hardsigmoid`, `Hardswish`,
+ * `Mish`, as `torch.nn`'s.
  * @module
  */
 
@@ -83,5 +84,62 @@ export class Softplus extends Module {
   /** `beta=1, threshold=20` (numbers as Python prints them as given). */
   override extraRepr(): string {
     return `beta=${this.beta}, threshold=${this.threshold}`;
+  }
+}
+
+/** `x` clamped into [minVal, maxVal], as `torch.nn.Hardtanh`. */
+export class Hardtanh extends Module {
+  /** Lower bound. */
+  readonly minVal: number;
+  /** Upper bound. */
+  readonly maxVal: number;
+
+  /** A hardtanh (`minVal` default -1, `maxVal` default 1). */
+  constructor(options: F.HardtanhOptions = {}) {
+    super();
+    this.minVal = checkFinite("Hardtanh", "minVal", options.minVal ?? -1);
+    this.maxVal = checkFinite("Hardtanh", "maxVal", options.maxVal ?? 1);
+  }
+
+  /** Applies hardtanh. */
+  override forward(x: Tensor): Tensor {
+    return F.hardtanh(x, { minVal: this.minVal, maxVal: this.maxVal });
+  }
+
+  /** `min_val=-1.0, max_val=1.0`. */
+  override extraRepr(): string {
+    return `min_val=${pyFloat(this.minVal)}, max_val=${pyFloat(this.maxVal)}`;
+  }
+}
+
+/** `min(max(x, 0), 6)`, as `torch.nn.ReLU6`. */
+export class ReLU6 extends Module {
+  /** Applies ReLU6. */
+  override forward(x: Tensor): Tensor {
+    return F.relu6(x);
+  }
+}
+
+/** `x / 6 + 1/2` clamped into [0, 1], as `torch.nn.Hardsigmoid`. */
+export class Hardsigmoid extends Module {
+  /** Applies hardsigmoid. */
+  override forward(x: Tensor): Tensor {
+    return F.hardsigmoid(x);
+  }
+}
+
+/** `x · relu6(x + 3) / 6`, as `torch.nn.Hardswish`. */
+export class Hardswish extends Module {
+  /** Applies hardswish. */
+  override forward(x: Tensor): Tensor {
+    return F.hardswish(x);
+  }
+}
+
+/** `x · tanh(softplus(x))`, as `torch.nn.Mish`. */
+export class Mish extends Module {
+  /** Applies mish. */
+  override forward(x: Tensor): Tensor {
+    return F.mish(x);
   }
 }

@@ -80,3 +80,58 @@ export function softplus(x: Tensor, options: SoftplusOptions = {}): Tensor {
   const soft = scaled.clamp(undefined, threshold).exp().log1p();
   return where(scaled.gt(threshold), x, beta === 1 ? soft : soft.div(beta));
 }
+
+/** Options of {@link hardtanh}. */
+export interface HardtanhOptions {
+  /** Lower bound (default -1). */
+  minVal?: number;
+  /** Upper bound (default 1). */
+  maxVal?: number;
+}
+
+/**
+ * `x` clamped into [minVal, maxVal], as `torch.nn.functional.hardtanh`. The
+ * gradient passes strictly inside the bounds only (0 at them, as PyTorch's;
+ * `clamp` passes it at its bounds).
+ */
+export function hardtanh(x: Tensor, options: HardtanhOptions = {}): Tensor {
+  checkFloatInput("hardtanh", x);
+  const lo = checkFinite("hardtanh", "minVal", options.minVal ?? -1);
+  const hi = checkFinite("hardtanh", "maxVal", options.maxVal ?? 1);
+  if (!(lo <= hi)) throw new RangeError(`hardtanh: minVal ${lo} is above maxVal ${hi}`);
+  return clampInside(x, [lo, hi], x, [lo, hi]);
+}
+
+/** `y` clamped into `range`, its gradient passed only where `x` is strictly inside `open`. */
+function clampInside(x: Tensor, open: number[], y: Tensor, range: number[]): Tensor {
+  const inside = noGrad(() => tidy(() => x.gt(open[0]).mul(x.lt(open[1]))));
+  return where(inside, y, noGrad(() => y.clamp(range[0], range[1])));
+}
+
+/** `min(max(x, 0), 6)`, as `torch.nn.functional.relu6` (gradient 0 at 0 and 6). */
+export function relu6(x: Tensor): Tensor {
+  checkFloatInput("relu6", x);
+  return clampInside(x, [0, 6], x, [0, 6]);
+}
+
+/** `x / 6 + 1/2` clamped into [0, 1], as `torch.nn.functional.hardsigmoid`. */
+export function hardsigmoid(x: Tensor): Tensor {
+  checkFloatInput("hardsigmoid", x);
+  return clampInside(x, [-3, 3], x.div(6).add(0.5), [0, 1]);
+}
+
+/**
+ * `x · relu6(x + 3) / 6`, as `torch.nn.functional.hardswish`; the gradient is
+ * `x / 3 + 1/2` on [-3, 3), 0 below, 1 from 3 on (PyTorch's vectorised
+ * kernel; its scalar one, for tensors of a few elements, gives 1.5 at 3).
+ */
+export function hardswish(x: Tensor): Tensor {
+  checkFloatInput("hardswish", x);
+  return where(x.lt(-3), 0, where(x.ge(3), x, x.mul(x.add(3)).div(6)));
+}
+
+/** `x · tanh(softplus(x))`, as `torch.nn.functional.mish`. */
+export function mish(x: Tensor): Tensor {
+  checkFloatInput("mish", x);
+  return x.mul(softplus(x).tanh());
+}
