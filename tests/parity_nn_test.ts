@@ -193,3 +193,41 @@ check("hardtanh", (x: Tensor) => nn.functional.hardtanh(x, { minVal: -0.5, maxVa
 ]);
 check("hardsigmoid", (x: Tensor) => nn.functional.hardsigmoid(x), [inp([9], 1395, -5, 5)]);
 check("relu6", (x: Tensor) => nn.functional.relu6(x), [inp([9], 1396, -2, 8)]);
+
+for (const c of fixtures.pool1d) {
+  backendTest(
+    `${c.fn}Pool1d(${c.kernel}, ${JSON.stringify(c.options)}) equals PyTorch`,
+    async (device) => {
+      const x = fixtureTensor(c.inputs[0], device, { requiresGrad: true });
+      const out = c.fn === "max"
+        ? new nn.MaxPool1d(c.kernel, c.options).forward(x)
+        : nn.functional.avgPool1d(x, [c.kernel], c.options);
+      const tol = closeness(device);
+      await assertTensor(out, c.out, { ...tol, what: "output", shape: c.shape });
+      out.mul(fixtureTensor(c.g, device)).sum().backward();
+      await assertTensor(x.grad!, c.grads[0], { ...tol, what: "gradient" });
+    },
+  );
+}
+
+Deno.test("maxPool1d/avgPool1d: unbatched input, and an error naming the shape", async () => {
+  const x = randn([3, 8]);
+  assert.deepEqual([...new nn.AvgPool1d(2).forward(x).shape], [3, 4]);
+  assert.deepEqual(
+    await nn.functional.maxPool1d(x, 2).toArray(),
+    await nn.functional.maxPool1d(x.unsqueeze(0), 2).squeeze(0).toArray(),
+  );
+  assert.throws(
+    () => nn.functional.maxPool1d(randn([1, 2, 3, 4]), 2),
+    /maxPool1d: expected \[N, C, L\] or \[C, L\], got shape \[1, 2, 3, 4\]/,
+  );
+});
+
+check(
+  "maxPool1d stride 2 padding 1",
+  (x: Tensor) => nn.functional.maxPool1d(x, 3, { stride: 2, padding: 1 }),
+  [
+    inp([1, 2, 7], 1402),
+  ],
+);
+check("avgPool1d", (x: Tensor) => nn.functional.avgPool1d(x, 2), [inp([2, 6], 1403)]);

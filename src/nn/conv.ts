@@ -294,3 +294,43 @@ export class AdaptiveAvgPool2d extends Module {
     }`;
   }
 }
+
+/** Max pooling along the last dim, as `torch.nn.MaxPool1d`. */
+export class MaxPool1d extends Module {
+  /** Window size. */
+  readonly kernelSize: F.Size1;
+  /** Options as given (stride defaults to the kernel size). */
+  readonly options: F.MaxPool1dOptions;
+
+  /** Pools `kernelSize` windows. */
+  constructor(kernelSize: F.Size1, options: F.MaxPool1dOptions = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+
+  /** Pools `x` [N, C, L] (or [C, L]). */
+  override forward(x: Tensor): Tensor {
+    return F.maxPool1d(x, this.kernelSize, this.options);
+  }
+}
+
+/** Average pooling along the last dim, as `torch.nn.AvgPool1d`. */
+export class AvgPool1d extends Module {
+  /** Window size. */
+  readonly kernelSize: F.Size1;
+  /** Options as given (stride defaults to the kernel size). */
+  readonly options: F.AvgPool1dOptions;
+
+  /** Pools `kernelSize` windows. */
+  constructor(kernelSize: F.Size1, options: F.AvgPool1dOptions = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+
+  /** Pools `x` [N, C, L] (or [C, L]). */
+  override forward(x: Tensor): Tensor {
+    return F.avgPool1d(x, this.kernelSize, this.options);
+  }
+}

@@ -25,6 +25,7 @@ export * from "./functional/attention.ts";
 export * from "./functional/sparse.ts";
 export * from "./functional/conv.ts";
 export * from "./functional/normalize.ts";
+export * from "./functional/pool1d.ts";
 
 // ---------------------------------------------------------------- activations
 
