@@ -633,7 +633,10 @@ export async function main(
 if (import.meta.main) {
   const [out, scenario, json] = Deno.args;
   const options = JSON.parse(json ?? "{}");
-  await distributed.initProcessGroup({ timeoutMs: options.timeoutMs ?? 20_000 });
+  // The library's 60 s default: under the parallel suite two MPI ranks with a few collectives took
+  // 9-24 s here (MPICH's waits spin, and the ranks share 2 cores with other tests), so a 20 s
+  // timeout failed a healthy job. The failure scenarios pass their own short timeouts.
+  await distributed.initProcessGroup({ timeoutMs: options.timeoutMs ?? 60_000 });
   const rank = distributed.getRank();
   const result = await main(rank, distributed.getWorldSize(), scenario, options);
   await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
