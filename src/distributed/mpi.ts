@@ -638,6 +638,17 @@ class MpiBackend implements ProcessGroupBackend {
     }
   }
 
+  /** MPI_Testall until the requests are done or `until`: the code when done, else null. */
+  #testAllUntil(requests: Int32Array, statuses: Int32Array, until: number): number | null {
+    const flag = new Int32Array(1);
+    do {
+      const code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
+      if (flag[0] || code === MPI_ERR_IN_STATUS) return code;
+      check("MPI_Testall", code);
+    } while (performance.now() < until);
+    return null;
+  }
+
   /**
    * One meeting of the ranks (see the module's comment): sends the header
    * and then `payload` (or `payload(q)`) to every other rank q, receives each rank's header and
@@ -653,16 +664,7 @@ class MpiBackend implements ProcessGroupBackend {
     const deadline = performance.now() + this.#timeoutMs;
     const meeting = this.#post(this.#comm, call, payload, into);
     const { requests, statuses } = meeting;
-    const flag = new Int32Array(1);
-    // MPI_Testall until done or `until`; the code when done, else null.
-    const spin = (until: number): number | null => {
-      do {
-        const code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
-        if (flag[0] || code === MPI_ERR_IN_STATUS) return code;
-        check("MPI_Testall", code);
-      } while (performance.now() < until);
-      return null;
-    };
+    const spin = (until: number) => this.#testAllUntil(requests, statuses, until);
     // See spinMs(): most meetings complete within the spin.
     let code = spin(performance.now() + this.#spinMs);
     if (code === null && meeting.missing().length > 0) {
@@ -1154,16 +1156,7 @@ class MpiBackend implements ProcessGroupBackend {
       requests[i] = slot[0];
     });
     const statuses = new Int32Array(posts.length * STATUS_WORDS);
-    const flag = new Int32Array(1);
-    // MPI_Testall until done or `until`: the code when done, else null.
-    const spin = (until: number): number | null => {
-      do {
-        const code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
-        if (flag[0] || code === MPI_ERR_IN_STATUS) return code;
-        check("MPI_Testall", code);
-      } while (performance.now() < until);
-      return null;
-    };
+    const spin = (until: number) => this.#testAllUntil(requests, statuses, until);
     // No blocking wait on a helper thread: MPICH's polls a core for as long
     // as the peer takes, and a receive may wait long (a pipeline's stage).
     // Short spins on timers instead (they also move a large message along,

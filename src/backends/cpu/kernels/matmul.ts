@@ -945,10 +945,7 @@ export function kernelFloats(
   numel: number,
   preference: MatmulKernel | "auto" = "auto",
 ): Float32Array | undefined {
-  const w = wasmFor(preference);
-  if (w === null || !w.shared) return undefined;
-  const at = w.heap.alloc(numel * 4);
-  return at === undefined ? undefined : w.heap.floats(at, numel);
+  return kernelArray(numel, preference, (heap, at) => heap.floats(at, numel));
 }
 
 /**
@@ -959,10 +956,19 @@ export function kernelInts(
   numel: number,
   preference: MatmulKernel | "auto" = "auto",
 ): Int32Array | undefined {
+  return kernelArray(numel, preference, (heap, at) => heap.ints(at, numel));
+}
+
+/** `numel` 4-byte values in the kernel's shared memory, viewed by `view`; undefined as above. */
+function kernelArray<T>(
+  numel: number,
+  preference: MatmulKernel | "auto",
+  view: (heap: KernelHeap, at: number) => T,
+): T | undefined {
   const w = wasmFor(preference);
   if (w === null || !w.shared) return undefined;
   const at = w.heap.alloc(numel * 4);
-  return at === undefined ? undefined : w.heap.ints(at, numel);
+  return at === undefined ? undefined : view(w.heap, at);
 }
 
 /**
