@@ -9,6 +9,8 @@ import { gelu } from "../src/backends/cpu/kernels/gelu.ts";
 import { geluDerivative } from "../src/backends/cpu/kernels/gelu_derivative.ts";
 import { geluInWasm } from "../src/backends/cpu/wasm/gelu.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
+import { HostPool } from "../src/backends/cpu/pool.ts";
+import { KernelHeap } from "../src/backends/cpu/wasm/heap.ts";
 import {
   kBlock,
   kernelFloats,
@@ -106,6 +108,56 @@ Deno.test("cpu memory: freed arrays are pooled; bytesInUse exact, bytesReserved 
   d.free(b);
   // The second 1000-element array reused the first: 4000 + 40 bytes pooled.
   assert.deepEqual(d.memory(), { bytesInUse: 0, bytesReserved: 4040 });
+});
+
+Deno.test("cpu host pool: a full pool lets the arrays freed longest ago go, to where they came from", () => {
+  const evicted: TypedArray[] = [];
+  const pool = new HostPool(4000, (a) => evicted.push(a));
+  const old = new Float32Array(500);
+  const mid = new Int32Array(400);
+  assert.ok(pool.give(old) && pool.give(mid));
+  assert.equal(pool.bytes, 3600);
+  // 3600 + 1600 > 4000: the oldest (old) goes, mid stays.
+  const next = new Float32Array(400);
+  assert.ok(pool.give(next));
+  assert.deepEqual(evicted, [old]);
+  assert.equal(pool.bytes, 3200);
+  assert.equal(pool.take("float32", 500), undefined);
+  assert.equal(pool.take("int32", 400), mid);
+  assert.equal(pool.take("float32", 400), next);
+  assert.equal(pool.bytes, 0);
+  // Larger than the whole pool, or empty: refused, nothing evicted.
+  assert.ok(!pool.give(new Float32Array(1001)) && !pool.give(new Float32Array(0)));
+  assert.deepEqual(evicted, [old]);
+});
+
+Deno.test("cpu kernel heap: freed regions merge and serve any later size; the top comes down", () => {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 4 });
+  const heap = new KernelHeap(memory, 4 * 65536);
+  const a = heap.alloc(1000)!; // 1024 bytes
+  const b = heap.alloc(3000)!; // 3008
+  const c = heap.alloc(64)!;
+  assert.deepEqual([a, b, c], [64, 64 + 1024, 64 + 1024 + 3008]);
+  heap.release(a, 1000);
+  heap.release(b, 3000);
+  // a and b merged: 4032 bytes at 64 serve a size neither had alone.
+  assert.equal(heap.alloc(4000), 64);
+  heap.release(64, 4000);
+  // Best fit: a 1024-byte hole is cut from the merged block's start.
+  assert.equal(heap.alloc(1024), 64);
+  heap.release(64, 1024);
+  heap.release(c, 64);
+  assert.equal(heap.top, 64, "everything freed: the top is back at the start");
+  // Up to the cap, then undefined (the caller keeps the array in host memory).
+  const big = heap.alloc(3 * 65536)!;
+  assert.equal(heap.alloc(65536), undefined);
+  heap.release(big, 3 * 65536);
+  assert.equal(heap.alloc(65536), 64, "the freed top serves the next request");
+  const above = heap.alloc(64)!;
+  heap.release(64, 65536);
+  assert.throws(() => heap.release(64, 65536), /released twice/);
+  heap.release(above, 64);
+  assert.equal(heap.top, 64);
 });
 
 Deno.test("cpu matmul on worker threads: bitwise the single-thread result, every shape class", async () => {

@@ -101,13 +101,18 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
  */
 const KERNEL_MEMORY_MIN = 1 << 14;
 
+/** Gives an array that lives in the matmul kernel's memory back to it (host arrays: nothing). */
+function releaseToKernel(array: TypedArray): void {
+  if (!(array instanceof Float64Array)) releaseKernelFloats(array);
+}
+
 /** One logical cpu device. */
 class CpuDevice implements DeviceImpl<TypedArray> {
   readonly info: string;
   readonly dtypes: readonly DType[] = ["float32", "int32", "float64"];
   readonly kernels: KernelTable<TypedArray>;
   #bytes = 0;
-  readonly #pool = new HostPool(POOL_BYTES);
+  readonly #pool = new HostPool(POOL_BYTES, releaseToKernel);
 
   readonly #threads: number;
   readonly #kernel: MatmulKernel | "auto";
@@ -142,8 +147,7 @@ class CpuDevice implements DeviceImpl<TypedArray> {
   }
   free(buffer: TypedArray): void {
     this.#bytes -= buffer.byteLength;
-    if (this.#pool.give(buffer) || buffer instanceof Float64Array) return;
-    releaseKernelFloats(buffer);
+    if (!this.#pool.give(buffer)) releaseToKernel(buffer);
   }
   write(buffer: TypedArray, offset: number, data: TypedArray): void {
     buffer.set(data, offset);
