@@ -10,6 +10,7 @@ import { geluDerivative } from "../src/backends/cpu/kernels/gelu_derivative.ts";
 import { geluInWasm } from "../src/backends/cpu/wasm/gelu.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { HostPool } from "../src/backends/cpu/pool.ts";
+import { loadBlas } from "../src/backends/cpu/blas.ts";
 import { KernelHeap } from "../src/backends/cpu/wasm/heap.ts";
 import {
   kBlock,
@@ -108,6 +109,96 @@ Deno.test("cpu memory: freed arrays are pooled; bytesInUse exact, bytesReserved 
   d.free(b);
   // The second 1000-element array reused the first: 4000 + 40 bytes pooled.
   assert.deepEqual(d.memory(), { bytesInUse: 0, bytesReserved: 4040 });
+});
+
+Deno.test("cpu BLAS: products equal the WebAssembly kernel's to float32 rounding in every layout", () => {
+  const blas = loadBlas(2, 2);
+  if (blas === null) {
+    // CI installs OpenBLAS and sets MULTIGRAD_REQUIRE_BLAS, so this path is always checked there.
+    assert.ok(
+      !Deno.env.get("MULTIGRAD_REQUIRE_BLAS"),
+      "MULTIGRAD_REQUIRE_BLAS is set but no BLAS loads",
+    );
+    console.warn("  no BLAS library here: the WebAssembly kernel runs every product");
+    return;
+  }
+  const random = seededRandom(41);
+  for (
+    const [batch, m, n, k, broadcast] of [
+      [1, 37, 29, 53, ""],
+      [3, 8, 5, 7, ""],
+      [3, 8, 5, 7, "a"],
+      [3, 8, 5, 7, "b"],
+      [2, 4, 6, 0, ""],
+      [1, 0, 6, 3, ""],
+    ] as const
+  ) {
+    for (const transA of [false, true]) {
+      for (const transB of [false, true]) {
+        for (const dtype of ["float32", "float64"] as const) {
+          const Ctor = dtype === "float32" ? Float32Array : Float64Array;
+          const values = (length: number) => {
+            const x = new Ctor(length);
+            for (let e = 0; e < length; e++) x[e] = random() - 0.5;
+            return x;
+          };
+          const a = values((broadcast === "a" ? 1 : batch) * m * k);
+          const b = values((broadcast === "b" ? 1 : batch) * k * n);
+          const bias = values(n);
+          const layout = {
+            batch,
+            m,
+            n,
+            k,
+            aBatchStride: broadcast === "a" ? 0 : m * k,
+            bBatchStride: broadcast === "b" ? 0 : k * n,
+            transA,
+            transB,
+            dtype,
+          };
+          const want = new Ctor(batch * m * n);
+          matmulBias({ ...layout, a, b, out: want }, bias, 1);
+          const got = new Ctor(batch * m * n).fill(NaN);
+          blas.matmul({ ...layout, a, b, out: got }, bias);
+          const tolerance = dtype === "float32" ? 1e-5 : 1e-13;
+          got.forEach((v, i) =>
+            assert.ok(
+              Math.abs(v - want[i]) <= tolerance,
+              `${dtype} ${batch}x${m}x${n}x${k} ${broadcast} transA=${transA} transB=${transB}: element ${i} is ${v}, want ${
+                want[i]
+              }`,
+            )
+          );
+        }
+      }
+    }
+  }
+  // A NaN or inf operand spreads as IEEE arithmetic says (BLAS must not skip zeros).
+  const a = new Float32Array([NaN, 1, Infinity, 0]);
+  const out = new Float32Array(4);
+  blas.matmul({
+    a,
+    b: new Float32Array([0, 0, 0, 0]),
+    out,
+    batch: 1,
+    m: 2,
+    n: 2,
+    k: 2,
+    aBatchStride: 4,
+    bBatchStride: 4,
+    transA: false,
+    transB: false,
+    dtype: "float32",
+  });
+  assert.deepEqual([...out], [NaN, NaN, NaN, NaN]);
+});
+
+Deno.test("cpuBackend: BLAS named in info where it loads; blas: false and a named kernel turn it off", () => {
+  const info = (options: Parameters<typeof cpuBackend>[0]) =>
+    (cpuBackend(options).createDevice(0) as BackendDevice).info;
+  if (loadBlas(2, 2) !== null) assert.match(info({}), /libopenblas|Accelerate/);
+  assert.match(info({ blas: false }), /(relaxed-simd|simd|typescript) matmul/);
+  assert.match(info({ matmulKernel: "simd" }), /simd matmul/);
 });
 
 Deno.test("cpu host pool: a full pool lets the arrays freed longest ago go, to where they came from", () => {

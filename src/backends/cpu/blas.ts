@@ -1,0 +1,188 @@
+/**
+ * The platform's BLAS (OpenBLAS; Apple's Accelerate) for float32 and float64
+ * products, called through Deno's FFI where the program may load libraries
+ * (`--allow-ffi`) and one is installed; the cpu backend falls back to its
+ * WebAssembly and TypeScript kernels everywhere else (browsers, no
+ * permission, no library). This is what PyTorch and NumPy do on a CPU: the
+ * hand-written WebAssembly kernel reaches about half of what a native sgemm
+ * does with AVX2/AVX-512 on the same cores.
+ * @module
+ */
+
+import type { MatmulArgs } from "../backend.ts";
+import type { TypedArray } from "../../dtype.ts";
+
+/** CBLAS's enumerations (the same values in every CBLAS). */
+const ROW_MAJOR = 101;
+const NO_TRANS = 111;
+const TRANS = 112;
+
+/** order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc. */
+const SYMBOLS = {
+  cblas_sgemm: {
+    parameters: [
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "f32",
+      "buffer",
+      "i32",
+      "buffer",
+      "i32",
+      "f32",
+      "buffer",
+      "i32",
+    ],
+    result: "void",
+  },
+  cblas_dgemm: {
+    parameters: [
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "f64",
+      "buffer",
+      "i32",
+      "buffer",
+      "i32",
+      "f64",
+      "buffer",
+      "i32",
+    ],
+    result: "void",
+  },
+  openblas_set_num_threads: { parameters: ["i32"], result: "void", optional: true },
+  openblas_get_corename: { parameters: [], result: "pointer", optional: true },
+} as const;
+
+type GemmFn = (...args: (number | ArrayBufferView)[]) => void;
+
+/** A loaded BLAS: float32 and float64 general matrix products. */
+export interface Blas {
+  /** The library's file name, and OpenBLAS's core name where it tells. */
+  readonly name: string;
+  /**
+   * Computes `args`' product (row-major operands as the contract stores
+   * them) and adds `bias` to every row afterwards (rounded as the composed
+   * add rounds it). Runs on the calling thread; the library may use its own
+   * threads (see {@link loadBlas}).
+   */
+  matmul(args: MatmulArgs<TypedArray>, bias?: TypedArray): void;
+}
+
+/** Library file names tried in order, per OS (a full path in `MULTIGRAD_BLAS` comes first). */
+const CANDIDATES: Record<string, readonly string[]> = {
+  linux: ["libopenblas.so.0", "libopenblas.so", "libopenblas64_.so.0"],
+  darwin: [
+    "/System/Library/Frameworks/Accelerate.framework/Accelerate",
+    "/opt/homebrew/opt/openblas/lib/libopenblas.dylib",
+  ],
+  windows: ["libopenblas.dll", "openblas.dll"],
+};
+
+let loaded: Blas | null | undefined;
+let threadsSet = 0;
+
+/**
+ * The platform's BLAS, loaded once per thread (each Worker loads its own
+ * handle to the same library), or null: outside Deno, without the `ffi`
+ * permission (never prompted for), with `MULTIGRAD_BLAS=off`, or when no
+ * library loads. `MULTIGRAD_BLAS` may also name the library's path.
+ *
+ * `threads` below `maxThreads` (the core count) caps the library's own
+ * threads (OpenBLAS only): a distributed rank passes 1, as it runs its
+ * products on one core beside the other ranks. OpenBLAS keeps that count
+ * for the whole process, so a Worker rank's 1 also holds on the main
+ * thread; the count is only ever lowered, never raised, as another thread
+ * could be inside a product.
+ */
+export function loadBlas(threads: number, maxThreads: number): Blas | null {
+  if (loaded === undefined) loaded = open();
+  if (loaded !== null && threads < (threadsSet || maxThreads)) {
+    setThreads?.(threads);
+    threadsSet = threads;
+  }
+  return loaded;
+}
+
+let setThreads: ((n: number) => void) | undefined;
+
+function open(): Blas | null {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  if (deno?.dlopen === undefined) return null;
+  let wanted: string | undefined;
+  try {
+    if (deno.permissions.querySync({ name: "ffi" }).state !== "granted") return null;
+    wanted = deno.permissions.querySync({ name: "env", variable: "MULTIGRAD_BLAS" }).state ===
+        "granted"
+      ? deno.env.get("MULTIGRAD_BLAS")
+      : undefined;
+  } catch {
+    return null;
+  }
+  if (wanted !== undefined && /^(off|0|false|none)$/i.test(wanted)) return null;
+  const candidates = wanted ? [wanted] : CANDIDATES[deno.build.os] ?? [];
+  for (const path of candidates) {
+    let lib;
+    try {
+      lib = deno.dlopen(path, SYMBOLS);
+    } catch {
+      continue;
+    }
+    const symbols = lib.symbols as unknown as Record<string, unknown>;
+    const core = symbols.openblas_get_corename as (() => Deno.PointerValue) | null;
+    const corePointer = core?.();
+    const coreName = corePointer ? ` (${Deno.UnsafePointerView.getCString(corePointer)})` : "";
+    const set = symbols.openblas_set_num_threads as ((n: number) => void) | null;
+    setThreads = set ?? undefined;
+    const sgemm = symbols.cblas_sgemm as GemmFn;
+    const dgemm = symbols.cblas_dgemm as GemmFn;
+    return {
+      name: `${path.split("/").pop()}${coreName}`,
+      matmul: (args, bias) => gemm(args.dtype === "float64" ? dgemm : sgemm, args, bias),
+    };
+  }
+  return null;
+}
+
+/** One product per batch entry (CBLAS has no batched call); then the bias. */
+function gemm(fn: GemmFn, args: MatmulArgs<TypedArray>, bias?: TypedArray): void {
+  const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = args;
+  const lda = transA ? m : k;
+  const ldb = transB ? k : n;
+  for (let i = 0; i < batch; i++) {
+    const c = out.subarray(i * m * n, (i + 1) * m * n);
+    if (k === 0) {
+      // BLAS leaves C alone when k is 0 with beta 0 on some libraries; the contract wants zeros.
+      c.fill(0);
+      continue;
+    }
+    fn(
+      ROW_MAJOR,
+      transA ? TRANS : NO_TRANS,
+      transB ? TRANS : NO_TRANS,
+      m,
+      n,
+      k,
+      1,
+      a.subarray(i * aBatchStride, i * aBatchStride + m * k),
+      lda,
+      b.subarray(i * bBatchStride, i * bBatchStride + k * n),
+      ldb,
+      0,
+      c,
+      n,
+    );
+  }
+  if (bias === undefined) return;
+  const rows = batch * m;
+  for (let r = 0, at = 0; r < rows; r++, at += n) {
+    for (let j = 0; j < n; j++) out[at + j] += bias[j];
+  }
+}
