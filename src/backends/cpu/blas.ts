@@ -11,6 +11,7 @@
 
 import type { MatmulArgs } from "../backend.ts";
 import type { TypedArray } from "../../dtype.ts";
+import { addBiasRows } from "./kernels/matmul.ts";
 
 /** CBLAS's enumerations (the same values in every CBLAS). */
 const ROW_MAJOR = 101;
@@ -180,9 +181,5 @@ function gemm(fn: GemmFn, args: MatmulArgs<TypedArray>, bias?: TypedArray): void
       n,
     );
   }
-  if (bias === undefined) return;
-  const rows = batch * m;
-  for (let r = 0, at = 0; r < rows; r++, at += n) {
-    for (let j = 0; j < n; j++) out[at + j] += bias[j];
-  }
+  if (bias !== undefined) addBiasRows(out, bias, batch * m, n);
 }

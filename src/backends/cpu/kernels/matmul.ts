@@ -1047,8 +1047,11 @@ export function matmulBias(
     }
   }
   matmulTs(a, b, out, layout);
-  if (bias === undefined) return;
-  const rows = layout.batch * m;
+  if (bias !== undefined) addBiasRows(out, bias, layout.batch * m, n);
+}
+
+/** Adds `bias` (n values) to each of the `rows` rows of `out`, as a composed add rounds it. */
+export function addBiasRows(out: TypedArray, bias: TypedArray, rows: number, n: number): void {
   for (let r = 0, at = 0; r < rows; r++, at += n) {
     for (let j = 0; j < n; j++) out[at + j] += bias[j];
   }
