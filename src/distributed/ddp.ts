@@ -326,45 +326,69 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
    * Starts, in bucket order, the read of every bucket whose gradients are
    * all in (into its place in the step's host array, queued where the
    * bucket's last gradient is produced); at the end of backward (`final`)
-   * the rest too, with zeros for parameters that have no gradient.
+   * the rest too, with zeros for parameters that have no gradient. A device
+   * whose memory is not the host's (webgpu) reads every bucket of a dtype at
+   * the end, in one crossing: a map waits for the whole device anyway, and
+   * one started mid-backward blocks this thread until the device drains
+   * (Deno polls it with a blocking wait), so the rest of backward would only
+   * be recorded after that.
    */
   #launchReady(pass: Pass, final: boolean): void {
+    if (this.device.backendDevice.readSync === undefined) {
+      if (!final) return;
+      for (const layout of this.#layouts) {
+        const read = this.#readBuckets(layout.buckets, this.#hostOf(pass, layout.dtype));
+        for (const b of layout.buckets) pass.launched[b] = read;
+      }
+      return;
+    }
     while (pass.launched.length < this.#buckets.length) {
       const index = pass.launched.length;
       const bucket = this.#buckets[index];
       if (!final && !bucket.params.every((p) => pass.ready.has(p))) return;
-      let host = pass.host.get(bucket.dtype);
-      if (!host) {
-        const layout = this.#layouts.find((l) => l.dtype === bucket.dtype)!;
-        host = borrowHost(bucket.dtype, layout.numel);
-        pass.host.set(bucket.dtype, host);
-      }
-      // Runs of parameters with a gradient are read (one read per run);
-      // the places of those without one are zeros.
-      const reads: Promise<void>[] = [];
-      let at = this.#bucketAt[index];
-      let run: Tensor[] = [];
-      let runAt = at;
-      const flush = () => {
-        if (run.length > 0) reads.push(readFlatInto(run, host, runAt, "DistributedDataParallel"));
-        run = [];
-      };
-      for (const p of bucket.params) {
-        if (p.grad) {
-          if (run.length === 0) runAt = at;
-          run.push(p.grad);
-        } else {
-          flush();
-          host.fill(0, at, at + p.numel());
-        }
-        at += p.numel();
-      }
-      flush();
-      const read = Promise.all(reads).then(() => {});
-      // Raised by the step's collective, which waits for every read.
-      read.catch(() => {});
-      pass.launched.push(read);
+      pass.launched.push(this.#readBuckets([index], this.#hostOf(pass, bucket.dtype)));
     }
+  }
+
+  /** The step's host array of `dtype` (all its buckets at their offsets). */
+  #hostOf(pass: Pass, dtype: DType): TypedArray {
+    let host = pass.host.get(dtype);
+    if (!host) {
+      host = borrowHost(dtype, this.#layouts.find((l) => l.dtype === dtype)!.numel);
+      pass.host.set(dtype, host);
+    }
+    return host;
+  }
+
+  /**
+   * Reads the gradients of the consecutive buckets `indices` (one dtype)
+   * into their places in `host`: one read per run of parameters with a
+   * gradient, zeros for those without one.
+   */
+  #readBuckets(indices: readonly number[], host: TypedArray): Promise<void> {
+    const reads: Promise<void>[] = [];
+    let at = this.#bucketAt[indices[0]];
+    let run: Tensor[] = [];
+    let runAt = at;
+    const flush = () => {
+      if (run.length > 0) reads.push(readFlatInto(run, host, runAt, "DistributedDataParallel"));
+      run = [];
+    };
+    for (const p of indices.flatMap((b) => this.#buckets[b].params)) {
+      if (p.grad) {
+        if (run.length === 0) runAt = at;
+        run.push(p.grad);
+      } else {
+        flush();
+        host.fill(0, at, at + p.numel());
+      }
+      at += p.numel();
+    }
+    flush();
+    const read = Promise.all(reads).then(() => {});
+    // Raised by the step's collective, which waits for every read.
+    read.catch(() => {});
+    return read;
   }
 
   /**
