@@ -14,7 +14,7 @@ import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
 import { borrowHost, giveBackHost, readFlat, readFlatInto, runOnHost, writeFlat } from "./host.ts";
-import type { DistributedGroup } from "./backend.ts";
+import type { CollectiveCall, DistributedGroup } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
@@ -74,10 +74,6 @@ interface Layout {
 interface Pass {
   /** Parameters whose gradient is in. */
   readonly ready: Set<Parameter>;
-  /** The reads of the buckets started so far, in bucket order. */
-  readonly launched: Promise<void>[];
-  /** The step's host array of each dtype (buckets at their offsets). */
-  readonly host: Map<DType, TypedArray>;
 }
 
 /**
@@ -183,8 +179,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly findUnusedParameters: boolean;
   readonly #group: ProcessGroup;
   readonly #buckets: readonly Bucket[];
-  /** Element offset of each bucket in its dtype's step array. */
-  readonly #bucketAt: readonly number[];
   readonly #layouts: readonly Layout[];
   readonly #names: Map<Parameter, string>;
   #syncing = true;
@@ -241,13 +235,11 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.#names = names;
     this.#buckets = assignBuckets(params, capMB * MIB);
     const layouts = new Map<DType, { dtype: DType; buckets: number[]; numel: number }>();
-    this.#bucketAt = this.#buckets.map((bucket, i) => {
+    this.#buckets.forEach((bucket, i) => {
       const layout = layouts.get(bucket.dtype) ?? { dtype: bucket.dtype, buckets: [], numel: 0 };
       layouts.set(bucket.dtype, layout);
-      const at = layout.numel;
       layout.buckets.push(i);
       layout.numel += bucket.params.reduce((n, p) => n + p.numel(), 0);
-      return at;
     });
     this.#layouts = [...layouts.values()];
     if (group.worldSize > 1) {
@@ -315,66 +307,29 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (!this.#syncing) return;
     let pass = this.#pass;
     if (!pass) {
-      pass = this.#pass = { ready: new Set(), launched: [], host: new Map() };
+      pass = this.#pass = { ready: new Set() };
       queueBackwardCallback(() => this.#finishPass());
     }
     pass.ready.add(p);
-    this.#launchReady(pass, false);
   }
 
   /**
-   * Starts, in bucket order, the read of every bucket whose gradients are
-   * all in (into its place in the step's host array, queued where the
-   * bucket's last gradient is produced); at the end of backward (`final`)
-   * the rest too, with zeros for parameters that have no gradient. A device
-   * whose memory is not the host's (webgpu) reads every bucket of a dtype at
-   * the end, in one crossing: a map waits for the whole device anyway, and
-   * one started mid-backward blocks this thread until the device drains
-   * (Deno polls it with a blocking wait), so the rest of backward would only
-   * be recorded after that.
+   * Reads the gradients of `params` (one dtype, in layout order) into one
+   * host array, zeros for those without one: one read per run of
+   * parameters with a gradient (on a device whose memory is not the
+   * host's, the run is joined on the device and crosses in one round trip).
    */
-  #launchReady(pass: Pass, final: boolean): void {
-    if (this.device.backendDevice.readSync === undefined) {
-      if (!final) return;
-      for (const layout of this.#layouts) {
-        const read = this.#readBuckets(layout.buckets, this.#hostOf(pass, layout.dtype));
-        for (const b of layout.buckets) pass.launched[b] = read;
-      }
-      return;
-    }
-    while (pass.launched.length < this.#buckets.length) {
-      const index = pass.launched.length;
-      const bucket = this.#buckets[index];
-      if (!final && !bucket.params.every((p) => pass.ready.has(p))) return;
-      pass.launched.push(this.#readBuckets([index], this.#hostOf(pass, bucket.dtype)));
-    }
-  }
-
-  /** The step's host array of `dtype` (all its buckets at their offsets). */
-  #hostOf(pass: Pass, dtype: DType): TypedArray {
-    let host = pass.host.get(dtype);
-    if (!host) {
-      host = borrowHost(dtype, this.#layouts.find((l) => l.dtype === dtype)!.numel);
-      pass.host.set(dtype, host);
-    }
-    return host;
-  }
-
-  /**
-   * Reads the gradients of the consecutive buckets `indices` (one dtype)
-   * into their places in `host`: one read per run of parameters with a
-   * gradient, zeros for those without one.
-   */
-  #readBuckets(indices: readonly number[], host: TypedArray): Promise<void> {
+  #read(params: readonly Parameter[], dtype: DType, numel: number): Promise<TypedArray> {
+    const host = borrowHost(dtype, numel);
     const reads: Promise<void>[] = [];
-    let at = this.#bucketAt[indices[0]];
+    let at = 0;
     let run: Tensor[] = [];
-    let runAt = at;
+    let runAt = 0;
     const flush = () => {
       if (run.length > 0) reads.push(readFlatInto(run, host, runAt, "DistributedDataParallel"));
       run = [];
     };
-    for (const p of indices.flatMap((b) => this.#buckets[b].params)) {
+    for (const p of params) {
       if (p.grad) {
         if (run.length === 0) runAt = at;
         run.push(p.grad);
@@ -385,10 +340,80 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       at += p.numel();
     }
     flush();
-    const read = Promise.all(reads).then(() => {});
-    // Raised by the step's collective, which waits for every read.
-    read.catch(() => {});
-    return read;
+    return Promise.all(reads).then(() => host);
+  }
+
+  /**
+   * The step's all-reduce of one dtype on a device whose memory is host
+   * memory (cpu): the gradients are copied straight into the backend's
+   * exchange memory once the stream has reached the end of backward, and
+   * the averages straight from there into the gradients (`allReduceVia`),
+   * while the stream holds every later kernel until they are in. Only the
+   * gradients of parameters `written` are written.
+   */
+  #allReduceInPlace(
+    call: CollectiveCall,
+    params: readonly Parameter[],
+    written: (p: Parameter) => boolean,
+  ): void {
+    const device = this.device;
+    const backend = device.backendDevice;
+    const group = this.#group;
+    const dtype = call.dtype!;
+    const op = "DistributedDataParallel";
+    const at: number[] = [];
+    let numel = 0;
+    for (const p of params) {
+      at.push(numel);
+      numel += p.numel();
+    }
+    // Zeros are sent for a parameter without a gradient here.
+    const sources = params.map((p) => p.grad?.storage.buffer(op) ?? null);
+    const targets = params.map((p) => (written(p) ? (p.grad ??= p.zerosLike()) : null));
+    const sinks = targets.map((t) => t?.storage.buffer(op) ?? null);
+    for (const t of targets) t?.storage.markModified();
+    /** Calls `f(i, lo, hi)` for every parameter i overlapping elements [start, end), in its own indices. */
+    const overlap = (
+      start: number,
+      end: number,
+      f: (i: number, lo: number, hi: number) => void,
+    ) => {
+      for (let i = 0; i < params.length; i++) {
+        const lo = Math.max(start, at[i]);
+        const hi = Math.min(end, at[i] + params[i].numel());
+        if (lo < hi) f(i, lo - at[i], hi - at[i]);
+      }
+    };
+    const fill = (into: TypedArray, start: number) => {
+      const reads: Promise<void>[] = [];
+      overlap(start, start + into.length, (i, lo, hi) => {
+        const piece = into.subarray(at[i] + lo - start, at[i] + hi - start);
+        const source = sources[i];
+        if (source) reads.push(backend.readInto!(source, lo, hi - lo, dtype, piece));
+        else piece.fill(0);
+      });
+      return Promise.all(reads).then(() => {});
+    };
+    const take = (from: TypedArray, start: number) => {
+      overlap(start, start + from.length, (i, lo, hi) => {
+        const sink = sinks[i];
+        if (sink) backend.write(sink, lo, from.subarray(at[i] + lo - start, at[i] + hi - start));
+      });
+    };
+    // Resolves once every kernel of backward has run.
+    const reached = device.stream.read(() => Promise.resolve());
+    reached.catch(() => {}); // raised by the collective, which waits for it
+    const done = group.run(call, async () => {
+      await reached;
+      const via = group.backend.allReduceVia?.bind(group.backend);
+      if (via) return await via(call, numel, fill, take);
+      const host = borrowHost(dtype, numel);
+      await fill(host, 0);
+      await group.backend.allReduce(call, host);
+      take(host, 0);
+      giveBackHost(host);
+    });
+    device.stream.waitFor(done.then(() => () => {}));
   }
 
   /**
@@ -427,7 +452,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         } got no gradient in this backward pass, so the ranks' gradient buckets cannot be all-reduced; pass { findUnusedParameters: true } to treat them as unused (zeros where another rank used them; untouched where no rank did), or leave them out of the module`,
       );
     }
-    this.#launchReady(pass, true);
     const usedAnywhere = this.findUnusedParameters ? this.#usedAnywhere(pass) : null;
     this.#usedSinceSync.clear();
     // One collective per dtype and step, whatever the number of buckets:
@@ -435,8 +459,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     // meeting, not the bytes, is what costs. The averages land in stream
     // order: `backward()` returns now, and the optimizer step queued after
     // it runs once they are in.
+    const inPlace = this.device.backendDevice.readSync !== undefined &&
+      this.device.backendDevice.readInto !== undefined;
     for (const layout of this.#layouts) {
-      const host = pass.host.get(layout.dtype)!;
       const params = layout.buckets.flatMap((b) => this.#buckets[b].params);
       const call = this.#group.call({
         kind: "allReduce",
@@ -444,26 +469,31 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         shapes: params.map((p) => p.shape),
         op: "avg",
       });
-      const reads = Promise.all(layout.buckets.map((b) => pass.launched[b])).then(() => host);
+      // A parameter no rank used keeps its gradient as it was (PyTorch's
+      // rule: Adam or momentum then skip it); one another rank used gets
+      // the average, into a new gradient if it had none here.
+      const written = (p: Parameter) => !usedAnywhere || usedAnywhere.has(p);
+      if (inPlace) {
+        this.#allReduceInPlace(call, params, written);
+        continue;
+      }
+      const reads = this.#read(params, layout.dtype, layout.numel);
       const averaged = runOnHost(this.#group, call, reads, async (values) => {
         await this.#group.backend.allReduce(call, values);
         return values;
       });
-      // A parameter no rank used keeps its gradient as it was (PyTorch's
-      // rule: Adam or momentum then skip it); one another rank used gets
-      // the average, into a new gradient if it had none here.
-      const targets: Tensor[] = [];
+      const sinks: Tensor[] = [];
       const offsets: number[] = [];
       let at = 0;
       for (const p of params) {
-        if (!usedAnywhere || usedAnywhere.has(p)) {
+        if (written(p)) {
           p.grad ??= p.zerosLike();
-          targets.push(p.grad);
+          sinks.push(p.grad);
           offsets.push(at);
         }
         at += p.numel();
       }
-      writeFlat(targets, averaged, offsets);
+      writeFlat(sinks, averaged, offsets);
     }
   }
 }
