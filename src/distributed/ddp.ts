@@ -400,8 +400,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         if (sink) backend.write(sink, lo, from.subarray(at[i] + lo - start, at[i] + hi - start));
       });
     };
-    // Resolves once every kernel of backward has run.
-    const reached = device.stream.read(() => Promise.resolve());
+    // Resolves once every kernel of backward has run: at once, in stream
+    // order (a read's own promise settles a few microtasks later, after a
+    // training loop awaiting its loss read has recorded its next step).
+    const reached = new Promise<void>((resolve, reject) => {
+      device.stream.read(() => Promise.resolve(resolve())).catch(reject);
+    });
     reached.catch(() => {}); // raised by the collective, which waits for it
     const done = group.run(call, async () => {
       await reached;
