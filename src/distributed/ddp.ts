@@ -8,7 +8,7 @@
 
 import { queueBackwardCallback, registerPostAccumulateGradHook } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
-import { type DType, dtypeSize, type TypedArray } from "../dtype.ts";
+import { allocHost, type DType, dtypeSize, type TypedArray } from "../dtype.ts";
 import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
@@ -344,14 +344,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   /**
-   * The step's all-reduce of one dtype on a device whose memory is host
-   * memory (cpu): the gradients are copied straight into the backend's
-   * exchange memory once the stream has reached the end of backward, and
-   * the averages straight from there into the gradients (`allReduceVia`),
+   * The step's all-reduce of one dtype, through the backend's own exchange
+   * memory where it has `allReduceVia`: on a device whose memory is host
+   * memory (cpu) the gradients are copied straight in once the stream has
+   * reached the end of backward; on another (webgpu) they cross to the host
+   * at the end of backward, in one round trip, and are copied in from there.
+   * The averages go straight from the exchange memory into the gradients,
    * while the stream holds every later kernel until they are in. Only the
    * gradients of parameters `written` are written.
    */
-  #allReduceInPlace(
+  #allReduceGradients(
     call: CollectiveCall,
     params: readonly Parameter[],
     written: (p: Parameter) => boolean,
@@ -368,7 +370,19 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       numel += p.numel();
     }
     // Zeros are sent for a parameter without a gradient here.
-    const sources = params.map((p) => p.grad?.storage.buffer(op) ?? null);
+    const hostMemory = backend.readSync !== undefined && backend.readInto !== undefined;
+    const sources = params.map((p) => (hostMemory && p.grad?.storage.buffer(op)) || null);
+    let host: TypedArray | null = null;
+    // Resolves once every kernel of backward has run (host memory: at once,
+    // in stream order; a read's own promise settles a few microtasks later,
+    // after a training loop awaiting its loss read has recorded its next
+    // step), or once the gradients have crossed to the host.
+    const reached = hostMemory
+      ? new Promise<void>((resolve, reject) => {
+        device.stream.read(() => Promise.resolve(resolve())).catch(reject);
+      })
+      : this.#read(params, dtype, numel).then((values) => void (host = values));
+    reached.catch(() => {}); // raised by the collective, which waits for it
     const targets = params.map((p) => (written(p) ? (p.grad ??= p.zerosLike()) : null));
     const sinks = targets.map((t) => t?.storage.buffer(op) ?? null);
     for (const t of targets) t?.storage.markModified();
@@ -385,6 +399,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       }
     };
     const fill = (into: TypedArray, start: number) => {
+      if (host) {
+        into.set(host.subarray(start, start + into.length));
+        return Promise.resolve();
+      }
       const reads: Promise<void>[] = [];
       overlap(start, start + into.length, (i, lo, hi) => {
         const piece = into.subarray(at[i] + lo - start, at[i] + hi - start);
@@ -394,29 +412,24 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       });
       return Promise.all(reads).then(() => {});
     };
-    const take = (from: TypedArray, start: number) => {
+    const take = (result: TypedArray, start: number) => {
+      // A device write may refuse shared memory (WebGPU's writeBuffer does).
+      const from = host ? host.subarray(start, start + result.length) : result;
+      if (host && result !== from) from.set(result);
       overlap(start, start + from.length, (i, lo, hi) => {
         const sink = sinks[i];
         if (sink) backend.write(sink, lo, from.subarray(at[i] + lo - start, at[i] + hi - start));
       });
     };
-    // Resolves once every kernel of backward has run: at once, in stream
-    // order (a read's own promise settles a few microtasks later, after a
-    // training loop awaiting its loss read has recorded its next step).
-    const reached = new Promise<void>((resolve, reject) => {
-      device.stream.read(() => Promise.resolve(resolve())).catch(reject);
-    });
-    reached.catch(() => {}); // raised by the collective, which waits for it
     const done = group.run(call, async () => {
       await reached;
       const via = group.backend.allReduceVia?.bind(group.backend);
       if (via) return await via(call, numel, fill, take);
-      const host = borrowHost(dtype, numel);
-      await fill(host, 0);
-      await group.backend.allReduce(call, host);
-      take(host, 0);
-      giveBackHost(host);
-    });
+      const values = host ?? allocHost(dtype, numel);
+      if (!host) await fill(values, 0);
+      await group.backend.allReduce(call, values);
+      take(values, 0);
+    }).finally(() => host && giveBackHost(host));
     device.stream.waitFor(done.then(() => () => {}));
   }
 
@@ -463,8 +476,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     // meeting, not the bytes, is what costs. The averages land in stream
     // order: `backward()` returns now, and the optimizer step queued after
     // it runs once they are in.
-    const inPlace = this.device.backendDevice.readSync !== undefined &&
-      this.device.backendDevice.readInto !== undefined;
     for (const layout of this.#layouts) {
       const params = layout.buckets.flatMap((b) => this.#buckets[b].params);
       const call = this.#group.call({
@@ -476,28 +487,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       // A parameter no rank used keeps its gradient as it was (PyTorch's
       // rule: Adam or momentum then skip it); one another rank used gets
       // the average, into a new gradient if it had none here.
-      const written = (p: Parameter) => !usedAnywhere || usedAnywhere.has(p);
-      if (inPlace) {
-        this.#allReduceInPlace(call, params, written);
-        continue;
-      }
-      const reads = this.#read(params, layout.dtype, layout.numel);
-      const averaged = runOnHost(this.#group, call, reads, async (values) => {
-        await this.#group.backend.allReduce(call, values);
-        return values;
-      });
-      const sinks: Tensor[] = [];
-      const offsets: number[] = [];
-      let at = 0;
-      for (const p of params) {
-        if (written(p)) {
-          p.grad ??= p.zerosLike();
-          sinks.push(p.grad);
-          offsets.push(at);
-        }
-        at += p.numel();
-      }
-      writeFlat(sinks, averaged, offsets);
+      this.#allReduceGradients(call, params, (p) => !usedAnywhere || usedAnywhere.has(p));
     }
   }
 }
