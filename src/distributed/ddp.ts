@@ -314,15 +314,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   /**
-   * Reads the gradients of `buckets` (one dtype, in bucket order) into one
-   * host array, zeros for parameters without one: one read per run of
-   * parameters with a gradient within a bucket (on a device whose memory is
-   * not the host's, the run is joined on the device, so no temporary is
-   * larger than a bucket; the reads are started together and cross in one
-   * round trip).
+   * Reads the gradients of `params` (one dtype, in bucket order) into one
+   * host array, zeros for those without one: one read per run of
+   * parameters with a gradient, a run ending where the next parameter
+   * would take it past `bucketCapMB` (on a device whose memory is not the
+   * host's, a run is joined on the device first, so no temporary is larger
+   * than a bucket; the reads start together and cross in one round trip).
    */
-  #read(buckets: readonly Bucket[], dtype: DType, numel: number): Promise<TypedArray> {
+  #read(params: readonly Parameter[], dtype: DType, numel: number): Promise<TypedArray> {
     const host = borrowHost(dtype, numel);
+    const cap = (this.bucketCapMB * MIB) / dtypeSize(dtype);
     const reads: Promise<void>[] = [];
     let at = 0;
     let run: Tensor[] = [];
@@ -331,19 +332,18 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       if (run.length > 0) reads.push(readFlatInto(run, host, runAt, "DistributedDataParallel"));
       run = [];
     };
-    for (const bucket of buckets) {
-      for (const p of bucket.params) {
-        if (p.grad) {
-          if (run.length === 0) runAt = at;
-          run.push(p.grad);
-        } else {
-          flush();
-          host.fill(0, at, at + p.numel());
-        }
-        at += p.numel();
+    for (const p of params) {
+      if (run.length > 0 && at + p.numel() - runAt > cap) flush();
+      if (p.grad) {
+        if (run.length === 0) runAt = at;
+        run.push(p.grad);
+      } else {
+        flush();
+        host.fill(0, at, at + p.numel());
       }
-      flush();
+      at += p.numel();
     }
+    flush();
     return Promise.all(reads).then(() => host);
   }
 
@@ -359,10 +359,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
    */
   #allReduceGradients(
     call: CollectiveCall,
-    buckets: readonly Bucket[],
+    params: readonly Parameter[],
     written: (p: Parameter) => boolean,
   ): void {
-    const params = buckets.flatMap((b) => b.params);
     const device = this.device;
     const backend = device.backendDevice;
     const group = this.#group;
@@ -386,7 +385,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       ? new Promise<void>((resolve, reject) => {
         device.stream.read(() => Promise.resolve(resolve())).catch(reject);
       })
-      : this.#read(buckets, dtype, numel).then((values) => void (host = values));
+      : this.#read(params, dtype, numel).then((values) => void (host = values));
     reached.catch(() => {}); // raised by the collective, which waits for it
     const targets = params.map((p) => (written(p) ? (p.grad ??= p.zerosLike()) : null));
     const sinks = targets.map((t) => t?.storage.buffer(op) ?? null);
@@ -482,8 +481,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     // order: `backward()` returns now, and the optimizer step queued after
     // it runs once they are in.
     for (const layout of this.#layouts) {
-      const buckets = layout.buckets.map((b) => this.#buckets[b]);
-      const params = buckets.flatMap((b) => b.params);
+      const params = layout.buckets.flatMap((b) => this.#buckets[b].params);
       const call = this.#group.call({
         kind: "allReduce",
         dtype: layout.dtype,
@@ -493,7 +491,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       // A parameter no rank used keeps its gradient as it was (PyTorch's
       // rule: Adam or momentum then skip it); one another rank used gets
       // the average, into a new gradient if it had none here.
-      this.#allReduceGradients(call, buckets, (p) => !usedAnywhere || usedAnywhere.has(p));
+      this.#allReduceGradients(call, params, (p) => !usedAnywhere || usedAnywhere.has(p));
     }
   }
 }
