@@ -2,13 +2,19 @@
  * The WebAssembly SIMD sums of all-reduces give the same bits as the
  * scalar loop (`reduceInto`) they replace, for every rank count the
  * direct exchanges use, every tail length, and the special values
- * gradients can hold; a local group's all-reduce takes them.
+ * gradients can hold; a local group's all-reduce takes them, also when
+ * the values go in and out through `allReduceVia` (DDP on cpu ranks).
  * @module
  */
 
 import assert from "node:assert/strict";
-import { reduceInto, type ReduceOp } from "../src/distributed/backend.ts";
-import { createLocalShared } from "../src/distributed/local.ts";
+import {
+  type CollectiveCall,
+  packHeader,
+  reduceInto,
+  type ReduceOp,
+} from "../src/distributed/backend.ts";
+import { createLocalShared, LocalBackend } from "../src/distributed/local.ts";
 import { ReduceArea, wasmReducer } from "../src/distributed/wasm_reduce.ts";
 
 /** Deterministic float32 values with specials mixed in (NaN, infinities, zeros, subnormals, extremes). */
@@ -86,4 +92,40 @@ Deno.test("a local group's exchange memory is WebAssembly memory (the SIMD sums 
   assert.ok(shared.memory instanceof WebAssembly.Memory);
   assert.equal(shared.data, shared.memory.buffer);
   assert.ok(shared.data.byteLength >= 2 * 2 * 1024);
+});
+
+Deno.test("allReduceVia: chunk by chunk straight from and into the caller's arrays, the same bits as allReduce (2 and 5 ranks)", async () => {
+  // Atomics.waitAsync wakes up on a task that does not keep Deno's event loop alive.
+  const alive = setInterval(() => {}, 5);
+  for (const ranks of [2, 5]) {
+    for (const op of ["sum", "avg"] as ReduceOp[]) {
+      const n = 1000; // 256 float32 per slot: 4 chunks
+      const call = (seq: number): CollectiveCall => {
+        const shape = { kind: "allReduce" as const, seq, dtype: "float32" as const, op };
+        return { ...shape, header: packHeader({ ...shape, shapes: [[n]] }) };
+      };
+      const shared = createLocalShared(ranks, 1024);
+      const backends = Array.from({ length: ranks }, (_, q) => new LocalBackend(shared, q, 10_000));
+      const inputs = backends.map((_, q) => values(7 * q + ranks, n));
+      const expected = new Float32Array(n);
+      reduceInto(expected, inputs, 0, n, op);
+      const outs = backends.map(() => new Float32Array(n).fill(NaN));
+      const seen = backends.map(() => [] as number[]);
+      await Promise.all(backends.map((b, q) =>
+        b.allReduceVia(call(0), n, async (into, start) => {
+          seen[q].push(start);
+          await Promise.resolve();
+          into.set(inputs[q].subarray(start, start + into.length));
+        }, (from, start) => outs[q].set(from, start))
+      ));
+      const plain = inputs.map((x) => x.slice());
+      await Promise.all(backends.map((b, q) => b.allReduce(call(1), plain[q])));
+      for (let q = 0; q < ranks; q++) {
+        assertSameBits(outs[q], expected, `${ranks} ranks ${op}, rank ${q}`);
+        assertSameBits(outs[q], plain[q], `${ranks} ranks ${op}, rank ${q} vs allReduce`);
+      }
+      assert.deepEqual(seen[0], ranks === 2 ? [0, 256, 512, 768] : [0]);
+    }
+  }
+  clearInterval(alive);
 });

@@ -172,6 +172,23 @@ test("write/read round trip, offsets and snapshot semantics", async () => {
   d.free(b);
 });
 
+test("readInto: the values land in the given array (a piece of a larger one), float and int, as read's", async () => {
+  const d = await dev();
+  const f = upload(d, new Float32Array([1.5, -2, 3, 4, 5]));
+  const out = new Float32Array(8).fill(9);
+  const pending = d.readInto!(f, 1, 3, "float32", out.subarray(2, 5));
+  // A kernel recorded after the read must not change what lands.
+  d.kernels.fill({ out: f, numel: 5, value: -1, dtype: "float32" });
+  await pending;
+  assert.deepEqual([...out], [9, 9, -2, 3, 4, 9, 9, 9]);
+  const i = upload(d, new Int32Array([7, -8, 2 ** 30]));
+  const ints = new Int32Array(new SharedArrayBuffer(16));
+  await d.readInto!(i, 0, 3, "int32", ints);
+  assert.deepEqual([...ints], [7, -8, 2 ** 30, 0]);
+  d.free(f);
+  d.free(i);
+});
+
 test("write after queued kernels keeps call order", async () => {
   const d = await dev();
   const x = upload(d, new Float32Array([1, 2, 3, 4]));

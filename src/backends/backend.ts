@@ -986,10 +986,10 @@ export interface DeviceImpl<B> {
    */
   read(buffer: B, offset: number, numel: number, dtype: DType): Promise<TypedArray>;
   /**
-   * Optional, for backends whose memory is host memory: as `read`, but
-   * copies into `out` (a host array of `dtype` holding at least `numel`
-   * elements, possibly on a SharedArrayBuffer) instead of a new array, so
-   * collectives read straight into arrays they reuse step after step.
+   * Optional: as `read`, but copies into `out` (a host array of `dtype`
+   * holding at least `numel` elements, possibly on a SharedArrayBuffer)
+   * instead of a new array, so collectives read straight into arrays they
+   * reuse step after step (no fresh multi-megabyte array to fault in).
    */
   readInto?(buffer: B, offset: number, numel: number, dtype: DType, out: TypedArray): Promise<void>;
   /**

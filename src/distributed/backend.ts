@@ -72,6 +72,22 @@ export interface ProcessGroupBackend {
   readonly worldSize: number;
   /** Replaces `data` on every rank by the elementwise `call.op` over the ranks. */
   allReduce(call: CollectiveCall, data: TypedArray): Promise<void>;
+  /**
+   * Optional: `allReduce` of `numel` elements that pass through no array of
+   * the caller's: `fill(into, start)` writes elements `[start, start +
+   * into.length)` of this rank's values into the backend's own exchange
+   * memory, and `take(from, start)` is handed the same elements of the
+   * result there, both while the collective runs (chunk by chunk where the
+   * backend moves chunks). `DistributedDataParallel` on cpu ranks reads the
+   * gradients in and writes the averages out this way, two copies of the
+   * whole gradient fewer per step. Without it, a host array in between.
+   */
+  allReduceVia?(
+    call: CollectiveCall,
+    numel: number,
+    fill: (into: TypedArray, start: number) => Promise<void>,
+    take: (from: TypedArray, start: number) => void,
+  ): Promise<void>;
   /** Replaces `data` on every rank by rank `call.src`'s. */
   broadcast(call: CollectiveCall, data: TypedArray): Promise<void>;
   /** Every rank's `data`, in rank order. */

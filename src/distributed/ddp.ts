@@ -8,13 +8,13 @@
 
 import { queueBackwardCallback, registerPostAccumulateGradHook } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
-import { type DType, dtypeSize, type TypedArray } from "../dtype.ts";
+import { allocHost, type DType, dtypeSize, type TypedArray } from "../dtype.ts";
 import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
 import { borrowHost, giveBackHost, readFlat, readFlatInto, runOnHost, writeFlat } from "./host.ts";
-import type { DistributedGroup } from "./backend.ts";
+import type { CollectiveCall, DistributedGroup } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
@@ -74,10 +74,6 @@ interface Layout {
 interface Pass {
   /** Parameters whose gradient is in. */
   readonly ready: Set<Parameter>;
-  /** The reads of the buckets started so far, in bucket order. */
-  readonly launched: Promise<void>[];
-  /** The step's host array of each dtype (buckets at their offsets). */
-  readonly host: Map<DType, TypedArray>;
 }
 
 /**
@@ -183,8 +179,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly findUnusedParameters: boolean;
   readonly #group: ProcessGroup;
   readonly #buckets: readonly Bucket[];
-  /** Element offset of each bucket in its dtype's step array. */
-  readonly #bucketAt: readonly number[];
   readonly #layouts: readonly Layout[];
   readonly #names: Map<Parameter, string>;
   #syncing = true;
@@ -241,13 +235,11 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.#names = names;
     this.#buckets = assignBuckets(params, capMB * MIB);
     const layouts = new Map<DType, { dtype: DType; buckets: number[]; numel: number }>();
-    this.#bucketAt = this.#buckets.map((bucket, i) => {
+    this.#buckets.forEach((bucket, i) => {
       const layout = layouts.get(bucket.dtype) ?? { dtype: bucket.dtype, buckets: [], numel: 0 };
       layouts.set(bucket.dtype, layout);
-      const at = layout.numel;
       layout.buckets.push(i);
       layout.numel += bucket.params.reduce((n, p) => n + p.numel(), 0);
-      return at;
     });
     this.#layouts = [...layouts.values()];
     if (group.worldSize > 1) {
@@ -315,56 +307,134 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (!this.#syncing) return;
     let pass = this.#pass;
     if (!pass) {
-      pass = this.#pass = { ready: new Set(), launched: [], host: new Map() };
+      pass = this.#pass = { ready: new Set() };
       queueBackwardCallback(() => this.#finishPass());
     }
     pass.ready.add(p);
-    this.#launchReady(pass, false);
   }
 
   /**
-   * Starts, in bucket order, the read of every bucket whose gradients are
-   * all in (into its place in the step's host array, queued where the
-   * bucket's last gradient is produced); at the end of backward (`final`)
-   * the rest too, with zeros for parameters that have no gradient.
+   * Reads the gradients of `params` (one dtype, in bucket order) into one
+   * host array, zeros for those without one: one read per run of
+   * parameters with a gradient, a run ending where the next parameter
+   * would take it past `bucketCapMB` (on a device whose memory is not the
+   * host's, a run is joined on the device first, so no temporary is larger
+   * than a bucket; the reads start together and cross in one round trip).
    */
-  #launchReady(pass: Pass, final: boolean): void {
-    while (pass.launched.length < this.#buckets.length) {
-      const index = pass.launched.length;
-      const bucket = this.#buckets[index];
-      if (!final && !bucket.params.every((p) => pass.ready.has(p))) return;
-      let host = pass.host.get(bucket.dtype);
-      if (!host) {
-        const layout = this.#layouts.find((l) => l.dtype === bucket.dtype)!;
-        host = borrowHost(bucket.dtype, layout.numel);
-        pass.host.set(bucket.dtype, host);
+  #read(params: readonly Parameter[], dtype: DType, numel: number): Promise<TypedArray> {
+    const host = borrowHost(dtype, numel);
+    const cap = (this.bucketCapMB * MIB) / dtypeSize(dtype);
+    const reads: Promise<void>[] = [];
+    let at = 0;
+    let run: Tensor[] = [];
+    let runAt = 0;
+    const flush = () => {
+      if (run.length > 0) reads.push(readFlatInto(run, host, runAt, "DistributedDataParallel"));
+      run = [];
+    };
+    for (const p of params) {
+      if (run.length > 0 && at + p.numel() - runAt > cap) flush();
+      if (p.grad) {
+        if (run.length === 0) runAt = at;
+        run.push(p.grad);
+      } else {
+        flush();
+        host.fill(0, at, at + p.numel());
       }
-      // Runs of parameters with a gradient are read (one read per run);
-      // the places of those without one are zeros.
-      const reads: Promise<void>[] = [];
-      let at = this.#bucketAt[index];
-      let run: Tensor[] = [];
-      let runAt = at;
-      const flush = () => {
-        if (run.length > 0) reads.push(readFlatInto(run, host, runAt, "DistributedDataParallel"));
-        run = [];
-      };
-      for (const p of bucket.params) {
-        if (p.grad) {
-          if (run.length === 0) runAt = at;
-          run.push(p.grad);
-        } else {
-          flush();
-          host.fill(0, at, at + p.numel());
-        }
-        at += p.numel();
-      }
-      flush();
-      const read = Promise.all(reads).then(() => {});
-      // Raised by the step's collective, which waits for every read.
-      read.catch(() => {});
-      pass.launched.push(read);
+      at += p.numel();
     }
+    flush();
+    return Promise.all(reads).then(() => host);
+  }
+
+  /**
+   * The step's all-reduce of one dtype, through the backend's own exchange
+   * memory where it has `allReduceVia`: on a device whose memory is host
+   * memory (cpu) the gradients are copied straight in once the stream has
+   * reached the end of backward; on another (webgpu) they cross to the host
+   * at the end of backward, in one round trip, and are copied in from there.
+   * The averages go straight from the exchange memory into the gradients,
+   * while the stream holds every later kernel until they are in. Only the
+   * gradients of parameters `written` are written.
+   */
+  #allReduceGradients(
+    call: CollectiveCall,
+    params: readonly Parameter[],
+    written: (p: Parameter) => boolean,
+  ): void {
+    const device = this.device;
+    const backend = device.backendDevice;
+    const group = this.#group;
+    const dtype = call.dtype!;
+    const op = "DistributedDataParallel";
+    const at: number[] = [];
+    let numel = 0;
+    for (const p of params) {
+      at.push(numel);
+      numel += p.numel();
+    }
+    // Zeros are sent for a parameter without a gradient here.
+    const hostMemory = backend.readSync !== undefined && backend.readInto !== undefined;
+    const sources = params.map((p) => (hostMemory && p.grad?.storage.buffer(op)) || null);
+    let host: TypedArray | null = null;
+    // Resolves once every kernel of backward has run (host memory: at once,
+    // in stream order; a read's own promise settles a few microtasks later,
+    // after a training loop awaiting its loss read has recorded its next
+    // step), or once the gradients have crossed to the host.
+    const reached = hostMemory
+      ? new Promise<void>((resolve, reject) => {
+        device.stream.read(() => Promise.resolve(resolve())).catch(reject);
+      })
+      : this.#read(params, dtype, numel).then((values) => void (host = values));
+    reached.catch(() => {}); // raised by the collective, which waits for it
+    const targets = params.map((p) => (written(p) ? (p.grad ??= p.zerosLike()) : null));
+    const sinks = targets.map((t) => t?.storage.buffer(op) ?? null);
+    for (const t of targets) t?.storage.markModified();
+    /** Calls `f(i, lo, hi)` for every parameter i overlapping elements [start, end), in its own indices. */
+    const overlap = (
+      start: number,
+      end: number,
+      f: (i: number, lo: number, hi: number) => void,
+    ) => {
+      for (let i = 0; i < params.length; i++) {
+        const lo = Math.max(start, at[i]);
+        const hi = Math.min(end, at[i] + params[i].numel());
+        if (lo < hi) f(i, lo - at[i], hi - at[i]);
+      }
+    };
+    const fill = (into: TypedArray, start: number) => {
+      if (host) {
+        into.set(host.subarray(start, start + into.length));
+        return Promise.resolve();
+      }
+      const reads: Promise<void>[] = [];
+      overlap(start, start + into.length, (i, lo, hi) => {
+        const piece = into.subarray(at[i] + lo - start, at[i] + hi - start);
+        const source = sources[i];
+        if (source) reads.push(backend.readInto!(source, lo, hi - lo, dtype, piece));
+        else piece.fill(0);
+      });
+      return Promise.all(reads).then(() => {});
+    };
+    const take = (result: TypedArray, start: number) => {
+      // A device write may refuse shared memory (WebGPU's writeBuffer does).
+      const from = host ? host.subarray(start, start + result.length) : result;
+      if (host && result !== from) from.set(result);
+      overlap(start, start + from.length, (i, lo, hi) => {
+        const sink = sinks[i];
+        if (sink) backend.write(sink, lo, from.subarray(at[i] + lo - start, at[i] + hi - start));
+      });
+    };
+    const done = group.run(call, async () => {
+      await reached;
+      const via = group.backend.allReduceVia?.bind(group.backend);
+      if (via) return await via(call, numel, fill, take);
+      const values = host ?? allocHost(dtype, numel);
+      if (!host) await fill(values, 0);
+      await group.backend.allReduce(call, values);
+      take(values, 0);
+    }).finally(() => host && giveBackHost(host));
+    device.stream.waitFor(done.then(() => () => {}));
   }
 
   /**
@@ -403,7 +473,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         } got no gradient in this backward pass, so the ranks' gradient buckets cannot be all-reduced; pass { findUnusedParameters: true } to treat them as unused (zeros where another rank used them; untouched where no rank did), or leave them out of the module`,
       );
     }
-    this.#launchReady(pass, true);
     const usedAnywhere = this.findUnusedParameters ? this.#usedAnywhere(pass) : null;
     this.#usedSinceSync.clear();
     // One collective per dtype and step, whatever the number of buckets:
@@ -412,7 +481,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     // order: `backward()` returns now, and the optimizer step queued after
     // it runs once they are in.
     for (const layout of this.#layouts) {
-      const host = pass.host.get(layout.dtype)!;
       const params = layout.buckets.flatMap((b) => this.#buckets[b].params);
       const call = this.#group.call({
         kind: "allReduce",
@@ -420,26 +488,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         shapes: params.map((p) => p.shape),
         op: "avg",
       });
-      const reads = Promise.all(layout.buckets.map((b) => pass.launched[b])).then(() => host);
-      const averaged = runOnHost(this.#group, call, reads, async (values) => {
-        await this.#group.backend.allReduce(call, values);
-        return values;
-      });
       // A parameter no rank used keeps its gradient as it was (PyTorch's
       // rule: Adam or momentum then skip it); one another rank used gets
       // the average, into a new gradient if it had none here.
-      const targets: Tensor[] = [];
-      const offsets: number[] = [];
-      let at = 0;
-      for (const p of params) {
-        if (!usedAnywhere || usedAnywhere.has(p)) {
-          p.grad ??= p.zerosLike();
-          targets.push(p.grad);
-          offsets.push(at);
-        }
-        at += p.numel();
-      }
-      writeFlat(targets, averaged, offsets);
+      this.#allReduceGradients(call, params, (p) => !usedAnywhere || usedAnywhere.has(p));
     }
   }
 }

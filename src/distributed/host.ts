@@ -44,21 +44,36 @@ export function giveBackHost(array: TypedArray): void {
  * in a reused array. See {@link readFlatInto}.
  */
 export function readFlat(tensors: readonly Tensor[], op: string): Promise<TypedArray> {
-  if (!tensors[0].device.backendDevice.readInto) return readJoined(tensors, op);
+  const backend = tensors[0].device.backendDevice;
+  if (!backend.readInto) return readJoined(tensors, op, null, 0);
   const total = tensors.reduce((n, t) => n + t.numel(), 0);
   const out = borrowHost(tensors[0].dtype, total);
   return readFlatInto(tensors, out, 0, op).then(() => out);
 }
 
-/** `tensors` joined on the device and read in one round trip, into a new host array. */
-function readJoined(tensors: readonly Tensor[], op: string): Promise<TypedArray> {
+/**
+ * `tensors` joined on the device and read in one round trip: into `out`
+ * from element `at` on when given (the backend has `readInto`), else into a
+ * new host array.
+ */
+function readJoined(
+  tensors: readonly Tensor[],
+  op: string,
+  out: TypedArray | null,
+  at: number,
+): Promise<TypedArray> {
   const { device, dtype } = tensors[0];
   const flat = tensors.length === 1
     ? tensors[0]
     : noGrad(() => cat(tensors.map((t) => t.reshape([-1])), 0));
   const n = flat.numel();
   const buffer = flat.storage.buffer(op);
-  const values = device.stream.read(() => device.backendDevice.read(buffer, 0, n, dtype));
+  const backend = device.backendDevice;
+  const values = out && backend.readInto
+    ? device.stream.read(() =>
+      backend.readInto!(buffer, 0, n, dtype, out.subarray(at, at + n)).then(() => out)
+    )
+    : device.stream.read(() => backend.read(buffer, 0, n, dtype));
   // The joined copy is only needed until the read has been queued.
   if (flat !== tensors[0]) flat.dispose();
   return values;
@@ -66,9 +81,10 @@ function readJoined(tensors: readonly Tensor[], op: string): Promise<TypedArray>
 
 /**
  * Reads the values of `tensors` (one device, one dtype), concatenated, into
- * `out` from element `at` on. A backend that reads into a given array (host
- * memory: cpu) fills it tensor by tensor; otherwise several tensors are
- * joined on the device first, so they cross to the host in one round trip.
+ * `out` from element `at` on. A backend whose memory is host memory
+ * (`readSync`: cpu) fills it tensor by tensor; otherwise several tensors
+ * are joined on the device first, so they cross to the host in one round
+ * trip, straight into `out` where the backend reads into a given array.
  */
 export function readFlatInto(
   tensors: readonly Tensor[],
@@ -78,7 +94,7 @@ export function readFlatInto(
 ): Promise<void> {
   const { device, dtype } = tensors[0];
   const backend = device.backendDevice;
-  if (backend.readInto) {
+  if (backend.readSync && backend.readInto) {
     const readInto = backend.readInto.bind(backend);
     const buffers = tensors.map((t) => t.storage.buffer(op));
     return device.stream.read(() => {
@@ -92,7 +108,8 @@ export function readFlatInto(
       return Promise.all(reads).then(() => {});
     });
   }
-  return readJoined(tensors, op).then((host) => out.set(host, at));
+  if (backend.readInto) return readJoined(tensors, op, out, at).then(() => {});
+  return readJoined(tensors, op, null, 0).then((host) => out.set(host, at));
 }
 
 /**

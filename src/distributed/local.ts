@@ -15,7 +15,7 @@
  * @module
  */
 
-import type { DType, TypedArray } from "../dtype.ts";
+import { allocHost, type DType, type TypedArray } from "../dtype.ts";
 import { chunkSizes } from "../shape.ts";
 import { Mailbox } from "./mailbox.ts";
 import {
@@ -473,6 +473,40 @@ export class LocalBackend implements ProcessGroupBackend {
         data.set(this.#slot(q, b, dtype).subarray(from, from + shares[q]), start + from);
       }
     });
+  }
+
+  /**
+   * Chunk by chunk as `allReduce` with a few ranks: `fill` writes straight
+   * into this rank's slot and `take` reads the combined slot. Many ranks:
+   * through a host array.
+   */
+  async allReduceVia(
+    call: CollectiveCall,
+    numel: number,
+    fill: (into: TypedArray, start: number) => Promise<void>,
+    take: (from: TypedArray, start: number) => void,
+  ): Promise<void> {
+    const dtype = call.dtype!;
+    if (this.worldSize > DIRECT_REDUCE_RANKS) {
+      const host = allocHost(dtype, numel);
+      await fill(host, 0);
+      await this.allReduce(call, host);
+      take(host, 0);
+      return;
+    }
+    const deadline = performance.now() + this.#timeoutMs;
+    const per = this.#perRound(dtype);
+    const chunks = Math.max(1, Math.ceil(numel / per));
+    for (let c = 0; c < chunks; c++) {
+      const start = c * per;
+      const length = Math.min(per, numel - start);
+      // The slot this round writes (its parity is the next round's) is free:
+      // every rank has arrived at the round before, so all have finished
+      // reading the one before that, which used it.
+      await fill(this.#slot(this.rank, (this.#round + 1) & 1, dtype).subarray(0, length), start);
+      const p = await this.#exchange(call, c === 0, deadline);
+      take(this.#combine(p, 0, length, call.op ?? "sum", dtype).subarray(0, length), start);
+    }
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {

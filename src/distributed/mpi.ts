@@ -27,7 +27,7 @@
  * @module
  */
 
-import type { TypedArray } from "../dtype.ts";
+import { allocHost, type TypedArray } from "../dtype.ts";
 import { ReduceArea } from "./wasm_reduce.ts";
 import {
   checkHeaders,
@@ -921,6 +921,35 @@ class MpiBackend implements ProcessGroupBackend {
       const n = this.worldSize;
       for (let i = 0; i < data.length; i++) data[i] /= n;
     }
+  }
+
+  /**
+   * Float32 sum or average of a few ranks: `fill` writes straight into this
+   * rank's part of the WebAssembly area, and `take` reads the SIMD sum
+   * there. Otherwise through a host array.
+   */
+  async allReduceVia(
+    call: CollectiveCall,
+    numel: number,
+    fill: (into: TypedArray, start: number) => Promise<void>,
+    take: (from: TypedArray, start: number) => void,
+  ): Promise<void> {
+    const op = call.op ?? "sum";
+    const area = this.worldSize > 1 && this.worldSize <= DIRECT_RANKS &&
+        call.dtype === "float32" && (op === "sum" || op === "avg")
+      ? this.#reduceArea(numel)
+      : null;
+    if (!area) {
+      const host = allocHost(call.dtype!, numel);
+      await fill(host, 0);
+      await this.allReduce(call, host);
+      take(host, 0);
+      return;
+    }
+    const own = area.part(this.rank);
+    await fill(own, 0);
+    await this.#meet(call, bytesOf(own), (q) => bytesOf(area.part(q)));
+    take(area.reduce(op), 0);
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {

@@ -152,12 +152,41 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       ));
   }
 
-  async read(
+  read(buffer: GPUBuffer, offset: number, numel: number, dtype: DType): Promise<TypedArray> {
+    return this.#readMapped(
+      buffer,
+      offset,
+      numel,
+      dtype,
+      (mapped) =>
+        dtype === "int32" ? new Int32Array(mapped.slice(0)) : new Float32Array(mapped.slice(0)),
+    );
+  }
+
+  /**
+   * As `read`, into `out` (the values are copied once, from the mapping,
+   * into an array that collectives reuse: no fresh array to fault in).
+   */
+  readInto(
     buffer: GPUBuffer,
     offset: number,
     numel: number,
     dtype: DType,
-  ): Promise<TypedArray> {
+    out: TypedArray,
+  ): Promise<void> {
+    return this.#readMapped(buffer, offset, numel, dtype, (mapped) => {
+      out.set(dtype === "int32" ? new Int32Array(mapped) : new Float32Array(mapped));
+    });
+  }
+
+  /** Copies the values to a staging buffer, maps it, and hands `take` the mapping. */
+  async #readMapped<T>(
+    buffer: GPUBuffer,
+    offset: number,
+    numel: number,
+    dtype: DType,
+    take: (mapped: ArrayBuffer) => T,
+  ): Promise<T> {
     const rt = this.runtime;
     const bytes = numel * 4;
     const early = this.readAhead?.take(buffer, offset, numel, dtype) ?? null;
@@ -169,19 +198,18 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
     // Submitted, and its errors taken below, even when an early copy has the values.
     rt.flush();
     const mark = rt.errorMark();
-    let result: TypedArray;
+    let result: T;
     try {
       if (staging) {
         await rt.raceLost(early?.mapped ?? staging.mapAsync(GPUMapMode.READ, 0, bytes));
-        const mapped = staging.getMappedRange(0, bytes);
-        result = dtype === "int32"
-          ? new Int32Array(mapped.slice(0))
-          : new Float32Array(mapped.slice(0));
-        staging.unmap();
-        const evicted = rt.staging.release(staging);
-        if (evicted) evicted.destroy();
+        try {
+          result = take(staging.getMappedRange(0, bytes));
+        } finally {
+          staging.unmap();
+          rt.staging.release(staging)?.destroy();
+        }
       } else {
-        result = dtype === "int32" ? new Int32Array(0) : new Float32Array(0);
+        result = take(new ArrayBuffer(0));
       }
     } catch (e) {
       // A lost device, then a failed kernel, explain a failed map better
