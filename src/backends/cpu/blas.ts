@@ -59,6 +59,7 @@ const SYMBOLS = {
     result: "void",
   },
   openblas_set_num_threads: { parameters: ["i32"], result: "void", optional: true },
+  openblas_get_num_threads: { parameters: [], result: "i32", optional: true },
   openblas_get_corename: { parameters: [], result: "pointer", optional: true },
 } as const;
 
@@ -71,10 +72,13 @@ export interface Blas {
   /**
    * Computes `args`' product (row-major operands as the contract stores
    * them) and adds `bias` to every row afterwards (rounded as the composed
-   * add rounds it). Runs on the calling thread; the library may use its own
-   * threads (see {@link loadBlas}).
+   * add rounds it). Runs on the calling thread, with up to `threads`
+   * threads of the library's own (OpenBLAS: its process-wide count is set
+   * to `threads` first when it differs, so a Worker rank's 1 and the main
+   * thread's every core each hold for their own products; should both
+   * compute at once, OpenBLAS serialises its multi-threaded calls).
    */
-  matmul(args: MatmulArgs<TypedArray>, bias?: TypedArray): void;
+  matmul(args: MatmulArgs<TypedArray>, threads: number, bias?: TypedArray): void;
 }
 
 /** Library file names tried in order, per OS (a full path in `MULTIGRAD_BLAS` comes first). */
@@ -88,31 +92,17 @@ const CANDIDATES: Record<string, readonly string[]> = {
 };
 
 let loaded: Blas | null | undefined;
-let threadsSet = 0;
 
 /**
  * The platform's BLAS, loaded once per thread (each Worker loads its own
  * handle to the same library), or null: outside Deno, without the `ffi`
  * permission (never prompted for), with `MULTIGRAD_BLAS=off`, or when no
  * library loads. `MULTIGRAD_BLAS` may also name the library's path.
- *
- * `threads` below `maxThreads` (the core count) caps the library's own
- * threads (OpenBLAS only): a distributed rank passes 1, as it runs its
- * products on one core beside the other ranks. OpenBLAS keeps that count
- * for the whole process, so a Worker rank's 1 also holds on the main
- * thread; the count is only ever lowered, never raised, as another thread
- * could be inside a product.
  */
-export function loadBlas(threads: number, maxThreads: number): Blas | null {
+export function loadBlas(): Blas | null {
   if (loaded === undefined) loaded = open();
-  if (loaded !== null && threads < (threadsSet || maxThreads)) {
-    setThreads?.(threads);
-    threadsSet = threads;
-  }
   return loaded;
 }
-
-let setThreads: ((n: number) => void) | undefined;
 
 function open(): Blas | null {
   const deno = (globalThis as { Deno?: typeof Deno }).Deno;
@@ -141,12 +131,15 @@ function open(): Blas | null {
     const corePointer = core?.();
     const coreName = corePointer ? ` (${Deno.UnsafePointerView.getCString(corePointer)})` : "";
     const set = symbols.openblas_set_num_threads as ((n: number) => void) | null;
-    setThreads = set ?? undefined;
+    const get = symbols.openblas_get_num_threads as (() => number) | null;
     const sgemm = symbols.cblas_sgemm as GemmFn;
     const dgemm = symbols.cblas_dgemm as GemmFn;
     return {
       name: `${path.split("/").pop()}${coreName}`,
-      matmul: (args, bias) => gemm(args.dtype === "float64" ? dgemm : sgemm, args, bias),
+      matmul: (args, threads, bias) => {
+        if (set && get && get() !== threads) set(threads);
+        gemm(args.dtype === "float64" ? dgemm : sgemm, args, bias);
+      },
     };
   }
   return null;

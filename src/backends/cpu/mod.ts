@@ -130,9 +130,10 @@ class CpuDevice implements DeviceImpl<TypedArray> {
     this.kernels = blas
       ? {
         ...KERNELS,
-        matmul: (args) => args.dtype === "int32" ? matmul(args, 1, kernel) : blas.matmul(args),
+        matmul: (args) =>
+          args.dtype === "int32" ? matmul(args, 1, kernel) : blas.matmul(args, threads),
         addmm: (args) =>
-          args.dtype === "int32" ? addmm(args, 1, kernel) : blas.matmul(args, args.bias),
+          args.dtype === "int32" ? addmm(args, 1, kernel) : blas.matmul(args, threads, args.bias),
       }
       : {
         ...KERNELS,
@@ -251,7 +252,7 @@ export function cpuBackend(options: CpuBackendOptions = {}): Backend {
       `cpuBackend: matmulKernel must be "auto", "relaxed-simd", "simd" or "typescript", got ${kernel}`,
     );
   }
-  const blas = (options.blas ?? true) && kernel === "auto" ? loadBlas(threads, MAX_THREADS) : null;
+  const blas = (options.blas ?? true) && kernel === "auto" ? loadBlas() : null;
   return {
     createDevice: (index: number) =>
       wrapDevice(`cpu:${index}`, new CpuDevice(index, threads, kernel, blas)),
