@@ -201,6 +201,25 @@ Deno.test("cpuBackend: BLAS named in info where it loads; blas: false and a name
   assert.match(info({ matmulKernel: "simd" }), /simd matmul/);
 });
 
+Deno.test("MULTIGRAD_BLAS naming a library that does not load is an error naming it", async () => {
+  const child = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `import { cpuBackend } from ${
+        JSON.stringify(new URL("../src/backends/cpu/mod.ts", import.meta.url).href)
+      }; cpuBackend();`,
+    ],
+    env: { MULTIGRAD_BLAS: "/nonexistent/libnoblas.so" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.notEqual(child.code, 0);
+  assert.match(
+    new TextDecoder().decode(child.stderr),
+    /MULTIGRAD_BLAS=\/nonexistent\/libnoblas\.so: cannot load it as a CBLAS library/,
+  );
+});
+
 Deno.test("cpu host pool: a full pool lets the arrays freed longest ago go, to where they came from", () => {
   const evicted: TypedArray[] = [];
   const pool = new HostPool(4000, (a) => evicted.push(a));

@@ -83,7 +83,7 @@ export interface Blas {
 
 /** Library file names tried in order, per OS (a full path in `MULTIGRAD_BLAS` comes first). */
 const CANDIDATES: Record<string, readonly string[]> = {
-  linux: ["libopenblas.so.0", "libopenblas.so", "libopenblas64_.so.0"],
+  linux: ["libopenblas.so.0", "libopenblas.so"],
   darwin: [
     "/System/Library/Frameworks/Accelerate.framework/Accelerate",
     "/opt/homebrew/opt/openblas/lib/libopenblas.dylib",
@@ -97,7 +97,9 @@ let loaded: Blas | null | undefined;
  * The platform's BLAS, loaded once per thread (each Worker loads its own
  * handle to the same library), or null: outside Deno, without the `ffi`
  * permission (never prompted for), with `MULTIGRAD_BLAS=off`, or when no
- * library loads. `MULTIGRAD_BLAS` may also name the library's path.
+ * library loads. `MULTIGRAD_BLAS` may also name the library's path; one
+ * that does not load is an error naming it (the cpu backend then fails to
+ * start with that reason), not a silent fallback.
  */
 export function loadBlas(): Blas | null {
   if (loaded === undefined) loaded = open();
@@ -123,7 +125,16 @@ function open(): Blas | null {
     let lib;
     try {
       lib = deno.dlopen(path, SYMBOLS);
-    } catch {
+    } catch (error) {
+      // A library the user named must load: falling back would hide the mistake.
+      if (wanted) {
+        throw new Error(
+          `MULTIGRAD_BLAS=${wanted}: cannot load it as a CBLAS library (cblas_sgemm, cblas_dgemm): ${
+            (error as Error).message
+          }; set MULTIGRAD_BLAS=off for the WebAssembly kernel`,
+          { cause: error },
+        );
+      }
       continue;
     }
     const symbols = lib.symbols as unknown as Record<string, unknown>;
