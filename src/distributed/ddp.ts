@@ -140,10 +140,15 @@ function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: 
  * `torch.nn.parallel.DistributedDataParallel`. Every rank wraps its own
  * replica (on its own device); at construction rank 0's parameters and
  * buffers are broadcast so all start identical. `forward` runs the local
- * module on the local batch. During `loss.backward()` the gradients are put
- * into buckets in reverse parameter order (about 1 MiB first, then up to
- * `bucketCapMB`), and each bucket's all-reduce starts as soon as its last
- * gradient is in, while backward goes on. When `backward()` returns every
+ * module on the local batch. The gradients are put into buckets in reverse
+ * parameter order (about 1 MiB first, then up to `bucketCapMB`); at the end
+ * of `loss.backward()` all buckets of a dtype are read in one host crossing
+ * (no device temporary larger than a bucket) and averaged by ONE collective
+ * per dtype. (PyTorch starts each bucket's all-reduce during backward; here
+ * that costs more than it hides: cpu ranks compute backward synchronously,
+ * a rank meeting costs more than the bytes on a busy machine, and Deno's
+ * WebGPU map blocks the thread until the device drains, which split
+ * backward's recording: measured in bench/NOTES.md.) When `backward()` returns every
  * rank's `.grad` holds the average over the ranks (in stream order: no
  * await is needed before `optimizer.step()`), so N ranks with batch b train
  * exactly like one process with batch N·b, and all ranks stay bit-identical.
