@@ -190,8 +190,9 @@ class CpuDevice implements DeviceImpl<TypedArray> {
 /** Options of {@link cpuBackend}. */
 export interface CpuBackendOptions {
   /**
-   * Threads a float32 matmul may use (this one and worker threads sharing
-   * the kernel's WebAssembly memory), at most the machine's core count.
+   * Threads a matmul may use (this one and worker threads sharing the
+   * kernel's WebAssembly memory, or BLAS's own threads), at most the
+   * machine's core count.
    * Default: every core on a program's main thread, 1 inside a Worker
    * (where distributed ranks run, one per core already) and in a process
    * that an MPI launcher started next to other ranks on the same machine
