@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { DType, TypedArray } from "../dtype.ts";
+import { allocHost, type DType, type TypedArray } from "../dtype.ts";
 
 /** How `allReduce` combines the ranks' values. `"avg"` is for float dtypes. */
 export type ReduceOp = "sum" | "avg" | "max" | "min";
@@ -447,4 +447,22 @@ export function reduceInto(
     const n = sources.length;
     for (let i = start; i < end; i++) out[i] /= n;
   }
+}
+
+/**
+ * `allReduceVia` through one host array, for backends (or cases) without
+ * exchange memory of their own: `fill` writes the whole array, the backend's
+ * `allReduce` runs on it, `take` gets the result.
+ */
+export async function allReduceViaHost(
+  backend: ProcessGroupBackend,
+  call: CollectiveCall,
+  numel: number,
+  fill: (into: TypedArray, start: number) => Promise<void>,
+  take: (from: TypedArray, start: number) => void,
+): Promise<void> {
+  const host = allocHost(call.dtype!, numel);
+  await fill(host, 0);
+  await backend.allReduce(call, host);
+  take(host, 0);
 }

@@ -15,10 +15,11 @@
  * @module
  */
 
-import { allocHost, type DType, type TypedArray } from "../dtype.ts";
+import type { DType, TypedArray } from "../dtype.ts";
 import { chunkSizes } from "../shape.ts";
 import { Mailbox } from "./mailbox.ts";
 import {
+  allReduceViaHost,
   checkHeaders,
   checkPair,
   type CollectiveCall,
@@ -488,11 +489,7 @@ export class LocalBackend implements ProcessGroupBackend {
   ): Promise<void> {
     const dtype = call.dtype!;
     if (this.worldSize > DIRECT_REDUCE_RANKS) {
-      const host = allocHost(dtype, numel);
-      await fill(host, 0);
-      await this.allReduce(call, host);
-      take(host, 0);
-      return;
+      return allReduceViaHost(this, call, numel, fill, take);
     }
     const deadline = performance.now() + this.#timeoutMs;
     const per = this.#perRound(dtype);

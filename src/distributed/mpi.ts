@@ -27,9 +27,10 @@
  * @module
  */
 
-import { allocHost, type TypedArray } from "../dtype.ts";
+import type { TypedArray } from "../dtype.ts";
 import { ReduceArea } from "./wasm_reduce.ts";
 import {
+  allReduceViaHost,
   checkHeaders,
   checkPair,
   type CollectiveCall,
@@ -939,13 +940,7 @@ class MpiBackend implements ProcessGroupBackend {
         call.dtype === "float32" && (op === "sum" || op === "avg")
       ? this.#reduceArea(numel)
       : null;
-    if (!area) {
-      const host = allocHost(call.dtype!, numel);
-      await fill(host, 0);
-      await this.allReduce(call, host);
-      take(host, 0);
-      return;
-    }
+    if (!area) return allReduceViaHost(this, call, numel, fill, take);
     const own = area.part(this.rank);
     await fill(own, 0);
     await this.#meet(call, bytesOf(own), (q) => bytesOf(area.part(q)));
