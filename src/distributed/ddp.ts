@@ -8,13 +8,13 @@
 
 import { queueBackwardCallback, registerPostAccumulateGradHook } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
-import { allocHost, type DType, dtypeSize, type TypedArray } from "../dtype.ts";
+import { type DType, dtypeSize, type TypedArray } from "../dtype.ts";
 import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
 import { borrowHost, giveBackHost, readFlat, readFlatInto, runOnHost, writeFlat } from "./host.ts";
-import type { CollectiveCall, DistributedGroup } from "./backend.ts";
+import { allReduceViaHost, type CollectiveCall, type DistributedGroup } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
@@ -432,12 +432,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     };
     const done = group.run(call, async () => {
       await reached;
-      const via = group.backend.allReduceVia?.bind(group.backend);
-      if (via) return await via(call, numel, fill, take);
-      const values = host ?? allocHost(dtype, numel);
-      if (!host) await fill(values, 0);
-      await group.backend.allReduce(call, values);
-      take(values, 0);
+      const collectives = group.backend;
+      await (collectives.allReduceVia
+        ? collectives.allReduceVia(call, numel, fill, take)
+        : allReduceViaHost(collectives, call, numel, fill, take));
     }).finally(() => host && giveBackHost(host));
     device.stream.waitFor(done.then(() => () => {}));
   }

@@ -882,16 +882,12 @@ class MpiBackend implements ProcessGroupBackend {
     const op = call.op ?? "sum";
     if (this.worldSize <= DIRECT_RANKS) {
       if (this.worldSize === 1) return;
-      const area = data instanceof Float32Array && (op === "sum" || op === "avg")
-        ? this.#reduceArea(data.length)
-        : null;
+      const area = data instanceof Float32Array ? this.#areaFor(call, data.length) : null;
       if (area) {
-        // The ranks' arrays meet in WebAssembly memory, summed with SIMD.
-        const own = area.part(this.rank);
-        own.set(data);
-        await this.#meet(call, bytesOf(own), (q) => bytesOf(area.part(q)));
-        data.set(area.reduce(op));
-        return;
+        return this.#reduceInArea(call, area, (own) => {
+          own.set(data);
+          return Promise.resolve();
+        }, (sum) => data.set(sum));
       }
       const parts = await this.#gather(call, data, false);
       const inPlace = this.worldSize === 2 && data instanceof Float32Array &&
@@ -929,22 +925,38 @@ class MpiBackend implements ProcessGroupBackend {
    * rank's part of the WebAssembly area, and `take` reads the SIMD sum
    * there. Otherwise through a host array.
    */
-  async allReduceVia(
+  allReduceVia(
     call: CollectiveCall,
     numel: number,
     fill: (into: TypedArray, start: number) => Promise<void>,
     take: (from: TypedArray, start: number) => void,
   ): Promise<void> {
+    const area = this.#areaFor(call, numel);
+    return area
+      ? this.#reduceInArea(call, area, fill, take)
+      : allReduceViaHost(this, call, numel, fill, take);
+  }
+
+  /** The WebAssembly area where a float32 sum or average of a few ranks meets, or null. */
+  #areaFor(call: CollectiveCall, numel: number): ReduceArea | null {
     const op = call.op ?? "sum";
-    const area = this.worldSize > 1 && this.worldSize <= DIRECT_RANKS &&
-        call.dtype === "float32" && (op === "sum" || op === "avg")
+    return this.worldSize > 1 && this.worldSize <= DIRECT_RANKS && call.dtype === "float32" &&
+        (op === "sum" || op === "avg")
       ? this.#reduceArea(numel)
       : null;
-    if (!area) return allReduceViaHost(this, call, numel, fill, take);
+  }
+
+  /** The ranks' values meet in `area` (`fill` writes this rank's part) and are summed with SIMD. */
+  async #reduceInArea(
+    call: CollectiveCall,
+    area: ReduceArea,
+    fill: (into: TypedArray, start: number) => Promise<void>,
+    take: (from: TypedArray, start: number) => void,
+  ): Promise<void> {
     const own = area.part(this.rank);
     await fill(own, 0);
     await this.#meet(call, bytesOf(own), (q) => bytesOf(area.part(q)));
-    take(area.reduce(op), 0);
+    take(area.reduce(call.op ?? "sum"), 0);
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {
