@@ -42,6 +42,7 @@ import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
 import { sizeClass } from "./pool.ts";
 import { ReadAhead } from "./read_ahead.ts";
+import { EarlyMaps } from "./early_map.ts";
 import { Runtime } from "./runtime.ts";
 import { wgslType } from "./wgsl.ts";
 
@@ -57,6 +58,8 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
   readonly kernels: KernelTable<GPUBuffer>;
   /** Reads started early on the core's hint (`readSoon`); null when turned off. */
   readonly readAhead: ReadAhead | null;
+  /** Mappings taken as soon as the device has made them (see `early_map.ts`). */
+  readonly earlyMaps: EarlyMaps;
 
   /** Wraps `device`, called `name` (e.g. `webgpu:0`) in errors. */
   constructor(
@@ -66,11 +69,13 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
     isCpuAdapter: boolean,
     tuning: MatmulTuning = DEFAULT_MATMUL_TUNING,
     readAhead = true,
+    earlyMaps = false,
   ) {
     this.info = info;
     const rt = new Runtime(device, name, isCpuAdapter);
     this.runtime = rt;
     this.readAhead = readAhead ? new ReadAhead(rt) : null;
+    this.earlyMaps = new EarlyMaps(earlyMaps);
     // nn fuses batch norm only with both kernels; the backward binds more
     // storage buffers than WebGPU's default limit of 8.
     const fitsBatchNorm =
@@ -201,12 +206,21 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
     let result: T;
     try {
       if (staging) {
-        await rt.raceLost(early?.mapped ?? staging.mapAsync(GPUMapMode.READ, 0, bytes));
+        const mapping = early?.mapped ?? staging.mapAsync(GPUMapMode.READ, 0, bytes);
+        let range = this.earlyMaps.takeEarly(staging, bytes);
+        const takenEarly = range !== null;
+        if (range === null) {
+          await rt.raceLost(mapping);
+          range = this.earlyMaps.mapped(staging, bytes);
+        }
         try {
-          result = take(staging.getMappedRange(0, bytes));
+          result = take(range);
         } finally {
           staging.unmap();
-          rt.staging.release(staging)?.destroy();
+          const release = () => void rt.staging.release(staging!)?.destroy();
+          // Taken early, the map's promise is still pending (see early_map.ts).
+          if (takenEarly) mapping.then(release, release);
+          else release();
         }
       } else {
         result = take(new ArrayBuffer(0));

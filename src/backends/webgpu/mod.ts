@@ -26,6 +26,7 @@
 
 import { type Backend, type BackendDevice, wrapDevice } from "../backend.ts";
 import { WebGPUDevice } from "./device.ts";
+import { earlyMapsSupported } from "./early_map.ts";
 
 import { DEFAULT_MATMUL_TUNING, type MatmulTuning } from "./kernels/matmul.ts";
 
@@ -57,6 +58,15 @@ export interface WebGPUBackendOptions {
    * read are the same; see `read_ahead.ts`). Default true.
    */
   readonly readAhead?: boolean;
+  /**
+   * Take a read's mapping as soon as the device has made it, not when
+   * `mapAsync` resolves: Deno's own WebGPU sleeps 10 ms before it resolves
+   * every map (see `early_map.ts`). Default: on for Deno's `navigator.gpu`
+   * in the versions whose source was checked (2.2 to 2.9), off elsewhere;
+   * `true` forces it, which is safe only on a runtime that behaves the same
+   * (read its ext/webgpu `buffer.rs` first).
+   */
+  readonly earlyMaps?: boolean;
 }
 
 /** One adapter devices can be started on. */
@@ -131,6 +141,8 @@ export interface AdapterBackendOptions {
   readonly matmul?: Partial<MatmulTuning>;
   /** See {@link WebGPUBackendOptions.readAhead}; default true. */
   readonly readAhead?: boolean;
+  /** See {@link WebGPUBackendOptions.earlyMaps}; default false. */
+  readonly earlyMaps?: boolean;
 }
 
 /**
@@ -159,7 +171,15 @@ export function backendOverAdapters(
       const info = options.info?.(entry, index) ?? entry.description;
       const name = `${options.name}:${index}`;
       const tuning = { ...DEFAULT_MATMUL_TUNING, ...options.matmul };
-      const impl = new WebGPUDevice(device, name, info, entry.isCpu, tuning, options.readAhead);
+      const impl = new WebGPUDevice(
+        device,
+        name,
+        info,
+        entry.isCpu,
+        tuning,
+        options.readAhead,
+        options.earlyMaps,
+      );
       return wrapDevice(name, impl);
     },
   };
@@ -210,6 +230,7 @@ export async function webgpuBackend(options: WebGPUBackendOptions = {}): Promise
     name,
     matmul: options.matmul,
     readAhead: options.readAhead,
+    earlyMaps: options.earlyMaps ?? earlyMapsSupported(gpu),
   });
 }
 
