@@ -208,19 +208,18 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       if (staging) {
         const mapping = early?.mapped ?? staging.mapAsync(GPUMapMode.READ, 0, bytes);
         let range = this.earlyMaps.takeEarly(staging, bytes);
-        const takenEarly = range !== null;
         if (range === null) {
           await rt.raceLost(mapping);
           range = this.earlyMaps.mapped(staging, bytes);
+        } else {
+          // Still pending; it resolves once Deno's sleep ends (see early_map.ts).
+          mapping.catch(() => {});
         }
         try {
           result = take(range);
         } finally {
           staging.unmap();
-          const release = () => void rt.staging.release(staging!)?.destroy();
-          // Taken early, the map's promise is still pending (see early_map.ts).
-          if (takenEarly) mapping.then(release, release);
-          else release();
+          rt.staging.release(staging)?.destroy();
         }
       } else {
         result = take(new ArrayBuffer(0));

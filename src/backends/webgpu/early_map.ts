@@ -18,9 +18,13 @@
  * it has resolved ("primed"), only on the Deno versions whose source was
  * read, and a mapping wgpu has not made yet throws (a JavaScript error, not
  * an abort), which falls back to waiting for the promise. A spec-conforming
- * runtime throws too. A buffer taken early and unmapped goes back to its
- * pool only once its promise has settled, so a stale resolution can never
- * land on a buffer in use again.
+ * runtime throws too. A buffer taken early is unmapped and goes back to
+ * its pool at once: the promise that resolves later only sets the
+ * JavaScript-side `mapState` (to "mapped", which nothing here reads) and the
+ * same map mode again; wgpu's own state, which validates the next copy
+ * into the buffer and its next map, is already idle. (Holding such buffers
+ * back until their promise settled made back-to-back reads create a fresh,
+ * unprimed buffer every other read.)
  * @module
  */
 
