@@ -229,7 +229,7 @@ Deno.test({
     const memory = new WebAssembly.Memory({ initial: 1, maximum: 16384, shared: true });
     let calls = 0;
     const panel: PanelFn = () => {
-      if (++calls === 5) throw new Error("kernel fault on this thread");
+      if (++calls === 2) throw new Error("kernel fault on this thread");
     };
     const pool = new KernelThreads(
       panelModule(false),
@@ -239,7 +239,19 @@ Deno.test({
       1,
     );
     assert.equal(await pool.started, 2);
-    assert.throws(() => pool.run(TILE_JOB, 2), /kernel fault on this thread/);
+    // On a loaded machine the worker may take every unit before this thread
+    // takes two (its panels do nothing): run until this thread's share throws.
+    let threw = false;
+    for (let tries = 0; !threw && tries < 200; tries++) {
+      calls = 0;
+      try {
+        pool.run(TILE_JOB, 2);
+      } catch (e) {
+        assert.match((e as Error).message, /kernel fault on this thread/);
+        threw = true;
+      }
+    }
+    assert.ok(threw, "this thread took at least two units in one of 200 jobs");
     // (Before: the worker could still be in the job when the next one was posted.)
     assert.equal(pool.available, 1, "products run on one thread after a fault");
   },
