@@ -2,8 +2,9 @@
  * `smallstep`: one training step of the demo's model (MLP 2-64-64-3, GELU,
  * cross-entropy, Adam, batch 128), reading the loss every step. At this size
  * a step is per-op and per-read cost, not FLOPs, so next to ms/step the suite
- * times a bare read (the device round trip every step pays: ~11 ms on
- * Deno's WebGPU, whatever was queued) interleaved with the steps, and counts
+ * times a bare read (the device round trip every step pays: ~0.5 ms on
+ * llvmpipe with early maps, ~11 ms where Deno's map must be awaited)
+ * interleaved with the steps, and counts
  * what one step does: kernel launches, and on webgpu dispatches, submits,
  * maps, `onSubmittedWorkDone` calls, buffer writes, copies, passes and bind
  * groups, with the host ms inside `submit` and from `mapAsync` to its

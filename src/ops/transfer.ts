@@ -28,8 +28,9 @@ export interface Region {
 /**
  * Schedules every region's copy out of `src` with ONE read of the source
  * range the regions cover (a read with an offset, so no device copy cuts
- * the regions out first): on webgpu a read costs about 11 ms whatever its
- * size, so a scatter or a broadcast to several devices shares it. Each
+ * the regions out first): on webgpu every read waits for its device to
+ * drain (and, where Deno's mapping cannot be taken early, 10 ms more), so a
+ * scatter or a broadcast to several devices shares one. Each
  * destination stream waits for the read, then writes its regions.
  */
 export function copyRegions(src: Tensor, regions: readonly Region[]): void {

@@ -2,7 +2,8 @@
  * The `dawn` plugin: multigrad's webgpu backend on Dawn's Node bindings
  * (`npm:webgpu`), which list every adapter of the machine where Deno's
  * `navigator.gpu` hands out one, and read back in well under a millisecond
- * where Deno's reads wait about 11 ms. Optional: the core never imports it,
+ * without relying on Deno's internals (see `early_map.ts`). Optional: the
+ * core never imports it,
  * and nothing is registered until {@link registerDawn} is called. Needs
  * `-A` (Dawn is a native addon).
  *
