@@ -3,9 +3,8 @@
  * (`npm:webgpu`), which list every adapter of the machine where Deno's
  * `navigator.gpu` hands out one, and read back in well under a millisecond
  * without relying on Deno's internals (see `early_map.ts`). Optional: the
- * core never imports it,
- * and nothing is registered until {@link registerDawn} is called. Needs
- * `-A` (Dawn is a native addon).
+ * core never imports it, and nothing is registered until
+ * {@link registerDawn} is called. Needs `-A` (Dawn is a native addon).
  *
  * ```ts
  * import { requestDevices } from "@multigrad/core";

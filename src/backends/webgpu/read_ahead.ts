@@ -8,9 +8,10 @@
  * before it resolves (ext/webgpu `buffer.rs`). Started after the forward,
  * that sleep overlaps the recording and the device work of the rest of the
  * step, instead of following them. Where the mapping is taken early
- * (`early_map.ts`) there is no sleep to hide, but the loss still arrives
- * without waiting for the backward: 37.8 against 39.5 ms per step of the
- * bench's MLP at batch 256 on llvmpipe.
+ * (`early_map.ts`) there is no sleep to hide: the bench's MLP at batch 256
+ * on llvmpipe took 35.5 and 39.1 ms per step with read-ahead, 36.3 and
+ * 37.7 without (two interleaved runs), so it stays on for the runtimes
+ * whose maps must be awaited.
  *
  * Correctness: the runtime watches the buffer from the copy on; anything
  * recorded into it afterwards (a kernel's writable binding, a copy or clear,
