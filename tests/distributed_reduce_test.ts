@@ -129,3 +129,29 @@ Deno.test("allReduceVia: chunk by chunk straight from and into the caller's arra
   }
   clearInterval(alive);
 });
+
+Deno.test("allReduceVia over 2 ranks: each sums half in place; back-to-back calls reuse the slots with the right values", async () => {
+  const alive = setInterval(() => {}, 5);
+  const shared = createLocalShared(2, 1024);
+  const backends = [0, 1].map((q) => new LocalBackend(shared, q, 10_000));
+  const n = 777; // 256 float32 per slot: 4 chunks, the last odd
+  let seq = 0;
+  for (let step = 0; step < 5; step++) {
+    const op: ReduceOp = step % 2 === 0 ? "avg" : "sum";
+    const shape = { kind: "allReduce" as const, seq: seq++, dtype: "float32" as const, op };
+    const call: CollectiveCall = { ...shape, header: packHeader({ ...shape, shapes: [[n]] }) };
+    const inputs = [0, 1].map((q) => values(13 * q + step, n));
+    const expected = new Float32Array(n);
+    reduceInto(expected, inputs, 0, n, op);
+    const outs = [0, 1].map(() => new Float32Array(n).fill(NaN));
+    await Promise.all(backends.map((b, q) =>
+      b.allReduceVia(call, n, async (into, start) => {
+        // The ranks reach the exchange at different times.
+        if (q === step % 2) await new Promise((resolve) => setTimeout(resolve, 2));
+        into.set(inputs[q].subarray(start, start + into.length));
+      }, (from, start) => outs[q].set(from, start))
+    ));
+    for (const q of [0, 1]) assertSameBits(outs[q], expected, `step ${step} ${op}, rank ${q}`);
+  }
+  clearInterval(alive);
+});

@@ -75,7 +75,9 @@ const statusAt = (n: number, rank: number) => n + rank;
 const headerAt = (n: number, rank: number, parity: number) =>
   2 * n + (2 * rank + parity) * HEADER_WORDS;
 const messageLengthAt = (n: number, rank: number) => 2 * n + 2 * n * HEADER_WORDS + rank;
-const controlWords = (n: number) => 3 * n + 2 * n * HEADER_WORDS;
+/** The round whose share of a two-rank all-reduce this rank has summed (see `allReduceVia`). */
+const shareDoneAt = (n: number, rank: number) => 3 * n + 2 * n * HEADER_WORDS + rank;
+const controlWords = (n: number) => 4 * n + 2 * n * HEADER_WORDS;
 const messageOffset = (n: number, rank: number) =>
   Math.ceil((controlWords(n) * 4) / 8) * 8 + rank * MESSAGE_BYTES;
 
@@ -124,6 +126,7 @@ export function markRank(
   }
   Atomics.store(control, statusAt(n, rank), status);
   Atomics.notify(control, phaseAt(rank));
+  Atomics.notify(control, shareDoneAt(n, rank));
   Atomics.notify(new Int32Array(shared.sync), rank);
 }
 
@@ -305,14 +308,21 @@ export class LocalBackend implements ProcessGroupBackend {
    * p ^ 1 (free: every rank has arrived at this round, so all have finished
    * reading the round before, which used it), and returns that slot.
    */
-  #combine(p: number, from: number, to: number, op: ReduceOp, dtype: DType): TypedArray {
-    const out = this.#slot(this.rank, p ^ 1, dtype);
+  #combine(
+    p: number,
+    from: number,
+    to: number,
+    op: ReduceOp,
+    dtype: DType,
+    outParity = p ^ 1,
+  ): TypedArray {
+    const out = this.#slot(this.rank, outParity, dtype);
     const bytes = this.#shared.chunkBytes;
     const at = (q: number, parity: number) => (2 * q + parity) * bytes + from * 4;
     const sources = [];
     for (let q = 0; q < this.worldSize; q++) sources.push(at(q, p));
     const simd = dtype === "float32" &&
-      this.#reducer?.reduce(at(this.rank, p ^ 1), sources, to - from, op);
+      this.#reducer?.reduce(at(this.rank, outParity), sources, to - from, op);
     if (!simd) {
       const slots = [];
       for (let q = 0; q < this.worldSize; q++) slots.push(this.#slot(q, p, dtype));
@@ -388,7 +398,13 @@ export class LocalBackend implements ProcessGroupBackend {
     return parity;
   }
 
-  async #waitAll(call: CollectiveCall, round: number, deadline: number): Promise<void> {
+  /** Waits until every other rank's word `wordAt(q)` (its phase by default) has reached `round`. */
+  async #waitAll(
+    call: CollectiveCall,
+    round: number,
+    deadline: number,
+    wordAt: (q: number) => number = phaseAt,
+  ): Promise<void> {
     const control = this.#control;
     for (let q = 0; q < this.worldSize; q++) {
       if (q === this.rank) continue;
@@ -396,12 +412,20 @@ export class LocalBackend implements ProcessGroupBackend {
         // The status first: a rank publishes its phase before it leaves, so
         // one that left after joining this round is seen as joined.
         const status = this.#status(q);
-        const seen = Atomics.load(control, phaseAt(q));
+        const seen = Atomics.load(control, wordAt(q));
         if (seen >= round) break;
         if (status !== RankStatus.Running) this.#checkPeer(call, q);
         const left = deadline - performance.now();
-        if (left <= 0) throw this.#timeout(call, round);
-        const wait = Atomics.waitAsync(control, phaseAt(q), seen, this.#waitCap(left));
+        if (left <= 0) {
+          if (wordAt === phaseAt) throw this.#timeout(call, round);
+          throw new DistributedError(
+            `${
+              describeHeader(call.header)
+            } on rank ${this.rank}: rank ${q} joined but did not finish summing its half within ${this.#timeoutMs} ms: it hung or died`,
+            [q],
+          );
+        }
+        const wait = Atomics.waitAsync(control, wordAt(q), seen, this.#waitCap(left));
         if (wait.async) await wait.value;
       }
     }
@@ -502,7 +526,29 @@ export class LocalBackend implements ProcessGroupBackend {
       // reading the one before that, which used it.
       await fill(this.#slot(this.rank, (this.#round + 1) & 1, dtype).subarray(0, length), start);
       const p = await this.#exchange(call, c === 0, deadline);
-      take(this.#combine(p, 0, length, call.op ?? "sum", dtype).subarray(0, length), start);
+      const op = call.op ?? "sum";
+      if (this.worldSize !== 2 || !this.#reducer || dtype !== "float32") {
+        take(this.#combine(p, 0, length, op, dtype).subarray(0, length), start);
+        continue;
+      }
+      // Two ranks: each sums half, in place in its own slot of this round
+      // (the other rank reads only the other half of it, and the next
+      // round fills the other parity), says so, and takes the other half
+      // from the other rank's slot once summed: half the sums and no
+      // second round (a DDP step of 2 cpu ranks: 0.5-2.7% more samples/s).
+      // In place is safe for two SIMD sources only (a third would be read
+      // after the sum of the first two overwrote it; the scalar loop
+      // copies rank 0's values over the output first).
+      const half = chunkSizes(length, 2);
+      const lo = this.rank === 0 ? 0 : half[0];
+      const hi = lo + half[this.rank];
+      const own = this.#combine(p, lo, hi, op, dtype, p);
+      Atomics.store(this.#control, shareDoneAt(2, this.rank), this.#round);
+      Atomics.notify(this.#control, shareDoneAt(2, this.rank));
+      take(own.subarray(lo, hi), start + lo);
+      await this.#waitAll(call, this.#round, deadline, (q) => shareDoneAt(2, q));
+      const other = this.rank === 0 ? [half[0], length] : [0, half[0]];
+      take(this.#slot(1 - this.rank, p, dtype).subarray(other[0], other[1]), start + other[0]);
     }
   }
 
