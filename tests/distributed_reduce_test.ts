@@ -136,8 +136,9 @@ Deno.test("allReduceVia over 2 ranks: each sums half in place; back-to-back call
   const backends = [0, 1].map((q) => new LocalBackend(shared, q, 10_000));
   const n = 777; // 256 float32 per slot: 4 chunks, the last odd
   let seq = 0;
-  for (let step = 0; step < 5; step++) {
-    const op: ReduceOp = step % 2 === 0 ? "avg" : "sum";
+  for (let step = 0; step < 7; step++) {
+    // max and min take the whole-chunk path (the scalar loop cannot sum in place).
+    const op: ReduceOp = (["avg", "sum", "avg", "max", "sum", "min", "avg"] as const)[step];
     const shape = { kind: "allReduce" as const, seq: seq++, dtype: "float32" as const, op };
     const call: CollectiveCall = { ...shape, header: packHeader({ ...shape, shapes: [[n]] }) };
     const inputs = [0, 1].map((q) => values(13 * q + step, n));

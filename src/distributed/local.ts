@@ -527,7 +527,8 @@ export class LocalBackend implements ProcessGroupBackend {
       await fill(this.#slot(this.rank, (this.#round + 1) & 1, dtype).subarray(0, length), start);
       const p = await this.#exchange(call, c === 0, deadline);
       const op = call.op ?? "sum";
-      if (this.worldSize !== 2 || !this.#reducer || dtype !== "float32") {
+      const simdSum = this.#reducer && dtype === "float32" && (op === "sum" || op === "avg");
+      if (this.worldSize !== 2 || !simdSum) {
         take(this.#combine(p, 0, length, op, dtype).subarray(0, length), start);
         continue;
       }
