@@ -13,6 +13,14 @@
 
 import { allocHost, type DType, type TypedArray } from "../dtype.ts";
 
+/**
+ * How `allReduceVia`'s caller fills the exchange memory: writes elements
+ * `[start, start + into.length)` of this rank's values into `into`.
+ */
+export type AllReduceFill = (into: TypedArray, start: number) => Promise<void>;
+/** How `allReduceVia`'s caller is handed elements `[start, start + from.length)` of the result. */
+export type AllReduceTake = (from: TypedArray, start: number) => void;
+
 /** How `allReduce` combines the ranks' values. `"avg"` is for float dtypes. */
 export type ReduceOp = "sum" | "avg" | "max" | "min";
 
@@ -85,8 +93,8 @@ export interface ProcessGroupBackend {
   allReduceVia?(
     call: CollectiveCall,
     numel: number,
-    fill: (into: TypedArray, start: number) => Promise<void>,
-    take: (from: TypedArray, start: number) => void,
+    fill: AllReduceFill,
+    take: AllReduceTake,
   ): Promise<void>;
   /** Replaces `data` on every rank by rank `call.src`'s. */
   broadcast(call: CollectiveCall, data: TypedArray): Promise<void>;
@@ -458,8 +466,8 @@ export async function allReduceViaHost(
   backend: ProcessGroupBackend,
   call: CollectiveCall,
   numel: number,
-  fill: (into: TypedArray, start: number) => Promise<void>,
-  take: (from: TypedArray, start: number) => void,
+  fill: AllReduceFill,
+  take: AllReduceTake,
 ): Promise<void> {
   const host = allocHost(call.dtype!, numel);
   await fill(host, 0);

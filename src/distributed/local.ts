@@ -19,6 +19,8 @@ import type { DType, TypedArray } from "../dtype.ts";
 import { chunkSizes } from "../shape.ts";
 import { Mailbox } from "./mailbox.ts";
 import {
+  type AllReduceFill,
+  type AllReduceTake,
   allReduceViaHost,
   checkHeaders,
   checkPair,
@@ -508,8 +510,8 @@ export class LocalBackend implements ProcessGroupBackend {
   async allReduceVia(
     call: CollectiveCall,
     numel: number,
-    fill: (into: TypedArray, start: number) => Promise<void>,
-    take: (from: TypedArray, start: number) => void,
+    fill: AllReduceFill,
+    take: AllReduceTake,
   ): Promise<void> {
     const dtype = call.dtype!;
     if (this.worldSize > DIRECT_REDUCE_RANKS) {

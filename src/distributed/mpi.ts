@@ -30,6 +30,8 @@
 import type { TypedArray } from "../dtype.ts";
 import { ReduceArea } from "./wasm_reduce.ts";
 import {
+  type AllReduceFill,
+  type AllReduceTake,
   allReduceViaHost,
   checkHeaders,
   checkPair,
@@ -928,8 +930,8 @@ class MpiBackend implements ProcessGroupBackend {
   allReduceVia(
     call: CollectiveCall,
     numel: number,
-    fill: (into: TypedArray, start: number) => Promise<void>,
-    take: (from: TypedArray, start: number) => void,
+    fill: AllReduceFill,
+    take: AllReduceTake,
   ): Promise<void> {
     const area = this.#areaFor(call, numel);
     return area
@@ -950,8 +952,8 @@ class MpiBackend implements ProcessGroupBackend {
   async #reduceInArea(
     call: CollectiveCall,
     area: ReduceArea,
-    fill: (into: TypedArray, start: number) => Promise<void>,
-    take: (from: TypedArray, start: number) => void,
+    fill: AllReduceFill,
+    take: AllReduceTake,
   ): Promise<void> {
     const own = area.part(this.rank);
     await fill(own, 0);

@@ -18,46 +18,33 @@ const ROW_MAJOR = 101;
 const NO_TRANS = 111;
 const TRANS = 112;
 
-/** order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc. */
+/** A gemm's symbol: order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc. */
+function gemmSymbol<S extends "f32" | "f64">(scalar: S) {
+  const int = "i32";
+  return {
+    parameters: [
+      int,
+      int,
+      int,
+      int,
+      int,
+      int,
+      scalar,
+      "buffer",
+      int,
+      "buffer",
+      int,
+      scalar,
+      "buffer",
+      int,
+    ],
+    result: "void",
+  } as const;
+}
+
 const SYMBOLS = {
-  cblas_sgemm: {
-    parameters: [
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "f32",
-      "buffer",
-      "i32",
-      "buffer",
-      "i32",
-      "f32",
-      "buffer",
-      "i32",
-    ],
-    result: "void",
-  },
-  cblas_dgemm: {
-    parameters: [
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "f64",
-      "buffer",
-      "i32",
-      "buffer",
-      "i32",
-      "f64",
-      "buffer",
-      "i32",
-    ],
-    result: "void",
-  },
+  cblas_sgemm: gemmSymbol("f32"),
+  cblas_dgemm: gemmSymbol("f64"),
   openblas_set_num_threads: { parameters: ["i32"], result: "void", optional: true },
   openblas_get_num_threads: { parameters: [], result: "i32", optional: true },
   openblas_get_corename: { parameters: [], result: "pointer", optional: true },

@@ -50,8 +50,8 @@ export class EarlyMaps {
   /** Whether reads try to take mappings early at all. */
   readonly enabled: boolean;
   readonly #primed = new WeakSet<GPUBuffer>();
-  /** Reads whose mapping was taken early, and reads that waited for the promise (tests, bench). */
-  readonly counts = { early: 0, waited: 0 };
+  /** Reads whose mapping was taken early (tests). */
+  readonly counts = { early: 0 };
 
   /** Early maps on (when the runtime allows: see {@link earlyMapsSupported}) or off. */
   constructor(enabled: boolean) {
@@ -77,7 +77,6 @@ export class EarlyMaps {
   /** The range of `staging` after its map resolved; primes it for early takes. */
   mapped(staging: GPUBuffer, bytes: number): ArrayBuffer {
     this.#primed.add(staging);
-    this.counts.waited++;
     return staging.getMappedRange(0, bytes);
   }
 }
