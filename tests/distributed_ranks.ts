@@ -606,6 +606,53 @@ async function failures(rank: number, kind: string): Promise<unknown> {
   }
 }
 
+/** What the float32 sums scenario reports. */
+export interface Sums {
+  /** Elements that differ in their bits from the rank-order reference, over every call. */
+  mismatches: number;
+  /** Collectives run. */
+  calls: number;
+}
+
+/**
+ * Float32 all-reduces (sum and avg) of many lengths, back to back: shorter
+ * than the ranks, odd, large, and more lengths than a backend keeps
+ * exchange memory for, each twice; rank 0 arrives late at some. Every
+ * result must have the bits of the rank-order sum ((p0 + p1) + p2 ...,
+ * rounded to float32 at each step, divided once for avg).
+ */
+async function floatSums(rank: number, worldSize: number, backend: string): Promise<Sums> {
+  const [device] = await requestDevices({ backend });
+  const value = (q: number, i: number, length: number) =>
+    Math.fround(((i * 0.37 + q * 1.13 + length * 0.01) % 3.1) - 1.5);
+  const lengths = [1, 3, 5, 1000, 100_003, 7, 4096, 65_537, 2];
+  let mismatches = 0;
+  let calls = 0;
+  for (let round = 0; round < 2; round++) {
+    for (const length of lengths) {
+      for (const op of ["sum", "avg"] as const) {
+        if (rank === 0 && (length + round) % 3 === 0) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        const t = tensor(Float32Array.from({ length }, (_, i) => value(rank, i, length)), {
+          device,
+        });
+        distributed.allReduce(t, { op });
+        const got = (await t.data()) as Float32Array;
+        calls++;
+        for (let i = 0; i < length; i++) {
+          let want = value(0, i, length);
+          for (let q = 1; q < worldSize; q++) want = Math.fround(want + value(q, i, length));
+          if (op === "avg") want = Math.fround(want / worldSize);
+          if (!Object.is(got[i], want)) mismatches++;
+        }
+        t.dispose();
+      }
+    }
+  }
+  return { mismatches, calls };
+}
+
 /** A rank: `scenario` picks what it runs. */
 export async function main(
   rank: number,
@@ -624,6 +671,8 @@ export async function main(
       return await train(rank, worldSize, options as unknown as TrainOptions);
     case "failure":
       return await failures(rank, options.kind as string);
+    case "sums":
+      return await floatSums(rank, worldSize, options.backend as string);
     default:
       throw new Error(`unknown scenario ${scenario}`);
   }

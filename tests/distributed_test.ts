@@ -9,7 +9,13 @@
 import assert from "node:assert/strict";
 import { distributed, nn, optim, type Tensor, tensor, tidy } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
-import { makeData, makeModel, parameterValues, type TrainOptions } from "./distributed_ranks.ts";
+import {
+  makeData,
+  makeModel,
+  parameterValues,
+  type Sums,
+  type TrainOptions,
+} from "./distributed_ranks.ts";
 
 const RANKS = new URL("./distributed_ranks.ts", import.meta.url);
 // Workers and shared memory outlive a test's own ops by design (terminated at its end).
@@ -763,6 +769,23 @@ Deno.test("DDP: needs a process group, the module on one device, a valid bucketC
   }
 });
 
+Deno.test({
+  name: "spawn: float32 sums and averages have the rank-order bits (2 and 3 ranks)",
+  ...opts,
+  fn: async () => {
+    for (const nprocs of [2, 3]) {
+      const results = await distributed.spawn<Sums>(RANKS, {
+        nprocs,
+        args: ["sums", { backend: "cpu" }],
+      });
+      for (const r of results) {
+        assert.equal(r.calls, 36, `${nprocs} ranks`);
+        assert.equal(r.mismatches, 0, `${nprocs} ranks`);
+      }
+    }
+  },
+});
+
 // ---- the "mpi" backend, under mpiexec ----
 
 async function findMpiexec(): Promise<string | null> {
@@ -791,6 +814,7 @@ async function mpiRun<T>(
   ranks: number,
   scenario: string,
   options: Record<string, unknown>,
+  env: Record<string, string> = {},
 ): Promise<{ code: number; output: string; results: (T | undefined)[] }> {
   const dir = await Deno.makeTempDir({ prefix: "multigrad_mpi_" });
   try {
@@ -809,6 +833,7 @@ async function mpiRun<T>(
       ],
       stdout: "piped",
       stderr: "piped",
+      env,
     }).output();
     const output = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
     const results = await Promise.all(
@@ -869,6 +894,31 @@ Deno.test({
     assert.equal(g.code, 0, g.output);
     assert.equal(g.results[0], null);
     checkTrained(g.results.slice(1) as Trained[], await reference(2, o));
+  },
+});
+
+Deno.test({
+  name:
+    "mpi: float32 sums and averages have the rank-order bits, in shared memory (2 and 3 ranks) and in messages",
+  ignore: !MPIEXEC,
+  ...opts,
+  fn: async () => {
+    const runs: [number, Record<string, string>][] = [
+      // "1": the shared window must be used (an error where the ranks cannot share one).
+      [2, { MULTIGRAD_MPI_SHARED_MEMORY: "1" }],
+      [3, { MULTIGRAD_MPI_SHARED_MEMORY: "1" }],
+      [2, { MULTIGRAD_MPI_SHARED_MEMORY: "0" }],
+    ];
+    for (const [ranks, env] of runs) {
+      const run = await mpiRun<Sums>(ranks, "sums", { backend: "cpu" }, env);
+      const label = `${ranks} ranks, ${JSON.stringify(env)}`;
+      assert.equal(run.code, 0, `${label}: ${run.output}`);
+      for (const r of run.results) {
+        assert.ok(r, `${label}: a rank wrote no result: ${run.output}`);
+        assert.equal(r.calls, 36, label);
+        assert.equal(r.mismatches, 0, label);
+      }
+    }
   },
 });
 

@@ -542,7 +542,8 @@ export class LocalBackend implements ProcessGroupBackend {
       // In place is safe for two SIMD sources only (a third would be read
       // after the sum of the first two overwrote it; the scalar loop
       // copies rank 0's values over the output first).
-      const half = chunkSizes(length, 2);
+      // torch.chunk's halves; a single element is rank 0's alone.
+      const half = length === 1 ? [1, 0] : chunkSizes(length, 2);
       const lo = this.rank === 0 ? 0 : half[0];
       const hi = lo + half[this.rank];
       const own = this.#combine(p, lo, hi, op, dtype, p);

@@ -13,7 +13,10 @@
  * the matching receives, tests for completion on the calling thread for a
  * few milliseconds, then waits for the rest in one `MPI_Waitall` on a helper
  * thread; then it compares the headers and combines the data in rank
- * order (so every rank gets the same bits). A rank that called something
+ * order (so every rank gets the same bits). Float32 sums and averages of
+ * ranks that all share one machine (DDP's gradients) meet in an MPI-3
+ * shared window instead of messages (`mpi_node.ts`): the meetings then
+ * carry only headers. A rank that called something
  * else still sends one header and one data message, so the messages stay
  * paired and a mismatch (also one whose data is longer than expected: MPI
  * reports the truncation, errors are returned, not fatal) is an error on
@@ -29,6 +32,31 @@
 
 import type { TypedArray } from "../dtype.ts";
 import { ReduceArea } from "./wasm_reduce.ts";
+import { NodeSum } from "./mpi_node.ts";
+import {
+  check,
+  MPI_ANY_SOURCE,
+  MPI_BYTE,
+  MPI_COMM_TYPE_SHARED,
+  MPI_COMM_WORLD,
+  MPI_DOUBLE,
+  MPI_ERR_IN_STATUS,
+  MPI_ERR_TRUNCATE,
+  MPI_ERRORS_RETURN,
+  MPI_FLOAT,
+  MPI_IN_PLACE,
+  MPI_INFO_NULL,
+  MPI_INT,
+  MPI_REQUEST_NULL,
+  MPI_SUM,
+  MPI_THREAD_MULTIPLE,
+  MPI_THREAD_SERIALIZED,
+  MPI_UNDEFINED,
+  type MpiLibrary,
+  STATUS_ERROR,
+  STATUS_WORDS,
+  SYMBOLS,
+} from "./mpi_abi.ts";
 import {
   type AllReduceFill,
   type AllReduceTake,
@@ -45,27 +73,6 @@ import {
   SYNC_WORDS,
 } from "./backend.ts";
 
-// MPICH's handles and constants (mpi.h of MPICH 3.x/4.x; the ABI is stable).
-const MPI_COMM_WORLD = 0x44000000;
-const MPI_BYTE = 0x4c00010d;
-const MPI_INT = 0x4c000405;
-const MPI_FLOAT = 0x4c00040a;
-const MPI_DOUBLE = 0x4c00080b;
-const MPI_SUM = 0x58000003;
-const MPI_REQUEST_NULL = 0x2c000000;
-const MPI_ERRORS_RETURN = 0x54000001;
-const MPI_ERR_IN_STATUS = 17;
-const MPI_ERR_TRUNCATE = 14;
-/** Int32 words of MPICH's `MPI_Status` (count_lo, count_hi_and_cancelled, source, tag, error). */
-const STATUS_WORDS = 5;
-const STATUS_ERROR = 4;
-const MPI_THREAD_SERIALIZED = 2;
-const MPI_THREAD_MULTIPLE = 3;
-const MPI_ANY_SOURCE = -2;
-const MPI_UNDEFINED = -32766;
-/** `(void *) -1`. */
-const MPI_IN_PLACE = 0xffffffffffffffffn;
-
 const TAG_HEADER = 0x6d67;
 const TAG_FAILURE = 0x6d68;
 const TAG_CALL = 0x6d69;
@@ -76,6 +83,8 @@ const TAG_CALL = 0x6d69;
  * traffic per rank).
  */
 const DIRECT_RANKS = 4;
+/** Shared windows kept per group (a DDP step sums the same length every time). */
+const NODE_WINDOWS = 4;
 /** How often a rank waiting in a collective looks at the failure channel. */
 const FAILURE_POLL_MS = 20;
 /** Sleep between tests of a blocking `allGatherSync`. */
@@ -103,91 +112,6 @@ const FAILURE_BYTES = 2048;
 const ABORT_AFTER_MS = 1000;
 /** How long a failing rank waits, after telling the others, before it ends the job. */
 const FAILURE_GRACE_MS = 500;
-
-const SYMBOLS = {
-  MPI_Initialized: { parameters: ["buffer"], result: "i32" },
-  MPI_Finalized: { parameters: ["buffer"], result: "i32" },
-  MPI_Init_thread: { parameters: ["pointer", "pointer", "i32", "buffer"], result: "i32" },
-  MPI_Finalize: { parameters: [], result: "i32" },
-  MPI_Abort: { parameters: ["i32", "i32"], result: "i32" },
-  MPI_Comm_dup: { parameters: ["i32", "buffer"], result: "i32" },
-  MPI_Comm_set_errhandler: { parameters: ["i32", "i32"], result: "i32" },
-  MPI_Comm_split: {
-    parameters: ["i32", "i32", "i32", "buffer"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Comm_free: { parameters: ["buffer"], result: "i32" },
-  MPI_Comm_rank: { parameters: ["i32", "buffer"], result: "i32" },
-  MPI_Comm_size: { parameters: ["i32", "buffer"], result: "i32" },
-  MPI_Send: { parameters: ["buffer", "i32", "i32", "i32", "i32", "i32"], result: "i32" },
-  MPI_Isend: {
-    parameters: ["buffer", "i32", "i32", "i32", "i32", "i32", "buffer"],
-    result: "i32",
-  },
-  MPI_Irecv: {
-    parameters: ["buffer", "i32", "i32", "i32", "i32", "i32", "buffer"],
-    result: "i32",
-  },
-  MPI_Allreduce: {
-    // The send buffer is always MPI_IN_PLACE: the result replaces `data`.
-    parameters: ["pointer", "buffer", "i32", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Bcast: {
-    parameters: ["buffer", "i32", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Reduce_scatter_block: {
-    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Allgather: {
-    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Alltoall: {
-    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Gather: {
-    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Scatter: {
-    parameters: ["buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Reduce: {
-    parameters: ["buffer", "buffer", "i32", "i32", "i32", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Waitsome: {
-    parameters: ["i32", "buffer", "buffer", "buffer", "pointer"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Waitall: {
-    parameters: ["i32", "buffer", "buffer"],
-    result: "i32",
-    nonblocking: true,
-  },
-  MPI_Test: { parameters: ["buffer", "buffer", "pointer"], result: "i32" },
-  MPI_Testall: { parameters: ["i32", "buffer", "buffer", "buffer"], result: "i32" },
-  MPI_Cancel: { parameters: ["buffer"], result: "i32" },
-  MPI_Request_free: { parameters: ["buffer"], result: "i32" },
-  MPI_Wait: { parameters: ["buffer", "pointer"], result: "i32" },
-} as const;
-
-type MpiLibrary = Deno.DynamicLibrary<typeof SYMBOLS>;
 
 /** Library names tried in order (after `MULTIGRAD_MPI_LIB`). */
 const LIBRARY_NAMES = ["libmpich.so.12", "libmpich.so", "libmpich.12.dylib", "libmpi.so.12"];
@@ -229,10 +153,6 @@ function loadLibrary(): MpiLibrary {
       reasons.join("; ")
     })`,
   );
-}
-
-function check(what: string, code: number): void {
-  if (code !== 0) throw new Error(`mpi: ${what} failed with MPI error code ${code}`);
 }
 
 /** A meeting's posted messages (see `MpiBackend.#post`). */
@@ -368,6 +288,14 @@ class MpiBackend implements ProcessGroupBackend {
   readonly #scratch = new Map<string, TypedArray>();
   /** Memory for float32 sums, by length. */
   readonly #areas = new Map<number, ReduceArea>();
+  /**
+   * A communicator of this group's ranks when they all share this machine
+   * (and there are at most {@link DIRECT_RANKS}), for float32 sums in
+   * shared windows ({@link NodeSum}); else null.
+   */
+  readonly #nodeComm: number | null;
+  /** Shared windows for float32 sums, by length (at most {@link NODE_WINDOWS}). */
+  readonly #nodeSums = new Map<number, NodeSum>();
   /** Whether WebAssembly SIMD sums are available (until one fails to be made). */
   #simd = true;
   #closed = false;
@@ -396,6 +324,7 @@ class MpiBackend implements ProcessGroupBackend {
     if (parent === MPI_COMM_WORLD) worldRank = this.rank;
     check("MPI_Comm_size", lib.symbols.MPI_Comm_size(this.#comm, value));
     this.worldSize = value[0];
+    this.#nodeComm = this.#sharedMachine();
     check(
       "MPI_Irecv",
       lib.symbols.MPI_Irecv(
@@ -408,6 +337,36 @@ class MpiBackend implements ProcessGroupBackend {
         this.#failureRequest,
       ),
     );
+  }
+
+  /**
+   * A communicator over this group's ranks when all share this machine,
+   * else null (`MPI_Comm_split_type`, a collective every rank reaches in
+   * its constructor). `MULTIGRAD_MPI_SHARED_MEMORY`: `0` keeps sums in
+   * messages, `1` requires shared memory (an error where the ranks do not
+   * share a machine); set it for every rank alike.
+   */
+  #sharedMachine(): number | null {
+    const wanted = envVar("MULTIGRAD_MPI_SHARED_MEMORY");
+    if (this.worldSize < 2 || this.worldSize > DIRECT_RANKS || wanted === "0") return null;
+    const lib = this.#lib;
+    const node = new Int32Array(1);
+    check(
+      "MPI_Comm_split_type",
+      lib.symbols.MPI_Comm_split_type(this.#comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node),
+    );
+    const size = new Int32Array(1);
+    check("MPI_Comm_size", lib.symbols.MPI_Comm_size(node[0], size));
+    if (size[0] === this.worldSize) return node[0];
+    lib.symbols.MPI_Comm_free(node);
+    if (wanted === "1") {
+      throw new Error(
+        `mpi: MULTIGRAD_MPI_SHARED_MEMORY=1, but only ${
+          size[0]
+        } of the group's ${this.worldSize} ranks share rank ${this.rank}'s machine`,
+      );
+    }
+    return null;
   }
 
   /** Sends `text` (why this rank fails) to every other rank. */
@@ -436,6 +395,9 @@ class MpiBackend implements ProcessGroupBackend {
     this.#lib.symbols.MPI_Comm_free(new Int32Array([this.#comm]));
     this.#lib.symbols.MPI_Comm_free(new Int32Array([this.#syncComm]));
     for (const c of this.#p2pComms) this.#lib.symbols.MPI_Comm_free(new Int32Array([c]));
+    // The shared windows stay until MPI_Finalize: freeing one is a
+    // collective, and a rank may leave while another has failed.
+    if (this.#nodeComm !== null) this.#lib.symbols.MPI_Comm_free(new Int32Array([this.#nodeComm]));
   }
 
   #failureFromPeer(call: CollectiveCall): DistributedError {
@@ -884,9 +846,8 @@ class MpiBackend implements ProcessGroupBackend {
     const op = call.op ?? "sum";
     if (this.worldSize <= DIRECT_RANKS) {
       if (this.worldSize === 1) return;
-      const area = data instanceof Float32Array ? this.#areaFor(call, data.length) : null;
-      if (area) {
-        return this.#reduceInArea(call, area, (own) => {
+      if (data instanceof Float32Array && this.#sumsFloats(call, data.length)) {
+        return this.allReduceVia(call, data.length, (own) => {
           own.set(data);
           return Promise.resolve();
         }, (sum) => data.set(sum));
@@ -933,19 +894,67 @@ class MpiBackend implements ProcessGroupBackend {
     fill: AllReduceFill,
     take: AllReduceTake,
   ): Promise<void> {
-    const area = this.#areaFor(call, numel);
-    return area
-      ? this.#reduceInArea(call, area, fill, take)
-      : allReduceViaHost(this, call, numel, fill, take);
+    if (this.#sumsFloats(call, numel)) {
+      if (this.#nodeComm !== null) return this.#reduceInNode(call, numel, fill, take);
+      const area = this.#reduceArea(numel);
+      if (area) return this.#reduceInArea(call, area, fill, take);
+    }
+    return allReduceViaHost(this, call, numel, fill, take);
   }
 
-  /** The WebAssembly area where a float32 sum or average of a few ranks meets, or null. */
-  #areaFor(call: CollectiveCall, numel: number): ReduceArea | null {
+  /** Whether `call` is a float32 sum or average of a few ranks (which meet in shared or WebAssembly memory). */
+  #sumsFloats(call: CollectiveCall, numel: number): boolean {
     const op = call.op ?? "sum";
     return this.worldSize > 1 && this.worldSize <= DIRECT_RANKS && call.dtype === "float32" &&
-        (op === "sum" || op === "avg")
-      ? this.#reduceArea(numel)
-      : null;
+      (op === "sum" || op === "avg") && numel > 0 &&
+      (this.#nodeComm !== null || this.#simd);
+  }
+
+  /**
+   * A float32 sum or average of ranks on one machine in a shared window
+   * ({@link NodeSum}): fill this rank's part, meet, sum this rank's chunk
+   * of every part, meet, take the result. The meetings carry only headers,
+   * so they also check that every rank called the same collective.
+   */
+  async #reduceInNode(
+    call: CollectiveCall,
+    numel: number,
+    fill: AllReduceFill,
+    take: AllReduceTake,
+  ): Promise<void> {
+    const meet = () => this.#meet(call, NOTHING, () => NOTHING);
+    let sums = this.#nodeSums.get(numel);
+    if (!sums) {
+      // Making (and freeing) a window is a collective: first make sure
+      // every rank is in this call with this length.
+      await meet();
+      const deadline = performance.now() + this.#timeoutMs;
+      const settle = (done: Promise<number>) => this.#settle(call, done, deadline, () => []);
+      if (this.#nodeSums.size >= NODE_WINDOWS) {
+        const [[oldest, window]] = this.#nodeSums;
+        this.#nodeSums.delete(oldest);
+        await window.free(settle);
+      }
+      sums = await NodeSum.allocate(
+        this.#lib,
+        this.#nodeComm!,
+        this.rank,
+        this.worldSize,
+        numel,
+        settle,
+      );
+      this.#nodeSums.set(numel, sums);
+    }
+    const parity = sums.begin();
+    await fill(sums.own(parity), 0);
+    sums.sync();
+    await meet();
+    sums.sync();
+    sums.sumChunk(parity, call.op ?? "sum");
+    sums.sync();
+    await meet();
+    sums.sync();
+    take(sums.result(parity), 0);
   }
 
   /** The ranks' values meet in `area` (`fill` writes this rank's part) and are summed with SIMD. */

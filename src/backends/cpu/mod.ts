@@ -116,11 +116,9 @@ class CpuDevice implements DeviceImpl<TypedArray> {
   #bytes = 0;
   readonly #pool = new HostPool(POOL_BYTES, releaseToKernel);
 
-  readonly #threads: number;
   readonly #kernel: MatmulKernel | "auto";
 
   constructor(index: number, threads: number, kernel: MatmulKernel | "auto", blas: Blas | null) {
-    this.#threads = threads;
     this.#kernel = kernel;
     const plural = threads === 1 ? "" : "s";
     this.info = `host cpu (logical device ${index}, ${navigator.hardwareConcurrency} cores, ` +
@@ -149,7 +147,12 @@ class CpuDevice implements DeviceImpl<TypedArray> {
     // Large float32 arrays (matmul operands) live in the matmul kernel's
     // shared memory where it has one, so products need not copy them in,
     // and WebAssembly loops run on them (and on int32 positions) in place.
-    const inKernel = numel < KERNEL_MEMORY_MIN || this.#threads === 1
+    // Also on one thread (a distributed rank): there the TypeScript loops
+    // that host arrays take ran 3-4x slower once V8's Maglev had compiled
+    // their callers with the loops inlined (after ~400 calls; TurboFan
+    // takes over only after 3000), so a one-thread MLP step went from 6.4
+    // to 9-11 ms after a few hundred steps (bench/NOTES.md).
+    const inKernel = numel < KERNEL_MEMORY_MIN
       ? undefined
       : dtype === "float32"
       ? kernelFloats(numel, this.#kernel)
