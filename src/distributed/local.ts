@@ -542,16 +542,15 @@ export class LocalBackend implements ProcessGroupBackend {
       // In place is safe for two SIMD sources only (a third would be read
       // after the sum of the first two overwrote it; the scalar loop
       // copies rank 0's values over the output first).
-      // torch.chunk's halves; a single element is rank 0's alone.
-      const half = length === 1 ? [1, 0] : chunkSizes(length, 2);
-      const lo = this.rank === 0 ? 0 : half[0];
-      const hi = lo + half[this.rank];
+      // Rank 0 sums the first ceil(length / 2) elements, rank 1 the rest.
+      const middle = Math.ceil(length / 2);
+      const [lo, hi] = this.rank === 0 ? [0, middle] : [middle, length];
       const own = this.#combine(p, lo, hi, op, dtype, p);
       Atomics.store(this.#control, shareDoneAt(2, this.rank), this.#round);
       Atomics.notify(this.#control, shareDoneAt(2, this.rank));
       take(own.subarray(lo, hi), start + lo);
       await this.#waitAll(call, this.#round, deadline, (q) => shareDoneAt(2, q));
-      const other = this.rank === 0 ? [half[0], length] : [0, half[0]];
+      const other = this.rank === 0 ? [middle, length] : [0, middle];
       take(this.#slot(1 - this.rank, p, dtype).subarray(other[0], other[1]), start + other[0]);
     }
   }

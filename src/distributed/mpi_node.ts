@@ -35,8 +35,6 @@ const PARITIES = 2;
  * only after a meeting every rank joins once it has read.
  */
 export class NodeSum {
-  /** Elements per part. */
-  readonly length: number;
   readonly #lib: MpiLibrary;
   readonly #window: Int32Array;
   readonly #rank: number;
@@ -63,7 +61,6 @@ export class NodeSum {
     this.#window = window;
     this.#rank = rank;
     this.#ranks = ranks;
-    this.length = length;
     this.#parts = parts;
     this.#addresses = addresses;
     // torch.chunk's sizes, which may be fewer than the ranks: the rest sum nothing.
@@ -162,7 +159,8 @@ export class NodeSum {
     }
     const [first, count] = this.#chunk;
     if (count === 0) return;
-    const at = (q: number) => Deno.UnsafePointer.offset(this.#addresses[parity][q]!, first * 4);
+    const at = (q: number) =>
+      Deno.UnsafePointer.offset(this.#addresses[parity][q]!, first * FLOAT_BYTES);
     const reduce = (what: number, from: Deno.PointerValue, into: Deno.PointerValue) =>
       check(
         "MPI_Reduce_local",
