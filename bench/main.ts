@@ -3,7 +3,7 @@
  * that starts (cpu, and webgpu where there is an adapter).
  *
  *   deno task bench [--quick] [--filter NAME]... [--backend NAME]... [--peers]
- *     [--json FILE] [--budget SECONDS]
+ *     [--dawn] [--json FILE] [--budget SECONDS]
  *
  * Method (see bench/NOTES.md): every timed run ends with a read of a result
  * (`await t.data()`), so the device really finished; one or more warm-up runs
@@ -85,6 +85,8 @@ usage: deno task bench [options]
 options:
   --filter NAME    run only suites whose name contains NAME (repeatable)
   --backend NAME   run only this backend (repeatable; default: every backend that starts)
+  --dawn           also register the dawn plugin (npm:webgpu) and time it as backend "dawn"
+                   (up to 4 devices per adapter)
   --peers          also run the peer benchmarks (TensorFlow.js, jax-js) and print
                    multigrad's speedup over each
   --quick          smaller sizes and fewer iterations (the CI smoke test)
@@ -127,6 +129,7 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
         filter: { type: "string", multiple: true },
         backend: { type: "string", multiple: true },
         peers: { type: "boolean", default: false },
+        dawn: { type: "boolean", default: false },
         quick: { type: "boolean", default: false },
         budget: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
@@ -157,6 +160,13 @@ export async function main(args: readonly string[]): Promise<BenchReport> {
   const log = (line: string) => console.log(line);
   const started = performance.now();
 
+  if (opts.dawn) {
+    // A computed specifier keeps npm:webgpu out of the graph of runs without --dawn.
+    const plugin = new URL("../src/backends/dawn/mod.ts", import.meta.url).href;
+    const { registerDawn } = await import(plugin) as typeof import("../src/backends/dawn/mod.ts");
+    // Four devices per adapter, as DataParallel's largest group asks for.
+    registerDawn({ devicesPerAdapter: 4 });
+  }
   // Backends: cpu first (the reference), then the others that start.
   const wanted = opts.backend ?? [];
   const registered = backendNames();

@@ -10,6 +10,7 @@ import { run as seed003 } from "../examples/seed003_ddp.ts";
 import type { RankSummary } from "../examples/ddp_train.ts";
 import { distributed } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
+import { MPICH_MPIEXEC } from "./mpiexec.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const TRAIN = new URL("../examples/ddp_train.ts", import.meta.url);
@@ -65,7 +66,7 @@ Deno.test({
 Deno.test({
   ...opts,
   name: "ddp_train example: the same file under mpiexec -n 2",
-  ignore: !hasMpiexec(),
+  ignore: !MPICH_MPIEXEC,
   fn: async () => {
     const out = await new Deno.Command("mpiexec", {
       args: [
@@ -93,15 +94,6 @@ Deno.test({
     assert.match(text, /^held-out accuracy \d+\.\d%$/m);
   },
 });
-
-function hasMpiexec(): boolean {
-  try {
-    return new Deno.Command("mpiexec", { args: ["--version"], stdout: "null", stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test({
   ...opts,
@@ -185,7 +177,7 @@ Deno.test({
         r.case === "spawn 2 DDP ranks x 128"
       );
       assert.ok(ddp.extra.ofCeiling > 0 && Number.isFinite(ddp.extra.ofCeiling));
-      if (hasMpiexec()) assert.match(text, /mpi +\| cpu +\| 2 DDP ranks x 128/);
+      if (MPICH_MPIEXEC) assert.match(text, /mpi +\| cpu +\| 2 DDP ranks x 128/);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { distributed, nn, optim, type Tensor, tensor, tidy } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
+import { MPICH_MPIEXEC } from "./mpiexec.ts";
 import {
   makeData,
   makeModel,
@@ -469,6 +470,32 @@ function failure(kind: string, timeoutMs = 20_000) {
 }
 
 Deno.test({
+  name: "spawn: a rank that reported closes its own Worker; only ranks still running are terminated",
+  ...opts,
+  fn: async () => {
+    // A Worker holding a GPUDevice that is terminated from outside crashed
+    // or hung the process at exit on NVIDIA's Vulkan driver (worker.ts).
+    const terminate = Worker.prototype.terminate;
+    let terminated = 0;
+    Worker.prototype.terminate = function (this: Worker) {
+      terminated++;
+      terminate.call(this);
+    };
+    try {
+      const shapes = await failure("shape");
+      assert.equal(shapes.length, 2);
+      assert.equal(terminated, 0, "ranks that returned are left to close themselves");
+      await assert.rejects(failure("throw"), /rank 1 of 2 failed: boom from rank 1/);
+      // Rank 1 reported its error and closed; rank 0, inside allReduce, is
+      // terminated unless its own report of rank 1's failure came first.
+      assert.ok(terminated <= 1, `terminated ${terminated} Workers, at most rank 0's expected`);
+    } finally {
+      Worker.prototype.terminate = terminate;
+    }
+  },
+});
+
+Deno.test({
   name: "failures: shape and kind mismatches are the same clear error on every rank",
   ...opts,
   fn: async () => {
@@ -788,24 +815,10 @@ Deno.test({
 
 // ---- the "mpi" backend, under mpiexec ----
 
-async function findMpiexec(): Promise<string | null> {
-  try {
-    const out = await new Deno.Command("mpiexec", {
-      args: ["--version"],
-      stdout: "null",
-      stderr: "null",
-    })
-      .output();
-    return out.success ? "mpiexec" : null;
-  } catch {
-    return null;
-  }
-}
-
-const MPIEXEC = await findMpiexec();
+const MPIEXEC = MPICH_MPIEXEC ? "mpiexec" : null;
 if (!MPIEXEC) {
   console.warn(
-    'mpiexec not found: the mpiexec tests of the "mpi" backend are SKIPPED (install it with `apt-get install mpich`)',
+    'MPICH\'s mpiexec not found: the mpiexec tests of the "mpi" backend are SKIPPED (install it with `apt-get install mpich`)',
   );
 }
 

@@ -99,7 +99,13 @@ export const dataParallelSuite: Suite = {
     const results: BenchResult[] = [];
     const profiles: string[] = [];
     for (const backend of ctx.backends) {
-      const deviceSets = await Promise.all(counts.map((n) => ctx.devices(backend, n)));
+      let deviceSets: Device[][];
+      try {
+        deviceSets = await Promise.all(counts.map((n) => ctx.devices(backend, n)));
+      } catch (error) {
+        ctx.log(`  dataparallel ${backend}: skipped, ${(error as Error).message}`);
+        continue;
+      }
       const { timings, losses } = await benchDataParallel(
         deviceSets,
         config,

@@ -140,7 +140,15 @@ function mpiGroup(label: string, ranks: number, config: RankConfig): Group {
     ranks,
     config,
     async run(steps) {
-      await writer.write(encoder.encode(`run ${steps}\n`));
+      try {
+        await writer.write(encoder.encode(`run ${steps}\n`));
+      } catch (error) {
+        throw new Error(
+          `ddp bench: ${label}: mpiexec stopped reading (${(error as Error).message}): ${
+            (await stderr).slice(-2000)
+          }`,
+        );
+      }
       return await nextResult();
     },
     async close() {
@@ -193,16 +201,25 @@ function perRound(rounds: number, f: (round: number) => number): number {
   return median(Array.from({ length: rounds }, (_, r) => f(r)));
 }
 
-async function mpiexecFound(): Promise<boolean> {
+/**
+ * Why the mpi rows cannot run here, or null: they need MPICH's `mpiexec`
+ * (Hydra), the launcher of the `libmpich.so.12` ranks load; another MPI's
+ * `mpiexec` (Open MPI's refuses to run as root) would start ranks that fail.
+ */
+async function mpiUnavailable(): Promise<string | null> {
   try {
     const out = await new Deno.Command("mpiexec", {
       args: ["--version"],
-      stdout: "null",
+      stdout: "piped",
       stderr: "null",
     }).output();
-    return out.success;
+    const text = new TextDecoder().decode(out.stdout);
+    if (/HYDRA/i.test(text)) return null;
+    return `mpiexec is not MPICH's (its --version begins "${
+      text.trim().split("\n")[0].slice(0, 80)
+    }"), the mpi rows are skipped (they need MPICH: apt-get install mpich)`;
   } catch {
-    return false;
+    return "mpiexec not found, the mpi rows are skipped (apt-get install mpich)";
   }
 }
 
@@ -216,8 +233,9 @@ export const ddpSuite: Suite = {
     const rounds = ctx.quick ? 2 : 11;
     const steps = ctx.quick ? 2 : 6;
     const launchers: ("spawn" | "mpi")[] = ["spawn"];
-    if (await mpiexecFound()) launchers.push("mpi");
-    else ctx.log("  ddp: mpiexec not found, the mpi rows are skipped (apt-get install mpich)");
+    const noMpi = await mpiUnavailable();
+    if (noMpi === null) launchers.push("mpi");
+    else ctx.log(`  ddp: ${noMpi}`);
     const table = new Table(
       `ddp: DistributedDataParallel(${
         layers.join("-")

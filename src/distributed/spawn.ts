@@ -83,13 +83,17 @@ export function spawn<T = unknown>(moduleUrl: string | URL, options: SpawnOption
   const workers: Worker[] = [];
   const results = new Array<T>(nprocs);
   let remaining = nprocs;
+  const reported = new Set<number>();
   return new Promise<T[]>((resolve, reject) => {
     let finished = false;
     const finish = (error: Error | null) => {
       if (finished) return;
       finished = true;
       if (deferred) clearTimeout(deferred.timer);
-      for (const w of workers) w.terminate();
+      // Ranks that reported close their Workers themselves (worker.ts says why).
+      workers.forEach((w, rank) => {
+        if (!reported.has(rank)) w.terminate();
+      });
       // The channel ends of ranks never started are still here (the others moved to their Worker).
       for (const own of ports.slice(workers.length)) for (const port of own) port?.close();
       if (error) reject(error);
@@ -136,6 +140,7 @@ export function spawn<T = unknown>(moduleUrl: string | URL, options: SpawnOption
       workers.push(worker);
       worker.onmessage = (event: MessageEvent<RankOutcome>) => {
         const outcome = event.data;
+        reported.add(rank);
         if (outcome.kind === "failed") {
           fail(rank, revive(outcome.error), outcome.ranks);
           return;

@@ -112,6 +112,11 @@ async function run(launch: RankLaunch): Promise<void> {
   } catch (error) {
     failed(error);
   }
+  // The rank ends its own Worker once it has reported: a Worker terminated
+  // from outside while it holds a GPUDevice crashed (exit 139) or hung the
+  // whole process at exit on NVIDIA's Vulkan driver; one that closes itself
+  // exits cleanly. The launcher terminates only ranks that never reported.
+  close();
 }
 
 scope.onmessage = (event) => {

@@ -49,3 +49,34 @@ fn geluDerivative(x: f32) -> f32 {
   return phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x);
 }
 `;
+
+/**
+ * `sinCos(x, cosine)`: sin or cos of a finite x to about 1 ulp for
+ * |x| <= 8192 (Cephes' sinf: x reduced by a multiple of pi/4 split in three
+ * parts whose products with the multiple are exact, then a degree-7 sine
+ * or degree-8 cosine polynomial on [-pi/4, pi/4]). WGSL's own sin and cos
+ * promise only an absolute 2^-11 on [-pi, pi]: NVIDIA's Vulkan driver
+ * gives sin(1e-5) with under 3 correct digits. Beyond 8192 the reduction
+ * loses bits, so the driver's functions take over there.
+ */
+export const SIN_COS_WGSL = `
+fn sinCos(x: f32, cosine: bool) -> f32 {
+  let a = abs(x);
+  if (a > 8192.0) { return select(sin(x), cos(x), cosine); }
+  var j = u32(a * 1.2732395447351628);
+  var y = f32(j);
+  if ((j & 1u) == 1u) { j = j + 1u; y = y + 1.0; }
+  j = j & 7u;
+  var negative = x < 0.0 && !cosine;
+  if (j > 3u) { negative = !negative; j = j - 4u; }
+  if (cosine && j > 1u) { negative = !negative; }
+  let z = ((a - y * 0.78515625) - y * 2.4187564849853515625e-4) - y * 3.77489497744594108e-8;
+  let zz = z * z;
+  let sinPoly = ((-1.9515295891e-4 * zz + 8.3321608736e-3) * zz - 1.6666654611e-1) * zz * z + z;
+  let cosPoly = ((2.443315711809948e-5 * zz - 1.388731625493765e-3) * zz + 4.166664568298827e-2) *
+    zz * zz - 0.5 * zz + 1.0;
+  let useCos = select(j == 1u || j == 2u, j == 0u || j == 3u, cosine);
+  let r = select(sinPoly, cosPoly, useCos);
+  return select(r, -r, negative);
+}
+`;

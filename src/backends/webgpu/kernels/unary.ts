@@ -7,7 +7,7 @@ import type { UnaryArgs, UnaryOp } from "../../backend.ts";
 import { dispatchMap } from "../map.ts";
 import type { Runtime } from "../runtime.ts";
 import { wgslType } from "../wgsl.ts";
-import { ERF_WGSL } from "./math.ts";
+import { ERF_WGSL, SIN_COS_WGSL } from "./math.ts";
 
 /**
  * Every float body sees NaN first, by bits: GL drivers fold float
@@ -31,8 +31,8 @@ const FLOAT_BODIES: Record<UnaryOp, string> = {
   // sign(NaN) is 0 and sign(-0) is +0 as in PyTorch (through i32).
   sign: "if (isNan(x)) { return 0.0; } return f32(select(0, 1, x > 0.0) - select(0, 1, x < 0.0));",
   // Drivers may compute sin/cos of inf as anything; PyTorch gives NaN.
-  sin: "if (!isFinite(x)) { return nanF32(); } return sin(x);",
-  cos: "if (!isFinite(x)) { return nanF32(); } return cos(x);",
+  sin: "if (!isFinite(x)) { return nanF32(); } return sinCos(x, false);",
+  cos: "if (!isFinite(x)) { return nanF32(); } return sinCos(x, true);",
   floor: "if (!isFinite(x)) { return x; } return floor(x);",
   ceil: "if (!isFinite(x)) { return x; } return ceil(x);",
   // WGSL's round is half to even, as PyTorch's.
@@ -80,6 +80,6 @@ export function unary(rt: Runtime, { op, x, out, numel, dtype }: UnaryArgs<GPUBu
   if (body === undefined) {
     throw new Error(`${rt.name} unary ${op} does not support dtype ${dtype}`);
   }
-  const helpers = op === "erf" ? ERF_WGSL : "";
+  const helpers = op === "erf" ? ERF_WGSL : op === "sin" || op === "cos" ? SIN_COS_WGSL : "";
   dispatchMap(rt, { name: op, key: `unary_${op}`, type, body, helpers }, x, out, numel);
 }
