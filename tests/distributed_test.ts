@@ -470,7 +470,8 @@ function failure(kind: string, timeoutMs = 20_000) {
 }
 
 Deno.test({
-  name: "spawn: a rank that reported closes its own Worker; only ranks still running are terminated",
+  name:
+    "spawn: a rank that reported closes its own Worker; only ranks still running are terminated",
   ...opts,
   fn: async () => {
     // A Worker holding a GPUDevice that is terminated from outside crashed
