@@ -50,7 +50,10 @@ export interface WebGPUBackendOptions {
    * plain request.
    */
   readonly adapterRequests?: readonly (GPURequestAdapterOptions | undefined)[];
-  /** The devices' matmul tuning (for tests and benchmarks); default: chosen per adapter. */
+  /**
+   * The devices' matmul tuning (for tests and benchmarks); default: chosen
+   * per adapter, register-blocked on Deno's own WebGPU (see below).
+   */
   readonly matmul?: Partial<MatmulTuning>;
   /**
    * Start the read of a loss when `backward()` is called on it, so that the

@@ -27,9 +27,9 @@ export type MatmulVariant = "auto" | "register" | "tiled";
  * A device's matmul tuning, for tests and benchmarks (`webgpuBackend({
  * matmul })`). `variant: "auto"` picks register-blocked on CPU adapters and
  * tiled elsewhere (`webgpuBackend` on Deno's own WebGPU asks for
- * register-blocked everywhere: see there); `rows` x `cols` (cols a multiple of 4) is the register
- * block, 0 choosing it from the problem size, and `wgX` x `wgY` the
- * workgroup of the register-blocked kernel.
+ * register-blocked everywhere: see there); `rows` x `cols` (cols a
+ * multiple of 4) is the register block, 0 choosing it from the problem
+ * size, and `wgX` x `wgY` the workgroup of the register-blocked kernel.
  */
 export interface MatmulTuning {
   /** The kernel family. */
