@@ -81,6 +81,14 @@ async function serve(
   report: (msPerRank: number[]) => void,
 ): Promise<void> {
   const rank = distributed.getRank();
+  if (config.backend === "dawn") {
+    // The bench's --dawn: each rank registers the plugin in its own Worker or process.
+    const plugin = new URL("../../src/backends/dawn/mod.ts", import.meta.url).href;
+    const { registerDawn } = await import(
+      plugin
+    ) as typeof import("../../src/backends/dawn/mod.ts");
+    registerDawn();
+  }
   const [device] = await requestDevices({ backend: config.backend });
   const [host] = await requestDevices({ backend: "cpu" });
   const layers = config.layers ?? MLP_CONFIG.layers;
