@@ -126,3 +126,44 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  ...opts,
+  name: "bench --dawn: dawn rows in the matmul suite and DDP ranks on dawn in Workers",
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "multigrad_bench_dawn_" });
+    try {
+      const json = `${dir}/bench.json`;
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("../bench/main.ts", import.meta.url).pathname,
+          "--quick",
+          "--dawn",
+          "--backend",
+          "dawn",
+          "--filter",
+          "matmul",
+          "--filter",
+          "ddp",
+          "--json",
+          json,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const text = new TextDecoder().decode(out.stdout);
+      assert.equal(out.code, 0, text + new TextDecoder().decode(out.stderr).slice(-2000));
+      const report = JSON.parse(await Deno.readTextFile(json));
+      assert.deepEqual(report.errors, []);
+      const cases = report.results.map((r: { suite: string; backend: string; case: string }) =>
+        `${r.suite} ${r.backend} ${r.case}`
+      );
+      assert.ok(cases.includes("matmul dawn 64"), cases.join("; "));
+      assert.ok(cases.includes("ddp dawn spawn 2 DDP ranks x 128"), cases.join("; "));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
