@@ -177,6 +177,8 @@ Deno.test({
         r.case === "spawn 2 DDP ranks x 128"
       );
       assert.ok(ddp.extra.ofCeiling > 0 && Number.isFinite(ddp.extra.ofCeiling));
+      assert.ok(ddp.extra.ofLockstep > 0 && Number.isFinite(ddp.extra.ofLockstep));
+      assert.match(text, /spawn +\| cpu +\| 2 ranks x 128, a barrier per step .*% of ceiling/);
       if (MPICH_MPIEXEC) assert.match(text, /mpi +\| cpu +\| 2 DDP ranks x 128/);
     } finally {
       await Deno.remove(dir, { recursive: true });

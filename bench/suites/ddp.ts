@@ -5,8 +5,10 @@
  * round-robin in one run (a round runs K steps on every group in turn):
  *
  * - cpu: 1 rank at batch 128, 2 ranks at 128 each without collectives (the
- *   machine's own ceiling: how far two cores scale), 2 DDP ranks at 128
- *   each. Target: DDP reaches 90% of the ceiling in samples per second.
+ *   machine's own ceiling: how far two cores scale), the same 2 ranks with
+ *   a barrier after every step (what lockstep alone costs: each step waits
+ *   for the slower rank), 2 DDP ranks at 128 each. Target: DDP reaches 90%
+ *   of the ceiling in samples per second.
  * - webgpu (every rank its own GPUDevice on the one adapter, so no extra
  *   compute exists): 1 rank at batch 256 against 2 DDP ranks at 128 each,
  *   the same global batch. Target: step time at most 1.3x. Also 1 rank at
@@ -243,7 +245,7 @@ export const ddpSuite: Suite = {
       [
         { title: "launcher", width: 8, right: false },
         { title: "backend", width: 7, right: false },
-        { title: "group", width: 28, right: false },
+        { title: "group", width: 33, right: false },
         { title: "ms/step", width: 8 },
         { title: "samples/s", width: 9 },
         { title: "ratio", width: 32, right: false },
@@ -280,6 +282,7 @@ export const ddpSuite: Suite = {
           ? [
             make("1 rank x 128", 1, cfg(128, false)),
             make("2 ranks x 128, no collectives", 2, cfg(128, false)),
+            make("2 ranks x 128, a barrier per step", 2, { ...cfg(128, false), lockstep: true }),
             make("2 DDP ranks x 128", 2, cfg(128, true)),
           ]
           : [
@@ -291,18 +294,29 @@ export const ddpSuite: Suite = {
         try {
           const m = await interleave(groups, rounds, steps);
           if (backend === "cpu") {
-            const [one, two, ddp] = m;
+            const [one, two, lockstep, ddp] = m;
             const ceiling = perRound(rounds, (r) => two.samplesPerS[r] / one.samplesPerS[r]);
             const scaling = perRound(rounds, (r) => ddp.samplesPerS[r] / one.samplesPerS[r]);
             const ofCeiling = perRound(rounds, (r) => ddp.samplesPerS[r] / two.samplesPerS[r]);
             record(launcher, backend, one, "");
+            const floor = perRound(rounds, (r) => lockstep.samplesPerS[r] / two.samplesPerS[r]);
+            const ofFloor = perRound(rounds, (r) => ddp.samplesPerS[r] / lockstep.samplesPerS[r]);
             record(launcher, backend, two, `ceiling ${fmt(ceiling)}x samples/s`, { ceiling });
+            record(launcher, backend, lockstep, `${fmt(100 * floor)}% of ceiling`, {
+              ofCeiling: floor,
+            });
             record(
               launcher,
               backend,
               ddp,
               `${fmt(scaling)}x; ${fmt(100 * ofCeiling)}% of ceiling (>= 90%)`,
-              { scaling, ofCeiling },
+              { scaling, ofCeiling, ofLockstep: ofFloor },
+            );
+            table.note(
+              `${launcher} cpu: DDP ${
+                fmt(100 * ofFloor)
+              }% of the barrier-per-step ranks' samples/s (what moving the gradients costs beyond ` +
+                "waiting for the slower rank every step)",
             );
           } else {
             const [big, small, two, ddp] = m;

@@ -32,6 +32,11 @@ export interface RankConfig {
   readonly ddp: boolean;
   /** Layer widths (default the mlp suite's 784-512-512-10). */
   readonly layers?: readonly number[];
+  /**
+   * Without DDP, a barrier after every step: what synchronous training
+   * costs before any gradient moves (a step waits for the slowest rank).
+   */
+  readonly lockstep?: boolean;
 }
 
 /** The environment variable through which the bench hands an MPI rank its autogroup niceness. */
@@ -64,9 +69,12 @@ async function step(s: MlpSetup): Promise<void> {
   await read;
 }
 
-async function runSteps(s: MlpSetup, steps: number): Promise<number> {
+async function runSteps(s: MlpSetup, steps: number, lockstep = false): Promise<number> {
   const t0 = performance.now();
-  for (let i = 0; i < steps; i++) await step(s);
+  for (let i = 0; i < steps; i++) {
+    await step(s);
+    if (lockstep) await distributed.barrier();
+  }
   return performance.now() - t0;
 }
 
@@ -103,7 +111,7 @@ async function serve(
       distributed.broadcast(command, { src: 0 });
       const [kind, steps] = await command.data();
       if (kind !== COMMAND.run) break;
-      const ms = await runSteps(s, steps);
+      const ms = await runSteps(s, steps, config.lockstep);
       const times = distributed.allGather(tensor([ms], { dtype: "float64", device: host }));
       const all = await Promise.all(times.map(async (t) => (await t.data())[0]));
       if (rank === 0) report(all);
