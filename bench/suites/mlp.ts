@@ -158,6 +158,13 @@ export async function withoutReadAhead<T>(
   }
 }
 
+/** Reads of `device` whose mapping was taken early so far; -1 where it has no early maps. */
+function earlyTakes(device: Device): number {
+  const impl = (device.backendDevice as { impl?: { earlyMaps?: { counts: { early: number } } } })
+    .impl;
+  return impl?.earlyMaps?.counts.early ?? -1;
+}
+
 /** How much of a step to run. */
 export type StepPhase = "forward" | "backward" | "step";
 
@@ -287,6 +294,7 @@ export const mlpSuite: Suite = {
       try {
         // The phases run round-robin so that they see the same machine load.
         const times: StepTimes[][] = phases.map(() => []);
+        const earlyBefore = earlyTakes(device);
         const timings = await withoutReadAhead([device], () =>
           measureInterleaved(
             phases.map(([phase], i) => async () => {
@@ -294,6 +302,13 @@ export const mlpSuite: Suite = {
             }),
             { warmup: 2, minRuns: ctx.quick ? 1 : 3, budgetS: ctx.budgetS },
           ));
+        const early = earlyTakes(device) - earlyBefore;
+        if (earlyBefore >= 0) {
+          const reads = times.reduce((sum, t) => sum + t.length, 0);
+          table.note(
+            `${backend}: ${early} of the ${reads} timed steps' loss reads took the mapping early (early_map.ts)`,
+          );
+        }
         phases.forEach(([phase, label], i) => {
           const timing = timings[i];
           const timed = times[i].slice(times[i].length - timing.runs);
