@@ -6,6 +6,7 @@
  */
 
 import assert from "node:assert/strict";
+import { runBench } from "./bench_run.ts";
 
 const MAIN = new URL("../bench/main.ts", import.meta.url);
 
@@ -18,54 +19,45 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "multigrad_bench_" });
-    const file = `${dir}/bench.json`;
-    try {
-      const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", MAIN.href, "--quick", "--filter", "matmul", "--json", file],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const out = new TextDecoder().decode(stdout);
-      const err = new TextDecoder().decode(stderr);
-      assert.equal(code, 0, `bench exited with ${code}\nstdout:\n${out}\nstderr:\n${err}`);
-      assert.match(out, /matmul/);
-      assert.match(out, /deno \d+\.\d+\.\d+/);
+    const { code, stdout: out, stderr: err, report } = await runBench([
+      "--quick",
+      "--filter",
+      "matmul",
+    ]);
+    assert.equal(code, 0, `bench exited with ${code}\nstdout:\n${out}\nstderr:\n${err}`);
+    assert.match(out, /matmul/);
+    assert.match(out, /deno \d+\.\d+\.\d+/);
 
-      const report: unknown = JSON.parse(await Deno.readTextFile(file));
-      assert.ok(isRecord(report), "the JSON is an object");
-      assert.equal(report.version, 1);
-      assert.ok(isRecord(report.meta), "meta is an object");
-      assert.equal(report.meta.quick, true);
-      assert.deepEqual(report.meta.suites, ["matmul"]);
-      assert.equal(typeof report.meta.deno, "string");
-      assert.ok(isRecord(report.meta.devices) && "cpu" in report.meta.devices, "cpu started");
-      assert.deepEqual(report.errors, []);
-      assert.deepEqual(report.peers, []);
-      assert.deepEqual(report.comparisons, []);
+    assert.ok(isRecord(report), "the JSON is an object");
+    assert.equal(report.version, 1);
+    assert.ok(isRecord(report.meta), "meta is an object");
+    assert.equal(report.meta.quick, true);
+    assert.deepEqual(report.meta.suites, ["matmul"]);
+    assert.equal(typeof report.meta.deno, "string");
+    assert.ok(isRecord(report.meta.devices) && "cpu" in report.meta.devices, "cpu started");
+    assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.peers, []);
+    assert.deepEqual(report.comparisons, []);
 
-      assert.ok(Array.isArray(report.results) && report.results.length > 0, "some results");
-      const backends = new Set<string>();
-      for (const r of report.results as unknown[]) {
-        assert.ok(isRecord(r), "a result is an object");
-        assert.equal(r.suite, "matmul");
-        assert.equal(typeof r.backend, "string");
-        assert.equal(typeof r.case, "string");
-        assert.ok(
-          Number.isInteger(Number(r.case)) && Number(r.case) > 0,
-          `case ${r.case} is a size`,
-        );
-        assert.equal(r.unit, "GFLOP/s");
-        assert.ok(typeof r.value === "number" && Number.isFinite(r.value) && r.value > 0);
-        assert.ok(typeof r.runs === "number" && r.runs >= 1);
-        assert.ok(typeof r.medianMs === "number" && r.medianMs > 0);
-        backends.add(r.backend as string);
-      }
-      assert.ok(backends.has("cpu"), "the cpu backend was measured");
-      for (const b of backends) assert.ok(b in (report.meta.devices as Record<string, unknown>));
-    } finally {
-      await Deno.remove(dir, { recursive: true });
+    assert.ok(Array.isArray(report.results) && report.results.length > 0, "some results");
+    const backends = new Set<string>();
+    for (const r of report.results as unknown[]) {
+      assert.ok(isRecord(r), "a result is an object");
+      assert.equal(r.suite, "matmul");
+      assert.equal(typeof r.backend, "string");
+      assert.equal(typeof r.case, "string");
+      assert.ok(
+        Number.isInteger(Number(r.case)) && Number(r.case) > 0,
+        `case ${r.case} is a size`,
+      );
+      assert.equal(r.unit, "GFLOP/s");
+      assert.ok(typeof r.value === "number" && Number.isFinite(r.value) && r.value > 0);
+      assert.ok(typeof r.runs === "number" && r.runs >= 1);
+      assert.ok(typeof r.medianMs === "number" && r.medianMs > 0);
+      backends.add(r.backend as string);
     }
+    assert.ok(backends.has("cpu"), "the cpu backend was measured");
+    for (const b of backends) assert.ok(b in (report.meta.devices as Record<string, unknown>));
   },
 });
 

@@ -11,8 +11,14 @@ import assert from "node:assert/strict";
 import { backendNames, requestDevices, tensor, unregisterBackend } from "../mod.ts";
 import type { WebGPUDevice } from "../src/backends/webgpu/device.ts";
 import type { WrappedDevice } from "../src/backends/backend.ts";
+import { runBench } from "./bench_run.ts";
 
 type Plugin = typeof import("../src/backends/dawn/mod.ts");
+/** What the bench test reads of the report. */
+type Report = {
+  errors: unknown[];
+  results: { suite: string; backend: string; case: string }[];
+};
 
 const PLUGIN_URL = new URL("../src/backends/dawn/mod.ts", import.meta.url);
 
@@ -131,39 +137,21 @@ Deno.test({
   ...opts,
   name: "bench --dawn: dawn rows in the matmul suite and DDP ranks on dawn in Workers",
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "multigrad_bench_dawn_" });
-    try {
-      const json = `${dir}/bench.json`;
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          new URL("../bench/main.ts", import.meta.url).pathname,
-          "--quick",
-          "--dawn",
-          "--backend",
-          "dawn",
-          "--filter",
-          "matmul",
-          "--filter",
-          "ddp",
-          "--json",
-          json,
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const text = new TextDecoder().decode(out.stdout);
-      assert.equal(out.code, 0, text + new TextDecoder().decode(out.stderr).slice(-2000));
-      const report = JSON.parse(await Deno.readTextFile(json));
-      assert.deepEqual(report.errors, []);
-      const cases = report.results.map((r: { suite: string; backend: string; case: string }) =>
-        `${r.suite} ${r.backend} ${r.case}`
-      );
-      assert.ok(cases.includes("matmul dawn 64"), cases.join("; "));
-      assert.ok(cases.includes("ddp dawn spawn 2 DDP ranks x 128"), cases.join("; "));
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    const out = await runBench<Report>([
+      "--quick",
+      "--dawn",
+      "--backend",
+      "dawn",
+      "--filter",
+      "matmul",
+      "--filter",
+      "ddp",
+    ]);
+    assert.equal(out.code, 0, out.stdout + out.stderr.slice(-2000));
+    const report = out.report!;
+    assert.deepEqual(report.errors, []);
+    const cases = report.results.map((r) => `${r.suite} ${r.backend} ${r.case}`);
+    assert.ok(cases.includes("matmul dawn 64"), cases.join("; "));
+    assert.ok(cases.includes("ddp dawn spawn 2 DDP ranks x 128"), cases.join("; "));
   },
 });

@@ -11,6 +11,10 @@ import type { RankSummary } from "../examples/ddp_train.ts";
 import { distributed } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
 import { MPICH_MPIEXEC } from "./mpiexec.ts";
+import { runBench } from "./bench_run.ts";
+
+/** What the ddp suite test reads of the bench report. */
+type Report = { results: { case: string; extra: Record<string, number> }[] };
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const TRAIN = new URL("../examples/ddp_train.ts", import.meta.url);
@@ -151,37 +155,14 @@ Deno.test({
   ...opts,
   name: "bench: the ddp suite runs (--quick --filter ddp --backend cpu) and reports its ratios",
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "multigrad_bench_ddp_" });
-    try {
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          new URL("../bench/main.ts", import.meta.url).pathname,
-          "--quick",
-          "--filter",
-          "ddp",
-          "--backend",
-          "cpu",
-          "--json",
-          `${dir}/bench.json`,
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const text = new TextDecoder().decode(out.stdout);
-      assert.equal(out.code, 0, text + new TextDecoder().decode(out.stderr));
-      assert.match(text, /spawn +\| cpu +\| 2 DDP ranks x 128 .*% of ceiling/);
-      const report = JSON.parse(await Deno.readTextFile(`${dir}/bench.json`));
-      const ddp = report.results.find((r: { case: string }) =>
-        r.case === "spawn 2 DDP ranks x 128"
-      );
-      assert.ok(ddp.extra.ofCeiling > 0 && Number.isFinite(ddp.extra.ofCeiling));
-      assert.ok(ddp.extra.ofLockstep > 0 && Number.isFinite(ddp.extra.ofLockstep));
-      assert.match(text, /spawn +\| cpu +\| 2 ranks x 128, a barrier per step .*% of ceiling/);
-      if (MPICH_MPIEXEC) assert.match(text, /mpi +\| cpu +\| 2 DDP ranks x 128/);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    const out = await runBench<Report>(["--quick", "--filter", "ddp", "--backend", "cpu"]);
+    const text = out.stdout;
+    assert.equal(out.code, 0, text + out.stderr);
+    assert.match(text, /spawn +\| cpu +\| 2 DDP ranks x 128 .*% of ceiling/);
+    const ddp = out.report!.results.find((r) => r.case === "spawn 2 DDP ranks x 128")!;
+    assert.ok(ddp.extra.ofCeiling > 0 && Number.isFinite(ddp.extra.ofCeiling));
+    assert.ok(ddp.extra.ofLockstep > 0 && Number.isFinite(ddp.extra.ofLockstep));
+    assert.match(text, /spawn +\| cpu +\| 2 ranks x 128, a barrier per step .*% of ceiling/);
+    if (MPICH_MPIEXEC) assert.match(text, /mpi +\| cpu +\| 2 DDP ranks x 128/);
   },
 });

@@ -208,7 +208,7 @@ function perRound(rounds: number, f: (round: number) => number): number {
  * (Hydra), the launcher of the `libmpich.so.12` ranks load; another MPI's
  * `mpiexec` (Open MPI's refuses to run as root) would start ranks that fail.
  */
-async function mpiUnavailable(): Promise<string | null> {
+export async function mpiUnavailable(): Promise<string | null> {
   try {
     const out = await new Deno.Command("mpiexec", {
       args: ["--version"],
