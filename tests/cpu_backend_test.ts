@@ -111,6 +111,43 @@ Deno.test("cpu memory: freed arrays are pooled; bytesInUse exact, bytesReserved 
   assert.deepEqual(d.memory(), { bytesInUse: 0, bytesReserved: 4040 });
 });
 
+Deno.test("cpu BLAS: vector sums and scales have the bits of float32 arithmetic, edge values too", () => {
+  const vector = loadBlas()?.vector ?? null;
+  if (vector === null) {
+    assert.ok(
+      !Deno.env.get("MULTIGRAD_REQUIRE_BLAS"),
+      "MULTIGRAD_REQUIRE_BLAS is set but no BLAS vector operations load",
+    );
+    console.warn("  no BLAS library here: MPI's shared-memory sums use MPI_Reduce_local");
+    return;
+  }
+  const random = seededRandom(43);
+  const edges = [-0, 0, 1e-40, -3e-45, 3.4e38, Infinity, -Infinity, NaN, 1.5e-45];
+  // Long enough for the library's SIMD body and an odd tail.
+  const length = 1003;
+  const x = new Float32Array(length);
+  const y = new Float32Array(length);
+  for (let i = 0; i < length; i++) {
+    x[i] = i < 81 ? edges[i % 9] : (random() - 0.5) * 1e3;
+    y[i] = i < 81 ? edges[Math.floor(i / 9)] : (random() - 0.5) * 1e-3;
+  }
+  const sum = y.map((v, i) => Math.fround(v + x[i]));
+  vector.addInto(x, y);
+  for (let i = 0; i < length; i++) {
+    assert.ok(Object.is(y[i], sum[i]), `addInto [${i}]: ${y[i]} for ${sum[i]}`);
+  }
+  const half = y.map((v) => Math.fround(v * 0.5));
+  vector.scale(y, 0.5);
+  for (let i = 0; i < length; i++) {
+    assert.ok(Object.is(y[i], half[i]), `scale [${i}]: ${y[i]} for ${half[i]}`);
+  }
+  vector.addInto(new Float32Array(0), new Float32Array(0));
+  assert.throws(
+    () => vector.addInto(new Float32Array(3), new Float32Array(4)),
+    /addInto: lengths 3 and 4 differ/,
+  );
+});
+
 Deno.test("cpu BLAS: products equal the WebAssembly kernel's to float32 rounding in every layout", () => {
   const blas = loadBlas();
   if (blas === null) {

@@ -617,14 +617,20 @@ export interface Sums {
 /**
  * Float32 all-reduces (sum and avg) of many lengths, back to back: shorter
  * than the ranks, odd, large, and more lengths than a backend keeps
- * exchange memory for, each twice; rank 0 arrives late at some. Every
+ * exchange memory for, each twice, with IEEE edge values among them; rank
+ * 0 arrives late at some. Every
  * result must have the bits of the rank-order sum ((p0 + p1) + p2 ...,
  * rounded to float32 at each step, divided once for avg).
  */
 async function floatSums(rank: number, worldSize: number, backend: string): Promise<Sums> {
   const [device] = await requestDevices({ backend });
+  // Every 89th element an edge value: signed zeros, subnormals, overflow to
+  // infinity, infinities of both signs, NaN.
+  const edges = [-0, 1e-40, -3e-45, 3e38, Infinity, -Infinity, NaN, 0];
   const value = (q: number, i: number, length: number) =>
-    Math.fround(((i * 0.37 + q * 1.13 + length * 0.01) % 3.1) - 1.5);
+    i % 89 === 88
+      ? Math.fround(edges[(Math.floor(i / 89) + 3 * q) % edges.length])
+      : Math.fround(((i * 0.37 + q * 1.13 + length * 0.01) % 3.1) - 1.5);
   const lengths = [1, 3, 5, 1000, 100_003, 7, 4096, 65_537, 2];
   let mismatches = 0;
   let calls = 0;

@@ -111,6 +111,10 @@ async function serve(
       distributed.broadcast(command, { src: 0 });
       const [kind, steps] = await command.data();
       if (kind !== COMMAND.run) break;
+      // The clocks start together: a rank idling in the broadcast notices
+      // the command some time after rank 0 (an MPI rank backs off its polls
+      // the longer it waits), and that lag is not a step's.
+      await distributed.barrier();
       const ms = await runSteps(s, steps, config.lockstep);
       const times = distributed.allGather(tensor([ms], { dtype: "float64", device: host }));
       const all = await Promise.all(times.map(async (t) => (await t.data())[0]));

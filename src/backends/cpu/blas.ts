@@ -45,6 +45,12 @@ function gemmSymbol<S extends "f32" | "f64">(scalar: S) {
 const SYMBOLS = {
   cblas_sgemm: gemmSymbol("f32"),
   cblas_dgemm: gemmSymbol("f64"),
+  cblas_saxpy: {
+    parameters: ["i32", "f32", "buffer", "i32", "buffer", "i32"],
+    result: "void",
+    optional: true,
+  },
+  cblas_sscal: { parameters: ["i32", "f32", "buffer", "i32"], result: "void", optional: true },
   openblas_set_num_threads: { parameters: ["i32"], result: "void", optional: true },
   openblas_get_num_threads: { parameters: [], result: "i32", optional: true },
   openblas_get_corename: { parameters: [], result: "pointer", optional: true },
@@ -66,6 +72,25 @@ export interface Blas {
    * compute at once, OpenBLAS serialises its multi-threaded calls).
    */
   matmul(args: MatmulArgs<TypedArray>, threads: number, bias?: TypedArray): void;
+  /**
+   * Float32 vector operations on the calling thread alone (memory-bound:
+   * more threads would only take cores from other ranks), or null where
+   * the library lacks `cblas_saxpy` / `cblas_sscal`. The process groups
+   * sum gradients with them in memory WebAssembly cannot reach (an MPI
+   * shared window): several times faster than a loop there.
+   */
+  readonly vector: BlasVector | null;
+}
+
+/** Float32 vector operations of a BLAS (see {@link Blas.vector}). */
+export interface BlasVector {
+  /**
+   * `y[i] += x[i]` (saxpy with alpha 1: one rounding per element, the same
+   * bits as `y[i] + x[i]` rounded to float32). `x` and `y` have one length.
+   */
+  addInto(x: Float32Array, y: Float32Array): void;
+  /** `x[i] *= alpha`, alpha rounded to float32 first. */
+  scale(x: Float32Array, alpha: number): void;
 }
 
 /** Library file names tried in order, per OS (a full path in `MULTIGRAD_BLAS` comes first). */
@@ -132,8 +157,37 @@ function open(): Blas | null {
     const get = symbols.openblas_get_num_threads as (() => number) | null;
     const sgemm = symbols.cblas_sgemm as GemmFn;
     const dgemm = symbols.cblas_dgemm as GemmFn;
+    type Axpy = (
+      n: number,
+      alpha: number,
+      x: Float32Array,
+      incX: number,
+      y: Float32Array,
+      incY: number,
+    ) => void;
+    type Scal = (n: number, alpha: number, x: Float32Array, incX: number) => void;
+    const axpy = symbols.cblas_saxpy as Axpy | null;
+    const scal = symbols.cblas_sscal as Scal | null;
+    const oneThread = () => {
+      if (set && get && get() !== 1) set(1);
+    };
     return {
       name: `${path.split("/").pop()}${coreName}`,
+      vector: axpy && scal
+        ? {
+          addInto: (x, y) => {
+            if (x.length !== y.length) {
+              throw new RangeError(`blas addInto: lengths ${x.length} and ${y.length} differ`);
+            }
+            oneThread();
+            if (x.length > 0) axpy(x.length, 1, x, 1, y, 1);
+          },
+          scale: (x, alpha) => {
+            oneThread();
+            if (x.length > 0) scal(x.length, alpha, x, 1);
+          },
+        }
+        : null,
       matmul: (args, threads, bias) => {
         if (set && get && get() !== threads) set(threads);
         gemm(args.dtype === "float64" ? dgemm : sgemm, args, bias);
