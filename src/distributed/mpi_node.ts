@@ -3,10 +3,10 @@
  * every rank maps (an MPI-3 shared window) instead of messages: each rank
  * writes its array into its own part, sums one chunk of every part in rank
  * order (the platform BLAS's saxpy, else `MPI_Reduce_local`), and reads the
- * whole result. A message between
- * two processes is copied through a shared buffer on both sides (2.68 MB
- * each way took 0.6 ms of a DDP step here, more than the sum); this path
- * moves each byte once and sums 1/N of the elements per rank. Internal to
+ * whole result. A message between two processes is copied through a shared
+ * buffer on both sides (2.68 MB each way took 0.6 ms of a DDP step here,
+ * more than the sum); this path moves each byte once and sums 1/N of the
+ * elements per rank. Internal to
  * the `"mpi"` process group, which keeps the meetings (agreement on the
  * call, late and failed ranks) and calls this between them.
  * @module
