@@ -1197,13 +1197,19 @@ class MpiBackend implements ProcessGroupBackend {
 
   /**
    * Posts `views` (receives or sends, each on its communicator, from or to
-   * `peer` with `call.tag`) and waits for all of them on a helper thread,
-   * watching the failure channel and the deadline (`peer` is then named).
+   * `peer` with `call.tag`) and waits for all of them on timers, watching
+   * the failure channel and the deadline (`peer` is then named).
+   * `peerArrived`, where the caller can tell, says whether the peer has
+   * started its side: until then the timers back off as a late rank's do
+   * ({@link latePollMs}; a receive idling at 1 ms ticks of 0.25 ms spins
+   * took 15% of a core), after it they tick every millisecond again to
+   * move the data along.
    */
   async #exchangeWith(
     call: CollectiveCall,
     peer: number,
     posts: readonly (readonly ["MPI_Isend" | "MPI_Irecv", ArrayBufferView, number])[],
+    peerArrived?: () => boolean,
   ): Promise<number> {
     this.#checkOpen(call);
     const deadline = performance.now() + this.#timeoutMs;
@@ -1226,10 +1232,13 @@ class MpiBackend implements ProcessGroupBackend {
     // One test at once: several point-to-point calls may be waiting on this
     // thread together, so none spins long enough to hold up the others.
     let code = spin(0);
+    const began = performance.now();
     try {
       while (code === null) {
-        await new Promise((resolve) => setTimeout(resolve, LATE_POLL_MS));
-        code = spin(performance.now() + P2P_TICK_SPIN_MS);
+        const waiting = peerArrived !== undefined && !peerArrived();
+        const pause = waiting ? latePollMs(performance.now() - began) : LATE_POLL_MS;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        code = spin(waiting ? 0 : performance.now() + P2P_TICK_SPIN_MS);
         if (code !== null) break;
         if (this.#peerFailed()) throw this.#failureFromPeer(call);
         if (performance.now() > deadline) throw this.#lateError(call, [peer]);
@@ -1270,10 +1279,11 @@ class MpiBackend implements ProcessGroupBackend {
     const [messages, acks] = this.#p2pComms;
     const src = call.src!;
     const header = new Int32Array(HEADER_WORDS);
+    // A header's first word is its kind (>= 1) once it has arrived.
     const code = await this.#exchangeWith(call, src, [
       ["MPI_Irecv", header, messages],
       ["MPI_Irecv", data, messages],
-    ]);
+    ], () => header[0] !== 0);
     if (code !== MPI_ERR_IN_STATUS) check("MPI_Waitall", code);
     let failure: unknown = null;
     try {
