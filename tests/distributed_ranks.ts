@@ -24,6 +24,26 @@ export function makeModel(seed: number): nn.Sequential {
   return new nn.Sequential(new nn.Linear(6, 16), new nn.ReLU(), new nn.Linear(16, 3));
 }
 
+/**
+ * `model` on every rank, `extra` only where its forward is asked to,
+ * `never` never (when present): unused parameters, through DDP's forward.
+ * Its forward returns a loss (a sum).
+ */
+class Branches extends nn.Module {
+  model = makeModel(1);
+  extra = new nn.Linear(2, 2);
+  never: nn.Linear | null;
+  constructor(withNever: boolean) {
+    super();
+    this.never = withNever ? new nn.Linear(2, 2) : null;
+  }
+  override forward(x: Tensor, useExtra: boolean): Tensor {
+    const loss = (this.model.forward(x) as Tensor).sum();
+    if (!useExtra) return loss;
+    return loss.add(this.extra.forward(tensor([[1, 1]], { device: x.device })).sum());
+  }
+}
+
 /** The whole data set: `rows` inputs [rows, 6] and int32 labels, the same on every rank. */
 export function makeData(rows: number): { x: number[][]; y: number[] } {
   const random = seededRandom(42);
@@ -523,33 +543,24 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       await distributed.allReduce(tensor([1], { device }));
       return "unreachable";
     case "unused": {
-      const model = makeModel(1).to(device);
-      const extra = new nn.Linear(2, 2).to(device);
-      const holder = new nn.ModuleList([model, extra]);
-      const ddp = new distributed.DistributedDataParallel(holder);
+      const ddp = new distributed.DistributedDataParallel(new Branches(false).to(device));
       return await caught(async () => {
-        const out = model.forward(tensor([[1, 2, 3, 4, 5, 6]], { device }));
-        out.sum().backward();
+        ddp.forward(tensor([[1, 2, 3, 4, 5, 6]], { device }), false).backward();
         await ddp.parameters()[0].grad!.data();
       });
     }
     case "unusedAllowed": {
-      const model = makeModel(1).to(device);
-      const extra = new nn.Linear(2, 2).to(device);
-      const never = new nn.Linear(2, 2).to(device);
-      const ddp = new distributed.DistributedDataParallel(
-        new nn.ModuleList([model, extra, never]),
-        { findUnusedParameters: true },
-      );
+      const branches = new Branches(true).to(device);
+      const { extra } = branches;
+      const never = branches.never!;
+      const ddp = new distributed.DistributedDataParallel(branches, { findUnusedParameters: true });
       // Weight decay changes every parameter that has a gradient, even a zero one.
       const opt = new optim.SGD(ddp.parameters(), { lr: 0.1, momentum: 0.9, weightDecay: 0.5 });
       const neverBefore = await never.weight.toArray();
       const extraBefore = await extra.weight.toArray();
       // Rank 1 uses `extra` too: its gradient is averaged with rank 0's zeros.
       // No rank uses `never`: its gradients stay null, as in PyTorch.
-      let loss = model.forward(tensor([[1, 2, 3, 4, 5, 6]], { device })).sum();
-      if (rank === 1) loss = loss.add(extra.forward(tensor([[1, 1]], { device })).sum());
-      loss.backward();
+      ddp.forward(tensor([[1, 2, 3, 4, 5, 6]], { device }), rank === 1).backward();
       const neverGradAfterBackward = [never.weight.grad, never.bias!.grad];
       const extraHadGrad = extra.weight.grad !== null;
       opt.step();
@@ -564,6 +575,52 @@ async function failures(rank: number, kind: string): Promise<unknown> {
         extraMoved: JSON.stringify(await extra.weight.toArray()) !== JSON.stringify(extraBefore),
         extraAfterStep: await extra.weight.toArray(),
       };
+    }
+    case "localBackward": {
+      // After a DDP step, rank 0 alone runs a backward through the plain
+      // module (a saliency map, say): local, as in PyTorch, and the next DDP
+      // step still meets. A second wrapper of the same module trains; the
+      // first one's hooks stay quiet.
+      const x = tensor([[1, 2, 3, 4, 5, 6]], { device });
+      const first = new distributed.DistributedDataParallel(makeModel(1).to(device));
+      (first.forward(x.mul(rank + 1)) as Tensor).sum().backward();
+      const synced = await first.parameters()[0].grad!.toArray();
+      let local: unknown = null;
+      if (rank === 0) {
+        first.zeroGrad();
+        (first.module.forward(x) as Tensor).sum().backward();
+        local = await first.parameters()[0].grad!.toArray();
+      }
+      const plain = makeModel(1).to(device);
+      (plain.forward(x) as Tensor).sum().backward();
+      const want = await plain.parameters()[0].grad!.toArray();
+      first.zeroGrad();
+      const second = new distributed.DistributedDataParallel(first.module, {
+        findUnusedParameters: true,
+      });
+      (second.forward(x.mul(rank + 1)) as Tensor).sum().backward();
+      const again = await second.parameters()[0].grad!.toArray();
+      return { synced, local, want, again };
+    }
+    case "unusedAsymmetric": {
+      // findUnusedParameters blocks in backward; rank 1 never lets its event
+      // loop run while rank 0 awaits its loss: the error says why.
+      const ddp = new distributed.DistributedDataParallel(makeModel(1).to(device), {
+        findUnusedParameters: true,
+      });
+      const opt = new optim.SGD(ddp.parameters(), { lr: 0.1 });
+      await distributed.barrier();
+      const x = tensor([[1, 2, 3, 4, 5, 6]], { device });
+      return await caught(async () => {
+        for (let i = 0; i < 3; i++) {
+          opt.zeroGrad();
+          const loss = (ddp.forward(x) as Tensor).sum();
+          loss.backward();
+          opt.step();
+          if (rank === 0) await loss.item();
+        }
+        await ddp.parameters()[0].data();
+      });
     }
     case "unusedLeave":
     case "unusedHang": {

@@ -715,7 +715,7 @@ Deno.test({
     for (const r of results) {
       assert.match(
         r.message,
-        /1\.weight \[2, 2\], 1\.bias \[2\] got no gradient.*findUnusedParameters/,
+        /extra\.weight \[2, 2\], extra\.bias \[2\] got no gradient.*findUnusedParameters/,
       );
     }
     checkUnusedAllowed(
@@ -724,6 +724,42 @@ Deno.test({
         args: ["failure", { kind: "unusedAllowed" }],
       }),
     );
+  },
+});
+
+Deno.test({
+  name:
+    "DDP: only a backward after its forward synchronises: one through the plain module is local, as in PyTorch",
+  ...opts,
+  fn: async () => {
+    const [r0, r1] = await distributed.spawn<{
+      synced: number[][];
+      local: number[][] | null;
+      want: number[][];
+      again: number[][];
+    }>(RANKS, { nprocs: 2, args: ["failure", { kind: "localBackward" }] });
+    // Inputs x and 2x: the synced gradient is 1.5x the plain one on both ranks.
+    const scaled = r0.want.map((row) => row.map((v) => Math.fround(1.5 * v)));
+    assert.deepEqual(r0.synced, r1.synced);
+    assert.deepEqual(r0.synced, scaled);
+    assert.deepEqual(r0.local, r0.want, "rank 0's backward through the module is its own");
+    assert.equal(r1.local, null);
+    assert.deepEqual(r0.again, r1.again, "the second wrapper averages");
+    assert.deepEqual(r0.again, scaled);
+  },
+});
+
+Deno.test({
+  name:
+    "DDP: findUnusedParameters with a rank that never yields to its event loop fails naming the cause",
+  ...opts,
+  fn: async () => {
+    const [r0, r1] = await failure("unusedAsymmetric", 1500);
+    assert.match(
+      r1.message,
+      /on rank 1: rank 0 (left|did not join).*blocked rank 1 here with \d+ earlier collectives? of its own still queued.*await at the same points/,
+    );
+    assert.match(r0.message, /on rank 0: rank 1 did not join within 1500 ms/);
   },
 });
 

@@ -38,6 +38,14 @@ Deno.test("DistributedSampler: PyTorch's padding and striding, and dropLast", ()
     ) => [...new data.DistributedSampler({ length: 3 }, { numReplicas: 4, rank, shuffle: false })],
   );
   assert.deepEqual(few, [[0], [1], [2], [0]]);
+  // ... and with dropLast nothing: a length of 0, not -0 (Math.ceil(-0.25)).
+  const none = new data.DistributedSampler({ length: 3 }, {
+    numReplicas: 4,
+    rank: 3,
+    dropLast: true,
+  });
+  assert.ok(Object.is(none.length, 0), `length ${Object.is(none.length, -0) ? "-0" : none.length}`);
+  assert.deepEqual([...none], []);
   const s = new data.DistributedSampler(TEN, { numReplicas: 3, rank: 0 });
   assert.equal(s.length, 4);
   assert.equal(

@@ -6,7 +6,11 @@
  * @module
  */
 
-import { queueBackwardCallback, registerPostAccumulateGradHook } from "../autograd.ts";
+import {
+  isGradEnabled,
+  queueBackwardCallback,
+  registerPostAccumulateGradHook,
+} from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
 import { type DType, dtypeSize, type TypedArray } from "../dtype.ts";
 import { Module, type Parameter } from "../nn/module.ts";
@@ -14,7 +18,12 @@ import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
 import { borrowHost, giveBackHost, readFlat, readFlatInto, runOnHost, writeFlat } from "./host.ts";
-import { allReduceViaHost, type CollectiveCall, type DistributedGroup } from "./backend.ts";
+import {
+  allReduceViaHost,
+  type CollectiveCall,
+  DistributedError,
+  type DistributedGroup,
+} from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /** Options of {@link DistributedDataParallel}. */
@@ -35,7 +44,11 @@ export interface DistributedDataParallelOptions {
    * ranks used gets their average, this rank counting zeros. Learning
    * which is which costs a small exchange at the end of backward that
    * blocks this thread until every rank has reached the end of the same
-   * backward pass (PyTorch's backward waits for it too).
+   * backward pass (PyTorch's backward waits for it too). While it blocks,
+   * this rank's earlier collectives (the last step's averages) cannot run:
+   * every rank must let its event loop run at the same points of the loop
+   * (all await the loss, or none), or a rank that awaits waits for one that
+   * blocks until `timeoutMs` (the error then says so).
    */
   findUnusedParameters?: boolean;
   /**
@@ -74,6 +87,8 @@ interface Layout {
 interface Pass {
   /** Parameters whose gradient is in. */
   readonly ready: Set<Parameter>;
+  /** Whether the pass synchronises (it began outside `noSync`). */
+  readonly syncing: boolean;
 }
 
 /**
@@ -153,6 +168,11 @@ function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: 
  * await is needed before `optimizer.step()`), so N ranks with batch b train
  * exactly like one process with batch N·b, and all ranks stay bit-identical.
  *
+ * Only a backward that follows this wrapper's `forward` (with gradients
+ * on) synchronises, once: one through `module` directly (on some ranks
+ * only, say), or a second backward of a retained graph, accumulates
+ * locally, as in PyTorch. `noSync` is decided when backward runs.
+ *
  * `stateDict()` has the wrapped module's own keys (no `module.` prefix), so
  * a checkpoint saved from rank 0 loads into the plain module.
  *
@@ -187,6 +207,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly #layouts: readonly Layout[];
   readonly #names: Map<Parameter, string>;
   #syncing = true;
+  /**
+   * Whether the next backward is this wrapper's: set by a forward with
+   * gradients on, cleared when a backward pass ends (PyTorch's
+   * `expect_autograd_hooks_`).
+   */
+  #armed = false;
   #pass: Pass | null = null;
   /** Parameters that got a gradient since the last synchronised backward (noSync passes too). */
   readonly #usedSinceSync = new Set<Parameter>();
@@ -268,6 +294,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     }
     // A backward pass that failed half-way leaves nothing behind.
     this.#pass = null;
+    this.#armed = isGradEnabled();
     const moved = mapTensors(args, (t) => t.to(this.device)) as Parameters<M["forward"]>;
     return this.module.forward(...moved) as ReturnType<M["forward"]>;
   }
@@ -308,11 +335,14 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   #onGrad(p: Parameter): void {
+    // A backward that does not follow this wrapper's forward (through
+    // `module` directly, a second backward of a retained graph, another
+    // wrapper's) is local, as in PyTorch: only some ranks may run it.
+    if (!this.#armed) return;
     this.#usedSinceSync.add(p);
-    if (!this.#syncing) return;
     let pass = this.#pass;
     if (!pass) {
-      pass = this.#pass = { ready: new Set() };
+      pass = this.#pass = { ready: new Set(), syncing: this.#syncing };
       queueBackwardCallback(() => this.#finishPass());
     }
     pass.ready.add(p);
@@ -459,14 +489,28 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       if (used(p)) bits[i >> 5] |= 1 << (i & 31);
     });
     const call = group.call({ kind: "allGather", dtype: "int32", shapes: [[bits.length]] });
-    const parts = group.runSync(call, () => backend.allGatherSync!(call, bits));
+    const queued = group.queued;
+    let parts: Int32Array[];
+    try {
+      parts = group.runSync(call, () => backend.allGatherSync!(call, bits));
+    } catch (error) {
+      if (queued === 0 || !(error instanceof DistributedError)) throw error;
+      throw new DistributedError(
+        `${error.message}. DistributedDataParallel (findUnusedParameters) blocked rank ${group.rank} here with ${queued} earlier collective${
+          queued === 1 ? "" : "s"
+        } of its own still queued, which run only when its event loop does: a rank waiting for one of them never arrives. Let every rank await at the same points of its loop (all read the loss, or none)`,
+        error.ranks,
+        { cause: error },
+      );
+    }
     return new Set(params.filter((_, i) => parts.some((b) => (b[i >> 5] >>> (i & 31)) & 1)));
   }
 
   #finishPass(): void {
     const pass = this.#pass;
     this.#pass = null;
-    if (!pass) return;
+    this.#armed = false;
+    if (!pass?.syncing) return;
     const unused = [...this.#names.keys()].filter((p) => !pass.ready.has(p));
     if (unused.length > 0 && !this.findUnusedParameters) {
       this.#usedSinceSync.clear();

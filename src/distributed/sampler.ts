@@ -109,7 +109,8 @@ export class DistributedSampler extends Sampler {
   get length(): number {
     const n = this.#dataset.length;
     const r = this.numReplicas;
-    return this.dropLast && n % r !== 0 ? Math.ceil((n - r) / r) : Math.ceil(n / r);
+    // Fewer items than replicas with dropLast: 0 (Math.ceil would give -0).
+    return this.dropLast && n % r !== 0 ? Math.max(0, Math.ceil((n - r) / r)) : Math.ceil(n / r);
   }
 
   /** This rank's indices of the current epoch. */

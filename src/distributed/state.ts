@@ -54,6 +54,7 @@ export function factoryOf(name: string): ProcessGroupFactory {
 export class ProcessGroup {
   #seq = 0;
   #tail: Promise<void> = Promise.resolve();
+  #queued = 0;
   #failure: Error | null = null;
   #destroyed = false;
   readonly #p2pSeq = new Map<string, number>();
@@ -149,6 +150,11 @@ export class ProcessGroup {
     }
   }
 
+  /** Collectives started on this rank that have not settled yet (they run only as its event loop does). */
+  get queued(): number {
+    return this.#queued;
+  }
+
   /**
    * Runs a blocking collective (`allGatherSync`) now, apart from the
    * queue of the others; its failure breaks the group like theirs.
@@ -165,11 +171,12 @@ export class ProcessGroup {
 
   /** Runs `body` (which calls the backend once) after every earlier collective settled. */
   run<T>(call: CollectiveCall, body: () => Promise<T>): Promise<T> {
+    this.#queued++;
     const ran = this.#tail.then(() => {
       this.#checkUsable(call);
       return body();
     });
-    this.#tail = this.#failOn(ran);
+    this.#tail = this.#failOn(ran).finally(() => this.#queued--);
     return this.#named(ran);
   }
 
