@@ -576,6 +576,25 @@ async function failures(rank: number, kind: string): Promise<unknown> {
         extraAfterStep: await extra.weight.toArray(),
       };
     }
+    case "p2pOrder": {
+      // The first send's values come from a GPU (a read that takes a round
+      // trip), the second's from the cpu at once: they must still arrive in
+      // program order, not swapped.
+      const [gpu] = await requestDevices({ backend: "webgpu" });
+      if (rank === 0) {
+        const works = [
+          distributed.send(tensor([1, 2, 3], { device: gpu }), 1),
+          distributed.send(tensor([4, 5, 6], { device }), 1),
+        ];
+        await Promise.all(works.map((w) => w.wait()));
+        return null;
+      }
+      const first = tensor([0, 0, 0], { device });
+      const second = tensor([0, 0, 0], { device });
+      distributed.recv(first, 0);
+      distributed.recv(second, 0);
+      return [await first.toArray(), await second.toArray()];
+    }
     case "localBackward": {
       // After a DDP step, rank 0 alone runs a backward through the plain
       // module (a saliency map, say): local, as in PyTorch, and the next DDP

@@ -727,6 +727,20 @@ Deno.test({
   },
 });
 
+if (BACKENDS.has("webgpu")) {
+  Deno.test({
+    name: "p2p: sends to one rank arrive in program order when their devices answer out of order",
+    ...opts,
+    fn: async () => {
+      const [, got] = await distributed.spawn<number[][] | null>(RANKS, {
+        nprocs: 2,
+        args: ["failure", { kind: "p2pOrder" }],
+      });
+      assert.deepEqual(got, [[1, 2, 3], [4, 5, 6]]);
+    },
+  });
+}
+
 Deno.test({
   name:
     "DDP: only a backward after its forward synchronises: one through the plain module is local, as in PyTorch",

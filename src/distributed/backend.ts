@@ -392,15 +392,21 @@ export function checkPair(
   sender: number,
   receiver: number,
 ): void {
+  // Word 1 too: the send's number among this pair's sends on the tag
+  // must be the recv's, or two messages of one shape would swap silently.
   let same = true;
-  for (let i = 2; i < HEADER_WORDS - 1; i++) if (sent[i] !== expected[i]) same = false;
+  for (let i = 1; i < HEADER_WORDS - 1; i++) if (sent[i] !== expected[i]) same = false;
   if (same) return;
+  let onlyOrder = true;
+  for (let i = 2; i < HEADER_WORDS - 1; i++) if (sent[i] !== expected[i]) onlyOrder = false;
   throw new DistributedError(
     `send/recv mismatch: rank ${sender} called ${
       describeHeader(sent)
-    }, but rank ${receiver} called ${
-      describeHeader(expected)
-    }: a recv must get a tensor of the sent dtype and shape`,
+    }, but rank ${receiver} called ${describeHeader(expected)}: ${
+      onlyOrder
+        ? "the messages of one pair and tag must be received in the order they were sent"
+        : "a recv must get a tensor of the sent dtype and shape"
+    }`,
     [sender, receiver],
   );
 }

@@ -50,7 +50,6 @@ import {
   MPI_REQUEST_NULL,
   MPI_SUM,
   MPI_THREAD_MULTIPLE,
-  MPI_THREAD_SERIALIZED,
   MPI_UNDEFINED,
   type MpiLibrary,
   STATUS_ERROR,
@@ -257,13 +256,14 @@ function startMpi(lib: MpiLibrary): void {
       "MPI_Init_thread",
       lib.symbols.MPI_Init_thread(null, null, MPI_THREAD_MULTIPLE, provided),
     );
-    // Calls come from the event loop's thread and FFI helper threads, one
-    // at a time except a failing rank's last message: SERIALIZED is the least.
-    if (provided[0] < MPI_THREAD_SERIALIZED) {
+    // Calls come from the event loop's thread while a helper thread waits
+    // in MPI (a test of the failure channel or of a send during a blocking
+    // wait): only MPI_THREAD_MULTIPLE allows that.
+    if (provided[0] < MPI_THREAD_MULTIPLE) {
       throw new Error(
         `mpi: the MPI library gives thread level ${
           provided[0]
-        }; multigrad needs MPI_THREAD_SERIALIZED (2) or better (MPI_THREAD_MULTIPLE asked)`,
+        }; multigrad needs MPI_THREAD_MULTIPLE (${MPI_THREAD_MULTIPLE}): use an MPI built with thread support (Debian's mpich is)`,
       );
     }
   }

@@ -90,15 +90,39 @@ export function send(t: Tensor, dst: number, options: P2POptions = {}): Work {
   const call = group.p2pCall({ kind: "send", dtype: t.dtype, shapes: [t.shape], dst: at, tag });
   const values = readFlat([t], "send");
   values.catch(() => {});
+  // Sends to one rank on one tag are posted in program order, although
+  // their values may arrive from the devices in another (a webgpu read
+  // after a cpu one): the receiver matches them in the order posted.
+  const key = `${at} ${tag}`;
+  const posts = postedSends.get(group) ?? new Map<string, Promise<void>>();
+  postedSends.set(group, posts);
+  const previous = posts.get(key) ?? Promise.resolve();
+  let markPosted!: () => void;
+  const posted = new Promise<void>((resolve) => (markPosted = resolve));
+  posts.set(key, posted);
   return new Work(group.runP2P(call, async () => {
-    const host = await values;
+    let host: Awaited<typeof values>;
     try {
-      await group.backend.send!(call, host);
+      await previous;
+      host = await values;
+    } catch (error) {
+      markPosted();
+      throw error;
+    }
+    try {
+      // A backend posts before its first await.
+      const sent = group.backend.send!(call, host);
+      markPosted();
+      await sent;
     } finally {
+      markPosted();
       giveBackHost(host);
     }
   }));
 }
+
+/** Per group and (destination, tag): the last send's "posted" promise. */
+const postedSends = new WeakMap<ProcessGroup, Map<string, Promise<void>>>();
 
 /**
  * Receives into `t`, in place, the next tensor rank `src` sent this rank
