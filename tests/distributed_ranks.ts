@@ -595,6 +595,19 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       distributed.recv(second, 0);
       return [await first.toArray(), await second.toArray()];
     }
+    case "mismatchLate": {
+      // Rank 1 sends data the others do not expect (their receives from it
+      // fail at once) while rank 2 is still to come: every rank waits for
+      // rank 2 and names the mismatch, not a half-received header.
+      return await caught(async () => {
+        if (rank === 1) {
+          await distributed.broadcast(tensor([1, 2, 3, 4], { device }), { src: 1 }).wait();
+          return;
+        }
+        if (rank === 2) await new Promise((resolve) => setTimeout(resolve, 300));
+        await distributed.barrier();
+      });
+    }
     case "localBackward": {
       // After a DDP step, rank 0 alone runs a backward through the plain
       // module (a saliency map, say): local, as in PyTorch, and the next DDP

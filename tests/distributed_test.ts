@@ -509,6 +509,17 @@ Deno.test({
       assert.deepEqual(r.ranks, [1]);
     }
     assert.equal(shape[0].message, shape[1].message);
+    const late = await distributed.spawn<{ message: string }>(RANKS, {
+      nprocs: 3,
+      args: ["failure", { kind: "mismatchLate" }],
+      timeoutMs: 20_000,
+    });
+    for (const r of late) {
+      assert.match(
+        r.message,
+        /ranks 0, 2 called barrier #0; rank 1 called broadcast #0 \(from rank 1\) of float32 \[4\]/,
+      );
+    }
     const kind = await failure("kind");
     for (const r of kind) {
       assert.match(
@@ -998,6 +1009,14 @@ Deno.test({
       assert.match(
         r!.message,
         /rank 0 called allReduce #0 \(sum\) of float32 \[3\]; rank 1 called allReduce #0 \(sum\) of float32 \[4\]/,
+      );
+    }
+    const late = await mpiRun<{ message: string }>(3, "failure", { kind: "mismatchLate" });
+    assert.equal(late.code, 0, late.output);
+    for (const r of late.results) {
+      assert.match(
+        r!.message,
+        /ranks 0, 2 called barrier #0; rank 1 called broadcast #0 \(from rank 1\) of float32 \[4\]/,
       );
     }
     const p2pShape = await mpiRun<{ message: string }>(2, "failure", { kind: "p2pShape" });

@@ -41,6 +41,7 @@ import {
   MPI_COMM_WORLD,
   MPI_DOUBLE,
   MPI_ERR_IN_STATUS,
+  MPI_ERR_PENDING,
   MPI_ERR_TRUNCATE,
   MPI_ERRORS_RETURN,
   MPI_FLOAT,
@@ -171,10 +172,85 @@ function loadLibrary(): MpiLibrary {
 interface Meeting {
   readonly peers: readonly number[];
   readonly headers: readonly Int32Array[];
-  readonly requests: Int32Array;
-  readonly statuses: Int32Array;
+  readonly requests: RequestSet;
   /** The ranks whose header has not arrived. */
   missing(): number[];
+}
+
+/**
+ * Requests tested to their end. `MPI_Testall` (and a wait) returns
+ * `MPI_ERR_IN_STATUS` as soon as one request fails, while others may still
+ * be pending (`MPI_ERR_PENDING` in their status; a late rank's header, say):
+ * those are tested on, and each request keeps the status it ended with, so
+ * nothing is read from a receive that has not completed.
+ */
+class RequestSet {
+  /** The handles (MPI sets those that ended to MPI_REQUEST_NULL). */
+  readonly handles: Int32Array;
+  /** Each request's status once it has ended. */
+  readonly statuses: Int32Array;
+  readonly #lib: MpiLibrary;
+  readonly #scratch: Int32Array;
+  readonly #ended: Uint8Array;
+  readonly #flag = new Int32Array(1);
+  #failed = false;
+
+  constructor(lib: MpiLibrary, handles: Int32Array) {
+    this.#lib = lib;
+    this.handles = handles;
+    this.statuses = new Int32Array(handles.length * STATUS_WORDS);
+    this.#scratch = new Int32Array(handles.length * STATUS_WORDS);
+    this.#ended = new Uint8Array(handles.length);
+  }
+
+  /** One `MPI_Testall`: the set's code once every request has ended (see {@link settled}), else null. */
+  test(): number | null {
+    const code = this.#lib.symbols.MPI_Testall(
+      this.handles.length,
+      this.handles,
+      this.#flag,
+      this.#scratch,
+    );
+    if (code !== MPI_ERR_IN_STATUS) {
+      check("MPI_Testall", code);
+      if (!this.#flag[0]) return null;
+    }
+    return this.settled(code);
+  }
+
+  /** Tests until the set has ended or `until` (a `performance.now()` time): its code, else null. */
+  testUntil(until: number): number | null {
+    let code: number | null;
+    do code = this.test(); while (code === null && performance.now() < until);
+    return code;
+  }
+
+  /** A blocking `MPI_Waitall` of the set, on a helper thread (then {@link settled} with its code). */
+  waitAll(): Promise<number> {
+    return this.#lib.symbols.MPI_Waitall(this.handles.length, this.handles, this.#scratch);
+  }
+
+  /**
+   * After a test or wait that returned `code` with every request done or
+   * failed: the set's code (0, or `MPI_ERR_IN_STATUS` when one failed, its
+   * status saying how), or null while one is still pending.
+   */
+  settled(code: number): number | null {
+    const failed = code === MPI_ERR_IN_STATUS;
+    if (!failed) check("MPI_Waitall", code);
+    let pending = false;
+    for (let i = 0; i < this.handles.length; i++) {
+      const status = this.#scratch.subarray(i * STATUS_WORDS, (i + 1) * STATUS_WORDS);
+      if (failed && status[STATUS_ERROR] === MPI_ERR_PENDING) pending = true;
+      else if (!this.#ended[i]) {
+        this.statuses.set(status, i * STATUS_WORDS);
+        this.#ended[i] = 1;
+      }
+    }
+    this.#failed ||= failed;
+    if (pending) return null;
+    return this.#failed ? MPI_ERR_IN_STATUS : 0;
+  }
 }
 
 /** What a rank sends or expects when a collective moves no data to or from it. */
@@ -296,6 +372,14 @@ class MpiBackend implements ProcessGroupBackend {
   readonly #timeoutMs: number;
   // The failure channel: a receive kept posted for another rank's last words.
   readonly #failureRequest = new Int32Array([MPI_REQUEST_NULL]);
+  /**
+   * Whether a helper thread's wait holds the failure channel's request
+   * (`#waitAll`): the loop's thread must not test it then, or both could
+   * complete it (MPICH asserts on the request's count).
+   */
+  #failureHeld = false;
+  /** Whether another rank's failure message has arrived. */
+  #failureSeen = false;
   readonly #failureBuffer = new Uint8Array(FAILURE_BYTES);
   /** Receive arrays reused by all-reduces, by type, length and sending rank. */
   readonly #scratch = new Map<string, TypedArray>();
@@ -401,7 +485,7 @@ class MpiBackend implements ProcessGroupBackend {
     if (this.#closed) return;
     this.#closed = true;
     live.delete(this);
-    if (this.#failureRequest[0] !== MPI_REQUEST_NULL) {
+    if (this.#failureRequest[0] !== MPI_REQUEST_NULL && !this.#failureHeld) {
       this.#lib.symbols.MPI_Cancel(this.#failureRequest);
       this.#lib.symbols.MPI_Wait(this.#failureRequest, Deno.UnsafePointer.create(1n));
     }
@@ -451,19 +535,24 @@ class MpiBackend implements ProcessGroupBackend {
         const timedOut = new Promise<"timeout">((resolve) => {
           timer = setTimeout(() => resolve("timeout"), Math.max(0, left));
         });
+        this.#failureHeld = true;
         const done = this.#lib.symbols.MPI_Waitsome(n + 1, all, outCount, indices, ignore);
         const result = await Promise.race([done, timedOut]);
         clearTimeout(timer);
         if (result === "timeout") {
+          // The wait still holds the request; the job ends (#fail).
           const pending: number[] = [];
           all.subarray(0, n).forEach((r, i) => r !== MPI_REQUEST_NULL && pending.push(i));
           throw onTimeout(pending);
         }
+        this.#failureHeld = false;
+        this.#failureRequest[0] = all[n];
         check("MPI_Waitsome", result);
         if (outCount[0] === MPI_UNDEFINED) break;
-        this.#failureRequest[0] = all[n];
         for (let i = 0; i < outCount[0]; i++) {
-          if (indices[i] === n) throw this.#failureFromPeer(call);
+          if (indices[i] !== n) continue;
+          this.#failureSeen = true;
+          throw this.#failureFromPeer(call);
         }
       }
     } catch (error) {
@@ -567,13 +656,15 @@ class MpiBackend implements ProcessGroupBackend {
 
   /** Whether another rank's failure message has arrived (the failure channel, tested without waiting). */
   #peerFailed(): boolean {
-    if (this.#failureRequest[0] === MPI_REQUEST_NULL) return false;
+    if (this.#failureSeen) return true;
+    if (this.#failureHeld || this.#failureRequest[0] === MPI_REQUEST_NULL) return false;
     const flag = new Int32Array(1);
     check(
       "MPI_Test",
       this.#lib.symbols.MPI_Test(this.#failureRequest, flag, Deno.UnsafePointer.create(1n)),
     );
-    return flag[0] !== 0;
+    this.#failureSeen = flag[0] !== 0;
+    return this.#failureSeen;
   }
 
   /**
@@ -616,17 +707,6 @@ class MpiBackend implements ProcessGroupBackend {
     }
   }
 
-  /** MPI_Testall until the requests are done or `until`: the code when done, else null. */
-  #testAllUntil(requests: Int32Array, statuses: Int32Array, until: number): number | null {
-    const flag = new Int32Array(1);
-    do {
-      const code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
-      if (flag[0] || code === MPI_ERR_IN_STATUS) return code;
-      check("MPI_Testall", code);
-    } while (performance.now() < until);
-    return null;
-  }
-
   /**
    * One meeting of the ranks (see the module's comment): sends the header
    * and then `payload` (or `payload(q)`) to every other rank q, receives each rank's header and
@@ -641,8 +721,8 @@ class MpiBackend implements ProcessGroupBackend {
     this.#checkOpen(call);
     const deadline = performance.now() + this.#timeoutMs;
     const meeting = this.#post(this.#comm, call, payload, into);
-    const { requests, statuses } = meeting;
-    const spin = (until: number) => this.#testAllUntil(requests, statuses, until);
+    const { requests } = meeting;
+    const spin = (until: number) => requests.testUntil(until);
     // See spinMs(): most meetings complete within the spin.
     let code = spin(performance.now() + this.#spinMs);
     if (code === null && meeting.missing().length > 0) {
@@ -654,26 +734,29 @@ class MpiBackend implements ProcessGroupBackend {
     }
     // Every rank is in: the data is moving, which takes a few progress calls.
     code ??= spin(performance.now() + this.#spinMs);
-    code ??= await this.#settle(
-      call,
-      this.#lib.symbols.MPI_Waitall(requests.length, requests, statuses),
-      deadline,
-      () => meeting.missing(),
-    );
-    this.#verify(call, meeting, code);
+    if (code === null) {
+      code = requests.settled(
+        await this.#settle(call, requests.waitAll(), deadline, () => meeting.missing()),
+      );
+    }
+    // A request failed early (a rank sent more than this one expects)
+    // while others still wait for a later rank: test on until they end.
+    code ??= await this.#awaitHeaders(call, meeting, deadline, () => spin(0), true);
+    this.#verify(call, meeting, code!);
   }
 
   /**
    * Tests `meeting` (`test()`: its code when done, else null) on timers
    * ({@link latePollMs}) until it is done (its code) or every rank's
-   * header has arrived (null), failing on another rank's failure or at
-   * `deadline`.
+   * header has arrived (null; with `untilDone`, only when done), failing
+   * on another rank's failure or at `deadline`.
    */
   async #awaitHeaders(
     call: CollectiveCall,
     meeting: Meeting,
     deadline: number,
     test: () => number | null,
+    untilDone = false,
   ): Promise<number | null> {
     const began = deadline - this.#timeoutMs;
     try {
@@ -683,7 +766,7 @@ class MpiBackend implements ProcessGroupBackend {
         const code = test();
         if (code !== null) return code;
         const missing = meeting.missing();
-        if (missing.length === 0) return null;
+        if (missing.length === 0 && !untilDone) return null;
         if (this.#peerFailed()) throw this.#failureFromPeer(call);
         if (performance.now() > deadline) throw this.#lateError(call, missing);
       }
@@ -726,8 +809,7 @@ class MpiBackend implements ProcessGroupBackend {
     return {
       peers,
       headers,
-      requests,
-      statuses: new Int32Array(requests.length * STATUS_WORDS),
+      requests: new RequestSet(this.#lib, requests),
       missing: () => peers.filter((q) => headers[q][0] === 0),
     };
   }
@@ -739,7 +821,8 @@ class MpiBackend implements ProcessGroupBackend {
     // else), so every rank sees every header: a mismatch fails everywhere.
     checkHeaders(meeting.headers);
     if (code === MPI_ERR_IN_STATUS) {
-      const { peers, statuses } = meeting;
+      const { peers } = meeting;
+      const { statuses } = meeting.requests;
       // The data receive from peers[i] is request 2i + 1.
       const errors = peers.map((_, i) => statuses[(2 * i + 1) * STATUS_WORDS + STATUS_ERROR]);
       const failed = peers.filter((_, i) => errors[i] !== 0);
@@ -775,14 +858,11 @@ class MpiBackend implements ProcessGroupBackend {
     if (this.worldSize === 1) return parts;
     const deadline = performance.now() + this.#timeoutMs;
     const meeting = this.#post(this.#syncComm, call, bytesOf(data), (q) => bytesOf(parts[q]));
-    const { requests, statuses } = meeting;
-    const flag = new Int32Array(1);
-    let code = 0;
+    let code: number | null;
     try {
       for (;;) {
-        code = this.#lib.symbols.MPI_Testall(requests.length, requests, flag, statuses);
-        if (flag[0] || code === MPI_ERR_IN_STATUS) break;
-        check("MPI_Testall", code);
+        code = meeting.requests.test();
+        if (code !== null) break;
         if (this.#peerFailed()) throw this.#failureFromPeer(call);
         if (performance.now() > deadline) throw this.#lateError(call, meeting.missing());
         sleepSync(SYNC_POLL_MS);
@@ -1223,8 +1303,8 @@ class MpiBackend implements ProcessGroupBackend {
       );
       requests[i] = slot[0];
     });
-    const statuses = new Int32Array(posts.length * STATUS_WORDS);
-    const spin = (until: number) => this.#testAllUntil(requests, statuses, until);
+    const set = new RequestSet(this.#lib, requests);
+    const spin = (until: number) => set.testUntil(until);
     // No blocking wait on a helper thread: MPICH's polls a core for as long
     // as the peer takes, and a receive may wait long (a pipeline's stage).
     // Short spins on timers instead (they also move a large message along,

@@ -20,6 +20,8 @@ export const MPI_MODE_NOCHECK = 1024;
 export const MPI_REQUEST_NULL = 0x2c000000;
 export const MPI_ERRORS_RETURN = 0x54000001;
 export const MPI_ERR_IN_STATUS = 17;
+/** A request neither done nor failed, in a status of a multi-request call that returned MPI_ERR_IN_STATUS. */
+export const MPI_ERR_PENDING = 18;
 export const MPI_ERR_TRUNCATE = 14;
 /** Int32 words of MPICH's `MPI_Status` (count_lo, count_hi_and_cancelled, source, tag, error). */
 export const STATUS_WORDS = 5;
