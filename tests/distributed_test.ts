@@ -1063,6 +1063,14 @@ Deno.test({
       p2pHung.output,
       /recv #0 from rank 1 \(tag 0\) of float32 \[1\] on rank 0: rank 1 did not join within 500 ms/,
     );
+    // A rank that never reaches initProcessGroup: the others do not hang in
+    // MPI's blocking communicator calls, they fail at the timeout.
+    const lateInit = await bounded("leave", { timeoutMs: 500, lateInitMs: 60_000 });
+    assert.notEqual(lateInit.code, 0);
+    assert.match(
+      lateInit.output,
+      /initProcessGroup \(mpi\) on rank 0: MPI_Init did not return within 500 ms: not every rank of the job has started/,
+    );
     const hung = await bounded("hang", { timeoutMs: 500 });
     assert.notEqual(hung.code, 0);
     assert.match(hung.output, /on rank 0: rank 1 did not join within 500 ms/);

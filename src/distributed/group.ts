@@ -63,7 +63,8 @@ export interface InitProcessGroupOptions {
   worldSize?: number;
   /**
    * How long a collective waits for the other ranks before it fails naming
-   * those that did not arrive (default 60 000).
+   * those that did not arrive (default 60 000); under MPI also how long
+   * `initProcessGroup` waits for every rank of the job to start.
    */
   timeoutMs?: number;
 }

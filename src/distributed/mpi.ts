@@ -322,16 +322,43 @@ function onUnload(): void {
   if (!finalized[0]) lib.symbols.MPI_Finalize();
 }
 
-function startMpi(lib: MpiLibrary): void {
-  if (started) return;
+/** MPI's start, once per process (the first `initProcessGroup` makes it; later ones wait for it). */
+let starting: Promise<void> | null = null;
+
+function startMpi(lib: MpiLibrary, timeoutMs: number): Promise<void> {
+  // A failed start stays failed: a late MPI_Init may still be running.
+  starting ??= initMpi(lib, timeoutMs);
+  return starting;
+}
+
+async function initMpi(lib: MpiLibrary, timeoutMs: number): Promise<void> {
   const flag = new Int32Array(1);
   check("MPI_Initialized", lib.symbols.MPI_Initialized(flag));
   if (!flag[0]) {
     const provided = new Int32Array(1);
-    check(
-      "MPI_Init_thread",
+    // MPI_Init waits for every rank of the job (their launch data): on a
+    // helper thread, so that a rank that never starts is an error at
+    // `timeoutMs`, not a hang. No MPI call may follow then; the error ends
+    // this rank, and the launcher the job.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), timeoutMs);
+    });
+    const code = await Promise.race([
       lib.symbols.MPI_Init_thread(null, null, MPI_THREAD_MULTIPLE, provided),
-    );
+      late,
+    ]);
+    clearTimeout(timer);
+    if (code === "late") {
+      const rank = ["PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"]
+        .map(envVar).find((v) => v !== undefined);
+      throw new Error(
+        `initProcessGroup (mpi)${
+          rank === undefined ? "" : ` on rank ${rank}`
+        }: MPI_Init did not return within ${timeoutMs} ms: not every rank of the job has started (one hung or died before initProcessGroup, or the launcher started fewer)`,
+      );
+    }
+    check("MPI_Init_thread", code);
     // Calls come from the event loop's thread while a helper thread waits
     // in MPI (a test of the failure channel or of a send during a blocking
     // wait): only MPI_THREAD_MULTIPLE allows that.
@@ -565,19 +592,7 @@ class MpiBackend implements ProcessGroupBackend {
 
   /** After a failed collective, the job ends (the ranks no longer agree on where they are). */
   #fail(error: unknown): void {
-    if (aborting) return;
-    aborting = true;
-    const lib = this.#lib;
-    const timer = setTimeout(() => {
-      console.error(
-        `multigrad mpi rank ${this.rank}: ending the job (MPI_Abort) after a failed collective: ${
-          (error as Error).message ?? String(error)
-        }`,
-      );
-      lib.symbols.MPI_Abort(MPI_COMM_WORLD, 1);
-    }, ABORT_AFTER_MS);
-    // The abort must not keep a process alive that is exiting anyway.
-    Deno.unrefTimer(Number(timer));
+    abortSoon(this.#lib, this.rank, error);
   }
 
   /** Sends this rank's header to every rank and checks theirs. */
@@ -1425,10 +1440,64 @@ class MpiBackend implements ProcessGroupBackend {
   }
 }
 
+/**
+ * Waits until every rank of the job has reached `initProcessGroup`, on
+ * timers as for a late rank (`MPI_Ibarrier`): the group's communicators are
+ * then made by blocking collectives, which a rank that never comes (hung or
+ * dead before it) would hold forever. Past `timeoutMs` it is an error, and
+ * the job ends.
+ */
+async function meetAtInit(lib: MpiLibrary, timeoutMs: number): Promise<void> {
+  const request = new Int32Array(1);
+  check("MPI_Ibarrier", lib.symbols.MPI_Ibarrier(MPI_COMM_WORLD, request));
+  const flag = new Int32Array(1);
+  const ignore = Deno.UnsafePointer.create(1n);
+  const arrived = () => {
+    check("MPI_Test", lib.symbols.MPI_Test(request, flag, ignore));
+    return flag[0] !== 0;
+  };
+  const began = performance.now();
+  const spinUntil = began + spinMs();
+  while (!arrived()) {
+    const waited = performance.now() - began;
+    if (waited > timeoutMs) {
+      const rank = new Int32Array(1);
+      lib.symbols.MPI_Comm_rank(MPI_COMM_WORLD, rank);
+      const error = new DistributedError(
+        `initProcessGroup (mpi) on rank ${
+          rank[0]
+        }: not every rank of the job reached initProcessGroup within ${timeoutMs} ms (a rank hung, died or does not call it); the job ends`,
+        [],
+      );
+      abortSoon(lib, rank[0], error);
+      throw error;
+    }
+    if (performance.now() < spinUntil) continue;
+    await new Promise((resolve) => setTimeout(resolve, latePollMs(waited)));
+  }
+}
+
+/** Ends the job with `MPI_Abort` shortly after `error` (once per process; see `ABORT_AFTER_MS`). */
+function abortSoon(lib: MpiLibrary, rank: number, error: unknown): void {
+  if (aborting) return;
+  aborting = true;
+  const timer = setTimeout(() => {
+    console.error(
+      `multigrad mpi rank ${rank}: ending the job (MPI_Abort) after a failed collective: ${
+        (error as Error).message ?? String(error)
+      }`,
+    );
+    lib.symbols.MPI_Abort(MPI_COMM_WORLD, 1);
+  }, ABORT_AFTER_MS);
+  // The abort must not keep a process alive that is exiting anyway.
+  Deno.unrefTimer(Number(timer));
+}
+
 /** @internal The "mpi" factory: starts MPI (once per process) and joins a duplicate of MPI_COMM_WORLD. */
-export function mpiBackend(init: ProcessGroupInit): ProcessGroupBackend {
+export async function mpiBackend(init: ProcessGroupInit): Promise<ProcessGroupBackend> {
   const lib = loadLibrary();
-  startMpi(lib);
+  await startMpi(lib, init.timeoutMs);
+  await meetAtInit(lib, init.timeoutMs);
   const backend = new MpiBackend(lib, init.timeoutMs);
   const tasks = Number(envVar("SLURM_NTASKS") ?? "0");
   if (backend.worldSize === 1 && tasks > 1) {

@@ -37,9 +37,15 @@ export const MPI_IN_PLACE = 0xffffffffffffffffn;
 export const SYMBOLS = {
   MPI_Initialized: { parameters: ["buffer"], result: "i32" },
   MPI_Finalized: { parameters: ["buffer"], result: "i32" },
-  MPI_Init_thread: { parameters: ["pointer", "pointer", "i32", "buffer"], result: "i32" },
+  // Waits for every rank's launch data: a rank that never starts holds it.
+  MPI_Init_thread: {
+    parameters: ["pointer", "pointer", "i32", "buffer"],
+    result: "i32",
+    nonblocking: true,
+  },
   MPI_Finalize: { parameters: [], result: "i32" },
   MPI_Abort: { parameters: ["i32", "i32"], result: "i32" },
+  MPI_Ibarrier: { parameters: ["i32", "buffer"], result: "i32" },
   MPI_Comm_dup: { parameters: ["i32", "buffer"], result: "i32" },
   MPI_Comm_set_errhandler: { parameters: ["i32", "i32"], result: "i32" },
   MPI_Comm_split: {
