@@ -262,6 +262,50 @@ test("replicate: replica 0 is the module; others hold broadcast copies; noGrad g
   assert.equal(detached[1].weight.gradFn, null);
 });
 
+test("replicate: frozen parameters are plain copies (no gradient computed for them), as PyTorch marks them", async () => {
+  manualSeed(5);
+  const model = new nn.Linear(3, 2);
+  model.bias!.requiresGrad = false;
+  const replicas = parallel.replicate(model, cpus.slice(0, 2));
+  assert.equal(replicas[1].bias!.requiresGrad, false);
+  assert.equal(replicas[1].bias!.gradFn, null);
+  assert.ok(replicas[1].weight.gradFn !== null);
+  // Only the bias, frozen: the gathered output needs no gradient, as on one device.
+  const frozenOnly = new nn.Linear(3, 2);
+  for (const p of frozenOnly.parameters()) p.requiresGrad = false;
+  const out = new nn.DataParallel(frozenOnly, { devices: cpus.slice(0, 2) }).forward(
+    randn([4, 3]),
+  ) as Tensor;
+  assert.equal(out.requiresGrad, false);
+  // The learnt weight's gradient is the single-device one.
+  const x = randn([4, 3]);
+  (new nn.DataParallel(model, { devices: cpus.slice(0, 2) }).forward(x) as Tensor).sum()
+    .backward();
+  const dp = await model.weight.grad!.toArray();
+  model.zeroGrad();
+  (model.forward(x) as Tensor).sum().backward();
+  assertClose(
+    (dp as number[][]).flat(),
+    ((await model.weight.grad!.toArray()) as number[][]).flat(),
+  );
+  assert.equal(model.bias!.grad, null);
+});
+
+test("Gather's backward scatters to repeated devices (two gathered tensors on one device)", async () => {
+  const a = tensor([[1, 2]], { device: cpus[1], requiresGrad: true });
+  const b = tensor([[3, 4], [5, 6]], { device: cpus[1], requiresGrad: true });
+  const g = parallel.gather([a.mul(2), b.mul(3)], cpus[0]) as Tensor;
+  assert.deepEqual(g.shape, [3, 2]);
+  g.sum().backward();
+  assert.deepEqual(await a.grad!.toArray(), [[2, 2]]);
+  assert.deepEqual(await b.grad!.toArray(), [[3, 3], [3, 3]]);
+  assert.equal(b.grad!.device, cpus[1]);
+  assert.deepEqual(
+    parallel.comm.scatter(tensor([1, 2, 3]), [cpus[1], cpus[1]]).map((t) => String(t.device)),
+    [String(cpus[1]), String(cpus[1])],
+  );
+});
+
 test("Broadcast's backward sums every replica's gradient into the original on the first device", async () => {
   const w = tensor([1, 2], { requiresGrad: true });
   const copies = parallel.Broadcast.apply(cpus.slice(1, 4), w);

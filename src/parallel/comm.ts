@@ -91,7 +91,7 @@ export function scatter(
   devices: readonly DeviceLike[],
   options: ScatterOptions = {},
 ): Tensor[] {
-  const list = resolveDevices(devices, "scatter");
+  const list = resolveDevices(devices, "scatter", true);
   const dim = scatterDim(t, options.dim ?? 0);
   const sizes = scatterSizes(t, list.length, dim, options.chunkSizes);
   if (t.shape.slice(0, dim).some((n) => n !== 1)) {

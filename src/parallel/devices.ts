@@ -11,12 +11,21 @@ import type { Tensor } from "../tensor.ts";
 /** A started device or its name (`"webgpu:1"`). */
 export type DeviceLike = Device | string;
 
-/** Resolves a non-empty list of distinct devices, or an error naming `op`. */
-export function resolveDevices(devices: readonly DeviceLike[], op: string): Device[] {
+/**
+ * Resolves a non-empty list of devices, or an error naming `op`; distinct
+ * ones unless `repeats` (a scatter may put several pieces on one device, as
+ * Gather's backward does when two gathered tensors lived on one device).
+ */
+export function resolveDevices(
+  devices: readonly DeviceLike[],
+  op: string,
+  repeats = false,
+): Device[] {
   if (!Array.isArray(devices) || devices.length === 0) {
     throw new RangeError(`${op}: expected a non-empty array of devices, got ${String(devices)}`);
   }
   const list = devices.map((d) => resolveDevice(d));
+  if (repeats) return list;
   const names = list.map(String);
   const repeated = names.find((n, i) => names.indexOf(n) !== i);
   if (repeated) {

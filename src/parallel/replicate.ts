@@ -36,14 +36,23 @@ export function replicate<M extends Module>(
   const params = module.parameters();
   const buffers = module.buffers();
   const differentiable = isGradEnabled() && !options.detach;
-  const paramCopies: Tensor[] = differentiable
-    ? Broadcast.apply(others, ...params)
-    : comm.broadcastCoalesced(params, others).flat();
+  // Only parameters that require grad join the graph (PyTorch's Broadcast
+  // marks the copies of the others non-differentiable): a frozen backbone
+  // gets no gradients to compute, move and throw away.
+  const learnt = differentiable ? params.filter((p) => p.requiresGrad) : [];
+  const frozen = differentiable ? params.filter((p) => !p.requiresGrad) : params;
+  const copyOf = new Map<Tensor, Tensor[]>();
+  const learntCopies: Tensor[] = learnt.length > 0 ? Broadcast.apply(others, ...learnt) : [];
+  learnt.forEach((p, j) =>
+    copyOf.set(p, others.map((_, r) => learntCopies[r * learnt.length + j]))
+  );
+  const frozenCopies = comm.broadcastCoalesced(frozen, others);
+  frozen.forEach((p, j) => copyOf.set(p, others.map((_, r) => frozenCopies[r][j])));
   const bufferCopies = comm.broadcastCoalesced(buffers, others).flat();
   const replicas: M[] = [module];
   others.forEach((_, r) => {
     const byOriginal = new Map<Tensor, Tensor>();
-    params.forEach((p, j) => byOriginal.set(p, paramCopies[r * params.length + j]));
+    params.forEach((p) => byOriginal.set(p, copyOf.get(p)![r]));
     buffers.forEach((b, j) => byOriginal.set(b, bufferCopies[r * buffers.length + j]));
     replicas.push(module._replicateWith((t) => byOriginal.get(t) ?? t) as M);
   });
