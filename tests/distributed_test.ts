@@ -784,7 +784,11 @@ Deno.test({
       r1.message,
       /on rank 1: rank 0 (left|did not join).*blocked rank 1 here with \d+ earlier collectives? of its own still queued.*await at the same points/,
     );
-    assert.match(r0.message, /on rank 0: rank 1 did not join within 1500 ms/);
+    // Whichever times out first leaves; the other sees that.
+    assert.match(
+      r0.message,
+      /on rank 0: rank 1 (did not join within 1500 ms|left the process group)/,
+    );
   },
 });
 
