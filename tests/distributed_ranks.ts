@@ -595,6 +595,13 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       distributed.recv(second, 0);
       return [await first.toArray(), await second.toArray()];
     }
+    case "reinit": {
+      // A second group in a spawned rank would start its rounds over on the
+      // first one's shared words: refused, not silently wrong sums.
+      await distributed.allReduce(tensor([rank + 1], { device })).wait();
+      await distributed.destroyProcessGroup();
+      return await caught(() => distributed.initProcessGroup());
+    }
     case "mismatchLate": {
       // Rank 1 sends data the others do not expect (their receives from it
       // fail at once) while rank 2 is still to come: every rank waits for

@@ -520,6 +520,9 @@ Deno.test({
         /ranks 0, 2 called barrier #0; rank 1 called broadcast #0 \(from rank 1\) of float32 \[4\]/,
       );
     }
+    for (const r of await failure("reinit")) {
+      assert.match(r.message, /already had its "local" group and destroyed it.*newGroup/);
+    }
     const kind = await failure("kind");
     for (const r of kind) {
       assert.match(

@@ -209,6 +209,14 @@ export function getBackend(): string {
 registerFactory("local", (init) => {
   const launch = localLaunch();
   if (launch) {
+    // A second group would restart its rounds at 0 on words that hold the
+    // first one's, and read slots the other ranks have not written.
+    if (launch.used) {
+      throw new Error(
+        `initProcessGroup: rank ${launch.rank} of this spawn already had its "local" group and destroyed it; a spawned rank has one group for its whole main (make sub-groups with newGroup instead of a new group)`,
+      );
+    }
+    launch.used = true;
     return new LocalBackend(launch.shared, launch.rank, init.timeoutMs, null, launch.mailbox);
   }
   if ((init.worldSize ?? 1) === 1 && (init.rank ?? 0) === 0) {

@@ -79,6 +79,8 @@ const headerAt = (n: number, rank: number, parity: number) =>
 const messageLengthAt = (n: number, rank: number) => 2 * n + 2 * n * HEADER_WORDS + rank;
 /** The round whose share of a two-rank all-reduce this rank has summed (see `allReduceVia`). */
 const shareDoneAt = (n: number, rank: number) => 3 * n + 2 * n * HEADER_WORDS + rank;
+/** Whether a rank at round `seen` has reached `round` (int32 rounds that wrap after 2^31). */
+const reached = (seen: number, round: number) => ((seen - round) | 0) >= 0;
 const controlWords = (n: number) => 4 * n + 2 * n * HEADER_WORDS;
 const messageOffset = (n: number, rank: number) =>
   Math.ceil((controlWords(n) * 4) / 8) * 8 + rank * MESSAGE_BYTES;
@@ -385,7 +387,8 @@ export class LocalBackend implements ProcessGroupBackend {
         [this.rank],
       );
     }
-    const round = ++this.#round;
+    // Rounds live in int32 words: they wrap, and are compared as differences.
+    const round = this.#round = (this.#round + 1) | 0;
     const parity = round & 1;
     this.#header(this.rank, parity).set(call.header);
     if (fill && call.dtype) fill(this.#slot(this.rank, parity, call.dtype));
@@ -415,7 +418,7 @@ export class LocalBackend implements ProcessGroupBackend {
         // one that left after joining this round is seen as joined.
         const status = this.#status(q);
         const seen = Atomics.load(control, wordAt(q));
-        if (seen >= round) break;
+        if (reached(seen, round)) break;
         if (status !== RankStatus.Running) this.#checkPeer(call, q);
         const left = deadline - performance.now();
         if (left <= 0) {
@@ -459,7 +462,7 @@ export class LocalBackend implements ProcessGroupBackend {
     const where: string[] = [];
     for (let q = 0; q < this.worldSize; q++) {
       const phase = Atomics.load(this.#control, phaseAt(q));
-      if (q === this.rank || phase >= round) continue;
+      if (q === this.rank || reached(phase, round)) continue;
       late.push(q);
       where.push(
         `rank ${q} is at ${
@@ -633,7 +636,7 @@ export class LocalBackend implements ProcessGroupBackend {
     const n = this.worldSize;
     const sync = this.#sync;
     const deadline = performance.now() + this.#timeoutMs;
-    const round = ++this.#syncRound;
+    const round = this.#syncRound = (this.#syncRound + 1) | 0;
     const parity = round & 1;
     const mine = syncSlotAt(n, this.rank, parity);
     sync.set(call.header, mine);
@@ -646,7 +649,7 @@ export class LocalBackend implements ProcessGroupBackend {
         // The status first, as in #waitAll.
         const status = this.#status(q);
         const seen = Atomics.load(sync, q);
-        if (seen >= round) break;
+        if (reached(seen, round)) break;
         if (status !== RankStatus.Running) this.#checkPeer(call, q);
         const left = deadline - performance.now();
         if (left <= 0) {
@@ -893,6 +896,8 @@ export interface LocalLaunch {
   readonly rank: number;
   /** Channels to every other rank. */
   readonly mailbox: Mailbox;
+  /** Whether a group was made on it (its shared words then hold that group's rounds). */
+  used: boolean;
 }
 
 // What `spawn` handed this Worker, read by the "local" factory.
@@ -904,7 +909,7 @@ export function setLocalLaunch(
   rank: number,
   ports: readonly (MessagePort | null)[],
 ): void {
-  launched = { shared, rank, mailbox: new Mailbox(ports) };
+  launched = { shared, rank, mailbox: new Mailbox(ports), used: false };
 }
 
 /** @internal The launch of this Worker, or null outside a spawned rank. */
