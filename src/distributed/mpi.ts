@@ -783,7 +783,14 @@ class MpiBackend implements ProcessGroupBackend {
         const missing = meeting.missing();
         if (missing.length === 0 && !untilDone) return null;
         if (this.#peerFailed()) throw this.#failureFromPeer(call);
-        if (performance.now() > deadline) throw this.#lateError(call, missing);
+        if (performance.now() <= deadline) continue;
+        if (missing.length > 0) throw this.#lateError(call, missing);
+        throw new DistributedError(
+          `${
+            describeHeader(call.header)
+          } on rank ${this.rank}: every rank joined, but the data exchange did not finish within ${this.#timeoutMs} ms: a rank died or hung`,
+          [],
+        );
       }
     } catch (error) {
       this.#fail(error);
