@@ -1,13 +1,15 @@
 /**
  * Convolution, pooling and padding against PyTorch 1.13's numbers
- * (tests/fixtures/torch_reference.json, key `conv`) on every backend:
- * forward and the gradients of input, weight and bias.
+ * (tests/fixtures/torch_reference.json, key `conv`; torch_layers.json, key
+ * `conv_padding` for the layers' padding modes) on every backend: forward
+ * and the gradients of input, weight and bias.
  * @module
  */
 
 import assert from "node:assert/strict";
 import { type Device, nn, type Tensor, tensor } from "../mod.ts";
 import fixtures from "./fixtures/torch_reference.json" with { type: "json" };
+import layerFixtures from "./fixtures/torch_layers.json" with { type: "json" };
 import { assertTensor, backendTest } from "./harness.ts";
 
 const F = nn.functional;
@@ -209,3 +211,42 @@ backendTest(
     assert.deepEqual(new nn.AdaptiveAvgPool2d([1, null]).extraRepr(), "output_size=(1, None)");
   },
 );
+
+for (const c of layerFixtures.conv_padding) {
+  backendTest(
+    `torch ${c.name}: Conv${c.rank}d paddingMode "${c.options.paddingMode}"`,
+    async (d) => {
+      const conv = c.rank === 2
+        ? new nn.Conv2d(2, 3, 3, { ...(c.options as nn.Conv2dModuleOptions), device: d })
+        : new nn.Conv1d(2, 3, 3, { ...(c.options as nn.Conv1dModuleOptions), device: d });
+      // PyTorch's repr: `Conv2d(2, 3, kernel_size=..., padding_mode=reflect)`.
+      assert.equal(`${conv.constructor.name}(${conv.extraRepr()})`, c.repr);
+      conv.loadStateDict({ weight: t(d, c.weight), bias: t(d, c.bias) });
+      await check(d, c.name, [c.input], (x) => conv.forward(x), {
+        output: c.output,
+        g: c.g,
+        grads: [c.grads.input],
+      });
+      await assertTensor(
+        conv.weight.grad!,
+        (c.grads.weight as Nested[]).flat(Infinity as 1) as number[],
+        {
+          ...TOL,
+          what: `${c.name} weight grad`,
+        },
+      );
+      await assertTensor(conv.bias!.grad!, c.grads.bias, { ...TOL, what: `${c.name} bias grad` });
+    },
+  );
+}
+
+backendTest("conv paddingMode: an unknown mode and too much circular padding are errors", (d) => {
+  assert.throws(
+    () => new nn.Conv2d(1, 1, 3, { paddingMode: "mirror" as nn.PaddingMode, device: d }),
+    /Conv2d: paddingMode must be one of "zeros", "reflect", "replicate", "circular", got "mirror"/,
+  );
+  assert.throws(
+    () => F.pad(t(d, [[[1, 2]]]), [3, 0], { mode: "circular" }),
+    /circular padding \(3, 0\) must be at most the size 2 of dim 2/,
+  );
+});

@@ -27,6 +27,8 @@ export interface Conv2dModuleOptions extends FactoryOptions {
   groups?: number;
   /** Learn an additive bias (default true). */
   bias?: boolean;
+  /** What the padding holds (default `"zeros"`); see {@link PaddingMode}. */
+  paddingMode?: PaddingMode;
 }
 
 /** Options of {@link Conv1d}. */
@@ -41,6 +43,59 @@ export interface Conv1dModuleOptions extends FactoryOptions {
   groups?: number;
   /** Learn an additive bias (default true). */
   bias?: boolean;
+  /** What the padding holds (default `"zeros"`); see {@link PaddingMode}. */
+  paddingMode?: PaddingMode;
+}
+
+/**
+ * A convolution's padding, as PyTorch's `padding_mode`: `"zeros"`, or the
+ * input's values mirrored (`"reflect"`), repeated from the edge
+ * (`"replicate"`) or wrapped around (`"circular"`); the non-zero modes pad
+ * with `F.pad` first, then convolve without padding, as PyTorch does.
+ */
+export type PaddingMode = "zeros" | "reflect" | "replicate" | "circular";
+
+const PADDING_MODES: readonly PaddingMode[] = ["zeros", "reflect", "replicate", "circular"];
+
+/**
+ * `x` padded by `paddingMode` when it is not `"zeros"` (then the conv takes
+ * padding 0), else `x` and the padding as given.
+ */
+function padFirst(
+  x: Tensor,
+  mode: PaddingMode,
+  padding: number | readonly number[] | "valid" | "same",
+  kernel: readonly number[],
+  dilation: number | readonly number[],
+): [Tensor, number | readonly number[] | "valid" | "same"] {
+  if (mode === "zeros") return [x, padding];
+  const rank = kernel.length;
+  const perDim = (v: number | readonly number[], d: number) => typeof v === "number" ? v : v[d];
+  // [before, after] per spatial dim; "same" puts the odd one after, as PyTorch.
+  const amounts = kernel.map((k, d): [number, number] => {
+    if (padding === "valid") return [0, 0];
+    if (padding === "same") {
+      const total = perDim(dilation, d) * (k - 1);
+      return [Math.floor(total / 2), total - Math.floor(total / 2)];
+    }
+    const p = perDim(padding, d);
+    return [p, p];
+  });
+  // F.pad lists the last dim first.
+  const pad = amounts.reverse().flat();
+  const padded = F.pad(x, pad, { mode });
+  return [padded, new Array<number>(rank).fill(0)];
+}
+
+function checkPaddingMode(name: string, mode: PaddingMode): PaddingMode {
+  if (!PADDING_MODES.includes(mode)) {
+    throw new RangeError(
+      `${name}: paddingMode must be one of ${PADDING_MODES.map((m) => `"${m}"`).join(", ")}, got ${
+        JSON.stringify(mode)
+      }`,
+    );
+  }
+  return mode;
 }
 
 function pyTuple(v: number | readonly (number | null)[], rank: number): string {
@@ -58,6 +113,8 @@ abstract class ConvNd extends Module {
   readonly kernelSize: readonly number[];
   /** Channel groups. */
   readonly groups: number;
+  /** What the padding holds (`"zeros"` unless given). */
+  paddingMode: PaddingMode = "zeros";
   /** [outChannels, inChannels / groups, ...kernelSize]. */
   weight: Parameter;
   /** [outChannels], or null. */
@@ -132,13 +189,21 @@ export class Conv2d extends ConvNd {
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
     this.dilation = options.dilation ?? 1;
+    this.paddingMode = checkPaddingMode("Conv2d", options.paddingMode ?? "zeros");
   }
 
   /** Convolves `x` [N, C, H, W] (or [C, H, W]). */
   override forward(x: Tensor): Tensor {
-    return F.conv2d(x, this.weight, this.bias, {
+    const [input, padding] = padFirst(
+      x,
+      this.paddingMode,
+      this.padding as number | readonly number[] | "valid" | "same",
+      this.kernelSize,
+      this.dilation as number | readonly number[],
+    );
+    return F.conv2d(input, this.weight, this.bias, {
       stride: this.stride,
-      padding: this.padding,
+      padding: padding as Size2 | "valid" | "same",
       dilation: this.dilation,
       groups: this.groups,
     });
@@ -171,13 +236,21 @@ export class Conv1d extends ConvNd {
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
     this.dilation = options.dilation ?? 1;
+    this.paddingMode = checkPaddingMode("Conv1d", options.paddingMode ?? "zeros");
   }
 
   /** Convolves `x` [N, C, L] (or [C, L]). */
   override forward(x: Tensor): Tensor {
-    return F.conv1d(x, this.weight, this.bias, {
+    const [input, padding] = padFirst(
+      x,
+      this.paddingMode,
+      this.padding as number | readonly number[] | "valid" | "same",
+      this.kernelSize,
+      this.dilation as number | readonly number[],
+    );
+    return F.conv1d(input, this.weight, this.bias, {
       stride: this.stride,
-      padding: this.padding,
+      padding: padding as number | readonly [number] | "valid" | "same",
       dilation: this.dilation,
       groups: this.groups,
     });
@@ -211,6 +284,7 @@ function convRepr(
   if (!one) s += `, dilation=${pyTuple(dilation, rank)}`;
   if (m.groups !== 1) s += `, groups=${m.groups}`;
   if (!m.bias) s += `, bias=${pyBool(false)}`;
+  if (m.paddingMode !== "zeros") s += `, padding_mode=${m.paddingMode}`;
   return s;
 }
 

@@ -481,8 +481,11 @@ function adaptiveAvgPool2dUnscoped(
 
 /** Options of {@link pad}. */
 export interface PadOptions {
-  /** `"constant"` (default), `"reflect"` (mirror without the edge) or `"replicate"` (repeat the edge). */
-  mode?: "constant" | "reflect" | "replicate";
+  /**
+   * `"constant"` (default), `"reflect"` (mirror without the edge),
+   * `"replicate"` (repeat the edge) or `"circular"` (wrap around).
+   */
+  mode?: "constant" | "reflect" | "replicate" | "circular";
   /** The fill of `"constant"` (default 0). */
   value?: number;
 }
@@ -511,9 +514,11 @@ function padUnscoped(input: Tensor, pad: readonly number[], options: PadOptions 
       }, got ${JSON.stringify(pad)}`,
     );
   }
-  if (mode !== "constant" && mode !== "reflect" && mode !== "replicate") {
+  if (mode !== "constant" && mode !== "reflect" && mode !== "replicate" && mode !== "circular") {
     throw new RangeError(
-      `pad: mode must be "constant", "reflect" or "replicate", got ${JSON.stringify(mode)}`,
+      `pad: mode must be "constant", "reflect", "replicate" or "circular", got ${
+        JSON.stringify(mode)
+      }`,
     );
   }
   if (mode !== "constant" && (pad.length / 2 > 3 || pad.length / 2 >= input.ndim)) {
@@ -567,10 +572,16 @@ function padUnscoped(input: Tensor, pad: readonly number[], options: PadOptions 
         `pad: reflect padding (${before}, ${after}) must be less than the size ${size} of dim ${dim}`,
       );
     }
+    if (mode === "circular" && (before > size || after > size)) {
+      throw new RangeError(
+        `pad: circular padding (${before}, ${after}) must be at most the size ${size} of dim ${dim}`,
+      );
+    }
     if (before === 0 && after === 0) continue;
     const index = Array.from({ length: before + size + after }, (_, j) => {
       const p = j - before;
       if (mode === "replicate") return Math.min(Math.max(p, 0), size - 1);
+      if (mode === "circular") return (p + size) % size;
       return p < 0 ? -p : p >= size ? 2 * (size - 1) - p : p;
     });
     y = y.indexSelect(dim, tensor(index, { dtype: "int32", device: y.device }));
