@@ -807,6 +807,23 @@ backendTest("stateDict round trip into a fresh model gives the same outputs", as
   assert.deepEqual([...(await b.scale.data())], [1]);
 });
 
+backendTest(
+  "loadStateDict: a checkpoint without num_batches_tracked loads, with 0 (as PyTorch)",
+  async (device) => {
+    const bn = new nn.BatchNorm1d(2, { device });
+    bn.forward(randn([4, 2], { device }));
+    assert.equal(await bn.numBatchesTracked!.item(), 1);
+    const sd = bn.stateDict();
+    delete sd["num_batches_tracked"];
+    const result = bn.loadStateDict(sd);
+    assert.deepEqual(result, { missingKeys: [], unexpectedKeys: [] });
+    assert.equal(await bn.numBatchesTracked!.item(), 0);
+    // Any other missing buffer is still an error.
+    delete sd["running_mean"];
+    assert.throws(() => bn.loadStateDict(sd), /missing key\(s\) in state dict: "running_mean"/);
+  },
+);
+
 backendTest("loadStateDict across devices and dtypes", async (device, devices) => {
   const a = new nn.Linear(3, 2, { device: devices[1] });
   const b = new nn.Linear(3, 2, { device });

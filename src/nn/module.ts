@@ -41,6 +41,12 @@ export interface RegisterBufferOptions {
   persistent?: boolean;
   /** The field that holds it; default: `name` in camelCase (`running_mean` → `runningMean`). */
   field?: string;
+  /**
+   * The value it takes when a state dict lacks it, which is then no error
+   * (PyTorch's BatchNorm fills `num_batches_tracked` with 0 for checkpoints
+   * older than the buffer). Default: a missing key as any other.
+   */
+  whenMissing?: number;
 }
 
 /** What {@link Module.loadStateDict} reports when `strict` is false. */
@@ -67,6 +73,7 @@ export type ReplicateTensorFn = (
 interface BufferInfo {
   readonly name: string;
   readonly persistent: boolean;
+  readonly whenMissing?: number;
 }
 
 // Buffer registrations per module, field → state-dict name. Kept outside the
@@ -86,13 +93,15 @@ function ownParameters(m: Module): [string, Parameter][] {
 }
 
 /** A module's own buffers as [state-dict name, tensor, persistent]. */
-function ownBuffers(m: Module): [string, Tensor, boolean][] {
+function ownBuffers(m: Module): [string, Tensor, boolean, number?][] {
   const buffers = bufferFields.get(m);
   if (!buffers) return [];
-  const out: [string, Tensor, boolean][] = [];
+  const out: [string, Tensor, boolean, number?][] = [];
   for (const [field, value] of fieldsOf(m)) {
     const info = buffers.get(field);
-    if (info && value instanceof Tensor) out.push([info.name, value, info.persistent]);
+    if (info && value instanceof Tensor) {
+      out.push([info.name, value, info.persistent, info.whenMissing]);
+    }
   }
   return out;
 }
@@ -107,14 +116,18 @@ function ownChildren(m: Module): [string, Module][] {
  * order. As in PyTorch, a module or tensor reachable under two names appears
  * under both; only cycles are cut.
  */
-function stateEntries(root: Module): [string, Tensor][] {
+function stateEntries(root: Module, defaults?: Map<string, number>): [string, Tensor][] {
   const out: [string, Tensor][] = [];
   const path = new Set<Module>();
   const visit = (m: Module, prefix: string) => {
     if (path.has(m)) return;
     path.add(m);
     for (const [field, p] of ownParameters(m)) out.push([prefix + field, p]);
-    for (const [name, t, persistent] of ownBuffers(m)) if (persistent) out.push([prefix + name, t]);
+    for (const [name, t, persistent, whenMissing] of ownBuffers(m)) {
+      if (!persistent) continue;
+      out.push([prefix + name, t]);
+      if (whenMissing !== undefined) defaults?.set(prefix + name, whenMissing);
+    }
     for (const [field, child] of ownChildren(m)) visit(child, `${prefix}${field}.`);
     path.delete(m);
   };
@@ -210,7 +223,11 @@ export class Module {
     if (tensor) tensor.storage.persistent = true;
     let info = bufferFields.get(this);
     if (!info) bufferFields.set(this, info = new Map());
-    info.set(field, { name, persistent: options.persistent ?? true });
+    info.set(field, {
+      name,
+      persistent: options.persistent ?? true,
+      whenMissing: options.whenMissing,
+    });
     (this as unknown as Record<string, unknown>)[field] = tensor;
     return tensor;
   }
@@ -401,13 +418,14 @@ export class Module {
         }`,
       );
     }
-    const entries = stateEntries(this);
+    const defaults = new Map<string, number>();
+    const entries = stateEntries(this, defaults);
     const expected = new Set(entries.map(([k]) => k));
     const missingKeys: string[] = [];
     const problems: string[] = [];
     for (const [key, target] of entries) {
       if (!Object.hasOwn(stateDict, key)) {
-        if (!missingKeys.includes(key)) missingKeys.push(key);
+        if (!defaults.has(key) && !missingKeys.includes(key)) missingKeys.push(key);
         continue;
       }
       const value: unknown = stateDict[key];
@@ -448,7 +466,11 @@ export class Module {
     tidy(() =>
       noGrad(() => {
         for (const [key, target] of entries) {
-          if (!Object.hasOwn(stateDict, key)) continue;
+          if (!Object.hasOwn(stateDict, key)) {
+            const value = defaults.get(key);
+            if (value !== undefined) target.fill_(value);
+            continue;
+          }
           const value = stateDict[key];
           if (value.storage === target.storage) continue;
           target._assign(value.dtype === target.dtype ? value : value.to(target.dtype));

@@ -178,6 +178,7 @@ export abstract class BatchNormBase extends Module {
     this.numBatchesTracked = this.registerBuffer(
       "num_batches_tracked",
       track ? full([], 0, { device: options.device, dtype: "int32" }) : null,
+      { whenMissing: 0 },
     );
   }
 
