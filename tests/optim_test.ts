@@ -278,7 +278,15 @@ backendTest("loadStateDict errors leave the optimizer unchanged", async (device)
 backendTest("constructor and option errors", (device) => {
   const p = new nn.Parameter(zeros([2], { device }));
   assert.throws(() => new optim.SGD([p], { lr: -0.1 }), /SGD: invalid learning rate: -0.1/);
-  assert.throws(() => new optim.SGD([p], {} as optim.SGDOptions), /learning rate lr is required/);
+  assert.throws(() => new optim.SGD([p], {}), /learning rate lr is required/);
+  // As PyTorch: no default lr when every group has its own; a group without one is the error.
+  const q = new nn.Parameter(zeros([2], { device }));
+  const grouped = new optim.SGD([{ params: [p], lr: 0.1 }, { params: [q], lr: 0.2 }], {});
+  assert.deepEqual(grouped.paramGroups.map((g) => g.lr), [0.1, 0.2]);
+  assert.throws(
+    () => new optim.SGD([{ params: [p], lr: 0.1 }, { params: [q] }], {}),
+    /learning rate lr is required/,
+  );
   assert.throws(
     () => new optim.SGD([p], { lr: 0.1, nesterov: true }),
     /Nesterov momentum requires a momentum and zero dampening/,

@@ -131,6 +131,10 @@ Deno.test("DataLoader: batches follow the sampler; sampler and shuffle exclude e
   const rows = [];
   for (const [x] of plain) rows.push(...((await x.toArray()) as number[][]).map((r) => r[0]));
   assert.deepEqual(rows, [9, 0, 9]);
+  // A generator: no length to report (counting it would use it up), but it still loads.
+  const oneShot = new data.DataLoader(ds, { sampler: [2, 5, 7].values(), batchSize: 2 });
+  assert.throws(() => oneShot.length, /one-shot iterator without a length/);
+  assert.equal([...oneShot].length, 2);
   assert.throws(
     () => new data.DataLoader(ds, { sampler, shuffle: true }),
     /sampler and shuffle are mutually exclusive/,

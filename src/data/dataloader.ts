@@ -271,7 +271,14 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
     const sampler = this.sampler;
     if (sampler === null) return this.dataset.length;
     const length = (sampler as { length?: unknown }).length;
-    return typeof length === "number" ? length : [...sampler].length;
+    if (typeof length === "number") return length;
+    // A generator is its own iterator: counting it would use up the epoch.
+    if ((sampler as Iterable<number>)[Symbol.iterator]() === (sampler as unknown)) {
+      throw new TypeError(
+        "DataLoader: the sampler is a one-shot iterator without a length, so the loader has no length (PyTorch raises here too); give an array, or an iterable with a length",
+      );
+    }
+    return [...sampler].length;
   }
 
   /** This epoch's sample order. */

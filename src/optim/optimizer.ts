@@ -79,7 +79,7 @@ export abstract class Optimizer<O extends object> {
         `${name}: params must be an iterable of tensors or of parameter groups, got ${typeof params}`,
       );
     }
-    this.validateOptions(defaults);
+    this.validateOptions(defaults, true);
     this.defaults = Object.freeze({ ...defaults });
     const list = [...params] as unknown[];
     if (list.length === 0) throw new Error(`${name}: got an empty parameter list`);
@@ -87,8 +87,13 @@ export abstract class Optimizer<O extends object> {
     else this.addParamGroup({ params: list as Tensor[] } as unknown as ParamGroupInput<O>);
   }
 
-  /** Throws a clear error when `options` are invalid (a negative learning rate, ...). */
-  protected abstract validateOptions(options: O): void;
+  /**
+   * Throws a clear error when `options` are invalid (a negative learning
+   * rate, ...). `defaults`: these are the constructor's defaults, which may
+   * leave out what every group gives itself (SGD's lr, as PyTorch's
+   * `required`).
+   */
+  protected abstract validateOptions(options: O, defaults?: boolean): void;
 
   /**
    * Updates the parameters of `group` that have a gradient, in place. Runs

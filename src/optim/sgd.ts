@@ -10,8 +10,8 @@ import { hasKernel, launch } from "../ops/util.ts";
 
 /** Options of {@link SGD}. */
 export interface SGDOptions {
-  /** Learning rate (required). */
-  lr: number;
+  /** Learning rate (required, here or in every parameter group). */
+  lr?: number;
   /** Momentum factor (default 0). */
   momentum?: number;
   /** Dampening of the momentum (default 0); not applied on the first step. */
@@ -44,7 +44,8 @@ export class SGD extends Optimizer<SGDGroupOptions> {
       throw new TypeError("SGD: options { lr, ... } are required");
     }
     super(params, {
-      lr: options.lr,
+      // Left out when every group gives its own: each group's is checked.
+      lr: options.lr as number,
       momentum: options.momentum ?? 0,
       dampening: options.dampening ?? 0,
       nesterov: options.nesterov ?? false,
@@ -54,9 +55,13 @@ export class SGD extends Optimizer<SGDGroupOptions> {
   }
 
   /** Checks one group's options. */
-  protected override validateOptions(o: SGDGroupOptions): void {
-    if (o.lr === undefined) throw new TypeError("SGD: the learning rate lr is required");
-    checkNumber("SGD", "learning rate", o.lr);
+  protected override validateOptions(o: SGDGroupOptions, defaults = false): void {
+    if (o.lr === undefined && !defaults) {
+      throw new TypeError(
+        "SGD: the learning rate lr is required (in the options, or in every parameter group)",
+      );
+    }
+    if (o.lr !== undefined) checkNumber("SGD", "learning rate", o.lr);
     checkNumber("SGD", "momentum value", o.momentum);
     checkNumber("SGD", "dampening value", o.dampening, -Infinity);
     checkNumber("SGD", "weight_decay value", o.weightDecay);
