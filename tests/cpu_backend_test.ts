@@ -111,16 +111,28 @@ Deno.test("cpu memory: freed arrays are pooled; bytesInUse exact, bytesReserved 
   assert.deepEqual(d.memory(), { bytesInUse: 0, bytesReserved: 4040 });
 });
 
+/**
+ * `found`, or null after a note that the test is skipped: not allowed where
+ * `MULTIGRAD_REQUIRE_BLAS` is set (CI installs OpenBLAS and sets it, so the
+ * BLAS paths are always checked there).
+ */
+function requireBlas<T>(found: T | null, what: string, instead: string): T | null {
+  if (found !== null) return found;
+  assert.ok(
+    !Deno.env.get("MULTIGRAD_REQUIRE_BLAS"),
+    `MULTIGRAD_REQUIRE_BLAS is set but the ${what} did not load`,
+  );
+  console.warn(`  no BLAS library here: ${instead}`);
+  return null;
+}
+
 Deno.test("cpu BLAS: vector sums and scales have the bits of float32 arithmetic, edge values too", () => {
-  const vector = loadBlas()?.vector ?? null;
-  if (vector === null) {
-    assert.ok(
-      !Deno.env.get("MULTIGRAD_REQUIRE_BLAS"),
-      "MULTIGRAD_REQUIRE_BLAS is set but no BLAS vector operations load",
-    );
-    console.warn("  no BLAS library here: MPI's shared-memory sums use MPI_Reduce_local");
-    return;
-  }
+  const vector = requireBlas(
+    loadBlas()?.vector ?? null,
+    "BLAS vector operations",
+    "MPI's shared-memory sums use MPI_Reduce_local",
+  );
+  if (vector === null) return;
   const random = seededRandom(43);
   const edges = [-0, 0, 1e-40, -3e-45, 3.4e38, Infinity, -Infinity, NaN, 1.5e-45];
   // Long enough for the library's SIMD body and an odd tail.
@@ -149,16 +161,8 @@ Deno.test("cpu BLAS: vector sums and scales have the bits of float32 arithmetic,
 });
 
 Deno.test("cpu BLAS: products equal the WebAssembly kernel's to float32 rounding in every layout", () => {
-  const blas = loadBlas();
-  if (blas === null) {
-    // CI installs OpenBLAS and sets MULTIGRAD_REQUIRE_BLAS, so this path is always checked there.
-    assert.ok(
-      !Deno.env.get("MULTIGRAD_REQUIRE_BLAS"),
-      "MULTIGRAD_REQUIRE_BLAS is set but no BLAS loads",
-    );
-    console.warn("  no BLAS library here: the WebAssembly kernel runs every product");
-    return;
-  }
+  const blas = requireBlas(loadBlas(), "BLAS", "the WebAssembly kernel runs every product");
+  if (blas === null) return;
   const random = seededRandom(41);
   for (
     const [batch, m, n, k, broadcast] of [

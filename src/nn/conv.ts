@@ -114,7 +114,7 @@ abstract class ConvNd extends Module {
   /** Channel groups. */
   readonly groups: number;
   /** What the padding holds (`"zeros"` unless given). */
-  paddingMode: PaddingMode = "zeros";
+  readonly paddingMode: PaddingMode;
   /** [outChannels, inChannels / groups, ...kernelSize]. */
   weight: Parameter;
   /** [outChannels], or null. */
@@ -126,9 +126,10 @@ abstract class ConvNd extends Module {
     outChannels: number,
     kernelSize: readonly number[],
     groups: number,
-    options: FactoryOptions & { bias?: boolean },
+    options: FactoryOptions & { bias?: boolean; paddingMode?: PaddingMode },
   ) {
     super();
+    this.paddingMode = checkPaddingMode(name, options.paddingMode ?? "zeros");
     this.inChannels = checkCount(`${name}: inChannels`, inChannels);
     this.outChannels = checkCount(`${name}: outChannels`, outChannels);
     if (!Number.isInteger(groups) || groups < 1 || inChannels % groups || outChannels % groups) {
@@ -147,6 +148,18 @@ abstract class ConvNd extends Module {
     );
     this.bias = (options.bias ?? true) ? new Parameter(empty([outChannels], dtype, device)) : null;
     this.resetParameters();
+  }
+
+  /**
+   * `x` padded by `paddingMode` when it is not `"zeros"`, with the padding
+   * the conv then takes (0); else `x` and `padding` as they are.
+   */
+  protected padInput(
+    x: Tensor,
+    padding: number | readonly number[] | "valid" | "same",
+    dilation: number | readonly number[],
+  ): [Tensor, number | readonly number[] | "valid" | "same"] {
+    return padFirst(x, this.paddingMode, padding, this.kernelSize, dilation);
   }
 
   /**
@@ -189,18 +202,11 @@ export class Conv2d extends ConvNd {
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
     this.dilation = options.dilation ?? 1;
-    this.paddingMode = checkPaddingMode("Conv2d", options.paddingMode ?? "zeros");
   }
 
   /** Convolves `x` [N, C, H, W] (or [C, H, W]). */
   override forward(x: Tensor): Tensor {
-    const [input, padding] = padFirst(
-      x,
-      this.paddingMode,
-      this.padding as number | readonly number[] | "valid" | "same",
-      this.kernelSize,
-      this.dilation as number | readonly number[],
-    );
+    const [input, padding] = this.padInput(x, this.padding, this.dilation);
     return F.conv2d(input, this.weight, this.bias, {
       stride: this.stride,
       padding: padding as Size2 | "valid" | "same",
@@ -236,18 +242,11 @@ export class Conv1d extends ConvNd {
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
     this.dilation = options.dilation ?? 1;
-    this.paddingMode = checkPaddingMode("Conv1d", options.paddingMode ?? "zeros");
   }
 
   /** Convolves `x` [N, C, L] (or [C, L]). */
   override forward(x: Tensor): Tensor {
-    const [input, padding] = padFirst(
-      x,
-      this.paddingMode,
-      this.padding as number | readonly number[] | "valid" | "same",
-      this.kernelSize,
-      this.dilation as number | readonly number[],
-    );
+    const [input, padding] = this.padInput(x, this.padding, this.dilation);
     return F.conv1d(input, this.weight, this.bias, {
       stride: this.stride,
       padding: padding as number | readonly [number] | "valid" | "same",

@@ -92,7 +92,7 @@ function ownParameters(m: Module): [string, Parameter][] {
   );
 }
 
-/** A module's own buffers as [state-dict name, tensor, persistent]. */
+/** A module's own buffers as [state-dict name, tensor, persistent, value when missing from a state dict]. */
 function ownBuffers(m: Module): [string, Tensor, boolean, number?][] {
   const buffers = bufferFields.get(m);
   if (!buffers) return [];
@@ -112,21 +112,19 @@ function ownChildren(m: Module): [string, Module][] {
 }
 
 /**
- * [key, tensor] of every parameter and persistent buffer, in state-dict
- * order. As in PyTorch, a module or tensor reachable under two names appears
+ * [key, tensor, value when missing] of every parameter and persistent
+ * buffer, in state-dict order. As in PyTorch, a module or tensor reachable under two names appears
  * under both; only cycles are cut.
  */
-function stateEntries(root: Module, defaults?: Map<string, number>): [string, Tensor][] {
-  const out: [string, Tensor][] = [];
+function stateEntries(root: Module): [string, Tensor, number?][] {
+  const out: [string, Tensor, number?][] = [];
   const path = new Set<Module>();
   const visit = (m: Module, prefix: string) => {
     if (path.has(m)) return;
     path.add(m);
     for (const [field, p] of ownParameters(m)) out.push([prefix + field, p]);
     for (const [name, t, persistent, whenMissing] of ownBuffers(m)) {
-      if (!persistent) continue;
-      out.push([prefix + name, t]);
-      if (whenMissing !== undefined) defaults?.set(prefix + name, whenMissing);
+      if (persistent) out.push([prefix + name, t, whenMissing]);
     }
     for (const [field, child] of ownChildren(m)) visit(child, `${prefix}${field}.`);
     path.delete(m);
@@ -418,14 +416,13 @@ export class Module {
         }`,
       );
     }
-    const defaults = new Map<string, number>();
-    const entries = stateEntries(this, defaults);
+    const entries = stateEntries(this);
     const expected = new Set(entries.map(([k]) => k));
     const missingKeys: string[] = [];
     const problems: string[] = [];
-    for (const [key, target] of entries) {
+    for (const [key, target, whenMissing] of entries) {
       if (!Object.hasOwn(stateDict, key)) {
-        if (!defaults.has(key) && !missingKeys.includes(key)) missingKeys.push(key);
+        if (whenMissing === undefined && !missingKeys.includes(key)) missingKeys.push(key);
         continue;
       }
       const value: unknown = stateDict[key];
@@ -465,10 +462,9 @@ export class Module {
     }
     tidy(() =>
       noGrad(() => {
-        for (const [key, target] of entries) {
+        for (const [key, target, whenMissing] of entries) {
           if (!Object.hasOwn(stateDict, key)) {
-            const value = defaults.get(key);
-            if (value !== undefined) target.fill_(value);
+            if (whenMissing !== undefined) target.fill_(whenMissing);
             continue;
           }
           const value = stateDict[key];
