@@ -81,14 +81,14 @@ backendTest(
         "model.0.weight",
         "model.2.bias",
         "model.2.weight",
-        "optimizer.state.0.expAvg",
-        "optimizer.state.0.expAvgSq",
-        "optimizer.state.1.expAvg",
-        "optimizer.state.1.expAvgSq",
-        "optimizer.state.2.expAvg",
-        "optimizer.state.2.expAvgSq",
-        "optimizer.state.3.expAvg",
-        "optimizer.state.3.expAvgSq",
+        "optimizer.state.0.exp_avg",
+        "optimizer.state.0.exp_avg_sq",
+        "optimizer.state.1.exp_avg",
+        "optimizer.state.1.exp_avg_sq",
+        "optimizer.state.2.exp_avg",
+        "optimizer.state.2.exp_avg_sq",
+        "optimizer.state.3.exp_avg",
+        "optimizer.state.3.exp_avg_sq",
       ]);
       assert.equal(typeof raw.metadata["multigrad.checkpoint"], "string");
 
@@ -105,7 +105,7 @@ backendTest(
       assert.deepEqual(await values(back.list[0]), [7, 8]);
       assert.equal(back.list[1].int.dtype, "int32");
       assert.deepEqual(back.scheduler, scheduler.stateDict());
-      assert.deepEqual(back.optimizer.paramGroups, opt.stateDict().paramGroups);
+      assert.deepEqual(back.optimizer.param_groups, opt.stateDict().param_groups);
       assert.equal(back.optimizer.state[2].step, 1);
       for (const [k, t] of Object.entries(model.stateDict())) {
         assert.equal(back.model[k].device, device);

@@ -10,6 +10,7 @@ import {
   backendNames,
   type Device,
   type DType,
+  optim,
   requestDevices,
   seededRandom,
   type Tensor,
@@ -197,4 +198,25 @@ export function fixtureTensor(
     requiresGrad: options.requiresGrad,
     dtype: options.dtype,
   });
+}
+
+/** The optimizer PyTorch calls `kind` (`"SGD"`, `"Adam"`, ...) over `params`, with `options`. */
+export function optimizerByName(
+  kind: string,
+  params: Tensor[],
+  options: Record<string, unknown>,
+): optim.Optimizer<object> {
+  switch (kind) {
+    case "SGD":
+      return new optim.SGD(params, options as unknown as optim.SGDOptions);
+    case "Adam":
+      return new optim.Adam(params, options as optim.AdamOptions);
+    case "AdamW":
+      return new optim.AdamW(params, options as optim.AdamOptions);
+    case "RMSprop":
+      return new optim.RMSprop(params, options as optim.RMSpropOptions);
+    case "Adagrad":
+      return new optim.Adagrad(params, options as optim.AdagradOptions);
+  }
+  throw new Error(`unknown optimizer ${kind}`);
 }

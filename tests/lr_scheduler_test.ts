@@ -153,6 +153,95 @@ for (const c of fixtures.lr_schedulers.cases) {
   });
 }
 
+/** PyTorch's bookkeeping that multigrad has no use for (`verbose` printing, a warning's flag). */
+const TORCH_ONLY_KEYS = new Set(["verbose", "_get_lr_called_within_step"]);
+/** Keys PyTorch 1.13 does not write: 2.x's `_anneal_func_type` (1.13 kept the function). */
+const OWN_ONLY_KEYS = new Set(["_anneal_func_type"]);
+
+/** The fixture's JSON form of a state dict as values: "Infinity" strings back to numbers. */
+function fromFixture(value: unknown): optim.lrScheduler.SchedulerStateValue {
+  if (value === "Infinity") return Infinity;
+  if (value === "-Infinity") return -Infinity;
+  if (Array.isArray(value)) return value.map(fromFixture);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fromFixture(v)]));
+  }
+  return value as optim.lrScheduler.SchedulerStateValue;
+}
+
+/** `mine` has every key of PyTorch's `torch` (bookkeeping aside) with the same value, and no other. */
+function assertSameState(mine: unknown, torch: unknown, path: string): void {
+  if (torch === null || typeof torch !== "object" || Array.isArray(torch)) {
+    if (Array.isArray(torch) && Array.isArray(mine)) {
+      assert.equal(mine.length, torch.length, `${path}: length`);
+      torch.forEach((v, i) => assertSameState(mine[i], v, `${path}[${i}]`));
+      return;
+    }
+    assert.deepEqual(mine, torch, path);
+    return;
+  }
+  assert.ok(mine !== null && typeof mine === "object", `${path}: expected an object`);
+  const own = mine as Record<string, unknown>;
+  for (const [k, v] of Object.entries(torch)) {
+    if (TORCH_ONLY_KEYS.has(k)) continue;
+    assert.ok(k in own, `${path}: no "${k}" (keys: ${Object.keys(own).join(", ")})`);
+    assertSameState(own[k], v, `${path}.${k}`);
+  }
+  for (const k of Object.keys(own)) {
+    assert.ok(k in torch || OWN_ONLY_KEYS.has(k), `${path}: "${k}" is not PyTorch's`);
+  }
+}
+
+const STATE_AT = 10;
+
+for (const c of fixtures.lr_schedulers.cases) {
+  Deno.test(`${c.scheduler} ${c.name}: stateDict() after ${STATE_AT} steps is PyTorch's`, () => {
+    const opt = makeOptimizer(c);
+    const scheduler = makeScheduler(c, opt);
+    for (let i = 0; i < STATE_AT; i++) stepOnce(c, opt, scheduler, i);
+    assertSameState(scheduler.stateDict(), fromFixture(c.state_dict), c.name);
+  });
+
+  Deno.test(`${c.scheduler} ${c.name}: PyTorch's state_dict() loads as is and resumes`, () => {
+    const opt = makeOptimizer(c);
+    const scheduler = makeScheduler(c, opt);
+    // The optimizer's groups as PyTorch's were at that step (their lr and momentum live there).
+    opt.paramGroups.forEach((g, i) => {
+      const group = g as unknown as { lr: number; momentum?: number; betas?: number[] };
+      group.lr = c.lrs[STATE_AT][i];
+      if (c.momentum_key === "betas") group.betas = [c.momenta![STATE_AT][i], group.betas![1]];
+      else if (c.momentum_key) group.momentum = c.momenta![STATE_AT][i];
+    });
+    scheduler.loadStateDict(fromFixture(c.state_dict) as optim.lrScheduler.SchedulerStateDict);
+    assert.deepEqual(scheduler.getLastLr(), c.lrs[STATE_AT]);
+    for (let i = STATE_AT; i < fixtures.lr_schedulers.steps; i++) {
+      stepOnce(c, opt, scheduler, i);
+      assertClose(
+        opt.paramGroups.map((g) => (g as unknown as { lr: number }).lr),
+        c.lrs[i + 1],
+        { ...CLOSE, what: `resumed step ${i + 1}` },
+      );
+      if (c.momenta) assertClose(momentaOf(c, opt), c.momenta[i + 1], CLOSE);
+    }
+  });
+}
+
+Deno.test("a scheduler loads the camelCase state dicts of earlier multigrad checkpoints", () => {
+  const opt = new optim.SGD([new nn.Parameter(zeros([1]))], { lr: 0.1 });
+  const scheduler = new lrScheduler.MultiStepLR(opt, [2], { gamma: 0.5 });
+  scheduler.loadStateDict({
+    baseLrs: [0.1],
+    lastEpoch: 4,
+    stepCount: 5,
+    lastLr: [0.025],
+    milestones: [3, 5],
+    gamma: 0.5,
+  });
+  assert.deepEqual(scheduler.milestones, [3, 5]);
+  assert.equal(scheduler.lastEpoch, 4);
+  assert.deepEqual(scheduler.stateDict().milestones, { 3: 1, 5: 1 });
+});
+
 Deno.test("the optimizer steps with the scheduled lr", async () => {
   const p = new nn.Parameter(zeros([1]));
   const opt = new optim.SGD([p], { lr: 1 });
@@ -165,7 +254,7 @@ Deno.test("the optimizer steps with the scheduled lr", async () => {
   assert.deepEqual(Array.from(await p.data()), [-1.75]);
   assert.equal(opt.paramGroups[0].lr, 0.125);
   // PyTorch keeps the starting rate in the group, and so in the optimizer's state dict.
-  assert.equal(opt.stateDict().paramGroups[0].initialLr, 1);
+  assert.equal(opt.stateDict().param_groups[0].initial_lr, 1);
 });
 
 Deno.test("lastEpoch resumes a schedule on an optimizer that holds initialLr", () => {
@@ -245,8 +334,8 @@ Deno.test("scheduler errors are clear", () => {
   );
   const step = new S.StepLR(sgd, 2);
   assert.throws(
-    () => step.loadStateDict({ lastEpoch: 3 }),
-    /StepLR.loadStateDict: the state dict has no "baseLrs"/,
+    () => step.loadStateDict({ last_epoch: 3 }),
+    /StepLR.loadStateDict: the state dict has no "base_lrs"/,
   );
   const bad = { ...step.stateDict(), gamma: "0.1" };
   assert.throws(() => step.loadStateDict(bad), /"gamma" must be a number, got string/);
@@ -345,7 +434,7 @@ Deno.test("PolynomialLR, CyclicLR, CosineAnnealingWarmRestarts, SequentialLR, Ch
   assert.throws(() => new S.ChainedScheduler([]), /expected a non-empty array of schedulers/);
   const chained = new S.ChainedScheduler([a, b]);
   assert.throws(
-    () => chained.loadStateDict({ lastLr: [0.1], schedulers: [] }),
-    /"schedulers" must be an array of 2 state dicts, got 0/,
+    () => chained.loadStateDict({ _last_lr: [0.1], _schedulers: [] }),
+    /"_schedulers" must be an array of 2 state dicts, got 0/,
   );
 });

@@ -17,7 +17,7 @@ import {
   tidy,
   zeros,
 } from "../mod.ts";
-import { assertClose, assertTensor, backendTest } from "./harness.ts";
+import { assertClose, assertTensor, backendTest, optimizerByName } from "./harness.ts";
 import fixtures from "./fixtures/torch_reference.json" with { type: "json" };
 import toolkit from "./fixtures/torch_toolkit.json" with { type: "json" };
 
@@ -39,20 +39,7 @@ function mlp(device: Device): nn.Sequential {
 }
 
 function makeOptimizer(run: Run, params: Tensor[]): optim.Optimizer<object> {
-  const o = run.options as Record<string, unknown>;
-  switch (run.optimizer) {
-    case "SGD":
-      return new optim.SGD(params, o as unknown as optim.SGDOptions);
-    case "Adam":
-      return new optim.Adam(params, o as optim.AdamOptions);
-    case "AdamW":
-      return new optim.AdamW(params, o as optim.AdamOptions);
-    case "RMSprop":
-      return new optim.RMSprop(params, o as optim.RMSpropOptions);
-    case "Adagrad":
-      return new optim.Adagrad(params, o as optim.AdagradOptions);
-  }
-  throw new Error(`unknown optimizer ${run.optimizer}`);
+  return optimizerByName(run.optimizer, params, run.options as Record<string, unknown>);
 }
 
 /** One training step on the fixture batch, inside tidy; the loss is kept for reading. */
@@ -170,7 +157,7 @@ for (
       Object.entries(a.stateDict()).map(([k, v]) => [k, v.clone()]),
     );
     const optState = optA.stateDict();
-    assert.deepEqual(optState.paramGroups.map((g) => g.params), [[0, 1, 2, 3]]);
+    assert.deepEqual(optState.param_groups.map((g) => g.params), [[0, 1, 2, 3]]);
     for (let i = 0; i < 3; i++) trainStep(a, optA, x, y);
 
     const b = new nn.Sequential(new nn.Linear(6, 8), new nn.ReLU(), new nn.Linear(8, 3)).to(device);
@@ -207,12 +194,13 @@ backendTest("stateDict structure: state by index, step counts, hyperparameters",
     tensor(fixtures.mlp.target, { device, dtype: "int32" }),
   );
   const sd = opt.stateDict();
-  assert.deepEqual(sd.paramGroups, [
+  // PyTorch's keys, so the dict moves between the two as is.
+  assert.deepEqual(sd.param_groups, [
     {
       lr: 0.01,
       betas: [0.8, 0.9],
       eps: 1e-8,
-      weightDecay: 0,
+      weight_decay: 0,
       amsgrad: false,
       maximize: false,
       params: [0, 1],
@@ -221,7 +209,7 @@ backendTest("stateDict structure: state by index, step counts, hyperparameters",
       lr: 0.5,
       betas: [0.8, 0.9],
       eps: 1e-8,
-      weightDecay: 0,
+      weight_decay: 0,
       amsgrad: false,
       maximize: false,
       params: [2, 3],
@@ -229,9 +217,9 @@ backendTest("stateDict structure: state by index, step counts, hyperparameters",
   ]);
   assert.deepEqual(Object.keys(sd.state), ["0", "1", "2", "3"]);
   assert.equal(sd.state[3].step, 1);
-  assert.deepEqual(Object.keys(sd.state[0]), ["step", "expAvg", "expAvgSq"]);
-  assert.deepEqual([...(sd.state[0].expAvg as Tensor).shape], [8, 6]);
-  assert.notEqual(sd.state[0].expAvg, opt.state.get(model.parameters()[0])!.expAvg, "a copy");
+  assert.deepEqual(Object.keys(sd.state[0]), ["step", "exp_avg", "exp_avg_sq"]);
+  assert.deepEqual([...(sd.state[0].exp_avg as Tensor).shape], [8, 6]);
+  assert.notEqual(sd.state[0].exp_avg, opt.state.get(model.parameters()[0])!.expAvg, "a copy");
   // Loading restores hyperparameters too.
   const other = new optim.Adam([
     { params: model.at(0).parameters() },
@@ -256,20 +244,43 @@ backendTest("loadStateDict errors leave the optimizer unchanged", async (device)
   const buffer = opt.state.get(model.parameters()[0])!.momentumBuffer as Tensor;
   const before = await buffer.data();
   const badShape = opt.stateDict();
-  badShape.state[0].momentumBuffer = zeros([8, 5], { device });
+  badShape.state[0].momentum_buffer = zeros([8, 5], { device });
   assert.throws(
     () => opt.loadStateDict(badShape),
     /state "momentumBuffer" of parameter 0 has shape \[8, 5\], the parameter \[8, 6\]/,
   );
-  const badGroups = { ...sd, paramGroups: [...sd.paramGroups, sd.paramGroups[0]] };
+  const badGroups = { ...sd, param_groups: [...sd.param_groups, sd.param_groups[0]] };
   assert.throws(() => opt.loadStateDict(badGroups), /2 parameter groups, the optimizer 1/);
-  const badSize = { ...sd, paramGroups: [{ ...sd.paramGroups[0], params: [0, 1] }] };
+  const badSize = { ...sd, param_groups: [{ ...sd.param_groups[0], params: [0, 1] }] };
   assert.throws(
     () => opt.loadStateDict(badSize),
     /group 0 has 2 parameters in the state dict, 4 in the optimizer/,
   );
-  const badLr = { ...sd, paramGroups: [{ ...sd.paramGroups[0], lr: -1 }] };
+  const badLr = { ...sd, param_groups: [{ ...sd.param_groups[0], lr: -1 }] };
   assert.throws(() => opt.loadStateDict(badLr), /invalid learning rate: -1/);
+  const bothSpellings = {
+    ...sd,
+    param_groups: [{ ...sd.param_groups[0], weightDecay: 0.5 }],
+  };
+  assert.throws(
+    () => opt.loadStateDict(bothSpellings),
+    /parameter group 0 has both "weight_decay" and "weightDecay"/,
+  );
+  const stepTensor = opt.stateDict();
+  stepTensor.state[0].step = zeros([], { device });
+  assert.throws(
+    () => opt.loadStateDict(stepTensor),
+    /state "step" of parameter 0 must be a number, got a tensor of shape \[\]/,
+  );
+  const differentiable = {
+    ...sd,
+    param_groups: [{ ...sd.param_groups[0], differentiable: true }],
+  };
+  assert.throws(() => opt.loadStateDict(differentiable), /differentiable: true/);
+  assert.throws(
+    () => opt.loadStateDict({ paramz: [] } as unknown as optim.OptimizerStateDict),
+    /expected \{ state, param_groups \}, got an object with keys \["paramz"\]/,
+  );
   assert.equal(opt.paramGroups[0].lr, 0.1);
   assert.equal(opt.state.get(model.parameters()[0])!.momentumBuffer, buffer);
   assert.deepEqual(await buffer.data(), before);
@@ -420,9 +431,9 @@ backendTest(
     adagrad.step();
     assert.deepEqual(Object.keys(rms.stateDict().state[0]), [
       "step",
-      "squareAvg",
-      "momentumBuffer",
-      "gradAvg",
+      "square_avg",
+      "momentum_buffer",
+      "grad_avg",
     ]);
     assert.equal(adagrad.stateDict().state[0].step, 1);
     assert.throws(() => new optim.RMSprop([p], { alpha: -1 }), /RMSprop: invalid alpha value: -1/);

@@ -6,9 +6,9 @@ import {
   SafetensorsError,
   writeFileAtomic,
 } from "../src/serialization/safetensors.ts";
+import { PYTHON, pythonHasTorch } from "./torch_python.ts";
 
 const FIXTURES = new URL("./fixtures/", import.meta.url);
-const PYTHON = "/usr/bin/python3";
 
 const utf8 = new TextEncoder();
 const latin = new TextDecoder();
@@ -324,22 +324,9 @@ for (
   });
 }
 
-async function torchAvailable(): Promise<boolean> {
-  try {
-    const { success } = await new Deno.Command(PYTHON, {
-      args: ["-c", "import torch"],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return success;
-  } catch {
-    return false;
-  }
-}
-
 Deno.test({
   name: "fixture: PyTorch reads a file multigrad wrote (skipped without torch)",
-  ignore: !(await torchAvailable()),
+  ignore: !(await pythonHasTorch()),
   async fn() {
     const dir = await Deno.makeTempDir();
     try {

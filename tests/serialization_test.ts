@@ -26,8 +26,7 @@ import {
 } from "../src/serialization/safetensors.ts";
 import { assertClose, assertTensor, backendTest } from "./harness.ts";
 import fixtures from "./fixtures/torch_reference.json" with { type: "json" };
-
-const PYTHON = "/usr/bin/python3";
+import { PYTHON, pythonHasTorch } from "./torch_python.ts";
 
 async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "multigrad-serialization-" });
@@ -35,20 +34,6 @@ async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
     await fn(dir);
   } finally {
     await Deno.remove(dir, { recursive: true });
-  }
-}
-
-async function hasTorch(): Promise<boolean> {
-  try {
-    const { success } = await new Deno.Command(PYTHON, {
-      args: ["-c", "import torch"],
-      stdout: "null",
-      stderr: "null",
-    })
-      .output();
-    return success;
-  } catch {
-    return false;
   }
 }
 
@@ -167,7 +152,7 @@ backendTest("an optimizer's state tensors can be saved too", async (device) => {
     for (const [k, v] of Object.entries(s)) if (typeof v !== "number") flat[`${i}.${k}`] = v;
   }
   const back = fromSafetensors(await toSafetensors(flat), { device });
-  assert.deepEqual(await back["0.expAvg"].data(), await (sd.state[0].expAvg as Tensor).data());
+  assert.deepEqual(await back["0.exp_avg"].data(), await (sd.state[0].exp_avg as Tensor).data());
 });
 
 backendTest("serialization errors name the key or the path", async (device) => {
@@ -203,7 +188,7 @@ backendTest("serialization errors name the key or the path", async (device) => {
 
 Deno.test({
   name: "PyTorch loads what multigrad saved (when /usr/bin/python3 has torch)",
-  ignore: !(await hasTorch()),
+  ignore: !(await pythonHasTorch()),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {

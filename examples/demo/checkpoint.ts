@@ -6,7 +6,7 @@
  * seed and sizes, the loss history and the global generator's state
  * (`getRngState`), so a resumed run draws the numbers the uninterrupted one
  * would have. In the file the tensors are entries (`model.net.0.weight`,
- * `optimizer.state.0.expAvg`, `history.stepLoss`) and the rest is JSON in the
+ * `optimizer.state.0.exp_avg`, `history.stepLoss`) and the rest is JSON in the
  * metadata.
  * @module
  */
@@ -128,7 +128,11 @@ async function unpack(path: string, saved: unknown): Promise<CheckpointState> {
   if (!isRecord(model) || !Object.values(model).every((t) => t instanceof Tensor)) {
     fail(path, "bad model state dict");
   }
-  if (!isRecord(optimizer) || !isRecord(optimizer.state) || !Array.isArray(optimizer.paramGroups)) {
+  // `paramGroups`: checkpoints of earlier versions, which loadStateDict still reads.
+  if (
+    !isRecord(optimizer) || !isRecord(optimizer.state) ||
+    !Array.isArray(optimizer.param_groups ?? optimizer.paramGroups)
+  ) {
     fail(path, "bad optimizer state dict");
   }
   if (typeof rng !== "string") fail(path, "it has no generator state");

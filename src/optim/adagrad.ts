@@ -43,12 +43,13 @@ export class Adagrad extends Optimizer<AdagradGroupOptions> {
     if (options === null || typeof options !== "object") {
       throw new TypeError("Adagrad: options must be an object");
     }
+    // In PyTorch's order, which its state dicts show.
     super(params, {
       lr: options.lr ?? 1e-2,
       lrDecay: options.lrDecay ?? 0,
+      eps: options.eps ?? 1e-10,
       weightDecay: options.weightDecay ?? 0,
       initialAccumulatorValue: options.initialAccumulatorValue ?? 0,
-      eps: options.eps ?? 1e-10,
       maximize: options.maximize ?? false,
     });
     for (const group of this.paramGroups) {

@@ -25,6 +25,7 @@
  */
 
 import { Optimizer } from "./optimizer.ts";
+import { ownKey, torchKey } from "./util.ts";
 
 /** A value in a scheduler's state dict: plain data that survives `JSON.stringify`. */
 export type SchedulerStateValue =
@@ -36,9 +37,12 @@ export type SchedulerStateValue =
   | { [key: string]: SchedulerStateValue };
 
 /**
- * What a scheduler's `stateDict()` returns: its counters and settings by
- * name (PyTorch's attribute names in camelCase: `lastEpoch`, `baseLrs`,
- * `gamma`, ...). Functions (`LambdaLR`'s factors) are not part of it.
+ * What a scheduler's `stateDict()` returns: its counters and settings under
+ * PyTorch's names and in PyTorch's form (`base_lrs`, `last_epoch`,
+ * `_step_count`, `_last_lr`, `T_max`, a `MultiStepLR`'s milestones as counts
+ * by epoch), so it moves between the two as is. Functions (`LambdaLR`'s
+ * factors) are `null`, as PyTorch writes them. `loadStateDict` also reads the
+ * camelCase names of earlier multigrad versions.
  */
 export type SchedulerStateDict = Record<string, SchedulerStateValue>;
 
@@ -111,6 +115,81 @@ function kindOf(value: unknown): string {
   return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
 }
 
+/** PyTorch's names of the fields whose name is not just the field's in snake_case. */
+const TORCH_FIELD_NAMES: Readonly<Record<string, string>> = {
+  stepCount: "_step_count",
+  lastLr: "_last_lr",
+  tMax: "T_max",
+  t0: "T_0",
+  tI: "T_i",
+  tMult: "T_mult",
+  tCur: "T_cur",
+  schedulePhases: "_schedule_phases",
+  annealStrategy: "_anneal_func_type",
+  schedulers: "_schedulers",
+};
+
+/** The name PyTorch's state dict gives field `key` (`names` first: a class's own renames). */
+function torchField(key: string, names: Readonly<Record<string, string>> = {}): string {
+  return names[key] ?? TORCH_FIELD_NAMES[key] ?? torchKey(key);
+}
+
+/** How one scheduler class names and converts its fields in a state dict. */
+interface FieldForm {
+  /** Field names that differ from {@link TORCH_FIELD_NAMES}' (SequentialLR's `_milestones`). */
+  names?: Readonly<Record<string, string>>;
+  /** PyTorch's form of a field's value. */
+  encode?: (key: string, value: SchedulerStateValue) => SchedulerStateValue;
+  /** A field's value from PyTorch's form (or already in multigrad's); throws on a bad one. */
+  decode?: (key: string, value: SchedulerStateValue) => SchedulerStateValue;
+  /** Fields that keep their value when the state dict has none (PyTorch writes them only sometimes). */
+  optional?: readonly string[];
+}
+
+/** `value` if it is one of `allowed`, else a RangeError naming the field. */
+function oneOf(
+  owner: string,
+  name: string,
+  value: SchedulerStateValue,
+  allowed: readonly string[],
+): SchedulerStateValue {
+  if (typeof value !== "string" || !allowed.includes(value)) {
+    throw new RangeError(
+      `${owner}.loadStateDict: "${name}" must be one of ${JSON.stringify(allowed)}, got ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  return value;
+}
+
+/** `keys` of `source` under PyTorch's names, copied and in PyTorch's form. */
+function saveFields(
+  source: object,
+  keys: readonly string[],
+  form: FieldForm = {},
+): SchedulerStateDict {
+  const fields = source as Record<string, SchedulerStateValue>;
+  const out: SchedulerStateDict = {};
+  for (const key of keys) {
+    const value = copyState(fields[key]);
+    out[torchField(key, form.names)] = form.encode ? form.encode(key, value) : value;
+  }
+  return out;
+}
+
+/** The value of field `key` in `stateDict`: under PyTorch's name, else under multigrad's own. */
+function storedField(
+  stateDict: SchedulerStateDict,
+  key: string,
+  names?: Readonly<Record<string, string>>,
+): { name: string; found: boolean; value: SchedulerStateValue } {
+  const name = torchField(key, names);
+  if (name in stateDict) return { name, found: true, value: stateDict[name] };
+  if (key in stateDict) return { name: key, found: true, value: stateDict[key] };
+  return { name, found: false, value: null };
+}
+
 /** Restores the fields `keys` of `target` from `stateDict`, checked first so that an error changes nothing. */
 function loadFields(
   owner: string,
@@ -118,6 +197,7 @@ function loadFields(
   keys: readonly string[],
   stateDict: SchedulerStateDict,
   nullable: readonly string[] = [],
+  form: FieldForm = {},
 ): void {
   if (stateDict === null || typeof stateDict !== "object" || Array.isArray(stateDict)) {
     throw new TypeError(
@@ -125,18 +205,25 @@ function loadFields(
     );
   }
   const fields = target as Record<string, SchedulerStateValue>;
-  for (const key of keys) {
-    if (!(key in stateDict)) {
-      throw new Error(`${owner}.loadStateDict: the state dict has no "${key}"`);
-    }
+  const present = keys.filter((key) =>
+    !form.optional?.includes(key) || storedField(stateDict, key, form.names).found
+  );
+  const values = present.map((key) => {
+    const { name, found, value } = storedField(stateDict, key, form.names);
+    if (!found) throw new Error(`${owner}.loadStateDict: the state dict has no "${name}"`);
+    const decoded = form.decode ? form.decode(key, value) : value;
     const want = kindOf(fields[key]);
-    const got = kindOf(stateDict[key]);
+    const got = kindOf(decoded);
     if (got !== want && !(got === "null" && nullable.includes(key))) {
-      throw new TypeError(`${owner}.loadStateDict: "${key}" must be a ${want}, got ${got}`);
+      throw new TypeError(`${owner}.loadStateDict: "${name}" must be a ${want}, got ${got}`);
     }
-  }
-  for (const key of keys) fields[key] = copyState(stateDict[key]);
+    return decoded;
+  });
+  present.forEach((key, i) => fields[key] = copyState(values[i]));
 }
+
+/** The fields every {@link LRScheduler} saves, in PyTorch's order after the subclass's own. */
+const BASE_KEYS = ["baseLrs", "lastEpoch", "stepCount", "lastLr"] as const;
 
 /**
  * The base of the epoch-driven schedulers, as PyTorch's `_LRScheduler`:
@@ -238,12 +325,12 @@ export abstract class LRScheduler {
 
   /** The scheduler's counters and settings (plain data; see {@link SchedulerStateDict}). */
   stateDict(): SchedulerStateDict {
-    const fields = this as unknown as Record<string, SchedulerStateValue>;
-    const out: SchedulerStateDict = {};
-    for (const key of ["baseLrs", "lastEpoch", "stepCount", "lastLr", ...this.stateKeys()]) {
-      out[key] = copyState(fields[key]);
-    }
-    return out;
+    return saveFields(this, [...this.stateKeys(), ...BASE_KEYS], this.fieldForm());
+  }
+
+  /** How the subclass's fields look in PyTorch's state dict, where not as they are here. */
+  protected fieldForm(): FieldForm {
+    return {};
   }
 
   /**
@@ -251,13 +338,14 @@ export abstract class LRScheduler {
    * groups' learning rates live there.
    */
   loadStateDict(stateDict: SchedulerStateDict): void {
-    loadFields(this.constructor.name, this, [
-      "baseLrs",
-      "lastEpoch",
-      "stepCount",
-      "lastLr",
-      ...this.stateKeys(),
-    ], stateDict);
+    loadFields(
+      this.constructor.name,
+      this,
+      [...BASE_KEYS, ...this.stateKeys()],
+      stateDict,
+      [],
+      this.fieldForm(),
+    );
   }
 }
 
@@ -358,6 +446,39 @@ export class MultiStepLR extends LRScheduler {
   /** `milestones`, `gamma`. */
   protected override stateKeys(): readonly string[] {
     return ["milestones", "gamma"];
+  }
+
+  /** Milestones as PyTorch's `Counter`: how many times each epoch is one, by epoch. */
+  protected override fieldForm(): FieldForm {
+    return {
+      encode: (key, value) => {
+        if (key !== "milestones") return value;
+        const counts: Record<string, number> = {};
+        for (const m of value as number[]) counts[m] = (counts[m] ?? 0) + 1;
+        return counts;
+      },
+      decode: (key, value) => {
+        if (key !== "milestones" || value === null || typeof value !== "object") return value;
+        if (Array.isArray(value)) return value;
+        const epochs: number[] = [];
+        for (const [epoch, count] of Object.entries(value)) {
+          const m = checkInteger(
+            "MultiStepLR.loadStateDict",
+            `milestones[${epoch}]`,
+            Number(epoch),
+            0,
+          );
+          const n = checkInteger(
+            "MultiStepLR.loadStateDict",
+            `the count of milestone ${epoch}`,
+            count,
+            1,
+          );
+          for (let i = 0; i < n; i++) epochs.push(m);
+        }
+        return epochs.sort((a, b) => a - b);
+      },
+    };
   }
 }
 
@@ -571,6 +692,11 @@ export class LambdaLR extends LRScheduler {
   protected override stateKeys(): readonly string[] {
     return [];
   }
+
+  /** The base's fields, and `lr_lambdas` as PyTorch writes functions: `null`, one per group. */
+  override stateDict(): SchedulerStateDict {
+    return { ...super.stateDict(), lr_lambdas: this.lrLambdas.map(() => null) };
+  }
 }
 
 /** One phase of {@link OneCycleLR}: from one group key's value to another's, ending at `endStep`. */
@@ -782,9 +908,37 @@ export class OneCycleLR extends LRScheduler {
     });
   }
 
-  /** `totalSteps`, `schedulePhases`, `annealStrategy`, `cycleMomentum`, `useBeta1`. */
+  /** `totalSteps`, `schedulePhases`, `annealStrategy`, `cycleMomentum`, and `useBeta1` when cycling momentum (as PyTorch). */
   protected override stateKeys(): readonly string[] {
-    return ["totalSteps", "schedulePhases", "annealStrategy", "cycleMomentum", "useBeta1"];
+    const keys = ["totalSteps", "schedulePhases", "annealStrategy", "cycleMomentum"];
+    return this.cycleMomentum ? [...keys, "useBeta1"] : keys;
+  }
+
+  /** Phases as PyTorch's dicts: `end_step`, and group keys as PyTorch names them (`max_lr`). */
+  protected override fieldForm(): FieldForm {
+    const convert = (value: SchedulerStateValue, rename: (key: string) => string) =>
+      Array.isArray(value)
+        ? value.map((phase) =>
+          phase !== null && typeof phase === "object" && !Array.isArray(phase)
+            ? Object.fromEntries(
+              Object.entries(phase).map((
+                [k, v],
+              ) => [rename(k), typeof v === "string" ? rename(v) : v]),
+            )
+            : phase
+        )
+        : value;
+    return {
+      encode: (key, value) => key === "schedulePhases" ? convert(value, torchKey) : value,
+      decode: (key, value) =>
+        key === "schedulePhases"
+          ? convert(value, ownKey)
+          : key === "annealStrategy"
+          ? oneOf("OneCycleLR", "_anneal_func_type", value, ["cos", "linear"])
+          : value,
+      // PyTorch 1.13 keeps the annealing function itself (code), 2.x its name.
+      optional: ["annealStrategy", "useBeta1"],
+    };
   }
 }
 
@@ -944,10 +1098,8 @@ export class ReduceLROnPlateau {
 
   /** Counters and settings; `best` is ±Infinity until a metric came (`null` in JSON is read back as that). */
   stateDict(): SchedulerStateDict {
-    const out: SchedulerStateDict = {};
-    const fields = this as unknown as Record<string, SchedulerStateValue>;
-    for (const key of PLATEAU_KEYS) out[key] = copyState(fields[key]);
-    return out;
+    // PyTorch keeps `mode_worse` too (and its load takes it as is): derived from `mode` here.
+    return { ...saveFields(this, PLATEAU_KEYS), mode_worse: this.#modeWorse() };
   }
 
   /** Restores a {@link stateDict} (checked first; on error nothing changes). */
@@ -955,11 +1107,11 @@ export class ReduceLROnPlateau {
     for (
       const [key, allowed] of [["mode", ["min", "max"]], ["thresholdMode", ["rel", "abs"]]] as const
     ) {
-      if (
-        stateDict && key in stateDict && !(allowed as readonly unknown[]).includes(stateDict[key])
-      ) {
+      if (stateDict === null || typeof stateDict !== "object") break;
+      const { name, found, value } = storedField(stateDict, key);
+      if (found && !(allowed as readonly unknown[]).includes(value)) {
         throw new RangeError(
-          `ReduceLROnPlateau.loadStateDict: bad ${key} ${JSON.stringify(stateDict[key])}`,
+          `ReduceLROnPlateau.loadStateDict: bad ${name} ${JSON.stringify(value)}`,
         );
       }
     }
@@ -1116,7 +1268,7 @@ export class CosineAnnealingWarmRestarts extends LRScheduler {
         this.tCur = epoch;
       }
     }
-    this.stepCount += 1;
+    // PyTorch's own step() here never counts (its `_step_count` stays 0): neither does this one.
     this.lastEpoch = Math.floor(epoch);
     const values = this.getLr();
     const groups = groupsOf(this.optimizer);
@@ -1288,9 +1440,12 @@ export class CyclicLR extends LRScheduler {
     return lrs;
   }
 
-  /** The cycle's settings (the custom `scaleFn`, code, is not part of it). */
+  /**
+   * The cycle's settings, the momenta only when cycling momentum (as PyTorch); the custom
+   * `scaleFn`, code, is not part of it.
+   */
   protected override stateKeys(): readonly string[] {
-    return [
+    const keys = [
       "maxLrs",
       "totalSize",
       "stepRatio",
@@ -1298,9 +1453,29 @@ export class CyclicLR extends LRScheduler {
       "gamma",
       "scaleMode",
       "cycleMomentum",
-      "baseMomentums",
-      "maxMomentums",
     ];
+    return this.cycleMomentum ? [...keys, "baseMomentums", "maxMomentums"] : keys;
+  }
+
+  /** `mode` as PyTorch spells it (`exp_range`). */
+  protected override fieldForm(): FieldForm {
+    return {
+      encode: (key, value) => key === "mode" && value === "expRange" ? "exp_range" : value,
+      decode: (key, value) => {
+        if (key === "mode") {
+          return oneOf("CyclicLR", "mode", value === "exp_range" ? "expRange" : value, [
+            "triangular",
+            "triangular2",
+            "expRange",
+          ]);
+        }
+        if (key === "scaleMode") {
+          return oneOf("CyclicLR", "scale_mode", value, ["cycle", "iterations"]);
+        }
+        return value;
+      },
+      optional: ["baseMomentums", "maxMomentums"],
+    };
   }
 }
 
@@ -1346,21 +1521,25 @@ function childStates(schedulers: readonly EpochScheduler[]): SchedulerStateValue
   return schedulers.map((s) => s.stateDict());
 }
 
-/** Restores `schedulers` from `states` (an array of as many state dicts). */
+/** Restores `schedulers` from `stateDict`'s `_schedulers` (an array of as many state dicts). */
 function loadChildStates(
   owner: string,
   schedulers: readonly EpochScheduler[],
-  states: SchedulerStateValue,
+  stateDict: SchedulerStateDict,
 ): void {
+  const { name, value: states } = storedField(stateDict, "schedulers");
   if (!Array.isArray(states) || states.length !== schedulers.length) {
     throw new TypeError(
-      `${owner}.loadStateDict: "schedulers" must be an array of ${schedulers.length} state dicts, got ${
+      `${owner}.loadStateDict: "${name}" must be an array of ${schedulers.length} state dicts, got ${
         Array.isArray(states) ? `${states.length}` : kindOf(states)
       }`,
     );
   }
   schedulers.forEach((s, i) => s.loadStateDict(states[i] as SchedulerStateDict));
 }
+
+/** SequentialLR's milestones are PyTorch's `_milestones` (a MultiStepLR's are `milestones`). */
+const SEQUENTIAL_FORM: FieldForm = { names: { milestones: "_milestones" } };
 
 /**
  * Runs `schedulers` one after another, switching at the `milestones`
@@ -1444,17 +1623,22 @@ export class SequentialLR {
   /** `lastEpoch`, `milestones`, `lastLr` and every scheduler's state dict (`schedulers`). */
   stateDict(): SchedulerStateDict {
     return {
-      lastEpoch: this.lastEpoch,
-      milestones: [...this.milestones],
-      lastLr: [...this.lastLr],
-      schedulers: childStates(this.schedulers),
+      ...saveFields(this, ["milestones", "lastEpoch", "lastLr"], SEQUENTIAL_FORM),
+      _schedulers: childStates(this.schedulers),
     };
   }
 
   /** Restores a {@link stateDict}, the schedulers' included. */
   loadStateDict(stateDict: SchedulerStateDict): void {
-    loadFields("SequentialLR", this, ["lastEpoch", "milestones", "lastLr"], stateDict);
-    loadChildStates("SequentialLR", this.schedulers, stateDict.schedulers);
+    loadFields(
+      "SequentialLR",
+      this,
+      ["lastEpoch", "milestones", "lastLr"],
+      stateDict,
+      [],
+      SEQUENTIAL_FORM,
+    );
+    loadChildStates("SequentialLR", this.schedulers, stateDict);
   }
 }
 
@@ -1491,12 +1675,12 @@ export class ChainedScheduler {
 
   /** `lastLr` and every scheduler's state dict (`schedulers`). */
   stateDict(): SchedulerStateDict {
-    return { lastLr: [...this.lastLr], schedulers: childStates(this.schedulers) };
+    return { ...saveFields(this, ["lastLr"]), _schedulers: childStates(this.schedulers) };
   }
 
   /** Restores a {@link stateDict}, the schedulers' included. */
   loadStateDict(stateDict: SchedulerStateDict): void {
     loadFields("ChainedScheduler", this, ["lastLr"], stateDict);
-    loadChildStates("ChainedScheduler", this.schedulers, stateDict.schedulers);
+    loadChildStates("ChainedScheduler", this.schedulers, stateDict);
   }
 }

@@ -13,6 +13,7 @@ import { empty } from "../ops/util.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
+import { ownKey, torchKey } from "./util.ts";
 
 /** A hyperparameter value as it appears in a state dict. */
 export type OptionValue = number | boolean | null | readonly number[];
@@ -33,16 +34,39 @@ export type ParamGroup<O> = O & {
 export type ParamState = Record<string, Tensor | number>;
 
 /**
- * What {@link Optimizer.stateDict} returns: per-parameter state by the
- * parameter's index (counting through the groups in order), and each group's
- * hyperparameters with the indices of its parameters, as PyTorch's
- * `state` / `param_groups` (names in camelCase).
+ * What {@link Optimizer.stateDict} returns, as PyTorch's `optimizer.state_dict()`
+ * with PyTorch's keys (`state`, `param_groups`, `exp_avg_sq`, `weight_decay`, ...), so
+ * it moves between the two as is: per-parameter state by the parameter's index
+ * (counting through the groups in order), and each group's hyperparameters with
+ * the indices of its parameters. `step` is a number (PyTorch turns it back into
+ * its 0-d tensor on load).
  */
 export interface OptimizerStateDict {
   /** State by parameter index; parameters without state are absent. */
   state: Record<number, ParamState>;
   /** Hyperparameters of each group, plus `params`: the indices of its parameters. */
-  paramGroups: Array<Record<string, OptionValue> & { params: number[] }>;
+  param_groups: Array<Record<string, OptionValue> & { params: number[] }>;
+}
+
+/**
+ * PyTorch's group flags that choose an implementation (multi-tensor, fused, CUDA-graph safe), not
+ * numbers: they are dropped on load. `differentiable` (autograd through the step) is refused.
+ */
+const IMPLEMENTATION_FLAGS = new Set(["foreach", "fused", "capturable"]);
+
+/** `record`'s entries under multigrad's keys; a key given in both spellings is an error. */
+function ownKeys<V>(record: Record<string, V>, owner: string, where: string): Record<string, V> {
+  const out: Record<string, V> = {};
+  const from: Record<string, string> = {};
+  for (const [key, value] of Object.entries(record)) {
+    const own = ownKey(key);
+    if (own in out) {
+      throw new Error(`${owner}: ${where} has both "${from[own]}" and "${key}"`);
+    }
+    out[own] = value;
+    from[own] = key;
+  }
+  return out;
 }
 
 /** The step's 0-dimensional constants: made once per value, device and dtype, freed with the step. */
@@ -243,11 +267,11 @@ export abstract class Optimizer<O extends object> {
    */
   stateDict(): OptimizerStateDict {
     const index = new Map<Tensor, number>();
-    const paramGroups = this.paramGroups.map((group) => {
+    const groups = this.paramGroups.map((group) => {
       const { params, ...options } = group;
       const out: Record<string, OptionValue> = {};
       for (const [k, v] of Object.entries(options)) {
-        out[k] = Array.isArray(v) ? [...v] : v as OptionValue;
+        out[torchKey(k)] = Array.isArray(v) ? [...v] : v as OptionValue;
       }
       return {
         ...out,
@@ -263,11 +287,13 @@ export abstract class Optimizer<O extends object> {
         const i = index.get(p);
         if (i === undefined) continue;
         const copy: ParamState = {};
-        for (const [k, v] of Object.entries(s)) copy[k] = v instanceof Tensor ? v.clone() : v;
+        for (const [k, v] of Object.entries(s)) {
+          copy[torchKey(k)] = v instanceof Tensor ? v.clone() : v;
+        }
         state[i] = copy;
       }
     });
-    return { state, paramGroups };
+    return { state, param_groups: groups };
   }
 
   /**
@@ -278,16 +304,20 @@ export abstract class Optimizer<O extends object> {
    */
   loadStateDict(stateDict: OptimizerStateDict): void {
     const name = `${this.constructor.name}.loadStateDict`;
-    if (
-      stateDict === null || typeof stateDict !== "object" || !Array.isArray(stateDict.paramGroups)
-    ) {
+    // Checkpoints of earlier multigrad versions have `paramGroups` and camelCase keys: they load too.
+    const legacy = stateDict as unknown as { paramGroups?: OptimizerStateDict["param_groups"] };
+    const groups = stateDict?.param_groups ?? legacy?.paramGroups;
+    if (stateDict === null || typeof stateDict !== "object" || !Array.isArray(groups)) {
       throw new TypeError(
-        `${name}: expected { state, paramGroups }, got ${
-          stateDict === null ? "null" : typeof stateDict
+        `${name}: expected { state, param_groups }, got ${
+          stateDict === null
+            ? "null"
+            : typeof stateDict === "object"
+            ? `an object with keys ${JSON.stringify(Object.keys(stateDict))}`
+            : typeof stateDict
         }`,
       );
     }
-    const groups = stateDict.paramGroups;
     if (groups.length !== this.paramGroups.length) {
       throw new Error(
         `${name}: the state dict has ${groups.length} parameter groups, the optimizer ${this.paramGroups.length}`,
@@ -296,18 +326,26 @@ export abstract class Optimizer<O extends object> {
     const byIndex = new Map<number, Tensor>();
     const newOptions: O[] = groups.map((saved, g) => {
       const mine = this.paramGroups[g];
-      if (!Array.isArray(saved.params) || saved.params.length !== mine.params.length) {
+      if (!Array.isArray(saved?.params) || saved.params.length !== mine.params.length) {
         throw new Error(
           `${name}: parameter group ${g} has ${
-            Array.isArray(saved.params) ? saved.params.length : "no"
+            Array.isArray(saved?.params) ? saved.params.length : "no"
           } parameters in the state dict, ${mine.params.length} in the optimizer`,
         );
       }
       saved.params.forEach((idx, j) => byIndex.set(idx, mine.params[j]));
-      const { params: _p, ...options } = saved;
+      const { params: _p, ...options } = ownKeys(saved, name, `parameter group ${g}`);
+      if (options.differentiable === true) {
+        throw new Error(
+          `${name}: parameter group ${g} has differentiable: true (autograd through the step), which multigrad does not do`,
+        );
+      }
       const { params: _q, ...current } = mine;
       const merged = { ...current } as Record<string, unknown>;
-      for (const [k, v] of Object.entries(options)) merged[k] = Array.isArray(v) ? [...v] : v;
+      for (const [k, v] of Object.entries(options)) {
+        if (IMPLEMENTATION_FLAGS.has(k) || k === "differentiable") continue;
+        merged[k] = Array.isArray(v) ? [...v] : v;
+      }
       this.validateOptions(merged as O);
       return merged as O;
     });
@@ -324,7 +362,15 @@ export abstract class Optimizer<O extends object> {
       if (entry === null || typeof entry !== "object") {
         throw new TypeError(`${name}: state ${key} must be an object`);
       }
-      for (const [k, v] of Object.entries(entry)) {
+      const own = ownKeys(entry, name, `state ${key}`);
+      for (const [k, v] of Object.entries(own)) {
+        if (k === "step" && typeof v !== "number") {
+          throw new TypeError(
+            `${name}: state "step" of parameter ${key} must be a number, got ${
+              v instanceof Tensor ? `a tensor of shape ${formatShape(v.shape)}` : typeof v
+            } (PyTorch keeps it as a 0-d tensor: give await t.item())`,
+          );
+        }
         if (v instanceof Tensor) {
           if (!sameShape(v.shape, p.shape)) {
             throw new RangeError(
@@ -342,7 +388,7 @@ export abstract class Optimizer<O extends object> {
           );
         }
       }
-      loaded.push([p, entry]);
+      loaded.push([p, own]);
     }
     // Checked: now replace.
     this.paramGroups.forEach((group, g) => Object.assign(group, newOptions[g]));

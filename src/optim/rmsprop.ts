@@ -46,13 +46,14 @@ export class RMSprop extends Optimizer<RMSpropGroupOptions> {
     if (options === null || typeof options !== "object") {
       throw new TypeError("RMSprop: options must be an object");
     }
+    // In PyTorch's order, which its state dicts show.
     super(params, {
       lr: options.lr ?? 1e-2,
+      momentum: options.momentum ?? 0,
       alpha: options.alpha ?? 0.99,
       eps: options.eps ?? 1e-8,
-      weightDecay: options.weightDecay ?? 0,
-      momentum: options.momentum ?? 0,
       centered: options.centered ?? false,
+      weightDecay: options.weightDecay ?? 0,
       maximize: options.maximize ?? false,
     });
   }

@@ -43,13 +43,14 @@ export class SGD extends Optimizer<SGDGroupOptions> {
     if (options === null || typeof options !== "object") {
       throw new TypeError("SGD: options { lr, ... } are required");
     }
+    // In PyTorch's order, which its state dicts show.
     super(params, {
       // Left out when every group gives its own: each group's is checked.
       lr: options.lr as number,
       momentum: options.momentum ?? 0,
       dampening: options.dampening ?? 0,
-      nesterov: options.nesterov ?? false,
       weightDecay: options.weightDecay ?? 0,
+      nesterov: options.nesterov ?? false,
       maximize: options.maximize ?? false,
     });
   }

@@ -20,3 +20,13 @@ export function checkNumber(
     );
   }
 }
+
+/** PyTorch's spelling of an option or state key: `expAvgSq` is `exp_avg_sq`. */
+export function torchKey(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** multigrad's spelling of a PyTorch key (`exp_avg_sq` is `expAvgSq`); camelCase stays. */
+export function ownKey(key: string): string {
+  return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}

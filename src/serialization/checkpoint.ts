@@ -2,7 +2,7 @@
  * Nested checkpoints in one safetensors file: an object of state dicts and
  * plain values (`{ model, optimizer, epoch }`) becomes flat tensor entries
  * named by their dotted paths (`model.0.weight`,
- * `optimizer.state.0.expAvg`) plus one metadata entry holding the rest as
+ * `optimizer.state.0.exp_avg`) plus one metadata entry holding the rest as
  * JSON, with each tensor replaced by a reference to its entry; loading
  * rebuilds the same shape. A flat state dict (tensors only) needs no
  * structure and is written exactly as before.

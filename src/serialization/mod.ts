@@ -154,7 +154,7 @@ export function fromSafetensorsWithMetadata(
  * `checkpoint` is a state dict (tensor name → tensor), written exactly as
  * PyTorch's safetensors writes one, or a nested object of state dicts and
  * plain values, as `torch.save` takes: its tensors become entries named by
- * their dotted paths (`model.0.weight`, `optimizer.state.0.expAvg`) and the
+ * their dotted paths (`model.0.weight`, `optimizer.state.0.exp_avg`) and the
  * rest (numbers, strings, booleans, null, arrays, plain objects; NaN and
  * ±Infinity too) is JSON in the file's metadata. {@link load} gives it back
  * in the same shape.
