@@ -21,6 +21,16 @@ import {
 import { check, inp, values } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_layers.json" with { type: "json" };
 
+/**
+ * Puts a plain tensor (a gradcheck input) where a parameter was, as PyTorch's
+ * `del m.weight; m.weight = t`: a parameter field refuses a plain tensor until it is deleted.
+ */
+function replaceWithTensor(m: nn.Module, name: string, t: Tensor): void {
+  const fields = m as unknown as Record<string, unknown>;
+  delete fields[name];
+  fields[name] = t;
+}
+
 const F = nn.functional;
 
 interface MaskFixture {
@@ -277,10 +287,10 @@ check(
   "MultiheadAttention (inputs and every parameter, padding mask)",
   (q, k, v, inW, inB, outW, outB) => {
     const m = new nn.MultiheadAttention(4, 2, { dtype: "float64" });
-    m.in_proj_weight = inW as nn.Parameter;
-    m.in_proj_bias = inB as nn.Parameter;
-    m.out_proj.weight = outW as nn.Parameter;
-    m.out_proj.bias = outB as nn.Parameter;
+    replaceWithTensor(m, "in_proj_weight", inW);
+    replaceWithTensor(m, "in_proj_bias", inB);
+    replaceWithTensor(m.out_proj, "weight", outW);
+    replaceWithTensor(m.out_proj, "bias", outB);
     const padding = tensor([[0, 0, 1], [0, 0, 0]], { dtype: "int32" });
     const [out, w] = m.forward(q, k, v, { keyPaddingMask: padding, averageAttnWeights: false });
     return out.sum().add(w!.mul(w!).sum());
@@ -304,9 +314,9 @@ check(
       addBiasKv: true,
       addZeroAttn: true,
     });
-    m.in_proj_weight = inW as nn.Parameter;
-    m.bias_k = biasK as nn.Parameter;
-    m.bias_v = biasV as nn.Parameter;
+    replaceWithTensor(m, "in_proj_weight", inW);
+    replaceWithTensor(m, "bias_k", biasK);
+    replaceWithTensor(m, "bias_v", biasV);
     const [out, w] = m.forward(q, k, v, { attnMask: mask, averageAttnWeights: false });
     return out.sum().add(w!.mul(w!).sum());
   },

@@ -225,8 +225,11 @@ function withWeights(
     const m = new Cls(2, 3, { ...options, dtype: "float64" });
     const fields = m as unknown as Record<string, Tensor>;
     const names = Object.keys(m.stateDict());
-    // The checked tensors become the module's weights (as replicas do).
-    names.forEach((name, i) => (fields[name] = weights[i]));
+    // The checked tensors become the module's weights, as PyTorch's `del m.w; m.w = t`.
+    names.forEach((name, i) => {
+      delete fields[name];
+      fields[name] = weights[i];
+    });
     return fn(m, x, h0, weights.slice(names.length));
   };
 }

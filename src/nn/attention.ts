@@ -130,19 +130,21 @@ export class MultiheadAttention extends Module {
     this.dropout = dropout;
     this.batchFirst = options.batchFirst ?? false;
     const { dtype, device } = resolveFactory(options, "float32");
-    const param = (shape: number[]) => new Parameter(empty(shape, dtype, device));
+    const param = (name: string, shape: number[]) =>
+      this.registerParameter(name, new Parameter(empty(shape, dtype, device)));
     const e = embedDim;
-    if (this.kdim === e && this.vdim === e) this.in_proj_weight = param([3 * e, e]);
-    else {
-      this.q_proj_weight = param([e, e]);
-      this.k_proj_weight = param([e, this.kdim]);
-      this.v_proj_weight = param([e, this.vdim]);
+    if (this.kdim === e && this.vdim === e) {
+      this.in_proj_weight = param("in_proj_weight", [3 * e, e]);
+    } else {
+      this.q_proj_weight = param("q_proj_weight", [e, e]);
+      this.k_proj_weight = param("k_proj_weight", [e, this.kdim]);
+      this.v_proj_weight = param("v_proj_weight", [e, this.vdim]);
     }
     const bias = options.bias ?? true;
-    if (bias) this.in_proj_bias = param([3 * e]);
+    if (bias) this.in_proj_bias = param("in_proj_bias", [3 * e]);
     if (options.addBiasKv ?? false) {
-      this.bias_k = param([1, 1, e]);
-      this.bias_v = param([1, 1, e]);
+      this.bias_k = param("bias_k", [1, 1, e]);
+      this.bias_v = param("bias_v", [1, 1, e]);
     }
     this.addZeroAttn = options.addZeroAttn ?? false;
     this.out_proj = new Linear(e, e, { bias, dtype, device });

@@ -103,6 +103,26 @@ function pyTuple(v: number | readonly (number | null)[], rank: number): string {
   return `(${list.join(", ")}${list.length === 1 ? "," : ""})`;
 }
 
+/** A size as the user gave it, printed as Python would: `2`, or `(2, 3)` for a pair. */
+function pySize(v: number | readonly number[]): string {
+  return typeof v === "number" ? String(v) : pyTuple(v, v.length);
+}
+
+/** MaxPool1d's and MaxPool2d's repr: `kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False`. */
+function maxPoolRepr(
+  kernelSize: number | readonly number[],
+  o: {
+    stride?: number | readonly number[] | null;
+    padding?: number | readonly number[];
+    dilation?: number | readonly number[];
+    ceilMode?: boolean;
+  },
+): string {
+  return `kernel_size=${pySize(kernelSize)}, stride=${pySize(o.stride ?? kernelSize)}, padding=${
+    pySize(o.padding ?? 0)
+  }, dilation=${pySize(o.dilation ?? 1)}, ceil_mode=${pyBool(o.ceilMode ?? false)}`;
+}
+
 /** Shared by Conv1d and Conv2d: channels, weight, bias and PyTorch's initialisation. */
 abstract class ConvNd extends Module {
   /** Input channels. */
@@ -143,10 +163,14 @@ abstract class ConvNd extends Module {
     this.kernelSize = kernelSize;
     this.groups = groups;
     const { dtype, device } = resolveFactory(options, "float32");
-    this.weight = new Parameter(
-      empty([outChannels, inChannels / groups, ...kernelSize], dtype, device),
+    this.weight = this.registerParameter(
+      "weight",
+      new Parameter(empty([outChannels, inChannels / groups, ...kernelSize], dtype, device)),
     );
-    this.bias = (options.bias ?? true) ? new Parameter(empty([outChannels], dtype, device)) : null;
+    this.bias = this.registerParameter(
+      "bias",
+      (options.bias ?? true) ? new Parameter(empty([outChannels], dtype, device)) : null,
+    );
     this.resetParameters();
   }
 
@@ -308,10 +332,7 @@ export class MaxPool2d extends Module {
 
   /** `kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False`. */
   override extraRepr(): string {
-    const o = this.options;
-    return `kernel_size=${this.kernelSize}, stride=${o.stride ?? this.kernelSize}, padding=${
-      o.padding ?? 0
-    }, dilation=${o.dilation ?? 1}, ceil_mode=${pyBool(o.ceilMode ?? false)}`;
+    return maxPoolRepr(this.kernelSize, this.options);
   }
 }
 
@@ -337,9 +358,9 @@ export class AvgPool2d extends Module {
   /** `kernel_size=2, stride=2, padding=0`. */
   override extraRepr(): string {
     const o = this.options;
-    return `kernel_size=${this.kernelSize}, stride=${o.stride ?? this.kernelSize}, padding=${
-      o.padding ?? 0
-    }`;
+    return `kernel_size=${pySize(this.kernelSize)}, stride=${
+      pySize(o.stride ?? this.kernelSize)
+    }, padding=${pySize(o.padding ?? 0)}`;
   }
 }
 
@@ -386,6 +407,11 @@ export class MaxPool1d extends Module {
   override forward(x: Tensor): Tensor {
     return F.maxPool1d(x, this.kernelSize, this.options);
   }
+
+  /** `kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False`. */
+  override extraRepr(): string {
+    return maxPoolRepr(this.kernelSize, this.options);
+  }
 }
 
 /** Average pooling along the last dim, as `torch.nn.AvgPool1d`. */
@@ -405,5 +431,13 @@ export class AvgPool1d extends Module {
   /** Pools `x` [N, C, L] (or [C, L]). */
   override forward(x: Tensor): Tensor {
     return F.avgPool1d(x, this.kernelSize, this.options);
+  }
+
+  /** `kernel_size=(3,), stride=(3,), padding=(0,)`: PyTorch's AvgPool1d keeps 1-tuples. */
+  override extraRepr(): string {
+    const o = this.options;
+    return `kernel_size=${pyTuple(this.kernelSize, 1)}, stride=${
+      pyTuple(o.stride ?? this.kernelSize, 1)
+    }, padding=${pyTuple(o.padding ?? 0, 1)}`;
   }
 }

@@ -13,6 +13,7 @@ import { Tensor } from "../tensor.ts";
 import { calculateFanInAndFanOut, kaimingUniform_, uniform_ } from "./init.ts";
 import * as F from "./functional.ts";
 import { Module, Parameter } from "./module.ts";
+import { orderedKeys, recordFieldOrder } from "./field_order.ts";
 import { checkCount, pyBool, pyFloat } from "./util.ts";
 
 /** Where a layer creates its parameters (PyTorch's factory kwargs). */
@@ -52,8 +53,14 @@ export class Linear extends Module {
     this.inFeatures = checkCount("Linear: inFeatures", inFeatures);
     this.outFeatures = checkCount("Linear: outFeatures", outFeatures);
     const { dtype, device } = resolveFactory(options, "float32");
-    this.weight = new Parameter(empty([outFeatures, inFeatures], dtype, device));
-    this.bias = (options.bias ?? true) ? new Parameter(empty([outFeatures], dtype, device)) : null;
+    this.weight = this.registerParameter(
+      "weight",
+      new Parameter(empty([outFeatures, inFeatures], dtype, device)),
+    );
+    this.bias = this.registerParameter(
+      "bias",
+      (options.bias ?? true) ? new Parameter(empty([outFeatures], dtype, device)) : null,
+    );
     this.resetParameters();
   }
 
@@ -139,8 +146,10 @@ export class ModuleList extends Module {
 
 /**
  * Modules held by name, as PyTorch's `ModuleDict`: each is a field, so its
- * parameters are named `<key>.weight`. Keys keep insertion order. It has no
- * `forward`.
+ * parameters are named `<key>.weight`. Keys keep the order they were added
+ * in, integer-like ones too. (A JavaScript object literal already lists its
+ * integer-like keys first: give `[key, module]` pairs to keep another order.)
+ * It has no `forward`.
  */
 export class ModuleDict extends Module {
   /** Holds the modules of `modules` (an object or [key, module] pairs). */
@@ -150,9 +159,9 @@ export class ModuleDict extends Module {
     for (const [key, m] of entries as Iterable<[string, Module]>) this.set(key, m);
   }
 
-  /** The keys, in order. */
+  /** The keys, in the order they were added. */
   keys(): string[] {
-    return Object.keys(this).filter((key) => this.has(key));
+    return orderedKeys(this).filter((key) => this.has(key));
   }
 
   /** The module under `key`; an error naming the keys there are when it is missing. */
@@ -183,6 +192,7 @@ export class ModuleDict extends Module {
       );
     }
     (this as unknown as Record<string, Module>)[key] = checkModule("ModuleDict", module, 0);
+    recordFieldOrder(this, key);
     return this;
   }
 

@@ -10,6 +10,7 @@ import { type Device, device as resolveDevice } from "../device.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
+import { copyFieldOrder, orderedKeys } from "./field_order.ts";
 
 /**
  * A tensor that is a module's learnable parameter, as `torch.nn.Parameter`:
@@ -81,15 +82,71 @@ interface BufferInfo {
 // made without running a constructor can be given a copy.
 const bufferFields = new WeakMap<Module, Map<string, BufferInfo>>();
 
+// Fields whose assignments are checked, field → kind: a buffer's (from registerBuffer) and a
+// parameter's (from its first discovery on), as PyTorch's __setattr__ checks them. They are
+// accessors on the instance; replicas hold plain values.
+const guardedFields = new WeakMap<Module, Map<string, "parameter" | "buffer">>();
+
 // Private methods (#) would not work on replicas, which are made with
 // Object.create and never pass through the constructor: hence free functions.
+
+/**
+ * Turns field `field` of `m` into an accessor that checks what is assigned, as PyTorch's
+ * `__setattr__`: a parameter takes a Parameter or null (a plain tensor would silently drop out of
+ * `parameters()` and the state dict); a buffer takes a Tensor or null, and a new tensor is kept as
+ * module state (else a `tidy` or a Sequential's scope around the assignment would free it).
+ */
+function guardField(m: Module, field: string, kind: "parameter" | "buffer"): void {
+  let guarded = guardedFields.get(m);
+  if (!guarded) guardedFields.set(m, guarded = new Map());
+  // Still the accessor (a `delete` then a plain assignment replaces it, as PyTorch's `del m.w`).
+  if (guarded.get(field) === kind && Object.getOwnPropertyDescriptor(m, field)?.get) return;
+  guarded.set(field, kind);
+  let value = (m as unknown as Record<string, unknown>)[field];
+  Object.defineProperty(m, field, {
+    enumerable: true,
+    configurable: true,
+    get: () => value,
+    set: (next: unknown) => {
+      if (next === null || next === undefined) {
+        value = next;
+        return;
+      }
+      if (kind === "parameter" && !(next instanceof Parameter)) {
+        throw new TypeError(
+          `${m.constructor.name}: cannot assign ${describe(next)} as parameter "${field}" ` +
+            `(nn.Parameter or null expected; wrap it in new nn.Parameter(...), or registerBuffer it)`,
+        );
+      }
+      if (kind === "buffer") {
+        if (!(next instanceof Tensor)) {
+          throw new TypeError(
+            `${m.constructor.name}: cannot assign ${
+              describe(next)
+            } as buffer "${field}" (Tensor or null expected)`,
+          );
+        }
+        next.storage.persistent = true;
+      }
+      value = next;
+    },
+  });
+}
+
+function describe(value: unknown): string {
+  if (value instanceof Tensor) return `a Tensor of shape ${formatShape(value.shape)}`;
+  if (value instanceof Module) return `a ${value.constructor.name}`;
+  return `a ${typeof value}`;
+}
 
 /** A module's own parameters as [field, parameter] (no submodules). */
 function ownParameters(m: Module): [string, Parameter][] {
   const buffers = bufferFields.get(m);
-  return fieldsOf(m).filter((e): e is [string, Parameter] =>
+  const own = fieldsOf(m).filter((e): e is [string, Parameter] =>
     e[1] instanceof Parameter && !buffers?.has(e[0])
   );
+  for (const [field] of own) guardField(m, field, "parameter");
+  return own;
 }
 
 /** A module's own buffers as [state-dict name, tensor, persistent, value when missing from a state dict]. */
@@ -138,7 +195,7 @@ function snakeToCamel(name: string): string {
 }
 
 function fieldsOf(m: Module): [string, unknown][] {
-  return Object.keys(m).map((k) => [k, (m as unknown as Record<string, unknown>)[k]]);
+  return orderedKeys(m).map((k) => [k, (m as unknown as Record<string, unknown>)[k]]);
 }
 
 function addIndent(text: string, spaces: number): string {
@@ -212,22 +269,67 @@ export class Module {
       );
     }
     const field = options.field ?? snakeToCamel(name);
-    const current = (this as unknown as Record<string, unknown>)[field];
-    if (current instanceof Parameter || current instanceof Module) {
-      throw new Error(
-        `registerBuffer("${name}"): field "${field}" already holds a ${current.constructor.name}`,
-      );
+    // The state-dict name must not be a parameter's or a submodule's either (PyTorch: "attribute
+    // already exists"), else two entries would share a key.
+    for (const taken of new Set([field, name])) {
+      const current = (this as unknown as Record<string, unknown>)[taken];
+      if (current instanceof Parameter || current instanceof Module) {
+        throw new Error(
+          `registerBuffer("${name}"): "${taken}" already holds a ${current.constructor.name}`,
+        );
+      }
+    }
+    let info = bufferFields.get(this);
+    for (const [otherField, other] of info ?? []) {
+      if (otherField !== field && other.name === name) {
+        throw new Error(
+          `registerBuffer("${name}"): a buffer of that name is already held in field "${otherField}"`,
+        );
+      }
     }
     if (tensor) tensor.storage.persistent = true;
-    let info = bufferFields.get(this);
     if (!info) bufferFields.set(this, info = new Map());
     info.set(field, {
       name,
       persistent: options.persistent ?? true,
       whenMissing: options.whenMissing,
     });
+    if (guardedFields.get(this)?.get(field) === "parameter") guardedFields.get(this)!.delete(field);
     (this as unknown as Record<string, unknown>)[field] = tensor;
+    guardField(this, field, "buffer");
     return tensor;
+  }
+
+  /**
+   * Sets `param` as the parameter `name` (the field of that name) and returns it, as PyTorch's
+   * `register_parameter`. From then on the field takes only a Parameter or null: assigning a plain
+   * tensor throws, where it would silently drop the parameter from `parameters()` and the state
+   * dict. Parameters set as plain fields get the same check from the first time they are listed.
+   */
+  registerParameter<P extends Parameter | null>(name: string, param: P): P {
+    if (typeof name !== "string" || name === "" || name.includes(".")) {
+      throw new TypeError(
+        `registerParameter: name must be a non-empty string without ".", got ${
+          JSON.stringify(name)
+        }`,
+      );
+    }
+    if (param !== null && !(param instanceof Parameter)) {
+      throw new TypeError(
+        `registerParameter("${name}"): expected an nn.Parameter or null, got ${describe(param)}`,
+      );
+    }
+    const current = (this as unknown as Record<string, unknown>)[name];
+    if (bufferFields.get(this)?.has(name) || current instanceof Module) {
+      throw new Error(
+        `registerParameter("${name}"): "${name}" already holds a ${
+          current instanceof Module ? current.constructor.name : "buffer"
+        }`,
+      );
+    }
+    (this as unknown as Record<string, unknown>)[name] = param;
+    guardField(this, name, "parameter");
+    return param;
   }
 
   // ---- discovery ----
@@ -307,9 +409,14 @@ export class Module {
 
   // ---- modes, devices, gradients ----
 
-  /** Sets training mode on this module and every submodule; returns this. */
+  /**
+   * Sets training mode on this module and, through their own `train`, on its children (as
+   * PyTorch: a child that overrides `train` to keep its BatchNorm in eval mode is obeyed); returns
+   * this.
+   */
   train(mode = true): this {
-    for (const m of this.modules()) m.training = mode;
+    this.training = mode;
+    for (const child of this.children()) child.train(mode);
     return this;
   }
 
@@ -525,9 +632,14 @@ export class Module {
       const replica = Object.create(Object.getPrototypeOf(m)) as Module;
       modules.set(m, replica);
       const buffers = bufferFields.get(m);
+      const guarded = guardedFields.get(m);
       const descriptors = Object.getOwnPropertyDescriptors(m);
       for (const key of Reflect.ownKeys(descriptors)) {
-        const desc = descriptors[key as string];
+        let desc = descriptors[key as string];
+        if (typeof key === "string" && guarded?.has(key) && desc.get) {
+          // The accessor's value, not the accessor (it would write to the original).
+          desc = { value: desc.get!(), writable: true, enumerable: true, configurable: true };
+        }
         if (typeof key === "string" && "value" in desc) {
           const value: unknown = desc.value;
           const buffer = buffers?.get(key);
@@ -542,6 +654,7 @@ export class Module {
         Object.defineProperty(replica, key, desc);
       }
       if (buffers) bufferFields.set(replica, new Map(buffers));
+      copyFieldOrder(m, replica);
       return replica;
     };
     return copy(this, "") as this;

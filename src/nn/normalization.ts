@@ -63,10 +63,16 @@ export class LayerNorm extends Module {
     this.eps = checkEps("LayerNorm", options.eps ?? 1e-5);
     this.elementwiseAffine = options.elementwiseAffine ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    this.weight = this.elementwiseAffine ? new Parameter(ones(shape, factory)) : null;
-    this.bias = this.elementwiseAffine && (options.bias ?? true)
-      ? new Parameter(zeros(shape, factory))
-      : null;
+    this.weight = this.registerParameter(
+      "weight",
+      this.elementwiseAffine ? new Parameter(ones(shape, factory)) : null,
+    );
+    this.bias = this.registerParameter(
+      "bias",
+      this.elementwiseAffine && (options.bias ?? true)
+        ? new Parameter(zeros(shape, factory))
+        : null,
+    );
   }
 
   /** Normalizes `x`. */
@@ -164,8 +170,14 @@ export abstract class BatchNormBase extends Module {
     this.affine = options.affine ?? true;
     this.trackRunningStats = options.trackRunningStats ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    this.weight = this.affine ? new Parameter(ones([numFeatures], factory)) : null;
-    this.bias = this.affine ? new Parameter(zeros([numFeatures], factory)) : null;
+    this.weight = this.registerParameter(
+      "weight",
+      this.affine ? new Parameter(ones([numFeatures], factory)) : null,
+    );
+    this.bias = this.registerParameter(
+      "bias",
+      this.affine ? new Parameter(zeros([numFeatures], factory)) : null,
+    );
     const track = this.trackRunningStats;
     this.runningMean = this.registerBuffer(
       "running_mean",
@@ -326,8 +338,14 @@ export class GroupNorm extends Module {
     this.eps = checkEps("GroupNorm", options.eps ?? 1e-5);
     this.affine = options.affine ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    this.weight = this.affine ? new Parameter(ones([numChannels], factory)) : null;
-    this.bias = this.affine ? new Parameter(zeros([numChannels], factory)) : null;
+    this.weight = this.registerParameter(
+      "weight",
+      this.affine ? new Parameter(ones([numChannels], factory)) : null,
+    );
+    this.bias = this.registerParameter(
+      "bias",
+      this.affine ? new Parameter(zeros([numChannels], factory)) : null,
+    );
   }
 
   /** Normalizes `x` [N, C, ...]. */

@@ -128,7 +128,6 @@ abstract class RNNBase extends Module {
     const gateSize = GATES[mode] * hiddenSize;
     const directions = this.bidirectional ? 2 : 1;
     const outSize = this.outputSize;
-    const fields = this as unknown as Record<string, Parameter>;
     this.weightNames = [];
     for (let layer = 0; layer < this.numLayers; layer++) {
       const perDirection: CellNames[] = [];
@@ -151,7 +150,7 @@ abstract class RNNBase extends Module {
           [names.weightHr, [this.projSize, hiddenSize]],
         ];
         for (const [name, shape] of shapes) {
-          if (name) fields[name] = new Parameter(empty(shape, dtype, device));
+          if (name) this.registerParameter(name, new Parameter(empty(shape, dtype, device)));
         }
         perDirection.push(names);
       }

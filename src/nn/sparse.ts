@@ -84,7 +84,10 @@ export class Embedding extends Module {
     this.normType = normType;
     this.scaleGradByFreq = options.scaleGradByFreq ?? false;
     const { dtype, device } = resolveFactory(options, "float32");
-    this.weight = new Parameter(empty([numEmbeddings, embeddingDim], dtype, device));
+    this.weight = this.registerParameter(
+      "weight",
+      new Parameter(empty([numEmbeddings, embeddingDim], dtype, device)),
+    );
     this.resetParameters();
   }
 
