@@ -19,10 +19,12 @@
  * the core measured 5,405 (3,233 when the budget was asked for, before the
  * parity ops, the fused kernels and the typed kernel table); raised to 5,700
  * for the synchronous copies between host-memory devices and the argument
- * records of the optional addmm/geluBackward kernels (core 5,628). Raise it
- * only with a reason in the commit.
+ * records of the optional addmm/geluBackward kernels (core 5,628); raised to
+ * 5,750 for PyTorch's gradient rules at the edges (std where it is 0, pow at
+ * base 0, ties of a full max/min), gather's index check, 0-d refusals and
+ * 0-d promotion (core 5,744). Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 5700;
+export const CORE_BUDGET = 5750;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

@@ -82,7 +82,8 @@ export function broadcastStrides(shape: Shape, outShape: Shape): number[] {
 }
 
 /** A dim in `[-ndim, ndim)` made non-negative, or an error naming it. */
-export function normalizeDim(dim: number, ndim: number, op = "op"): number {
+export function normalizeDim(dim: number, ndim: number, op = "op", scalarOk = true): number {
+  if (ndim === 0 && !scalarOk) throw new RangeError(`${op}: cannot be applied to a 0-dim tensor`);
   const lo = -Math.max(ndim, 1);
   const hi = Math.max(ndim, 1) - 1;
   if (!Number.isInteger(dim) || dim < lo || dim > hi) {

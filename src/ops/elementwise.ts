@@ -247,7 +247,10 @@ export function operands(op: string, a: TensorLike, b: TensorLike): [Tensor, Ten
   commonDevice(op, ta, tb);
   // Shapes are checked before a cast allocates, so a failing op leaves nothing behind.
   broadcastShapes(ta.shape, tb.shape, op);
-  const dtype = promoteTypes(ta.dtype, tb.dtype);
+  // As PyTorch: a 0-d tensor beside a dimensioned one of its kind (float, int) does not widen it.
+  const [lone, wide] = ta.ndim === 0 ? [ta, tb] : [tb, ta];
+  const keep = lone.ndim === 0 && wide.ndim > 0 && isFloat(lone.dtype) === isFloat(wide.dtype);
+  const dtype = keep ? wide.dtype : promoteTypes(ta.dtype, tb.dtype);
   return [cast(ta, dtype), cast(tb, dtype)];
 }
 
@@ -307,9 +310,10 @@ export function div(a: TensorLike, b: TensorLike): Tensor {
 export function pow(a: TensorLike, b: TensorLike): Tensor {
   const [ta, tb] = operands("pow", a, b);
   requireFloat("pow", ta);
+  // PyTorch's masks: x^0 has gradient 0 at x = 0, and 0^y (y >= 0) gradient 0 in y, not 0·∞.
   return binary("pow", ta, tb, (g, x, y, out) => [
-    x.requiresGrad ? mul(g, mul(y, binaryRaw("pow", x, sub(y, 1)))) : null,
-    y.requiresGrad ? mul(g, mul(out, log(x))) : null,
+    x.requiresGrad ? mul(g, mul(y, binaryRaw("pow", x, sub(y, 1))).where(y.ne(0), 0)) : null,
+    y.requiresGrad ? mul(g, mul(out, log(x)).where(x.ne(0).add(y.lt(0)), 0)) : null,
   ]);
 }
 

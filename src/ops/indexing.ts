@@ -10,7 +10,7 @@ import { broadcastShapes, formatShape, normalizeDim, type Shape } from "../shape
 import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
 import { operands, sumTo, whereRaw } from "./elementwise.ts";
-import { narrow, reshape } from "./view.ts";
+import { checkIndexRange, narrow, reshape } from "./view.ts";
 import { arangeOn } from "./factory.ts";
 
 function requireCondition(op: string, cond: unknown): asserts cond is Tensor {
@@ -137,10 +137,18 @@ function gatherLayout(indexShape: Shape, dim: number, size: number, dtype: Tenso
  * `out[i][j][k] = x[index[i][j][k]][j][k]` for `dim = 0` (and so on):
  * PyTorch's `gather`. `index` is int32 with `x`'s number of dims, no larger
  * than `x` in every dim but `dim`; the output has `index`'s shape. The
- * gradient scatter-adds back (repeated indices sum). An index outside the
- * dim gives 0 (the device cannot raise).
+ * gradient scatter-adds back (repeated indices sum). An index outside
+ * [0, size) is an error naming it (at once for indices from the host, at the
+ * next read for ones the device computed).
  */
-export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+export const gather = (x: Tensor, dim: number, index: Tensor): Tensor =>
+  gatherIndexed(x, dim, index, true);
+
+/** {@link gather} for indices the caller has checked already (a loss's classes, a pool's argmax). */
+export const gatherInRange = (x: Tensor, dim: number, index: Tensor): Tensor =>
+  gatherIndexed(x, dim, index, false);
+
+function gatherIndexed(x: Tensor, dim: number, index: Tensor, checkRange: boolean): Tensor {
   requireIndex("gather", index, x);
   if (x.ndim === 0 || index.ndim === 0) {
     if (x.ndim + index.ndim > 0 && x.ndim !== index.ndim) {
@@ -151,7 +159,11 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
       );
     }
     normalizeDim(dim, 0, "gather");
-    return reshape(gather(reshape(x, [1]), 0, reshape(index, [1])), [], "gather");
+    return reshape(
+      gatherIndexed(reshape(x, [1]), 0, reshape(index, [1]), checkRange),
+      [],
+      "gather",
+    );
   }
   const d = normalizeDim(dim, x.ndim, "gather");
   if (index.ndim !== x.ndim || index.shape.some((n, i) => i !== d && n > x.shape[i])) {
@@ -168,6 +180,16 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
     if (i !== d && index.shape[i] < x.shape[i]) src = narrow(src, i, 0, index.shape[i]);
   }
   const size = x.shape[d];
+  if (checkRange) {
+    checkIndexRange(
+      index,
+      size,
+      (bad) =>
+        `gather: index ${bad} is out of range for dim ${d} of size ${size} (shape ${
+          formatShape(x.shape)
+        })`,
+    );
+  }
   const out = empty(index.shape, x.dtype, x.device);
   if (out.numel() > 0) {
     const layout = gatherLayout(index.shape, d, size, x.dtype);
@@ -181,7 +203,7 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
 
 /** The slice at `index` along `dim`, with that dim removed (PyTorch's `select`). */
 export function select(x: Tensor, dim: number, index: number): Tensor {
-  const d = normalizeDim(dim, x.ndim, "select");
+  const d = normalizeDim(dim, x.ndim, "select", false);
   const size = x.shape[d];
   if (!Number.isInteger(index) || index < -size || index >= size) {
     throw new RangeError(

@@ -173,6 +173,9 @@ export interface AddInPlaceOptions {
 /** `t += alpha * other` in place (other broadcasts to `t`); returns `t`. */
 export function add_(t: Tensor, other: TensorLike, options: AddInPlaceOptions = {}): Tensor {
   const alpha = options.alpha ?? 1;
+  if (!isFloat(t.dtype) && !Number.isInteger(alpha)) {
+    throw new TypeError(`add_: alpha ${alpha} is not an integer, and the tensor is ${t.dtype}`);
+  }
   return updateInPlace(
     "add_",
     t,

@@ -103,9 +103,12 @@ export function variance(
   return sq.div(count - (options.unbiased ?? true ? 1 : 0));
 }
 
-/** Standard deviation over `dim`, as `torch.std`: the square root of `var`. */
-export const std = (x: Tensor, dim?: number | number[], options: VarianceOptions = {}): Tensor =>
-  variance(x, dim, options).sqrt();
+/** Standard deviation over `dim`, as `torch.std`; where it is 0 its gradient is 0 (not 0·∞). */
+export function std(x: Tensor, dim?: number | number[], options: VarianceOptions = {}): Tensor {
+  const v = variance(x, dim, options);
+  const nonzero = noGrad(() => v.ne(0));
+  return v.where(nonzero, 1).sqrt().where(nonzero, 0);
+}
 
 /** log Σ exp(x) over `dim`, as `torch.logsumexp`: shifted by the maximum, so it never overflows. */
 export function logsumexp(x: Tensor, dim: number | number[], keepdim = false): Tensor {
@@ -135,6 +138,10 @@ function extreme(
   const kept = keptShape(flat.shape, [d]);
   const shaped = dim === undefined ? values : keepdim ? values.reshape(kept) : values;
   return record(kind, [x], shaped, ([g]) => {
+    if (dim === undefined) { // Of all elements: shared evenly by the ties (NaN ties NaN), as PyTorch.
+      const ties = x.eq(values).add(x.ne(x).mul(values.ne(values))).to(x.dtype);
+      return [ties.mul(g!.div(ties.sum()))];
+    }
     // The gradient goes to the index the forward picked (PyTorch's rule for max(dim)).
     const size = flat.shape[d];
     const positions = arangeOn(size, flat.device).reshape(
@@ -158,7 +165,10 @@ function argExtreme(
   dim: number | undefined,
   keepdim: boolean,
 ): Tensor {
-  if (dim === undefined) return reduceRaw(op, x.reshape([x.numel()]), 0);
+  if (dim === undefined) {
+    const flat = reduceRaw(op, x.reshape([x.numel()]), 0);
+    return keepdim ? flat.reshape(x.shape.map(() => 1)) : flat;
+  }
   const d = normalizeDim(dim, x.ndim, op);
   if (x.ndim === 0) return reduceRaw(op, x.reshape([1]), 0);
   const out = reduceRaw(op, x, d);

@@ -171,7 +171,7 @@ export function expand(x: Tensor, shape: readonly number[]): Tensor {
 
 /** Elements `start..start+length-1` along `dim`. */
 export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
-  const d = normalizeDim(dim, x.ndim, "narrow");
+  const d = normalizeDim(dim, x.ndim, "narrow", false);
   const size = x.shape[d];
   const s = start < 0 ? start + size : start;
   if (
@@ -229,7 +229,7 @@ function writeRegion(part: Tensor, out: Tensor, dim: number, start: number): voi
 
 /** Splits into pieces of `sizes` (an array summing to the dim) or of one size. */
 export function split(x: Tensor, sizes: number | readonly number[], dim = 0): Tensor[] {
-  const d = normalizeDim(dim, x.ndim, "split");
+  const d = normalizeDim(dim, x.ndim, "split", false);
   const n = x.shape[d];
   let parts: number[];
   if (typeof sizes === "number") {
@@ -270,7 +270,7 @@ export function split(x: Tensor, sizes: number | readonly number[], dim = 0): Te
 
 /** The slices along `dim` with that dim removed, as `torch.unbind`. */
 export function unbind(x: Tensor, dim = 0): Tensor[] {
-  const d = normalizeDim(dim, x.ndim, "unbind");
+  const d = normalizeDim(dim, x.ndim, "unbind", false);
   const shape = x.shape.filter((_, i) => i !== d);
   if (x.shape[d] === 0) return [];
   return split(x, 1, d).map((piece) => reshape(piece, shape, "unbind"));
@@ -278,7 +278,7 @@ export function unbind(x: Tensor, dim = 0): Tensor[] {
 
 /** `torch.chunk`: pieces of ceil(n / chunks), the remainder last. */
 export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
-  const d = normalizeDim(dim, x.ndim, "chunk");
+  const d = normalizeDim(dim, x.ndim, "chunk", false);
   return split(x, chunkSizes(x.shape[d], chunks), d);
 }
 
@@ -340,6 +340,11 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   if (x.ndim === 0) return reshape(x, [1], "flatten");
   const s = normalizeDim(startDim, x.ndim, "flatten");
   const e = normalizeDim(endDim, x.ndim, "flatten");
+  if (s > e) {
+    throw new RangeError(
+      `flatten: startDim ${startDim} comes after endDim ${endDim} (${x.ndim} dims)`,
+    );
+  }
   const shape = [...x.shape.slice(0, s), numelOf(x.shape.slice(s, e + 1)), ...x.shape.slice(e + 1)];
   return reshape(x, shape, "flatten");
 }

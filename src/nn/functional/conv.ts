@@ -10,7 +10,7 @@
  */
 
 import { record } from "../../autograd.ts";
-import { scatterAddRaw } from "../../ops/indexing.ts";
+import { gatherInRange, scatterAddRaw } from "../../ops/indexing.ts";
 import { cachedConstant, empty, hasKernel, launch } from "../../ops/util.ts";
 import { full, tensor } from "../../ops/factory.ts";
 import { cat } from "../../ops/view.ts";
@@ -331,7 +331,7 @@ function maxPool2dUnscoped(
   const taps = window.kernel[0] * window.kernel[1];
   const cols = unfold2d(x, window, -Infinity).reshape([n, c, taps, oh * ow]);
   const index = cols.argmax(2, true);
-  const y = cols.gather(2, index).reshape([n, c, oh, ow]);
+  const y = gatherInRange(cols, 2, index).reshape([n, c, oh, ow]);
   return input.ndim === 3 ? y.squeeze(0) : y;
 }
 

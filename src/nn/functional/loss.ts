@@ -10,7 +10,7 @@
 
 import { noGrad, record } from "../../autograd.ts";
 import { sumTo } from "../../ops/elementwise.ts";
-import { where } from "../../ops/indexing.ts";
+import { gatherInRange, where } from "../../ops/indexing.ts";
 import { checkClassRange } from "../util.ts";
 import { formatShape, numelOf, sameShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
@@ -159,8 +159,10 @@ export function pickedNll(
   const valid = noGrad(() => idx.ne(ignoreIndex));
   const safeIdx = noGrad(() => where(valid, idx, 0));
   checkClassRange(op, safeIdx, c, `, or ignoreIndex ${ignoreIndex}`);
-  const picked = logp.gather(1, safeIdx);
-  const classWeight = weight ? weight.to(logp.dtype).reshape([c, 1]).gather(0, safeIdx) : null;
+  const picked = gatherInRange(logp, 1, safeIdx);
+  const classWeight = weight
+    ? gatherInRange(weight.to(logp.dtype).reshape([c, 1]), 0, safeIdx)
+    : null;
   const sampleWeight = where(valid, classWeight ?? 1, 0).to(logp.dtype).reshape([m]);
   const losses = where(valid, classWeight ? picked.mul(classWeight).neg() : picked.neg(), 0)
     .reshape([m]);
