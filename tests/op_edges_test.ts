@@ -120,6 +120,15 @@ Deno.test("a 0-d tensor does not widen a dimensioned one of its kind (cpu)", asy
   f32.mul(w).sum().backward();
   assert.equal(w.grad!.dtype, "float64");
   assert.deepEqual(Array.from(await w.grad!.data()), [3]);
+  // In place, a float64 operand goes into a float32 tensor (PyTorch's can_cast), not into int32.
+  const target = tensor([1, 2]);
+  target.add_(tensor([0.5, 0.25], { dtype: "float64" }));
+  assert.equal(target.dtype, "float32");
+  assert.deepEqual(Array.from(await target.data()), [1.5, 2.25]);
+  assert.throws(
+    () => tensor([1, 2], { dtype: "int32" }).add_(tensor([0.5, 0.5])),
+    /add_: the result type float32 cannot be stored in the int32 tensor/,
+  );
 });
 
 backendTest("argmax of all elements with keepdim keeps every dim as 1", async (device) => {

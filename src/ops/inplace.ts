@@ -134,7 +134,8 @@ function updateInPlace(
     : Number.isInteger(other)
     ? t.dtype
     : "float32";
-  if (promoteTypes(t.dtype, otherDtype) !== t.dtype) {
+  // PyTorch's can_cast: a float result may be stored in any float tensor, never in an int one.
+  if (isFloat(promoteTypes(t.dtype, otherDtype)) && !isFloat(t.dtype)) {
     throw new TypeError(
       `${op}: the result type ${
         promoteTypes(t.dtype, otherDtype)
