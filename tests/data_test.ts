@@ -269,3 +269,35 @@ backendTest("DataLoader over a custom Dataset of numbers", async (_device) => {
     /length and a get\(index\) method/,
   );
 });
+
+Deno.test("DataLoader asks a TensorDataset or Subset subclass that overrides get() for each row", async () => {
+  class Scaled extends data.TensorDataset {
+    override get(i: number): Tensor[] {
+      const [x, y] = super.get(i);
+      return [x.mul(100), y];
+    }
+  }
+  const ds = new Scaled(tensor([[1, 2], [3, 4], [5, 6]]), tensor([0, 1, 2], { dtype: "int32" }));
+  const [x] = [...new data.DataLoader(ds, { batchSize: 3 })][0] as Tensor[];
+  assert.deepEqual(await x.toArray(), [[100, 200], [300, 400], [500, 600]]);
+  const [sub] = [
+    ...new data.DataLoader(new data.Subset(ds, [2, 0]), { batchSize: 2 }),
+  ][0] as Tensor[];
+  assert.deepEqual(await sub.toArray(), [[500, 600], [100, 200]]);
+  class Flipped extends data.Subset<Tensor[]> {
+    override get(i: number): Tensor[] {
+      return super.get(i).map((t) => t.neg());
+    }
+  }
+  const plain = new data.TensorDataset(tensor([[1, 2], [3, 4]]));
+  const [flipped] = [...new data.DataLoader(new Flipped(plain, [1, 0]), { batchSize: 2 })][0];
+  assert.deepEqual(await flipped.toArray(), [[-3, -4], [-1, -2]]);
+});
+
+Deno.test("DataLoader names a dataset whose get() is async", () => {
+  const ds = { length: 2, get: (i: number) => Promise.resolve(tensor([i])) };
+  assert.throws(
+    () => [...new data.DataLoader(ds as unknown as data.Dataset<Tensor>, { batchSize: 2 })],
+    /DataLoader: Object.get\(0\) returned a Promise; the loader reads samples synchronously/,
+  );
+});

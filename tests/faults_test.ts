@@ -100,3 +100,34 @@ Deno.test("save: a failing save leaves no temporary file and names the path", as
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("save: two Workers of one process saving the same file both succeed (last one wins)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "multigrad-workers-save-" });
+  try {
+    const path = `${dir}/shared.safetensors`;
+    const results = await Promise.all([0, 1].map((rank) => {
+      const worker = new Worker(new URL("./save_worker.ts", import.meta.url), {
+        type: "module",
+        name: `rank${rank}`,
+      });
+      return new Promise<{ failed: number; first: string }>((resolve, reject) => {
+        worker.onmessage = (event) => {
+          worker.terminate();
+          resolve(event.data);
+        };
+        worker.onerror = (event) => {
+          worker.terminate();
+          reject(new Error(event.message));
+        };
+        worker.postMessage({ path, times: 10 });
+      });
+    }));
+    for (const [rank, { failed, first }] of results.entries()) {
+      assert.equal(failed, 0, `rank ${rank}: ${failed} of 10 saves failed: ${first}`);
+    }
+    assert.deepEqual(await listDir(dir), ["shared.safetensors"], "no temporary is left");
+    assert.deepEqual([...(await load<{ w: { shape: number[] } }>(path)).w.shape], [1000, 1000]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

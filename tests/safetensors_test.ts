@@ -384,6 +384,42 @@ Deno.test("unaligned: header entries in any order, data in any order", () => {
   assertSameTensor(tensors.empty, f64([0], []));
 });
 
+// ------------------------------------------- PyTorch's other dtypes, converted on load
+
+Deno.test("I64 narrows to int32 when every value fits; a value that does not is an error", () => {
+  const values = new BigInt64Array([0n, -5n, 2147483647n, -2147483648n]);
+  const { tensors } = decodeSafetensors(craft(
+    { num_batches_tracked: { dtype: "I64", shape: [4], data_offsets: [0, 32] } },
+    new Uint8Array(values.buffer),
+  ));
+  assertSameTensor(tensors.num_batches_tracked, i32([4], [0, -5, 2147483647, -2147483648]));
+  assertRejects(
+    craft(
+      { labels: { dtype: "I64", shape: [2], data_offsets: [0, 16] } },
+      new Uint8Array(new BigInt64Array([1n, 2147483648n]).buffer),
+    ),
+    /tensor "labels" \(I64, shape \[2\].*element 1 is 2147483648, outside int32/,
+  );
+});
+
+Deno.test("F16 and BF16 widen to float32 exactly (normal, subnormal, zero, infinity, NaN)", () => {
+  // float16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), -0, +inf, NaN
+  const half = new Uint16Array([0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x7c00, 0x7e00]);
+  const { tensors } = decodeSafetensors(craft(
+    { h: { dtype: "F16", shape: [7], data_offsets: [0, 14] } },
+    new Uint8Array(half.buffer),
+  ));
+  assertSameTensor(tensors.h, f32([7], [1, -2, 65504, 2 ** -24, -0, Infinity, NaN]));
+  // bfloat16 is the upper half of float32; these values have nothing below it.
+  const wide = new Float32Array([1, -3.5, 2 ** 100, -Infinity]);
+  const upper = Uint16Array.from(new Uint32Array(wide.buffer), (bits) => bits >>> 16);
+  const { tensors: b } = decodeSafetensors(craft(
+    { b: { dtype: "BF16", shape: [2, 2], data_offsets: [0, 8] } },
+    new Uint8Array(upper.buffer),
+  ));
+  assertSameTensor(b.b, f32([2, 2], [1, -3.5, 2 ** 100, -Infinity]));
+});
+
 // --------------------------------------------------------- malformed inputs
 
 Deno.test("malformed: truncated file shorter than the length prefix", () => {
@@ -415,10 +451,10 @@ Deno.test("malformed: header is not UTF-8 or not JSON", () => {
 Deno.test("malformed: unsupported or unknown dtype is named, with the supported ones", () => {
   assertRejects(
     craft(
-      { w: { dtype: "BF16", shape: [2], data_offsets: [0, 4] } },
+      { w: { dtype: "U16", shape: [2], data_offsets: [0, 4] } },
       new Uint8Array(4),
     ),
-    /tensor "w" has dtype "BF16"/,
+    /tensor "w" has dtype "U16"/,
     /does not support/,
     /supported dtypes: F32, I32, F64/,
   );

@@ -170,13 +170,17 @@ function tensorRows(
   indices: Int32Array,
 ): { dataset: TensorDataset; indices: Int32Array } | null {
   let rows = indices;
-  while (dataset instanceof Subset) {
+  // The shortcut reads the tensors directly: only where `get` is the class's own (a subclass
+  // that transforms its rows must be asked for each one, as PyTorch's __getitem__).
+  while (dataset instanceof Subset && dataset.get === Subset.prototype.get) {
     const map = dataset.indices;
     const n = dataset.dataset.length;
     rows = rows.map((i) => (map[i] < 0 ? map[i] + n : map[i]));
     dataset = dataset.dataset;
   }
-  return dataset instanceof TensorDataset ? { dataset, indices: rows } : null;
+  return dataset instanceof TensorDataset && dataset.get === TensorDataset.prototype.get
+    ? { dataset, indices: rows }
+    : null;
 }
 
 /**
@@ -339,6 +343,12 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
         });
       } else {
         const samples = Array.from(indices, (i) => dataset.get(i));
+        if (samples[0] instanceof Promise) {
+          throw new TypeError(
+            `DataLoader: ${dataset.constructor.name}.get(${indices[0]}) returned a Promise; ` +
+              `the loader reads samples synchronously (load the data first, e.g. into a TensorDataset)`,
+          );
+        }
         batch = custom ? custom(samples) : defaultCollate(samples);
       }
       const owned: Tensor[] = [];

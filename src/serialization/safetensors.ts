@@ -37,7 +37,7 @@ export class SafetensorsError extends Error {
 }
 
 type Dtype = RawTensor["dtype"];
-type FileDtype = "F32" | "I32" | "F64";
+type FileDtype = "F32" | "I32" | "F64" | "I64" | "F16" | "BF16";
 
 interface DtypeInfo {
   dtype: Dtype;
@@ -58,9 +58,15 @@ const BY_TAG: Record<FileDtype, DtypeInfo> = {
   F32: BY_DTYPE.float32,
   I32: BY_DTYPE.int32,
   F64: BY_DTYPE.float64,
+  // Read only, converted on load, so PyTorch's files load as they are: int64 (BatchNorm's
+  // num_batches_tracked, labels) narrows to int32 when every value fits, else it is an error;
+  // half precision widens to float32 exactly. (The rank only orders what is written.)
+  I64: { dtype: "int32", tag: "I64", size: 8, rank: -1 },
+  F16: { dtype: "float32", tag: "F16", size: 2, rank: -1 },
+  BF16: { dtype: "float32", tag: "BF16", size: 2, rank: -1 },
 };
 
-const SUPPORTED_TAGS = "F32, I32, F64";
+const SUPPORTED_TAGS = "F32, I32, F64 (and I64, F16, BF16, converted on load)";
 
 // Valid in the format but not representable here; naming them lets the error
 // tell "convert before saving" apart from "this file is damaged".
@@ -76,11 +82,8 @@ const OTHER_FORMAT_TAGS = new Set([
   "F6_E3M2",
   "I16",
   "U16",
-  "F16",
-  "BF16",
   "U32",
   "C64",
-  "I64",
   "U64",
 ]);
 
@@ -297,6 +300,43 @@ interface Placed {
   end: number;
 }
 
+/** I64, F16 and BF16 elements as int32 / float32 (see `BY_TAG`). */
+function convertElements(view: DataView, count: number, p: Placed): Int32Array | Float32Array {
+  if (p.info.tag === "I64") {
+    const out = new Int32Array(count);
+    for (let i = 0; i < count; i++) {
+      const value = view.getBigInt64(i * 8, true);
+      if (value < -2147483648n || value > 2147483647n) {
+        throw new SafetensorsError(
+          `${describe(p)}: element ${i} is ${value}, outside int32, the integer dtype here`,
+        );
+      }
+      out[i] = Number(value);
+    }
+    return out;
+  }
+  const out = new Float32Array(count);
+  const bits = new Uint32Array(1);
+  const asFloat = new Float32Array(bits.buffer);
+  for (let i = 0; i < count; i++) {
+    const h = view.getUint16(i * 2, true);
+    if (p.info.tag === "BF16") {
+      bits[0] = h << 16; // bfloat16 is float32's upper half
+      out[i] = asFloat[0];
+      continue;
+    }
+    const sign = h & 0x8000 ? -1 : 1;
+    const exponent = (h >> 10) & 0x1f;
+    const fraction = h & 0x3ff;
+    out[i] = exponent === 0
+      ? sign * fraction * 2 ** -24
+      : exponent === 31
+      ? (fraction ? NaN : sign * Infinity)
+      : sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+  }
+  return out;
+}
+
 function describe(p: Placed): string {
   return `tensor "${p.name}" (${p.info.tag}, shape ${formatShape(p.shape)}, ` +
     `bytes [${p.begin}, ${p.end}))`;
@@ -311,6 +351,7 @@ function readElements(
   // A fresh copy is always aligned, never aliases the caller's buffer (which
   // may be reused) and does not keep the whole file alive.
   const copy = bytes.slice(start + p.begin, start + p.end);
+  if (p.info.rank < 0) return convertElements(new DataView(copy.buffer), count, p);
   if (LITTLE_ENDIAN_HOST) {
     switch (p.info.dtype) {
       case "float32":
@@ -577,7 +618,9 @@ async function removeStaleTemporaries(prefix: string, base: string): Promise<voi
       const temp = prefix + entry.name;
       if (!match || !entry.isFile || writing.has(temp)) continue;
       const pid = match[1] === undefined ? null : Number(match[1]);
-      if (pid !== null && pid !== Deno.pid && await processRuns(pid, temp)) continue;
+      // This process's own: a save still running in another Worker of it (each has its own
+      // `writing`), since a writer of this process that failed removed its temporary.
+      if (pid === Deno.pid || (pid !== null && await processRuns(pid, temp))) continue;
       await Deno.remove(temp).catch(() => {});
     }
   } catch {
