@@ -26,25 +26,25 @@ export function setGradEnabled(enabled: boolean): boolean {
   return previous;
 }
 
-/** Runs `fn` without recording the graph (as `torch.no_grad()`). */
-export function noGrad<T>(fn: () => T): T {
-  const previous = setGradEnabled(false);
+function withGrad<T>(enabled: boolean, op: string, fn: () => T): T {
+  const previous = setGradEnabled(enabled);
   try {
-    return fn();
+    const out = fn();
+    // The mode is global, so it cannot follow an async fn past its first await: refused.
+    if (out instanceof Promise) {
+      out.catch(() => {});
+      throw new TypeError(`${op}(fn): fn returned a Promise; the grad mode cannot span an await`);
+    }
+    return out;
   } finally {
     setGradEnabled(previous);
   }
 }
 
-/** Runs `fn` with graph recording on, even inside {@link noGrad}. */
-export function enableGrad<T>(fn: () => T): T {
-  const previous = setGradEnabled(true);
-  try {
-    return fn();
-  } finally {
-    setGradEnabled(previous);
-  }
-}
+/** Runs `fn` (synchronous) without recording the graph (as `torch.no_grad()`). */
+export const noGrad = <T>(fn: () => T): T => withGrad(false, "noGrad", fn);
+/** Runs `fn` (synchronous) with graph recording on, even inside {@link noGrad}. */
+export const enableGrad = <T>(fn: () => T): T => withGrad(true, "enableGrad", fn);
 
 /** Shape, dtype and device of a node's output, to make zero gradients. */
 export interface OutputMeta {
@@ -277,7 +277,7 @@ function accumulateLeaf(leaf: Tensor, g: Tensor, owned: boolean): void {
   const value = g.dtype === leaf.dtype ? g : g.to(leaf.dtype);
   if (leaf.grad) leaf.grad._assign(leaf.grad.add(value));
   else leaf.grad = owned && value === g ? value : value.clone();
-  for (const hook of postAccumulateHooks.get(leaf) ?? []) hook(leaf);
+  for (const hook of postAccumulateHooks.get(leaf) ?? []) noGrad(() => void hook(leaf)); // as PyTorch
 }
 
 /** Called with a leaf once a backward pass has added its gradient into `.grad`. */
@@ -335,7 +335,7 @@ function withCallbacks(pass: () => void): void {
   try {
     pass();
     // A callback may queue another one for the same pass.
-    for (let i = 0; i < queue.length; i++) queue[i]();
+    for (let i = 0; i < queue.length; i++) noGrad(() => void queue[i]()); // grad off, as hooks
   } finally {
     backwardCallbacks.pop();
   }

@@ -85,7 +85,12 @@ export class Function {
       const filled = grads.map((g, i) => g ?? outputs[i].zerosLike());
       const result = this.backward(ctx, ...filled);
       const list = Array.isArray(result) ? result : [result];
-      return inputs.map((x, i) => (x instanceof Tensor && x.requiresGrad ? list[i] ?? null : null));
+      if (list.length !== inputs.length) {
+        throw new Error(
+          `${this.name}.backward returned ${list.length} gradients, expected ${inputs.length} (one per input)`,
+        );
+      }
+      return inputs.map((x, i) => (x instanceof Tensor && x.requiresGrad ? list[i] : null));
     });
     return (single ? outputs[0] : outputs) as ReturnType<F["forward"]>;
   }

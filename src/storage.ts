@@ -104,8 +104,8 @@ export class Storage {
   persistent = false;
   /** How many times it was changed in place (PyTorch's `_version`). */
   version = 0;
-  /** A view with autograd history shares it: in-place changes to it cannot be recorded. */
-  viewedWithGrad = false;
+  /** A reshape view shares it: a recorded in-place change would miss the other tensor's history. */
+  aliased = false;
   /** [min, max] of int values written from the host, while they are unchanged. */
   knownRange: readonly [number, number] | null = null;
   readonly #madeAt = ++clock;

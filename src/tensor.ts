@@ -137,12 +137,9 @@ export class Tensor {
   }
   set grad(value: Tensor | null) {
     if (value) {
-      if (!sameShape(value.shape, this.shape) || value.device !== this.device) {
-        throw new RangeError(
-          `grad: assigned gradient has shape ${
-            formatShape(value.shape)
-          } on ${value.device}, expected ${formatShape(this.shape)} on ${this.device}`,
-        );
+      const what = (t: Tensor) => `${t.dtype} of shape ${formatShape(t.shape)} on ${t.device}`;
+      if (what(value) !== what(this)) {
+        throw new RangeError(`grad: assigned gradient is ${what(value)}, expected ${what(this)}`);
       }
       value.storage.persistent = true;
     }

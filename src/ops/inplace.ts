@@ -35,9 +35,9 @@ function checkInPlace(op: string, t: Tensor, other?: unknown): Tensor | null {
       `${what} that requires grad cannot be changed in place while gradients are recorded: its .grad would belong to values that no longer exist. Run it inside noGrad() (as optimizers do), or use the out-of-place form (e.g. x.add(y) instead of x.add_(y)).`,
     );
   }
-  if (t.storage.viewedWithGrad) {
+  if (t.storage.aliased) {
     throw new Error(
-      `${what} shares its memory with a view (reshape) that autograd records; in-place changes through views are not recorded (PyTorch's CopySlices is not implemented). Use the out-of-place form, or clone() first.`,
+      `${what} shares its memory with another tensor (a reshape view); an in-place change that autograd records would not reach the other one's history (PyTorch's CopySlices is not implemented). Use the out-of-place form, or clone() first.`,
     );
   }
   const old = t.detach();

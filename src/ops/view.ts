@@ -63,7 +63,7 @@ export function reshape(x: Tensor, shape: readonly number[], op = "reshape"): Te
   }
   const target = resolveShape(shape, x.numel(), x.shape, op);
   const out = record(op, [x], new Tensor(x.storage, target), ([g]) => [g!.reshape(x.shape)]);
-  if (out.gradFn) x.storage.viewedWithGrad = true;
+  x.storage.aliased = true;
   return out;
 }
 
