@@ -89,3 +89,18 @@ Deno.test("writing a value autograd records into a reshape view of a plain buffe
   view.fill_(1);
   noGrad(() => view.copy_(x));
 });
+
+Deno.test("an in-place op on a Function's output that is a reshape of its input is refused", async () => {
+  class Flat extends Function {
+    static override forward(_ctx: FunctionCtx, x: Tensor): Tensor {
+      return x.reshape([-1]);
+    }
+    static override backward(_ctx: FunctionCtx, g: Tensor): Tensor {
+      return g.reshape([2, 2]);
+    }
+  }
+  const x = tensor([[1, 2], [3, 4]], { requiresGrad: true });
+  const y = Flat.apply(x) as Tensor;
+  assert.throws(() => y.mul_(10), /mul_: a tensor .*reshape view/);
+  assert.deepEqual(Array.from(await x.data()), [1, 2, 3, 4], "the leaf is unchanged");
+});
