@@ -138,7 +138,8 @@ export class Tensor {
   set grad(value: Tensor | null) {
     if (value) {
       const what = (t: Tensor) => `${t.dtype} of shape ${formatShape(t.shape)} on ${t.device}`;
-      if (what(value) !== what(this)) {
+      const fits = value.dtype === this.dtype && value.device === this.device;
+      if (!fits || !sameShape(value.shape, this.shape)) {
         throw new RangeError(`grad: assigned gradient is ${what(value)}, expected ${what(this)}`);
       }
       value.storage.persistent = true;
