@@ -57,36 +57,6 @@ export type PaddingMode = "zeros" | "reflect" | "replicate" | "circular";
 
 const PADDING_MODES: readonly PaddingMode[] = ["zeros", "reflect", "replicate", "circular"];
 
-/**
- * `x` padded by `paddingMode` when it is not `"zeros"` (then the conv takes
- * padding 0), else `x` and the padding as given.
- */
-function padFirst(
-  x: Tensor,
-  mode: PaddingMode,
-  padding: number | readonly number[] | "valid" | "same",
-  kernel: readonly number[],
-  dilation: number | readonly number[],
-): [Tensor, number | readonly number[] | "valid" | "same"] {
-  if (mode === "zeros") return [x, padding];
-  const rank = kernel.length;
-  const perDim = (v: number | readonly number[], d: number) => typeof v === "number" ? v : v[d];
-  // [before, after] per spatial dim; "same" puts the odd one after, as PyTorch.
-  const amounts = kernel.map((k, d): [number, number] => {
-    if (padding === "valid") return [0, 0];
-    if (padding === "same") {
-      const total = perDim(dilation, d) * (k - 1);
-      return [Math.floor(total / 2), total - Math.floor(total / 2)];
-    }
-    const p = perDim(padding, d);
-    return [p, p];
-  });
-  // F.pad lists the last dim first.
-  const pad = amounts.reverse().flat();
-  const padded = F.pad(x, pad, { mode });
-  return [padded, new Array<number>(rank).fill(0)];
-}
-
 function checkPaddingMode(name: string, mode: PaddingMode): PaddingMode {
   if (!PADDING_MODES.includes(mode)) {
     throw new RangeError(
@@ -183,7 +153,22 @@ abstract class ConvNd extends Module {
     padding: number | readonly number[] | "valid" | "same",
     dilation: number | readonly number[],
   ): [Tensor, number | readonly number[] | "valid" | "same"] {
-    return padFirst(x, this.paddingMode, padding, this.kernelSize, dilation);
+    const mode = this.paddingMode;
+    if (mode === "zeros") return [x, padding];
+    const perDim = (v: number | readonly number[], d: number) => typeof v === "number" ? v : v[d];
+    // [before, after] per spatial dim; "same" puts the odd one after, as PyTorch.
+    const amounts = this.kernelSize.map((k, d): [number, number] => {
+      if (padding === "valid") return [0, 0];
+      if (padding === "same") {
+        const total = perDim(dilation, d) * (k - 1);
+        return [Math.floor(total / 2), total - Math.floor(total / 2)];
+      }
+      const p = perDim(padding, d);
+      return [p, p];
+    });
+    // F.pad lists the last dim first.
+    const padded = F.pad(x, amounts.reverse().flat(), { mode });
+    return [padded, new Array<number>(this.kernelSize.length).fill(0)];
   }
 
   /**

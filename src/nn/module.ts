@@ -287,16 +287,15 @@ export class Module {
         );
       }
     }
-    if (tensor) tensor.storage.persistent = true;
     if (!info) bufferFields.set(this, info = new Map());
     info.set(field, {
       name,
       persistent: options.persistent ?? true,
       whenMissing: options.whenMissing,
     });
-    if (guardedFields.get(this)?.get(field) === "parameter") guardedFields.get(this)!.delete(field);
-    (this as unknown as Record<string, unknown>)[field] = tensor;
     guardField(this, field, "buffer");
+    // Through the buffer's setter, which keeps the tensor as module state.
+    (this as unknown as Record<string, unknown>)[field] = tensor;
     return tensor;
   }
 
@@ -327,8 +326,8 @@ export class Module {
         }`,
       );
     }
-    (this as unknown as Record<string, unknown>)[name] = param;
     guardField(this, name, "parameter");
+    (this as unknown as Record<string, unknown>)[name] = param;
     return param;
   }
 

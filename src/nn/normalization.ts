@@ -33,6 +33,23 @@ function checkEps(owner: string, eps: number): number {
 }
 
 /**
+ * A norm's affine parameters registered on `m`: `weight` (ones) when `weight`, `bias` (zeros) when
+ * `bias` (default: as `weight`), each of `shape`; null where not.
+ */
+function registerAffine(
+  m: Module,
+  shape: number[],
+  factory: FactoryOptions,
+  weight: boolean,
+  bias = weight,
+): [Parameter | null, Parameter | null] {
+  return [
+    m.registerParameter("weight", weight ? new Parameter(ones(shape, factory)) : null),
+    m.registerParameter("bias", bias ? new Parameter(zeros(shape, factory)) : null),
+  ];
+}
+
+/**
  * Normalizes over the trailing `normalizedShape` dims, as
  * `torch.nn.LayerNorm`; `weight` starts at ones and `bias` at zeros.
  */
@@ -63,15 +80,12 @@ export class LayerNorm extends Module {
     this.eps = checkEps("LayerNorm", options.eps ?? 1e-5);
     this.elementwiseAffine = options.elementwiseAffine ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    this.weight = this.registerParameter(
-      "weight",
-      this.elementwiseAffine ? new Parameter(ones(shape, factory)) : null,
-    );
-    this.bias = this.registerParameter(
-      "bias",
-      this.elementwiseAffine && (options.bias ?? true)
-        ? new Parameter(zeros(shape, factory))
-        : null,
+    [this.weight, this.bias] = registerAffine(
+      this,
+      shape,
+      factory,
+      this.elementwiseAffine,
+      this.elementwiseAffine && (options.bias ?? true),
     );
   }
 
@@ -170,14 +184,7 @@ export abstract class BatchNormBase extends Module {
     this.affine = options.affine ?? true;
     this.trackRunningStats = options.trackRunningStats ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    this.weight = this.registerParameter(
-      "weight",
-      this.affine ? new Parameter(ones([numFeatures], factory)) : null,
-    );
-    this.bias = this.registerParameter(
-      "bias",
-      this.affine ? new Parameter(zeros([numFeatures], factory)) : null,
-    );
+    [this.weight, this.bias] = registerAffine(this, [numFeatures], factory, this.affine);
     const track = this.trackRunningStats;
     this.runningMean = this.registerBuffer(
       "running_mean",
@@ -338,14 +345,7 @@ export class GroupNorm extends Module {
     this.eps = checkEps("GroupNorm", options.eps ?? 1e-5);
     this.affine = options.affine ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    this.weight = this.registerParameter(
-      "weight",
-      this.affine ? new Parameter(ones([numChannels], factory)) : null,
-    );
-    this.bias = this.registerParameter(
-      "bias",
-      this.affine ? new Parameter(zeros([numChannels], factory)) : null,
-    );
+    [this.weight, this.bias] = registerAffine(this, [numChannels], factory, this.affine);
   }
 
   /** Normalizes `x` [N, C, ...]. */

@@ -1104,18 +1104,14 @@ export class ReduceLROnPlateau {
 
   /** Restores a {@link stateDict} (checked first; on error nothing changes). */
   loadStateDict(stateDict: SchedulerStateDict): void {
-    for (
-      const [key, allowed] of [["mode", ["min", "max"]], ["thresholdMode", ["rel", "abs"]]] as const
-    ) {
-      if (stateDict === null || typeof stateDict !== "object") break;
-      const { name, found, value } = storedField(stateDict, key);
-      if (found && !(allowed as readonly unknown[]).includes(value)) {
-        throw new RangeError(
-          `ReduceLROnPlateau.loadStateDict: bad ${name} ${JSON.stringify(value)}`,
-        );
-      }
-    }
-    loadFields("ReduceLROnPlateau", this, PLATEAU_KEYS, stateDict, ["best"]);
+    loadFields("ReduceLROnPlateau", this, PLATEAU_KEYS, stateDict, ["best"], {
+      decode: (key, value) =>
+        key === "mode"
+          ? oneOf("ReduceLROnPlateau", "mode", value, ["min", "max"])
+          : key === "thresholdMode"
+          ? oneOf("ReduceLROnPlateau", "threshold_mode", value, ["rel", "abs"])
+          : value,
+    });
     // JSON writes ±Infinity as null: before the first metric, best is the mode's worst value.
     if ((this.best as number | null) === null) this.best = this.#modeWorse();
   }
