@@ -16,8 +16,9 @@
  * @module
  */
 
-// The namespace users see. It sits above both `nn` and `parallel` so that
-// `nn.DataParallel` exists (as `torch.nn.DataParallel`) while `nn` itself
-// never imports the parallel layer, which imports `nn`.
+// The namespace users see. It sits above `nn`, `parallel` and `distributed` so
+// that `nn.DataParallel` and `nn.SyncBatchNorm` exist (as in `torch.nn`) while
+// `nn` itself never imports the layers that import `nn`.
 export * from "../nn/mod.ts";
 export * from "../parallel/data_parallel.ts";
+export * from "../distributed/sync_batch_norm.ts";

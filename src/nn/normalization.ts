@@ -156,13 +156,16 @@ export abstract class BatchNormBase extends Module {
 
   /** The class name used in errors. */
   readonly layerName: string;
-  /** The input ranks accepted, and how errors describe them. */
-  readonly inputRanks: { readonly allowed: readonly number[]; readonly describe: string };
+  /** The input ranks accepted, and how errors describe them; null: any input of at least 2 dims. */
+  readonly inputRanks: { readonly allowed: readonly number[]; readonly describe: string } | null;
 
-  /** Batch norm over `numFeatures` channels of inputs of the given ranks, named `name` in errors. */
+  /**
+   * Batch norm over `numFeatures` channels of inputs of the given ranks (null: any of at least
+   * 2 dims), named `name` in errors.
+   */
   constructor(
     name: string,
-    ranks: { readonly allowed: readonly number[]; readonly describe: string },
+    ranks: { readonly allowed: readonly number[]; readonly describe: string } | null,
     numFeatures: number,
     options: BatchNormModuleOptions = {},
   ) {
@@ -219,6 +222,20 @@ export abstract class BatchNormBase extends Module {
 
   /** Normalizes `x` ([N, C] or [N, C, L]). */
   override forward(x: Tensor): Tensor {
+    return this.normalizeWith(x, F.batchNorm);
+  }
+
+  /**
+   * The forward with `batchNorm` computing the normalisation (`F.batchNorm`, or SyncBatchNorm's
+   * statistics over ranks): checks, then `num_batches_tracked`, then `batchNorm` with the
+   * momentum to use. With `valuesOnOtherRanks` a batch of one value per channel is allowed here,
+   * since the statistics also count other ranks' values.
+   */
+  protected normalizeWith(
+    x: Tensor,
+    batchNorm: typeof F.batchNorm,
+    valuesOnOtherRanks = false,
+  ): Tensor {
     const useBatchStats = this.training || !this.trackRunningStats;
     const update = this.training && this.trackRunningStats;
     const stats = update || !useBatchStats
@@ -228,9 +245,9 @@ export abstract class BatchNormBase extends Module {
     checkBatchNorm(
       x,
       { ...stats, weight: this.weight, bias: this.bias },
-      useBatchStats,
+      useBatchStats && !valuesOnOtherRanks,
       this.numFeatures,
-      this.inputRanks,
+      this.inputRanks ?? undefined,
     );
     const tracked = update ? this.numBatchesTracked : null;
     if (tracked && tracked.device !== x.device) {
@@ -245,7 +262,7 @@ export abstract class BatchNormBase extends Module {
       if (this.momentum === null) factor = noGrad(() => tidy(() => div(1, tracked.to(x.dtype))));
     }
     try {
-      return F.batchNorm(x, stats.runningMean, stats.runningVar, {
+      return batchNorm(x, stats.runningMean, stats.runningVar, {
         weight: this.weight,
         bias: this.bias,
         training: useBatchStats,
