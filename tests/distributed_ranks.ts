@@ -10,6 +10,7 @@ import {
   distributed,
   manualSeed,
   nn,
+  noGrad,
   optim,
   requestDevices,
   seededRandom,
@@ -690,6 +691,36 @@ async function failures(rank: number, kind: string): Promise<unknown> {
         return await bn.buffers()[0].toArray();
       };
       return { on: await stats(true), off: await stats(false) };
+    }
+    case "evalBetweenSteps": {
+      // PyTorch's usual loop: train steps (BatchNorm buffers broadcast by every forward,
+      // findUnusedParameters' blocking exchange in backward), an evaluation read between them.
+      manualSeed(rank);
+      const model = new nn.Sequential(
+        new nn.Linear(4, 8),
+        new nn.BatchNorm1d(8),
+        new nn.Linear(8, 2),
+      );
+      const ddp = new distributed.DistributedDataParallel(model.to(device), {
+        findUnusedParameters: true,
+      });
+      const opt = new optim.SGD(ddp.parameters(), { lr: 0.1 });
+      const seen: number[] = [];
+      for (let step = 0; step < 3; step++) {
+        ddp.train();
+        tidy(() => {
+          opt.zeroGrad();
+          const x = tensor([[1 + rank, 2, 3, 4], [0, 1, 0, 1 - rank], [2, 2, 1, 0]], { device });
+          (ddp.forward(x) as Tensor).square().mean().backward();
+          opt.step();
+        });
+        ddp.eval();
+        const probe = noGrad(() =>
+          (ddp.forward(tensor([[1, 1, 1, 1]], { device })) as Tensor).sum()
+        );
+        seen.push(await probe.item());
+      }
+      return seen;
     }
     case "models": {
       // Different models on the ranks: the construction broadcast names both.

@@ -838,6 +838,24 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "DDP: evaluation reads between steps with BatchNorm and findUnusedParameters (rank 0 no longer runs ahead of its buffer broadcast)",
+  ...opts,
+  fn: async () => {
+    // Before, rank 0's read did not wait for the broadcast it sent, so it ran on into the
+    // blocking exchange of the next backward while rank 1 still waited for its broadcast: both
+    // stalled until the timeout.
+    const [r0, r1] = await distributed.spawn<number[]>(RANKS, {
+      nprocs: 2,
+      args: ["failure", { kind: "evalBetweenSteps" }],
+      timeoutMs: 15_000,
+    });
+    assert.equal(r0.length, 3);
+    assert.deepEqual(r1, r0, "the ranks evaluate the same model");
+  },
+});
+
 Deno.test("DDP: needs a process group, the module on one device, a valid bucketCapMB", async () => {
   assert.throws(
     () => new distributed.DistributedDataParallel(new nn.Linear(2, 2)),

@@ -13,7 +13,7 @@ import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { DistributedGroup, ReduceOp } from "./backend.ts";
-import { borrowHost, giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
+import { borrowHost, giveBackHost, orderAfter, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup } from "./state.ts";
 
 /**
@@ -141,12 +141,12 @@ export function broadcast(t: Tensor, options: BroadcastOptions): Work {
   const call = group.call({ kind: "broadcast", dtype: t.dtype, shapes: [t.shape], src });
   if (group.rank === src) {
     const values = readFlat([t], "broadcast");
-    return new Work(
-      runOnHost(group, call, values, async (host) => {
-        await group.backend.broadcast(call, host);
-        giveBackHost(host);
-      }),
-    );
+    const sent = runOnHost(group, call, values, async (host) => {
+      await group.backend.broadcast(call, host);
+      giveBackHost(host);
+    });
+    orderAfter(t.device, sent);
+    return new Work(sent);
   }
   // The receivers' own values do not matter: nothing to read.
   const host = Promise.resolve(borrowHost(t.dtype, t.numel()));

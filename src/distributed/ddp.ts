@@ -17,7 +17,15 @@ import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
-import { borrowHost, giveBackHost, readFlat, readFlatInto, runOnHost, writeFlat } from "./host.ts";
+import {
+  borrowHost,
+  giveBackHost,
+  orderAfter,
+  readFlat,
+  readFlatInto,
+  runOnHost,
+  writeFlat,
+} from "./host.ts";
 import {
   allReduceViaHost,
   type CollectiveCall,
@@ -128,12 +136,11 @@ function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: 
     const call = group.call({ kind: "broadcast", dtype, shapes: list.map((t) => t.shape), src });
     if (group.rank === src) {
       const values = readFlat(list, "DistributedDataParallel");
-      runOnHost(group, call, values, async (host) => {
+      const sent = runOnHost(group, call, values, async (host) => {
         await group.backend.broadcast(call, host);
         giveBackHost(host);
-      }).catch(() => {
-        // Also raised by this rank's next collective (the group is broken).
       });
+      orderAfter(list[0].device, sent);
       continue;
     }
     const numel = list.reduce((n, t) => n + t.numel(), 0);

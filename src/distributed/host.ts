@@ -9,6 +9,7 @@
 import { noGrad } from "../autograd.ts";
 import { allocHost, type DType, dtypeOfArray, type TypedArray } from "../dtype.ts";
 import { cat } from "../ops/view.ts";
+import type { Device } from "../device.ts";
 import type { Tensor } from "../tensor.ts";
 import type { CollectiveCall } from "./backend.ts";
 import type { ProcessGroup } from "./state.ts";
@@ -141,6 +142,19 @@ export function writeFlat(
     });
     giveBackHost(host);
   }));
+}
+
+/**
+ * Holds `device`'s later work until `done` settles, on a rank whose tensor a
+ * collective leaves as it is (broadcast's source, the ranks reduce and
+ * gather do not write to). Every rank's stream then waits at the same
+ * collective, so no rank's reads run ahead of one that the others still
+ * wait on: a rank that ran ahead into DistributedDataParallel's blocking
+ * exchange left the others waiting for its part of the earlier collective
+ * until the timeout. A failure is raised by the device's next read.
+ */
+export function orderAfter(device: Device, done: Promise<unknown>): void {
+  device.stream.waitFor(done.then(() => () => {}));
 }
 
 /** Runs a backend call on host values once they are read, in the group's call order. */

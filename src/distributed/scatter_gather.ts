@@ -12,7 +12,7 @@ import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { DistributedGroup, ReduceOp } from "./backend.ts";
 import { type GroupOptions, Work } from "./collectives.ts";
-import { borrowHost, giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
+import { borrowHost, giveBackHost, orderAfter, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup, groupRankOf, type ProcessGroup } from "./state.ts";
 
 function describe(t: Tensor): string {
@@ -92,7 +92,7 @@ export function reduce(t: Tensor, options: ReduceOptions): Work {
     return host;
   });
   if (group.rank === dst) writeFlat([t], result);
-  else result.then(giveBackHost, () => {});
+  else orderAfter(t.device, result.then(giveBackHost));
   return new Work(result);
 }
 
@@ -162,6 +162,7 @@ export function gather(
     return parts && joined(t.dtype, parts);
   });
   if (gatherList && group.rank === dst) writeFlat(gatherList, result.then((all) => all!));
+  else orderAfter(t.device, result);
   return new Work(result);
 }
 
