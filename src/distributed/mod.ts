@@ -23,6 +23,7 @@ export * from "./backend.ts";
 export * from "./group.ts";
 export * from "./collectives.ts";
 export * from "./scatter_gather.ts";
+export * from "./objects.ts";
 export * from "./p2p.ts";
 export * from "./spawn.ts";
 export * from "./ddp.ts";
