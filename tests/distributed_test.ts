@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { distributed, nn, optim, type Tensor, tensor, tidy } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
-import { MPICH_MPIEXEC } from "./mpiexec.ts";
+import { MPICH_MPIEXEC, type MpiRun, mpiRun as runUnderMpiexec } from "./mpiexec.ts";
 import {
   makeData,
   makeModel,
@@ -910,43 +910,13 @@ if (!MPIEXEC) {
 }
 
 /** Runs the ranks script under `mpiexec -n ranks`; returns each rank's result and the job's output. */
-async function mpiRun<T>(
+function mpiRun<T>(
   ranks: number,
   scenario: string,
   options: Record<string, unknown>,
   env: Record<string, string> = {},
-): Promise<{ code: number; output: string; results: (T | undefined)[] }> {
-  const dir = await Deno.makeTempDir({ prefix: "multigrad_mpi_" });
-  try {
-    const prefix = `${dir}/result`;
-    const out = await new Deno.Command(MPIEXEC!, {
-      args: [
-        "-n",
-        String(ranks),
-        Deno.execPath(),
-        "run",
-        "-A",
-        new URL(RANKS).pathname,
-        prefix,
-        scenario,
-        JSON.stringify(options),
-      ],
-      stdout: "piped",
-      stderr: "piped",
-      env,
-    }).output();
-    const output = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-    const results = await Promise.all(
-      Array.from(
-        { length: ranks },
-        (_, r) =>
-          Deno.readTextFile(`${prefix}.${r}.json`).then((t) => JSON.parse(t) as T, () => undefined),
-      ),
-    );
-    return { code: out.code, output, results };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+): Promise<MpiRun<T>> {
+  return runUnderMpiexec<T>(RANKS, ranks, scenario, options, env);
 }
 
 Deno.test({

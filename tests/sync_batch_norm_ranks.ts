@@ -81,14 +81,25 @@ async function direct(rank: number, o: DirectOptions): Promise<DirectResult> {
   const layer = member
     ? new nn.SyncBatchNorm(CHANNELS, { ...options, processGroup: group })
     : new nn.BatchNorm1d(CHANNELS, options);
-  noGrad(() => {
-    layer.weight?.copy_(tensor(AFFINE.weight, { device }));
-    layer.bias?.copy_(tensor(AFFINE.bias, { device }));
-  });
   const x = tensor(all.slice(start, end), { device }).reshape(shape);
-  x.requiresGrad = true;
   const coef = tensor(allCoef.slice(start, end), { device }).reshape(shape);
-  // A first forward moves the running statistics; the second is differentiated.
+  return await runDirect(layer, x, coef);
+}
+
+/**
+ * Two forwards of `layer` on `x` (the first moves the running statistics), the second
+ * differentiated through Σ y·coef; what the direct scenario reports.
+ */
+export async function runDirect(
+  layer: nn.BatchNormBase,
+  x: Tensor,
+  coef: Tensor,
+): Promise<DirectResult> {
+  noGrad(() => {
+    layer.weight?.copy_(tensor(AFFINE.weight, { device: x.device }));
+    layer.bias?.copy_(tensor(AFFINE.bias, { device: x.device }));
+  });
+  x.requiresGrad = true;
   tidy(() => {
     layer.forward(x.detach());
   });

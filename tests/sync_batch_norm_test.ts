@@ -8,17 +8,17 @@
  */
 
 import assert from "node:assert/strict";
-import { distributed, nn, noGrad, optim, type Tensor, tensor, tidy } from "../mod.ts";
+import { distributed, nn, optim, type Tensor, tensor, tidy } from "../mod.ts";
 import { assertClose, BACKENDS } from "./harness.ts";
-import { MPICH_MPIEXEC } from "./mpiexec.ts";
+import { MPICH_MPIEXEC, mpiRun } from "./mpiexec.ts";
 import {
-  AFFINE,
   CHANNELS,
   directData,
   type DirectOptions,
   type DirectResult,
   firstRow,
   makeBnModel,
+  runDirect,
   trainData,
   type TrainOptions,
   type TrainResult,
@@ -43,27 +43,11 @@ async function directReference(o: DirectOptions, ranks: number[]): Promise<Direc
   const layer = o.inner.length === 2
     ? new nn.BatchNorm2d(CHANNELS, options)
     : new nn.BatchNorm1d(CHANNELS, options);
-  noGrad(() => {
-    layer.weight?.copy_(tensor(AFFINE.weight));
-    layer.bias?.copy_(tensor(AFFINE.bias));
-  });
-  const x = tensor(pick(all.x)).reshape(shape);
-  x.requiresGrad = true;
-  const coef = tensor(pick(all.coef)).reshape(shape);
-  tidy(() => {
-    layer.forward(x.detach());
-  });
-  const y = layer.forward(x);
-  y.mul(coef).sum().backward();
-  return {
-    y: [...await y.data()],
-    xGrad: [...await x.grad!.data()],
-    weightGrad: layer.weight ? [...await layer.weight.grad!.data()] : null,
-    biasGrad: layer.bias ? [...await layer.bias.grad!.data()] : null,
-    runningMean: [...await layer.runningMean!.data()],
-    runningVar: [...await layer.runningVar!.data()],
-    tracked: await layer.numBatchesTracked!.item(),
-  };
+  return await runDirect(
+    layer,
+    tensor(pick(all.x)).reshape(shape),
+    tensor(pick(all.coef)).reshape(shape),
+  );
 }
 
 /** Checks the ranks `members` of a direct run against one BatchNorm over their rows. */
@@ -201,35 +185,11 @@ Deno.test({
   ignore: !MPICH_MPIEXEC,
   ...opts,
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "multigrad_syncbn_" });
-    try {
-      const o: TrainOptions = { backend: "cpu", steps: 3, batch: 5 };
-      const out = await new Deno.Command("mpiexec", {
-        args: [
-          "-n",
-          "2",
-          Deno.execPath(),
-          "run",
-          "-A",
-          new URL(RANKS).pathname,
-          `${dir}/result`,
-          "train",
-          JSON.stringify(o),
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const output = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-      assert.equal(out.code, 0, output);
-      const ranks = await Promise.all(
-        [0, 1].map(async (r) =>
-          JSON.parse(await Deno.readTextFile(`${dir}/result.${r}.json`)) as TrainResult
-        ),
-      );
-      checkTrained(ranks, await trainReference(2, o), "mpi");
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    const o: TrainOptions = { backend: "cpu", steps: 3, batch: 5 };
+    const run = await mpiRun<TrainResult>(RANKS, 2, "train", { ...o });
+    assert.equal(run.code, 0, run.output);
+    run.results.forEach((r, rank) => assert.ok(r, `rank ${rank} wrote no result: ${run.output}`));
+    checkTrained(run.results as TrainResult[], await trainReference(2, o), "mpi");
   },
 });
 
