@@ -94,6 +94,11 @@ async function collectives(rank: number, n: number, backend: string): Promise<Re
     undefined,
   ]);
   identity.srcKeepsItsOwn = rank !== src || list[1] === original;
+  // Holes in src's list are holes on every rank, not this rank's old elements.
+  // deno-lint-ignore no-sparse-arrays
+  const sparse = rank === src ? [, "b", ,] : ["m0", "m1", "m2"];
+  await distributed.broadcastObjectList(sparse, { src });
+  identity.holesKept = !(0 in sparse) && sparse[1] === "b" && !(2 in sparse);
 
   values.gather = await distributed.gatherObject(valueOf(rank + 1), { dst: 1 });
   checks.gather = check(values.gather, rank === 1 ? all.map((_, q) => valueOf(q + 1)) : null);

@@ -242,7 +242,13 @@ for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
         args: ["collectives", { backend }],
       });
       checkAll(results, 3);
-      const identity = { cycle: true, shared: true, mapKey: true, srcKeepsItsOwn: true };
+      const identity = {
+        cycle: true,
+        shared: true,
+        mapKey: true,
+        srcKeepsItsOwn: true,
+        holesKept: true,
+      };
       assert.deepEqual(results.map((r) => r.identity), [identity, identity, identity]);
     },
   });
@@ -393,7 +399,7 @@ Deno.test({
       assert.ok(r, `rank ${rank} wrote no result: ${run.output}`);
       assert.equal(r.rank, rank);
       assert.deepEqual(r.checks, { allGather: "ok", broadcast: "ok", gather: "ok", scatter: "ok" });
-      assert.deepEqual(r.identity, { srcKeepsItsOwn: true });
+      assert.deepEqual(r.identity, { srcKeepsItsOwn: true, holesKept: true });
     });
     const timeoutMs = 30_000;
     const errors = await mpiRun<Record<string, unknown>>(2, "errors", { timeoutMs });

@@ -722,6 +722,34 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       }
       return seen;
     }
+    case "unevenEval": {
+      // Ranks evaluate different numbers of batches under noGrad (PyTorch broadcasts buffers
+      // only before the first forward after a training one), then meet in an allReduce.
+      manualSeed(rank);
+      const model = new nn.Sequential(new nn.Linear(2, 3), new nn.BatchNorm1d(3));
+      const ddp = new distributed.DistributedDataParallel(model.to(device));
+      const train = () =>
+        tidy(() => {
+          ddp.train();
+          (ddp.forward(tensor([[rank, 1], [2, -rank], [0, 3]], { device })) as Tensor).sum()
+            .backward();
+        });
+      train();
+      ddp.eval();
+      const total = tensor([0], { device });
+      for (let batch = 0; batch < 3 - rank; batch++) {
+        noGrad(() => total.add_((ddp.forward(tensor([[batch, 1]], { device })) as Tensor).sum()));
+      }
+      distributed.allReduce(total);
+      const evaluated = await total.item();
+      // A training forward changes each rank's running statistics its own way; the next forward
+      // broadcasts rank 0's (evaluation leaves them as they are).
+      train();
+      ddp.eval();
+      noGrad(() => ddp.forward(tensor([[0, 1]], { device })));
+      const stats = await (model.at(1) as nn.BatchNorm1d).runningMean!.toArray();
+      return { evaluated, stats };
+    }
     case "models": {
       // Different models on the ranks: the construction broadcast names both.
       const model = rank === 0 ? makeModel(1) : new nn.Linear(6, 3);

@@ -856,6 +856,22 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "DDP: buffers are broadcast before the first forward after a training one, so ranks may run different numbers of noGrad evaluation forwards",
+  ...opts,
+  fn: async () => {
+    const [r0, r1] = await distributed.spawn<{ evaluated: number; stats: number[] }>(RANKS, {
+      nprocs: 2,
+      args: ["failure", { kind: "unevenEval" }],
+      timeoutMs: 15_000,
+    });
+    assert.equal(r0.evaluated, r1.evaluated);
+    assert.ok(Number.isFinite(r0.evaluated));
+    assert.deepEqual(r1.stats, r0.stats, "the training forward after evaluation broadcast them");
+  },
+});
+
 Deno.test("DDP: needs a process group, the module on one device, a valid bucketCapMB", async () => {
   assert.throws(
     () => new distributed.DistributedDataParallel(new nn.Linear(2, 2)),

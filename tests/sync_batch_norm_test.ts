@@ -234,7 +234,7 @@ Deno.test("SyncBatchNorm.convertSyncBatchnorm swaps every BatchNorm, keeping its
   bn.eval();
   const keys = Object.keys(net.stateDict());
   const tensors = Object.values(net.stateDict());
-  const converted = nn.SyncBatchNorm.convertSyncBatchnorm(net);
+  const converted: Net = nn.SyncBatchNorm.convertSyncBatchnorm(net);
   assert.equal(converted, net, "a container is converted in place and returned");
   const sync = net.body.at(1);
   assert.ok(sync instanceof nn.SyncBatchNorm);
@@ -255,8 +255,13 @@ Deno.test("SyncBatchNorm.convertSyncBatchnorm swaps every BatchNorm, keeping its
   assert.deepEqual(Object.keys(net.stateDict()), keys, "state-dict keys unchanged");
   assert.deepEqual(Object.values(net.stateDict()), tensors, "the same tensors");
   // A BatchNorm itself is returned converted; anything else as it is.
-  const lone = new nn.BatchNorm1d(3);
-  assert.ok(nn.SyncBatchNorm.convertSyncBatchnorm(lone) instanceof nn.SyncBatchNorm);
+  const lone: nn.SyncBatchNorm = nn.SyncBatchNorm.convertSyncBatchnorm(new nn.BatchNorm1d(3));
+  assert.ok(lone instanceof nn.SyncBatchNorm);
+  // A SyncBatchNorm is remade over the group given, as in PyTorch.
+  const group = new distributed.DistributedGroup([0], 0);
+  const regrouped = nn.SyncBatchNorm.convertSyncBatchnorm(lone, group);
+  assert.equal(regrouped.processGroup, group);
+  assert.equal(regrouped.weight, lone.weight);
   const linear = new nn.Linear(2, 2);
   assert.equal(nn.SyncBatchNorm.convertSyncBatchnorm(linear), linear);
   assert.throws(

@@ -42,7 +42,11 @@ export interface DistributedDataParallelOptions {
   bucketCapMB?: number;
   /**
    * Broadcast rank 0's buffers (BatchNorm statistics; with `processGroup`,
-   * the group's first rank's) before every forward; default true.
+   * the group's first rank's) before a forward; default true. As in
+   * PyTorch, only before the first forward after one that ran with
+   * gradients on and outside `noSync` (buffers change only in training
+   * forwards), so ranks may run different numbers of evaluation forwards
+   * under `noGrad`.
    */
   broadcastBuffers?: boolean;
   /**
@@ -205,7 +209,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly device: Device;
   /** Bucket size after the first, in MiB. */
   readonly bucketCapMB: number;
-  /** Whether buffers are broadcast from rank 0 before each forward. */
+  /** Whether buffers are broadcast from rank 0 before forwards (see {@link DistributedDataParallelOptions.broadcastBuffers}). */
   readonly broadcastBuffers: boolean;
   /** Whether parameters may get no gradient (see {@link DistributedDataParallelOptions.findUnusedParameters}). */
   readonly findUnusedParameters: boolean;
@@ -214,6 +218,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly #layouts: readonly Layout[];
   readonly #names: Map<Parameter, string>;
   #syncing = true;
+  /**
+   * Whether the next forward broadcasts the buffers: the last forward ran
+   * with gradients on and outside `noSync` (PyTorch's
+   * `require_forward_param_sync`).
+   */
+  #buffersStale = true;
   /**
    * Whether the next backward is this wrapper's: set by a forward with
    * gradients on, cleared when a backward pass ends (PyTorch's
@@ -292,16 +302,20 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   /**
    * Runs the wrapped module on this rank's batch (inputs are moved to this
    * rank's device), broadcasting rank 0's buffers first when
-   * `broadcastBuffers`.
+   * `broadcastBuffers` and a training forward ran since the last broadcast.
    */
   override forward(...args: Parameters<M["forward"]>): ReturnType<M["forward"]> {
     const buffers = this.module.buffers();
-    if (this.broadcastBuffers && this.#group.worldSize > 1 && buffers.length > 0) {
+    if (
+      this.broadcastBuffers && this.#buffersStale && this.#group.worldSize > 1 &&
+      buffers.length > 0
+    ) {
       broadcastTensors(this.#group, buffers, 0);
     }
     // A backward pass that failed half-way leaves nothing behind.
     this.#pass = null;
     this.#armed = isGradEnabled();
+    this.#buffersStale = this.#armed && this.#syncing;
     const moved = mapTensors(args, (t) => t.to(this.device)) as Parameters<M["forward"]>;
     return this.module.forward(...moved) as ReturnType<M["forward"]>;
   }

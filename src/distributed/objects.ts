@@ -180,8 +180,8 @@ export async function broadcastObjectList(
   options: BroadcastOptions,
 ): Promise<void> {
   const op = "broadcastObjectList";
-  const group = activeGroup(op, options?.group);
-  const src = groupRankOf(op, group, options?.src, "src");
+  const group = activeGroup(op, options.group);
+  const src = groupRankOf(op, group, options.src, "src");
   const mine = prepare(2, () => {
     if (!Array.isArray(objects)) {
       throw new TypeError(
@@ -211,7 +211,12 @@ export async function broadcastObjectList(
   const [received] = await dataOf([t]);
   if (group.rank === src) return;
   const list = decodeValue(new Uint8Array(received.buffer, received.byteOffset, byteLength));
-  (list as unknown[]).forEach((value, i) => objects[i] = value);
+  // Holes in src's list become holes here too (forEach would skip them and keep this rank's).
+  const values = list as unknown[];
+  for (let i = 0; i < values.length; i++) {
+    if (i in values) objects[i] = values[i];
+    else delete objects[i];
+  }
 }
 
 /**

@@ -10,7 +10,12 @@
  * landed (stream order). So post the sends a peer is waiting for before
  * receives on the same device that depend on that peer's later sends, as
  * with NCCL: two ranks that each receive first and send afterwards wait
- * for each other until `timeoutMs`, and both fail naming the other.
+ * for each other until `timeoutMs`, and both fail naming the other. Every
+ * collective holds later work the same way on every rank it involves (a
+ * broadcast's source and the ranks a reduce or gather does not write to
+ * included, DistributedDataParallel's construction too), so a send queued
+ * after a collective waits for it: a peer that receives before joining
+ * that collective waits for each other with this rank, as on CUDA streams.
  * @module
  */
 

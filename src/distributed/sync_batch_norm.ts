@@ -10,10 +10,7 @@ import { noGrad, record } from "../autograd.ts";
 import { full, zeros } from "../ops/factory.ts";
 import { cat, stack } from "../ops/view.ts";
 import { Module } from "../nn/module.ts";
-import type { BatchNormOptions } from "../nn/functional.ts";
 import { BatchNormBase, type BatchNormModuleOptions } from "../nn/normalization.ts";
-import { checkBatchNorm } from "../nn/util.ts";
-import { formatShape } from "../shape.ts";
 import { forwardScope, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import type { DistributedGroup } from "./backend.ts";
@@ -90,14 +87,17 @@ export class SyncBatchNorm extends BatchNormBase {
    * `module` with every BatchNorm layer in it (itself included) replaced by
    * a SyncBatchNorm holding the same parameters and buffers (the same
    * tensors: an optimizer made before keeps working) and the same training
-   * mode, as `torch.nn.SyncBatchNorm.convert_sync_batchnorm`. Layers are
+   * mode, as `torch.nn.SyncBatchNorm.convert_sync_batchnorm` (a
+   * SyncBatchNorm already there is remade over `processGroup`). Layers are
    * replaced in their parents' fields; a BatchNorm reachable only some other
    * way (an array, a closure) is not found. Returns the converted module.
    */
-  static convertSyncBatchnorm<M extends Module>(
-    module: M,
+  static convertSyncBatchnorm(
+    module: BatchNormBase,
     processGroup?: DistributedGroup,
-  ): M | SyncBatchNorm {
+  ): SyncBatchNorm;
+  static convertSyncBatchnorm<M extends Module>(module: M, processGroup?: DistributedGroup): M;
+  static convertSyncBatchnorm(module: Module, processGroup?: DistributedGroup): Module {
     if (!(module instanceof Module)) {
       throw new TypeError(
         `SyncBatchNorm.convertSyncBatchnorm: expected an nn.Module, got ${
@@ -109,9 +109,9 @@ export class SyncBatchNorm extends BatchNormBase {
     const convert = (m: Module): Module => {
       const done = converted.get(m);
       if (done) return done;
-      const out = m instanceof BatchNormBase && !(m instanceof SyncBatchNorm)
-        ? fromBatchNorm(m, processGroup)
-        : m;
+      // A SyncBatchNorm too, as in PyTorch (it takes the new group). A norm has no children, so
+      // only a module kept as it is gets its fields rewritten below.
+      const out = m instanceof BatchNormBase ? fromBatchNorm(m, processGroup) : m;
       converted.set(m, out);
       const fields = out as unknown as Record<string, unknown>;
       for (const [, child] of m.namedChildren()) {
@@ -123,7 +123,7 @@ export class SyncBatchNorm extends BatchNormBase {
       }
       return out;
     };
-    return convert(module) as M | SyncBatchNorm;
+    return convert(module);
   }
 }
 
@@ -149,15 +149,20 @@ function fromBatchNorm(bn: BatchNormBase, processGroup?: DistributedGroup): Sync
   return sync;
 }
 
-/** {@link BatchNormOptions} with the group the statistics are taken over. */
-interface SyncBatchNormFunctionOptions extends BatchNormOptions {
+/** What {@link syncBatchNorm} needs beyond the input and the running statistics. */
+interface SyncBatchNormFunctionOptions {
+  weight?: Tensor | null;
+  bias?: Tensor | null;
+  /** The running statistics' factor: a number, or SyncBatchNorm's 1 / num_batches_tracked. */
+  momentum?: number | Tensor;
+  eps?: number;
   group?: DistributedGroup;
 }
 
 /**
  * Training batch norm of `x` [N, C, ...] with the statistics of every
- * rank's `x` (see {@link SyncBatchNorm}); updates the running statistics
- * when given. Differentiable in `x`, `weight` and `bias`.
+ * rank's `x` (see {@link SyncBatchNorm}), checked by the layer; updates the
+ * running statistics when given. Differentiable in `x`, `weight` and `bias`.
  */
 function syncBatchNorm(
   x: Tensor,
@@ -165,17 +170,7 @@ function syncBatchNorm(
   runningVar: Tensor | null,
   options: SyncBatchNormFunctionOptions,
 ): Tensor {
-  const { weight = null, bias = null, group } = options;
-  const momentum = options.momentum ?? 0.1;
-  const eps = options.eps ?? 1e-5;
-  checkBatchNorm(x, { runningMean, runningVar, weight, bias }, false);
-  if (momentum instanceof Tensor && (momentum.numel() !== 1 || momentum.device !== x.device)) {
-    throw new RangeError(
-      `SyncBatchNorm: a tensor momentum must have one element on ${x.device}, got shape ${
-        formatShape(momentum.shape)
-      } on ${momentum.device}`,
-    );
-  }
+  const { weight = null, bias = null, momentum = 0.1, eps = 1e-5, group } = options;
   return forwardScope(() => {
     const { dtype, device } = x;
     const [rows, c] = x.shape;

@@ -6,7 +6,8 @@
  *
  * What round-trips exactly: `undefined`, `null`, booleans, numbers (NaN,
  * ±Infinity and -0 included), bigints, strings (lone surrogates included),
- * arrays (holes stay holes; other properties of an array are not sent),
+ * arrays (holes stay holes, but each costs a byte: a sparse array is sent
+ * densely; other properties of an array are not sent),
  * plain objects and null-prototype objects (own enumerable string keys, in
  * order; getters are read), `Map`, `Set`, `Date`, `RegExp` (source and flags,
  * not `lastIndex`), `ArrayBuffer`, every typed array and `DataView`. Objects

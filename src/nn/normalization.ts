@@ -220,7 +220,7 @@ export abstract class BatchNormBase extends Module {
     );
   }
 
-  /** Normalizes `x` ([N, C] or [N, C, L]). */
+  /** Normalizes `x` over its channels (dim 1). */
   override forward(x: Tensor): Tensor {
     return this.normalizeWith(x, F.batchNorm);
   }
