@@ -96,6 +96,7 @@ export class SyncBatchNorm extends BatchNormBase {
     module: BatchNormBase,
     processGroup?: DistributedGroup,
   ): SyncBatchNorm;
+  /** `module` with every BatchNorm layer in it replaced by a SyncBatchNorm (see above). */
   static convertSyncBatchnorm<M extends Module>(module: M, processGroup?: DistributedGroup): M;
   static convertSyncBatchnorm(module: Module, processGroup?: DistributedGroup): Module {
     if (!(module instanceof Module)) {
