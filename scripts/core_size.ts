@@ -22,9 +22,13 @@
  * records of the optional addmm/geluBackward kernels (core 5,628); raised to
  * 5,750 for PyTorch's gradient rules at the edges (std where it is 0, pow at
  * base 0, ties of a full max/min), gather's index check, 0-d refusals and
- * 0-d promotion (core 5,744). Raise it only with a reason in the commit.
+ * 0-d promotion (core 5,744); raised to 5,780 for `fold2d` (core 5,777),
+ * the mirror of `unfold2d` that transposed convolution folds its columns
+ * with: an op of the core because it launches the backends' `col2im`
+ * forward and `im2col` backward, shared with `unfold2d` so no backend
+ * needs a new kernel. Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 5750;
+export const CORE_BUDGET = 5780;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

@@ -1,13 +1,14 @@
 /**
- * Conformance of convolution, pooling and padding (the `im2col` and `col2im`
- * kernels under them) on every backend against the cpu reference: larger
- * shapes than the PyTorch fixtures, NaN and infinities, and hand-computed
- * values.
+ * Conformance of convolution, transposed convolution, pooling, padding and
+ * interpolation (the `im2col` and `col2im` kernels under them) on every
+ * backend against the cpu reference: larger shapes than the PyTorch
+ * fixtures, NaN and infinities, and hand-computed values.
  * @module
  */
 
 import assert from "node:assert/strict";
 import { type Device, nn, type Tensor } from "../mod.ts";
+import { fold2d } from "../src/ops/window.ts";
 import { assertClose, assertTensor, backendTest, floats, matchesCpu, on, REF } from "./harness.ts";
 
 const F = nn.functional;
@@ -52,6 +53,100 @@ backendTest(
     }
   },
 );
+
+backendTest(
+  "convTranspose2d [3,16,9,11] and fold2d (col2im into an image the windows do not fill), with gradients",
+  async (d) => {
+    const cases: [string, number[], number[], nn.functional.ConvTranspose2dOptions][] = [
+      ["4x4 stride 2 pad 1", [3, 16, 9, 11], [16, 8, 4, 4], { padding: 1, stride: 2 }],
+      ["3x3 stride 2 outputPadding 1 groups 4", [2, 16, 7, 6], [16, 3, 3, 3], {
+        stride: 2,
+        outputPadding: 1,
+        groups: 4,
+      }],
+      ["3x2 stride [3,1] dilation [1,3] outputPadding [2,2]", [2, 6, 5, 8], [6, 5, 3, 2], {
+        stride: [3, 1],
+        dilation: [1, 3],
+        padding: [2, 0],
+        outputPadding: [2, 2],
+      }],
+    ];
+    for (const [name, xs, ws, opts] of cases) {
+      const cout = ws[1] * (opts.groups ?? 1);
+      await matchesCpu(
+        d,
+        (dev) =>
+          withGrads(
+            dev,
+            [xs, ws, [cout]],
+            460,
+            (x, w, b) => F.convTranspose2d(x, w, { ...opts, bias: b }),
+          ),
+        { ...TOL, what: name },
+      );
+    }
+    // fold2d alone: its kernel (col2im) must write 0 where no tap lands (the
+    // even rows and the last 3 columns here), whatever the image's memory held before
+    // (a freed NaN image of the same size is likely reused).
+    const window = {
+      kernel: [3, 2] as const,
+      stride: [2, 3] as const,
+      padding: [1, 1] as const,
+      dilation: [2, 1] as const,
+      out: [4, 5] as const,
+    };
+    const shape = [2, 3, 3, 2, 4, 5];
+    const outs = await matchesCpu(d, (dev) =>
+      withGrads(dev, [shape], 470, (cols) => {
+        fold2d(on(dev, shape, new Array(720).fill(Number.NaN)), [11, 16], window).dispose();
+        return fold2d(cols, [11, 16], window).exp();
+      }), TOL);
+    assert.deepEqual([...outs[0].shape], [2, 3, 11, 16]);
+    const reached = (dim: 0 | 1) =>
+      new Set(
+        Array.from({ length: window.out[dim] * window.kernel[dim] }, (_, i) =>
+          Math.floor(i / window.kernel[dim]) * window.stride[dim] - window.padding[dim] +
+          (i % window.kernel[dim]) * window.dilation[dim]),
+      );
+    const [rows, cols] = [reached(0), reached(1)];
+    const img = await outs[0].data();
+    let unreached = 0;
+    for (let p = 0; p < 6; p++) {
+      for (let h = 0; h < 11; h++) {
+        for (let w = 0; w < 16; w++) {
+          if (rows.has(h) && cols.has(w)) continue;
+          unreached++;
+          assert.equal(img[(p * 11 + h) * 16 + w], 1, `exp(0) at ${p},${h},${w}`);
+        }
+      }
+    }
+    // Rows 1, 3, ..., 9 and 9 of the columns are reached.
+    assert.equal(unreached, 6 * (11 * 16 - 5 * 9));
+  },
+);
+
+backendTest("interpolate nearest/bilinear/linear over [3,4,13,10] with gradients", async (d) => {
+  await matchesCpu(
+    d,
+    (dev) =>
+      withGrads(
+        dev,
+        [[3, 4, 13, 10]],
+        480,
+        (x) =>
+          F.interpolate(x, { scaleFactor: 1.7, mode: "bilinear" }).sum()
+            .add(
+              F.interpolate(x, { size: [29, 7], mode: "bilinear", alignCorners: true }).square()
+                .sum(),
+            )
+            .add(F.interpolate(x, { scaleFactor: [0.6, 2.5] }).square().sum())
+            .add(
+              F.interpolate(x.reshape([3, 52, 10]), { size: 23, mode: "linear" }).square().sum(),
+            ),
+      ),
+    TOL,
+  );
+});
 
 backendTest("pooling and padding over [3,5,17,15] with gradients", async (d) => {
   await matchesCpu(

@@ -342,6 +342,30 @@ backendTest(
           return withGrads(dev, xs, floats(xs, 670 + i), (x) => F.conv2d(x, w, null, options), [w]);
         }, { atol: 1e-4, rtol: 1e-4, what: `conv2d case ${i}` });
       }
+      // Transposed: col2im forward into an image with rows and columns no
+      // tap reaches (outputPadding with padding 0), im2col backward.
+      const transposed: [number[], number[], nn.functional.ConvTranspose2dOptions][] = [
+        [[2, 4, 5, 6], [4, 3, 3, 3], { stride: 2, outputPadding: 1 }],
+        [[1, 4, 4, 5], [4, 1, 2, 3], {
+          stride: [1, 3],
+          dilation: [2, 1],
+          outputPadding: [1, 2],
+          groups: 2,
+        }],
+      ];
+      for (const [i, [xs, ws, options]] of transposed.entries()) {
+        await matchesCpu(d, (dev) => {
+          const w = on(dev, ws, floats(ws, 680 + i));
+          w.requiresGrad = true;
+          return withGrads(
+            dev,
+            xs,
+            floats(xs, 690 + i),
+            (x) => F.convTranspose2d(x, w, options),
+            [w],
+          );
+        }, { atol: 1e-4, rtol: 1e-4, what: `convTranspose2d case ${i}` });
+      }
     } finally {
       runtime.isCpuAdapter = saved;
     }

@@ -31,6 +31,7 @@ import {
   tensor,
   where,
 } from "../mod.ts";
+import { fold2d } from "../src/ops/window.ts";
 import { check, CPU0, CPU1, distinct, inp } from "./gradcheck.ts";
 
 // ---- elementwise binary, with broadcasting and numbers ----
@@ -372,6 +373,52 @@ check(
       ),
     ),
   [inp([1, 2, 3, 4], 202)],
+);
+check(
+  "fold2d: stride 2, padding, dilation, an image larger than the windows reach",
+  (cols) =>
+    fold2d(cols, [6, 7], {
+      kernel: [2, 3],
+      stride: [2, 1],
+      padding: [1, 0],
+      dilation: [1, 2],
+      out: [3, 2],
+    }),
+  [inp([2, 2, 2, 3, 3, 2], 209)],
+);
+check(
+  "convTranspose2d stride 2, padding, outputPadding, groups 2, dilation, bias",
+  (x, w, b) =>
+    Fn.convTranspose2d(x, w, {
+      bias: b,
+      stride: [2, 1],
+      padding: [1, 0],
+      outputPadding: [1, 0],
+      groups: 2,
+      dilation: [1, 2],
+    }),
+  [inp([2, 4, 3, 3], 210), inp([4, 3, 3, 2], 211), inp([6], 212)],
+);
+check(
+  "convTranspose1d stride 3, outputPadding 2",
+  (x, w) => Fn.convTranspose1d(x, w, { stride: 3, outputPadding: 2 }),
+  [inp([1, 2, 4], 213), inp([2, 3, 2], 214)],
+);
+check(
+  "interpolate bilinear (both alignCorners), scale 1.7 and downsampling",
+  (x) =>
+    Fn.interpolate(x, { scaleFactor: 1.7, mode: "bilinear" }).sum().add(
+      Fn.interpolate(x, { size: [2, 7], mode: "bilinear", alignCorners: true }).square(),
+    ),
+  [inp([1, 2, 3, 4], 215)],
+);
+check(
+  "interpolate linear and nearest",
+  (x) =>
+    Fn.interpolate(x, { size: 7, mode: "linear" }).sum().add(
+      Fn.interpolate(x, { scaleFactor: 1.7 }).square(),
+    ),
+  [inp([2, 2, 5], 216)],
 );
 // The fused crossEntropyReduced kernels (sum, and mean over the rows not ignored).
 for (const reduction of ["mean", "sum"] as const) {

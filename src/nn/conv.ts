@@ -1,7 +1,8 @@
 /**
  * Convolution and pooling layers, as `torch.nn`: `Conv1d`, `Conv2d`,
- * `MaxPool2d`, `AvgPool2d`, `AdaptiveAvgPool2d` (see `functional/conv.ts`
- * for how they compute).
+ * `ConvTranspose1d`, `ConvTranspose2d`, `MaxPool2d`, `AvgPool2d`,
+ * `AdaptiveAvgPool2d` (see `functional/conv.ts` and
+ * `functional/conv_transpose.ts` for how they compute).
  * @module
  */
 
@@ -93,7 +94,10 @@ function maxPoolRepr(
   }, dilation=${pySize(o.dilation ?? 1)}, ceil_mode=${pyBool(o.ceilMode ?? false)}`;
 }
 
-/** Shared by Conv1d and Conv2d: channels, weight, bias and PyTorch's initialisation. */
+/**
+ * Shared by the convolutions and the transposed convolutions: channels,
+ * weight, bias and PyTorch's initialisation.
+ */
 abstract class ConvNd extends Module {
   /** Input channels. */
   readonly inChannels: number;
@@ -105,7 +109,10 @@ abstract class ConvNd extends Module {
   readonly groups: number;
   /** What the padding holds (`"zeros"` unless given). */
   readonly paddingMode: PaddingMode;
-  /** [outChannels, inChannels / groups, ...kernelSize]. */
+  /**
+   * [outChannels, inChannels / groups, ...kernelSize]; transposed:
+   * [inChannels, outChannels / groups, ...kernelSize].
+   */
   weight: Parameter;
   /** [outChannels], or null. */
   bias: Parameter | null;
@@ -117,6 +124,7 @@ abstract class ConvNd extends Module {
     kernelSize: readonly number[],
     groups: number,
     options: FactoryOptions & { bias?: boolean; paddingMode?: PaddingMode },
+    transposed = false,
   ) {
     super();
     this.paddingMode = checkPaddingMode(name, options.paddingMode ?? "zeros");
@@ -133,9 +141,12 @@ abstract class ConvNd extends Module {
     this.kernelSize = kernelSize;
     this.groups = groups;
     const { dtype, device } = resolveFactory(options, "float32");
+    const channels = transposed
+      ? [inChannels, outChannels / groups]
+      : [outChannels, inChannels / groups];
     this.weight = this.registerParameter(
       "weight",
-      new Parameter(empty([outChannels, inChannels / groups, ...kernelSize], dtype, device)),
+      new Parameter(empty([...channels, ...kernelSize], dtype, device)),
     );
     this.bias = this.registerParameter(
       "bias",
@@ -174,8 +185,9 @@ abstract class ConvNd extends Module {
   /**
    * Draws new parameters as PyTorch's `reset_parameters`:
    * `kaimingUniform_(weight, { a: √5 })`, i.e. U(-1/√fanIn, 1/√fanIn) with
-   * fanIn = inChannels / groups · kernel area, and the bias from the same
-   * range.
+   * fanIn = the weight's dim 1 · kernel area (inChannels / groups; for a
+   * transposed convolution outChannels / groups, as PyTorch computes it on
+   * the transposed weight), and the bias from the same range.
    */
   resetParameters(): void {
     kaimingUniform_(this.weight, { a: Math.sqrt(5) });
@@ -276,6 +288,7 @@ function convRepr(
   stride: number | readonly number[],
   padding: number | readonly number[] | string,
   dilation: number | readonly number[],
+  outputPadding: number | readonly number[] = 0,
 ): string {
   let s = `${m.inChannels}, ${m.outChannels}, kernel_size=${pyTuple(m.kernelSize, rank)}, stride=${
     pyTuple(stride, rank)
@@ -290,10 +303,214 @@ function convRepr(
   }
   const one = typeof dilation === "number" ? dilation === 1 : dilation.every((d) => d === 1);
   if (!one) s += `, dilation=${pyTuple(dilation, rank)}`;
+  const noOutputPadding = typeof outputPadding === "number"
+    ? outputPadding === 0
+    : outputPadding.every((p) => p === 0);
+  if (!noOutputPadding) s += `, output_padding=${pyTuple(outputPadding, rank)}`;
   if (m.groups !== 1) s += `, groups=${m.groups}`;
   if (!m.bias) s += `, bias=${pyBool(false)}`;
   if (m.paddingMode !== "zeros") s += `, padding_mode=${m.paddingMode}`;
   return s;
+}
+
+/** Options of {@link ConvTranspose2d}. */
+export interface ConvTranspose2dModuleOptions extends FactoryOptions {
+  /** Step between the input elements' places in the output (default 1). */
+  stride?: Size2;
+  /** Rows / columns cut from both sides of the full output (default 0). */
+  padding?: Size2;
+  /**
+   * Added after the output's bottom and right edges; smaller than stride or
+   * dilation (default 0).
+   */
+  outputPadding?: Size2;
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Learn an additive bias (default true). */
+  bias?: boolean;
+  /** Step between kernel taps (default 1). */
+  dilation?: Size2;
+}
+
+/** Options of {@link ConvTranspose1d}. */
+export interface ConvTranspose1dModuleOptions extends FactoryOptions {
+  /** Step between the input elements' places in the output (default 1). */
+  stride?: F.Size1;
+  /** Cut from both ends of the full output (default 0). */
+  padding?: F.Size1;
+  /** Added after the output's end; smaller than stride or dilation (default 0). */
+  outputPadding?: F.Size1;
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Learn an additive bias (default true). */
+  bias?: boolean;
+  /** Step between kernel taps (default 1). */
+  dilation?: F.Size1;
+}
+
+/**
+ * The output padding that makes a transposed convolution's output
+ * `outputSize` (its spatial sizes, or with the leading batch and channel
+ * sizes), as PyTorch's `_output_padding`: each size must lie between the
+ * output without output padding and that plus stride - 1.
+ */
+function outputPaddingFor(
+  name: string,
+  x: Tensor,
+  outputSize: readonly number[],
+  m: {
+    kernelSize: readonly number[];
+    stride: readonly number[];
+    padding: readonly number[];
+    dilation: readonly number[];
+  },
+): number[] {
+  const rank = m.kernelSize.length;
+  const leading = x.ndim === rank + 2 ? 2 : 1;
+  const sizes = outputSize.length === rank + leading ? outputSize.slice(leading) : [...outputSize];
+  if (sizes.length !== rank) {
+    throw new RangeError(
+      `${name}: for a ${x.ndim}-D input, outputSize must have ${rank} or ${
+        rank + leading
+      } entries, got ${JSON.stringify(outputSize)}`,
+    );
+  }
+  const least = m.kernelSize.map((k, d) =>
+    (x.shape[leading + d] - 1) * m.stride[d] - 2 * m.padding[d] + m.dilation[d] * (k - 1) + 1
+  );
+  if (sizes.some((s, d) => !(s >= least[d] && s <= least[d] + m.stride[d] - 1))) {
+    throw new RangeError(
+      `${name}: requested an output size of ${
+        JSON.stringify(outputSize)
+      }, but valid sizes range from ${JSON.stringify(least)} to ${
+        JSON.stringify(least.map((l, d) => l + m.stride[d] - 1))
+      } (for an input of spatial size ${JSON.stringify(x.shape.slice(leading))})`,
+    );
+  }
+  return sizes.map((s, d) => s - least[d]);
+}
+
+const perDim = (v: number | readonly number[], rank: number): number[] =>
+  typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
+
+/**
+ * 2-d transposed convolution, as `torch.nn.ConvTranspose2d`: weight
+ * [inChannels, outChannels / groups, kH, kW], bias [outChannels],
+ * initialised as PyTorch's `reset_parameters` (fan-in from the weight's dim 1).
+ */
+export class ConvTranspose2d extends ConvNd {
+  /** Step between the input elements' places in the output. */
+  readonly stride: Size2;
+  /** Padding cut from the full output. */
+  readonly padding: Size2;
+  /** Extra rows / columns after the output's edges. */
+  readonly outputPadding: Size2;
+  /** Step between taps. */
+  readonly dilation: Size2;
+
+  /** `kernelSize` is a number or [kH, kW]. */
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: Size2,
+    options: ConvTranspose2dModuleOptions = {},
+  ) {
+    const kernel = typeof kernelSize === "number" ? [kernelSize, kernelSize] : [...kernelSize];
+    super("ConvTranspose2d", inChannels, outChannels, kernel, options.groups ?? 1, options, true);
+    this.stride = options.stride ?? 1;
+    this.padding = options.padding ?? 0;
+    this.outputPadding = options.outputPadding ?? 0;
+    this.dilation = options.dilation ?? 1;
+  }
+
+  /**
+   * Upsamples `x` [N, C, H, W] (or [C, H, W]); `outputSize` ([outH, outW],
+   * or with the leading sizes) picks the output padding instead of the
+   * `outputPadding` option, as PyTorch's `forward(input, output_size)`.
+   */
+  override forward(x: Tensor, outputSize?: readonly number[] | null): Tensor {
+    const geometry = {
+      kernelSize: this.kernelSize,
+      stride: perDim(this.stride, 2),
+      padding: perDim(this.padding, 2),
+      dilation: perDim(this.dilation, 2),
+    };
+    const outputPadding = outputSize == null
+      ? this.outputPadding
+      : outputPaddingFor("ConvTranspose2d", x, outputSize, geometry) as [number, number];
+    return F.convTranspose2d(x, this.weight, {
+      bias: this.bias,
+      stride: this.stride,
+      padding: this.padding,
+      outputPadding,
+      groups: this.groups,
+      dilation: this.dilation,
+    });
+  }
+
+  /** `4, 2, kernel_size=(3, 3), stride=(2, 2)`, as PyTorch prints it. */
+  override extraRepr(): string {
+    return convRepr(this, 2, this.stride, this.padding, this.dilation, this.outputPadding);
+  }
+}
+
+/**
+ * 1-d transposed convolution, as `torch.nn.ConvTranspose1d`: weight
+ * [inChannels, outChannels / groups, k], bias [outChannels].
+ */
+export class ConvTranspose1d extends ConvNd {
+  /** Step between the input elements' places in the output. */
+  readonly stride: F.Size1;
+  /** Padding cut from the full output. */
+  readonly padding: F.Size1;
+  /** Extra elements after the output's end. */
+  readonly outputPadding: F.Size1;
+  /** Step between taps. */
+  readonly dilation: F.Size1;
+
+  /** `kernelSize` is a number or [k]. */
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: F.Size1,
+    options: ConvTranspose1dModuleOptions = {},
+  ) {
+    const kernel = typeof kernelSize === "number" ? [kernelSize] : [...kernelSize];
+    super("ConvTranspose1d", inChannels, outChannels, kernel, options.groups ?? 1, options, true);
+    this.stride = options.stride ?? 1;
+    this.padding = options.padding ?? 0;
+    this.outputPadding = options.outputPadding ?? 0;
+    this.dilation = options.dilation ?? 1;
+  }
+
+  /**
+   * Upsamples `x` [N, C, L] (or [C, L]); `outputSize` ([outL], or with the
+   * leading sizes) as in {@link ConvTranspose2d.forward}.
+   */
+  override forward(x: Tensor, outputSize?: readonly number[] | null): Tensor {
+    const geometry = {
+      kernelSize: this.kernelSize,
+      stride: perDim(this.stride, 1),
+      padding: perDim(this.padding, 1),
+      dilation: perDim(this.dilation, 1),
+    };
+    const outputPadding = outputSize == null
+      ? this.outputPadding
+      : outputPaddingFor("ConvTranspose1d", x, outputSize, geometry)[0];
+    return F.convTranspose1d(x, this.weight, {
+      bias: this.bias,
+      stride: this.stride,
+      padding: this.padding,
+      outputPadding,
+      groups: this.groups,
+      dilation: this.dilation,
+    });
+  }
+
+  /** `4, 2, kernel_size=(3,), stride=(2,)`, as PyTorch prints it. */
+  override extraRepr(): string {
+    return convRepr(this, 1, this.stride, this.padding, this.dilation, this.outputPadding);
+  }
 }
 
 /** Max pooling, as `torch.nn.MaxPool2d`; the gradient goes to each window's arg-max. */

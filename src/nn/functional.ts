@@ -26,6 +26,8 @@ export * from "./functional/sparse.ts";
 export * from "./functional/conv.ts";
 export * from "./functional/normalize.ts";
 export * from "./functional/pool1d.ts";
+export * from "./functional/conv_transpose.ts";
+export * from "./functional/interpolate.ts";
 
 // ---------------------------------------------------------------- activations
 

@@ -15,6 +15,7 @@ export * from "./attention.ts";
 export * from "./transformer.ts";
 export * from "./normalization.ts";
 export * from "./conv.ts";
+export * from "./upsample.ts";
 export * from "./loss.ts";
 export * as functional from "./functional.ts";
 export * as init from "./init.ts";

@@ -1,13 +1,14 @@
 /**
  * `unfold2d`: the sliding windows of a 2-d convolution or pooling as
- * columns (one `im2col` kernel), with the `col2im` kernel as its gradient.
- * Convolution and pooling in `nn.functional` are built on it.
+ * columns (one `im2col` kernel), with the `col2im` kernel as its gradient;
+ * `fold2d` is its mirror (a transposed convolution's last step).
+ * Convolution and pooling in `nn.functional` are built on them.
  * @module
  */
 
 import type { WindowView } from "../backends/backend.ts";
 import { record } from "../autograd.ts";
-import { formatShape } from "../shape.ts";
+import { formatShape, sameShape, type Shape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { empty, launch, requireFloat } from "./util.ts";
 
@@ -26,7 +27,7 @@ export interface Window2d {
 }
 
 /** The kernels' {@link WindowView} of `window` over `x` [N, C, H, W]. */
-export function windowView(x: Tensor, window: Window2d): WindowView {
+export function windowView(x: { readonly shape: Shape }, window: Window2d): WindowView {
   const [batch, channels, height, width] = x.shape;
   const { kernel, stride, padding, dilation, out } = window;
   return {
@@ -43,29 +44,57 @@ export function windowView(x: Tensor, window: Window2d): WindowView {
  * in the padding. The gradient sums each entry back into its element.
  */
 export function unfold2d(x: Tensor, window: Window2d, padValue = 0): Tensor {
-  requireFloat("unfold2d", x);
   if (x.ndim !== 4) {
     throw new RangeError(
       `unfold2d: expected a [N, C, H, W] input, got shape ${formatShape(x.shape)}`,
     );
   }
-  const layout = { ...windowView(x, window), dtype: x.dtype };
-  const { batch, channels, kernelH, kernelW, outH, outW } = layout;
-  const out = empty([batch, channels, kernelH, kernelW, outH, outW], x.dtype, x.device);
-  if (out.numel() > 0) {
-    const xb = x.storage.buffer("unfold2d");
-    const ob = out.storage.buffer();
-    launch(x.device, "im2col", { ...layout, x: xb, out: ob, padValue });
+  return windows("unfold2d", x, x.shape, window, padValue, true);
+}
+
+/**
+ * The adjoint of {@link unfold2d}: columns [N, C, kernelH, kernelW, outH,
+ * outW] summed into a [N, C, ...size] image, each entry into the element
+ * its tap reads; entries in the padding are dropped and elements no tap
+ * reads are 0, so `size` may exceed what the windows cover (a transposed
+ * convolution's outputPadding). The gradient unfolds.
+ */
+export function fold2d(cols: Tensor, size: readonly [number, number], window: Window2d): Tensor {
+  const [n, c] = cols.shape;
+  if (cols.ndim !== 6 || !sameShape(cols.shape, [n, c, ...window.kernel, ...window.out])) {
+    throw new RangeError(
+      `fold2d: expected columns [N, C, ${
+        [...window.kernel, ...window.out].join(", ")
+      }], got shape ${formatShape(cols.shape)}`,
+    );
   }
-  return record("unfold2d", [x], out, ([g]) => {
-    const grad = empty(x.shape, x.dtype, x.device);
-    const n = grad.numel();
-    if (n === 0) return [grad];
-    const gb = g!.storage.buffer("unfold2d backward");
-    const ob = grad.storage.buffer();
-    if (out.numel() === 0) {
-      launch(x.device, "fill", { out: ob, numel: n, value: 0, dtype: x.dtype });
-    } else launch(x.device, "col2im", { ...layout, x: gb, out: ob });
-    return [grad];
-  });
+  return windows("fold2d", cols, [n, c, ...size], window, 0, false);
+}
+
+/** im2col (`unfold`) or col2im of `x`, between `image` and its columns; the gradient: the other. */
+function windows(
+  op: string,
+  x: Tensor,
+  image: Shape,
+  window: Window2d,
+  padValue: number,
+  unfold: boolean,
+): Tensor {
+  requireFloat(op, x);
+  const layout = { ...windowView({ shape: image }, window), dtype: x.dtype };
+  const columns = [image[0], image[1], ...window.kernel, ...window.out];
+  const run = (src: Tensor, toColumns: boolean) => {
+    const out = empty(toColumns ? columns : image, x.dtype, x.device);
+    if (out.numel() === 0) return out;
+    const ob = out.storage.buffer();
+    if (src.numel() === 0) {
+      // Nothing to read: every tap is padding, every element unreached.
+      const value = toColumns ? padValue : 0;
+      launch(x.device, "fill", { out: ob, numel: out.numel(), value, dtype: x.dtype });
+    } else if (toColumns) {
+      launch(x.device, "im2col", { ...layout, x: src.storage.buffer(op), out: ob, padValue });
+    } else launch(x.device, "col2im", { ...layout, x: src.storage.buffer(op), out: ob });
+    return out;
+  };
+  return record(op, [x], run(x, unfold), ([g]) => [run(g!, !unfold)]);
 }

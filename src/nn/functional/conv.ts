@@ -18,7 +18,8 @@ import { unfold2d, type Window2d, windowView } from "../../ops/window.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkFloatInput, checkTensor, sameDevice } from "../util.ts";
+import { checkTensor, sameDevice } from "../util.ts";
+import { batched, pair } from "./window_args.ts";
 
 /** A size PyTorch takes as an int or a tuple: one number for every dim, or one per dim. */
 export type Size2 = number | readonly [number, number];
@@ -47,22 +48,6 @@ export interface Conv1dOptions {
   groups?: number;
 }
 
-/** `value` as [rows, columns], checked to be integers of at least `min`. */
-function pair(
-  op: string,
-  name: string,
-  value: Size2 | readonly [number],
-  min: number,
-): [number, number] {
-  const list = typeof value === "number" ? [value, value] : [...value];
-  if (list.length !== 2 || list.some((v) => !Number.isInteger(v) || v < min)) {
-    throw new RangeError(
-      `${op}: ${name} must be an integer >= ${min} or a pair of them, got ${JSON.stringify(value)}`,
-    );
-  }
-  return list as [number, number];
-}
-
 /** Output length of one spatial dim (PyTorch's formula). */
 function outLength(
   size: number,
@@ -77,18 +62,6 @@ function outLength(
   // The last window must start inside the input or the left padding.
   if (ceilMode && (out - 1) * stride >= size + pad) out--;
   return out;
-}
-
-/** A [N, C, H, W] view of a batched or unbatched ([C, H, W]) input. */
-function batched(op: string, x: Tensor, rank: number): Tensor {
-  checkFloatInput(op, x);
-  if (x.ndim === rank) return x;
-  if (x.ndim === rank - 1) return x.unsqueeze(0);
-  throw new RangeError(
-    `${op}: expected a ${rank - 1}-D (unbatched) or ${rank}-D (batched) input, got shape ${
-      formatShape(x.shape)
-    }`,
-  );
 }
 
 /**

@@ -1,0 +1,230 @@
+/**
+ * Transposed convolution, as `torch.nn.functional`: `convTranspose2d` and
+ * `convTranspose1d` (the gradient of a convolution with respect to its
+ * input, used as a learned upsampling).
+ *
+ * Composed without kernels of its own, so it runs on every backend: per
+ * group one matrix product weightᵀ · input gives each input element's
+ * contribution to every kernel tap, as columns [N, Cout, kH, kW, H, W];
+ * `fold2d` (the `col2im` kernel) then sums the columns into the output
+ * image, whose windows are the input's elements. Gradients come from
+ * autograd through the product and the fold (whose gradient is `im2col`).
+ * @module
+ */
+
+import { fold2d } from "../../ops/window.ts";
+import { formatShape } from "../../shape.ts";
+import { forwardScope } from "../../storage.ts";
+import type { Tensor } from "../../tensor.ts";
+import { checkTensor, sameDevice } from "../util.ts";
+import type { Size2 } from "./conv.ts";
+import type { Size1 } from "./pool1d.ts";
+import { batched, pair } from "./window_args.ts";
+
+/** Options of {@link convTranspose2d}. */
+export interface ConvTranspose2dOptions {
+  /** Added to every output channel: [Cout] (default none). */
+  bias?: Tensor | null;
+  /** Step between the input elements' places in the output (default 1). */
+  stride?: Size2;
+  /** Rows / columns cut from both sides of the full output (default 0). */
+  padding?: Size2;
+  /**
+   * Rows / columns added after the output's bottom and right edges; smaller
+   * than stride or dilation (default 0).
+   */
+  outputPadding?: Size2;
+  /** Channel groups: independent convolutions of as many slices of the channels (default 1). */
+  groups?: number;
+  /** Step between kernel taps (default 1). */
+  dilation?: Size2;
+}
+
+/** Options of {@link convTranspose1d}. */
+export interface ConvTranspose1dOptions {
+  /** Added to every output channel: [Cout] (default none). */
+  bias?: Tensor | null;
+  /** Step between the input elements' places in the output (default 1). */
+  stride?: Size1;
+  /** Elements cut from both ends of the full output (default 0). */
+  padding?: Size1;
+  /** Elements added after the output's end; smaller than stride or dilation (default 0). */
+  outputPadding?: Size1;
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Step between kernel taps (default 1). */
+  dilation?: Size1;
+}
+
+/**
+ * 2-d transposed convolution of `input` [N, Cin, H, W] (or [Cin, H, W])
+ * with `weight` [Cin, Cout / groups, kH, kW], as
+ * `torch.nn.functional.conv_transpose2d`. The output is [N, Cout, outH,
+ * outW] with outH = (H - 1)·stride - 2·padding + dilation·(kH - 1) +
+ * outputPadding + 1 (likewise outW).
+ */
+export function convTranspose2d(
+  input: Tensor,
+  weight: Tensor,
+  options: ConvTranspose2dOptions = {},
+): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => convTranspose2dUnscoped("convTranspose2d", input, weight, options));
+}
+
+function convTranspose2dUnscoped(
+  op: string,
+  input: Tensor,
+  weight: Tensor,
+  options: ConvTranspose2dOptions,
+): Tensor {
+  const x = batched(op, input, 4);
+  checkTensor(op, "weight", weight);
+  const bias = options.bias ?? null;
+  if (bias !== null) checkTensor(op, "bias", bias);
+  sameDevice(op, { input: x, weight, bias });
+  if (weight.ndim !== 4) {
+    throw new RangeError(
+      `${op}: weight must be [in_channels, out_channels / groups, kH, kW], got shape ${
+        formatShape(weight.shape)
+      }`,
+    );
+  }
+  const groups = options.groups ?? 1;
+  const [n, c, h, w] = x.shape;
+  const [cin, coutPerGroup, kh, kw] = weight.shape;
+  if (!Number.isInteger(groups) || groups < 1 || cin % groups !== 0) {
+    throw new RangeError(
+      `${op}: groups (${groups}) must be a positive integer dividing the weight's in_channels (${cin}, its dim 0)`,
+    );
+  }
+  if (c !== cin) {
+    throw new RangeError(
+      `${op}: input of shape ${formatShape(x.shape)} has ${c} channels, but weight of shape ${
+        formatShape(weight.shape)
+      } expects ${cin} (the weight is [in_channels, out_channels / groups, kH, kW])`,
+    );
+  }
+  if (weight.dtype !== x.dtype || (bias && bias.dtype !== x.dtype)) {
+    throw new TypeError(
+      `${op}: dtypes differ (input ${x.dtype}, weight ${weight.dtype}${
+        bias ? `, bias ${bias.dtype}` : ""
+      })`,
+    );
+  }
+  const cout = coutPerGroup * groups;
+  if (bias && (bias.ndim !== 1 || bias.shape[0] !== cout)) {
+    throw new RangeError(
+      `${op}: bias of shape ${formatShape(bias.shape)} does not match ${cout} output channels`,
+    );
+  }
+  const stride = pair(op, "stride", options.stride ?? 1, 1);
+  const padding = pair(op, "padding", options.padding ?? 0, 0);
+  const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
+  const outputPadding = pair(op, "outputPadding", options.outputPadding ?? 0, 0);
+  // PyTorch's rule: output padding only fills rows that a larger input
+  // would have reached, so it stays below the stride (or the dilation).
+  if ([0, 1].some((d) => outputPadding[d] >= stride[d] && outputPadding[d] >= dilation[d])) {
+    throw new RangeError(
+      `${op}: outputPadding ${JSON.stringify(outputPadding)} must be smaller than either stride ${
+        JSON.stringify(stride)
+      } or dilation ${JSON.stringify(dilation)}`,
+    );
+  }
+  const kernel: [number, number] = [kh, kw];
+  const size = [0, 1].map((d) =>
+    (x.shape[2 + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel[d] - 1) +
+    outputPadding[d] + 1
+  ) as [number, number];
+  if (size[0] < 1 || size[1] < 1) {
+    throw new RangeError(
+      `${op}: the output size ${size[0]}x${size[1]} is too small for input of shape ${
+        formatShape(x.shape)
+      } (kernel ${kh}x${kw}, stride ${JSON.stringify(stride)}, padding ${
+        JSON.stringify(padding)
+      }, dilation ${JSON.stringify(dilation)})`,
+    );
+  }
+  // Per group: [Cout/g · kH · kW, Cin/g] times [Cin/g, H · W].
+  const k = coutPerGroup * kh * kw;
+  const cols = groups === 1
+    ? weight.reshape([cin, k]).t().matmul(x.reshape([n, cin, h * w]))
+    : weight.reshape([groups, cin / groups, k]).transpose(1, 2)
+      .matmul(x.reshape([n, groups, cin / groups, h * w]));
+  let y = fold2d(cols.reshape([n, cout, kh, kw, h, w]), size, {
+    kernel,
+    stride,
+    padding,
+    dilation,
+    out: [h, w],
+  });
+  if (bias) y = y.add(bias.reshape([cout, 1, 1]));
+  return input.ndim === 3 ? y.squeeze(0) : y;
+}
+
+/**
+ * 1-d transposed convolution of `input` [N, Cin, L] (or [Cin, L]) with
+ * `weight` [Cin, Cout / groups, k], as
+ * `torch.nn.functional.conv_transpose1d` (the 2-d one over a height of 1).
+ */
+export function convTranspose1d(
+  input: Tensor,
+  weight: Tensor,
+  options: ConvTranspose1dOptions = {},
+): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => convTranspose1dUnscoped(input, weight, options));
+}
+
+function convTranspose1dUnscoped(
+  input: Tensor,
+  weight: Tensor,
+  options: ConvTranspose1dOptions,
+): Tensor {
+  const op = "convTranspose1d";
+  const x = batched(op, input, 3);
+  checkTensor(op, "weight", weight);
+  if (weight.ndim !== 3) {
+    throw new RangeError(
+      `${op}: weight must be [in_channels, out_channels / groups, k], got shape ${
+        formatShape(weight.shape)
+      }`,
+    );
+  }
+  // Checked here too so that the messages show the 1-d shapes and sizes.
+  if (x.shape[1] !== weight.shape[0]) {
+    throw new RangeError(
+      `${op}: input of shape ${formatShape(x.shape)} has ${
+        x.shape[1]
+      } channels, but weight of shape ${formatShape(weight.shape)} expects ${
+        weight.shape[0]
+      } (the weight is [in_channels, out_channels / groups, k])`,
+    );
+  }
+  const one = (name: string, v: Size1 | undefined, dflt: number): number => {
+    const list = typeof v === "number" ? [v] : [...(v ?? [dflt])];
+    if (list.length !== 1) {
+      throw new RangeError(`${op}: ${name} must be a number or [number], got ${JSON.stringify(v)}`);
+    }
+    return list[0];
+  };
+  const [stride, outputPadding] = [
+    one("stride", options.stride, 1),
+    one("outputPadding", options.outputPadding, 0),
+  ];
+  const dilation = one("dilation", options.dilation, 1);
+  if (outputPadding >= stride && outputPadding >= dilation) {
+    throw new RangeError(
+      `${op}: outputPadding ${outputPadding} must be smaller than either stride ${stride} or dilation ${dilation}`,
+    );
+  }
+  const y = convTranspose2dUnscoped(op, x.unsqueeze(2), weight.unsqueeze(2), {
+    bias: options.bias,
+    stride: [1, stride],
+    padding: [0, one("padding", options.padding, 0)],
+    outputPadding: [0, outputPadding],
+    dilation: [1, dilation],
+    groups: options.groups,
+  }).squeeze(2);
+  return input.ndim === 2 ? y.squeeze(0) : y;
+}

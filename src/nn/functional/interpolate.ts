@@ -1,0 +1,246 @@
+/**
+ * `interpolate` (resampling to a new spatial size), as
+ * `torch.nn.functional.interpolate` of PyTorch 1.13, for 3-D [N, C, L]
+ * (`"nearest"`, `"linear"`) and 4-D [N, C, H, W] (`"nearest"`,
+ * `"bilinear"`) inputs.
+ *
+ * Composed from existing ops, so it runs and differentiates on every
+ * backend: `"nearest"` is an `indexSelect` per spatial dim; `"linear"` and
+ * `"bilinear"` separate into one small [out, in] interpolation matrix per
+ * dim, built on the host (two non-zeros per row) and applied by `matmul`.
+ * The source positions follow PyTorch's CPU kernels bit for bit where they
+ * round (see `nearestIndex` and `linearMatrix`).
+ * @module
+ */
+
+import { tensor } from "../../ops/factory.ts";
+import { cachedConstant } from "../../ops/util.ts";
+import { formatShape } from "../../shape.ts";
+import { forwardScope } from "../../storage.ts";
+import type { Tensor } from "../../tensor.ts";
+import { checkFloatInput } from "../util.ts";
+
+/** How {@link interpolate} computes an output element. */
+export type InterpolateMode = "nearest" | "linear" | "bilinear";
+
+const MODES: readonly InterpolateMode[] = ["nearest", "linear", "bilinear"];
+
+/** Options of {@link interpolate}: exactly one of `size` and `scaleFactor`. */
+export interface InterpolateOptions {
+  /** Output spatial size: a number for every spatial dim, or one per dim. */
+  size?: number | readonly number[] | null;
+  /**
+   * Multiplier of each spatial size: the output has floor(size · factor)
+   * elements, and (unless `recomputeScaleFactor`) the source positions use
+   * 1 / factor, as PyTorch 1.13's default.
+   */
+  scaleFactor?: number | readonly number[] | null;
+  /**
+   * `"nearest"` (default; PyTorch's legacy rule, not "nearest-exact"),
+   * `"linear"` (3-D) or `"bilinear"` (4-D).
+   */
+  mode?: InterpolateMode;
+  /**
+   * Linear modes only: true maps the corner elements of input and output
+   * onto each other; false (default) maps pixel centres (half-pixel
+   * offsets, clamped at 0).
+   */
+  alignCorners?: boolean | null;
+  /**
+   * With `scaleFactor`: the source positions use input / output size
+   * instead of 1 / factor (default false).
+   */
+  recomputeScaleFactor?: boolean | null;
+}
+
+/**
+ * Resamples the spatial dims of `input` ([N, C, L] or [N, C, H, W]) to a
+ * new size, as `torch.nn.functional.interpolate` of PyTorch 1.13.
+ */
+export function interpolate(input: Tensor, options: InterpolateOptions = {}): Tensor {
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => interpolateUnscoped(input, options));
+}
+
+function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor {
+  const op = "interpolate";
+  checkFloatInput(op, input);
+  const mode = options.mode ?? "nearest";
+  if (!MODES.includes(mode)) {
+    throw new RangeError(
+      `${op}: mode must be one of ${MODES.map((m) => `"${m}"`).join(", ")}, got ${
+        JSON.stringify(mode)
+      }`,
+    );
+  }
+  const alignCorners = options.alignCorners ?? null;
+  if (mode === "nearest" && alignCorners !== null) {
+    throw new RangeError(
+      `${op}: alignCorners can only be set with the interpolating modes "linear" and "bilinear" (mode is "nearest")`,
+    );
+  }
+  const rank = input.ndim;
+  const needs = mode === "linear" ? [3] : mode === "bilinear" ? [4] : [3, 4];
+  if (!needs.includes(rank)) {
+    const what = needs.map((r) => (r === 3 ? "3-D [N, C, L]" : "4-D [N, C, H, W]")).join(" or ");
+    throw new RangeError(
+      `${op}: mode "${mode}" needs a ${what} input, got shape ${formatShape(input.shape)}`,
+    );
+  }
+  const spatial = input.shape.slice(2);
+  const { size, scales } = outputSize(op, spatial, options);
+  let y = input;
+  for (const [i, inSize] of spatial.entries()) {
+    const dim = 2 + i;
+    const out = size[i];
+    const key = `${input.device}|${input.dtype}|${mode}|${inSize}|${out}|${
+      scales?.[i]
+    }|${alignCorners}`;
+    // Linear modes copy a dim whose size stays (PyTorch's kernels too).
+    if (mode !== "nearest" && out === inSize) continue;
+    if (mode === "nearest") {
+      const index = cachedConstant(
+        indexCache,
+        64,
+        key,
+        input.device,
+        () =>
+          tensor(nearestIndex(inSize, out, scales?.[i]), {
+            dtype: "int32",
+            device: input.device,
+          }),
+      );
+      y = y.indexSelect(dim, index);
+    } else {
+      const matrix = cachedConstant(
+        matrixCache,
+        64,
+        key,
+        input.device,
+        () =>
+          tensor(linearMatrix(inSize, out, scales?.[i], alignCorners ?? false, input.dtype), {
+            shape: [out, inSize],
+            dtype: input.dtype,
+            device: input.device,
+          }),
+      );
+      // The last dim multiplies from the right, the one before from the left.
+      y = dim === rank - 1 ? y.matmul(matrix.t()) : matrix.matmul(y);
+    }
+  }
+  return y === input ? input.clone() : y;
+}
+
+const indexCache = new Map<string, Tensor>();
+const matrixCache = new Map<string, Tensor>();
+
+/**
+ * The output size per spatial dim and, when the source positions use them,
+ * the scale factors.
+ */
+function outputSize(
+  op: string,
+  spatial: readonly number[],
+  options: InterpolateOptions,
+): { size: number[]; scales: number[] | null } {
+  const { size = null, scaleFactor = null } = options;
+  const perDim = (name: string, v: number | readonly number[]): number[] => {
+    const list = typeof v === "number" ? spatial.map(() => v) : [...v];
+    if (list.length !== spatial.length) {
+      throw new RangeError(
+        `${op}: ${name} ${JSON.stringify(v)} must have one entry per spatial dim of the input (${
+          formatShape(spatial)
+        })`,
+      );
+    }
+    return list;
+  };
+  if ((size === null) === (scaleFactor === null)) {
+    throw new RangeError(
+      `${op}: give exactly one of size and scaleFactor, got ${
+        size === null
+          ? "neither"
+          : `both (size ${JSON.stringify(size)}, scaleFactor ${JSON.stringify(scaleFactor)})`
+      }`,
+    );
+  }
+  let out: number[];
+  let scales: number[] | null = null;
+  if (size !== null) {
+    if (options.recomputeScaleFactor) {
+      throw new RangeError(`${op}: recomputeScaleFactor has no meaning with an explicit size`);
+    }
+    out = perDim("size", size);
+    if (out.some((s) => !Number.isInteger(s) || s < 1)) {
+      throw new RangeError(`${op}: size must be positive integers, got ${JSON.stringify(size)}`);
+    }
+  } else {
+    scales = perDim("scaleFactor", scaleFactor!);
+    if (scales.some((s) => !(s > 0 && Number.isFinite(s)))) {
+      throw new RangeError(
+        `${op}: scaleFactor must be positive finite numbers, got ${JSON.stringify(scaleFactor)}`,
+      );
+    }
+    // PyTorch: floor(size · factor) in double precision.
+    out = spatial.map((s, i) => Math.floor(s * scales![i]));
+    if (out.some((s) => s < 1)) {
+      throw new RangeError(
+        `${op}: scaleFactor ${JSON.stringify(scaleFactor)} gives an empty output ${
+          formatShape(out)
+        } for the spatial size ${formatShape(spatial)}`,
+      );
+    }
+    if (options.recomputeScaleFactor) scales = null;
+  }
+  return { size: out, scales };
+}
+
+/**
+ * PyTorch 1.13's legacy nearest source index of each output element:
+ * min(floor(dst · scale), in - 1) in float32 arithmetic, with scale =
+ * float32(1 / factor) when a scale factor is given, else float32(in / out)
+ * (whatever the input's dtype). (PyTorch's 4-D kernel for a one-channel
+ * input, channels-last, and its backward special-case out = in and
+ * out = 2·in to the identity and dst / 2 even when a factor says
+ * otherwise; its general forward, followed here, does not.)
+ */
+function nearestIndex(inSize: number, out: number, factor: number | undefined): number[] {
+  const scale = Math.fround(factor !== undefined ? 1 / factor : inSize / out);
+  return Array.from(
+    { length: out },
+    (_, i) => Math.min(Math.floor(Math.fround(i * scale)), inSize - 1),
+  );
+}
+
+/**
+ * The [out, in] matrix of PyTorch 1.13's linear interpolation along one
+ * dim, row-major. Source position of output element i: scale · i with
+ * alignCorners (scale = (in - 1) / (out - 1)), else scale · (i + 0.5) - 0.5
+ * clamped at 0 (scale = 1 / factor, or in / out); the scale is rounded to
+ * the dtype (float32 kernels keep it in float32), the position is not (the
+ * CPU kernels accumulate in double). Its two neighbours get weights 1 - λ
+ * and λ (both on the last element at the end). (out = in is a copy: the
+ * caller skips the dim.)
+ */
+function linearMatrix(
+  inSize: number,
+  out: number,
+  factor: number | undefined,
+  alignCorners: boolean,
+  dtype: string,
+): number[] {
+  const round = dtype === "float32" ? Math.fround : (v: number) => v;
+  const values = new Array<number>(out * inSize).fill(0);
+  const scale = alignCorners
+    ? (out > 1 ? round((inSize - 1) / (out - 1)) : 0)
+    : round(factor !== undefined ? 1 / factor : inSize / out);
+  for (let i = 0; i < out; i++) {
+    const src = alignCorners ? scale * i : Math.max(scale * (i + 0.5) - 0.5, 0);
+    const i0 = Math.trunc(src);
+    const i1 = i0 < inSize - 1 ? i0 + 1 : i0;
+    const lambda = round(src - i0);
+    values[i * inSize + i0] += round(1 - lambda);
+    values[i * inSize + i1] += lambda;
+  }
+  return values;
+}
