@@ -13,6 +13,7 @@ export * from "./sparse.ts";
 export * from "./rnn.ts";
 export * from "./attention.ts";
 export * from "./transformer.ts";
+export * from "./transformer_decoder.ts";
 export * from "./normalization.ts";
 export * from "./conv.ts";
 export * from "./upsample.ts";

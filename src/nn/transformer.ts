@@ -2,17 +2,18 @@
  * `TransformerEncoderLayer` and `TransformerEncoder`, as PyTorch's: the same
  * submodules under the same names (`self_attn.in_proj_weight`,
  * `linear1.weight`, `norm2.bias`, `layers.0....`), so a PyTorch state dict
- * loads unchanged; post-norm by default, pre-norm with `normFirst`.
+ * loads unchanged; post-norm by default, pre-norm with `normFirst`. The
+ * decoder side and the whole `Transformer` are in `transformer_decoder.ts`.
  * @module
  */
 
 import type { Tensor } from "../tensor.ts";
-import * as F from "./functional.ts";
-import { Dropout, type FactoryOptions, Linear, ModuleList } from "./layers.ts";
+import { Dropout, type FactoryOptions, Linear, type ModuleList } from "./layers.ts";
 import { MultiheadAttention } from "./attention.ts";
 import { LayerNorm } from "./normalization.ts";
-import { Module, Parameter } from "./module.ts";
+import { Module } from "./module.ts";
 import { checkCount } from "./util.ts";
+import { cloneLayers, resolveActivation } from "./transformer_util.ts";
 
 /** Options of {@link TransformerEncoderLayer}. */
 export interface TransformerEncoderLayerOptions extends FactoryOptions {
@@ -28,6 +29,12 @@ export interface TransformerEncoderLayerOptions extends FactoryOptions {
   batchFirst?: boolean;
   /** Normalise before attention and feed-forward (pre-norm) instead of after (default false). */
   normFirst?: boolean;
+  /**
+   * Learn additive biases in the attention, the feed-forward and the
+   * LayerNorms (default true), as PyTorch 2.1's `bias`: without them those
+   * parameters are absent from the state dict.
+   */
+  bias?: boolean;
 }
 
 /** Masks of a Transformer encoder's forward (see `MultiheadAttention.forward`). */
@@ -67,7 +74,7 @@ export class TransformerEncoderLayer extends Module {
   /** A layer over `dModel` features with `nhead` heads. */
   constructor(dModel: number, nhead: number, options: TransformerEncoderLayerOptions = {}) {
     super();
-    const { device, dtype, dropout = 0.1, layerNormEps: eps = 1e-5 } = options;
+    const { device, dtype, dropout = 0.1, layerNormEps: eps = 1e-5, bias = true } = options;
     const factory = { device, dtype };
     const hidden = checkCount(
       "TransformerEncoderLayer: dimFeedforward",
@@ -77,27 +84,18 @@ export class TransformerEncoderLayer extends Module {
     this.self_attn = new MultiheadAttention(dModel, nhead, {
       ...factory,
       dropout,
+      bias,
       batchFirst: options.batchFirst,
     });
-    this.linear1 = new Linear(dModel, hidden, factory);
+    this.linear1 = new Linear(dModel, hidden, { ...factory, bias });
     this.dropout = new Dropout(dropout);
-    this.linear2 = new Linear(hidden, dModel, factory);
+    this.linear2 = new Linear(hidden, dModel, { ...factory, bias });
     this.normFirst = options.normFirst ?? false;
-    this.norm1 = new LayerNorm(dModel, { ...factory, eps });
-    this.norm2 = new LayerNorm(dModel, { ...factory, eps });
+    this.norm1 = new LayerNorm(dModel, { ...factory, eps, bias });
+    this.norm2 = new LayerNorm(dModel, { ...factory, eps, bias });
     this.dropout1 = new Dropout(dropout);
     this.dropout2 = new Dropout(dropout);
-    const activation = options.activation ?? "relu";
-    if (typeof activation === "function") this.activation = activation;
-    else if (activation === "relu") this.activation = F.relu;
-    else if (activation === "gelu") this.activation = (x) => F.gelu(x);
-    else {
-      throw new RangeError(
-        `TransformerEncoderLayer: activation must be "relu", "gelu" or a function, got ${
-          JSON.stringify(activation)
-        }`,
-      );
-    }
+    this.activation = resolveActivation("TransformerEncoderLayer", options.activation);
   }
 
   /** The encoded `src` (same shape). */
@@ -156,19 +154,7 @@ export class TransformerEncoder extends Module {
     options: TransformerEncoderOptions = {},
   ) {
     super();
-    checkCount("TransformerEncoder: numLayers", numLayers, false);
-    if (!(encoderLayer instanceof Module)) {
-      throw new TypeError("TransformerEncoder: encoderLayer must be an nn.Module");
-    }
-    // PyTorch deep-copies the layer: every copy starts from the same values.
-    const copy = () =>
-      encoderLayer._replicateWith((t, kind) => {
-        const c = t.detach().clone();
-        if (kind === "parameter") return new Parameter(c, t.requiresGrad);
-        c.storage.persistent = true;
-        return c;
-      });
-    this.layers = new ModuleList(Array.from({ length: numLayers }, copy));
+    this.layers = cloneLayers("TransformerEncoder", "encoderLayer", encoderLayer, numLayers);
     this.norm = options.norm ?? null;
   }
 
