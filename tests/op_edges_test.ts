@@ -136,3 +136,19 @@ backendTest("argmax of all elements with keepdim keeps every dim as 1", async (d
   assert.deepEqual([...i.shape], [1, 1]);
   assert.deepEqual(Array.from(await i.data()), [2]);
 });
+
+backendTest(
+  "matmul: a batch of 1 broadcasts against a batch of 0 (an empty result, zero gradients)",
+  async (device) => {
+    // Before, the batch was max(1, 0) = 1: the kernel read past an empty operand (a crash on cpu).
+    const a = tensor([[1, 2, 3], [4, 5, 6]], on(device));
+    const b = zeros([0, 3, 4], on(device));
+    const c = a.matmul(b);
+    assert.deepEqual(c.shape, [0, 2, 4]);
+    c.sum().backward();
+    assert.deepEqual(Array.from(await a.grad!.data()), [0, 0, 0, 0, 0, 0]);
+    assert.deepEqual(b.grad!.shape, [0, 3, 4]);
+    const d = zeros([1, 0, 3], on(device)).matmul(zeros([0, 3, 2], on(device)));
+    assert.deepEqual(d.shape, [0, 0, 2]);
+  },
+);

@@ -225,4 +225,28 @@ backendTest("convTranspose and interpolate: errors name the shapes and values", 
     () => F.interpolate(img, { scaleFactor: 0.2 }),
     /scaleFactor 0.2 gives an empty output \[0, 0\] for the spatial size \[3, 3\]/,
   );
+  assert.throws(
+    () => new nn.ConvTranspose2d(2, 2, 3, { paddingMode: "reflect", device: d } as never),
+    /ConvTranspose2d: only "zeros" paddingMode is supported, got "reflect"/,
+  );
+});
+
+backendTest("a batch of 0 rows gives an empty output and zero parameter gradients", async (d) => {
+  const empty = (shape: number[]) => on(d, shape, []);
+  const convT = new nn.ConvTranspose2d(3, 2, 3, { stride: 2, device: d });
+  const x = empty([0, 3, 4, 4]);
+  const y = convT.forward(x);
+  assert.deepEqual(y.shape, [0, 2, 9, 9]);
+  y.sum().backward();
+  assert.deepEqual(Array.from(await convT.weight.grad!.data()), new Array(54).fill(0));
+  const convT1 = new nn.ConvTranspose1d(2, 4, 3, { groups: 2, device: d });
+  assert.deepEqual(convT1.forward(empty([0, 2, 5])).shape, [0, 4, 7]);
+  for (const mode of ["nearest", "bilinear"] as const) {
+    assert.deepEqual(F.interpolate(empty([0, 2, 2, 2]), { scaleFactor: 1.5, mode }).shape, [
+      0,
+      2,
+      3,
+      3,
+    ]);
+  }
 });

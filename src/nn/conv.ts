@@ -128,6 +128,12 @@ abstract class ConvNd extends Module {
   ) {
     super();
     this.paddingMode = checkPaddingMode(name, options.paddingMode ?? "zeros");
+    if (transposed && this.paddingMode !== "zeros") {
+      // PyTorch's rule: a transposed convolution's padding removes output, it pads nothing.
+      throw new RangeError(
+        `${name}: only "zeros" paddingMode is supported, got "${this.paddingMode}"`,
+      );
+    }
     this.inChannels = checkCount(`${name}: inChannels`, inChannels);
     this.outChannels = checkCount(`${name}: outChannels`, outChannels);
     if (!Number.isInteger(groups) || groups < 1 || inChannels % groups || outChannels % groups) {

@@ -43,7 +43,8 @@ function product(a: Tensor, b: Tensor, options: MatmulOptions, bias: Tensor | nu
       } cannot be multiplied (${k} vs ${k2})`,
     );
   }
-  const batch = Math.max(batchA, batchB);
+  // A batch of 1 broadcasts against any other, 0 included.
+  const batch = batchA === 1 ? batchB : batchA;
   const device = commonDevice("matmul", a, b);
   const shape = a.ndim === 3 || b.ndim === 3 ? [batch, m, n] : [m, n];
   const out = empty(shape, a.dtype, device);
@@ -81,10 +82,10 @@ function bmm(a3: Tensor, b3: Tensor): Tensor {
     let gb: Tensor | null = null;
     if (a3.requiresGrad) {
       ga = matmulRaw(g!, b3, { transB: true });
-      if (a3.shape[0] === 1 && batch > 1) ga = sumDims(ga, [0], true);
+      if (a3.shape[0] === 1 && batch !== 1) ga = sumDims(ga, [0], true);
     }
     if (b3.requiresGrad) {
-      if (b3.shape[0] === 1 && batch > 1) {
+      if (b3.shape[0] === 1 && batch !== 1) {
         const [, m, k] = a3.shape;
         gb = matmulRaw(a3.reshape([batch * m, k]), g!.reshape([batch * m, g!.shape[2]]), {
           transA: true,
