@@ -225,6 +225,16 @@ backendTest("convTranspose and interpolate: errors name the shapes and values", 
     () => F.interpolate(img, { scaleFactor: 0.2 }),
     /scaleFactor 0.2 gives an empty output \[0, 0\] for the spatial size \[3, 3\]/,
   );
+  const x1 = on(d, [1, 2, 1], [1, 2]);
+  const w1 = on(d, [2, 1, 1], [1, 2]);
+  assert.throws(
+    () => F.convTranspose1d(x1, w1, { stride: 2.5 }),
+    /convTranspose1d: stride must be an integer >= 1 or \[one\], got 2.5/,
+  );
+  assert.throws(
+    () => F.convTranspose1d(x1, w1, { padding: 4 }),
+    /convTranspose1d: the output length -7 is too small for input of shape \[1, 2, 1\] \(kernel 1, stride 1, padding 4, dilation 1\)/,
+  );
   assert.throws(
     () => new nn.ConvTranspose2d(2, 2, 3, { paddingMode: "reflect", device: d } as never),
     /ConvTranspose2d: only "zeros" paddingMode is supported, got "reflect"/,

@@ -45,8 +45,10 @@ export class Upsample extends Module {
   /** Checked at the first forward, as PyTorch does. */
   constructor(options: UpsampleOptions = {}) {
     super();
-    this.size = options.size ?? null;
-    this.scaleFactor = options.scaleFactor ?? null;
+    // Copies: a caller's later change to its array must not change the module.
+    const frozen = <T>(v: T) => (Array.isArray(v) ? Object.freeze([...v]) as T : v);
+    this.size = frozen(options.size ?? null);
+    this.scaleFactor = frozen(options.scaleFactor ?? null);
     this.mode = options.mode ?? "nearest";
     this.alignCorners = options.alignCorners ?? null;
     this.recomputeScaleFactor = options.recomputeScaleFactor ?? null;

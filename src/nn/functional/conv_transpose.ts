@@ -201,27 +201,37 @@ function convTranspose1dUnscoped(
       } (the weight is [in_channels, out_channels / groups, k])`,
     );
   }
-  const one = (name: string, v: Size1 | undefined, dflt: number): number => {
+  const one = (name: string, v: Size1 | undefined, dflt: number, least: number): number => {
     const list = typeof v === "number" ? [v] : [...(v ?? [dflt])];
-    if (list.length !== 1) {
-      throw new RangeError(`${op}: ${name} must be a number or [number], got ${JSON.stringify(v)}`);
+    if (list.length !== 1 || !Number.isInteger(list[0]) || list[0] < least) {
+      throw new RangeError(
+        `${op}: ${name} must be an integer >= ${least} or [one], got ${JSON.stringify(v)}`,
+      );
     }
     return list[0];
   };
-  const [stride, outputPadding] = [
-    one("stride", options.stride, 1),
-    one("outputPadding", options.outputPadding, 0),
-  ];
-  const dilation = one("dilation", options.dilation, 1);
+  const stride = one("stride", options.stride, 1, 1);
+  const outputPadding = one("outputPadding", options.outputPadding, 0, 0);
+  const dilation = one("dilation", options.dilation, 1, 1);
   if (outputPadding >= stride && outputPadding >= dilation) {
     throw new RangeError(
       `${op}: outputPadding ${outputPadding} must be smaller than either stride ${stride} or dilation ${dilation}`,
     );
   }
+  const padding = one("padding", options.padding, 0, 0);
+  const k = weight.shape[2];
+  const length = (x.shape[2] - 1) * stride - 2 * padding + dilation * (k - 1) + outputPadding + 1;
+  if (length < 1) {
+    throw new RangeError(
+      `${op}: the output length ${length} is too small for input of shape ${
+        formatShape(x.shape)
+      } (kernel ${k}, stride ${stride}, padding ${padding}, dilation ${dilation})`,
+    );
+  }
   const y = convTranspose2dUnscoped(op, x.unsqueeze(2), weight.unsqueeze(2), {
     bias: options.bias,
     stride: [1, stride],
-    padding: [0, one("padding", options.padding, 0)],
+    padding: [0, padding],
     outputPadding: [0, outputPadding],
     dilation: [1, dilation],
     groups: options.groups,
