@@ -520,7 +520,7 @@ backendTest(
     await assertTensor(new nn.Dropout(1).forward(x), new Array(20).fill(0));
     assert.equal(F.dropout(x, 0.5, false), x);
     assert.throws(() => new nn.Dropout(1.5), /between 0 and 1, but got 1.5/);
-    assert.equal(drop.toString(), "Dropout(p=0.5)");
+    assert.equal(drop.toString(), "Dropout(p=0.5, inplace=False)");
   },
 );
 
@@ -712,7 +712,7 @@ backendTest("toString prints PyTorch's repr, nested", (_device) => {
       "    (fc): Linear(in_features=3, out_features=4, bias=True)",
       "    (norm): BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)",
       "  )",
-      "  (drop): Dropout(p=0.25)",
+      "  (drop): Dropout(p=0.25, inplace=False)",
       "  (head): Sequential(",
       "    (0): Linear(in_features=4, out_features=2, bias=True)",
       "    (1): Tanh()",

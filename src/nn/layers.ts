@@ -346,9 +346,9 @@ export class Dropout extends Module {
     return F.dropout(x, this.p, this.training);
   }
 
-  /** `p=0.5`. */
+  /** `p=0.5, inplace=False`, as PyTorch prints it (multigrad has no in-place dropout). */
   override extraRepr(): string {
-    return `p=${pyFloat(this.p)}`;
+    return `p=${pyFloat(this.p)}, inplace=False`;
   }
 }
 
