@@ -25,6 +25,7 @@ for (const { name, factory, priority } of BUILTIN_BACKENDS) {
 export { Tensor } from "./src/tensor.ts";
 export type { NestedNumbers } from "./src/tensor.ts";
 export * from "./src/ops/mod.ts";
+export * from "./src/ops_composite/mod.ts";
 export {
   backendNames,
   defaultDevice,

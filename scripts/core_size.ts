@@ -26,9 +26,14 @@
  * the mirror of `unfold2d` that transposed convolution folds its columns
  * with: an op of the core because it launches the backends' `col2im`
  * forward and `im2col` backward, shared with `unfold2d` so no backend
- * needs a new kernel. Raise it only with a reason in the commit.
+ * needs a new kernel; raised by 112 to 5,892 for the Tensor methods of the
+ * composite ops (flip, roll, repeat, tile, cumsum, cumprod, prod, amax,
+ * amin, norm, all, any, sort, topk, lerp, ...: 28 one-line delegations and
+ * their docs in `src/tensor.ts`); their implementations live in
+ * `src/ops_composite/`, a layer above the core that is not counted here.
+ * Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 5780;
+export const CORE_BUDGET = 5892;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

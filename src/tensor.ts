@@ -20,13 +20,14 @@ import type * as softmax from "./ops/softmax.ts";
 import type * as transfer from "./ops/transfer.ts";
 import type * as factory from "./ops/factory.ts";
 import type * as inplace from "./ops/inplace.ts";
+import type * as composite from "./ops_composite/mod.ts";
 import type { TensorLike } from "./ops/util.ts";
 import type { VarianceOptions } from "./ops/reduce.ts";
 
 /**
  * The operations Tensor's methods call. The ops modules install them
- * (`src/ops/install.ts`), so that this file imports no op: the ops depend
- * on Tensor, never the reverse.
+ * (`src/ops/install.ts`, `src/ops_composite/install.ts`), so that this file
+ * imports no op: the ops depend on Tensor, never the reverse.
  */
 export type TensorOps =
   & typeof elementwise
@@ -37,24 +38,23 @@ export type TensorOps =
   & Pick<typeof softmax, "logSoftmax" | "softmax">
   & Pick<typeof transfer, "copyInto" | "toDevice">
   & Pick<typeof factory, "full">
-  & Pick<typeof inplace, "add_" | "copy_" | "fill_" | "mul_" | "zero_">;
+  & Pick<typeof inplace, "add_" | "copy_" | "fill_" | "mul_" | "zero_">
+  & typeof composite;
 
 /** Stands in until the ops are installed: any method call says what is missing. */
 const notInstalled = new Proxy({}, {
   get: (_target, name) => () => {
     throw new Error(
-      `Tensor.${
-        String(name)
-      }: the tensor operations are not installed; import multigrad's mod.ts (or src/ops/install.ts)`,
+      `Tensor.${String(name)}: the tensor operations are not installed; import multigrad's mod.ts`,
     );
   },
 }) as TensorOps;
 
 let ops: TensorOps = notInstalled;
 
-/** @internal Gives Tensor's methods their implementations (called once by `src/ops/install.ts`). */
-export function installTensorOps(table: TensorOps): void {
-  ops = table;
+/** @internal Adds implementations of Tensor's methods (`src/ops/install.ts`, `src/ops_composite/`). */
+export function installTensorOps(table: Partial<TensorOps>): void {
+  ops = Object.assign(Object.create(ops), table);
 }
 
 /** Nested arrays of numbers as `toArray()` gives them. */
@@ -316,6 +316,10 @@ export class Tensor {
     }
     return ops.toDevice(this, d);
   }
+  /** Converted to `other`'s dtype (`Tensor.type_as`). */
+  typeAs(other: Tensor): Tensor {
+    return this.to(other.dtype);
+  }
   // ---- in place (refused on tensors that require grad while grad mode is on) ----
 
   /** Sets every element to 0 in place; returns this tensor. */
@@ -491,6 +495,38 @@ export class Tensor {
   ge(other: TensorLike): Tensor {
     return ops.compare("ge", this, other);
   }
+  /** Rounded toward zero. */
+  trunc(): Tensor {
+    return ops.trunc(this);
+  }
+  /** this - trunc(this). */
+  frac(): Tensor {
+    return ops.frac(this);
+  }
+  /** The error function. */
+  erf(): Tensor {
+    return ops.erf(this);
+  }
+  /** 1 where NaN (in this dtype: there is no bool). */
+  isnan(): Tensor {
+    return ops.isnan(this);
+  }
+  /** 1 where ±inf. */
+  isinf(): Tensor {
+    return ops.isinf(this);
+  }
+  /** 1 where neither NaN nor ±inf. */
+  isfinite(): Tensor {
+    return ops.isfinite(this);
+  }
+  /** NaN and ±inf replaced (`torch.nan_to_num`). */
+  nanToNum(options?: composite.NanToNumOptions): Tensor {
+    return ops.nanToNum(this, options);
+  }
+  /** this + weight * (end - this) (`torch.lerp`). */
+  lerp(end: Tensor, weight: TensorLike): Tensor {
+    return ops.lerp(this, end, weight);
+  }
 
   // ---- reductions ----
 
@@ -530,12 +566,60 @@ export class Tensor {
   argmin(dim?: number, keepdim = false): Tensor {
     return ops.argmin(this, dim, keepdim);
   }
+  /** Maximum over `dims` (all when omitted); ties share the gradient (`torch.amax`). */
+  amax(dims?: number | readonly number[], keepdim = false): Tensor {
+    return ops.amax(this, dims, keepdim);
+  }
+  /** Minimum over `dims` (all when omitted); ties share the gradient. */
+  amin(dims?: number | readonly number[], keepdim = false): Tensor {
+    return ops.amin(this, dims, keepdim);
+  }
+  /** Product over `dim` (of all elements when omitted). */
+  prod(dim?: number, keepdim = false): Tensor {
+    return ops.prod(this, dim, keepdim);
+  }
+  /** Running sums along `dim`. */
+  cumsum(dim: number): Tensor {
+    return ops.cumsum(this, dim);
+  }
+  /** Running products along `dim`. */
+  cumprod(dim: number): Tensor {
+    return ops.cumprod(this, dim);
+  }
+  /** The vector p-norm over `dim` (all when omitted): 2, 1, ±Infinity, 0, any number. */
+  norm(p: number | "fro" = 2, dim?: number | readonly number[], keepdim = false): Tensor {
+    return ops.norm(this, p, dim, keepdim);
+  }
+  /** 1 where all are nonzero over `dim` (of all when omitted), in this dtype. */
+  all(dim?: number, keepdim = false): Tensor {
+    return ops.all(this, dim, keepdim);
+  }
+  /** 1 where any is nonzero over `dim`, in this dtype. */
+  any(dim?: number, keepdim = false): Tensor {
+    return ops.any(this, dim, keepdim);
+  }
+  /** `[values, indices]` sorted along `dim` (stable; NaN last). */
+  sort(dim = -1, descending = false): composite.ValuesIndices {
+    return ops.sort(this, dim, descending);
+  }
+  /** int32 indices that sort along `dim`. */
+  argsort(dim = -1, descending = false): Tensor {
+    return ops.argsort(this, dim, descending);
+  }
+  /** `[values, indices]` of the `k` largest (smallest) along `dim`. */
+  topk(k: number, dim = -1, largest = true, sorted = true): composite.ValuesIndices {
+    return ops.topk(this, k, dim, largest, sorted);
+  }
 
   // ---- linear algebra and activations ----
 
   /** Matrix product (PyTorch's rules). */
   matmul(other: Tensor): Tensor {
     return ops.matmul(this, other);
+  }
+  /** this[i] * other[j] of two 1-D tensors. */
+  outer(other: Tensor): Tensor {
+    return ops.outer(this, other);
   }
   /** Softmax along `dim`. */
   softmax(dim: number): Tensor {
@@ -584,6 +668,34 @@ export class Tensor {
   /** Broadcasts to `shape`. */
   expand(shape: readonly number[]): Tensor {
     return ops.expand(this, shape);
+  }
+  /** Broadcasts to `other`'s shape. */
+  expandAs(other: Tensor): Tensor {
+    return ops.expand(this, other.shape);
+  }
+  /** As {@link view} with `other`'s shape. */
+  viewAs(other: Tensor): Tensor {
+    return ops.reshape(this, other.shape, "view");
+  }
+  /** As {@link reshape} with `other`'s shape. */
+  reshapeAs(other: Tensor): Tensor {
+    return ops.reshape(this, other.shape);
+  }
+  /** Reversed along `dims` (a copy). */
+  flip(dims: number | readonly number[]): Tensor {
+    return ops.flip(this, dims);
+  }
+  /** Shifted cyclically along `dims` (flattened without). */
+  roll(shifts: number | readonly number[], dims?: number | readonly number[]): Tensor {
+    return ops.roll(this, shifts, dims);
+  }
+  /** Repeated `sizes[i]` times along dim `i` (`Tensor.repeat`). */
+  repeat(sizes: readonly number[]): Tensor {
+    return ops.repeat(this, sizes);
+  }
+  /** As {@link repeat}, leading 1s implied (`torch.tile`). */
+  tile(dims: readonly number[]): Tensor {
+    return ops.tile(this, dims);
   }
   /** Flattens dims `startDim..endDim`. */
   flatten(startDim = 0, endDim = -1): Tensor {

@@ -15,8 +15,10 @@ import {
   type Device,
   div,
   exp,
+  eye,
   full,
   linear,
+  linspace,
   manualSeed,
   matmul,
   maximum,
@@ -982,4 +984,68 @@ backendTest("small MLP gradients match cpu within 1e-4", async (d) => {
       what: `grad ${k}`,
     });
   }
+});
+
+// ---- composite ops (src/ops_composite/): values, indices and gradients agree with cpu ----
+
+backendTest("composite ops: hand-computed values", async (d) => {
+  const x = tensor([[3, 0, 2], [1, -4, 5]], { device: d });
+  await assertTensor(x.cumsum(1), [3, 3, 5, 1, -3, 2]);
+  await assertTensor(x.cumprod(0), [3, 0, 2, 3, -0, 10]);
+  await assertTensor(x.prod(1), [0, -20]);
+  await assertTensor(x.flip(1), [2, 0, 3, 5, -4, 1]);
+  await assertTensor(x.roll(1), [5, 3, 0, 2, 1, -4]);
+  await assertTensor(x.amax(0), [3, 0, 5]);
+  await assertTensor(x.norm(1, 1), [5, 10]);
+  const [values, indices] = x.sort(1, true);
+  await assertTensor(values, [3, 2, 0, 5, 1, -4]);
+  assert.deepEqual([...await indices.data()], [0, 2, 1, 2, 0, 1]);
+  await assertTensor(x.all(1), [0, 1]);
+});
+
+for (const dtype of ["float32", "int32"] as const) {
+  backendTest(`composite ops ${dtype}: forward (and gradients) match cpu`, async (d) => {
+    const shape = [3, 4, 5];
+    const float = dtype === "float32";
+    // Zeros for cumprod's and prod's gradients; repeats for the sort's ties.
+    const vals = float
+      ? floats(shape, 120).map((v, i) => (i % 7 === 0 ? 0 : i % 11 === 0 ? 1.5 : v))
+      : ints(shape, 121);
+    const got = await matchesCpu(d, (dev) => {
+      const x = on(dev, shape, vals, dtype);
+      if (float) x.requiresGrad = true;
+      const outs = [
+        x.flip([0, 2]),
+        x.roll([1, -2], [1, 2]),
+        x.repeat([1, 2, 1, 1]),
+        x.tile([2]),
+        x.cumsum(1),
+        x.cumprod(-1),
+        x.prod(2),
+        x.amax([0, 2]),
+        x.amin(1, true),
+        x.sort(1).values,
+        x.topk(2, 0, false).values,
+      ];
+      if (float) {
+        outs.push(x.prod(), x.norm(2, 1), x.norm(Infinity), x.norm(3, [0, 2]), x.trunc());
+        outs.push(x.frac(), x.erf(), x.lerp(x.flip(0), 0.3), x.nanToNum());
+        outs.push(x.select(0, 0).select(0, 1).outer(x.select(0, 2).select(0, 3)));
+        outs.map((o, i) => o.mul(i + 1).sum()).reduce((a, b) => a.add(b)).backward();
+      }
+      const masks = [x.all(1), x.any(2), x.isnan(), x.isfinite()];
+      const indices = [x.sort(2, true).indices, x.argsort(0), x.topk(3).indices];
+      return [...outs, ...masks, ...indices, ...(float ? [x.grad!] : [])];
+    }, float ? { atol: 1e-4, rtol: 1e-4 } : { exact: true });
+    assert.equal(got.length, float ? 29 : 18);
+  });
+}
+
+backendTest("composite factories: eye and linspace match cpu exactly", async (d) => {
+  await matchesCpu(d, (dev) => [
+    eye(3, 4, { device: dev }),
+    eye(2, { dtype: "int32", device: dev }),
+    linspace(-3.3, 7.1, 50, { device: dev }),
+    linspace(0, 10, 7, { dtype: "int32", device: dev }),
+  ], { exact: true });
 });

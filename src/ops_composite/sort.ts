@@ -1,0 +1,171 @@
+/**
+ * Sorting along a dim: `sort`, `argsort`, `topk`, by a bitonic network of
+ * elementwise kernels, so every backend sorts without a sort kernel.
+ * @module
+ */
+
+import { noGrad } from "../autograd.ts";
+import { type DType, isFloat } from "../dtype.ts";
+import { formatShape, normalizeDim } from "../shape.ts";
+import { tidy } from "../storage.ts";
+import type { Tensor } from "../tensor.ts";
+import { full, tensor } from "../ops/factory.ts";
+import { gatherInRange } from "../ops/indexing.ts";
+import { cat, clone, indexSelect, narrow } from "../ops/view.ts";
+import { cachedConstant } from "../ops/util.ts";
+
+/**
+ * Values and their int32 indices, as PyTorch's `(values, indices)` named
+ * tuple: `const [v, i] = x.sort()` or `x.sort().values`.
+ */
+export type ValuesIndices = readonly [values: Tensor, indices: Tensor] & {
+  /** The values. */
+  readonly values: Tensor;
+  /** Where each value was along the dim (int32; PyTorch: int64). */
+  readonly indices: Tensor;
+};
+
+function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
+  return Object.assign([values, indices] as const, { values, indices });
+}
+
+const constants = new Map<string, Tensor>();
+
+/**
+ * The two keys of every element, the dim padded to `N` with elements that
+ * sort after all others: the value, NaN read as +inf; and the position, moved
+ * by N after every other position for NaN (ascending; before, descending), so
+ * that NaN follows +inf ascending and precedes it descending.
+ */
+function keys(x: Tensor, d: number, N: number, descending: boolean, positions: Tensor): Tensor[] {
+  const float = isFloat(x.dtype);
+  const [low, high] = float ? [-Infinity, Infinity] : [-(2 ** 31), 2 ** 31 - 1];
+  const pad = x.shape.map((s, i) => (i === d ? N - x.shape[d] : s));
+  const filler = full(pad, descending ? low : high, { dtype: x.dtype, device: x.device });
+  const padded = N === x.shape[d] ? x : cat([x, filler], d);
+  if (!float) return [padded, positions.expand(padded.shape)];
+  const nan = padded.ne(padded);
+  return [padded.where(nan.eq(0), Infinity), nan.mul(descending ? -N : N).add(positions)];
+}
+
+/**
+ * One stage of the network: of each element and its partner (the element
+ * `partner` names), the one that comes first in the order (value, then
+ * position) is kept where `earlier` is 1, the other elsewhere.
+ */
+function exchange(
+  [value, position]: Tensor[],
+  d: number,
+  partner: Tensor,
+  earlier: Tensor,
+  descending: boolean,
+): Tensor[] {
+  const pv = indexSelect(value, d, partner);
+  const pp = indexSelect(position, d, partner);
+  const wins = descending ? pv.gt(value) : pv.lt(value);
+  const partnerFirst = pp.lt(position).where(pv.eq(value), wins);
+  const take = partnerFirst.eq(earlier);
+  return [pv.where(take, value), pp.where(take, position)];
+}
+
+/**
+ * The int32 indices that sort `x` along `d` (at least 2 long), stably, NaN
+ * after +inf ascending and before it descending, as PyTorch. The elements'
+ * keys (see {@link keys}) are all distinct, so the network needs no tie rule:
+ * log₂N (log₂N + 1) / 2 stages of {@link exchange} (Batcher's bitonic sort),
+ * about ten kernels each.
+ */
+function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
+  const n = x.shape[d];
+  const N = 2 ** Math.ceil(Math.log2(n));
+  const { device } = x;
+  if (x.dtype === "float32" && N > 2 ** 22) {
+    throw new RangeError(
+      `sort: a float32 dim of ${n} elements is more than this sort handles (2^22: positions are float32 keys)`,
+    );
+  }
+  // Constants over the padded dim, uploaded once per device.
+  const table = (key: string, dtype: DType, at: (i: number) => number) =>
+    cachedConstant(
+      constants,
+      256,
+      `${device}|${dtype}|${N} ${key}`,
+      device,
+      () => tensor(Array.from({ length: N }, (_, i) => at(i)), { dtype, device }),
+    );
+  const along = (t: Tensor) => t.reshape(x.shape.map((_, i) => (i === d ? N : 1)));
+  return noGrad(() =>
+    tidy(() => {
+      // Padding's positions come after every other key, NaN's included.
+      const positions = table(`positions ${n}`, x.dtype, (i) => (i < n ? i : i + 2 * N));
+      let pair = keys(x, d, N, descending, along(positions));
+      for (let k = 2; k <= N; k *= 2) {
+        for (let j = k / 2; j >= 1; j /= 2) {
+          const partner = table(`partner ${j}`, "int32", (i) => i ^ j);
+          const early = (i: number) => Number(((i & j) === 0) === ((i & k) === 0));
+          const earlier = along(table(`earlier ${j} ${k}`, x.dtype, early));
+          const next = tidy(() => exchange(pair, d, partner, earlier, descending));
+          for (const t of pair) if (t !== x) t.dispose();
+          pair = next;
+        }
+      }
+      // The first n are the elements; their positions without NaN's shift.
+      const sorted = narrow(pair[1], d, 0, n);
+      if (!isFloat(x.dtype)) return sorted.to("int32");
+      const shift = descending ? sorted.lt(0).mul(N) : sorted.ge(N).mul(-N);
+      return sorted.add(shift).to("int32");
+    })
+  );
+}
+
+/** Indices of `x` (as int32) when there is nothing to sort: 0-d, empty, or one element along `d`. */
+function trivial(x: Tensor, d: number): Tensor | null {
+  if (x.ndim > 0 && x.numel() > 0 && x.shape[d] > 1) return null;
+  return full([...x.shape], 0, { dtype: "int32", device: x.device });
+}
+
+/**
+ * The values along `dim` sorted (ascending unless `descending`) and where
+ * each came from, as `torch.sort`: NaN sorts after +inf (first when
+ * descending). The sort is stable (PyTorch's `stable=True`; its default may
+ * order equal values' indices otherwise). The gradient goes back to where
+ * each value came from.
+ */
+export function sort(x: Tensor, dim = -1, descending = false): ValuesIndices {
+  const d = normalizeDim(dim, x.ndim, "sort");
+  const indices = trivial(x, d) ?? sortIndices(x, d, descending);
+  const values = x.ndim === 0 ? clone(x) : gatherInRange(x, d, indices);
+  return valuesIndices(values, indices);
+}
+
+/** The int32 indices that sort `x` along `dim`, as `torch.argsort` (stable; see {@link sort}). */
+export function argsort(x: Tensor, dim = -1, descending = false): Tensor {
+  const d = normalizeDim(dim, x.ndim, "argsort");
+  return trivial(x, d) ?? sortIndices(x, d, descending);
+}
+
+/**
+ * The `k` largest (smallest unless `largest`) values along `dim` and their
+ * indices, as `torch.topk`, in sorted order (also when `sorted` is false,
+ * where PyTorch leaves the order open). NaN counts as the largest. Among
+ * equal values the earlier index is taken; PyTorch's choice among ties is
+ * unspecified and may differ.
+ */
+export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted = true): ValuesIndices {
+  void sorted; // false allows any order, the sorted one included
+  const d = normalizeDim(dim, x.ndim, "topk");
+  const size = x.ndim === 0 ? 1 : x.shape[d];
+  if (!Number.isInteger(k) || k < 0 || k > size) {
+    throw new RangeError(
+      `topk: k = ${k} is out of range for dim ${d} of size ${size} (shape ${
+        formatShape(x.shape)
+      }): expected 0 to ${size}`,
+    );
+  }
+  if (x.ndim === 0) {
+    return valuesIndices(clone(x), full([], 0, { dtype: "int32", device: x.device }));
+  }
+  const all = trivial(x, d) ?? sortIndices(x, d, largest);
+  const indices = k === size ? all : noGrad(() => narrow(all, d, 0, k));
+  return valuesIndices(gatherInRange(x, d, indices), indices);
+}

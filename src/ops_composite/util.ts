@@ -1,0 +1,53 @@
+/**
+ * Helpers of the composite ops: PyTorch's dim lists, and reordering along
+ * one dim by an index the host computes.
+ * @module
+ */
+
+import { noGrad } from "../autograd.ts";
+import { formatShape, normalizeDim } from "../shape.ts";
+import type { Tensor } from "../tensor.ts";
+import { tensor } from "../ops/factory.ts";
+import { indexSelect } from "../ops/view.ts";
+
+/**
+ * `dims` (a number or an array; every dim when omitted or empty, as PyTorch's
+ * `dim=()`) made non-negative and sorted; a repeated dim is an error.
+ */
+export function dimList(
+  x: Tensor,
+  dims: number | readonly number[] | undefined,
+  op: string,
+): number[] {
+  if (dims !== undefined && typeof dims !== "number" && !Array.isArray(dims)) {
+    throw new TypeError(`${op}: dims must be a number or an array of numbers, got ${typeof dims}`);
+  }
+  const given = dims === undefined ? [] : typeof dims === "number" ? [dims] : [...dims];
+  if (given.length === 0) return x.shape.map((_, i) => i);
+  const list = given.map((d) => normalizeDim(d, x.ndim, op));
+  const repeated = list.find((d, i) => list.indexOf(d) !== i);
+  if (repeated !== undefined) {
+    throw new RangeError(
+      `${op}: dim ${repeated} appears more than once in ${JSON.stringify(dims)} (shape ${
+        formatShape(x.shape)
+      })`,
+    );
+  }
+  return list.sort((a, b) => a - b);
+}
+
+/** `shape` with the dims in `dims` set to 1 (a keepdim result's shape). */
+export function keptShape(shape: readonly number[], dims: readonly number[]): number[] {
+  return shape.map((n, i) => (dims.includes(i) ? 1 : n));
+}
+
+/**
+ * `x` reordered along `dim`: element `i` of the result is element
+ * `source(i, n)` of `x` (no graph; the callers record their own gradient).
+ */
+export function reorder(x: Tensor, dim: number, source: (i: number, n: number) => number): Tensor {
+  const n = x.shape[dim];
+  const index = new Int32Array(n);
+  for (let i = 0; i < n; i++) index[i] = source(i, n);
+  return noGrad(() => indexSelect(x, dim, tensor(index, { device: x.device })));
+}
