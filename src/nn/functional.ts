@@ -28,6 +28,10 @@ export * from "./functional/normalize.ts";
 export * from "./functional/pool1d.ts";
 export * from "./functional/conv_transpose.ts";
 export * from "./functional/interpolate.ts";
+export * from "./functional/activation_extra.ts";
+export * from "./functional/channel_dropout.ts";
+export * from "./functional/normalization_extra.ts";
+export * from "./functional/pixel_shuffle.ts";
 
 // ---------------------------------------------------------------- activations
 

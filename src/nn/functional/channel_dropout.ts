@@ -1,0 +1,131 @@
+/**
+ * Channel-wise and self-normalizing dropout, as `torch.nn.functional`'s
+ * `dropout1d`, `dropout2d` and `alpha_dropout`. The masks come from the
+ * seeded `rand` stream on the input's device, as `dropout`'s, so a seeded
+ * run draws the same channels on every backend.
+ * @module
+ */
+
+import { noGrad } from "../../autograd.ts";
+import { isFloat } from "../../dtype.ts";
+import { rand } from "../../ops/factory.ts";
+import { formatShape } from "../../shape.ts";
+import { forwardScope, tidy } from "../../storage.ts";
+import type { Tensor } from "../../tensor.ts";
+import { checkTensor } from "../util.ts";
+
+function checkDropout(op: string, x: Tensor, p: number): void {
+  checkTensor(op, "input", x);
+  if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
+    throw new RangeError(`${op}: dropout probability has to be between 0 and 1, but got ${p}`);
+  }
+  if (!isFloat(x.dtype)) {
+    throw new TypeError(
+      `${op}: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`,
+    );
+  }
+}
+
+/**
+ * ATen's `feature_dropout` on [N, C, ...]: one draw per (sample, channel),
+ * broadcast over the rest, kept ones scaled by `1 / (1 - p)`.
+ */
+function featureDropout(x: Tensor, p: number, training: boolean): Tensor {
+  if (!training || p === 0 || x.numel() === 0) return x;
+  // As PyTorch: a product with 0, so NaN and infinite inputs give NaN.
+  if (p === 1) return x.mul(0);
+  const shape = x.shape.map((n, i) => (i < 2 ? n : 1));
+  // The scaled mask carries no gradient itself: build it outside the graph.
+  const mask = noGrad(() =>
+    tidy(() => rand(shape, { dtype: x.dtype, device: x.device }).ge(p).mul(1 / (1 - p)))
+  );
+  return forwardScope(() => x.mul(mask));
+}
+
+/**
+ * Zeroes whole channels of [N, C, L] (or unbatched [C, L]) with probability
+ * `p`, scaling the rest by `1 / (1 - p)`, when `training` (default true), as
+ * `torch.nn.functional.dropout1d`; otherwise returns `x`.
+ */
+export function dropout1d(x: Tensor, p = 0.5, training = true): Tensor {
+  checkDropout("dropout1d", x, p);
+  if (x.ndim !== 2 && x.ndim !== 3) {
+    throw new RangeError(
+      `dropout1d: expected a 2D [C, L] or 3D [N, C, L] input, got shape ${
+        formatShape(x.shape)
+      } (${x.ndim}D); dropout1d drops channels of inputs with one spatial dim`,
+    );
+  }
+  if (x.ndim === 3) return featureDropout(x, p, training);
+  return forwardScope(() => featureDropout(x.unsqueeze(0), p, training).squeeze(0));
+}
+
+const warned = new Set<string>();
+
+function warnOnce(key: string, message: string): void {
+  if (warned.has(key)) return;
+  warned.add(key);
+  console.warn(message);
+}
+
+/**
+ * Zeroes whole channels of [N, C, H, W] with probability `p`, scaling the
+ * rest by `1 / (1 - p)`, when `training` (default true), as
+ * `torch.nn.functional.dropout2d`; otherwise returns `x`.
+ *
+ * Other ranks behave as in PyTorch 1.13, with its warnings (once each): a
+ * 3D input is taken as [N, C, L] (1.13 does not treat it as an unbatched
+ * [C, H, W]: each of the N·C rows is dropped as a whole), any other rank of
+ * at least 2 drops per (dim 0, dim 1) pair, and fewer than 2 dims is an
+ * error.
+ */
+export function dropout2d(x: Tensor, p = 0.5, training = true): Tensor {
+  checkDropout("dropout2d", x, p);
+  if (x.ndim < 2) {
+    throw new RangeError(
+      `dropout2d: expected a 4D [N, C, H, W] input, got shape ${
+        formatShape(x.shape)
+      } (${x.ndim}D); channel dropout needs at least 2 dims`,
+    );
+  }
+  if (x.ndim === 3) {
+    warnOnce(
+      "dropout2d 3D",
+      "dropout2d: a 3D input is taken as [N, C, L] (channel-wise 1D dropout), as PyTorch 1.13 does; PyTorch warns that it will read it as an unbatched [C, H, W] in a future release. Use dropout1d for [N, C, L] inputs.",
+    );
+  } else if (x.ndim !== 4) {
+    warnOnce(
+      `dropout2d ${x.ndim}D`,
+      `dropout2d: received a ${x.ndim}D input (shape ${
+        formatShape(x.shape)
+      }); dropout2d is meant for 4D [N, C, H, W] inputs and PyTorch 1.13 deprecates other ranks. Each (dim 0, dim 1) slice is dropped as a whole.`,
+    );
+  }
+  return featureDropout(x, p, training);
+}
+
+/** The SELU's negative saturation value `-scale · alpha`, as ATen's alpha dropout. */
+const ALPHA = 1.7580993408473766;
+
+/**
+ * Alpha dropout, as `torch.nn.functional.alpha_dropout`: when `training`
+ * (default false, as PyTorch's functional form) each element is set with
+ * probability `p` to SELU's negative saturation, and the result is scaled
+ * and shifted (`a = 1 / √((α² p + 1)(1 - p))`, kept `x · a + α a p`,
+ * dropped `-α a (1 - p)`) so that inputs of zero mean and unit variance keep
+ * them. `p = 1` gives `x · 0`, as PyTorch.
+ */
+export function alphaDropout(x: Tensor, p = 0.5, training = false): Tensor {
+  checkDropout("alphaDropout", x, p);
+  if (!training || p === 0 || x.numel() === 0) return x;
+  if (p === 1) return x.mul(0);
+  const a = 1 / Math.sqrt((ALPHA * ALPHA * p + 1) * (1 - p));
+  const [scale, shift] = noGrad(() =>
+    tidy(() => {
+      const keep = rand([...x.shape], { dtype: x.dtype, device: x.device }).ge(p);
+      // ATen: b = (noise - 1) · (α a) + α a p, then input · (noise · a) + b.
+      return [keep.mul(a), keep.sub(1).mul(ALPHA * a).add(ALPHA * a * p)];
+    })
+  );
+  return forwardScope(() => x.mul(scale).add(shift));
+}
