@@ -12,7 +12,7 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, nn, noGrad, type Tensor, tensor } from "../mod.ts";
+import { type Device, nn, noGrad, type Tensor, tensor, zeros } from "../mod.ts";
 import {
   assertTensor,
   backendTest,
@@ -387,7 +387,7 @@ Deno.test("errors name the bad value or shape", () => {
   );
 });
 
-Deno.test("InstanceNorm: PyTorch's defaults and keys; errors name the input's shape", () => {
+Deno.test("InstanceNorm: PyTorch's defaults and keys; errors name the input's shape", async () => {
   const plain = new nn.InstanceNorm1d(4);
   assert.equal(
     plain.toString(),
@@ -441,6 +441,15 @@ Deno.test("InstanceNorm: PyTorch's defaults and keys; errors name the input's sh
     () => new nn.InstanceNorm1d(3, { momentum: null as unknown as number }),
     /InstanceNorm1d: momentum must be a finite number, got null/,
   );
+  // Empty inputs pass, as in PyTorch (only one position is refused); nothing is learnt from them.
+  const onEmpty = new nn.InstanceNorm1d(3, { affine: true, trackRunningStats: true });
+  const empty = zeros([0, 3, 5], { requiresGrad: true });
+  const out = onEmpty.forward(empty);
+  assert.deepEqual(out.shape, [0, 3, 5]);
+  out.sum().backward();
+  assert.deepEqual(Array.from(await onEmpty.weight!.grad!.data()), [0, 0, 0]);
+  assert.deepEqual(Array.from(await onEmpty.runningMean!.data()), [0, 0, 0]);
+  assert.deepEqual(new nn.InstanceNorm2d(3).forward(zeros([2, 3, 0, 2])).shape, [2, 3, 0, 2]);
 });
 
 Deno.test("InstanceNorm: a state dict with PyTorch's keys loads; evaluation with statistics needs them tracked", async () => {

@@ -408,10 +408,9 @@ Deno.test("Transformer and its decoder: errors name the shapes", () => {
     () => new nn.Transformer({ ...small, dModel: 0 }),
     /Transformer: dModel must be a positive integer, got 0/,
   );
-  assert.throws(
-    () => new nn.Transformer({ ...small, numDecoderLayers: 0 }),
-    /TransformerDecoder: numLayers must be a positive integer, got 0/,
-  );
+  // No decoder layers, as PyTorch allows: the decoder is its final norm alone.
+  const normOnly = new nn.Transformer({ ...small, numDecoderLayers: 0 });
+  assert.equal((normOnly.decoder as nn.TransformerDecoder).layers.length, 0);
 
   const layer = new nn.TransformerDecoderLayer(4, 2, {
     dimFeedforward: 8,
@@ -448,7 +447,7 @@ Deno.test("Transformer and its decoder: errors name the shapes", () => {
   );
   assert.throws(
     () => new nn.TransformerDecoder(layer, 1.5),
-    /TransformerDecoder: numLayers must be a positive integer, got 1.5/,
+    /TransformerDecoder: numLayers must be a non-negative integer, got 1.5/,
   );
 });
 

@@ -9,7 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import { nn, type Tensor } from "../mod.ts";
+import { nn, type Tensor, tensor } from "../mod.ts";
 import { assertTensor, backendTest, fixtureTensor } from "./harness.ts";
 import { check, CPU0, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_programs.json" with { type: "json" };
@@ -72,7 +72,7 @@ Deno.test("TransformerEncoder: each layer is an independent copy of the one give
   );
 });
 
-Deno.test("TransformerEncoderLayer: errors name the option", () => {
+Deno.test("TransformerEncoderLayer: errors name the option", async () => {
   assert.throws(
     () => new nn.TransformerEncoderLayer(4, 2, { activation: "tanh" as "relu" }),
     /TransformerEncoderLayer: activation must be "relu", "gelu" or a function, got "tanh"/,
@@ -84,9 +84,17 @@ Deno.test("TransformerEncoderLayer: errors name the option", () => {
   assert.throws(() => new nn.TransformerEncoderLayer(6, 4), /MultiheadAttention/);
   const layer = new nn.TransformerEncoderLayer(4, 2);
   assert.throws(
-    () => new nn.TransformerEncoder(layer, 0),
-    /TransformerEncoder: numLayers must be a positive integer, got 0/,
+    () => new nn.TransformerEncoder(layer, -1),
+    /TransformerEncoder: numLayers must be a non-negative integer, got -1/,
   );
+  // No layers, as PyTorch allows: the input comes back as it is.
+  const x = tensor([[[1, 2, 3, 4]]]);
+  assert.deepEqual(await new nn.TransformerEncoder(layer, 0).forward(x).toArray(), [[[
+    1,
+    2,
+    3,
+    4,
+  ]]]);
 });
 
 const layer64 = new nn.TransformerEncoderLayer(4, 2, {

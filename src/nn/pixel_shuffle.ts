@@ -8,7 +8,7 @@ import * as F from "./functional/pixel_shuffle.ts";
 import { Module } from "./module.ts";
 import { checkCount } from "./util.ts";
 
-/** [*, C·r², H, W] to [*, C, H·r, W·r], as `torch.nn.PixelShuffle`. */
+/** `[*, C·r², H, W]` to `[*, C, H·r, W·r]`, as `torch.nn.PixelShuffle`. */
 export class PixelShuffle extends Module {
   /** r. */
   readonly upscaleFactor: number;
@@ -30,7 +30,7 @@ export class PixelShuffle extends Module {
   }
 }
 
-/** [*, C, H·r, W·r] to [*, C·r², H, W], as `torch.nn.PixelUnshuffle`. */
+/** `[*, C, H·r, W·r]` to `[*, C·r², H, W]`, as `torch.nn.PixelUnshuffle`. */
 export class PixelUnshuffle extends Module {
   /** r. */
   readonly downscaleFactor: number;

@@ -33,7 +33,8 @@ export function resolveActivation(
  * `what` names the argument in errors.
  */
 export function cloneLayers(op: string, what: string, layer: Module, n: number): ModuleList {
-  checkCount(`${op}: numLayers`, n, false);
+  // 0 is allowed, as in PyTorch: the stack is then only its final norm, if any.
+  checkCount(`${op}: numLayers`, n);
   if (!(layer instanceof Module)) throw new TypeError(`${op}: ${what} must be an nn.Module`);
   const copy = () =>
     layer._replicateWith((t, kind) => {

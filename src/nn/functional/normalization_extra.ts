@@ -54,12 +54,13 @@ export function instanceNorm(x: Tensor, options: InstanceNormOptions = {}): Tens
   // null is refused rather than read as the default: PyTorch takes no None here.
   const momentum = options.momentum === undefined ? 0.1 : options.momentum;
   const eps = options.eps ?? 1e-5;
-  if (x.ndim < 2 || !isFloat(x.dtype)) {
+  if (x.ndim < 2) {
     throw new RangeError(
-      `${op}: expected a floating-point input [N, C, ...], got ${x.dtype} of shape ${
-        formatShape(x.shape)
-      }`,
+      `${op}: expected an input [N, C, ...], got shape ${formatShape(x.shape)}`,
     );
+  }
+  if (!isFloat(x.dtype)) {
+    throw new TypeError(`${op}: expected a floating-point input, got ${x.dtype}`);
   }
   if (typeof momentum !== "number" || !Number.isFinite(momentum)) {
     throw new RangeError(`${op}: momentum must be a finite number, got ${momentum}`);
@@ -80,8 +81,9 @@ export function instanceNorm(x: Tensor, options: InstanceNormOptions = {}): Tens
     }
   }
   sameDevice(op, { input: x, ...channel });
-  const positions = n * c === 0 ? 0 : x.numel() / (n * c);
-  if (useInputStats && positions <= 1) {
+  const positions = x.shape.slice(2).reduce((a, b) => a * b, 1);
+  // PyTorch refuses exactly one position (a variance of one value); an empty input passes.
+  if (useInputStats && positions === 1) {
     throw new RangeError(
       `${op}: expected more than 1 spatial element when using input statistics, got input of shape ${
         formatShape(x.shape)
@@ -103,7 +105,10 @@ export function instanceNorm(x: Tensor, options: InstanceNormOptions = {}): Tens
       const shift = bias ? bias.sub(runningMean!.mul(scale)) : runningMean!.mul(scale).neg();
       return x3.mul(scale.reshape(view)).add(shift.reshape(view)).reshape(x.shape);
     }
-    if (runningMean || runningVar) updateRunning(x3, runningMean, runningVar, momentum);
+    // An empty input has no statistics to learn from (a mean of no values is NaN).
+    if ((runningMean || runningVar) && x.numel() > 0) {
+      updateRunning(x3, runningMean, runningVar, momentum);
+    }
     return normalized(x3, weight, bias, eps).reshape(x.shape);
   });
 }

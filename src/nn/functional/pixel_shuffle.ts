@@ -27,7 +27,7 @@ function checkRank(op: string, x: Tensor): void {
 }
 
 /**
- * [*, C·r², H, W] to [*, C, H·r, W·r] (`r` = `upscaleFactor`), as
+ * `[*, C·r², H, W]` to `[*, C, H·r, W·r]` (`r` = `upscaleFactor`), as
  * `torch.nn.functional.pixel_shuffle`: output pixel (h·r + i, w·r + j) of
  * channel c is input channel c·r² + i·r + j at (h, w).
  */
@@ -54,7 +54,7 @@ export function pixelShuffle(x: Tensor, upscaleFactor: number): Tensor {
 }
 
 /**
- * [*, C, H·r, W·r] to [*, C·r², H, W] (`r` = `downscaleFactor`), the inverse
+ * `[*, C, H·r, W·r]` to `[*, C·r², H, W]` (`r` = `downscaleFactor`), the inverse
  * of {@link pixelShuffle}, as `torch.nn.functional.pixel_unshuffle`.
  */
 export function pixelUnshuffle(x: Tensor, downscaleFactor: number): Tensor {
