@@ -598,7 +598,7 @@ export class Tensor {
   any(dim?: number, keepdim = false): Tensor {
     return ops.any(this, dim, keepdim);
   }
-  /** `[values, indices]` sorted along `dim` (stable; NaN last). */
+  /** `[values, indices]` sorted along `dim` (stable; NaN last ascending, first descending). */
   sort(dim = -1, descending = false): composite.ValuesIndices {
     return ops.sort(this, dim, descending);
   }

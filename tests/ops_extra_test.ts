@@ -314,3 +314,23 @@ Deno.test("the functions and the methods are the same ops", async () => {
   ];
   for (const [a, b] of pairs) assert.deepEqual([...await a.data()], [...await b.data()]);
 });
+
+Deno.test("norm of no elements is 0 for p = ±Infinity too, as PyTorch (no max or min to take)", async () => {
+  for (const p of [Infinity, -Infinity]) {
+    assert.equal(await zeros([0]).norm(p).item(), 0);
+    assert.deepEqual(await zeros([2, 0]).norm(p, 1).toArray(), [0, 0]);
+    assert.deepEqual(zeros([0, 0]).norm(p, -1).shape, [0]);
+  }
+});
+
+Deno.test("a long sort keeps no stage tables once it is done (they total N·log²N/2 values)", async () => {
+  const x = tensor(Array.from({ length: 10_000 }, (_, i) => (i * 7919) % 10_007), { device: CPU0 });
+  // Only the positions table (64 KiB) and a few scalars may stay cached.
+  const before = CPU0.memory().bytesInUse;
+  const { values, indices } = x.sort(0);
+  assert.equal(await values.max().item(), 10_006);
+  values.dispose();
+  indices.dispose();
+  // Before, each of the 105 stages cached a 64 KiB table (6.7 MiB): now they go with their stage.
+  assert.ok(CPU0.memory().bytesInUse - before < 256 * 1024, "no stage tables held");
+});

@@ -77,7 +77,10 @@ export function norm(
     throw new RangeError(`norm: "fro" takes at most 2 dims, got ${JSON.stringify(dim)}`);
   }
   const over = (t: Tensor) => t.sum(dims, keepdim);
+  // PyTorch's norm of no elements is 0 for every p, ±inf included (which have no max or min).
+  const empty = dims.some((d) => x.shape[d] === 0);
   const out = noGrad(() => {
+    if (!Number.isFinite(q) && empty) return over(x.abs());
     if (q === Infinity) return amax(x.abs(), dims, keepdim);
     if (q === -Infinity) return amin(x.abs(), dims, keepdim);
     if (q === 0) return over(x.ne(0));

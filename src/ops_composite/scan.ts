@@ -17,8 +17,11 @@ import { cat, clone, narrow } from "../ops/view.ts";
  * the one `2^k` before it (Hillis and Steele), so that a scan costs a few
  * kernels per step on every backend instead of one per element. Sums and
  * products are therefore associated differently from PyTorch's running
- * loop: last-bit differences, and an intermediate that overflows float32
- * in one order and not in the other.
+ * loop, which accumulates in double on cpu: cumsum stays within a few ulp,
+ * but a long float32 cumprod's error grows with its length (measured
+ * against float64: 3.4e-6 relative at 1,000 elements near 1, 2.5e-4 at
+ * 100,000, where PyTorch gives 6e-8), and an intermediate may overflow
+ * float32 in one order and not in the other.
  */
 export function scan(x: Tensor, dim: number, op: "add" | "mul", reverse = false): Tensor {
   const n = x.shape[dim];

@@ -75,6 +75,9 @@ function exchange(
  * log₂N (log₂N + 1) / 2 stages of {@link exchange} (Batcher's bitonic sort),
  * about ten kernels each.
  */
+/** The longest padded dim whose stage tables are cached (about 1.3 MB of them per dtype and device). */
+const CACHED_LENGTH = 4096;
+
 function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
   const n = x.shape[d];
   const N = 2 ** Math.ceil(Math.log2(n));
@@ -84,14 +87,18 @@ function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
       `sort: a float32 dim of ${n} elements is more than this sort handles (2^22: positions are float32 keys)`,
     );
   }
-  // Constants over the padded dim, uploaded once per device.
+  // Constants over the padded dim. Up to CACHED_LENGTH they are uploaded once per device; the
+  // network's stage tables total about N·log²N/2 values, so longer dims make them per stage
+  // (freed with it) rather than keep hundreds of MiB in the cache.
+  const make = (dtype: DType, at: (i: number) => number) =>
+    tensor(Array.from({ length: N }, (_, i) => at(i)), { dtype, device });
   const table = (key: string, dtype: DType, at: (i: number) => number) =>
-    cachedConstant(
+    N > CACHED_LENGTH ? make(dtype, at) : cachedConstant(
       constants,
       256,
       `${device}|${dtype}|${N} ${key}`,
       device,
-      () => tensor(Array.from({ length: N }, (_, i) => at(i)), { dtype, device }),
+      () => make(dtype, at),
     );
   const along = (t: Tensor) => t.reshape(x.shape.map((_, i) => (i === d ? N : 1)));
   return noGrad(() =>
@@ -101,10 +108,12 @@ function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
       let pair = keys(x, d, N, descending, along(positions));
       for (let k = 2; k <= N; k *= 2) {
         for (let j = k / 2; j >= 1; j /= 2) {
-          const partner = table(`partner ${j}`, "int32", (i) => i ^ j);
           const early = (i: number) => Number(((i & j) === 0) === ((i & k) === 0));
-          const earlier = along(table(`earlier ${j} ${k}`, x.dtype, early));
-          const next = tidy(() => exchange(pair, d, partner, earlier, descending));
+          const next = tidy(() => {
+            const partner = table(`partner ${j}`, "int32", (i) => i ^ j);
+            const earlier = along(table(`earlier ${j} ${k}`, x.dtype, early));
+            return exchange(pair, d, partner, earlier, descending);
+          });
           for (const t of pair) if (t !== x) t.dispose();
           pair = next;
         }
