@@ -38,6 +38,7 @@ import {
   zeros,
 } from "../mod.ts";
 import { check, CPU0, distinct, inp, values } from "./gradcheck.ts";
+import { backendTest } from "./harness.ts";
 
 // ---- gradient checks (float64, cpu) ----
 
@@ -334,3 +335,52 @@ Deno.test("a long sort keeps no stage tables once it is done (they total N·log�
   // Before, each of the 105 stages cached a 64 KiB table (6.7 MiB): now they go with their stage.
   assert.ok(CPU0.memory().bytesInUse - before < 256 * 1024, "no stage tables held");
 });
+
+backendTest(
+  "topk of a few largest (one round each) equals the stable descending sort's first k",
+  async (device) => {
+    // Ties, NaN, ±inf and the lowest int32: the rounds must pick what the sort puts first.
+    const rows = [
+      [3, NaN, 3, -Infinity, 7, NaN, -Infinity, 7, 0, -0, 2, Infinity, 1, 3, 5, 5, -1, 4, 6, 8],
+      [
+        -Infinity,
+        -Infinity,
+        -Infinity,
+        1,
+        -Infinity,
+        2,
+        2,
+        2,
+        -3,
+        9,
+        9,
+        -9,
+        0,
+        0,
+        1,
+        1,
+        5,
+        5,
+        5,
+        5,
+      ],
+    ];
+    for (const dtype of ["float32", "int32"] as const) {
+      const data = dtype === "int32"
+        ? rows.map((r) => r.map((v) => (Number.isFinite(v) ? v : -(2 ** 31))))
+        : rows;
+      const x = tensor(data, { dtype, device });
+      for (const k of [1, 3, 5, 9]) {
+        const top = x.topk(k, 1);
+        const sorted = x.sort(1, true);
+        const want = await sorted.indices.narrow(1, 0, k).toArray();
+        assert.deepEqual(await top.indices.toArray(), want, `${dtype} k=${k} indices`);
+        const values = await top.values.toArray();
+        assert.deepEqual(values, await sorted.values.narrow(1, 0, k).toArray(), `${dtype} values`);
+      }
+    }
+    const g = tensor([[1, 5, 5, 2, 0, 9, 3, 3]], { device, requiresGrad: true });
+    g.topk(3, 1).values.sum().backward();
+    assert.deepEqual(Array.from(await g.grad!.data()), [0, 1, 1, 0, 0, 1, 0, 0]);
+  },
+);
