@@ -6,13 +6,13 @@
 
 import { noGrad } from "../autograd.ts";
 import { div } from "../ops/elementwise.ts";
-import { full, ones, zeros } from "../ops/factory.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
 import type { FactoryOptions } from "./layers.ts";
-import { Module, Parameter } from "./module.ts";
+import { Module, type Parameter } from "./module.ts";
 import { pyBool, pyFloat } from "./util.ts";
+import { checkEps, registerAffine, registerRunningStats, resetRunningStats } from "./norm_state.ts";
 import { checkBatchNorm } from "./util.ts";
 
 /** Options of {@link LayerNorm}. */
@@ -23,30 +23,6 @@ export interface LayerNormModuleOptions extends FactoryOptions {
   elementwiseAffine?: boolean;
   /** Learn `bias` too when affine (default true). */
   bias?: boolean;
-}
-
-function checkEps(owner: string, eps: number): number {
-  if (typeof eps !== "number" || !(eps >= 0)) {
-    throw new RangeError(`${owner}: eps must be a non-negative number, got ${eps}`);
-  }
-  return eps;
-}
-
-/**
- * A norm's affine parameters registered on `m`: `weight` (ones) when `weight`, `bias` (zeros) when
- * `bias` (default: as `weight`), each of `shape`; null where not.
- */
-function registerAffine(
-  m: Module,
-  shape: number[],
-  factory: FactoryOptions,
-  weight: boolean,
-  bias = weight,
-): [Parameter | null, Parameter | null] {
-  return [
-    m.registerParameter("weight", weight ? new Parameter(ones(shape, factory)) : null),
-    m.registerParameter("bias", bias ? new Parameter(zeros(shape, factory)) : null),
-  ];
 }
 
 /**
@@ -188,36 +164,17 @@ export abstract class BatchNormBase extends Module {
     this.trackRunningStats = options.trackRunningStats ?? true;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
     [this.weight, this.bias] = registerAffine(this, [numFeatures], factory, this.affine);
-    const track = this.trackRunningStats;
-    this.runningMean = this.registerBuffer(
-      "running_mean",
-      track ? zeros([numFeatures], factory) : null,
-    );
-    this.runningVar = this.registerBuffer(
-      "running_var",
-      track ? ones([numFeatures], factory) : null,
-    );
-    this.numBatchesTracked = this.registerBuffer(
-      "num_batches_tracked",
-      track ? full([], 0, { device: options.device, dtype: "int32" }) : null,
-      { whenMissing: 0 },
+    [this.runningMean, this.runningVar, this.numBatchesTracked] = registerRunningStats(
+      this,
+      numFeatures,
+      factory,
+      this.trackRunningStats,
     );
   }
 
   /** Resets the running statistics to mean 0, variance 1, 0 batches. */
   resetRunningStats(): void {
-    tidy(() =>
-      noGrad(() => {
-        this.runningMean?._assign(this.runningMean.zerosLike());
-        this.runningVar?._assign(
-          full([...this.runningVar.shape], 1, {
-            dtype: this.runningVar.dtype,
-            device: this.runningVar.device,
-          }),
-        );
-        this.numBatchesTracked?._assign(this.numBatchesTracked.zerosLike());
-      })
-    );
+    resetRunningStats([this.runningMean, this.runningVar, this.numBatchesTracked]);
   }
 
   /** Normalizes `x` over its channels (dim 1). */

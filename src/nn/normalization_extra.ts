@@ -4,15 +4,14 @@
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
-import { full, ones, zeros } from "../ops/factory.ts";
 import { formatShape } from "../shape.ts";
-import { forwardScope, tidy } from "../storage.ts";
+import { forwardScope } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
 import type { FactoryOptions } from "./layers.ts";
-import { Module, Parameter } from "./module.ts";
+import { Module, type Parameter } from "./module.ts";
 import { checkFinite, checkTensor, pyBool, pyFloat } from "./util.ts";
+import { checkEps, registerAffine, registerRunningStats, resetRunningStats } from "./norm_state.ts";
 
 /** Options of {@link InstanceNorm1d} and {@link InstanceNorm2d}. */
 export interface InstanceNormModuleOptions extends FactoryOptions {
@@ -80,10 +79,7 @@ export abstract class InstanceNormBase extends Module {
       throw new RangeError(`${name}: numFeatures must be a positive integer, got ${numFeatures}`);
     }
     this.numFeatures = numFeatures;
-    const eps = options.eps ?? 1e-5;
-    if (typeof eps !== "number" || !(eps >= 0)) {
-      throw new RangeError(`${name}: eps must be a non-negative number, got ${eps}`);
-    }
+    const eps = checkEps(name, options.eps ?? 1e-5);
     this.eps = eps;
     // PyTorch's instance_norm takes a float momentum (None fails at the first forward), so null
     // is refused rather than read as the default.
@@ -95,40 +91,18 @@ export abstract class InstanceNormBase extends Module {
     this.affine = options.affine ?? false;
     this.trackRunningStats = options.trackRunningStats ?? false;
     const factory = { device: options.device, dtype: options.dtype ?? "float32" };
-    const affine = this.affine;
-    this.weight = this.registerParameter(
-      "weight",
-      affine ? new Parameter(ones([numFeatures], factory)) : null,
-    );
-    this.bias = this.registerParameter(
-      "bias",
-      affine ? new Parameter(zeros([numFeatures], factory)) : null,
-    );
-    const track = this.trackRunningStats;
-    this.runningMean = this.registerBuffer(
-      "running_mean",
-      track ? zeros([numFeatures], factory) : null,
-    );
-    this.runningVar = this.registerBuffer(
-      "running_var",
-      track ? ones([numFeatures], factory) : null,
-    );
-    this.numBatchesTracked = this.registerBuffer(
-      "num_batches_tracked",
-      track ? full([], 0, { device: options.device, dtype: "int32" }) : null,
-      { whenMissing: 0 },
+    [this.weight, this.bias] = registerAffine(this, [numFeatures], factory, this.affine);
+    [this.runningMean, this.runningVar, this.numBatchesTracked] = registerRunningStats(
+      this,
+      numFeatures,
+      factory,
+      this.trackRunningStats,
     );
   }
 
   /** Resets the running statistics to mean 0, variance 1, 0 batches. */
   resetRunningStats(): void {
-    tidy(() =>
-      noGrad(() => {
-        this.runningMean?._assign(this.runningMean.zerosLike());
-        this.runningVar?._assign(this.runningVar.zerosLike().add(1));
-        this.numBatchesTracked?._assign(this.numBatchesTracked.zerosLike());
-      })
-    );
+    resetRunningStats([this.runningMean, this.runningVar, this.numBatchesTracked]);
   }
 
   /** Normalizes `x` [N, C, ...] (or [C, ...] without the batch dim). */
