@@ -1,5 +1,6 @@
 /**
  * Optimizers, as `torch.optim`: `SGD`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`,
+ * `Adamax`, `NAdam`, `RAdam`, `Adadelta`,
  * the `Optimizer` base class, and the learning-rate schedules of
  * `lrScheduler`.
  *
@@ -20,4 +21,8 @@ export * from "./sgd.ts";
 export * from "./adam.ts";
 export * from "./rmsprop.ts";
 export * from "./adagrad.ts";
+export * from "./adamax.ts";
+export * from "./nadam.ts";
+export * from "./radam.ts";
+export * from "./adadelta.ts";
 export * as lrScheduler from "./lr_scheduler.ts";

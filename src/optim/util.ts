@@ -30,3 +30,17 @@ export function torchKey(key: string): string {
 export function ownKey(key: string): string {
   return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
+
+/** Throws unless `betas` is two numbers in [0, 1), as PyTorch's Adam family checks them. */
+export function checkBetas(owner: string, betas: unknown): void {
+  if (!Array.isArray(betas) || betas.length !== 2) {
+    throw new TypeError(`${owner}: betas must be two numbers, got ${JSON.stringify(betas)}`);
+  }
+  checkNumber(owner, "beta parameter at index 0", betas[0], 0, 1);
+  checkNumber(owner, "beta parameter at index 1", betas[1], 0, 1);
+}
+
+/** A copy of `betas` (so editing the caller's array changes no group), or the default; a wrong length is left for {@link checkBetas} to name. */
+export function copyBetas(betas: readonly number[] | undefined): [number, number] {
+  return (Array.isArray(betas) ? [...betas] : betas ?? [0.9, 0.999]) as [number, number];
+}
