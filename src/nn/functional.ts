@@ -32,6 +32,8 @@ export * from "./functional/activation_extra.ts";
 export * from "./functional/channel_dropout.ts";
 export * from "./functional/normalization_extra.ts";
 export * from "./functional/pixel_shuffle.ts";
+export * from "./functional/loss_extra.ts";
+export * from "./functional/adaptive_max_pool.ts";
 
 // ---------------------------------------------------------------- activations
 

@@ -22,6 +22,8 @@ export * from "./normalization.ts";
 export * from "./conv.ts";
 export * from "./upsample.ts";
 export * from "./loss.ts";
+export * from "./loss_extra.ts";
+export * from "./adaptive_max_pool.ts";
 export * as functional from "./functional.ts";
 export * as init from "./init.ts";
 export * as utils from "./utils/mod.ts";
