@@ -110,7 +110,7 @@ for (const c of fixtures.pools) {
   });
 }
 
-backendTest("new losses and pools name bad shapes and options", (device) => {
+backendTest("new losses and pools name bad shapes and options", async (device) => {
   const t = (v: number[], shape?: number[]) => tensor(v, { shape, device });
   const a = t([1, 2, 3, 4, 5, 6], [2, 3]);
   const b = t([1, 2, 3, 4, 5, 6], [2, 3]);
@@ -132,8 +132,18 @@ backendTest("new losses and pools name bad shapes and options", (device) => {
   );
   assert.throws(() => F.tripletMarginLoss(a, b, b, { p: 0 }), /p must be positive, got 0/);
   assert.throws(
-    () => F.softMarginLoss(a, t([1, 1, 1])),
-    /softMarginLoss: shapes differ \(input \[2, 3\], target \[3\]\)/,
+    () => F.softMarginLoss(a, t([1, 1])),
+    /softMarginLoss \(input and target\)/,
+  );
+  // A target that broadcasts is PyTorch's: the same as the expanded one.
+  assert.equal(
+    await F.softMarginLoss(a, t([1, -1, 1])).item(),
+    await F.softMarginLoss(a, t([1, -1, 1, 1, -1, 1], [2, 3])).item(),
+  );
+  assert.deepEqual(
+    await F.multilabelSoftMarginLoss(a, t([1, 0, 1]), { reduction: "none" }).toArray(),
+    await F.multilabelSoftMarginLoss(a, t([1, 0, 1, 1, 0, 1], [2, 3]), { reduction: "none" })
+      .toArray(),
   );
   assert.throws(
     () => F.multilabelSoftMarginLoss(a, b, { weight: t([1, 2]) }),
@@ -175,7 +185,10 @@ backendTest("new losses and pools name bad shapes and options", (device) => {
 backendTest("gaussianNllLoss: a negative variance is reported by the next read", async (d) => {
   const x = tensor([0.5, 1], { device: d });
   const loss = F.gaussianNllLoss(x, x, tensor([1, -0.25], { device: d }));
-  await assert.rejects(() => loss.item(), /gaussianNllLoss: var has a negative entry \(-0\.25\)/);
+  await assert.rejects(() => loss.item(), /gaussianNllLoss: var has 1 negative entries/);
+  // Beside a NaN too (min() would be NaN there and hide it).
+  const withNaN = F.gaussianNllLoss(x, x, tensor([NaN, -1], { device: d }));
+  await assert.rejects(() => withNaN.item(), /gaussianNllLoss: var has 1 negative entries/);
 });
 
 // ---- float64 gradient checks (cpu) ----

@@ -267,3 +267,27 @@ Deno.test("defaults are PyTorch 1.13's", () => {
     maximize: false,
   });
 });
+
+Deno.test("a loaded state that lacks a key, or holds a number as a tensor, is refused (not NaN later)", async () => {
+  const p = new nn.Parameter(tensor([1, 2]));
+  p.grad = tensor([0.5, -0.5]);
+  const adam = new optim.Adam([p], { lr: 0.1 });
+  adam.step();
+  const nadam = new optim.NAdam([p]);
+  // Adam's state has no mu_product: before, NAdam's next step made the parameter NaN.
+  assert.throws(
+    () => nadam.loadStateDict(adam.stateDict()),
+    /NAdam\.loadStateDict: state of parameter 0 lacks "muProduct" \(has "step", "expAvg", "expAvgSq"\): is it another optimizer's\?/,
+  );
+  // PyTorch stores mu_product as a 0-d tensor: the same hint as for step.
+  const own = new optim.NAdam([p]);
+  own.step();
+  const saved = own.stateDict();
+  const state = saved.state as Record<string, Record<string, unknown>>;
+  state["0"].mu_product = tensor(Number(state["0"].mu_product));
+  assert.throws(
+    () => nadam.loadStateDict(saved),
+    /state "muProduct" of parameter 0 must be a number, got a tensor of shape \[\] \(PyTorch keeps it as a 0-d tensor: give await t\.item\(\)\)/,
+  );
+  assert.deepEqual(Array.from(await p.data()).every(Number.isFinite), true);
+});

@@ -50,6 +50,11 @@ export class Adadelta extends Optimizer<AdadeltaGroupOptions> {
     });
   }
 
+  /** The state a stepped parameter has (a loaded one lacking any is refused). */
+  protected override requiredState(): { numbers: readonly string[]; tensors: readonly string[] } {
+    return { numbers: ["step"], tensors: ["squareAvg", "accDelta"] };
+  }
+
   /** Checks one group's options. */
   protected override validateOptions(o: AdadeltaGroupOptions): void {
     checkNumber("Adadelta", "learning rate", o.lr);

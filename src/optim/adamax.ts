@@ -50,6 +50,11 @@ export class Adamax extends Optimizer<AdamaxGroupOptions> {
     });
   }
 
+  /** The state a stepped parameter has (a loaded one lacking any is refused). */
+  protected override requiredState(): { numbers: readonly string[]; tensors: readonly string[] } {
+    return { numbers: ["step"], tensors: ["expAvg", "expInf"] };
+  }
+
   /** Checks one group's options. */
   protected override validateOptions(o: AdamaxGroupOptions): void {
     checkNumber("Adamax", "learning rate", o.lr);

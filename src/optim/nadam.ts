@@ -53,6 +53,11 @@ export class NAdam extends Optimizer<NAdamGroupOptions> {
     });
   }
 
+  /** The state a stepped parameter has (a loaded one lacking any is refused). */
+  protected override requiredState(): { numbers: readonly string[]; tensors: readonly string[] } {
+    return { numbers: ["step", "muProduct"], tensors: ["expAvg", "expAvgSq"] };
+  }
+
   /** Checks one group's options. */
   protected override validateOptions(o: NAdamGroupOptions): void {
     checkNumber("NAdam", "learning rate", o.lr);

@@ -126,6 +126,16 @@ export abstract class Optimizer<O extends object> {
    */
   protected abstract updateGroup(group: ParamGroup<O>, scalar: ScalarFn): void;
 
+  /**
+   * The state a parameter of a group with `options` must have once it has
+   * been stepped (camelCase keys), numbers first: a loaded state dict that
+   * lacks one is refused, not turned into NaN at the next step. Empty
+   * (nothing checked) unless an optimizer says.
+   */
+  protected requiredState(_options: O): { numbers: readonly string[]; tensors: readonly string[] } {
+    return { numbers: [], tensors: [] };
+  }
+
   /** Every parameter of every group, in order. */
   get params(): Tensor[] {
     return this.paramGroups.flatMap((g) => g.params);
@@ -324,6 +334,7 @@ export abstract class Optimizer<O extends object> {
       );
     }
     const byIndex = new Map<number, Tensor>();
+    const groupOf = new Map<Tensor, number>();
     const newOptions: O[] = groups.map((saved, g) => {
       const mine = this.paramGroups[g];
       if (!Array.isArray(saved?.params) || saved.params.length !== mine.params.length) {
@@ -333,7 +344,10 @@ export abstract class Optimizer<O extends object> {
           } parameters in the state dict, ${mine.params.length} in the optimizer`,
         );
       }
-      saved.params.forEach((idx, j) => byIndex.set(idx, mine.params[j]));
+      saved.params.forEach((idx, j) => {
+        byIndex.set(idx, mine.params[j]);
+        groupOf.set(mine.params[j], g);
+      });
       const { params: _p, ...options } = ownKeys(saved, name, `parameter group ${g}`);
       if (options.differentiable === true) {
         throw new Error(
@@ -363,10 +377,19 @@ export abstract class Optimizer<O extends object> {
         throw new TypeError(`${name}: state ${key} must be an object`);
       }
       const own = ownKeys(entry, name, `state ${key}`);
+      const required = this.requiredState(newOptions[groupOf.get(p)!]);
+      const missing = [...required.numbers, ...required.tensors].filter((k) => !(k in own));
+      if (missing.length > 0) {
+        throw new Error(
+          `${name}: state of parameter ${key} lacks ${
+            missing.map((k) => `"${k}"`).join(", ")
+          } (has ${Object.keys(own).map((k) => `"${k}"`).join(", ")}): is it another optimizer's?`,
+        );
+      }
       for (const [k, v] of Object.entries(own)) {
-        if (k === "step" && typeof v !== "number") {
+        if ((k === "step" || required.numbers.includes(k)) && typeof v !== "number") {
           throw new TypeError(
-            `${name}: state "step" of parameter ${key} must be a number, got ${
+            `${name}: state "${k}" of parameter ${key} must be a number, got ${
               v instanceof Tensor ? `a tensor of shape ${formatShape(v.shape)}` : typeof v
             } (PyTorch keeps it as a 0-d tensor: give await t.item())`,
           );

@@ -49,6 +49,11 @@ export class RAdam extends Optimizer<RAdamGroupOptions> {
     });
   }
 
+  /** The state a stepped parameter has (a loaded one lacking any is refused). */
+  protected override requiredState(): { numbers: readonly string[]; tensors: readonly string[] } {
+    return { numbers: ["step"], tensors: ["expAvg", "expAvgSq"] };
+  }
+
   /** Checks one group's options. */
   protected override validateOptions(o: RAdamGroupOptions): void {
     checkNumber("RAdam", "learning rate", o.lr);

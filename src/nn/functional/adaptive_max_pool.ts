@@ -47,7 +47,9 @@ function checkSize(op: string, value: number | null, fallback: number, given: un
  * `torch.nn.functional.adaptive_max_pool2d` (values only). The gradient goes
  * to each window's first maximum in row-major order, as PyTorch's: the max
  * is taken over columns, then rows, each picking its first maximum, which
- * lands on the same element.
+ * lands on the same element. A window holding NaN gives NaN, as PyTorch;
+ * its gradient goes to the first NaN in row-major order, where PyTorch's
+ * kernel takes the last.
  */
 export function adaptiveMaxPool2d(
   input: Tensor,

@@ -49,11 +49,9 @@ function describe(tensors: Record<string, Tensor>): string {
   return Object.entries(tensors).map(([k, t]) => `${k} ${formatShape(t.shape)}`).join(", ");
 }
 
-function checkSameShape(op: string, tensors: Record<string, Tensor>): void {
-  const list = Object.values(tensors);
-  if (list.some((t) => !sameShape(t.shape, list[0].shape))) {
-    throw new RangeError(`${op}: shapes differ (${describe(tensors)}); they must be equal`);
-  }
+/** PyTorch broadcasts input and target of these losses: an error naming both when they cannot. */
+function checkBroadcast(op: string, input: Tensor, target: Tensor): void {
+  broadcastShapes(input.shape, target.shape, `${op} (input and target)`);
 }
 
 // ---------------------------------------------------------------- margin losses
@@ -201,7 +199,7 @@ export function softMarginLoss(
 ): Tensor {
   const op = "softMarginLoss";
   checkFloats(op, { input, target });
-  checkSameShape(op, { input, target });
+  checkBroadcast(op, input, target);
   const reduction = reductionOf(op, options);
   return reduce(input.mul(target).neg().exp().log1p(), reduction);
 }
@@ -224,7 +222,7 @@ export function multilabelSoftMarginLoss(
 ): Tensor {
   const op = "multilabelSoftMarginLoss";
   checkFloats(op, { input, target });
-  checkSameShape(op, { input, target });
+  checkBroadcast(op, input, target);
   const reduction = reductionOf(op, options);
   if (input.ndim < 1) {
     throw new RangeError(`${op}: expected an input of shape [N, C] or [C], got shape []`);
@@ -277,7 +275,7 @@ export function gaussianNllLoss(
 ): Tensor {
   const op = "gaussianNllLoss";
   checkFloats(op, { input, target, var: variance });
-  checkSameShape(op, { input, target });
+  checkBroadcast(op, input, target);
   const reduction = reductionOf(op, options);
   const eps = checkFinite(op, "eps", options.eps ?? 1e-6);
   if (!(eps > 0)) throw new RangeError(`${op}: eps must be positive, got ${eps}`);
@@ -297,9 +295,10 @@ export function gaussianNllLoss(
     }
   }
   if (variance.numel() > 0) {
+    // A count, not the minimum: a NaN beside a negative entry would hide it from min().
     checkLater(
-      noGrad(() => variance.min().reshape([1])),
-      ([lowest]) => lowest < 0 ? `${op}: var has a negative entry (${lowest})` : null,
+      noGrad(() => variance.lt(0).sum().reshape([1])),
+      ([negative]) => negative > 0 ? `${op}: var has ${negative} negative entries` : null,
     );
   }
   // PyTorch clamps a clone under no_grad: the gradient flows as if unclamped.
@@ -325,7 +324,7 @@ export interface PoissonNLLLossOptions extends ReductionOptions {
  * `e^x - t x` with `logInput`, else `x - t log(x + eps)`; `full` adds
  * `t log t - t + 0.5 log(2π t)` where `t > 1`. Where `t <= 1` that term is
  * left out of the graph, so the target gets a 0 gradient from it there
- * (PyTorch's is NaN at t = 0).
+ * (PyTorch's is NaN where t <= 0).
  */
 export function poissonNllLoss(
   input: Tensor,
@@ -334,7 +333,7 @@ export function poissonNllLoss(
 ): Tensor {
   const op = "poissonNllLoss";
   checkFloats(op, { input, target });
-  checkSameShape(op, { input, target });
+  checkBroadcast(op, input, target);
   const reduction = reductionOf(op, options);
   const eps = checkFinite(op, "eps", options.eps ?? 1e-8);
   let losses = options.logInput ?? true
