@@ -10,7 +10,13 @@
 
 import assert from "node:assert/strict";
 import { type Device, nn, type Tensor, tensor } from "../mod.ts";
-import { assertTensor, backendTest, decodeFixture, type FixtureValues } from "./harness.ts";
+import {
+  assertClose,
+  assertTensor,
+  backendTest,
+  decodeFixture,
+  type FixtureValues,
+} from "./harness.ts";
 import { check, distinct, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_losses_extra.json" with { type: "json" };
 
@@ -130,7 +136,33 @@ backendTest("new losses and pools name bad shapes and options", async (device) =
     () => F.tripletMarginLoss(a, b, t([1, 2, 3])),
     /tripletMarginLoss: all inputs must have the same number of dims, got anchor \[2, 3\], positive \[2, 3\], negative \[3\]/,
   );
-  assert.throws(() => F.tripletMarginLoss(a, b, b, { p: 0 }), /p must be positive, got 0/);
+  assert.throws(
+    () => F.tripletMarginLoss(a, b, b, { p: 0 }),
+    /p must be positive \(Infinity allowed\), got 0/,
+  );
+  assert.throws(
+    () => F.tripletMarginLoss(t([1]).reshape([]), t([1]).reshape([]), t([1]).reshape([])),
+    /expected inputs of at least 1 dim/,
+  );
+  // PyTorch 1.13 takes any rank (one loss per row of the last dim), p = Infinity, and
+  // cosine inputs that broadcast ([N, D] against [1, D]); values checked against torch.
+  const trip = (k: number, s: number) =>
+    t(Array.from({ length: k }, (_, i) => Math.sin(i * s + 1) * 2), [2, 3, 4]);
+  const [ta, tb, tc] = [trip(24, 0.7), trip(24, 1.3), trip(24, 2.1)];
+  assert.deepEqual(F.tripletMarginLoss(ta, tb, tc, { reduction: "none" }).shape, [2, 3]);
+  assertClose(
+    await F.tripletMarginLoss(ta, tb, tc, { p: Infinity, swap: true }).item(),
+    0.9283522963523865,
+    { what: "triplet p=inf" },
+  );
+  const x1 = t(Array.from({ length: 12 }, (_, i) => Math.sin(i * 0.9 + 1) * 2), [4, 3]);
+  const x2 = t(Array.from({ length: 3 }, (_, i) => Math.sin(i * 0.4 + 1) * 2), [1, 3]);
+  assertClose(
+    await F.cosineEmbeddingLoss(x1, x2, t([1, -1, 1, -1]), { reduction: "none", margin: 0.1 })
+      .toArray(),
+    [0.0736810564994812, 0, 0.10272115468978882, 0],
+    { what: "cosine, broadcast inputs" },
+  );
   assert.throws(
     () => F.softMarginLoss(a, t([1, 1])),
     /softMarginLoss \(input and target\)/,

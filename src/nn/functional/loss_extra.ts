@@ -97,7 +97,7 @@ export interface CosineEmbeddingLossOptions extends ReductionOptions {
 /**
  * `1 - cos(x1, x2)` where y = 1, `max(0, cos(x1, x2) - margin)` where y = -1
  * (0 for any other y), as `torch.nn.functional.cosine_embedding_loss`: x1 and
- * x2 are [N, D] with y [N], or [D] with y []. The cosine is PyTorch's
+ * x2 are [N, D] with y [N], or [D] with y [] (x1 and x2 broadcast together). The cosine is PyTorch's
  * `Σ x1 x2 / sqrt((Σ x1² + 1e-12)(Σ x2² + 1e-12))`, so zero vectors give 0.
  */
 export function cosineEmbeddingLoss(
@@ -112,10 +112,11 @@ export function cosineEmbeddingLoss(
   const reduction = reductionOf(op, options);
   const margin = checkFinite(op, "margin", options.margin ?? 0);
   const dim = target.ndim;
-  if (
-    dim > 1 || input1.ndim !== dim + 1 || !sameShape(input1.shape, input2.shape) ||
-    (dim === 1 && input1.shape[0] !== target.shape[0])
-  ) {
+  // The inputs broadcast together, as in PyTorch ([N, D] against [1, D]).
+  const both = input1.ndim === dim + 1 && input2.ndim === dim + 1
+    ? broadcastShapes(input1.shape, input2.shape, `${op} (input1 and input2)`)
+    : null;
+  if (dim > 1 || !both || (dim === 1 && both[0] !== target.shape[0])) {
     throw new RangeError(
       `${op}: expected input1 and input2 of shape [N, D] with target [N], or [D] with target [], got ${
         describe(tensors)
@@ -153,8 +154,8 @@ function pairwise(a: Tensor, b: Tensor, p: number, eps: number): Tensor {
  * `max(0, margin + d(a, p) - d(a, n))` with `d(x, y) = ‖x - y + eps‖_p` over
  * the last dim, as `torch.nn.functional.triplet_margin_loss`; with `swap`,
  * `d(a, n)` is `min(d(a, n), d(p, n))` (ties split the gradient, as
- * `torch.min`). The three inputs need the same number of dims (1 or 2) and
- * broadcast together.
+ * `torch.min`). The three inputs need the same number of dims (at least 1)
+ * and broadcast together; the loss has one value per row of the last dim.
  */
 export function tripletMarginLoss(
   anchor: Tensor,
@@ -167,16 +168,19 @@ export function tripletMarginLoss(
   checkFloats(op, tensors);
   const reduction = reductionOf(op, options);
   const margin = checkFinite(op, "margin", options.margin ?? 1);
-  const p = checkFinite(op, "p", options.p ?? 2);
-  if (!(p > 0)) throw new RangeError(`${op}: p must be positive, got ${p}`);
+  const p = options.p ?? 2;
+  // Infinity is a norm too (the largest difference), as PyTorch takes it.
+  if (typeof p !== "number" || !(p > 0)) {
+    throw new RangeError(`${op}: p must be positive (Infinity allowed), got ${p}`);
+  }
   const eps = checkFinite(op, "eps", options.eps ?? 1e-6);
   if (anchor.ndim !== positive.ndim || anchor.ndim !== negative.ndim) {
     throw new RangeError(
       `${op}: all inputs must have the same number of dims, got ${describe(tensors)}`,
     );
   }
-  if (anchor.ndim < 1 || anchor.ndim > 2) {
-    throw new RangeError(`${op}: expected 1-D or 2-D inputs, got ${describe(tensors)}`);
+  if (anchor.ndim < 1) {
+    throw new RangeError(`${op}: expected inputs of at least 1 dim, got ${describe(tensors)}`);
   }
   broadcastShapes(broadcastShapes(anchor.shape, positive.shape, op), negative.shape, op);
   const dPos = pairwise(anchor, positive, p, eps);
