@@ -90,6 +90,8 @@ export class NAdam extends Optimizer<NAdamGroupOptions> {
       const muNext = beta1 * (1 - 0.5 * 0.96 ** ((step + 1) * momentumDecay));
       const muProduct = f(f(state.muProduct as number) * f(mu));
       state.muProduct = muProduct;
+      // mu twice is PyTorch 1.13's own formula (`mu_product * mu * mu_next`, after mu_product
+      // already took mu), kept so that the trajectories are 1.13's.
       const muProductNext = f(f(muProduct * f(mu)) * f(muNext));
       const correction2 = 1 - beta2 ** step;
       const g = weightDecay !== 0 ? grad.add(p.mul(scalar(weightDecay, p))) : grad;
