@@ -291,3 +291,22 @@ Deno.test("a loaded state that lacks a key, or holds a number as a tensor, is re
   );
   assert.deepEqual(Array.from(await p.data()).every(Number.isFinite), true);
 });
+
+Deno.test("an unknown option is an error naming it and the options there are (PyTorch: TypeError)", () => {
+  const p = new nn.Parameter(tensor([1, 2]));
+  const cases: [string, () => unknown][] = [
+    ["NAdam", () => new optim.NAdam([p], { maximize: true } as never)],
+    ["Adam", () => new optim.Adam([p], { weight_decay: 0.1 } as never)],
+    ["AdamW", () => new optim.AdamW([p], { lrr: 0.1 } as never)],
+    ["SGD", () => new optim.SGD([p], { lr: 0.1, nesterow: true } as never)],
+  ];
+  for (const [name, make] of cases) {
+    assert.throws(
+      make,
+      new RegExp(`^TypeError: ${name}: unknown option "\\w+" \\(${name} takes lr`),
+    );
+  }
+  // Parameter groups may carry keys of their own, as in PyTorch (a group's name, say).
+  const group = new optim.SGD([{ params: [p], name: "head" } as never], { lr: 0.1 });
+  assert.equal((group.paramGroups[0] as unknown as { name: string }).name, "head");
+});

@@ -47,7 +47,7 @@ export class Adadelta extends Optimizer<AdadeltaGroupOptions> {
       eps: options.eps ?? 1e-6,
       weightDecay: options.weightDecay ?? 0,
       maximize: options.maximize ?? false,
-    });
+    }, options);
   }
 
   /** The state a stepped parameter has (a loaded one lacking any is refused). */

@@ -51,7 +51,7 @@ export class Adagrad extends Optimizer<AdagradGroupOptions> {
       weightDecay: options.weightDecay ?? 0,
       initialAccumulatorValue: options.initialAccumulatorValue ?? 0,
       maximize: options.maximize ?? false,
-    });
+    }, options);
     for (const group of this.paramGroups) {
       for (const p of group.params) this.#initState(p, group.initialAccumulatorValue);
     }

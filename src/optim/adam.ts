@@ -5,7 +5,7 @@
 
 import type { Tensor } from "../tensor.ts";
 import { Optimizer, type ParamGroup, type ParamGroupInput, type ScalarFn } from "./optimizer.ts";
-import { checkNumber } from "./util.ts";
+import { checkNumber, checkOptionNames } from "./util.ts";
 import { hasKernel, launch } from "../ops/util.ts";
 
 /** Options of {@link Adam} and {@link AdamW}. */
@@ -41,6 +41,13 @@ function resolve(options: AdamOptions, weightDecay: number): AdamGroupOptions {
   };
 }
 
+/** AdamW's options resolved, after checking the names the caller gave. */
+function checkedAdamW(options: AdamOptions): AdamGroupOptions {
+  const resolved = resolve(options, 0.01);
+  checkOptionNames("AdamW", options, resolved);
+  return resolved;
+}
+
 /**
  * Adam with PyTorch's update (bias-corrected moments; `weightDecay` adds
  * `weightDecay·p` to the gradient). State per parameter: `step` (a number),
@@ -55,7 +62,7 @@ export class Adam extends Optimizer<AdamGroupOptions> {
     params: Iterable<Tensor> | Iterable<ParamGroupInput<AdamGroupOptions>>,
     options: AdamOptions = {},
   ) {
-    super(params, resolve(options, 0));
+    super(params, resolve(options, 0), options);
   }
 
   /** Checks one group's options. */
@@ -156,6 +163,7 @@ export class AdamW extends Adam {
     params: Iterable<Tensor> | Iterable<ParamGroupInput<AdamGroupOptions>>,
     options: AdamOptions = {},
   ) {
-    super(params, resolve(options, 0.01));
+    // Adam's constructor sees the resolved options: the caller's names are checked here.
+    super(params, checkedAdamW(options));
   }
 }

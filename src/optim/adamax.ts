@@ -47,7 +47,7 @@ export class Adamax extends Optimizer<AdamaxGroupOptions> {
       eps: options.eps ?? 1e-8,
       weightDecay: options.weightDecay ?? 0,
       maximize: options.maximize ?? false,
-    });
+    }, options);
   }
 
   /** The state a stepped parameter has (a loaded one lacking any is refused). */

@@ -50,7 +50,7 @@ export class NAdam extends Optimizer<NAdamGroupOptions> {
       eps: options.eps ?? 1e-8,
       weightDecay: options.weightDecay ?? 0,
       momentumDecay: options.momentumDecay ?? 4e-3,
-    });
+    }, options);
   }
 
   /** The state a stepped parameter has (a loaded one lacking any is refused). */

@@ -13,7 +13,7 @@ import { empty } from "../ops/util.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { ownKey, torchKey } from "./util.ts";
+import { checkOptionNames, ownKey, torchKey } from "./util.ts";
 
 /** A hyperparameter value as it appears in a state dict. */
 export type OptionValue = number | boolean | null | readonly number[];
@@ -91,10 +91,17 @@ export abstract class Optimizer<O extends object> {
 
   /**
    * `params` is an iterable of tensors (one group) or of groups
-   * `{ params, ...options }`; `defaults` fill what a group leaves out.
+   * `{ params, ...options }`; `defaults` fill what a group leaves out;
+   * `given`: the options as the caller passed them, whose names must be
+   * among the defaults'.
    */
-  constructor(params: Iterable<Tensor> | Iterable<ParamGroupInput<O>>, defaults: O) {
+  constructor(
+    params: Iterable<Tensor> | Iterable<ParamGroupInput<O>>,
+    defaults: O,
+    given: object = {},
+  ) {
     const name = this.constructor.name;
+    checkOptionNames(name, given, defaults);
     if (
       params === null || typeof params !== "object" || !(Symbol.iterator in params) ||
       params instanceof Tensor

@@ -46,7 +46,7 @@ export class RAdam extends Optimizer<RAdamGroupOptions> {
       betas: copyBetas(options.betas),
       eps: options.eps ?? 1e-8,
       weightDecay: options.weightDecay ?? 0,
-    });
+    }, options);
   }
 
   /** The state a stepped parameter has (a loaded one lacking any is refused). */

@@ -55,7 +55,7 @@ export class RMSprop extends Optimizer<RMSpropGroupOptions> {
       centered: options.centered ?? false,
       weightDecay: options.weightDecay ?? 0,
       maximize: options.maximize ?? false,
-    });
+    }, options);
   }
 
   /** Checks one group's options. */

@@ -52,7 +52,7 @@ export class SGD extends Optimizer<SGDGroupOptions> {
       weightDecay: options.weightDecay ?? 0,
       nesterov: options.nesterov ?? false,
       maximize: options.maximize ?? false,
-    });
+    }, options);
   }
 
   /** Checks one group's options. */

@@ -44,3 +44,19 @@ export function checkBetas(owner: string, betas: unknown): void {
 export function copyBetas(betas: readonly number[] | undefined): [number, number] {
   return (Array.isArray(betas) ? [...betas] : betas ?? [0.9, 0.999]) as [number, number];
 }
+
+/**
+ * An error naming the options of `given` that `defaults` does not have: PyTorch refuses an
+ * unknown keyword, and a misspelt or foreign option (NAdam has no `maximize`) must not be
+ * silently ignored.
+ */
+export function checkOptionNames(name: string, given: object, defaults: object): void {
+  const unknown = Object.keys(given ?? {}).filter((k) => !(k in defaults));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `${name}: unknown option${unknown.length > 1 ? "s" : ""} ${
+        unknown.map((k) => `"${k}"`).join(", ")
+      } (${name} takes ${Object.keys(defaults).join(", ")})`,
+    );
+  }
+}
