@@ -124,6 +124,27 @@ async function exchangeSizes(
 }
 
 /**
+ * `obj` encoded on this rank, every rank's byte length (after the first
+ * exchange), the longest in int32 words, and this rank's bytes padded to it
+ * as a cpu tensor: the first half of allGatherObject and gatherObject.
+ */
+async function encodedEveryRank(
+  op: string,
+  group: ProcessGroup,
+  groupOption: GroupOptions["group"],
+  obj: unknown,
+): Promise<{ sizes: Int32Array[]; words: number; t: Tensor }> {
+  const mine = prepare(1, () => {
+    const bytes = encode(op, obj);
+    return { value: bytes, sizes: [bytes.length] };
+  });
+  const sizes = await exchangeSizes(op, group, groupOption, mine, 1);
+  const words = wordsFor(Math.max(...sizes.map((s) => s[1])));
+  const t = tensor(pack(mine.ok ? mine.value : new Uint8Array(0), words), { device: cpu() });
+  return { sizes, words, t };
+}
+
+/**
  * Every rank's `obj`, in rank order (`torch.distributed.all_gather_object`;
  * with `group`, its ranks' in its order). PyTorch fills an output list in
  * place; this returns a new array. Every rank must call it, and await it
@@ -151,13 +172,7 @@ export async function allGatherObject(
 ): Promise<unknown[]> {
   const op = "allGatherObject";
   const group = activeGroup(op, options.group);
-  const mine = prepare(1, () => {
-    const bytes = encode(op, obj);
-    return { value: bytes, sizes: [bytes.length] };
-  });
-  const sizes = await exchangeSizes(op, group, options.group, mine, 1);
-  const words = wordsFor(Math.max(...sizes.map((s) => s[1])));
-  const t = tensor(pack(mine.ok ? mine.value : new Uint8Array(0), words), { device: cpu() });
+  const { sizes, t } = await encodedEveryRank(op, group, options.group, obj);
   return decodeEach(await dataOf(allGather(t, options), t), sizes);
 }
 
@@ -234,13 +249,7 @@ export async function gatherObject(
   const group = activeGroup(op, options.group);
   const given = options.dst ?? group.members?.[0] ?? 0;
   const dst = groupRankOf(op, group, given, "dst");
-  const mine = prepare(1, () => {
-    const bytes = encode(op, obj);
-    return { value: bytes, sizes: [bytes.length] };
-  });
-  const sizes = await exchangeSizes(op, group, options.group, mine, 1);
-  const words = wordsFor(Math.max(...sizes.map((s) => s[1])));
-  const t = tensor(pack(mine.ok ? mine.value : new Uint8Array(0), words), { device: cpu() });
+  const { sizes, words, t } = await encodedEveryRank(op, group, options.group, obj);
   const list = group.rank === dst
     ? sizes.map(() => zeros([words], { dtype: "int32", device: cpu() }))
     : null;

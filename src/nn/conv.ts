@@ -399,6 +399,26 @@ function outputPaddingFor(
 const perDim = (v: number | readonly number[], rank: number): number[] =>
   typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
 
+/** The output padding a transposed conv module's forward needs for `outputSize`. */
+function transposedPadding(
+  m: ConvNd & {
+    stride: number | readonly number[];
+    padding: number | readonly number[];
+    dilation: number | readonly number[];
+  },
+  name: string,
+  x: Tensor,
+  outputSize: readonly number[],
+): number[] {
+  const rank = m.kernelSize.length;
+  return outputPaddingFor(name, x, outputSize, {
+    kernelSize: m.kernelSize,
+    stride: perDim(m.stride, rank),
+    padding: perDim(m.padding, rank),
+    dilation: perDim(m.dilation, rank),
+  });
+}
+
 /**
  * 2-d transposed convolution, as `torch.nn.ConvTranspose2d`: weight
  * [inChannels, outChannels / groups, kH, kW], bias [outChannels],
@@ -435,15 +455,9 @@ export class ConvTranspose2d extends ConvNd {
    * `outputPadding` option, as PyTorch's `forward(input, output_size)`.
    */
   override forward(x: Tensor, outputSize?: readonly number[] | null): Tensor {
-    const geometry = {
-      kernelSize: this.kernelSize,
-      stride: perDim(this.stride, 2),
-      padding: perDim(this.padding, 2),
-      dilation: perDim(this.dilation, 2),
-    };
     const outputPadding = outputSize == null
       ? this.outputPadding
-      : outputPaddingFor("ConvTranspose2d", x, outputSize, geometry) as [number, number];
+      : transposedPadding(this, "ConvTranspose2d", x, outputSize) as [number, number];
     return F.convTranspose2d(x, this.weight, {
       bias: this.bias,
       stride: this.stride,
@@ -494,15 +508,9 @@ export class ConvTranspose1d extends ConvNd {
    * leading sizes) as in {@link ConvTranspose2d.forward}.
    */
   override forward(x: Tensor, outputSize?: readonly number[] | null): Tensor {
-    const geometry = {
-      kernelSize: this.kernelSize,
-      stride: perDim(this.stride, 1),
-      padding: perDim(this.padding, 1),
-      dilation: perDim(this.dilation, 1),
-    };
     const outputPadding = outputSize == null
       ? this.outputPadding
-      : outputPaddingFor("ConvTranspose1d", x, outputSize, geometry)[0];
+      : transposedPadding(this, "ConvTranspose1d", x, outputSize)[0];
     return F.convTranspose1d(x, this.weight, {
       bias: this.bias,
       stride: this.stride,
