@@ -324,6 +324,14 @@ Deno.test("norm of no elements is 0 for p = ±Infinity too, as PyTorch (no max o
   }
 });
 
+Deno.test("norm(0) passes a zero gradient on, as PyTorch (the ops before it get one too)", async () => {
+  const x = tensor([[1, 2, 0], [3, 0, 1]], { requiresGrad: true });
+  const y = tensor([[1, 1, 1], [1, 1, 1]], { requiresGrad: true });
+  x.sub(y).norm(0, -1).sum().backward();
+  assert.deepEqual(await x.grad!.toArray(), [[0, 0, 0], [0, 0, 0]]);
+  assert.deepEqual(await y.grad!.abs().toArray(), [[0, 0, 0], [0, 0, 0]]); // -0 from sub, as PyTorch
+});
+
 Deno.test("a long sort keeps no stage tables once it is done (they total N·log²N/2 values)", async () => {
   const x = tensor(Array.from({ length: 10_000 }, (_, i) => (i * 7919) % 10_007), { device: CPU0 });
   // Only the positions table (64 KiB) and a few scalars may stay cached.
