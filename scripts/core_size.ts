@@ -30,10 +30,12 @@
  * composite ops (flip, roll, repeat, tile, cumsum, cumprod, prod, amax,
  * amin, norm, all, any, sort, topk, lerp, ...: 28 one-line delegations and
  * their docs in `src/tensor.ts`); their implementations live in
- * `src/ops_composite/`, a layer above the core that is not counted here.
- * Raise it only with a reason in the commit.
+ * `src/ops_composite/`, a layer above the core that is not counted here;
+ * raised by 3 to 5,895 so that the backward pass skips a node no gradient
+ * reached (a null from one backward crashed the next, as a user Function
+ * returning null for an input did). Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 5892;
+export const CORE_BUDGET = 5895;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

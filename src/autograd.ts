@@ -207,7 +207,10 @@ export function runBackward(
         const outGrads = pending.get(node)!;
         pending.delete(node);
         const { inputs, edges } = node;
-        const inGrads = noGrad(() => node.apply(outGrads));
+        // No gradient reached this node (as PyTorch's undefined grads): it passes none on.
+        const inGrads = outGrads.some((g) => g)
+          ? noGrad(() => node.apply(outGrads))
+          : inputs.map(() => null);
         if (inGrads.length !== inputs.length) {
           throw new Error(
             `${node.name}: backward returned ${inGrads.length} gradients for ${inputs.length} inputs`,

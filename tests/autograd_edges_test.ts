@@ -67,6 +67,23 @@ Deno.test("a Function's backward must give one gradient per input", () => {
   );
 });
 
+Deno.test("a null gradient from a Function's backward reaches nothing before it (PyTorch's None)", async () => {
+  class FirstOnly extends Function {
+    static override forward(_ctx: FunctionCtx, a: Tensor, b: Tensor): Tensor {
+      return a.mul(b);
+    }
+    static override backward(_ctx: FunctionCtx, g: Tensor): (Tensor | null)[] {
+      return [g, null];
+    }
+  }
+  const x = tensor([1, 2], { requiresGrad: true });
+  const w = tensor([3, 4], { requiresGrad: true });
+  // b's producers (mul, then exp) get no gradient: their backward must not run on a null.
+  (FirstOnly.apply(x, w.mul(2).exp()) as Tensor).sum().backward();
+  assert.deepEqual(await x.grad!.toArray(), [1, 1]);
+  assert.equal(w.grad, null);
+});
+
 Deno.test(".grad takes only a gradient of the tensor's dtype, shape and device", () => {
   const p = tensor([1, 2], { requiresGrad: true });
   assert.throws(
