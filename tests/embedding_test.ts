@@ -143,6 +143,22 @@ backendTest("embedding gradient equals cpu's (repeats, padding) on [3, 5] indice
   });
 });
 
+backendTest(
+  "a large table's gradient is a scatter of the lookups (no [lookups, rows] matrix)",
+  async (d) => {
+    // 4100 lookups of 8200 rows: a one-hot product would need 134 MB, past WebGPU's binding limit.
+    const rows = 8200, lookups = 4100;
+    const ids = Array.from({ length: lookups }, (_, i) => (i * 7919) % rows);
+    const emb = new nn.Embedding(rows, 4).to(d);
+    emb.forward(tensor(ids, { dtype: "int32", device: d })).sum().backward();
+    const counts = new Array(rows).fill(0);
+    for (const i of ids) counts[i]++;
+    const grad = (await emb.weight.grad!.toArray()) as number[][];
+    assert.deepEqual(grad.map((row) => row[0]), counts);
+    assert.deepEqual(grad.map((row) => row[3]), counts);
+  },
+);
+
 backendTest("embedding names bad indices, tables and padding", (device) => {
   const w = tensor([[1, 2], [3, 4]], { device });
   assert.throws(

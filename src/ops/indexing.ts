@@ -6,11 +6,13 @@
 
 import { record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
-import { broadcastShapes, formatShape, normalizeDim, type Shape } from "../shape.ts";
+import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
 import { operands, sumTo, whereRaw } from "./elementwise.ts";
-import { checkIndexRange, narrow, reshape } from "./view.ts";
+import { checkIndexRange, gatherLayout, narrow, reshape, scatterAddRaw } from "./view.ts";
+
+export { scatterAddRaw };
 import { arangeOn } from "./factory.ts";
 
 function requireCondition(op: string, cond: unknown): asserts cond is Tensor {
@@ -110,27 +112,6 @@ function requireIndex(op: string, index: unknown, x: Tensor): asserts index is T
     throw new TypeError(`${op}: index must be an int32 tensor, got ${got}`);
   }
   commonDevice(op, x, index);
-}
-
-/** The scatter-add kernel: `[outer, size, inner]` sums of `src` by `index`, no graph. */
-export function scatterAddRaw(src: Tensor, index: Tensor, dim: number, size: number): Tensor {
-  const shape = index.shape.map((n, i) => (i === dim ? size : n));
-  const out = empty(shape, src.dtype, src.device);
-  if (out.numel() === 0) return out;
-  const layout = gatherLayout(index.shape, dim, size, src.dtype);
-  const sb = src.storage.buffer("gather backward");
-  const ib = index.storage.buffer("gather backward");
-  const ob = out.storage.buffer();
-  launch(src.device, "scatterAdd", { x: sb, index: ib, out: ob, ...layout });
-  return out;
-}
-
-function gatherLayout(indexShape: Shape, dim: number, size: number, dtype: Tensor["dtype"]) {
-  let outer = 1;
-  for (let i = 0; i < dim; i++) outer *= indexShape[i];
-  let inner = 1;
-  for (let i = dim + 1; i < indexShape.length; i++) inner *= indexShape[i];
-  return { outer, size, count: indexShape[dim], inner, dtype };
 }
 
 /**

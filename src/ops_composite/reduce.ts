@@ -7,7 +7,6 @@ import { noGrad, record } from "../autograd.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
-import { full } from "../ops/factory.ts";
 import { reduceKeepdim } from "../ops/reduce.ts";
 import { clone } from "../ops/view.ts";
 import { requireFloat } from "../ops/util.ts";
@@ -90,9 +89,7 @@ export function norm(
     return over(x.abs().pow(q)).pow(1 / q);
   });
   return record("norm", [x], out, ([g]) => {
-    // The count of non-zeros is flat almost everywhere: PyTorch's gradient is 0 (a null here
-    // would reach the producer of x as a missing gradient).
-    if (q === 0) return [full([...x.shape], 0, { dtype: x.dtype, device: x.device })];
+    if (q === 0) return [null];
     const kept = keptShape(x.shape, dims);
     const gk = g!.reshape(kept);
     const nk = out.reshape(kept);
