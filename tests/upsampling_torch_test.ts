@@ -203,7 +203,7 @@ backendTest("convTranspose and interpolate: errors name the shapes and values", 
   );
   assert.throws(
     () => F.interpolate(img, { size: 4, mode: "bicubic" as nn.functional.InterpolateMode }),
-    /interpolate: mode must be one of "nearest", "linear", "bilinear", got "bicubic"/,
+    /interpolate: mode must be one of "nearest", "linear", "bilinear", "trilinear", got "bicubic"/,
   );
   assert.throws(
     () => F.interpolate(img, { size: 4, mode: "linear" }),
@@ -211,7 +211,7 @@ backendTest("convTranspose and interpolate: errors name the shapes and values", 
   );
   assert.throws(
     () => F.interpolate(on(d, [2, 3], new Array(6).fill(1)), { size: 4 }),
-    /interpolate: mode "nearest" needs a 3-D \[N, C, L\] or 4-D \[N, C, H, W\] input, got shape \[2, 3\]/,
+    /interpolate: mode "nearest" needs a 3-D \[N, C, L\], 4-D \[N, C, H, W\] or 5-D \[N, C, D, H, W\] input, got shape \[2, 3\]/,
   );
   assert.throws(
     () => F.interpolate(img, { size: 4, alignCorners: true }),

@@ -14,6 +14,7 @@ import { adopt, keep, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { type Dataset, TensorDataset } from "./dataset.ts";
 import { Subset } from "./subset.ts";
+import { IterableDataset } from "./iterable.ts";
 import { isPlainObject, seededRandom } from "../util.ts";
 import { mapTensors } from "../nested.ts";
 
@@ -137,6 +138,12 @@ export interface DataLoaderOptions<T, B> {
    * `DistributedSampler`, or any iterable of indices); replaces `shuffle`.
    */
   sampler?: Iterable<number>;
+  /**
+   * The batches of indices to visit, in order, each epoch (a
+   * `BatchSampler`, or any iterable of index arrays); excludes `batchSize`,
+   * `shuffle`, `sampler` and `dropLast`, as PyTorch's `batch_sampler`.
+   */
+  batchSampler?: Iterable<readonly number[]>;
   /** Drop the last batch when it is smaller than `batchSize` (default false). */
   dropLast?: boolean;
   /**
@@ -183,11 +190,27 @@ function tensorRows(
     : null;
 }
 
+/** The length of a sampler (or batch sampler), counting it when it is re-iterable. */
+function countOf(sampler: Iterable<unknown>, name: string): number {
+  const length = (sampler as { length?: unknown }).length;
+  if (typeof length === "number") return length;
+  // A generator is its own iterator: counting it would use up the epoch.
+  if (sampler[Symbol.iterator]() === (sampler as unknown)) {
+    throw new TypeError(
+      `DataLoader: the ${name} is a one-shot iterator without a length, so the loader has no length (PyTorch raises here too); give an array, or an iterable with a length`,
+    );
+  }
+  return [...sampler].length;
+}
+
 /**
  * Iterates over a dataset in batches, as `torch.utils.data.DataLoader`
  * (single process). Iterating is synchronous (`for ... of`): operations never
  * await. Each iteration is one epoch; with `shuffle`, every epoch visits each
- * sample once in a new order drawn from the loader's seeded generator.
+ * sample once in a new order drawn from the loader's seeded generator. A
+ * `sampler` or `batchSampler` decides the order instead. An
+ * `IterableDataset` is batched in the order it gives its samples (no
+ * `shuffle`, `sampler` or `batchSampler`, as PyTorch).
  *
  * A `TensorDataset` (or a `Subset` of one) with the default collate is
  * batched with one `indexSelect` per tensor (a `narrow` when not shuffled) rather than by
@@ -207,7 +230,7 @@ function tensorRows(
  */
 export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
   /** The dataset batched. */
-  readonly dataset: Dataset<T>;
+  readonly dataset: Dataset<T> | IterableDataset<T>;
   /** Samples per batch. */
   readonly batchSize: number;
   /** Whether each epoch is shuffled. */
@@ -218,20 +241,64 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
   readonly device: Device | null;
   /** The indices visited each epoch, when given. */
   readonly sampler: Iterable<number> | null;
+  /** The batches of indices visited each epoch, when given. */
+  readonly batchSampler: Iterable<readonly number[]> | null;
   readonly #collate: ((samples: T[]) => B) | null;
   readonly #random: (() => number) | null;
+  readonly #iterable: boolean;
 
   /** A loader over `dataset`. */
-  constructor(dataset: Dataset<T>, options: DataLoaderOptions<T, B> = {}) {
+  constructor(dataset: Dataset<T> | IterableDataset<T>, options: DataLoaderOptions<T, B> = {}) {
+    const iterable = (dataset as unknown) instanceof IterableDataset;
     if (
-      dataset === null || typeof dataset !== "object" ||
-      typeof (dataset as Dataset<T>).get !== "function"
+      !iterable && (
+        dataset === null || typeof dataset !== "object" ||
+        typeof (dataset as Dataset<T>).get !== "function"
+      )
     ) {
-      throw new TypeError("DataLoader: dataset must have a length and a get(index) method");
+      throw new TypeError(
+        "DataLoader: dataset must have a length and a get(index) method, or be an IterableDataset",
+      );
     }
-    const n = dataset.length;
-    if (!Number.isInteger(n) || n < 0) {
-      throw new RangeError(`DataLoader: dataset length must be a non-negative integer, got ${n}`);
+    if (!iterable) {
+      const n = (dataset as Dataset<T>).length;
+      if (!Number.isInteger(n) || n < 0) {
+        throw new RangeError(`DataLoader: dataset length must be a non-negative integer, got ${n}`);
+      }
+    }
+    const given = (v: unknown) => v !== undefined && v !== null;
+    if (iterable) {
+      // PyTorch's checks, in its order: a stream has no indices to choose or shuffle.
+      for (const name of ["shuffle", "sampler", "batchSampler"] as const) {
+        const value = options[name];
+        if (name === "shuffle" ? given(value) && value !== false : given(value)) {
+          throw new RangeError(
+            `DataLoader with IterableDataset: expected unspecified ${name} option, but got ${name}=${
+              typeof value === "object" ? (value as object).constructor?.name ?? "object" : value
+            }`,
+          );
+        }
+      }
+    }
+    const batchSampler = options.batchSampler ?? null;
+    if (batchSampler !== null) {
+      if (typeof (batchSampler as Iterable<unknown>)[Symbol.iterator] !== "function") {
+        throw new TypeError("DataLoader: batchSampler must be an iterable of arrays of indices");
+      }
+      const clash = [
+        options.batchSize !== undefined && options.batchSize !== 1 &&
+        `batchSize=${options.batchSize}`,
+        options.shuffle && "shuffle=true",
+        given(options.sampler) && "a sampler",
+        options.dropLast && "dropLast=true",
+      ].filter((c) => c);
+      if (clash.length > 0) {
+        throw new RangeError(
+          `DataLoader: batchSampler option is mutually exclusive with batchSize, shuffle, sampler, and dropLast (got ${
+            clash.join(", ")
+          })`,
+        );
+      }
     }
     const batchSize = options.batchSize ?? 1;
     if (!Number.isInteger(batchSize) || batchSize <= 0) {
@@ -255,6 +322,8 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
       }
     }
     this.sampler = sampler;
+    this.batchSampler = batchSampler;
+    this.#iterable = iterable;
     this.dataset = dataset;
     this.batchSize = batchSize;
     this.shuffle = options.shuffle ?? false;
@@ -266,29 +335,33 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
 
   /** Number of batches per epoch. */
   get length(): number {
-    const n = this.#samples();
+    if (this.batchSampler !== null) return countOf(this.batchSampler, "batchSampler");
+    const n = this.#iterable ? this.#streamLength() : this.#samples();
     return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
   }
 
   /** Samples per epoch: the sampler's length, or the dataset's. */
   #samples(): number {
     const sampler = this.sampler;
-    if (sampler === null) return this.dataset.length;
-    const length = (sampler as { length?: unknown }).length;
-    if (typeof length === "number") return length;
-    // A generator is its own iterator: counting it would use up the epoch.
-    if ((sampler as Iterable<number>)[Symbol.iterator]() === (sampler as unknown)) {
+    if (sampler === null) return (this.dataset as Dataset<T>).length;
+    return countOf(sampler, "sampler");
+  }
+
+  /** Samples per epoch of an `IterableDataset`: its `length`, when it has one. */
+  #streamLength(): number {
+    const n = (this.dataset as { length?: unknown }).length;
+    if (typeof n !== "number") {
       throw new TypeError(
-        "DataLoader: the sampler is a one-shot iterator without a length, so the loader has no length (PyTorch raises here too); give an array, or an iterable with a length",
+        `DataLoader: the IterableDataset ${this.dataset.constructor.name} has no length, so the loader has none (PyTorch raises here too)`,
       );
     }
-    return [...sampler].length;
+    return n;
   }
 
   /** This epoch's sample order. */
   #order(): Int32Array {
     if (this.sampler !== null) return this.#sampled();
-    const n = this.dataset.length;
+    const n = (this.dataset as Dataset<T>).length;
     const order = new Int32Array(n);
     for (let i = 0; i < n; i++) order[i] = i;
     if (!this.shuffle) return order;
@@ -304,16 +377,63 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
 
   /** The sampler's indices for this epoch, checked against the dataset. */
   #sampled(): Int32Array {
-    const n = this.dataset.length;
-    const indices = [...this.sampler!];
+    return this.#checked([...this.sampler!], "the sampler", "");
+  }
+
+  /** `indices` as an Int32Array, each checked against the dataset. */
+  #checked(indices: readonly number[], from: string, where: string): Int32Array {
+    const n = (this.dataset as Dataset<T>).length;
+    if (!Array.isArray(indices) && !ArrayBuffer.isView(indices)) {
+      throw new TypeError(
+        `DataLoader: ${from} gave ${typeof indices}${where}; expected an array of indices`,
+      );
+    }
     indices.forEach((index, at) => {
       if (!Number.isInteger(index) || index < 0 || index >= n) {
         throw new RangeError(
-          `DataLoader: the sampler gave index ${index} (position ${at}), outside the dataset's ${n} samples`,
+          `DataLoader: ${from} gave index ${index} (position ${at}${where}), outside the dataset's ${n} samples`,
         );
       }
     });
     return Int32Array.from(indices);
+  }
+
+  /**
+   * This epoch's batches, each as a function that makes it: the batch
+   * sampler's, the stream's (read as the batches are asked for), or runs of
+   * the sample order.
+   */
+  *#jobs(): Generator<() => { batch: B; owned: Tensor[] }> {
+    const batchSize = this.batchSize;
+    if (this.#iterable) {
+      let samples: T[] = [];
+      for (const sample of this.dataset as IterableDataset<T>) {
+        samples.push(sample);
+        if (samples.length === batchSize) {
+          const got = samples;
+          yield () => this.#make(null, false, got);
+          samples = [];
+        }
+      }
+      if (samples.length > 0 && !this.dropLast) yield () => this.#make(null, false, samples);
+      return;
+    }
+    if (this.batchSampler !== null) {
+      let b = 0;
+      for (const batch of this.batchSampler) {
+        const indices = this.#checked(batch, "the batchSampler", ` of batch ${b++}`);
+        yield () => this.#make(indices, false);
+      }
+      return;
+    }
+    const order = this.#order();
+    const n = order.length;
+    const count = this.dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
+    const contiguous = !this.shuffle && this.sampler === null;
+    for (let b = 0; b < count; b++) {
+      const indices = order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize));
+      yield () => this.#make(indices, contiguous);
+    }
   }
 
   /**
@@ -322,16 +442,20 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
    * with a custom one only its copies to `device`, since the collate may
    * return tensors someone else owns).
    */
-  #make(indices: Int32Array, contiguous: boolean): { batch: B; owned: Tensor[] } {
+  #make(
+    indices: Int32Array | null,
+    contiguous: boolean,
+    streamed?: T[],
+  ): { batch: B; owned: Tensor[] } {
     const custom = this.#collate;
-    const dataset = this.dataset;
+    const dataset = this.dataset as Dataset<T>;
     // Subsets (randomSplit's) of a TensorDataset batch as fast as the dataset itself.
-    const rows = custom ? null : tensorRows(dataset, indices);
+    const rows = custom || indices === null ? null : tensorRows(dataset, indices);
     const build = (): { batch: B; owned: Tensor[] } => {
       let batch: unknown;
       if (rows) {
-        const start = indices[0];
-        const count = indices.length;
+        const start = indices![0];
+        const count = indices!.length;
         const byDevice = new Map<Device, Tensor>();
         batch = rows.dataset.tensors.map((t) => {
           if (contiguous && rows.dataset === (dataset as Dataset<unknown>)) {
@@ -342,10 +466,12 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
           return t.indexSelect(0, idx);
         });
       } else {
-        const samples = Array.from(indices, (i) => dataset.get(i));
+        const samples = streamed ?? Array.from(indices!, (i) => dataset.get(i));
         if (samples[0] instanceof Promise) {
           throw new TypeError(
-            `DataLoader: ${dataset.constructor.name}.get(${indices[0]}) returned a Promise; ` +
+            `DataLoader: ${dataset.constructor.name}.${
+              streamed ? "[Symbol.iterator]()" : `get(${indices![0]})`
+            } returned a Promise; ` +
               `the loader reads samples synchronously (load the data first, e.g. into a TensorDataset)`,
           );
         }
@@ -374,27 +500,22 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
    * handed out (the loop ended early) is released.
    */
   *[Symbol.iterator](): Iterator<B> {
-    const order = this.#order();
-    const n = order.length;
-    const batchSize = this.batchSize;
-    const count = this.dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
-    if (count === 0) return;
-    const contiguous = !this.shuffle && this.sampler === null;
-    const make = (b: number) =>
-      this.#make(order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize)), contiguous);
+    const jobs = this.#jobs();
     const prefetch = this.device !== null;
     let ahead: { batch: B; owned: Tensor[] } | null = null;
     try {
-      for (let b = 0; b < count; b++) {
+      // `job` is the batch handed out next; `ahead`, when set, is it already made.
+      for (let job = jobs.next(); !job.done;) {
         let current: B;
         if (ahead !== null) {
           current = ahead.batch;
           // Made during an earlier call: it belongs to the scope it is handed out in.
           for (const t of ahead.owned) adopt(t);
           ahead = null;
-        } else current = make(b).batch;
-        if (prefetch && b + 1 < count) {
-          ahead = make(b + 1);
+        } else current = job.value().batch;
+        job = jobs.next();
+        if (prefetch && !job.done) {
+          ahead = job.value();
           // Out of every scope until handed out, so an enclosing tidy cannot release it early.
           for (const t of ahead.owned) keep(t);
         }

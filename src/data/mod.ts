@@ -11,3 +11,6 @@ export * from "./dataset.ts";
 export * from "./dataloader.ts";
 export * from "./sampler.ts";
 export * from "./subset.ts";
+export * from "./samplers.ts";
+export * from "./concat.ts";
+export * from "./iterable.ts";

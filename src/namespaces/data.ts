@@ -1,7 +1,10 @@
 /**
  * Data loading, as `torch.utils.data`: `Dataset`, `TensorDataset`, `Subset`,
- * `randomSplit`, `DataLoader`, `defaultCollate`, and samplers
- * (`DistributedSampler` gives each rank of a process group its own share).
+ * `ConcatDataset`, `IterableDataset`, `ChainDataset`, `randomSplit`,
+ * `DataLoader`, `defaultCollate`, and samplers (`SequentialSampler`,
+ * `RandomSampler`, `SubsetRandomSampler`, `WeightedRandomSampler`,
+ * `BatchSampler`; `DistributedSampler` gives each rank of a process group its
+ * own share).
  *
  * @example
  * ```ts

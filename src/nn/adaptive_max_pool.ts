@@ -1,5 +1,5 @@
 /**
- * `AdaptiveMaxPool2d` and `AdaptiveMaxPool1d`, as `torch.nn`'s (values
+ * `AdaptiveMaxPool3d`, `AdaptiveMaxPool2d` and `AdaptiveMaxPool1d`, as `torch.nn`'s (values
  * only, no `return_indices`).
  * @module
  */
@@ -53,5 +53,33 @@ export class AdaptiveMaxPool1d extends Module {
   override extraRepr(): string {
     const size = this.outputSize;
     return `output_size=${typeof size === "number" ? size : size[0]}`;
+  }
+}
+
+/**
+ * Adaptive max pooling of [N, C, D, H, W] to a fixed size, as
+ * `torch.nn.AdaptiveMaxPool3d` (values only).
+ */
+export class AdaptiveMaxPool3d extends Module {
+  /** [outD, outH, outW], a number for all; null keeps the input's size. */
+  readonly outputSize: F.AdaptiveSize3;
+
+  /** Pools to `outputSize`. */
+  constructor(outputSize: F.AdaptiveSize3) {
+    super();
+    this.outputSize = outputSize;
+  }
+
+  /** Pools `x` [N, C, D, H, W] (or [C, D, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.adaptiveMaxPool3d(x, this.outputSize);
+  }
+
+  /** `output_size=(1, 2, 3)`. */
+  override extraRepr(): string {
+    const size = this.outputSize;
+    return `output_size=${
+      typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
+    }`;
   }
 }

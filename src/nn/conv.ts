@@ -1,8 +1,10 @@
 /**
  * Convolution and pooling layers, as `torch.nn`: `Conv1d`, `Conv2d`,
- * `ConvTranspose1d`, `ConvTranspose2d`, `MaxPool2d`, `AvgPool2d`,
- * `AdaptiveAvgPool2d` (see `functional/conv.ts` and
- * `functional/conv_transpose.ts` for how they compute).
+ * `Conv3d`, `ConvTranspose1d`, `ConvTranspose2d`, `ConvTranspose3d`,
+ * `MaxPool2d`, `MaxPool3d`, `AvgPool2d`, `AvgPool3d`, `AdaptiveAvgPool2d`,
+ * `AdaptiveAvgPool3d` (see `functional/conv.ts`,
+ * `functional/conv_transpose.ts` and `functional/volumetric.ts` for how
+ * they compute).
  * @module
  */
 
@@ -288,6 +290,67 @@ export class Conv1d extends ConvNd {
   }
 }
 
+/** Options of {@link Conv3d}. */
+export interface Conv3dModuleOptions extends FactoryOptions {
+  /** Step between windows (default 1). */
+  stride?: F.Size3;
+  /** Zero padding, or `"valid"` / `"same"` (default 0). */
+  padding?: F.Size3 | "valid" | "same";
+  /** Step between kernel taps (default 1). */
+  dilation?: F.Size3;
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Learn an additive bias (default true). */
+  bias?: boolean;
+  /** What the padding holds (default `"zeros"`); see {@link PaddingMode}. */
+  paddingMode?: PaddingMode;
+}
+
+/** 3-d convolution, as `torch.nn.Conv3d`. */
+export class Conv3d extends ConvNd {
+  /** Step between windows. */
+  readonly stride: F.Size3;
+  /** Padding. */
+  readonly padding: F.Size3 | "valid" | "same";
+  /** Step between taps. */
+  readonly dilation: F.Size3;
+
+  /**
+   * `kernelSize` is a number or [kD, kH, kW]; weight [outChannels,
+   * inChannels / groups, kD, kH, kW], bias [outChannels].
+   */
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: F.Size3,
+    options: Conv3dModuleOptions = {},
+  ) {
+    const kernel = typeof kernelSize === "number"
+      ? [kernelSize, kernelSize, kernelSize]
+      : [...kernelSize];
+    super("Conv3d", inChannels, outChannels, kernel, options.groups ?? 1, options);
+    this.stride = options.stride ?? 1;
+    this.padding = options.padding ?? 0;
+    this.dilation = options.dilation ?? 1;
+  }
+
+  /** Convolves `x` [N, C, D, H, W] (or [C, D, H, W]). */
+  override forward(x: Tensor): Tensor {
+    const [input, padding] = this.padInput(x, this.padding, this.dilation);
+    return F.conv3d(input, this.weight, this.bias, {
+      stride: this.stride,
+      padding: padding as F.Size3 | "valid" | "same",
+      dilation: this.dilation,
+      groups: this.groups,
+    });
+  }
+
+  /** `1, 8, kernel_size=(3, 3, 3), stride=(1, 1, 1)`, as PyTorch prints it. */
+  override extraRepr(): string {
+    return convRepr(this, 3, this.stride, this.padding, this.dilation);
+  }
+}
+
 function convRepr(
   m: ConvNd,
   rank: number,
@@ -527,23 +590,104 @@ export class ConvTranspose1d extends ConvNd {
   }
 }
 
-/** Max pooling, as `torch.nn.MaxPool2d`; the gradient goes to each window's arg-max. */
-export class MaxPool2d extends Module {
+/** Options of {@link ConvTranspose3d}. */
+export interface ConvTranspose3dModuleOptions extends FactoryOptions {
+  /** Step between the input elements' places in the output (default 1). */
+  stride?: F.Size3;
+  /** Cut from both sides of each dim of the full output (default 0). */
+  padding?: F.Size3;
+  /** Added after each dim's far edge; smaller than stride or dilation (default 0). */
+  outputPadding?: F.Size3;
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Learn an additive bias (default true). */
+  bias?: boolean;
+  /** Step between kernel taps (default 1). */
+  dilation?: F.Size3;
+}
+
+/**
+ * 3-d transposed convolution, as `torch.nn.ConvTranspose3d`: weight
+ * [inChannels, outChannels / groups, kD, kH, kW], bias [outChannels].
+ */
+export class ConvTranspose3d extends ConvNd {
+  /** Step between the input elements' places in the output. */
+  readonly stride: F.Size3;
+  /** Padding cut from the full output. */
+  readonly padding: F.Size3;
+  /** Extra planes / rows / columns after the output's far edges. */
+  readonly outputPadding: F.Size3;
+  /** Step between taps. */
+  readonly dilation: F.Size3;
+
+  /** `kernelSize` is a number or [kD, kH, kW]. */
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: F.Size3,
+    options: ConvTranspose3dModuleOptions = {},
+  ) {
+    const kernel = typeof kernelSize === "number"
+      ? [kernelSize, kernelSize, kernelSize]
+      : [...kernelSize];
+    super("ConvTranspose3d", inChannels, outChannels, kernel, options.groups ?? 1, options, true);
+    this.stride = options.stride ?? 1;
+    this.padding = options.padding ?? 0;
+    this.outputPadding = options.outputPadding ?? 0;
+    this.dilation = options.dilation ?? 1;
+  }
+
+  /**
+   * Upsamples `x` [N, C, D, H, W] (or [C, D, H, W]); `outputSize` ([outD,
+   * outH, outW], or with the leading sizes) as in
+   * {@link ConvTranspose2d.forward}.
+   */
+  override forward(x: Tensor, outputSize?: readonly number[] | null): Tensor {
+    const outputPadding = outputSize == null
+      ? this.outputPadding
+      : transposedPadding(this, "ConvTranspose3d", x, outputSize) as [number, number, number];
+    return F.convTranspose3d(x, this.weight, {
+      bias: this.bias,
+      stride: this.stride,
+      padding: this.padding,
+      outputPadding,
+      groups: this.groups,
+      dilation: this.dilation,
+    });
+  }
+
+  /** `4, 2, kernel_size=(3, 3, 3), stride=(2, 2, 2)`, as PyTorch prints it. */
+  override extraRepr(): string {
+    return convRepr(this, 3, this.stride, this.padding, this.dilation, this.outputPadding);
+  }
+}
+
+/**
+ * What a max-pool layer's `forward` gives: the output, or with
+ * `returnIndices: true` the output and the maxima's positions.
+ */
+export type MaxPoolResult<R extends boolean> = R extends true ? F.PoolWithIndices : Tensor;
+
+/**
+ * Max pooling, as `torch.nn.MaxPool2d`; the gradient goes to each window's
+ * arg-max. With `returnIndices: true`, `forward` returns `[output, indices]`.
+ */
+export class MaxPool2d<R extends boolean = false> extends Module {
   /** Window size. */
   readonly kernelSize: Size2;
   /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.MaxPool2dOptions;
+  readonly options: F.MaxPool2dOptions & F.ReturnIndicesOption;
 
   /** Pools `kernelSize` windows. */
-  constructor(kernelSize: Size2, options: F.MaxPool2dOptions = {}) {
+  constructor(kernelSize: Size2, options: F.MaxPool2dOptions & { returnIndices?: R } = {}) {
     super();
     this.kernelSize = kernelSize;
     this.options = { ...options };
   }
 
   /** Pools `x` [N, C, H, W] (or [C, H, W]). */
-  override forward(x: Tensor): Tensor {
-    return F.maxPool2d(x, this.kernelSize, this.options);
+  override forward(x: Tensor): MaxPoolResult<R> {
+    return F.maxPool2d(x, this.kernelSize, this.options) as MaxPoolResult<R>;
   }
 
   /** `kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False`. */
@@ -605,23 +749,107 @@ export class AdaptiveAvgPool2d extends Module {
   }
 }
 
-/** Max pooling along the last dim, as `torch.nn.MaxPool1d`. */
-export class MaxPool1d extends Module {
+/**
+ * Max pooling over [N, C, D, H, W] windows, as `torch.nn.MaxPool3d`; the
+ * gradient goes to each window's arg-max.
+ */
+export class MaxPool3d extends Module {
+  /** Window size. */
+  readonly kernelSize: F.Size3;
+  /** Options as given (stride defaults to the kernel size). */
+  readonly options: F.MaxPool3dOptions;
+
+  /** Pools `kernelSize` windows. */
+  constructor(kernelSize: F.Size3, options: F.MaxPool3dOptions = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+
+  /** Pools `x` [N, C, D, H, W] (or [C, D, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.maxPool3d(x, this.kernelSize, this.options);
+  }
+
+  /** `kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False`. */
+  override extraRepr(): string {
+    return maxPoolRepr(this.kernelSize, this.options);
+  }
+}
+
+/** Average pooling over [N, C, D, H, W] windows, as `torch.nn.AvgPool3d`. */
+export class AvgPool3d extends Module {
+  /** Window size. */
+  readonly kernelSize: F.Size3;
+  /** Options as given (stride defaults to the kernel size). */
+  readonly options: F.AvgPool3dOptions;
+
+  /** Pools `kernelSize` windows. */
+  constructor(kernelSize: F.Size3, options: F.AvgPool3dOptions = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+
+  /** Pools `x` [N, C, D, H, W] (or [C, D, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.avgPool3d(x, this.kernelSize, this.options);
+  }
+
+  /** `kernel_size=2, stride=2, padding=0` (PyTorch prints no more). */
+  override extraRepr(): string {
+    const o = this.options;
+    return `kernel_size=${pySize(this.kernelSize)}, stride=${
+      pySize(o.stride ?? this.kernelSize)
+    }, padding=${pySize(o.padding ?? 0)}`;
+  }
+}
+
+/** Average pooling of [N, C, D, H, W] to a fixed output size, as `torch.nn.AdaptiveAvgPool3d`. */
+export class AdaptiveAvgPool3d extends Module {
+  /** [outD, outH, outW], a number for all; null keeps the input's size. */
+  readonly outputSize: F.AdaptiveSize3;
+
+  /** Pools to `outputSize`. */
+  constructor(outputSize: F.AdaptiveSize3) {
+    super();
+    this.outputSize = outputSize;
+  }
+
+  /** Pools `x` [N, C, D, H, W] (or [C, D, H, W]). */
+  override forward(x: Tensor): Tensor {
+    return F.adaptiveAvgPool3d(x, this.outputSize);
+  }
+
+  /** `output_size=(1, 1, 1)`. */
+  override extraRepr(): string {
+    const size = this.outputSize;
+    return `output_size=${
+      typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
+    }`;
+  }
+}
+
+/**
+ * Max pooling along the last dim, as `torch.nn.MaxPool1d`. With
+ * `returnIndices: true`, `forward` returns `[output, indices]`.
+ */
+export class MaxPool1d<R extends boolean = false> extends Module {
   /** Window size. */
   readonly kernelSize: F.Size1;
   /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.MaxPool1dOptions;
+  readonly options: F.MaxPool1dOptions & F.ReturnIndicesOption;
 
   /** Pools `kernelSize` windows. */
-  constructor(kernelSize: F.Size1, options: F.MaxPool1dOptions = {}) {
+  constructor(kernelSize: F.Size1, options: F.MaxPool1dOptions & { returnIndices?: R } = {}) {
     super();
     this.kernelSize = kernelSize;
     this.options = { ...options };
   }
 
   /** Pools `x` [N, C, L] (or [C, L]). */
-  override forward(x: Tensor): Tensor {
-    return F.maxPool1d(x, this.kernelSize, this.options);
+  override forward(x: Tensor): MaxPoolResult<R> {
+    return F.maxPool1d(x, this.kernelSize, this.options) as MaxPoolResult<R>;
   }
 
   /** `kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False`. */

@@ -1,5 +1,5 @@
 /**
- * Dropout layers beyond `Dropout`: `Dropout1d` and `Dropout2d` (whole
+ * Dropout layers beyond `Dropout`: `Dropout1d`, `Dropout2d` and `Dropout3d` (whole
  * channels) and `AlphaDropout` (for SELU networks), as `torch.nn`'s. Each is
  * the identity in evaluation mode.
  * @module
@@ -62,6 +62,23 @@ export class Dropout2d extends DropoutNd {
   /** Applies channel dropout when training. */
   override forward(x: Tensor): Tensor {
     return F.dropout2d(x, this.p, this.training);
+  }
+}
+
+/**
+ * In training mode zeroes whole channels of [N, C, D, H, W] (or
+ * [C, D, H, W]) inputs with probability `p` and scales the others by
+ * `1 / (1 - p)`, as `torch.nn.Dropout3d`; the identity in evaluation mode.
+ */
+export class Dropout3d extends DropoutNd {
+  /** Channel dropout with probability `p` (default 0.5). */
+  constructor(p = 0.5) {
+    super("Dropout3d", p);
+  }
+
+  /** Applies channel dropout when training. */
+  override forward(x: Tensor): Tensor {
+    return F.dropout3d(x, this.p, this.training);
   }
 }
 

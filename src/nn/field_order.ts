@@ -28,3 +28,10 @@ export function orderedKeys(owner: object): string[] {
   const rank = (k: string) => order.indexOf(k);
   return keys.sort((a, b) => rank(a) - rank(b)); // stable: unrecorded keys (-1) keep their order
 }
+
+/** Forgets that `key` was added to `owner` (it was deleted: added again, it goes last). */
+export function forgetFieldOrder(owner: object, key: string): void {
+  const order = fieldOrder.get(owner);
+  const at = order?.indexOf(key) ?? -1;
+  if (at >= 0) order!.splice(at, 1);
+}

@@ -33,7 +33,14 @@ export * from "./functional/channel_dropout.ts";
 export * from "./functional/normalization_extra.ts";
 export * from "./functional/pixel_shuffle.ts";
 export * from "./functional/loss_extra.ts";
+export * from "./functional/ctc.ts";
+export * from "./functional/loss_more.ts";
 export * from "./functional/adaptive_max_pool.ts";
+export * from "./functional/fold.ts";
+export * from "./functional/pool_extra.ts";
+export * from "./functional/bilinear.ts";
+export * from "./functional/embedding_bag.ts";
+export * from "./functional/volumetric.ts";
 
 // ---------------------------------------------------------------- activations
 

@@ -16,7 +16,13 @@
 
 import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
-import { full, normal as normalTensor, uniform as uniformTensor } from "../ops/factory.ts";
+import {
+  full,
+  nextSeed,
+  normal as normalTensor,
+  tensor as tensorFrom,
+  uniform as uniformTensor,
+} from "../ops/factory.ts";
 import { formatShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -288,4 +294,342 @@ export function kaimingNormal_(tensor: Tensor, options: KaimingOptions = {}): Te
   const std = kaimingStd("kaimingNormal_", tensor, options);
   if (std === null) return tensor;
   return normal_(tensor, { mean: 0, std });
+}
+
+// ---- initialisations computed on the host ----
+//
+// orthogonal_, truncNormal_ and sparse_ need a QR, an inverse normal CDF or per-column draws:
+// they draw in float64 on the host, from a generator seeded by the global stream (so manualSeed
+// repeats them), then copy the values to the tensor's device and dtype.
+
+/** Uniform doubles in [0, 1) (mulberry32, two draws for 53 bits), seeded from the global stream. */
+function hostUniform(): () => number {
+  let state = nextSeed() >>> 0;
+  const next32 = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let z = state;
+    z = Math.imul(z ^ (z >>> 15), z | 1);
+    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
+    return (z ^ (z >>> 14)) >>> 0;
+  };
+  return () => ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992;
+}
+
+/** Standard normal doubles (Box-Muller) from {@link hostUniform}. */
+function hostNormal(): () => number {
+  const u = hostUniform();
+  let spare: number | null = null;
+  return () => {
+    if (spare !== null) {
+      const out = spare;
+      spare = null;
+      return out;
+    }
+    const r = Math.sqrt(-2 * Math.log(1 - u()));
+    const theta = 2 * Math.PI * u();
+    spare = r * Math.sin(theta);
+    return r * Math.cos(theta);
+  };
+}
+
+function fromHostValues(tensor: Tensor, values: Float64Array): Tensor {
+  return fill(
+    tensor,
+    () =>
+      tensorFrom(values, { shape: [...tensor.shape], dtype: tensor.dtype, device: tensor.device }),
+  );
+}
+
+function numelOf(tensor: Tensor): number {
+  return tensor.shape.reduce((a, b) => a * b, 1);
+}
+
+/** Options of {@link orthogonal_}. */
+export interface OrthogonalOptions {
+  /** Scaling factor (default 1). */
+  gain?: number;
+}
+
+/**
+ * Fills `tensor` with a (semi-)orthogonal matrix, as `torch.nn.init.orthogonal_`: the tensor is
+ * viewed as [size(0), numel / size(0)], and its rows (when fewer than its columns) or its columns
+ * are orthonormal, times `gain`. The matrix is uniformly distributed over the orthogonal ones
+ * (Haar), as PyTorch's QR of a normal matrix with the signs of R's diagonal; it is computed by
+ * Gram-Schmidt in float64 on the host, so the numbers differ from PyTorch's.
+ */
+export function orthogonal_(tensor: Tensor, options: OrthogonalOptions = {}): Tensor {
+  checkTensor("orthogonal_", tensor, true);
+  const gain = options.gain ?? 1;
+  checkFinite("orthogonal_", "gain", gain);
+  if (tensor.ndim < 2) {
+    throw new RangeError(
+      `orthogonal_: only tensors with 2 or more dimensions are supported, got shape ${
+        formatShape(tensor.shape)
+      }`,
+    );
+  }
+  const numel = numelOf(tensor);
+  if (numel === 0) return tensor;
+  const rows = tensor.shape[0];
+  const cols = numel / rows;
+  // Orthonormal columns of a [n, k] matrix with n >= k, transposed at the end when rows < cols.
+  const n = Math.max(rows, cols);
+  const k = Math.min(rows, cols);
+  const normal = hostNormal();
+  // q[j] is column j, length n.
+  const q: Float64Array[] = [];
+  for (let j = 0; j < k; j++) {
+    const v = new Float64Array(n);
+    for (let i = 0; i < n; i++) v[i] = normal();
+    // Gram-Schmidt twice ("twice is enough") for orthogonality to rounding in float64; the
+    // positive norm is the positive diagonal of R, PyTorch's sign correction.
+    for (let pass = 0; pass < 2; pass++) {
+      for (const u of q) {
+        let dot = 0;
+        for (let i = 0; i < n; i++) dot += u[i] * v[i];
+        for (let i = 0; i < n; i++) v[i] -= dot * u[i];
+      }
+    }
+    let norm = 0;
+    for (let i = 0; i < n; i++) norm += v[i] * v[i];
+    norm = Math.sqrt(norm);
+    for (let i = 0; i < n; i++) v[i] /= norm;
+    q.push(v);
+  }
+  const out = new Float64Array(numel);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      out[r * cols + c] = gain * (rows >= cols ? q[c][r] : q[r][c]);
+    }
+  }
+  return fromHostValues(tensor, out);
+}
+
+/** Options of {@link truncNormal_}. */
+export interface TruncNormalOptions {
+  /** Mean of the normal before truncation (default 0). */
+  mean?: number;
+  /** Standard deviation of the normal before truncation (default 1). */
+  std?: number;
+  /** Lower cut-off (default −2). */
+  a?: number;
+  /** Upper cut-off (default 2). */
+  b?: number;
+}
+
+/** erfc(x) with relative error below 1.2e-7 everywhere (Numerical Recipes' `erfcc`). */
+function erfc(x: number): number {
+  const z = Math.abs(x);
+  const t = 1 / (1 + 0.5 * z);
+  const r = t * Math.exp(
+    -z * z - 1.26551223 +
+      t * (1.00002368 +
+          t * (0.37409196 +
+              t * (0.09678418 +
+                  t * (-0.18628806 +
+                      t * (0.27886807 +
+                          t *
+                            (-1.13520398 +
+                              t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+  );
+  return x >= 0 ? r : 2 - r;
+}
+
+/** The standard normal CDF. */
+function normalCdf(x: number): number {
+  return 0.5 * erfc(-x / Math.SQRT2);
+}
+
+/** The standard normal quantile (Acklam's rational approximation, relative error 1.2e-9). */
+function normalQuantile(p: number): number {
+  if (p <= 0) return -Infinity;
+  if (p >= 1) return Infinity;
+  const a = [
+    -39.69683028665376,
+    220.9460984245205,
+    -275.9285104469687,
+    138.357751867269,
+    -30.66479806614716,
+    2.506628277459239,
+  ];
+  const b = [
+    -54.47609879822406,
+    161.5858368580409,
+    -155.6989798598866,
+    66.80131188771972,
+    -13.28068155288572,
+  ];
+  const c = [
+    -0.007784894002430293,
+    -0.3223964580411365,
+    -2.400758277161838,
+    -2.549732539343734,
+    4.374664141464968,
+    2.938163982698783,
+  ];
+  const d = [0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416];
+  const low = 0.02425;
+  if (p < low || p > 1 - low) {
+    const q = Math.sqrt(-2 * Math.log(p < low ? p : 1 - p));
+    const x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+      ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    return p < low ? x : -x;
+  }
+  const q = p - 0.5;
+  const r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+    (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+/**
+ * Fills `tensor` with N(mean, std²) truncated to [a, b], as `torch.nn.init.trunc_normal_`, by the
+ * inverse CDF as PyTorch (U(Φ(α), Φ(β)) through Φ⁻¹, clamped to [a, b]). An interval far in a
+ * tail is sampled on its mirror image near 0, where Φ keeps its precision, so the draw stays
+ * right where PyTorch's warns that it may not be.
+ */
+export function truncNormal_(tensor: Tensor, options: TruncNormalOptions = {}): Tensor {
+  checkTensor("truncNormal_", tensor, true);
+  const mean = options.mean ?? 0;
+  const std = options.std ?? 1;
+  const a = options.a ?? -2;
+  const b = options.b ?? 2;
+  checkFinite("truncNormal_", "mean", mean);
+  checkFinite("truncNormal_", "std", std);
+  for (const [name, v] of [["a", a], ["b", b]] as const) {
+    if (typeof v !== "number" || Number.isNaN(v)) {
+      throw new RangeError(`truncNormal_: ${name} must be a number, got ${String(v)}`);
+    }
+  }
+  if (std < 0) throw new RangeError(`truncNormal_: expects std >= 0, got ${std}`);
+  if (a > b) throw new RangeError(`truncNormal_: expects a <= b, got a=${a}, b=${b}`);
+  const numel = numelOf(tensor);
+  const out = new Float64Array(numel);
+  if (std === 0) {
+    out.fill(Math.min(Math.max(mean, a), b));
+    return fromHostValues(tensor, out);
+  }
+  const alpha = (a - mean) / std;
+  const beta = (b - mean) / std;
+  // Mirror an interval right of 0 to the left, where the CDF is small and exact.
+  const flip = alpha > 0;
+  const lo = normalCdf(flip ? -beta : alpha);
+  const hi = normalCdf(flip ? -alpha : beta);
+  const u = hostUniform();
+  for (let i = 0; i < numel; i++) {
+    let z = normalQuantile(lo + (hi - lo) * u());
+    if (flip) z = -z;
+    out[i] = Math.min(Math.max(mean + std * z, a), b);
+  }
+  return fromHostValues(tensor, out);
+}
+
+/** Options of {@link dirac_}. */
+export interface DiracOptions {
+  /** Groups of output channels, each the identity on its inputs (default 1). */
+  groups?: number;
+}
+
+/**
+ * Fills a [out, in, ...kernel] convolution weight (3 to 5 dimensions) with the Dirac delta, as
+ * `torch.nn.init.dirac_`: in each of `groups` groups of output channels, output channel d of the
+ * group is 1 at input channel d and the kernel's centre (index ⌊k/2⌋), for d below
+ * min(out / groups, in); every other entry is 0. A convolution with it (and no bias) passes its
+ * input channels through, so it starts as the identity.
+ */
+export function dirac_(tensor: Tensor, options: DiracOptions = {}): Tensor {
+  checkTensor("dirac_", tensor, false);
+  const groups = options.groups ?? 1;
+  const shape = tensor.shape;
+  if (shape.length < 3 || shape.length > 5) {
+    throw new RangeError(
+      `dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape ${
+        formatShape(shape)
+      }`,
+    );
+  }
+  if (!Number.isInteger(groups) || groups < 1) {
+    throw new RangeError(`dirac_: groups must be a positive integer, got ${String(groups)}`);
+  }
+  if (shape[0] % groups !== 0) {
+    throw new RangeError(
+      `dirac_: dim 0 must be divisible by groups, got shape ${
+        formatShape(shape)
+      } and groups=${groups}`,
+    );
+  }
+  const perGroup = shape[0] / groups;
+  const minDim = Math.min(perGroup, shape[1]);
+  const kernel = shape.slice(2);
+  const kernelSize = kernel.reduce((x, y) => x * y, 1);
+  // The centre's flat offset in the kernel.
+  let centre = 0;
+  for (const k of kernel) centre = centre * k + Math.floor(k / 2);
+  const out = new Float64Array(numelOf(tensor));
+  for (let g = 0; g < groups; g++) {
+    for (let d = 0; d < minDim; d++) {
+      out[((g * perGroup + d) * shape[1] + d) * kernelSize + centre] = 1;
+    }
+  }
+  return fromHostValues(tensor, out);
+}
+
+/**
+ * Fills a 2-dimensional `tensor` with the identity (ones on the diagonal, zeros elsewhere; a
+ * non-square one too), as `torch.nn.init.eye_`.
+ */
+export function eye_(tensor: Tensor): Tensor {
+  checkTensor("eye_", tensor, false);
+  if (tensor.ndim !== 2) {
+    throw new RangeError(
+      `eye_: only tensors with 2 dimensions are supported, got shape ${formatShape(tensor.shape)}`,
+    );
+  }
+  const [rows, cols] = tensor.shape;
+  const out = new Float64Array(rows * cols);
+  for (let i = 0; i < Math.min(rows, cols); i++) out[i * cols + i] = 1;
+  return fromHostValues(tensor, out);
+}
+
+/** Options of {@link sparse_}. */
+export interface SparseOptions {
+  /** Standard deviation of the non-zero values (default 0.01). */
+  std?: number;
+}
+
+/**
+ * Fills a 2-dimensional `tensor` as a sparse matrix, as `torch.nn.init.sparse_`: N(0, std²)
+ * values, then in each column ⌈sparsity · rows⌉ entries, at random rows, set to 0.
+ */
+export function sparse_(tensor: Tensor, sparsity: number, options: SparseOptions = {}): Tensor {
+  checkTensor("sparse_", tensor, true);
+  if (tensor.ndim !== 2) {
+    throw new RangeError(
+      `sparse_: only tensors with 2 dimensions are supported, got shape ${
+        formatShape(tensor.shape)
+      }`,
+    );
+  }
+  checkFinite("sparse_", "sparsity", sparsity);
+  if (sparsity < 0 || sparsity > 1) {
+    throw new RangeError(`sparse_: sparsity must be in [0, 1], got ${sparsity}`);
+  }
+  const std = options.std ?? 0.01;
+  checkFinite("sparse_", "std", std);
+  if (std < 0) throw new RangeError(`sparse_: expects std >= 0, got ${std}`);
+  const [rows, cols] = tensor.shape;
+  const zeros = Math.ceil(sparsity * rows);
+  const normal = hostNormal();
+  const u = hostUniform();
+  const out = new Float64Array(rows * cols);
+  for (let i = 0; i < out.length; i++) out[i] = std * normal();
+  const order = Array.from({ length: rows }, (_, i) => i);
+  for (let c = 0; c < cols; c++) {
+    // The first `zeros` entries of a random permutation of the rows (partial Fisher-Yates).
+    for (let i = 0; i < zeros; i++) {
+      const j = i + Math.floor(u() * (rows - i));
+      [order[i], order[j]] = [order[j], order[i]];
+      out[order[i] * cols + c] = 0;
+    }
+  }
+  return fromHostValues(tensor, out);
 }

@@ -11,6 +11,15 @@ import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { copyFieldOrder, orderedKeys } from "./field_order.ts";
+import type {
+  ForwardHook,
+  ForwardPreHook,
+  FullBackwardHook,
+  RemovableHandle,
+} from "./hook_handle.ts";
+import { addHook } from "./hooks.ts";
+
+export * from "./hook_handle.ts";
 
 /**
  * A tensor that is a module's learnable parameter, as `torch.nn.Parameter`:
@@ -190,6 +199,15 @@ function stateEntries(root: Module): [string, Tensor, number?][] {
   return out;
 }
 
+function checkHook(op: string, hook: unknown): unknown {
+  if (typeof hook !== "function") {
+    throw new TypeError(
+      `${op}: hook must be a function, got ${hook === null ? "null" : typeof hook}`,
+    );
+  }
+  return hook;
+}
+
 function snakeToCamel(name: string): string {
   return name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
@@ -329,6 +347,44 @@ export class Module {
     guardField(this, name, "parameter");
     (this as unknown as Record<string, unknown>)[name] = param;
     return param;
+  }
+
+  // ---- hooks ----
+
+  /**
+   * Calls `hook(module, args)` before every `forward`, as PyTorch's `register_forward_pre_hook`;
+   * a returned value replaces the arguments (see {@link ForwardPreHook}). Hooks run in the order
+   * registered. They work with plain `module.forward(x)` calls: the first hook installs an
+   * instance-level `forward` that runs them, and the last `remove()` takes it away.
+   */
+  registerForwardPreHook<M extends Module>(this: M, hook: ForwardPreHook<M>): RemovableHandle {
+    return addHook(this, "pre", checkHook("registerForwardPreHook", hook) as ForwardPreHook);
+  }
+
+  /**
+   * Calls `hook(module, args, output)` after every `forward`, as PyTorch's
+   * `register_forward_hook`; a returned value replaces the output (see {@link ForwardHook}).
+   * A hook that keeps a tensor past the forward should `keep` it, as in any `tidy` scope.
+   */
+  registerForwardHook<M extends Module>(this: M, hook: ForwardHook<M>): RemovableHandle {
+    return addHook(this, "forward", checkHook("registerForwardHook", hook) as ForwardHook);
+  }
+
+  /**
+   * Calls `hook(module, gradInput, gradOutput)` when the gradients of this module's tensor
+   * arguments are computed, as PyTorch's `register_full_backward_hook`; a returned array
+   * replaces `gradInput` (see {@link FullBackwardHook}). Gradients of parameters are not in
+   * `gradInput`. The hooks of a forward are those registered when it ran.
+   */
+  registerFullBackwardHook<M extends Module>(
+    this: M,
+    hook: FullBackwardHook<M>,
+  ): RemovableHandle {
+    return addHook(
+      this,
+      "backward",
+      checkHook("registerFullBackwardHook", hook) as FullBackwardHook,
+    );
   }
 
   // ---- discovery ----

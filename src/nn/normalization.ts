@@ -1,6 +1,6 @@
 /**
- * Normalisation layers: `LayerNorm`, `BatchNorm1d`, `BatchNorm2d` and
- * `GroupNorm`.
+ * Normalisation layers: `LayerNorm`, `BatchNorm1d`, `BatchNorm2d`,
+ * `BatchNorm3d` and `GroupNorm`.
  * @module
  */
 
@@ -270,6 +270,23 @@ export class BatchNorm2d extends BatchNormBase {
     super(
       "BatchNorm2d",
       { allowed: [4], describe: "a 4D [N, C, H, W] input" },
+      numFeatures,
+      options,
+    );
+  }
+}
+
+/**
+ * Batch normalisation over the channels of [N, C, D, H, W] inputs, as
+ * `torch.nn.BatchNorm3d` (see {@link BatchNormBase}): statistics over N, D,
+ * H and W per channel.
+ */
+export class BatchNorm3d extends BatchNormBase {
+  /** Batch norm over `numFeatures` channels. */
+  constructor(numFeatures: number, options: BatchNormModuleOptions = {}) {
+    super(
+      "BatchNorm3d",
+      { allowed: [5], describe: "a 5D [N, C, D, H, W] input" },
       numFeatures,
       options,
     );

@@ -1,6 +1,6 @@
 /**
  * Normalisation layers beyond those of `normalization.ts`: `InstanceNorm1d`,
- * `InstanceNorm2d` and `LocalResponseNorm`, as `torch.nn`'s.
+ * `InstanceNorm2d`, `InstanceNorm3d` and `LocalResponseNorm`, as `torch.nn`'s.
  * @module
  */
 
@@ -171,6 +171,18 @@ export class InstanceNorm2d extends InstanceNormBase {
   /** Instance norm over `numFeatures` channels. */
   constructor(numFeatures: number, options: InstanceNormModuleOptions = {}) {
     super("InstanceNorm2d", 3, numFeatures, options);
+  }
+}
+
+/**
+ * Instance normalisation of [N, C, D, H, W] (or [C, D, H, W]) inputs, as
+ * `torch.nn.InstanceNorm3d` (see {@link InstanceNormBase}); `affine` and
+ * `trackRunningStats` default to false.
+ */
+export class InstanceNorm3d extends InstanceNormBase {
+  /** Instance norm over `numFeatures` channels. */
+  constructor(numFeatures: number, options: InstanceNormModuleOptions = {}) {
+    super("InstanceNorm3d", 4, numFeatures, options);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * Recurrent layers, as `torch.nn.RNN`, `torch.nn.LSTM` and `torch.nn.GRU`:
- * several layers, both directions, batch-first or time-first input, and
+ * several layers, both directions, batch-first or time-first input or a
+ * `PackedSequence` of sequences of different lengths, and
  * PyTorch's parameter names (`weight_ih_l0`, `bias_hh_l1_reverse`, ...), so a
  * PyTorch state dict loads unchanged. Built from tensor ops (forward and
  * backward on every backend); the input projection of a whole sequence is
@@ -8,17 +9,26 @@
  * @module
  */
 
-import { linear } from "../ops/linalg.ts";
-import { resolveFactory, zeros } from "../ops/factory.ts";
+import { resolveFactory, tensor, zeros } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import { cat, stack } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
+import { forwardScope } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
 import { uniform_ } from "./init.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
+import {
+  type CellState,
+  cellStep,
+  type CellWeights,
+  GATES,
+  type Mode,
+  projectInput,
+} from "./rnn_step.ts";
 import { checkCount, checkFloatInput, pyBool, pyFloat, sameDevice } from "./util.ts";
+import { PackedSequence } from "./utils/rnn.ts";
 
 /** Options shared by {@link RNN}, {@link LSTM} and {@link GRU}. */
 export interface RNNBaseOptions extends FactoryOptions {
@@ -52,19 +62,11 @@ export interface RNNOptions extends RNNBaseOptions {
   nonlinearity?: "tanh" | "relu";
 }
 
-type Mode = "RNN_TANH" | "RNN_RELU" | "LSTM" | "GRU";
-
-const GATES: Record<Mode, number> = { RNN_TANH: 1, RNN_RELU: 1, LSTM: 4, GRU: 3 };
-
-/** The weights of one layer in one direction. */
-interface CellWeights {
-  weightIh: Tensor;
-  weightHh: Tensor;
-  biasIh: Tensor | null;
-  biasHh: Tensor | null;
-  /** The LSTM's projection of the hidden state (`weight_hr`), or null. */
-  weightHr: Tensor | null;
-}
+/**
+ * What `RNN`, `LSTM` and `GRU` return as the output for an input of type
+ * `I`: a PackedSequence for a PackedSequence, else a Tensor.
+ */
+export type RecurrentOutput<I> = I extends PackedSequence ? PackedSequence : Tensor;
 
 /** Names of the fields that hold one layer and direction's parameters. */
 interface CellNames {
@@ -73,12 +75,6 @@ interface CellNames {
   biasIh: string | null;
   biasHh: string | null;
   weightHr: string | null;
-}
-
-/** Hidden state of one layer and direction: `h`, and `c` for an LSTM. */
-interface CellState {
-  h: Tensor;
-  c: Tensor | null;
 }
 
 /**
@@ -188,53 +184,68 @@ abstract class RNNBase extends Module {
   }
 
   /**
-   * One time step of the recurrence: `x` is the step's input projection
-   * (with `bias_ih`, and `bias_hh` too where `weights.biasHh` is null).
-   */
-  protected abstract step(x: Tensor, state: CellState, weights: CellWeights): CellState;
-
-  /**
-   * Runs the layers over `input` from the initial states `h0` (and `c0`);
-   * gives the last layer's output sequence and every layer's final states.
+   * Runs the layers over `input` (padded, or a PackedSequence) from the
+   * initial states `h0` (and `c0`); gives the last layer's output sequence
+   * (packed as the input was) and every layer's final states.
    */
   protected run(
-    input: Tensor,
+    input: Tensor | PackedSequence,
     h0: Tensor | null,
     c0: Tensor | null,
-  ): { output: Tensor; h: Tensor; c: Tensor | null } {
+  ): { output: Tensor | PackedSequence; h: Tensor; c: Tensor | null } {
     const owner = this.constructor.name;
-    checkFloatInput(owner, input);
-    const unbatched = input.ndim === 2;
-    if (input.ndim !== 2 && input.ndim !== 3) {
+    const packed = input instanceof PackedSequence ? input : null;
+    const x = packed ? packed.data : input as Tensor;
+    checkFloatInput(owner, x, packed ? "packed data" : "input");
+    const unbatched = !packed && x.ndim === 2;
+    if (packed ? x.ndim !== 2 : x.ndim !== 2 && x.ndim !== 3) {
       throw new RangeError(
-        `${owner}: expected input of 2 (unbatched [seq, feature]) or 3 dims (${
-          this.batchFirst ? "[batch, seq, feature]" : "[seq, batch, feature]"
-        }), got shape ${formatShape(input.shape)}`,
+        packed
+          ? `${owner}: expected packed data of 2 dims [sum of lengths, feature], got shape ${
+            formatShape(x.shape)
+          }`
+          : `${owner}: expected input of 2 (unbatched [seq, feature]) or 3 dims (${
+            this.batchFirst ? "[batch, seq, feature]" : "[seq, batch, feature]"
+          }), got shape ${formatShape(x.shape)}`,
       );
     }
-    if (input.shape[input.ndim - 1] !== this.inputSize) {
+    if (x.shape[x.ndim - 1] !== this.inputSize) {
       throw new RangeError(
-        `${owner}: input of shape ${formatShape(input.shape)} has ${
-          input.shape[input.ndim - 1]
+        `${owner}: ${packed ? "packed data" : "input"} of shape ${formatShape(x.shape)} has ${
+          x.shape[x.ndim - 1]
         } features, expected inputSize ${this.inputSize}`,
       );
     }
     const first = this.cellWeights(0, 0).weightIh;
-    sameDevice(owner, { input, weights: first });
-    if (input.dtype !== first.dtype) {
+    sameDevice(owner, { input: x, weights: first });
+    if (x.dtype !== first.dtype) {
       throw new TypeError(
-        `${owner}: input is ${input.dtype} but the weights are ${first.dtype}; convert one with .to()`,
+        `${owner}: input is ${x.dtype} but the weights are ${first.dtype}; convert one with .to()`,
       );
     }
-    // Time-major [seq, batch, feature] inside.
-    let x = unbatched ? input.unsqueeze(1) : this.batchFirst ? input.transpose(0, 1) : input;
-    const [steps, batch] = x.shape;
+    // Time-major [seq, batch, feature] for padded input, flattened to the
+    // packed layout (steps one after another) with every batch size equal.
+    const timeMajor = packed
+      ? null
+      : unbatched
+      ? x.unsqueeze(1)
+      : this.batchFirst
+      ? x.transpose(0, 1)
+      : x;
+    const [steps, batch] = timeMajor
+      ? timeMajor.shape
+      : [packed!.batchSizes.length, packed!.batchSizes[0]];
+    const batchSizes = packed ? packed.batchSizes : new Array<number>(steps).fill(batch);
     const directions = this.bidirectional ? 2 : 1;
     const outSize = this.outputSize;
     const states = this.numLayers * directions;
+    const { dtype, device } = x;
+    // The user's states are in the original batch order, the packed rows sorted.
+    const permute = (t: Tensor, p: readonly number[] | null | undefined) =>
+      p ? t.indexSelect(1, tensor(Int32Array.from(p), { dtype: "int32", device })) : t;
     const initial = (t: Tensor | null, name: string, features: number): Tensor[] => {
       if (t === null) {
-        const zero = zeros([batch, features], { dtype: x.dtype, device: x.device });
+        const zero = zeros([batch, features], { dtype, device });
         return Array.from({ length: states }, () => zero);
       }
       checkFloatInput(owner, t, name);
@@ -247,51 +258,119 @@ abstract class RNNBase extends Module {
           } (layers * directions, ${unbatched ? "" : "batch, "}${size})`,
         );
       }
-      sameDevice(owner, { input, [name]: t });
-      return (unbatched ? t.unsqueeze(1) : t).unbind(0);
+      sameDevice(owner, { input: x, [name]: t });
+      return permute(unbatched ? t.unsqueeze(1) : t, packed?.sortedIndices).unbind(0);
     };
-    const hs = initial(h0, "h0", outSize);
-    const cs = this.mode === "LSTM" ? initial(c0, "c0", this.hiddenSize) : null;
-    const finalH: Tensor[] = [];
-    const finalC: Tensor[] = [];
-    for (let layer = 0; layer < this.numLayers; layer++) {
-      const outputs: Tensor[] = [];
-      for (let direction = 0; direction < directions; direction++) {
-        const weights = this.cellWeights(layer, direction);
-        const index = layer * directions + direction;
-        // The input projection of every step at once: one matrix product.
-        // RNN and LSTM add b_hh where b_ih goes: folded into the input
-        // projection once, it costs no add (and no bias reduction) per step.
-        const fold = this.mode !== "GRU" && weights.biasIh && weights.biasHh;
-        const inputBias = fold ? weights.biasIh!.add(weights.biasHh!) : weights.biasIh;
-        const cell = fold ? { ...weights, biasHh: null } : weights;
-        const projected = steps === 0 ? [] : linear(x, weights.weightIh, inputBias).unbind(0);
-        let state: CellState = { h: hs[index], c: cs ? cs[index] : null };
-        const sequence = new Array<Tensor>(steps);
-        for (let i = 0; i < steps; i++) {
-          const t = direction === 0 ? i : steps - 1 - i;
-          state = this.step(projected[t], state, cell);
-          sequence[t] = state.h;
+    const result = forwardScope(() => {
+      const hs = initial(h0, "h0", outSize);
+      const cs = this.mode === "LSTM" ? initial(c0, "c0", this.hiddenSize) : null;
+      let data = timeMajor ? timeMajor.reshape([steps * batch, this.inputSize]) : x;
+      const finalH: Tensor[] = [];
+      const finalC: Tensor[] = [];
+      for (let layer = 0; layer < this.numLayers; layer++) {
+        const outputs: Tensor[] = [];
+        for (let direction = 0; direction < directions; direction++) {
+          const index = layer * directions + direction;
+          const start = { h: hs[index], c: cs ? cs[index] : null };
+          const { sequence, last } = this.runDirection(
+            data,
+            batchSizes,
+            start,
+            this.cellWeights(layer, direction),
+            direction === 1,
+          );
+          finalH.push(last.h);
+          if (last.c) finalC.push(last.c);
+          outputs.push(
+            steps === 0 ? zeros([0, outSize], { dtype, device }) : cat(sequence, 0),
+          );
         }
-        finalH.push(state.h);
-        if (state.c) finalC.push(state.c);
-        outputs.push(
-          steps === 0
-            ? zeros([0, batch, outSize], { dtype: x.dtype, device: x.device })
-            : stack(sequence, 0),
-        );
+        data = directions === 1 ? outputs[0] : cat(outputs, 1);
+        if (this.dropout > 0 && this.training && layer < this.numLayers - 1) {
+          data = F.dropout(data, this.dropout, true);
+        }
       }
-      x = directions === 1 ? outputs[0] : cat(outputs, 2);
-      if (this.dropout > 0 && this.training && layer < this.numLayers - 1) {
-        x = F.dropout(x, this.dropout, true);
+      const gather = (ts: Tensor[]) => {
+        const all = permute(stack(ts, 0), packed?.unsortedIndices);
+        return unbatched ? all.squeeze(1) : all;
+      };
+      let output = data;
+      if (!packed) {
+        output = data.reshape([steps, batch, directions * outSize]);
+        output = unbatched ? output.squeeze(1) : this.batchFirst ? output.transpose(0, 1) : output;
       }
-    }
-    const output = unbatched ? x.squeeze(1) : this.batchFirst ? x.transpose(0, 1) : x;
-    const gather = (ts: Tensor[]) => {
-      const all = stack(ts, 0);
-      return unbatched ? all.squeeze(1) : all;
+      return { output, h: gather(finalH), c: cs ? gather(finalC) : null };
+    });
+    if (!packed) return result;
+    const { batchSizes: sizes, sortedIndices, unsortedIndices } = packed;
+    return {
+      ...result,
+      output: new PackedSequence(result.output, sizes, sortedIndices, unsortedIndices),
     };
-    return { output, h: gather(finalH), c: cs ? gather(finalC) : null };
+  }
+
+  /**
+   * One layer in one direction over packed `data`: at step t the first
+   * `batchSizes[t]` sequences run. Forward, a sequence's final state is
+   * taken when the batch shrinks past it; in reverse, a sequence joins from
+   * its initial state at its own last step.
+   */
+  private runDirection(
+    data: Tensor,
+    batchSizes: readonly number[],
+    start: CellState,
+    cellWeights: CellWeights,
+    reverse: boolean,
+  ): { sequence: Tensor[]; last: CellState } {
+    const steps = batchSizes.length;
+    if (steps === 0) return { sequence: [], last: start };
+    // The input projection of every step at once: one matrix product.
+    const { projected, weights } = projectInput(this.mode, data, cellWeights);
+    const inputs = projected.split(batchSizes as number[], 0);
+    const sequence = new Array<Tensor>(steps);
+    const rowsOf = (s: CellState, from: number, n: number): CellState => ({
+      h: s.h.narrow(0, from, n),
+      c: s.c ? s.c.narrow(0, from, n) : null,
+    });
+    if (!reverse) {
+      let state = start;
+      const doneH: Tensor[] = [];
+      const doneC: Tensor[] = [];
+      for (let t = 0; t < steps; t++) {
+        const rows = state.h.shape[0];
+        if (batchSizes[t] < rows) {
+          const done = rowsOf(state, batchSizes[t], rows - batchSizes[t]);
+          doneH.unshift(done.h);
+          if (done.c) doneC.unshift(done.c);
+          state = rowsOf(state, 0, batchSizes[t]);
+        }
+        state = cellStep(this.mode, inputs[t], state, weights);
+        sequence[t] = state.h;
+      }
+      if (doneH.length === 0) return { sequence, last: state };
+      return {
+        sequence,
+        last: {
+          h: cat([state.h, ...doneH], 0),
+          c: state.c ? cat([state.c, ...doneC], 0) : null,
+        },
+      };
+    }
+    let rows = batchSizes[steps - 1];
+    let state = rows < start.h.shape[0] ? rowsOf(start, 0, rows) : start;
+    for (let t = steps - 1; t >= 0; t--) {
+      if (batchSizes[t] > rows) {
+        const joining = rowsOf(start, rows, batchSizes[t] - rows);
+        state = {
+          h: cat([state.h, joining.h], 0),
+          c: state.c ? cat([state.c, joining.c!], 0) : null,
+        };
+        rows = batchSizes[t];
+      }
+      state = cellStep(this.mode, inputs[t], state, weights);
+      sequence[t] = state.h;
+    }
+    return { sequence, last: state };
   }
 
   /** `10, 20, num_layers=2, batch_first=True`, as PyTorch prints it (without the nonlinearity). */
@@ -330,11 +409,6 @@ function checkProjSize(mode: Mode, hiddenSize: number, projSize: number): number
   return projSize;
 }
 
-/** The hidden-to-hidden product of a step, with `bias_hh`. */
-function hiddenProjection(h: Tensor, weights: CellWeights): Tensor {
-  return linear(h, weights.weightHh, weights.biasHh);
-}
-
 /**
  * An Elman RNN, as `torch.nn.RNN`:
  * `h_t = tanh(W_ih x_t + b_ih + W_hh h_(t-1) + b_hh)` (or relu).
@@ -358,16 +432,17 @@ export class RNN extends RNNBase {
     this.nonlinearity = nonlinearity;
   }
 
-  /** `[output, h_n]` for `input` from `h0` (zeros when omitted). */
-  override forward(input: Tensor, h0?: Tensor | null): [Tensor, Tensor] {
+  /**
+   * `[output, h_n]` for `input` from `h0` (zeros when omitted). For a
+   * PackedSequence the output is packed alike and h_n taken at each
+   * sequence's own last step, in the original batch order.
+   */
+  override forward<I extends Tensor | PackedSequence>(
+    input: I,
+    h0?: Tensor | null,
+  ): [RecurrentOutput<I>, Tensor] {
     const { output, h } = this.run(input, h0 ?? null, null);
-    return [output, h];
-  }
-
-  /** `h = act(x + W_hh h + b_hh)`. */
-  protected override step(x: Tensor, state: CellState, weights: CellWeights): CellState {
-    const pre = x.add(hiddenProjection(state.h, weights));
-    return { h: this.nonlinearity === "tanh" ? pre.tanh() : pre.relu(), c: null };
+    return [output as RecurrentOutput<I>, h];
   }
 }
 
@@ -384,22 +459,21 @@ export class LSTM extends RNNBase {
     super("LSTM", inputSize, hiddenSize, options);
   }
 
-  /** `[output, [h_n, c_n]]` for `input` from `[h0, c0]` (zeros when omitted). */
-  override forward(input: Tensor, state?: [Tensor, Tensor] | null): [Tensor, [Tensor, Tensor]] {
+  /**
+   * `[output, [h_n, c_n]]` for `input` from `[h0, c0]` (zeros when
+   * omitted). For a PackedSequence the output is packed alike and the final
+   * states taken at each sequence's own last step, in the original batch
+   * order.
+   */
+  override forward<I extends Tensor | PackedSequence>(
+    input: I,
+    state?: [Tensor, Tensor] | null,
+  ): [RecurrentOutput<I>, [Tensor, Tensor]] {
     if (state != null && (!Array.isArray(state) || state.length !== 2)) {
       throw new TypeError("LSTM: the initial state must be an array [h0, c0]");
     }
     const { output, h, c } = this.run(input, state?.[0] ?? null, state?.[1] ?? null);
-    return [output, [h, c!]];
-  }
-
-  /** The four gates from `x + W_hh h + b_hh`, then the new cell and hidden state. */
-  protected override step(x: Tensor, state: CellState, weights: CellWeights): CellState {
-    const gates = x.add(hiddenProjection(state.h, weights));
-    const [i, f, g, o] = gates.chunk(4, 1);
-    const c = f.sigmoid().mul(state.c!).add(i.sigmoid().mul(g.tanh()));
-    const h = o.sigmoid().mul(c.tanh());
-    return { h: weights.weightHr ? linear(h, weights.weightHr) : h, c };
+    return [output as RecurrentOutput<I>, [h, c!]];
   }
 }
 
@@ -415,19 +489,16 @@ export class GRU extends RNNBase {
     super("GRU", inputSize, hiddenSize, options);
   }
 
-  /** `[output, h_n]` for `input` from `h0` (zeros when omitted). */
-  override forward(input: Tensor, h0?: Tensor | null): [Tensor, Tensor] {
+  /**
+   * `[output, h_n]` for `input` from `h0` (zeros when omitted). For a
+   * PackedSequence the output is packed alike and h_n taken at each
+   * sequence's own last step, in the original batch order.
+   */
+  override forward<I extends Tensor | PackedSequence>(
+    input: I,
+    h0?: Tensor | null,
+  ): [RecurrentOutput<I>, Tensor] {
     const { output, h } = this.run(input, h0 ?? null, null);
-    return [output, h];
-  }
-
-  /** r and z from both projections; n adds the reset hidden projection (with `b_hn`). */
-  protected override step(x: Tensor, state: CellState, weights: CellWeights): CellState {
-    const [xr, xz, xn] = x.chunk(3, 1);
-    const [hr, hz, hn] = hiddenProjection(state.h, weights).chunk(3, 1);
-    const r = xr.add(hr).sigmoid();
-    const z = xz.add(hz).sigmoid();
-    const n = xn.add(r.mul(hn)).tanh();
-    return { h: n.add(z.mul(state.h.sub(n))), c: null };
+    return [output as RecurrentOutput<I>, h];
   }
 }

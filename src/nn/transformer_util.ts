@@ -8,6 +8,7 @@
 import { ones } from "../ops/factory.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
+import { unshareHooks } from "./hooks.ts";
 import { ModuleList } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
 import { checkCount } from "./util.ts";
@@ -43,7 +44,10 @@ export function cloneLayers(op: string, what: string, layer: Module, n: number):
       c.storage.persistent = true;
       return c;
     });
-  return new ModuleList(Array.from({ length: n }, copy));
+  const clones = Array.from({ length: n }, copy);
+  // Hooks on `layer` are copied, not shared: removing one from a clone leaves the others.
+  for (const clone of clones) for (const m of clone.modules()) unshareHooks(m);
+  return new ModuleList(clones);
 }
 
 /**

@@ -15,7 +15,10 @@ export interface UpsampleOptions {
   size?: number | readonly number[] | null;
   /** Multiplier of each spatial size (the output has floor(size · factor) elements). */
   scaleFactor?: number | readonly number[] | null;
-  /** `"nearest"` (default), `"linear"` (3-D inputs) or `"bilinear"` (4-D inputs). */
+  /**
+   * `"nearest"` (default), `"linear"` (3-D inputs), `"bilinear"` (4-D inputs)
+   * or `"trilinear"` (5-D inputs).
+   */
   mode?: InterpolateMode;
   /** Linear modes: map corner elements onto each other instead of pixel centres (default false). */
   alignCorners?: boolean | null;
@@ -27,7 +30,7 @@ export interface UpsampleOptions {
 }
 
 /**
- * Resamples [N, C, L] or [N, C, H, W] inputs to a new spatial size, as
+ * Resamples [N, C, L], [N, C, H, W] or [N, C, D, H, W] inputs to a new spatial size, as
  * `torch.nn.Upsample` of PyTorch 1.13 (see `nn.functional.interpolate`).
  */
 export class Upsample extends Module {

@@ -24,7 +24,7 @@
  * @module
  */
 
-import { Optimizer } from "./optimizer.ts";
+import { type AnyOptimizer, Optimizer } from "./optimizer.ts";
 import { ownKey, torchKey } from "./util.ts";
 
 /** A value in a scheduler's state dict: plain data that survives `JSON.stringify`. */
@@ -59,11 +59,11 @@ export interface SchedulerOptions {
 /** The optimizer's groups seen as records: schedulers read and write `lr` and their own keys. */
 type Group = Record<string, unknown> & { lr: number };
 
-function groupsOf(optimizer: Optimizer<object>): Group[] {
+function groupsOf(optimizer: AnyOptimizer): Group[] {
   return optimizer.paramGroups as unknown as Group[];
 }
 
-function checkOptimizer(owner: string, optimizer: unknown): asserts optimizer is Optimizer<object> {
+function checkOptimizer(owner: string, optimizer: unknown): asserts optimizer is AnyOptimizer {
   if (!(optimizer instanceof Optimizer)) {
     throw new TypeError(
       `${owner}: ${
@@ -235,7 +235,7 @@ const BASE_KEYS = ["baseLrs", "lastEpoch", "stepCount", "lastLr"] as const;
  */
 export abstract class LRScheduler {
   /** The optimizer whose groups' `lr` this scheduler sets. */
-  readonly optimizer: Optimizer<object>;
+  readonly optimizer: AnyOptimizer;
   /** Each group's `initialLr` when the scheduler was made. */
   baseLrs: number[];
   /** The index of the last epoch stepped (0 after construction). */
@@ -246,7 +246,7 @@ export abstract class LRScheduler {
   lastLr: number[] = [];
 
   /** Attaches to `optimizer`, setting each group's `initialLr` (to its `lr`) when starting. */
-  constructor(optimizer: Optimizer<object>, lastEpoch = -1) {
+  constructor(optimizer: AnyOptimizer, lastEpoch = -1) {
     const name = new.target.name;
     checkOptimizer(name, optimizer);
     checkInteger(name, "lastEpoch", lastEpoch, -1);
@@ -363,7 +363,7 @@ export class StepLR extends LRScheduler {
   gamma: number;
 
   /** Decays `optimizer`'s learning rates every `stepSize` epochs. */
-  constructor(optimizer: Optimizer<object>, stepSize: number, options: StepLROptions = {}) {
+  constructor(optimizer: AnyOptimizer, stepSize: number, options: StepLROptions = {}) {
     super(optimizer, options.lastEpoch);
     this.stepSize = checkInteger("StepLR", "stepSize", stepSize, 1);
     this.gamma = checkFinite("StepLR", "gamma", options.gamma ?? 0.1);
@@ -411,7 +411,7 @@ export class MultiStepLR extends LRScheduler {
 
   /** Decays `optimizer`'s learning rates at `milestones`. */
   constructor(
-    optimizer: Optimizer<object>,
+    optimizer: AnyOptimizer,
     milestones: readonly number[],
     options: MultiStepLROptions = {},
   ) {
@@ -488,7 +488,7 @@ export class ExponentialLR extends LRScheduler {
   gamma: number;
 
   /** Decays `optimizer`'s learning rates by `gamma` per epoch. */
-  constructor(optimizer: Optimizer<object>, gamma: number, options: SchedulerOptions = {}) {
+  constructor(optimizer: AnyOptimizer, gamma: number, options: SchedulerOptions = {}) {
     super(optimizer, options.lastEpoch);
     this.gamma = checkFinite("ExponentialLR", "gamma", gamma);
     this.initialStep();
@@ -531,7 +531,7 @@ export class CosineAnnealingLR extends LRScheduler {
   etaMin: number;
 
   /** Anneals `optimizer`'s learning rates over `tMax` epochs. */
-  constructor(optimizer: Optimizer<object>, tMax: number, options: CosineAnnealingLROptions = {}) {
+  constructor(optimizer: AnyOptimizer, tMax: number, options: CosineAnnealingLROptions = {}) {
     super(optimizer, options.lastEpoch);
     this.tMax = checkInteger("CosineAnnealingLR", "tMax", tMax, 1);
     this.etaMin = checkFinite("CosineAnnealingLR", "etaMin", options.etaMin ?? 0);
@@ -597,7 +597,7 @@ export class LinearLR extends LRScheduler {
   totalIters: number;
 
   /** Ramps `optimizer`'s learning rates. */
-  constructor(optimizer: Optimizer<object>, options: LinearLROptions = {}) {
+  constructor(optimizer: AnyOptimizer, options: LinearLROptions = {}) {
     super(optimizer, options.lastEpoch);
     const start = checkFinite("LinearLR", "startFactor", options.startFactor ?? 1 / 3);
     const end = checkFinite("LinearLR", "endFactor", options.endFactor ?? 1);
@@ -653,7 +653,7 @@ export class LambdaLR extends LRScheduler {
 
   /** Scales `optimizer`'s initial learning rates by `lrLambda(epoch)`. */
   constructor(
-    optimizer: Optimizer<object>,
+    optimizer: AnyOptimizer,
     lrLambda: LrLambda | readonly LrLambda[],
     options: SchedulerOptions = {},
   ) {
@@ -685,6 +685,132 @@ export class LambdaLR extends LRScheduler {
         );
       }
       return base * factor;
+    });
+  }
+
+  /** None: the functions are code, not state. */
+  protected override stateKeys(): readonly string[] {
+    return [];
+  }
+
+  /** The base's fields, and `lr_lambdas` as PyTorch writes functions: `null`, one per group. */
+  override stateDict(): SchedulerStateDict {
+    return { ...super.stateDict(), lr_lambdas: this.lrLambdas.map(() => null) };
+  }
+}
+
+/** Options of {@link ConstantLR}. */
+export interface ConstantLROptions extends SchedulerOptions {
+  /** The factor of the first `totalIters` epochs, in [0, 1] (default 1/3). */
+  factor?: number;
+  /** Epochs at the reduced rate (default 5). */
+  totalIters?: number;
+}
+
+/**
+ * Multiplies the learning rate by `factor` for the first `totalIters`
+ * epochs, then restores it (a constant warm-up), as
+ * `torch.optim.lr_scheduler.ConstantLR`.
+ */
+export class ConstantLR extends LRScheduler {
+  /** The factor until `totalIters`. */
+  factor: number;
+  /** Epochs at the reduced rate. */
+  totalIters: number;
+
+  /** Reduces `optimizer`'s learning rates for `totalIters` epochs. */
+  constructor(optimizer: AnyOptimizer, options: ConstantLROptions = {}) {
+    super(optimizer, options.lastEpoch);
+    const factor = checkFinite("ConstantLR", "factor", options.factor ?? 1 / 3);
+    if (!(factor >= 0 && factor <= 1)) {
+      throw new RangeError(
+        `ConstantLR: the constant multiplicative factor must be in [0, 1], got ${factor}`,
+      );
+    }
+    // PyTorch takes any integer; a negative one never restores the rate, which is surely a mistake.
+    const totalIters = checkInteger("ConstantLR", "totalIters", options.totalIters ?? 5, 0);
+    // The restoring step divides by the factor (PyTorch 1.13 raises ZeroDivisionError there).
+    if (factor === 0 && totalIters > 0) {
+      throw new RangeError(
+        `ConstantLR: factor 0 can't be undone at epoch totalIters (${totalIters}): it divides by the factor`,
+      );
+    }
+    this.factor = factor;
+    this.totalIters = totalIters;
+    this.initialStep();
+  }
+
+  /** PyTorch's recursive form. */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    const { lastEpoch: e, factor, totalIters } = this;
+    if (e === 0) return groups.map((g) => g.lr * factor);
+    if (e !== totalIters) return groups.map((g) => g.lr);
+    return groups.map((g) => g.lr * (1 / factor));
+  }
+
+  /** `base · factor` before `totalIters`, `base` from then on. */
+  protected override closedFormLr(): number[] {
+    const { lastEpoch: e, factor, totalIters } = this;
+    return this.baseLrs.map((base) => base * (factor + (e >= totalIters ? 1 : 0) * (1 - factor)));
+  }
+
+  /** `factor`, `totalIters`. */
+  protected override stateKeys(): readonly string[] {
+    return ["factor", "totalIters"];
+  }
+}
+
+/**
+ * Multiplies each group's learning rate by `fn(epoch)` every epoch after
+ * the first (the factors compound, unlike {@link LambdaLR}'s), as
+ * `torch.optim.lr_scheduler.MultiplicativeLR`; one function for every
+ * group, or one per group. The functions are not part of the state dict.
+ */
+export class MultiplicativeLR extends LRScheduler {
+  /** The factor functions, one per group. */
+  readonly lrLambdas: LrLambda[];
+
+  /** Scales `optimizer`'s learning rates by `lrLambda(epoch)` at each epoch. */
+  constructor(
+    optimizer: AnyOptimizer,
+    lrLambda: LrLambda | readonly LrLambda[],
+    options: SchedulerOptions = {},
+  ) {
+    super(optimizer, options.lastEpoch);
+    const groups = this.optimizer.paramGroups.length;
+    if (Array.isArray(lrLambda)) {
+      if (lrLambda.length !== groups) {
+        throw new RangeError(
+          `MultiplicativeLR: expected ${groups} lrLambdas, but got ${lrLambda.length}`,
+        );
+      }
+      this.lrLambdas = [...lrLambda];
+    } else this.lrLambdas = new Array(groups).fill(lrLambda);
+    this.lrLambdas.forEach((fn, i) => {
+      if (typeof fn !== "function") {
+        throw new TypeError(
+          `MultiplicativeLR: lrLambda ${i} is not a function (got ${typeof fn})`,
+        );
+      }
+    });
+    this.initialStep();
+  }
+
+  /** `lr · fn(lastEpoch)` after epoch 0. */
+  protected override getLr(): number[] {
+    const groups = groupsOf(this.optimizer);
+    if (this.lastEpoch <= 0) return groups.map((g) => g.lr);
+    return groups.map((g, i) => {
+      const factor = this.lrLambdas[i](this.lastEpoch);
+      if (typeof factor !== "number" || Number.isNaN(factor)) {
+        throw new TypeError(
+          `MultiplicativeLR: lrLambda ${i} returned ${
+            String(factor)
+          } for epoch ${this.lastEpoch}; expected a number`,
+        );
+      }
+      return g.lr * factor;
     });
   }
 
@@ -764,7 +890,7 @@ export class OneCycleLR extends LRScheduler {
   useBeta1: boolean;
 
   /** A 1cycle schedule over `optimizer`. */
-  constructor(optimizer: Optimizer<object>, options: OneCycleLROptions) {
+  constructor(optimizer: AnyOptimizer, options: OneCycleLROptions) {
     const name = "OneCycleLR";
     checkOptimizer(name, optimizer);
     if (options === null || typeof options !== "object" || options.maxLr === undefined) {
@@ -977,7 +1103,7 @@ export interface ReduceLROnPlateauOptions {
  */
 export class ReduceLROnPlateau {
   /** The optimizer whose groups' `lr` this scheduler sets. */
-  readonly optimizer: Optimizer<object>;
+  readonly optimizer: AnyOptimizer;
   /** `"min"` or `"max"`. */
   mode: "min" | "max";
   /** Factor applied on a plateau. */
@@ -1006,7 +1132,7 @@ export class ReduceLROnPlateau {
   lastLr: number[];
 
   /** Watches a metric and reduces `optimizer`'s learning rates on plateaus. */
-  constructor(optimizer: Optimizer<object>, options: ReduceLROnPlateauOptions = {}) {
+  constructor(optimizer: AnyOptimizer, options: ReduceLROnPlateauOptions = {}) {
     const name = "ReduceLROnPlateau";
     checkOptimizer(name, optimizer);
     const factor = checkFinite(name, "factor", options.factor ?? 0.1);
@@ -1153,7 +1279,7 @@ export class PolynomialLR extends LRScheduler {
   power: number;
 
   /** Decays `optimizer`'s learning rates polynomially. */
-  constructor(optimizer: Optimizer<object>, options: PolynomialLROptions = {}) {
+  constructor(optimizer: AnyOptimizer, options: PolynomialLROptions = {}) {
     super(optimizer, options.lastEpoch);
     this.totalIters = checkInteger("PolynomialLR", "totalIters", options.totalIters ?? 5, 1);
     this.power = checkFinite("PolynomialLR", "power", options.power ?? 1);
@@ -1209,7 +1335,7 @@ export class CosineAnnealingWarmRestarts extends LRScheduler {
 
   /** Anneals `optimizer`'s learning rates with restarts every `t0` (then `t0 · tMult`, ...) epochs. */
   constructor(
-    optimizer: Optimizer<object>,
+    optimizer: AnyOptimizer,
     t0: number,
     options: CosineAnnealingWarmRestartsOptions = {},
   ) {
@@ -1338,7 +1464,7 @@ export class CyclicLR extends LRScheduler {
 
   /** Cycles `optimizer`'s learning rates between `baseLr` and `maxLr`. */
   constructor(
-    optimizer: Optimizer<object>,
+    optimizer: AnyOptimizer,
     baseLr: number | readonly number[],
     maxLr: number | readonly number[],
     options: CyclicLROptions = {},
@@ -1482,8 +1608,8 @@ export type EpochScheduler = LRScheduler | SequentialLR | ChainedScheduler;
 function sharedOptimizer(
   owner: string,
   schedulers: readonly unknown[],
-  optimizer?: Optimizer<object>,
-): Optimizer<object> {
+  optimizer?: AnyOptimizer,
+): AnyOptimizer {
   if (!Array.isArray(schedulers) || schedulers.length === 0) {
     throw new TypeError(`${owner}: expected a non-empty array of schedulers`);
   }
@@ -1555,7 +1681,7 @@ const SEQUENTIAL_FORM: FieldForm = { names: { milestones: "_milestones" } };
  */
 export class SequentialLR {
   /** The optimizer whose groups' `lr` the schedulers set. */
-  readonly optimizer: Optimizer<object>;
+  readonly optimizer: AnyOptimizer;
   /** The schedulers, in order. */
   readonly schedulers: readonly LRScheduler[];
   /** The epochs at which the next scheduler takes over. */
@@ -1567,7 +1693,7 @@ export class SequentialLR {
 
   /** Hands `optimizer`'s epochs to `schedulers[i]` from `milestones[i - 1]` on. */
   constructor(
-    optimizer: Optimizer<object>,
+    optimizer: AnyOptimizer,
     schedulers: readonly LRScheduler[],
     milestones: readonly number[],
     options: SchedulerOptions = {},
@@ -1645,7 +1771,7 @@ export class SequentialLR {
  */
 export class ChainedScheduler {
   /** The optimizer the schedulers share. */
-  readonly optimizer: Optimizer<object>;
+  readonly optimizer: AnyOptimizer;
   /** The chained schedulers, stepped in order. */
   readonly schedulers: readonly EpochScheduler[];
   /** The learning rates after the last step. */

@@ -1,6 +1,6 @@
 /**
  * Optimizers, as `torch.optim`: `SGD`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`,
- * `Adamax`, `NAdam`, `RAdam`, `Adadelta`,
+ * `Adamax`, `NAdam`, `RAdam`, `Adadelta`, `Rprop`, `ASGD`, `LBFGS` (whose step is async),
  * the `Optimizer` base class, and the learning-rate schedules of
  * `lrScheduler`.
  *
@@ -25,4 +25,7 @@ export * from "./adamax.ts";
 export * from "./nadam.ts";
 export * from "./radam.ts";
 export * from "./adadelta.ts";
+export * from "./rprop.ts";
+export * from "./asgd.ts";
+export * from "./lbfgs.ts";
 export * as lrScheduler from "./lr_scheduler.ts";

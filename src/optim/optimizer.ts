@@ -48,6 +48,20 @@ export interface OptimizerStateDict {
   param_groups: Array<Record<string, OptionValue> & { params: number[] }>;
 }
 
+/** The shape every optimizer's state dict has: per-parameter state by index, and the groups. */
+export interface OptimizerStateDictLike {
+  /** State by parameter index. */
+  state: Record<number, object>;
+  /** Hyperparameters of each group, plus `params`: the indices of its parameters. */
+  param_groups: OptimizerStateDict["param_groups"];
+}
+
+/**
+ * Any optimizer, whatever its step returns (`LBFGS`'s is a promise) and whatever its state
+ * dict holds: what takes an optimizer only for its groups (a learning-rate scheduler) takes this.
+ */
+export type AnyOptimizer = Optimizer<object, unknown, OptimizerStateDictLike>;
+
 /**
  * PyTorch's group flags that choose an implementation (multi-tensor, fused, CUDA-graph safe), not
  * numbers: they are dropped on load. `differentiable` (autograd through the step) is refused.
@@ -80,8 +94,17 @@ function isGroupList<O>(params: unknown[]): params is ParamGroupInput<O>[] {
 /**
  * Base of every optimizer. Subclasses give their defaults, a check of a
  * group's options, and the update of one group.
+ *
+ * `StepResult` and `StateDict` are what {@link step} and {@link stateDict}
+ * return; an optimizer that changes them (`LBFGS`, whose step is async and
+ * whose state is one history) overrides both methods. Code that takes any
+ * optimizer (the learning-rate schedulers) takes {@link AnyOptimizer}.
  */
-export abstract class Optimizer<O extends object> {
+export abstract class Optimizer<
+  O extends object,
+  StepResult = Tensor | undefined,
+  StateDict extends OptimizerStateDictLike = OptimizerStateDict,
+> {
   /** The options every group starts from. */
   readonly defaults: Readonly<O>;
   /** Parameter groups; their options can be changed between steps (learning-rate schedules). */
@@ -209,7 +232,7 @@ export abstract class Optimizer<O extends object> {
    * place and without waiting. With `closure`, it is called first (with grad
    * enabled) to recompute the loss, which is returned.
    */
-  step(closure?: () => Tensor): Tensor | undefined {
+  step(closure?: () => Tensor): StepResult {
     const loss = closure ? enableGrad(closure) : undefined;
     const name = this.constructor.name;
     // Checked up front so that an error leaves every parameter as it was.
@@ -244,7 +267,8 @@ export abstract class Optimizer<O extends object> {
         for (const group of this.paramGroups) this.updateGroup(group, scalar);
       })
     );
-    return loss;
+    // The base's step result; a subclass with another StepResult overrides step.
+    return loss as StepResult;
   }
 
   /** The state of `p`, created empty on first use. */
@@ -282,7 +306,7 @@ export abstract class Optimizer<O extends object> {
    * Parameters are referred to by index, so it loads into an optimizer over
    * another model of the same structure.
    */
-  stateDict(): OptimizerStateDict {
+  stateDict(): StateDict {
     const index = new Map<Tensor, number>();
     const groups = this.paramGroups.map((group) => {
       const { params, ...options } = group;
@@ -310,7 +334,8 @@ export abstract class Optimizer<O extends object> {
         state[i] = copy;
       }
     });
-    return { state, param_groups: groups };
+    // The base's form; a subclass with another StateDict overrides stateDict.
+    return { state, param_groups: groups } as OptimizerStateDict as StateDict;
   }
 
   /**

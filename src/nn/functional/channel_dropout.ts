@@ -1,6 +1,6 @@
 /**
  * Channel-wise and self-normalizing dropout, as `torch.nn.functional`'s
- * `dropout1d`, `dropout2d` and `alpha_dropout`. The masks come from the
+ * `dropout1d`, `dropout2d`, `dropout3d` and `alpha_dropout`. The masks come from the
  * seeded `rand` stream on the input's device, as `dropout`'s, so a seeded
  * run draws the same channels on every backend.
  * @module
@@ -102,6 +102,33 @@ export function dropout2d(x: Tensor, p = 0.5, training = true): Tensor {
     );
   }
   return featureDropout(x, p, training);
+}
+
+/**
+ * Zeroes whole channels of [N, C, D, H, W] (or unbatched [C, D, H, W]) with
+ * probability `p`, scaling the rest by `1 / (1 - p)`, when `training`
+ * (default true), as `torch.nn.functional.dropout3d`; otherwise returns `x`.
+ * Other ranks behave as in PyTorch 1.13, with its warning (once per rank):
+ * the input is taken as unbatched and each slice along dim 0 is dropped as a
+ * whole.
+ */
+export function dropout3d(x: Tensor, p = 0.5, training = true): Tensor {
+  checkDropout("dropout3d", x, p);
+  if (x.ndim === 0) {
+    throw new RangeError(
+      "dropout3d: expected a 5D [N, C, D, H, W] or 4D [C, D, H, W] input, got a 0-dimensional one",
+    );
+  }
+  if (x.ndim === 5) return featureDropout(x, p, training);
+  if (x.ndim !== 4) {
+    warnOnce(
+      `dropout3d ${x.ndim}D`,
+      `dropout3d: received a ${x.ndim}D input (shape ${
+        formatShape(x.shape)
+      }); dropout3d is meant for 4D [C, D, H, W] and 5D [N, C, D, H, W] inputs and PyTorch 1.13 deprecates other ranks. It is taken as unbatched: each slice along dim 0 is dropped as a whole.`,
+    );
+  }
+  return forwardScope(() => featureDropout(x.unsqueeze(0), p, training).squeeze(0));
 }
 
 /** The SELU's negative saturation value `-scale · alpha`, as ATen's alpha dropout. */

@@ -10,7 +10,7 @@
  */
 
 import { record } from "../../autograd.ts";
-import { gatherInRange, scatterAddRaw } from "../../ops/indexing.ts";
+import { gatherInRange, scatterAddRaw, where } from "../../ops/indexing.ts";
 import { cachedConstant, empty, hasKernel, launch } from "../../ops/util.ts";
 import { full, tensor } from "../../ops/factory.ts";
 import { cat } from "../../ops/view.ts";
@@ -19,7 +19,7 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkTensor, sameDevice } from "../util.ts";
-import { batched, pair } from "./window_args.ts";
+import { batched, outLength, pair } from "./window_args.ts";
 
 /** A size PyTorch takes as an int or a tuple: one number for every dim, or one per dim. */
 export type Size2 = number | readonly [number, number];
@@ -46,22 +46,6 @@ export interface Conv1dOptions {
   dilation?: number | readonly [number];
   /** Channel groups (default 1). */
   groups?: number;
-}
-
-/** Output length of one spatial dim (PyTorch's formula). */
-function outLength(
-  size: number,
-  kernel: number,
-  stride: number,
-  pad: number,
-  dilation: number,
-  ceilMode: boolean,
-): number {
-  const span = size + 2 * pad - dilation * (kernel - 1) - 1;
-  let out = (ceilMode ? Math.ceil(span / stride) : Math.floor(span / stride)) + 1;
-  // The last window must start inside the input or the left padding.
-  if (ceilMode && (out - 1) * stride >= size + pad) out--;
-  return out;
 }
 
 /**
@@ -234,6 +218,18 @@ export interface MaxPool2dOptions {
   ceilMode?: boolean;
 }
 
+/** The `returnIndices` switch of {@link maxPool2d} and `maxPool1d`, apart so that plain options type as plain. */
+export interface ReturnIndicesOption {
+  /** Also return each maximum's position (see {@link PoolWithIndices}; default false). */
+  returnIndices?: boolean;
+}
+
+/**
+ * A max pool's output and, as PyTorch's `return_indices`, each maximum's
+ * flat position in its input plane (row · W + column; int32, PyTorch: int64).
+ */
+export type PoolWithIndices = [output: Tensor, indices: Tensor];
+
 interface PoolWindow {
   window: Window2d;
   x: Tensor;
@@ -278,13 +274,31 @@ function poolWindow(
 /**
  * Max pooling over [N, C, H, W] (or [C, H, W]) windows, as
  * `torch.nn.functional.max_pool2d`; the gradient goes to each window's
- * maximum (the first one on ties, NaN counting as the maximum).
+ * maximum (the first one on ties, NaN counting as the maximum). With
+ * `returnIndices: true`, returns `[output, indices]` ({@link PoolWithIndices}).
  */
 export function maxPool2d(
   input: Tensor,
   kernelSize: Size2,
-  options: MaxPool2dOptions = {},
-): Tensor {
+  options: MaxPool2dOptions & { returnIndices: true },
+): PoolWithIndices;
+/** {@link maxPool2d} without `returnIndices`: the output alone. */
+export function maxPool2d(
+  input: Tensor,
+  kernelSize: Size2,
+  options?: MaxPool2dOptions & { returnIndices?: false },
+): Tensor;
+/** {@link maxPool2d} with `returnIndices` known only at run time. */
+export function maxPool2d(
+  input: Tensor,
+  kernelSize: Size2,
+  options?: MaxPool2dOptions & ReturnIndicesOption,
+): Tensor | PoolWithIndices;
+export function maxPool2d(
+  input: Tensor,
+  kernelSize: Size2,
+  options: MaxPool2dOptions & ReturnIndicesOption = {},
+): Tensor | PoolWithIndices {
   // Intermediates go with the graph at backward, not with the GC.
   return forwardScope(() => maxPool2dUnscoped(input, kernelSize, options));
 }
@@ -292,27 +306,114 @@ export function maxPool2d(
 function maxPool2dUnscoped(
   input: Tensor,
   kernelSize: Size2,
-  options: MaxPool2dOptions = {},
-): Tensor {
+  options: MaxPool2dOptions & ReturnIndicesOption,
+): Tensor | PoolWithIndices {
   const { x, window } = poolWindow("maxPool2d", input, kernelSize, options, true);
   const [n, c] = x.shape;
   const [oh, ow] = window.out;
-  if (hasKernel(x.device, "maxPool2d")) {
-    const y = fusedMaxPool2d(x, window);
-    return input.ndim === 3 ? y.squeeze(0) : y;
+  const unbatch = (t: Tensor) => (input.ndim === 3 ? t.squeeze(0) : t);
+  if (hasKernel(x.device, "maxPool2d") && !hasEmptyWindow(x, window)) {
+    const [y, indices] = fusedMaxPool2d(x, window);
+    return options.returnIndices
+      ? [unbatch(y), unbatch(indices.reshape([n, c, oh, ow]))]
+      : unbatch(y);
   }
   const taps = window.kernel[0] * window.kernel[1];
   const cols = unfold2d(x, window, -Infinity).reshape([n, c, taps, oh * ow]);
-  const index = cols.argmax(2, true);
+  const top = cols.argmax(2, true);
+  // A window of -inf: argmax may name a padding tap, PyTorch (and the fused
+  // kernels) its first tap inside the input, where the gradient goes too.
+  const index = where(gatherInRange(cols, 2, top).eq(-Infinity), firstInsideTaps(x, window), top);
   const y = gatherInRange(cols, 2, index).reshape([n, c, oh, ow]);
-  return input.ndim === 3 ? y.squeeze(0) : y;
+  if (!options.returnIndices) return unbatch(y);
+  const flat = gatherInRange(tapPositions(x, window).expand([n, c, taps, oh * ow]), 2, index);
+  return [unbatch(y), unbatch(flat.reshape([n, c, oh, ow]))];
+}
+
+/**
+ * Whether a dilated window steps over the whole input in some dim (no tap
+ * inside): PyTorch gives -inf there, which the fused kernels, written for
+ * windows with a tap inside, do not.
+ */
+function hasEmptyWindow(x: Tensor, window: Window2d): boolean {
+  const { kernel, stride, padding, dilation, out } = window;
+  return [0, 1].some((d) => {
+    const size = x.shape[2 + d];
+    for (let o = 0; o < out[d]; o++) {
+      const start = o * stride[d] - padding[d];
+      let k = 0;
+      while (k < kernel[d] && (start + k * dilation[d] < 0 || start + k * dilation[d] >= size)) k++;
+      if (k === kernel[d]) return true;
+    }
+    return false;
+  });
+}
+
+const positionCache = new Map<string, Tensor>();
+
+/** [1, 1, 1, windows] int32: each window's first tap inside the input (0 for a window with none). */
+function firstInsideTaps(x: Tensor, window: Window2d): Tensor {
+  const [h, w] = [x.shape[2], x.shape[3]];
+  const key = `first|${x.device}|${h},${w}|${JSON.stringify(window)}`;
+  return cachedConstant(positionCache, 64, key, x.device, () => {
+    const { kernel, stride, padding, dilation, out } = window;
+    const first = (o: number, d: 0 | 1, size: number) => {
+      const start = o * stride[d] - padding[d];
+      for (let k = 0; k < kernel[d]; k++) {
+        const at = start + k * dilation[d];
+        if (at >= 0 && at < size) return k;
+      }
+      return -1;
+    };
+    const values: number[] = [];
+    for (let oi = 0; oi < out[0]; oi++) {
+      for (let oj = 0; oj < out[1]; oj++) {
+        const [ki, kj] = [first(oi, 0, h), first(oj, 1, w)];
+        values.push(ki < 0 || kj < 0 ? 0 : ki * kernel[1] + kj);
+      }
+    }
+    return tensor(values, { shape: [1, 1, 1, out[0] * out[1]], dtype: "int32", device: x.device });
+  });
+}
+
+/** [1, 1, taps, windows] int32: the flat input position each tap of each window reads. */
+function tapPositions(x: Tensor, window: Window2d): Tensor {
+  const [h, w] = [x.shape[2], x.shape[3]];
+  const key = `${x.device}|${h},${w}|${JSON.stringify(window)}`;
+  return cachedConstant(positionCache, 64, key, x.device, () => {
+    const { kernel, stride, padding, dilation, out } = window;
+    const at = (o: number, k: number, d: 0 | 1) => o * stride[d] - padding[d] + k * dilation[d];
+    // The first tap at or after the input's start: inside, unless the
+    // window has none inside (PyTorch then names that position, past the end).
+    const first = (o: number, d: 0 | 1) => {
+      let k = 0;
+      while (k < kernel[d] - 1 && at(o, k, d) < 0) k++;
+      return at(o, k, d);
+    };
+    const values: number[] = [];
+    for (let ki = 0; ki < kernel[0]; ki++) {
+      for (let kj = 0; kj < kernel[1]; kj++) {
+        for (let oi = 0; oi < out[0]; oi++) {
+          for (let oj = 0; oj < out[1]; oj++) {
+            const [row, col] = [at(oi, ki, 0), at(oj, kj, 1)];
+            // A padding tap wins only a window of -inf, where PyTorch names
+            // the window's first element inside the input.
+            const inside = row >= 0 && row < h && col >= 0 && col < w;
+            values.push(inside ? row * w + col : first(oi, 0) * w + first(oj, 1));
+          }
+        }
+      }
+    }
+    const shape = [1, 1, kernel[0] * kernel[1], out[0] * out[1]];
+    return tensor(values, { shape, dtype: "int32", device: x.device });
+  });
 }
 
 /**
  * Max pooling by the backend's fused kernel: one pass over the windows for
  * the maxima and their positions; the gradient scatter-adds to those.
  */
-function fusedMaxPool2d(x: Tensor, window: Window2d): Tensor {
+function fusedMaxPool2d(x: Tensor, window: Window2d): [Tensor, Tensor] {
   const [n, c, h, w] = x.shape;
   const [oh, ow] = window.out;
   const y = empty([n, c, oh, ow], x.dtype, x.device);
@@ -326,9 +427,10 @@ function fusedMaxPool2d(x: Tensor, window: Window2d): Tensor {
       dtype: x.dtype,
     });
   }
-  return record("maxPool2d", [x], y, ([g]) => [
+  const out = record("maxPool2d", [x], y, ([g]) => [
     scatterAddRaw(g!.reshape([n, c, oh * ow]), indices, 2, h * w).reshape(x.shape),
   ]);
+  return [out, indices];
 }
 
 /** Options of {@link avgPool2d}. */

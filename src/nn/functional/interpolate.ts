@@ -1,12 +1,12 @@
 /**
  * `interpolate` (resampling to a new spatial size), as
  * `torch.nn.functional.interpolate` of PyTorch 1.13, for 3-D [N, C, L]
- * (`"nearest"`, `"linear"`) and 4-D [N, C, H, W] (`"nearest"`,
- * `"bilinear"`) inputs.
+ * (`"nearest"`, `"linear"`), 4-D [N, C, H, W] (`"nearest"`, `"bilinear"`)
+ * and 5-D [N, C, D, H, W] (`"nearest"`, `"trilinear"`) inputs.
  *
  * Composed from existing ops, so it runs and differentiates on every
  * backend: `"nearest"` is an `indexSelect` per spatial dim; `"linear"` and
- * `"bilinear"` separate into one small [out, in] interpolation matrix per
+ * `"bilinear"`/`"trilinear"` separate into one small [out, in] interpolation matrix per
  * dim, built on the host (two non-zeros per row) and applied by `matmul`.
  * The source positions follow PyTorch's CPU kernels bit for bit where they
  * round (see `nearestIndex` and `linearMatrix`).
@@ -21,9 +21,9 @@ import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
 
 /** How {@link interpolate} computes an output element. */
-export type InterpolateMode = "nearest" | "linear" | "bilinear";
+export type InterpolateMode = "nearest" | "linear" | "bilinear" | "trilinear";
 
-const MODES: readonly InterpolateMode[] = ["nearest", "linear", "bilinear"];
+const MODES: readonly InterpolateMode[] = ["nearest", "linear", "bilinear", "trilinear"];
 
 /** Options of {@link interpolate}: exactly one of `size` and `scaleFactor`. */
 export interface InterpolateOptions {
@@ -37,7 +37,7 @@ export interface InterpolateOptions {
   scaleFactor?: number | readonly number[] | null;
   /**
    * `"nearest"` (default; PyTorch's legacy rule, not "nearest-exact"),
-   * `"linear"` (3-D) or `"bilinear"` (4-D).
+   * `"linear"` (3-D), `"bilinear"` (4-D) or `"trilinear"` (5-D).
    */
   mode?: InterpolateMode;
   /**
@@ -54,7 +54,8 @@ export interface InterpolateOptions {
 }
 
 /**
- * Resamples the spatial dims of `input` ([N, C, L] or [N, C, H, W]) to a
+ * Resamples the spatial dims of `input` ([N, C, L], [N, C, H, W] or
+ * [N, C, D, H, W]) to a
  * new size, as `torch.nn.functional.interpolate` of PyTorch 1.13.
  */
 export function interpolate(input: Tensor, options: InterpolateOptions = {}): Tensor {
@@ -76,18 +77,33 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
   const alignCorners = options.alignCorners ?? null;
   if (mode === "nearest" && alignCorners !== null) {
     throw new RangeError(
-      `${op}: alignCorners can only be set with the interpolating modes "linear" and "bilinear" (mode is "nearest")`,
+      `${op}: alignCorners can only be set with the interpolating modes "linear", "bilinear" and "trilinear" (mode is "nearest")`,
     );
   }
   const rank = input.ndim;
-  const needs = mode === "linear" ? [3] : mode === "bilinear" ? [4] : [3, 4];
+  const needs = { nearest: [3, 4, 5], linear: [3], bilinear: [4], trilinear: [5] }[mode];
   if (!needs.includes(rank)) {
-    const what = needs.map((r) => (r === 3 ? "3-D [N, C, L]" : "4-D [N, C, H, W]")).join(" or ");
+    const layouts: Record<number, string> = {
+      3: "3-D [N, C, L]",
+      4: "4-D [N, C, H, W]",
+      5: "5-D [N, C, D, H, W]",
+    };
+    const names = needs.map((r) => layouts[r]);
+    const what = names.length === 1
+      ? names[0]
+      : `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;
     throw new RangeError(
       `${op}: mode "${mode}" needs a ${what} input, got shape ${formatShape(input.shape)}`,
     );
   }
   const spatial = input.shape.slice(2);
+  if (spatial.some((s) => s < 1)) {
+    throw new RangeError(
+      `${op}: input of shape ${
+        formatShape(input.shape)
+      } has an empty spatial dim; every spatial size must be positive, as in PyTorch`,
+    );
+  }
   const { size, scales } = outputSize(op, spatial, options);
   let y = input;
   for (const [i, inSize] of spatial.entries()) {
@@ -124,8 +140,15 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
             device: input.device,
           }),
       );
-      // The last dim multiplies from the right, the one before from the left.
-      y = dim === rank - 1 ? y.matmul(matrix.t()) : matrix.matmul(y);
+      // The last dim multiplies from the right; another from the left, the dims after it
+      // flattened into one.
+      if (dim === rank - 1) y = y.matmul(matrix.t());
+      else {
+        const after = y.shape.slice(dim + 1);
+        const flat = after.reduce((a, b) => a * b, 1);
+        y = matrix.matmul(y.reshape([...y.shape.slice(0, dim), inSize, flat]))
+          .reshape([...y.shape.slice(0, dim), out, ...after]);
+      }
     }
   }
   return y === input ? input.clone() : y;
@@ -199,10 +222,10 @@ function outputSize(
  * PyTorch 1.13's legacy nearest source index of each output element:
  * min(floor(dst · scale), in - 1) in float32 arithmetic, with scale =
  * float32(1 / factor) when a scale factor is given, else float32(in / out)
- * (whatever the input's dtype). (PyTorch's 4-D kernel for a one-channel
- * input, channels-last, and its backward special-case out = in and
- * out = 2·in to the identity and dst / 2 even when a factor says
- * otherwise; its general forward, followed here, does not.)
+ * (whatever the input's dtype). (PyTorch's 4-D and 5-D kernels for a
+ * one-channel input, channels-last, and their backward special-case
+ * out = in and out = 2·in to the identity and dst / 2 even when a factor
+ * says otherwise; their general forward, followed here, does not.)
  */
 function nearestIndex(inSize: number, out: number, factor: number | undefined): number[] {
   const scale = Math.fround(factor !== undefined ? 1 / factor : inSize / out);

@@ -7,7 +7,14 @@
 import { formatShape } from "../../shape.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
-import { avgPool2d, type AvgPool2dOptions, maxPool2d, type MaxPool2dOptions } from "./conv.ts";
+import {
+  avgPool2d,
+  type AvgPool2dOptions,
+  maxPool2d,
+  type MaxPool2dOptions,
+  type PoolWithIndices,
+  type ReturnIndicesOption,
+} from "./conv.ts";
 
 /** A 1-d size: a number or a one-element array. */
 export type Size1 = number | readonly [number];
@@ -50,12 +57,33 @@ function as2d(op: string, input: Tensor) {
 }
 const pair = (size: Size1, rowValue: number): [number, number] => [rowValue, one(size)];
 
-/** Maximum over windows of `kernelSize` along the last dim, as `torch.nn.functional.max_pool1d`. */
+/**
+ * Maximum over windows of `kernelSize` along the last dim, as
+ * `torch.nn.functional.max_pool1d`; with `returnIndices`, also each
+ * maximum's position along that dim ({@link PoolWithIndices}).
+ */
 export function maxPool1d(
   input: Tensor,
   kernelSize: Size1,
-  options: MaxPool1dOptions = {},
-): Tensor {
+  options: MaxPool1dOptions & { returnIndices: true },
+): PoolWithIndices;
+/** {@link maxPool1d} without `returnIndices`: the output alone. */
+export function maxPool1d(
+  input: Tensor,
+  kernelSize: Size1,
+  options?: MaxPool1dOptions & { returnIndices?: false },
+): Tensor;
+/** {@link maxPool1d} with `returnIndices` known only at run time. */
+export function maxPool1d(
+  input: Tensor,
+  kernelSize: Size1,
+  options?: MaxPool1dOptions & ReturnIndicesOption,
+): Tensor | PoolWithIndices;
+export function maxPool1d(
+  input: Tensor,
+  kernelSize: Size1,
+  options: MaxPool1dOptions & ReturnIndicesOption = {},
+): Tensor | PoolWithIndices {
   const x = as2d("maxPool1d", input);
   const o: MaxPool2dOptions = {
     stride: options.stride == null ? null : pair(options.stride, 1),
@@ -63,7 +91,10 @@ export function maxPool1d(
     dilation: pair(options.dilation ?? 1, 1),
     ceilMode: options.ceilMode,
   };
-  return maxPool2d(x, pair(kernelSize, 1), o).squeeze(-2);
+  if (!options.returnIndices) return maxPool2d(x, pair(kernelSize, 1), o).squeeze(-2);
+  // On a height of 1 the flat position in the plane is the column.
+  const [y, indices] = maxPool2d(x, pair(kernelSize, 1), { ...o, returnIndices: true });
+  return [y.squeeze(-2), indices.squeeze(-2)];
 }
 
 /** Mean over windows of `kernelSize` along the last dim, as `torch.nn.functional.avg_pool1d`. */

@@ -1,9 +1,16 @@
 /**
- * Training utilities, as `torch.nn.utils`: gradient clipping, and
- * `padSequence` (`torch.nn.utils.rnn.pad_sequence`).
+ * Training utilities, as `torch.nn.utils`: gradient clipping, parameters as
+ * one vector (`parametersToVector`, `vectorToParameters`), `weightNorm`, and
+ * `torch.nn.utils.rnn` (also as `nn.utils.rnn`): `padSequence`, `unpadSequence`,
+ * and packed sequences (`PackedSequence`, `packPaddedSequence`,
+ * `padPackedSequence`, `packSequence`, `unpackSequence`) that `RNN`, `LSTM`
+ * and `GRU` take.
  * @module
  */
 
 // `export *` so that `deno doc` lists the members (see src/nn/mod.ts).
 export * from "./clip_grad.ts";
 export * from "./rnn.ts";
+export * as rnn from "./rnn.ts";
+export * from "./convert_parameters.ts";
+export * from "./weight_norm.ts";
