@@ -7,6 +7,7 @@
 
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
+import { PairwiseDistance } from "./bilinear.ts";
 import { Module } from "./module.ts";
 import { checkFinite, checkReduction } from "./util.ts";
 
@@ -131,13 +132,14 @@ export interface TripletMarginWithDistanceLossModuleOptions
 
 /** Triplet margin loss with any distance, as `torch.nn.TripletMarginWithDistanceLoss`; see {@link F.tripletMarginWithDistanceLoss}. */
 export class TripletMarginWithDistanceLoss extends ReducedLoss {
-  /** The distance function, or null for the pairwise Euclidean distance. */
-  readonly distanceFunction: F.DistanceFunction | null;
+  /** The distance function (the `distance_function` module's forward when there is one). */
+  readonly distanceFunction: F.DistanceFunction;
   /** Required gap between the distances. */
   readonly margin: number;
   /** Whether the positive-negative distance may stand in for the anchor-negative one. */
   readonly swap: boolean;
-  /** A module given as the distance (PyTorch's submodule of that name), else null. */
+  /** The distance as a module (PyTorch's submodule of that name): the one given, else a
+   * `PairwiseDistance`; null when a plain function was given. */
   readonly distance_function: Module | null;
 
   /** A triplet loss (`margin` 1, `swap` false, the pairwise distance by default). */
@@ -149,10 +151,12 @@ export class TripletMarginWithDistanceLoss extends ReducedLoss {
         `TripletMarginWithDistanceLoss: distanceFunction must be a function (a, b) => Tensor or a Module, got ${typeof given}`,
       );
     }
-    this.distance_function = given instanceof Module ? given : null;
-    this.distanceFunction = given instanceof Module
-      ? (a, b) => (given.forward as (a: Tensor, b: Tensor) => Tensor)(a, b)
-      : given;
+    // PyTorch's default distance is a PairwiseDistance submodule, so it prints as one.
+    const module = given instanceof Module ? given : given === null ? new PairwiseDistance() : null;
+    this.distance_function = module;
+    this.distanceFunction = module
+      ? (a, b) => (module.forward as (a: Tensor, b: Tensor) => Tensor)(a, b)
+      : given as F.DistanceFunction;
     this.margin = checkFinite("TripletMarginWithDistanceLoss", "margin", options.margin ?? 1);
     this.swap = options.swap ?? false;
   }
@@ -165,13 +169,5 @@ export class TripletMarginWithDistanceLoss extends ReducedLoss {
       swap: this.swap,
       reduction: this.reduction,
     });
-  }
-
-  /** PyTorch's repr; its default distance is a `PairwiseDistance` submodule. */
-  override toString(): string {
-    if (this.distanceFunction === null) {
-      return "TripletMarginWithDistanceLoss(\n  (distance_function): PairwiseDistance()\n)";
-    }
-    return super.toString();
   }
 }
