@@ -274,8 +274,9 @@ function poolWindow(
 /**
  * Max pooling over [N, C, H, W] (or [C, H, W]) windows, as
  * `torch.nn.functional.max_pool2d`; the gradient goes to each window's
- * maximum (the first one on ties, NaN counting as the maximum). With
- * `returnIndices: true`, returns `[output, indices]` ({@link PoolWithIndices}).
+ * maximum (the first one on ties, NaN counting as the maximum; of several
+ * NaN the first, where PyTorch takes the last). With `returnIndices: true`,
+ * returns `[output, indices]` ({@link PoolWithIndices}).
  */
 export function maxPool2d(
   input: Tensor,
