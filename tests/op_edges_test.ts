@@ -58,6 +58,25 @@ backendTest("pow: gradients at base 0 are PyTorch's, not NaN", async (device) =>
   assertClose(await exponent.grad!.data(), [0, 1.9028522968292236], { what: "d/dexponent" });
 });
 
+backendTest(
+  "pow at base ±0: C's values (0 or inf, the sign of -0 for odd integer exponents)",
+  async (device) => {
+    const exponents = [-3, -2, -1.5, -0.5, 0.5, 1.5, 3, 4, -Infinity, Infinity];
+    const zeros = tensor(exponents.map(() => 0), { device });
+    const negativeZeros = zeros.neg();
+    const e = tensor(exponents, { device });
+    assert.deepEqual(Array.from(await zeros.pow(e).data()), exponents.map((y) => Math.pow(0, y)));
+    assert.deepEqual(
+      Array.from(await negativeZeros.pow(e).data()),
+      exponents.map((y) => Math.pow(-0, y)),
+    );
+    // The gradient of x^0.5 at 0 is inf, as PyTorch's.
+    const x = tensor([0, 4], on(device));
+    x.pow(0.5).sum().backward();
+    assert.deepEqual(Array.from(await x.grad!.data()), [Infinity, 0.25]);
+  },
+);
+
 backendTest("gather: an index outside the dim is an error naming it", async (device) => {
   const x = tensor([[1, 2, 3], [4, 5, 6]], { device });
   assert.throws(

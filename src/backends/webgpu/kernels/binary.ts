@@ -10,6 +10,7 @@ import { numelOf } from "../../../shape.ts";
 import { coalesce } from "../layout.ts";
 import { groups2d, PARAM_SLOT_WORDS, type Runtime } from "../runtime.ts";
 import {
+  FLOAT_SPECIALS_WGSL,
   IS_NAN_WGSL,
   literals,
   main1d,
@@ -70,6 +71,13 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
   if (an || bn) { return nanF32(); }
   if (b == 1.0) { return a; }
   if (b == 2.0) { return a * a; }
+  if (a == 0.0) {
+    // WGSL leaves pow(0, y) undefined (llvmpipe gave 0 for y < 0); C's: 0 for y > 0, inf for
+    // y < 0, negative for a = -0 and an odd integer y.
+    let odd = floor(b) == b && floor(0.5 * b) != 0.5 * b;
+    let zero = select(0.0, infF32(), b < 0.0);
+    return select(zero, -zero, odd && (bitcast<u32>(a) & 0x80000000u) != 0u);
+  }
   if (b == 0.5 && a >= 0.0) { return sqrt(a); }
   if (b == -1.0) { return 1.0 / a; }
   let r = pow(abs(a), b);
@@ -87,7 +95,7 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
 export function binary(rt: Runtime, layout: BinaryArgs<GPUBuffer>): void {
   const { op, a, b, out } = layout;
   const t = wgslType(layout.dtype);
-  const fn = (t === "f32" ? IS_NAN_WGSL : "") +
+  const fn = (t === "f32" ? IS_NAN_WGSL + (op === "pow" ? FLOAT_SPECIALS_WGSL : "") : "") +
     `fn f(a: ${t}, b: ${t}) -> ${t} { ${body(op, t)} }\n`;
   const numel = numelOf(layout.shape);
   if (numel === 0) return;
