@@ -266,6 +266,9 @@ export class Tensor {
         );
       }
       g = ops.full([...this.shape], 1, { dtype: this.dtype, device: this.device });
+    } else if (!(g instanceof Tensor)) {
+      const got = g === null || typeof g !== "object" ? String(g) : "an options object";
+      throw new TypeError(`backward: grad must be a Tensor, got ${got} (options go second)`);
     } else if (!sameShape(g.shape, this.shape)) {
       throw new RangeError(
         `backward: gradient shape ${formatShape(g.shape)} does not match the tensor's shape ${

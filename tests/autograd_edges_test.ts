@@ -84,6 +84,14 @@ Deno.test("a null gradient from a Function's backward reaches nothing before it 
   assert.equal(w.grad, null);
 });
 
+Deno.test("backward names an options object given as the gradient (options go second)", () => {
+  const x = tensor([1, 2], { requiresGrad: true });
+  assert.throws(
+    () => x.sum().backward({ retainGraph: true } as unknown as Tensor),
+    /backward: grad must be a Tensor, got an options object \(options go second\)/,
+  );
+});
+
 Deno.test(".grad takes only a gradient of the tensor's dtype, shape and device", () => {
   const p = tensor([1, 2], { requiresGrad: true });
   assert.throws(

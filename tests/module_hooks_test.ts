@@ -5,7 +5,10 @@
  * gradients after a hook replaced gradInput; a forward pre-hook and a forward hook replacing
  * arguments and outputs, and the order every hook runs in. Also: removal (the plain `forward` is
  * back), hooks surviving `.to(device)`, DataParallel replicas running the hooks, float64 gradient
- * checks through hooked modules, and errors.
+ * checks through hooked modules, and errors. Found in review: in-place changes of a hooked module's
+ * arguments or outputs are refused (they gave a wrong gradient), tensor arguments with no gradient
+ * read as zeros, a replaced output goes with the graph, MultiheadAttention leaves out_proj's hooks
+ * alone, and async hooks are an error.
  * @module
  */
 
@@ -479,4 +482,130 @@ Deno.test({
       await distributed.destroyProcessGroup();
     }
   },
+});
+
+/** Doubles its argument in place, as a module with an in-place op on its input. */
+class DoubleInPlace extends nn.Module {
+  override forward(x: Tensor): Tensor {
+    return x.mul_(2);
+  }
+}
+
+backendTest(
+  "in place on a hooked module's argument or output is refused, as PyTorch (never a wrong gradient)",
+  async (device) => {
+    // Unhooked, `x + double_(x)` is 4x: x itself was doubled, so both terms carry the 2.
+    const x0 = tensor([1, -2, 3], { device, requiresGrad: true });
+    const inner = new DoubleInPlace();
+    const residual = (x: Tensor) => x.add(inner.forward(x));
+    residual(x0.mul(1)).sum().backward();
+    assert.deepEqual(Array.from(await x0.grad!.data()), [4, 4, 4]);
+    // Hooked, the argument is a pass-through sharing x's memory: doubling it in place would double
+    // x's values but not x's history (the gradient read 3). PyTorch raises; so does multigrad.
+    inner.registerFullBackwardHook(() => {});
+    assert.throws(() => residual(x0.mul(1)), /mul_: .*full backward hook/);
+    // The same for the output: PyTorch refuses `out.mul_(3)` on a hooked module's output.
+    const square = new (class Square extends nn.Module {
+      override forward(x: Tensor): Tensor {
+        return x.mul(x);
+      }
+    })();
+    square.registerFullBackwardHook(() => {});
+    const out = square.forward(x0);
+    assert.throws(() => out.mul_(3), /mul_: .*full backward hook/);
+    // Under noGrad nothing is recorded, so nothing is refused.
+    noGrad(() => square.forward(x0).mul_(3));
+  },
+);
+
+backendTest(
+  "full backward hook: a tensor argument that gets no gradient reads as zeros, as PyTorch",
+  async (device) => {
+    // PyTorch 1.13: gi = (tensor([2., 2.]), tensor([0., 0.])) and b.grad = zeros for both an
+    // argument that requires grad but is unused and one that needs no grad; null for a number.
+    class FirstOnly extends nn.Module {
+      override forward(a: Tensor, _b: Tensor, _k: number): Tensor {
+        return a.mul(2);
+      }
+    }
+    const m = new FirstOnly();
+    const calls: Call[] = [];
+    m.registerFullBackwardHook((_m, gi, go) => {
+      calls.push({ gradInput: held(gi), gradOutput: held(go) });
+    });
+    const a = tensor([1, 1], { device, requiresGrad: true });
+    for (const bRequiresGrad of [true, false]) {
+      calls.length = 0;
+      a.grad = null;
+      const b = tensor([1, 1], { device, requiresGrad: bRequiresGrad });
+      m.forward(a, b, 3).sum().backward();
+      assert.equal(calls.length, 1);
+      const [ga, gb, gk] = calls[0].gradInput;
+      assert.deepEqual(Array.from(await ga!.data()), [2, 2]);
+      assert.ok(gb, `b (requiresGrad ${bRequiresGrad}) should read as zeros`);
+      assert.deepEqual(Array.from(await gb.data()), [0, 0]);
+      assert.equal(gk, null);
+      if (bRequiresGrad) assert.deepEqual(Array.from(await b.grad!.data()), [0, 0]);
+      else assert.equal(b.grad, null);
+    }
+  },
+);
+
+Deno.test("a forward hook replacing a top-level module's output: backward frees the replaced one", async () => {
+  const d = CPU0;
+  // Bytes a training step leaves behind, with or without a hook that replaces the output.
+  const leftAfterStep = async (hooked: boolean) => {
+    const lin = new nn.Linear(4, 3).to(d);
+    const x = tensor([[1, 2, 3, 4], [5, 6, 7, 8]], { device: d, requiresGrad: true });
+    if (hooked) lin.registerForwardHook((_m, _a, out) => (out as Tensor).mul(2));
+    const step = () => {
+      const out = lin.forward(x);
+      const loss = out.sum();
+      loss.backward();
+      loss.dispose();
+      out.dispose();
+      x.grad!.dispose();
+      x.grad = null;
+    };
+    step();
+    await lin.weight.grad!.data();
+    const base = d.memory().bytesInUse;
+    step();
+    return d.memory().bytesInUse - base;
+  };
+  // The hook runs in the module's scope, as a layer's own forward: the output it replaced goes
+  // with the graph at backward (it was left to the GC: 24 bytes more per step here).
+  assert.equal(await leftAfterStep(true), await leftAfterStep(false));
+});
+
+Deno.test("MultiheadAttention projects with out_proj's parameters: hooks on out_proj never run, as PyTorch", () => {
+  const mha = new nn.MultiheadAttention(4, 2);
+  const events: string[] = [];
+  for (const [name, m] of mha.namedModules()) {
+    m.registerForwardHook(() => void events.push(`forward ${name || "<root>"}`));
+    m.registerFullBackwardHook(() => void events.push(`backward ${name || "<root>"}`));
+  }
+  const x = zeros([3, 1, 4], { requiresGrad: true });
+  mha.forward(x, x, x)[0].sum().backward();
+  // PyTorch 1.13 gives exactly these two (F.multi_head_attention_forward reads out_proj.weight).
+  assert.deepEqual(events, ["forward <root>", "backward <root>"]);
+  assert.ok(mha.out_proj.weight.grad, "out_proj still learns");
+});
+
+Deno.test("an async hook (a Promise returned) is a clear error, not a Promise passed on", async () => {
+  const seq = new nn.Sequential(new nn.Linear(3, 4), new nn.Linear(4, 2));
+  const x = zeros([2, 3], { requiresGrad: true });
+  const h = seq.at(0).registerForwardHook(async () => {});
+  assert.throws(() => seq.forward(x), /forward hook of Linear returned a Promise/);
+  h.remove();
+  const pre = seq.at(0).registerForwardPreHook(async () => {});
+  assert.throws(() => seq.forward(x), /forward pre-hook of Linear returned a Promise/);
+  pre.remove();
+  // Its type already refuses an async function; JavaScript callers still get the error.
+  seq.at(1).registerFullBackwardHook((async () => {}) as unknown as nn.FullBackwardHook);
+  assert.throws(
+    () => seq.forward(x).sum().backward(),
+    /full backward hook of Linear returned a Promise/,
+  );
+  await Promise.resolve();
 });

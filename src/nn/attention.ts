@@ -259,8 +259,10 @@ export class MultiheadAttention extends Module {
       additive,
       dropoutP: this.training ? this.dropout : 0,
     });
-    // [N * H, L, hd] -> [L, N, E] -> output projection.
-    let out = this.out_proj.forward(output.transpose(0, 1).reshape([l, n, e]));
+    // [N * H, L, hd] -> [L, N, E] -> output projection, from out_proj's parameters as PyTorch's
+    // (not its forward: hooks on out_proj never run there).
+    const proj = this.out_proj;
+    let out = F.linear(output.transpose(0, 1).reshape([l, n, e]), proj.weight, proj.bias);
     out = !batched ? out.squeeze(1) : this.batchFirst ? out.transpose(0, 1) : out;
     if (!(options.needWeights ?? true)) return [out, null];
     let w = weights.reshape([n, h, l, s + extra]);

@@ -22,8 +22,10 @@ export type ForwardHook<M = unknown> = (module: M, args: unknown[], output: unkn
 /**
  * Called during backward with the gradients of the module's tensor arguments (`gradInput`) and of
  * its tensor outputs (`gradOutput`), one slot per argument or output, null where a slot is not a
- * tensor or gets no gradient, as PyTorch's full backward hook. Returning an array of the same
- * length replaces `gradInput` (what flows on to the arguments); `undefined` or null keeps it.
+ * tensor or an output gets no gradient, as PyTorch's full backward hook (a tensor argument that
+ * gets none reads as zeros, as PyTorch materializes it, unless no argument requires grad).
+ * Returning an array of the same length replaces `gradInput` (what flows on to the arguments);
+ * `undefined` or null keeps it.
  * The gradients live only in the backward pass: `keep(g.clone())` to hold one past it.
  */
 export type FullBackwardHook<M = unknown> = (

@@ -13,6 +13,8 @@
  */
 
 import { isGradEnabled, record } from "../autograd.ts";
+import { full } from "../ops/factory.ts";
+import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import {
   type ForwardHook,
@@ -108,19 +110,42 @@ function hookedForward(this: Hooked, ...callArgs: unknown[]): unknown {
   const inner = (tables?.ownForward?.value ??
     (Object.getPrototypeOf(this) as Hooked).forward) as (...args: unknown[]) => unknown;
   if (!tables) return inner.apply(this, callArgs);
+  // As a layer's own forward: what the hooks make in passing (an output they replaced) goes with
+  // the graph at backward, not with the GC.
+  return forwardScope(() => runHooked(this, tables, inner, callArgs));
+}
+
+/** A hook's result, refused when it is a Promise: the forward or backward it is part of cannot wait. */
+function settled(kind: string, module: object, result: unknown): unknown {
+  if (result instanceof Promise) {
+    result.catch(() => {});
+    throw new TypeError(
+      `${kind} of ${module.constructor.name} returned a Promise (an async function?): ` +
+        `hooks run synchronously; read values after the forward, from tensors the hook keep()s`,
+    );
+  }
+  return result;
+}
+
+function runHooked(
+  module: Hooked,
+  tables: HookTables,
+  inner: (...args: unknown[]) => unknown,
+  callArgs: unknown[],
+): unknown {
   let args = callArgs;
   for (const hook of [...tables.pre.values()]) {
-    const result = hook(this, args);
+    const result = settled("forward pre-hook", module, hook(module, args));
     if (result !== undefined && result !== null) {
       args = Array.isArray(result) ? [...result] : [result];
     }
   }
   const backwardHooks = [...tables.backward.values()];
-  const bw = backwardHooks.length > 0 ? new BackwardHookCall(this, backwardHooks) : null;
+  const bw = backwardHooks.length > 0 ? new BackwardHookCall(module, backwardHooks) : null;
   if (bw) args = bw.setupInput(args);
-  let output = inner.apply(this, args);
+  let output = inner.apply(module, args);
   for (const hook of [...tables.forward.values()]) {
-    const result = hook(this, args, output);
+    const result = settled("forward hook", module, hook(module, args, output));
     if (result !== undefined && result !== null) output = result;
   }
   return bw ? bw.setupOutput(output) : output;
@@ -140,13 +165,25 @@ class BackwardHookCall {
 
   setupInput(args: unknown[]): unknown[] {
     this.#nInputs = args.length;
+    // What a tensor argument that got no gradient reads as: zeros, as PyTorch's
+    // BackwardHookFunction materializes them (null stays for arguments that are not tensors).
+    const zeroed = args.map((a) =>
+      a instanceof Tensor ? { shape: [...a.shape], dtype: a.dtype, device: a.device } : null
+    );
     const wrapped = wrapTensors(args, (slots, grads) => {
       // Gradient reached the arguments without passing through the outputs (double backward).
       if (this.#gradOutputs === null) return grads;
-      let gradInput: (Tensor | null)[] = Array(this.#nInputs).fill(null);
-      slots.forEach((slot, k) => gradInput[slot] = grads[k]);
+      const got: (Tensor | null)[] = Array(this.#nInputs).fill(null);
+      slots.forEach((slot, k) => got[slot] = grads[k]);
+      let gradInput = zeroed.map((z, i) =>
+        got[i] ?? (z && full(z.shape, 0, { dtype: z.dtype, device: z.device }))
+      );
       for (const hook of this.hooks) {
-        const out = hook(this.module, gradInput, this.#gradOutputs);
+        const out = settled(
+          "full backward hook",
+          this.module,
+          hook(this.module, gradInput, this.#gradOutputs),
+        ) as (Tensor | null)[] | null | undefined;
         if (out === undefined || out === null) continue;
         if (!Array.isArray(out)) {
           throw new TypeError(
@@ -187,7 +224,11 @@ class BackwardHookCall {
         // No argument requires grad: no node on the arguments, so the hooks run here.
         const gradInput: (Tensor | null)[] = Array(this.#nInputs).fill(null);
         for (const hook of this.hooks) {
-          const out = hook(this.module, gradInput, gradOutputs);
+          const out = settled(
+            "full backward hook",
+            this.module,
+            hook(this.module, gradInput, gradOutputs),
+          );
           if (
             out !== undefined && out !== null &&
             !(Array.isArray(out) && out.every((g) => g === null))
@@ -224,6 +265,10 @@ function wrapTensors(
   if (slots.length === 0) return null;
   const inputs = slots.map((i) => values[i] as Tensor);
   const outputs = inputs.map((t) => t.detach());
+  // The identity shares memory with its input: a recorded in-place change of either would miss
+  // the other's history (a wrong gradient), so it is refused, as PyTorch refuses it on the views
+  // BackwardHookFunction returns.
+  for (const t of inputs) t.storage.aliased = true;
   record("BackwardHookFunctionBackward", inputs, outputs, (grads) => backward(slots, grads));
   const out = [...values];
   slots.forEach((slot, k) => out[slot] = outputs[k]);

@@ -37,7 +37,7 @@ function checkInPlace(op: string, t: Tensor, other?: unknown): Tensor | null {
   }
   if (t.storage.aliased) {
     throw new Error(
-      `${what} shares its memory with another tensor (a reshape view); an in-place change that autograd records would not reach the other one's history (PyTorch's CopySlices is not implemented). Use the out-of-place form, or clone() first.`,
+      `${what} shares its memory with another tensor (a reshape view, or an argument or output of a module with a full backward hook); an in-place change that autograd records would not reach the other one's history (PyTorch's CopySlices is not implemented). Use the out-of-place form, or clone() first.`,
     );
   }
   const old = t.detach();
