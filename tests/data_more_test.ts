@@ -356,6 +356,15 @@ function errorCalls(): Record<
       names: /only supports IterableDataset, but datasets\[1\] is Squares/,
       kind: TypeError,
     },
+    loader_batch_sampler_empty_batch: {
+      call: () => [
+        ...new data.DataLoader(new data.TensorDataset(tensor([0, 1, 2, 3])), {
+          batchSampler: [[0, 1], []],
+        }),
+      ],
+      names: /the batchSampler gave an empty batch \(batch 1\)/,
+      kind: RangeError,
+    },
     len_iterable_unsized: {
       call: () => new data.DataLoader(new Unsized()).length,
       names: /the IterableDataset Unsized has no length/,
@@ -620,3 +629,194 @@ Deno.test("existing DataLoader paths keep their behaviour with the new options u
     /the sampler has no length/,
   );
 });
+
+// ---------------------------------------------------------------- review regressions
+
+/** The integers from 0 up, forever, logging each read and the close (`finally`). */
+class Logged extends data.IterableDataset<number> {
+  readonly log: (number | string)[] = [];
+  *[Symbol.iterator](): Iterator<number> {
+    try {
+      for (let i = 0;; i++) {
+        this.log.push(i);
+        yield i;
+      }
+    } finally {
+      this.log.push("closed");
+    }
+  }
+}
+
+backendTest(
+  "DataLoader reads a stream one batch per step and closes it when the loop leaves early",
+  async (device) => {
+    // As PyTorch 1.13 (its generator closes when the loop drops it): 2 batches read, then closed.
+    const want = fixtures.iterable.stream_steps;
+    const plain = new Logged();
+    const got: number[][] = [];
+    const reads: number[] = [];
+    for (const b of new data.DataLoader(plain, { batchSize: want.batch_size })) {
+      got.push(Array.from(await b.data()));
+      b.dispose();
+      reads.push(plain.log.length);
+      if (got.length === 2) break;
+    }
+    assert.deepEqual(got, [[0, 1, 2], [3, 4, 5]]);
+    assert.deepEqual(reads, want.reads_after_each_batch, `read ahead: ${plain.log}`);
+    assert.deepEqual(plain.log, want.log_after_break);
+    // Prefetching to a device reads one batch ahead (that is its point), and still closes.
+    const ahead = new Logged();
+    const base = device.memory().bytesInUse;
+    let n = 0;
+    for (const b of new data.DataLoader(ahead, { batchSize: 2, device })) {
+      b.dispose();
+      if (++n === 2) break;
+    }
+    assert.deepEqual(ahead.log, [0, 1, 2, 3, 4, 5, "closed"]);
+    // The prefetched third batch was released.
+    assert.equal(device.memory().bytesInUse, base);
+    // A user error in the loop closes it too.
+    const thrown = new Logged();
+    assert.throws(() => {
+      for (const _ of new data.DataLoader(thrown, { batchSize: 2, collate: (s) => s })) {
+        throw new Error("user");
+      }
+    }, /user/);
+    assert.deepEqual(thrown.log, [0, 1, "closed"]);
+    // A batch sampler is asked for one batch per step as well.
+    const asked: number[] = [];
+    const batches = {
+      *[Symbol.iterator]() {
+        for (let b = 0; b < 4; b++) {
+          asked.push(b);
+          yield [b];
+        }
+      },
+    };
+    for (
+      const _ of new data.DataLoader(new Squares(), {
+        batchSampler: batches,
+        collate: (s) => s,
+      })
+    ) {
+      assert.equal(asked.length, 1);
+      break;
+    }
+  },
+);
+
+Deno.test("SubsetRandomSampler and Subset refuse a Tensor of indices (it read as no indices)", () => {
+  const idx = tensor([3, 1, 2], { dtype: "int32" });
+  assert.throws(
+    () => new data.SubsetRandomSampler(bad(idx)),
+    (e: Error) =>
+      e instanceof TypeError &&
+      /got Tensor; for a Tensor pass \(await t\.toArray\(\)\)/.test(e.message),
+  );
+  assert.throws(
+    () => new data.Subset(new Squares(), bad(idx)),
+    (e: Error) => e instanceof TypeError && /Subset: indices must be .* got Tensor/.test(e.message),
+  );
+  assert.throws(() => new data.SubsetRandomSampler(bad({})), /got Object/);
+  // Iterables and array-likes still work.
+  assert.equal(new data.SubsetRandomSampler(new Set([4, 2])).length, 2);
+  assert.equal(new data.Subset(new Squares(), new Int32Array([1, 0])).length, 2);
+});
+
+Deno.test("DataLoader: async streams and empty batches are refused by name", () => {
+  class AsyncOnly {
+    async *[Symbol.asyncIterator]() {
+      yield 1;
+    }
+  }
+  Object.setPrototypeOf(AsyncOnly.prototype, data.IterableDataset.prototype);
+  assert.throws(
+    () => new data.DataLoader(bad(new AsyncOnly())),
+    (e: Error) =>
+      e instanceof TypeError &&
+      /IterableDataset AsyncOnly has no \[Symbol.iterator\]\(\) \(an async iterable\?\)/.test(
+        e.message,
+      ),
+  );
+  class Promises extends data.IterableDataset<Promise<number>> {
+    *[Symbol.iterator]() {
+      yield Promise.resolve(1);
+    }
+  }
+  assert.throws(
+    () => [...new data.DataLoader(new Promises(), { collate: (s) => s })],
+    /Promises\.\[Symbol.iterator\]\(\) yielded a Promise/,
+  );
+  // PyTorch's default_collate raises on an empty batch; the gather path made an empty one.
+  const ds = new data.TensorDataset(tensor([0, 1, 2, 3]));
+  for (const d of [ds, new Squares()] as data.Dataset<unknown>[]) {
+    assert.throws(
+      () => [...new data.DataLoader(d, { batchSampler: [[0, 1], []] })],
+      (e: Error) => e instanceof RangeError && /gave an empty batch \(batch 1\)/.test(e.message),
+    );
+  }
+  // A custom collate gets it, as PyTorch's.
+  const custom = [
+    ...new data.DataLoader(ds, { batchSampler: [[1], []], collate: (s) => s.length }),
+  ];
+  assert.deepEqual(custom, [1, 0]);
+});
+
+Deno.test("WeightedRandomSampler: weights near the float64 limits draw by their ratios", () => {
+  // The sum of 1e308s overflowed to Infinity, so every draw went to the last index (the weight 1).
+  const huge = countsOf(
+    [...new data.WeightedRandomSampler([1e308, 1e308, 1], 4000, { seed: 1 })],
+    3,
+  );
+  assert.equal(huge[2], 0, `${huge}`);
+  assert.ok(chiSquare(huge.slice(0, 2), [1, 1]) < 10.83, `${huge}`);
+  // Denormal weights rounded the draws (a 1 : 3 split of equal weights).
+  const tiny = countsOf(
+    [...new data.WeightedRandomSampler([5e-324, 5e-324], 4000, { seed: 2 })],
+    2,
+  );
+  assert.ok(chiSquare(tiny, [1, 1]) < 10.83, `${tiny}`);
+  // Without replacement their keys overflowed to Infinity, so the order was the index order.
+  const s = new data.WeightedRandomSampler([5e-324, 5e-324, 0], 3, { replacement: false, seed: 3 });
+  const firsts = [0, 0, 0];
+  for (let e = 0; e < 2000; e++) {
+    const epoch = [...s];
+    assert.equal(epoch[2], 2);
+    firsts[epoch[0]]++;
+  }
+  assert.ok(chiSquare(firsts, [1, 1, 0]) < 10.83, `${firsts}`);
+});
+
+backendTest(
+  "DataLoader with device prefetch hands out every good batch before a failing one",
+  async (device) => {
+    // Prefetching made batch i + 1 before handing out batch i, and its error lost batch i.
+    class Breaks extends data.IterableDataset<number> {
+      *[Symbol.iterator]() {
+        yield 1;
+        yield 2;
+        throw new Error("the stream broke");
+      }
+    }
+    for (const target of [undefined, device]) {
+      const got: number[][] = [];
+      assert.throws(() => {
+        for (
+          const b of new data.DataLoader(new Squares(), {
+            batchSampler: [[1], [2], [99]],
+            device: target,
+          })
+        ) {
+          got.push([b.shape[0]]);
+          b.dispose();
+        }
+      }, /gave index 99 \(position 0 of batch 2\)/);
+      assert.equal(got.length, 2, `device ${target}`);
+      const streamed: Tensor[] = [];
+      assert.throws(() => {
+        for (const b of new data.DataLoader(new Breaks(), { device: target })) streamed.push(b);
+      }, /the stream broke/);
+      assert.deepEqual(await batchesOf(streamed), [[1], [2]], `device ${target}`);
+    }
+  },
+);

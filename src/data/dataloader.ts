@@ -210,7 +210,9 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
  * sample once in a new order drawn from the loader's seeded generator. A
  * `sampler` or `batchSampler` decides the order instead. An
  * `IterableDataset` is batched in the order it gives its samples (no
- * `shuffle`, `sampler` or `batchSampler`, as PyTorch).
+ * `shuffle`, `sampler` or `batchSampler`, as PyTorch), read one batch per
+ * step (one ahead with `device`); a loop that leaves early closes its
+ * iterator, so the stream's `finally` runs.
  *
  * A `TensorDataset` (or a `Subset` of one) with the default collate is
  * batched with one `indexSelect` per tensor (a `narrow` when not shuffled) rather than by
@@ -265,6 +267,11 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
       if (!Number.isInteger(n) || n < 0) {
         throw new RangeError(`DataLoader: dataset length must be a non-negative integer, got ${n}`);
       }
+    }
+    if (iterable && typeof (dataset as IterableDataset<T>)[Symbol.iterator] !== "function") {
+      throw new TypeError(
+        `DataLoader: the IterableDataset ${dataset.constructor.name} has no [Symbol.iterator]() (an async iterable?); the loader reads samples synchronously`,
+      );
     }
     const given = (v: unknown) => v !== undefined && v !== null;
     if (iterable) {
@@ -421,7 +428,14 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
     if (this.batchSampler !== null) {
       let b = 0;
       for (const batch of this.batchSampler) {
-        const indices = this.#checked(batch, "the batchSampler", ` of batch ${b++}`);
+        const indices = this.#checked(batch, "the batchSampler", ` of batch ${b}`);
+        // The gather path would make an empty batch where PyTorch's default_collate raises.
+        if (indices.length === 0 && this.#collate === null) {
+          throw new RangeError(
+            `DataLoader: the batchSampler gave an empty batch (batch ${b}); the default collate needs at least one sample`,
+          );
+        }
+        b++;
         yield () => this.#make(indices, false);
       }
       return;
@@ -470,8 +484,8 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
         if (samples[0] instanceof Promise) {
           throw new TypeError(
             `DataLoader: ${dataset.constructor.name}.${
-              streamed ? "[Symbol.iterator]()" : `get(${indices![0]})`
-            } returned a Promise; ` +
+              streamed ? "[Symbol.iterator]() yielded" : `get(${indices![0]}) returned`
+            } a Promise; ` +
               `the loader reads samples synchronously (load the data first, e.g. into a TensorDataset)`,
           );
         }
@@ -496,8 +510,9 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
 
   /**
    * One epoch of batches. With `device`, batch i + 1 is made and its copy
-   * queued before batch i is handed out; a prefetched batch that is never
-   * handed out (the loop ended early) is released.
+   * queued before batch i is handed out (an error making it is raised when
+   * it is asked for); a prefetched batch that is never handed out (the loop
+   * ended early) is released.
    */
   *[Symbol.iterator](): Iterator<B> {
     const jobs = this.#jobs();
@@ -513,17 +528,32 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
           for (const t of ahead.owned) adopt(t);
           ahead = null;
         } else current = job.value().batch;
-        job = jobs.next();
-        if (prefetch && !job.done) {
-          ahead = job.value();
-          // Out of every scope until handed out, so an enclosing tidy cannot release it early.
-          for (const t of ahead.owned) keep(t);
+        // Only a prefetching loader asks for the next batch before handing this one out: a
+        // stream (or batch sampler) is read one batch per step, as PyTorch reads it.
+        let failed: { error: unknown } | null = null;
+        if (prefetch) {
+          try {
+            job = jobs.next();
+            if (!job.done) {
+              ahead = job.value();
+              // Out of every scope until handed out, so an enclosing tidy cannot release it early.
+              for (const t of ahead.owned) keep(t);
+            }
+          } catch (error) {
+            // Raised where the batch is asked for, as without prefetch: this one is still handed out.
+            failed = { error };
+          }
         }
         yield current;
+        if (failed !== null) throw failed.error;
+        if (!prefetch) job = jobs.next();
       }
     } finally {
       // A prefetched batch nobody received (the loop ended early).
       if (ahead !== null) { for (const t of ahead.owned) t.dispose(); }
+      // Closes the stream's (or batch sampler's) iterator, so its `finally` runs, as Python's
+      // generators close when the loop drops them.
+      jobs.return(undefined);
     }
   }
 }

@@ -216,9 +216,18 @@ export class SubsetRandomSampler extends Sampler {
   /** A sampler over `indices`. */
   constructor(indices: ArrayLike<number> | Iterable<number>, options: SamplerRandomOptions = {}) {
     super();
-    if (indices === null || typeof indices !== "object") {
+    if (
+      indices === null || typeof indices !== "object" ||
+      !("length" in indices || Symbol.iterator in indices)
+    ) {
+      // A Tensor is neither: Array.from would make an empty sampler of it.
+      const got = indices === null || typeof indices !== "object"
+        ? String(typeof indices)
+        : (indices as object).constructor?.name ?? "object";
       throw new TypeError(
-        `SubsetRandomSampler: indices must be an array of integers, got ${typeof indices}`,
+        `SubsetRandomSampler: indices must be an array of integers read on the host, got ${got}${
+          got === "Tensor" ? "; for a Tensor pass (await t.toArray())" : ""
+        }`,
       );
     }
     const list = Array.from(indices as ArrayLike<number>);
@@ -278,6 +287,8 @@ export class WeightedRandomSampler extends Sampler {
   readonly numSamples: number;
   /** Whether indices are drawn with replacement. */
   readonly replacement: boolean;
+  /** The weights over their largest: sums neither overflow (1e308s) nor lose denormals. */
+  readonly #scaled: Float64Array;
   readonly #cumulative: Float64Array;
   readonly #random: () => () => number;
 
@@ -307,8 +318,8 @@ export class WeightedRandomSampler extends Sampler {
       );
     }
     const list = Array.from(weights as ArrayLike<number>);
-    const cumulative = new Float64Array(list.length);
     let total = 0;
+    let max = 0;
     list.forEach((w, i) => {
       if (typeof w !== "number") {
         throw new RangeError(
@@ -323,7 +334,8 @@ export class WeightedRandomSampler extends Sampler {
       if (w < 0) {
         throw new RangeError(`${op}: weights[${i}] = ${w}; weights must be >= 0`);
       }
-      cumulative[i] = total += w;
+      total += w;
+      max = Math.max(max, w);
     });
     if (!(total > 0)) {
       throw new RangeError(
@@ -338,7 +350,9 @@ export class WeightedRandomSampler extends Sampler {
     this.weights = Float64Array.from(list);
     this.numSamples = numSamples;
     this.replacement = replacement;
-    this.#cumulative = cumulative;
+    this.#scaled = this.weights.map((w) => w / max);
+    let sum = 0;
+    this.#cumulative = this.#scaled.map((w) => (sum += w));
     this.#random = randomSource(op, options);
   }
 
@@ -350,7 +364,7 @@ export class WeightedRandomSampler extends Sampler {
   /** One epoch of weighted draws. */
   *[Symbol.iterator](): Iterator<number> {
     const random = this.#random();
-    const w = this.weights;
+    const w = this.#scaled;
     const n = w.length;
     if (this.replacement) {
       const cumulative = this.#cumulative;

@@ -36,8 +36,19 @@ export class Subset<T> extends Dataset<T> {
   constructor(dataset: Dataset<T>, indices: ArrayLike<number> | Iterable<number>) {
     super();
     checkDataset("Subset", dataset);
-    if (indices === null || typeof indices !== "object") {
-      throw new TypeError(`Subset: indices must be an array of integers, got ${typeof indices}`);
+    if (
+      indices === null || typeof indices !== "object" ||
+      !("length" in indices || Symbol.iterator in indices)
+    ) {
+      // A Tensor is neither: Array.from would make an empty subset of it.
+      const got = indices === null || typeof indices !== "object"
+        ? String(typeof indices)
+        : (indices as object).constructor?.name ?? "object";
+      throw new TypeError(
+        `Subset: indices must be an array of integers read on the host, got ${got}${
+          got === "Tensor" ? "; for a Tensor pass (await t.toArray())" : ""
+        }`,
+      );
     }
     const list = Array.from(indices as ArrayLike<number>);
     const n = dataset.length;
