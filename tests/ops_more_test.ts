@@ -365,3 +365,138 @@ backendTest("ops more: meshgrid defaults to ij; searchsorted of a 0-d value", as
     3,
   );
 });
+
+// ------------------------------------------------- review regressions (07:20)
+
+/** Elementwise equality that tells -0 from 0 and NaN equals NaN. */
+function assertSame(actual: ArrayLike<number>, expected: number[], what: string): void {
+  const show = (v: number) => (Object.is(v, -0) ? "-0" : String(v));
+  const a = Array.from(actual);
+  assert.equal(a.length, expected.length, `${what}: length`);
+  expected.forEach((e, i) =>
+    assert.ok(
+      Object.is(a[i], e) || (a[i] === e && e !== 0),
+      `${what}: element ${i} is ${show(a[i])}, expected ${show(e)} (all: ${a.map(show)})`,
+    )
+  );
+}
+
+backendTest("ops more: atan2 keeps the zero's sign and NaN beside an infinity", async (d) => {
+  // PyTorch 1.13: atan2(-0, inf) = -0, atan2(-0, -inf) = -π, NaN beside ±inf is NaN.
+  const y = tensor([-0, -0, Infinity, -Infinity, NaN, NaN, 0], { device: d });
+  const x = tensor([Infinity, -Infinity, NaN, NaN, Infinity, -Infinity, -Infinity], { device: d });
+  const pi = Math.fround(Math.PI);
+  assertSame(await atan2(y, x).data(), [-0, -pi, NaN, NaN, NaN, NaN, pi], `atan2 on ${d}`);
+});
+
+for (const dtype of ["float32", "float64"] as DType[]) {
+  backendTest(
+    `ops more: fmod and floorDivide are exact near integer quotients (${dtype})`,
+    async (d) => {
+      if (dtype === "float64" && d.backend !== "cpu") return;
+      const r = (v: number) => (dtype === "float32" ? Math.fround(v) : v);
+      const x = tensor([1, 2.5, -1, 3.9283960819356884e-20, -0, -2, 5, 3.4e38, 0], {
+        device: d,
+        dtype,
+      });
+      const y = tensor([0.1, 0.001, 0.1, -1.3404663465185645e-26, 1, 1, 0.1, -3.4e38, -1], {
+        device: d,
+        dtype,
+      });
+      // PyTorch 1.13's values: fmod(1, 0.1) is 0.1 less an ulp-sized bit, not 0; -2 % 1 is -0.
+      const mod = dtype === "float32"
+        ? [0.09999998658895493, 0.0009998813038691878, -0.09999998658895493]
+        : [0.09999999999999995, 0.000999999999999948, -0.09999999999999995];
+      const last = dtype === "float32" ? 0.09999992698431015 : 0.09999999999999973;
+      assertSame(
+        await fmod(x, y).data(),
+        [...mod, 1.2784341459769938e-26, -0, -0, last, 0, 0].map(r),
+        `fmod on ${d}`,
+      );
+      assertSame(
+        await floorDivide(x, y).data(),
+        [9, 2499, -10, -2930619, -0, -2, 49, -1, -0],
+        `floorDivide on ${d}`,
+      );
+    },
+  );
+}
+
+backendTest(
+  "ops more: searchsorted of rows sorted with NaN last is PyTorch's search",
+  async (d) => {
+    // As torch.sort leaves them (NaN last); PyTorch 1.13's binary search gives these.
+    const s = [-2, -1, 0.5, 1, NaN, NaN, NaN];
+    const v = [-2, 1, 2, NaN, -3, 0];
+    const sorted = tensor(s, { device: d });
+    const values = tensor(v, { device: d });
+    const read = async (t: Tensor) => Array.from(await t.data());
+    assert.deepEqual(await read(searchsorted(sorted, values)), [0, 3, 7, 7, 0, 2]);
+    assert.deepEqual(await read(searchsorted(sorted, values, { right: true })), [1, 7, 7, 7, 0, 2]);
+    const rows = tensor([...s, 0, 0, 0, 1, 1, 2, NaN], { shape: [2, 7], device: d });
+    const both = tensor([...v, ...v], { shape: [2, 6], device: d });
+    assert.deepEqual(await read(searchsorted(rows, both)), [0, 3, 7, 7, 0, 2, 0, 3, 5, 7, 0, 0]);
+    assert.deepEqual(
+      await read(searchsorted(rows, both, { right: true })),
+      [1, 7, 7, 7, 0, 2, 0, 5, 7, 7, 0, 3],
+    );
+  },
+);
+
+backendTest("ops more: indexAdd into a 0-d input adds every indexed source element", async (d) => {
+  // PyTorch 1.13: index_add(tensor(1.5), 0, [0, 0], [2, 3], alpha=2.5) is 14.
+  const x = tensor(1.5, { device: d, requiresGrad: true });
+  const source = tensor([2, 3], { device: d, requiresGrad: true });
+  const index = tensor([0, 0], { dtype: "int32", device: d });
+  const out = indexAdd(x, 0, index, source, { alpha: 2.5 });
+  assert.deepEqual([...out.shape], []);
+  assertClose(await out.data(), [14]);
+  out.backward();
+  assertClose(await x.grad!.data(), [1]);
+  assertClose(await source.grad!.data(), [2.5, 2.5]);
+  assert.throws(
+    () => indexAdd(x, 0, index, tensor([2], { device: d })),
+    /indexAdd: source of shape \[1\] does not fit the input of shape \[\] with 2 indices along dim 0 \(expected \[2\]\)/,
+  );
+});
+
+backendTest("ops more: no-graph results free their intermediates at once, not at GC", (d) => {
+  const x = tensor([0.5, -2, 3, -0, 7], { device: d });
+  const y = tensor([1, 0.1, -2, 4, -3], { device: d });
+  const sorted = tensor([-1, 0, 1, 2], { device: d });
+  const index = tensor([0, 4, 4], { dtype: "int32", device: d });
+  const source = tensor([1, 2, 3], { device: d });
+  const one = tensor([4], { dtype: "int32", device: d });
+  const first = tensor([1], { device: d });
+  const run = () => {
+    for (const f of [atan2, hypot, logaddexp, logaddexp2, fmod, floorDivide]) f(x, y).dispose();
+    searchsorted(sorted, x).dispose();
+    bucketize(x, sorted, { right: true }).dispose();
+    indexAdd(x, 0, index, source, { alpha: 2 }).dispose();
+    indexFill(x, 0, index, 1).dispose();
+    // (One index: with more, the repeat check holds its count until the next read.)
+    indexCopy(x, 0, one, first).dispose();
+  };
+  run(); // caches the scalar constants
+  const base = d.memory().bytesInUse;
+  // No await in between: finalizers cannot run, so whatever is left is held.
+  run();
+  assert.ok(
+    d.memory().bytesInUse <= base,
+    `${d.memory().bytesInUse - base} bytes left in use on ${d}`,
+  );
+});
+
+backendTest("ops more: cdist p=inf gives each tied coordinate the whole gradient", async (d) => {
+  // PyTorch 1.13 (its _cdist_backward): (1, 1) - (0, 0) ties, and both coordinates get g.
+  const a = [[0, 0], [1, 1], [1, 2], [3, 0]].flat();
+  const x1 = tensor([...a, ...a], { shape: [2, 4, 2], device: d, requiresGrad: true });
+  const x2 = tensor([0, 0, 1, 2, 2, 1], { shape: [1, 3, 2], device: d, requiresGrad: true });
+  const out = cdist(x1, x2, { p: Infinity });
+  const row = [0, 2, 2, 1, 1, 1, 2, 0, 1, 3, 2, 1];
+  assertClose(await out.data(), [...row, ...row]);
+  out.sum().backward();
+  const g1 = [-1, -1, 0, 0, -1, 2, 3, -2];
+  assertClose(await x1.grad!.data(), [...g1, ...g1], { what: "grad of x1" });
+  assertClose(await x2.grad!.data(), [-4, -4, -2, 6, 4, 0], { what: "grad of x2" });
+});

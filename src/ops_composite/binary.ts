@@ -12,10 +12,13 @@ import { isFloat } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
-import { binaryRaw, operands, sumTo } from "../ops/elementwise.ts";
+import { binaryRaw, cast, operands, sumTo } from "../ops/elementwise.ts";
 import { checkLater } from "../ops/check.ts";
 import { requireFloat, type TensorLike } from "../ops/util.ts";
 import { cat, clone, narrow } from "../ops/view.ts";
+
+/** `fn` with no graph, its intermediates freed at once (not left to the garbage collector). */
+const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
 
 function floats(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
   const [x, y] = operands(op, a, b);
@@ -64,10 +67,12 @@ const roughAtan = (t: Tensor) => t.mul(Math.PI / 4).add(t.mul(t.neg().add(1)).mu
  */
 export function atan2(input: TensorLike, other: TensorLike): Tensor {
   const [y, x] = floats("atan2", input, other);
-  const out = noGrad(() => {
+  const out = computed(() => {
     // With an infinite coordinate, the direction is that of (±1 or 0, ±1 or 0).
     const infinite = y.abs().eq(Infinity).maximum(x.abs().eq(Infinity));
-    const finiteOr = (t: Tensor) => t.where(infinite.eq(0), t.abs().eq(Infinity).mul(t.sign()));
+    // The other coordinate becomes a zero of its own sign (`t·0`), or stays NaN.
+    const finiteOr = (t: Tensor) =>
+      t.where(infinite.eq(0), t.gt(0).sub(t.lt(0)).where(t.abs().eq(Infinity), t.mul(0)));
     const [ys, xs] = [finiteOr(y), finiteOr(x)];
     const [ay, ax] = [ys.abs(), xs.abs()];
     const steep = ay.gt(ax);
@@ -100,7 +105,7 @@ export function atan2(input: TensorLike, other: TensorLike): Tensor {
  */
 export function hypot(input: TensorLike, other: TensorLike): Tensor {
   const [x, y] = floats("hypot", input, other);
-  const out = noGrad(() => {
+  const out = computed(() => {
     const [ax, ay] = [x.abs(), y.abs()];
     const big = ax.maximum(ay);
     const ratio = ax.minimum(ay).div(big).where(big.ne(0), 0);
@@ -118,7 +123,7 @@ export function hypot(input: TensorLike, other: TensorLike): Tensor {
  */
 export function logaddexp(input: TensorLike, other: TensorLike): Tensor {
   const [x, y] = floats("logaddexp", input, other);
-  const out = noGrad(() => softPlusMax(x, y, (d) => d.exp().log1p()));
+  const out = computed(() => softPlusMax(x, y, (d) => d.exp().log1p()));
   return recordBinary("logaddexp", x, y, out, (g) => [
     g.div(y.sub(x).exp().add(1)),
     g.div(x.sub(y).exp().add(1)),
@@ -131,7 +136,7 @@ export function logaddexp(input: TensorLike, other: TensorLike): Tensor {
  */
 export function logaddexp2(input: TensorLike, other: TensorLike): Tensor {
   const [x, y] = floats("logaddexp2", input, other);
-  const out = noGrad(() => softPlusMax(x, y, (d) => d.mul(Math.LN2).exp().log1p().div(Math.LN2)));
+  const out = computed(() => softPlusMax(x, y, (d) => d.mul(Math.LN2).exp().log1p().div(Math.LN2)));
   const pow2 = (t: Tensor) => t.mul(Math.LN2).exp();
   return recordBinary("logaddexp2", x, y, out, (g) => [
     g.div(pow2(y.sub(x)).add(1)),
@@ -155,31 +160,65 @@ function checkNoZeroDivisor(op: string, y: Tensor): void {
   checkLater(noGrad(() => y.eq(0).sum().reshape([1])), (host) => (host[0] > 0 ? message : null));
 }
 
+/**
+ * `a·b` as `p + e` exactly (Dekker's product: each factor split into
+ * halves whose products are exact), so `x - q·y` can be formed without the
+ * rounding of `q·y` that turns `fmod(1, 0.1)` into 0.
+ */
+function exactProduct(a: Tensor, b: Tensor): [Tensor, Tensor] {
+  const splitter = a.dtype === "float32" ? 4097 : 134217729; // 2^⌈m/2⌉ + 1
+  const split = (t: Tensor) => {
+    const c = t.mul(splitter);
+    const hi = c.sub(c.sub(t));
+    return [hi, t.sub(hi)];
+  };
+  const [ah, al] = split(a);
+  const [bh, bl] = split(b);
+  const p = a.mul(b);
+  const e = ah.mul(bh).sub(p).add(ah.mul(bl)).add(al.mul(bh)).add(al.mul(bl));
+  return [p, e];
+}
+
 /** The remainder rounded toward zero, no graph: `x - trunc(x/y)·y`, on its sign fixed. */
 function truncRemainder(x: Tensor, y: Tensor): Tensor {
   if (!isFloat(x.dtype)) return x.sub(binaryRaw("div", x, y).mul(y)); // the int32 kernel truncates
   const quotient = x.div(y);
   const q = quotient.ceil().where(quotient.lt(0), quotient.floor());
+  // x - q·y is exact when representable (x - p by Sterbenz, then the product's error) while
+  // q has the mantissa's bits; a huge divisor is scaled by 2^-64 (exact) so its split does
+  // not overflow. Larger quotients keep the rounded x - q·y.
+  const f32 = x.dtype === "float32";
+  const limit = f32 ? 2 ** 100 : 2 ** 900;
+  const scale = cast(y.abs().le(limit), x.dtype).add(
+    cast(y.abs().gt(limit), x.dtype).mul(2 ** -64),
+  );
+  const [p, e] = exactProduct(q, y.mul(scale));
+  const exact = x.mul(scale).sub(p).sub(e).div(scale);
+  const small = q.abs().lt(f32 ? 2 ** 24 : 2 ** 53);
+  let r = exact.where(small, x.sub(q.mul(y))).where(q.ne(0), x);
   // An infinite divisor leaves a finite dividend as it is (q·y would be 0·inf).
-  const r = x.sub(q.mul(y)).where(y.abs().ne(Infinity).maximum(x.abs().eq(Infinity)), x);
+  r = r.where(y.abs().ne(Infinity).maximum(x.abs().eq(Infinity)), x);
   // A quotient rounded up to the next integer leaves a remainder of the wrong sign.
-  const wrongSign = r.mul(x).lt(0);
-  return r.add(y.abs().mul(x.sign())).where(wrongSign, r);
+  // (Signs compared, not r·x < 0, which underflows to -0 for tiny operands.)
+  const wrongSign = r.lt(0).ne(x.lt(0)).mul(r.ne(0));
+  r = r.add(y.abs().mul(x.sign())).where(wrongSign, r);
+  // A zero remainder has the dividend's sign, as C's fmod.
+  return r.where(r.ne(0), x.mul(0));
 }
 
 /**
  * The remainder of `input / other` with the dividend's sign (C's `fmod`),
  * as `torch.fmod`; int32 stays int32 (a zero divisor is an error), floats
  * give NaN for a zero divisor or an infinite dividend. Computed as
- * `x - trunc(x/y)·y` (PyTorch's is exact): while `|x/y|` is below 2^24
- * (float32) the result is within an ulp of `x`, beyond that it loses
- * accuracy. The gradient is PyTorch's: `g` for the input,
+ * `x - trunc(x/y)·y` with the product kept exactly: while `|x/y|` is below
+ * 2^24 (float32; 2^53 float64) the result is exact, as PyTorch's; beyond
+ * that it loses accuracy. The gradient is PyTorch's: `g` for the input,
  * `-g·trunc(x/y)` for the divisor.
  */
 export function fmod(input: TensorLike, other: TensorLike): Tensor {
   const [x, y] = operands("fmod", input, other);
   checkNoZeroDivisor("fmod", y);
-  const out = noGrad(() => truncRemainder(x, y));
+  const out = computed(() => truncRemainder(x, y));
   if (!isFloat(x.dtype)) return out;
   return recordBinary("fmod", x, y, out, (g) => {
     const quotient = x.div(y);
@@ -198,7 +237,7 @@ export function fmod(input: TensorLike, other: TensorLike): Tensor {
 export function floorDivide(input: TensorLike, other: TensorLike): Tensor {
   const [x, y] = operands("floorDivide", input, other);
   checkNoZeroDivisor("floorDivide", y);
-  return noGrad(() => {
+  return computed(() => {
     if (!isFloat(x.dtype)) {
       const q = binaryRaw("div", x, y);
       const r = x.sub(q.mul(y));
@@ -209,7 +248,7 @@ export function floorDivide(input: TensorLike, other: TensorLike): Tensor {
     div = div.sub(mod.ne(0).mul(y.lt(0).ne(mod.lt(0))));
     const floored = div.floor();
     const rounded = floored.add(div.sub(floored).gt(0.5));
-    const signedZero = x.div(y).sign().mul(0);
+    const signedZero = x.div(y).mul(0);
     return rounded.where(div.ne(0), signedZero).where(y.ne(0), x.div(y));
   });
 }

@@ -3,9 +3,11 @@
  * @module
  */
 
+import { noGrad, record } from "../autograd.ts";
 import { formatShape } from "../shape.ts";
-import { forwardScope } from "../storage.ts";
+import { forwardScope, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
+import { cast, sumTo } from "../ops/elementwise.ts";
 import { requireFloat } from "../ops/util.ts";
 import { norm } from "./reduce.ts";
 
@@ -22,8 +24,8 @@ export interface CdistOptions {
  * all pairs ([..., P, R, M] at once), as PyTorch does below 25 rows; it does
  * not switch to PyTorch's matrix-product form for p = 2 on larger inputs
  * (more memory, better accuracy). The gradient is PyTorch's: 0 where a
- * distance is 0, none for p = 0; at p = ∞, ties for the largest difference
- * share it (PyTorch gives each the whole).
+ * distance is 0, none for p = 0; at p = ∞, each coordinate tying for the
+ * largest difference gets the whole gradient, as PyTorch's.
  */
 export function cdist(x1: Tensor, x2: Tensor, options: CdistOptions = {}): Tensor {
   const { p = 2 } = options;
@@ -45,8 +47,34 @@ export function cdist(x1: Tensor, x2: Tensor, options: CdistOptions = {}): Tenso
   if (x1.dtype !== x2.dtype) {
     throw new TypeError(`cdist: dtypes differ (${x1.dtype} and ${x2.dtype}) for shapes ${shapes}`);
   }
+  if (p === Infinity) return cdistInf(x1, x2);
   return forwardScope(() => {
     const diff = x1.unsqueeze(-2).sub(x2.unsqueeze(-3));
     return norm(diff, p, -1);
+  });
+}
+
+/**
+ * p = ∞ with PyTorch's gradient: every coordinate whose difference ties for
+ * the largest gets the whole `g·sign(diff)` (the max's own gradient would
+ * share it out among them).
+ */
+function cdistInf(x1: Tensor, x2: Tensor): Tensor {
+  return forwardScope(() => {
+    const [out, weight] = noGrad(() =>
+      tidy(() => {
+        const diff = x1.unsqueeze(-2).sub(x2.unsqueeze(-3));
+        const out = norm(diff, Infinity, -1);
+        const top = cast(diff.abs().eq(out.unsqueeze(-1)), diff.dtype);
+        return [out, diff.sign().mul(top)];
+      })
+    );
+    return record("cdist", [x1, x2], out, ([g]) => {
+      const gd = g!.unsqueeze(-1).mul(weight);
+      return [
+        x1.requiresGrad ? sumTo(gd.sum(-2), x1.shape) : null,
+        x2.requiresGrad ? sumTo(gd.sum(-3).neg(), x2.shape) : null,
+      ];
+    });
   });
 }

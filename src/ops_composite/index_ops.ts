@@ -4,14 +4,18 @@
  * @module
  */
 
-import { noGrad, record } from "../autograd.ts";
+import { isGradEnabled, noGrad, record } from "../autograd.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
+import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { cast } from "../ops/elementwise.ts";
-import { ones } from "../ops/factory.ts";
-import { scatterAddRaw } from "../ops/indexing.ts";
+import { binaryRaw, cast } from "../ops/elementwise.ts";
+import { full, ones, zeros } from "../ops/factory.ts";
+import { gatherInRange, scatterAddRaw } from "../ops/indexing.ts";
 import { checkLater } from "../ops/check.ts";
 import { checkIndexRange, indexSelect } from "../ops/view.ts";
+
+/** `fn` with no graph, its intermediates freed at once (not left to the garbage collector). */
+const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
 
 /** The checked dim and index of an index op (a 1-D int32 index in range for `dim` of `x`). */
 function indexArgs(op: string, x: Tensor, dim: number, index: Tensor): number {
@@ -46,10 +50,14 @@ function sourceArgs(op: string, x: Tensor, d: number, index: Tensor, source: Ten
   if (!(source instanceof Tensor)) {
     throw new TypeError(`${op}: source must be a Tensor, got ${typeof source}`);
   }
-  const want = x.ndim === 0 ? [] : x.shape.map((n, i) => (i === d ? index.numel() : n));
-  const fits = source.ndim === want.length && want.every((n, i) => source.shape[i] === n);
-  // A 0-d input takes a source of one element either way, as PyTorch.
-  if (!fits && !(x.ndim === 0 && source.numel() === 1 && source.ndim <= 1)) {
+  const want = x.ndim === 0
+    ? [index.numel()]
+    : x.shape.map((n, i) => (i === d ? index.numel() : n));
+  // A 0-d input takes a 0-d or 1-D source of one element per index, as PyTorch.
+  const fits = x.ndim === 0
+    ? source.ndim <= 1 && source.numel() === index.numel()
+    : source.ndim === want.length && want.every((n, i) => source.shape[i] === n);
+  if (!fits) {
     throw new RangeError(
       `${op}: source of shape ${formatShape(source.shape)} does not fit the input of shape ${
         formatShape(x.shape)
@@ -111,7 +119,7 @@ export function indexAdd(
   if (typeof alpha !== "number") throw new TypeError(`indexAdd: alpha must be a number`);
   const d = indexArgs("indexAdd", x, dim, index);
   sourceArgs("indexAdd", x, d, index, source);
-  const out = noGrad(() => {
+  const out = computed(() => {
     const [fx, fi] = flat(x, index);
     const src = source.reshape(fx.ndim === 1 && x.ndim === 0 ? [fi.numel()] : source.shape);
     const added = scatterRows(fx, d, fi, alpha === 1 ? src : src.mul(alpha));
@@ -137,10 +145,13 @@ export function indexCopy(x: Tensor, dim: number, index: Tensor, source: Tensor)
   const d = indexArgs("indexCopy", x, dim, index);
   sourceArgs("indexCopy", x, d, index, source);
   const [fx, fi] = flat(x, index);
-  const count = noGrad(() => hits(fx, d, fi));
+  const [kept, most] = computed(() => {
+    const count = hits(fx, d, fi);
+    return [count.eq(0), count.max().reshape([1])];
+  });
   if (fi.numel() > 1) {
     checkLater(
-      noGrad(() => count.max().reshape([1])),
+      most,
       (host) =>
         host[0] > 1
           ? `indexCopy: index repeats a position along dim ${d} (${fi.numel()} indices, shape ${
@@ -148,12 +159,13 @@ export function indexCopy(x: Tensor, dim: number, index: Tensor, source: Tensor)
           }); each must be distinct`
           : null,
     );
-  }
-  const kept = noGrad(() => count.eq(0));
-  const out = noGrad(() => {
+  } else most.dispose();
+  const out = computed(() => {
     const src = source.reshape(fx.ndim === 1 && x.ndim === 0 ? [fi.numel()] : source.shape);
     return fx.where(kept, scatterRows(fx, d, fi, src)).reshape(x.shape);
   });
+  // The mask is the backward's alone: without one, it goes now rather than at GC.
+  if (!isGradEnabled() || !x.requiresGrad) kept.dispose();
   return record("indexCopy", [x, source], out, ([g]) => {
     const [fg] = flat(g!, index);
     return [
@@ -174,8 +186,9 @@ export function indexFill(x: Tensor, dim: number, index: Tensor, value: number):
   }
   const d = indexArgs("indexFill", x, dim, index);
   const [fx, fi] = flat(x, index);
-  const kept = noGrad(() => hits(fx, d, fi).eq(0));
-  const out = noGrad(() => fx.where(kept, value).reshape(x.shape));
+  const kept = computed(() => hits(fx, d, fi).eq(0));
+  const out = computed(() => fx.where(kept, value).reshape(x.shape));
+  if (!isGradEnabled() || !x.requiresGrad) kept.dispose();
   return record("indexFill", [x], out, ([g]) => [
     flat(g!, index)[0].mul(cast(kept, g!.dtype)).reshape(x.shape),
   ]);
@@ -196,10 +209,10 @@ export interface SearchsortedOptions {
  * last dim) to keep it sorted, as `torch.searchsorted`: int32 indices in
  * [0, n], of `values`' shape. A 1-D `sorted` serves every value; otherwise
  * its leading dims must equal those of `values` (one sorted row per row of
- * values). NaN goes last (index n), as PyTorch's comparisons place it. The
- * count of entries before each value is taken over the whole row (work
- * n per value, not log n) so that every backend runs it; `sorted` and
- * `values` share a dtype.
+ * values). NaN goes last (index n), as PyTorch's comparisons place it. It
+ * is PyTorch's binary search (⌈log₂(n+1)⌉ gathers for all values at once),
+ * so NaN among the sorted entries gives PyTorch's answers too; `sorted`
+ * and `values` share a dtype.
  */
 export function searchsorted(
   sorted: Tensor,
@@ -251,11 +264,24 @@ function search(op: string, sorted: Tensor, values: Tensor, right: boolean): Ten
     );
   }
   const n = sorted.shape.at(-1)!;
-  return noGrad(() => {
-    // Entries not at or after (strictly after, right) the value: NaN is after none of them.
-    const row = sorted.ndim === 1 ? sorted : sorted.unsqueeze(-2);
-    const v = values.unsqueeze(-1);
-    const after = right ? row.gt(v) : row.ge(v);
-    return cast(cast(after, "int32").sum(-1).neg().add(n), "int32");
+  return computed(() => {
+    // PyTorch's binary search, step for step (so a NaN among the sorted entries sends each
+    // value where PyTorch's does), every value at once: [start, end) halves each step.
+    const flatValues = sorted.ndim === 1 ? values.reshape([values.numel()]) : values;
+    let start = zeros([...flatValues.shape], { dtype: "int32", device: values.device });
+    if (n === 0) return start.reshape(values.shape);
+    let end = start.add(n);
+    const two = full([], 2, { dtype: "int32", device: values.device });
+    for (let length = n; length > 0; length >>= 1) {
+      const mid = binaryRaw("div", start.add(end), two).minimum(n - 1);
+      const at = gatherInRange(sorted, -1, mid);
+      // Not (at >= v), or not (at > v) with `right`: NaN on either side moves the start.
+      const before = (right ? at.gt(flatValues) : at.ge(flatValues)).eq(0);
+      const active = start.lt(end);
+      const [up, down] = [active.mul(before), active.mul(before.eq(0))];
+      start = mid.add(1).where(up, start);
+      end = mid.where(down, end);
+    }
+    return start.reshape(values.shape);
   });
 }
