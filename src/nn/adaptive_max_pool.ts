@@ -7,6 +7,7 @@
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
 import { Module } from "./module.ts";
+import { adaptiveSizeRepr } from "./util.ts";
 
 /** Adaptive max pooling of [N, C, H, W] to a fixed size, as `torch.nn.AdaptiveMaxPool2d` (values only). */
 export class AdaptiveMaxPool2d extends Module {
@@ -26,10 +27,7 @@ export class AdaptiveMaxPool2d extends Module {
 
   /** `output_size=(2, 3)`. */
   override extraRepr(): string {
-    const size = this.outputSize;
-    return `output_size=${
-      typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
-    }`;
+    return adaptiveSizeRepr(this.outputSize);
   }
 }
 
@@ -77,9 +75,6 @@ export class AdaptiveMaxPool3d extends Module {
 
   /** `output_size=(1, 2, 3)`. */
   override extraRepr(): string {
-    const size = this.outputSize;
-    return `output_size=${
-      typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
-    }`;
+    return adaptiveSizeRepr(this.outputSize);
   }
 }

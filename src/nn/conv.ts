@@ -16,7 +16,7 @@ import type { Size2 } from "./functional/conv.ts";
 import { calculateFanInAndFanOut, kaimingUniform_, uniform_ } from "./init.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
-import { checkCount, pyBool } from "./util.ts";
+import { adaptiveSizeRepr, checkCount, poolWindowRepr, pyBool, pySize, pyTuple } from "./util.ts";
 
 /** Options of {@link Conv2d}. */
 export interface Conv2dModuleOptions extends FactoryOptions {
@@ -71,16 +71,6 @@ function checkPaddingMode(name: string, mode: PaddingMode): PaddingMode {
   return mode;
 }
 
-function pyTuple(v: number | readonly (number | null)[], rank: number): string {
-  const list = typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
-  return `(${list.join(", ")}${list.length === 1 ? "," : ""})`;
-}
-
-/** A size as the user gave it, printed as Python would: `2`, or `(2, 3)` for a pair. */
-function pySize(v: number | readonly number[]): string {
-  return typeof v === "number" ? String(v) : pyTuple(v, v.length);
-}
-
 /** MaxPool1d's and MaxPool2d's repr: `kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False`. */
 function maxPoolRepr(
   kernelSize: number | readonly number[],
@@ -91,10 +81,14 @@ function maxPoolRepr(
     ceilMode?: boolean;
   },
 ): string {
-  return `kernel_size=${pySize(kernelSize)}, stride=${pySize(o.stride ?? kernelSize)}, padding=${
-    pySize(o.padding ?? 0)
-  }, dilation=${pySize(o.dilation ?? 1)}, ceil_mode=${pyBool(o.ceilMode ?? false)}`;
+  return `${poolWindowRepr(kernelSize, o)}, dilation=${pySize(o.dilation ?? 1)}, ceil_mode=${
+    pyBool(o.ceilMode ?? false)
+  }`;
 }
+
+/** A size given as one number for every dim, or per dim, as `rank` numbers. */
+const perDim = (v: number | readonly number[], rank: number): number[] =>
+  typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
 
 /**
  * Shared by the convolutions and the transposed convolutions: channels,
@@ -226,7 +220,7 @@ export class Conv2d extends ConvNd {
     kernelSize: Size2,
     options: Conv2dModuleOptions = {},
   ) {
-    const kernel = typeof kernelSize === "number" ? [kernelSize, kernelSize] : [...kernelSize];
+    const kernel = perDim(kernelSize, 2);
     super("Conv2d", inChannels, outChannels, kernel, options.groups ?? 1, options);
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
@@ -266,7 +260,7 @@ export class Conv1d extends ConvNd {
     kernelSize: number | readonly [number],
     options: Conv1dModuleOptions = {},
   ) {
-    const kernel = typeof kernelSize === "number" ? [kernelSize] : [...kernelSize];
+    const kernel = perDim(kernelSize, 1);
     super("Conv1d", inChannels, outChannels, kernel, options.groups ?? 1, options);
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
@@ -325,9 +319,7 @@ export class Conv3d extends ConvNd {
     kernelSize: F.Size3,
     options: Conv3dModuleOptions = {},
   ) {
-    const kernel = typeof kernelSize === "number"
-      ? [kernelSize, kernelSize, kernelSize]
-      : [...kernelSize];
+    const kernel = perDim(kernelSize, 3);
     super("Conv3d", inChannels, outChannels, kernel, options.groups ?? 1, options);
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
@@ -459,9 +451,6 @@ function outputPaddingFor(
   return sizes.map((s, d) => s - least[d]);
 }
 
-const perDim = (v: number | readonly number[], rank: number): number[] =>
-  typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
-
 /** The output padding a transposed conv module's forward needs for `outputSize`. */
 function transposedPadding(
   m: ConvNd & {
@@ -504,7 +493,7 @@ export class ConvTranspose2d extends ConvNd {
     kernelSize: Size2,
     options: ConvTranspose2dModuleOptions = {},
   ) {
-    const kernel = typeof kernelSize === "number" ? [kernelSize, kernelSize] : [...kernelSize];
+    const kernel = perDim(kernelSize, 2);
     super("ConvTranspose2d", inChannels, outChannels, kernel, options.groups ?? 1, options, true);
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
@@ -558,7 +547,7 @@ export class ConvTranspose1d extends ConvNd {
     kernelSize: F.Size1,
     options: ConvTranspose1dModuleOptions = {},
   ) {
-    const kernel = typeof kernelSize === "number" ? [kernelSize] : [...kernelSize];
+    const kernel = perDim(kernelSize, 1);
     super("ConvTranspose1d", inChannels, outChannels, kernel, options.groups ?? 1, options, true);
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
@@ -627,9 +616,7 @@ export class ConvTranspose3d extends ConvNd {
     kernelSize: F.Size3,
     options: ConvTranspose3dModuleOptions = {},
   ) {
-    const kernel = typeof kernelSize === "number"
-      ? [kernelSize, kernelSize, kernelSize]
-      : [...kernelSize];
+    const kernel = perDim(kernelSize, 3);
     super("ConvTranspose3d", inChannels, outChannels, kernel, options.groups ?? 1, options, true);
     this.stride = options.stride ?? 1;
     this.padding = options.padding ?? 0;
@@ -663,6 +650,24 @@ export class ConvTranspose3d extends ConvNd {
 }
 
 /**
+ * Shared by the window pools: the kernel size and the options as given
+ * (copied), which `forward` and the repr read.
+ */
+abstract class WindowPool<K, O extends object> extends Module {
+  /** Window size. */
+  readonly kernelSize: K;
+  /** Options as given (stride defaults to the kernel size). */
+  readonly options: O;
+
+  /** Pools `kernelSize` windows. */
+  constructor(kernelSize: K, options: O = {} as O) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+}
+
+/**
  * What a max-pool layer's `forward` gives: the output, or with
  * `returnIndices: true` the output and the maxima's positions.
  */
@@ -672,17 +677,11 @@ export type MaxPoolResult<R extends boolean> = R extends true ? F.PoolWithIndice
  * Max pooling, as `torch.nn.MaxPool2d`; the gradient goes to each window's
  * arg-max. With `returnIndices: true`, `forward` returns `[output, indices]`.
  */
-export class MaxPool2d<R extends boolean = false> extends Module {
-  /** Window size. */
-  readonly kernelSize: Size2;
-  /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.MaxPool2dOptions & F.ReturnIndicesOption;
-
+export class MaxPool2d<R extends boolean = false>
+  extends WindowPool<Size2, F.MaxPool2dOptions & F.ReturnIndicesOption> {
   /** Pools `kernelSize` windows. */
   constructor(kernelSize: Size2, options: F.MaxPool2dOptions & { returnIndices?: R } = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
+    super(kernelSize, options);
   }
 
   /** Pools `x` [N, C, H, W] (or [C, H, W]). */
@@ -697,19 +696,7 @@ export class MaxPool2d<R extends boolean = false> extends Module {
 }
 
 /** Average pooling, as `torch.nn.AvgPool2d`. */
-export class AvgPool2d extends Module {
-  /** Window size. */
-  readonly kernelSize: Size2;
-  /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.AvgPool2dOptions;
-
-  /** Pools `kernelSize` windows. */
-  constructor(kernelSize: Size2, options: F.AvgPool2dOptions = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
-  }
-
+export class AvgPool2d extends WindowPool<Size2, F.AvgPool2dOptions> {
   /** Pools `x` [N, C, H, W] (or [C, H, W]). */
   override forward(x: Tensor): Tensor {
     return F.avgPool2d(x, this.kernelSize, this.options);
@@ -717,10 +704,7 @@ export class AvgPool2d extends Module {
 
   /** `kernel_size=2, stride=2, padding=0`. */
   override extraRepr(): string {
-    const o = this.options;
-    return `kernel_size=${pySize(this.kernelSize)}, stride=${
-      pySize(o.stride ?? this.kernelSize)
-    }, padding=${pySize(o.padding ?? 0)}`;
+    return poolWindowRepr(this.kernelSize, this.options);
   }
 }
 
@@ -742,10 +726,7 @@ export class AdaptiveAvgPool2d extends Module {
 
   /** `output_size=(1, 1)`. */
   override extraRepr(): string {
-    const size = this.outputSize;
-    return `output_size=${
-      typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
-    }`;
+    return adaptiveSizeRepr(this.outputSize);
   }
 }
 
@@ -753,19 +734,7 @@ export class AdaptiveAvgPool2d extends Module {
  * Max pooling over [N, C, D, H, W] windows, as `torch.nn.MaxPool3d`; the
  * gradient goes to each window's arg-max.
  */
-export class MaxPool3d extends Module {
-  /** Window size. */
-  readonly kernelSize: F.Size3;
-  /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.MaxPool3dOptions;
-
-  /** Pools `kernelSize` windows. */
-  constructor(kernelSize: F.Size3, options: F.MaxPool3dOptions = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
-  }
-
+export class MaxPool3d extends WindowPool<F.Size3, F.MaxPool3dOptions> {
   /** Pools `x` [N, C, D, H, W] (or [C, D, H, W]). */
   override forward(x: Tensor): Tensor {
     return F.maxPool3d(x, this.kernelSize, this.options);
@@ -778,19 +747,7 @@ export class MaxPool3d extends Module {
 }
 
 /** Average pooling over [N, C, D, H, W] windows, as `torch.nn.AvgPool3d`. */
-export class AvgPool3d extends Module {
-  /** Window size. */
-  readonly kernelSize: F.Size3;
-  /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.AvgPool3dOptions;
-
-  /** Pools `kernelSize` windows. */
-  constructor(kernelSize: F.Size3, options: F.AvgPool3dOptions = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
-  }
-
+export class AvgPool3d extends WindowPool<F.Size3, F.AvgPool3dOptions> {
   /** Pools `x` [N, C, D, H, W] (or [C, D, H, W]). */
   override forward(x: Tensor): Tensor {
     return F.avgPool3d(x, this.kernelSize, this.options);
@@ -798,10 +755,7 @@ export class AvgPool3d extends Module {
 
   /** `kernel_size=2, stride=2, padding=0` (PyTorch prints no more). */
   override extraRepr(): string {
-    const o = this.options;
-    return `kernel_size=${pySize(this.kernelSize)}, stride=${
-      pySize(o.stride ?? this.kernelSize)
-    }, padding=${pySize(o.padding ?? 0)}`;
+    return poolWindowRepr(this.kernelSize, this.options);
   }
 }
 
@@ -823,10 +777,7 @@ export class AdaptiveAvgPool3d extends Module {
 
   /** `output_size=(1, 1, 1)`. */
   override extraRepr(): string {
-    const size = this.outputSize;
-    return `output_size=${
-      typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
-    }`;
+    return adaptiveSizeRepr(this.outputSize);
   }
 }
 
@@ -834,17 +785,11 @@ export class AdaptiveAvgPool3d extends Module {
  * Max pooling along the last dim, as `torch.nn.MaxPool1d`. With
  * `returnIndices: true`, `forward` returns `[output, indices]`.
  */
-export class MaxPool1d<R extends boolean = false> extends Module {
-  /** Window size. */
-  readonly kernelSize: F.Size1;
-  /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.MaxPool1dOptions & F.ReturnIndicesOption;
-
+export class MaxPool1d<R extends boolean = false>
+  extends WindowPool<F.Size1, F.MaxPool1dOptions & F.ReturnIndicesOption> {
   /** Pools `kernelSize` windows. */
   constructor(kernelSize: F.Size1, options: F.MaxPool1dOptions & { returnIndices?: R } = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
+    super(kernelSize, options);
   }
 
   /** Pools `x` [N, C, L] (or [C, L]). */
@@ -859,19 +804,7 @@ export class MaxPool1d<R extends boolean = false> extends Module {
 }
 
 /** Average pooling along the last dim, as `torch.nn.AvgPool1d`. */
-export class AvgPool1d extends Module {
-  /** Window size. */
-  readonly kernelSize: F.Size1;
-  /** Options as given (stride defaults to the kernel size). */
-  readonly options: F.AvgPool1dOptions;
-
-  /** Pools `kernelSize` windows. */
-  constructor(kernelSize: F.Size1, options: F.AvgPool1dOptions = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
-  }
-
+export class AvgPool1d extends WindowPool<F.Size1, F.AvgPool1dOptions> {
   /** Pools `x` [N, C, L] (or [C, L]). */
   override forward(x: Tensor): Tensor {
     return F.avgPool1d(x, this.kernelSize, this.options);
@@ -879,9 +812,6 @@ export class AvgPool1d extends Module {
 
   /** `kernel_size=(3,), stride=(3,), padding=(0,)`: PyTorch's AvgPool1d keeps 1-tuples. */
   override extraRepr(): string {
-    const o = this.options;
-    return `kernel_size=${pyTuple(this.kernelSize, 1)}, stride=${
-      pyTuple(o.stride ?? this.kernelSize, 1)
-    }, padding=${pyTuple(o.padding ?? 0, 1)}`;
+    return poolWindowRepr(this.kernelSize, this.options, 1);
   }
 }

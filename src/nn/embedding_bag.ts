@@ -4,17 +4,20 @@
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
-import { arangeOn, resolveFactory } from "../ops/factory.ts";
+import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
-import { formatShape } from "../shape.ts";
-import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import { embeddingBag, type EmbeddingBagMode } from "./functional/embedding_bag.ts";
-import { normal_ } from "./init.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
-import { checkCount, checkFloatInput, checkMaxNorm, pyFloat, resolvePaddingIdx } from "./util.ts";
+import {
+  checkCount,
+  checkMaxNorm,
+  fromPretrainedTable,
+  pyFloat,
+  resetEmbeddingTable,
+  resolvePaddingIdx,
+} from "./util.ts";
 
 /** How {@link EmbeddingBag} reduces its bags. */
 export interface EmbeddingBagLookupOptions {
@@ -102,16 +105,7 @@ export class EmbeddingBag extends Module {
 
   /** Draws a new table from N(0, 1) and zeroes the padding row (PyTorch's `reset_parameters`). */
   resetParameters(): void {
-    normal_(this.weight);
-    if (this.paddingIdx === null) return;
-    const rows = this.numEmbeddings;
-    const padding = this.paddingIdx;
-    noGrad(() =>
-      tidy(() => {
-        const isPadding = arangeOn(rows, this.weight.device).eq(padding).reshape([rows, 1]);
-        this.weight._assign(this.weight.maskedFill(isPadding, 0));
-      })
-    );
+    resetEmbeddingTable(this.weight, this.numEmbeddings, this.paddingIdx);
   }
 
   /**
@@ -122,27 +116,21 @@ export class EmbeddingBag extends Module {
     embeddings: Tensor,
     options: EmbeddingBagFromPretrainedOptions = {},
   ): EmbeddingBag {
-    checkFloatInput("EmbeddingBag.fromPretrained", embeddings, "embeddings");
-    if (embeddings.ndim !== 2) {
-      throw new RangeError(
-        `EmbeddingBag.fromPretrained: embeddings must be 2-dimensional [num, dim], got shape ${
-          formatShape(embeddings.shape)
-        }`,
-      );
-    }
-    const [num, dim] = embeddings.shape;
-    const table = new EmbeddingBag(num, dim, {
-      device: embeddings.device,
-      dtype: embeddings.dtype,
-      mode: options.mode,
-      maxNorm: options.maxNorm,
-      normType: options.normType,
-      includeLastOffset: options.includeLastOffset,
-      paddingIdx: options.paddingIdx,
-    });
-    noGrad(() => table.weight._assign(embeddings.detach()));
-    table.weight.requiresGrad = !(options.freeze ?? true);
-    return table;
+    return fromPretrainedTable(
+      "EmbeddingBag.fromPretrained",
+      embeddings,
+      options.freeze,
+      (num, dim) =>
+        new EmbeddingBag(num, dim, {
+          device: embeddings.device,
+          dtype: embeddings.dtype,
+          mode: options.mode,
+          maxNorm: options.maxNorm,
+          normType: options.normType,
+          includeLastOffset: options.includeLastOffset,
+          paddingIdx: options.paddingIdx,
+        }),
+    );
   }
 
   /**

@@ -7,6 +7,7 @@
 
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
+import { ReducedLoss as QuietReducedLoss } from "./loss_base.ts";
 import { Module } from "./module.ts";
 import { checkFinite, checkReduction, pyFloat } from "./util.ts";
 
@@ -68,17 +69,8 @@ export class CrossEntropyLoss extends Module {
   }
 }
 
-/** A loss holding only its reduction (PyTorch's `_Loss`). */
-abstract class ReducedLoss extends Module {
-  /** `"mean"`, `"sum"` or `"none"`. */
-  readonly reduction: F.Reduction;
-
-  constructor(options: F.ReductionOptions, owner: string) {
-    super();
-    this.reduction = options.reduction ?? "mean";
-    checkReduction(owner, this.reduction);
-  }
-
+/** A loss holding only its reduction (PyTorch's `_Loss`), printing a reduction other than the default. */
+abstract class ReducedLoss extends QuietReducedLoss {
   /** `reduction='sum'` unless the default. */
   override extraRepr(): string {
     return this.reduction === "mean" ? "" : `reduction='${this.reduction}'`;

@@ -7,20 +7,8 @@
 
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
-import { Module } from "./module.ts";
-import { checkFinite, checkReduction } from "./util.ts";
-
-/** A loss holding its reduction (PyTorch's `_Loss`, whose repr shows no options). */
-abstract class ReducedLoss extends Module {
-  /** `"mean"`, `"sum"` or `"none"`. */
-  readonly reduction: F.Reduction;
-
-  constructor(options: F.ReductionOptions, owner: string) {
-    super();
-    this.reduction = options.reduction ?? "mean";
-    checkReduction(owner, this.reduction);
-  }
-}
+import { ReducedLoss } from "./loss_base.ts";
+import { checkFinite } from "./util.ts";
 
 /** `max(0, -y (x1 - x2) + margin)`, as `torch.nn.MarginRankingLoss`; see {@link F.marginRankingLoss}. */
 export class MarginRankingLoss extends ReducedLoss {

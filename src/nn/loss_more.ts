@@ -8,20 +8,9 @@
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
 import { PairwiseDistance } from "./bilinear.ts";
+import { ReducedLoss } from "./loss_base.ts";
 import { Module } from "./module.ts";
-import { checkFinite, checkReduction } from "./util.ts";
-
-/** A loss holding its reduction (PyTorch's `_Loss`, whose repr shows no options). */
-abstract class ReducedLoss extends Module {
-  /** `"mean"`, `"sum"` or `"none"`. */
-  readonly reduction: F.Reduction;
-
-  constructor(options: F.ReductionOptions, owner: string) {
-    super();
-    this.reduction = options.reduction ?? "mean";
-    checkReduction(owner, this.reduction);
-  }
-}
+import { checkFinite } from "./util.ts";
 
 /** The connectionist temporal classification loss, as `torch.nn.CTCLoss`; see {@link F.ctcLoss}. */
 export class CTCLoss extends ReducedLoss {

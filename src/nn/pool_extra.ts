@@ -11,18 +11,7 @@ import type { Size2 } from "./functional/conv.ts";
 import type { Size1 } from "./functional/pool1d.ts";
 import * as F from "./functional/pool_extra.ts";
 import { Module } from "./module.ts";
-import { checkCount, checkFloatInput, pyBool } from "./util.ts";
-
-/** A size as the user gave it, printed as Python would: `2`, or `(2, 3)`. */
-function pySize(v: number | readonly number[]): string {
-  return typeof v === "number" ? String(v) : `(${v.join(", ")}${v.length === 1 ? "," : ""})`;
-}
-
-/** A size as a tuple of `rank` elements: `(2, 2)`, `(3,)`. */
-function pyTuple(v: number | readonly number[], rank: number): string {
-  const list = typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
-  return `(${list.join(", ")}${list.length === 1 ? "," : ""})`;
-}
+import { checkCount, checkFloatInput, poolWindowRepr, pyBool, pySize } from "./util.ts";
 
 /** Average pooling of [N, C, L] to a fixed length, as `torch.nn.AdaptiveAvgPool1d`. */
 export class AdaptiveAvgPool1d extends Module {
@@ -46,68 +35,45 @@ export class AdaptiveAvgPool1d extends Module {
   }
 }
 
-function lpRepr(normType: number, kernelSize: number | readonly number[], o: {
-  stride?: number | readonly number[] | null;
-  ceilMode?: boolean;
-}): string {
-  return `norm_type=${normType}, kernel_size=${pySize(kernelSize)}, stride=${
-    o.stride == null ? "None" : pySize(o.stride)
-  }, ceil_mode=${pyBool(o.ceilMode ?? false)}`;
-}
-
-/** (Σ x^p)^(1/p) over windows along the last dim, as `torch.nn.LPPool1d`. */
-export class LPPool1d extends Module {
+/** Shared by the LP pools: p, the kernel size and the options as given, and the repr. */
+abstract class LPPoolNd<K extends number | readonly number[]> extends Module {
   /** p. */
   readonly normType: number;
   /** Window size. */
-  readonly kernelSize: Size1;
+  readonly kernelSize: K;
   /** Stride and ceil mode as given. */
-  readonly options: F.LPPoolOptions<Size1>;
+  readonly options: F.LPPoolOptions<K>;
 
   /** Pools `kernelSize` windows with the `normType`-norm. */
-  constructor(normType: number, kernelSize: Size1, options: F.LPPoolOptions<Size1> = {}) {
+  constructor(normType: number, kernelSize: K, options: F.LPPoolOptions<K> = {}) {
     super();
     this.normType = normType;
     this.kernelSize = kernelSize;
     this.options = { ...options };
   }
 
+  /** `norm_type=2, kernel_size=3, stride=None, ceil_mode=False` (a pair as `(2, 3)`). */
+  override extraRepr(): string {
+    const o = this.options;
+    return `norm_type=${this.normType}, kernel_size=${pySize(this.kernelSize)}, stride=${
+      o.stride == null ? "None" : pySize(o.stride)
+    }, ceil_mode=${pyBool(o.ceilMode ?? false)}`;
+  }
+}
+
+/** (Σ x^p)^(1/p) over windows along the last dim, as `torch.nn.LPPool1d`. */
+export class LPPool1d extends LPPoolNd<Size1> {
   /** Pools `x` [N, C, L] (or [C, L]). */
   override forward(x: Tensor): Tensor {
     return F.lpPool1d(x, this.normType, this.kernelSize, this.options);
   }
-
-  /** `norm_type=2, kernel_size=3, stride=None, ceil_mode=False`. */
-  override extraRepr(): string {
-    return lpRepr(this.normType, this.kernelSize, this.options);
-  }
 }
 
 /** (Σ x^p)^(1/p) over 2-d windows, as `torch.nn.LPPool2d`. */
-export class LPPool2d extends Module {
-  /** p. */
-  readonly normType: number;
-  /** Window size. */
-  readonly kernelSize: Size2;
-  /** Stride and ceil mode as given. */
-  readonly options: F.LPPoolOptions<Size2>;
-
-  /** Pools `kernelSize` windows with the `normType`-norm. */
-  constructor(normType: number, kernelSize: Size2, options: F.LPPoolOptions<Size2> = {}) {
-    super();
-    this.normType = normType;
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
-  }
-
+export class LPPool2d extends LPPoolNd<Size2> {
   /** Pools `x` [N, C, H, W] (or [C, H, W]). */
   override forward(x: Tensor): Tensor {
     return F.lpPool2d(x, this.normType, this.kernelSize, this.options);
-  }
-
-  /** `norm_type=2, kernel_size=(2, 3), stride=None, ceil_mode=False`. */
-  override extraRepr(): string {
-    return lpRepr(this.normType, this.kernelSize, this.options);
   }
 }
 
@@ -119,24 +85,27 @@ export interface MaxUnpoolModuleOptions<S> {
   padding?: S;
 }
 
+/** Shared by the max unpools: the pool's kernel size and options as given. */
+abstract class MaxUnpoolNd<K extends number | readonly number[]> extends Module {
+  /** The pool's window size. */
+  readonly kernelSize: K;
+  /** The pool's stride and padding as given. */
+  readonly options: MaxUnpoolModuleOptions<K>;
+
+  /** Unpools a `kernelSize` max pool. */
+  constructor(kernelSize: K, options: MaxUnpoolModuleOptions<K> = {}) {
+    super();
+    this.kernelSize = kernelSize;
+    this.options = { ...options };
+  }
+}
+
 /**
  * The inverse of `MaxPool1d` with `returnIndices`, as `torch.nn.MaxUnpool1d`:
  * `forward(x, indices, outputSize?)` puts each value back where it came
  * from, zeros elsewhere.
  */
-export class MaxUnpool1d extends Module {
-  /** The pool's window size. */
-  readonly kernelSize: Size1;
-  /** The pool's stride and padding as given. */
-  readonly options: MaxUnpoolModuleOptions<Size1>;
-
-  /** Unpools a `kernelSize` max pool. */
-  constructor(kernelSize: Size1, options: MaxUnpoolModuleOptions<Size1> = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
-  }
-
+export class MaxUnpool1d extends MaxUnpoolNd<Size1> {
   /** Unpools `x` [N, C, L] (or [C, L]) by its pool's `indices`. */
   override forward(x: Tensor, indices: Tensor, outputSize?: readonly number[] | null): Tensor {
     return F.maxUnpool1d(x, indices, this.kernelSize, { ...this.options, outputSize });
@@ -144,10 +113,7 @@ export class MaxUnpool1d extends Module {
 
   /** `kernel_size=(2,), stride=(2,), padding=(0,)`. */
   override extraRepr(): string {
-    const o = this.options;
-    return `kernel_size=${pyTuple(this.kernelSize, 1)}, stride=${
-      pyTuple(o.stride ?? this.kernelSize, 1)
-    }, padding=${pyTuple(o.padding ?? 0, 1)}`;
+    return poolWindowRepr(this.kernelSize, this.options, 1);
   }
 }
 
@@ -156,19 +122,7 @@ export class MaxUnpool1d extends Module {
  * `forward(x, indices, outputSize?)` puts each value back where it came
  * from, zeros elsewhere.
  */
-export class MaxUnpool2d extends Module {
-  /** The pool's window size. */
-  readonly kernelSize: Size2;
-  /** The pool's stride and padding as given. */
-  readonly options: MaxUnpoolModuleOptions<Size2>;
-
-  /** Unpools a `kernelSize` max pool. */
-  constructor(kernelSize: Size2, options: MaxUnpoolModuleOptions<Size2> = {}) {
-    super();
-    this.kernelSize = kernelSize;
-    this.options = { ...options };
-  }
-
+export class MaxUnpool2d extends MaxUnpoolNd<Size2> {
   /** Unpools `x` [N, C, H, W] (or [C, H, W]) by its pool's `indices`. */
   override forward(x: Tensor, indices: Tensor, outputSize?: readonly number[] | null): Tensor {
     return F.maxUnpool2d(x, indices, this.kernelSize, { ...this.options, outputSize });
@@ -176,10 +130,7 @@ export class MaxUnpool2d extends Module {
 
   /** `kernel_size=(2, 2), stride=(2, 2), padding=(0, 0)`. */
   override extraRepr(): string {
-    const o = this.options;
-    return `kernel_size=${pyTuple(this.kernelSize, 2)}, stride=${
-      pyTuple(o.stride ?? this.kernelSize, 2)
-    }, padding=${pyTuple(o.padding ?? 0, 2)}`;
+    return poolWindowRepr(this.kernelSize, this.options, 2);
   }
 }
 

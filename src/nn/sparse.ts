@@ -3,22 +3,19 @@
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
-import { arangeOn, resolveFactory } from "../ops/factory.ts";
+import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
-import { formatShape } from "../shape.ts";
-import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional.ts";
-import { normal_ } from "./init.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
 import {
   checkCount,
-  checkFloatInput,
   checkMaxNorm,
+  fromPretrainedTable,
   pyBool,
   pyFloat,
+  resetEmbeddingTable,
   resolvePaddingIdx,
 } from "./util.ts";
 
@@ -93,16 +90,7 @@ export class Embedding extends Module {
 
   /** Draws a new table from N(0, 1) and zeroes the padding row (PyTorch's `reset_parameters`). */
   resetParameters(): void {
-    normal_(this.weight);
-    if (this.paddingIdx === null) return;
-    const rows = this.numEmbeddings;
-    const padding = this.paddingIdx;
-    noGrad(() =>
-      tidy(() => {
-        const isPadding = arangeOn(rows, this.weight.device).eq(padding).reshape([rows, 1]);
-        this.weight._assign(this.weight.maskedFill(isPadding, 0));
-      })
-    );
+    resetEmbeddingTable(this.weight, this.numEmbeddings, this.paddingIdx);
   }
 
   /**
@@ -110,26 +98,20 @@ export class Embedding extends Module {
    * `torch.nn.Embedding.from_pretrained`; frozen unless `freeze` is false.
    */
   static fromPretrained(embeddings: Tensor, options: FromPretrainedOptions = {}): Embedding {
-    checkFloatInput("Embedding.fromPretrained", embeddings, "embeddings");
-    if (embeddings.ndim !== 2) {
-      throw new RangeError(
-        `Embedding.fromPretrained: embeddings must be 2-dimensional [num, dim], got shape ${
-          formatShape(embeddings.shape)
-        }`,
-      );
-    }
-    const [num, dim] = embeddings.shape;
-    const table = new Embedding(num, dim, {
-      device: embeddings.device,
-      dtype: embeddings.dtype,
-      paddingIdx: options.paddingIdx,
-      maxNorm: options.maxNorm,
-      normType: options.normType,
-      scaleGradByFreq: options.scaleGradByFreq,
-    });
-    noGrad(() => table.weight._assign(embeddings.detach()));
-    table.weight.requiresGrad = !(options.freeze ?? true);
-    return table;
+    return fromPretrainedTable(
+      "Embedding.fromPretrained",
+      embeddings,
+      options.freeze,
+      (num, dim) =>
+        new Embedding(num, dim, {
+          device: embeddings.device,
+          dtype: embeddings.dtype,
+          paddingIdx: options.paddingIdx,
+          maxNorm: options.maxNorm,
+          normType: options.normType,
+          scaleGradByFreq: options.scaleGradByFreq,
+        }),
+    );
   }
 
   /** The vectors of `input`'s int32 indices: [*] gives [*, embeddingDim]. */

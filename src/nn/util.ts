@@ -1,17 +1,20 @@
 /**
- * Argument checks, Python-style reprs and gradient clearing shared by
- * `nn.functional`, the modules and the optimizers (internal: not exported
- * from `nn`).
+ * Argument checks, Python-style reprs, loss reduction, embedding-table
+ * set-up and gradient clearing shared by `nn.functional`, the modules and
+ * the optimizers (internal: not exported from `nn`).
  * @module
  */
 
 import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { checkLater } from "../ops/check.ts";
+import { arangeOn } from "../ops/factory.ts";
 import { stack } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
+import type { Reduction, ReductionOptions } from "./functional/loss.ts";
+import { normal_ } from "./init.ts";
 
 /** Throws unless `t` is a Tensor. */
 export function checkTensor(op: string, what: string, t: unknown): asserts t is Tensor {
@@ -60,6 +63,76 @@ export function checkReduction(
       `${op}: reduction must be ${
         allowed.map((r) => `"${r}"`).join(", ").replace(/, ([^,]*)$/, " or $1")
       }, got ${JSON.stringify(reduction)}`,
+    );
+  }
+}
+
+/** `losses` reduced as PyTorch's `reduction`: as they are (`"none"`), summed, or averaged. */
+export function reduceLoss(losses: Tensor, reduction: Reduction): Tensor {
+  if (reduction === "none") return losses;
+  const total = losses.sum();
+  // PyTorch divides the sum by the count; a reciprocal multiply rounds differently.
+  return reduction === "sum" ? total : total.div(losses.numel());
+}
+
+/** A loss's `reduction` option, checked (default `"mean"`). */
+export function lossReduction(op: string, options: ReductionOptions): Reduction {
+  const reduction = options.reduction ?? "mean";
+  checkReduction(op, reduction);
+  return reduction;
+}
+
+/**
+ * Draws an embedding table of `rows` rows from N(0, 1) and zeroes its
+ * padding row, as PyTorch's `Embedding.reset_parameters` (EmbeddingBag's too).
+ */
+export function resetEmbeddingTable(weight: Tensor, rows: number, paddingIdx: number | null): void {
+  normal_(weight);
+  if (paddingIdx === null) return;
+  noGrad(() =>
+    tidy(() => {
+      const isPadding = arangeOn(rows, weight.device).eq(paddingIdx).reshape([rows, 1]);
+      weight._assign(weight.maskedFill(isPadding, 0));
+    })
+  );
+}
+
+/**
+ * A table made by `make(num, dim)` holding a copy of `embeddings` [num, dim],
+ * frozen unless `freeze` is false: PyTorch's `from_pretrained` of Embedding
+ * and EmbeddingBag.
+ */
+export function fromPretrainedTable<T extends { weight: Tensor }>(
+  op: string,
+  embeddings: Tensor,
+  freeze: boolean | undefined,
+  make: (num: number, dim: number) => T,
+): T {
+  checkFloatInput(op, embeddings, "embeddings");
+  if (embeddings.ndim !== 2) {
+    throw new RangeError(
+      `${op}: embeddings must be 2-dimensional [num, dim], got shape ${
+        formatShape(embeddings.shape)
+      }`,
+    );
+  }
+  const [num, dim] = embeddings.shape;
+  const table = make(num, dim);
+  noGrad(() => table.weight._assign(embeddings.detach()));
+  table.weight.requiresGrad = !(freeze ?? true);
+  return table;
+}
+
+/** Throws unless a lookup's indices are int32 and its table `weight` is [num, dim]. */
+export function checkLookup(op: string, input: Tensor, weight: Tensor): void {
+  if (input.dtype !== "int32") {
+    throw new TypeError(
+      `${op}: indices must be int32, got ${input.dtype} (shape ${formatShape(input.shape)})`,
+    );
+  }
+  if (weight.ndim !== 2) {
+    throw new RangeError(
+      `${op}: weight must be 2-dimensional [num, dim], got shape ${formatShape(weight.shape)}`,
     );
   }
 }
@@ -195,6 +268,39 @@ export function pyFloat(x: number): string {
 /** Python's repr of a boolean. */
 export function pyBool(b: boolean): string {
   return b ? "True" : "False";
+}
+
+/** A size as a Python tuple of `rank` elements: `(2, 2)`, `(3,)`. */
+export function pyTuple(v: number | readonly number[], rank: number): string {
+  const list = typeof v === "number" ? new Array<number>(rank).fill(v) : [...v];
+  return `(${list.join(", ")}${list.length === 1 ? "," : ""})`;
+}
+
+/** A size as the user gave it, printed as Python would: `2`, or `(2, 3)` for a pair. */
+export function pySize(v: number | readonly number[]): string {
+  return typeof v === "number" ? String(v) : pyTuple(v, v.length);
+}
+
+/**
+ * A pooling layer's `kernel_size=2, stride=2, padding=0` (stride defaulting
+ * to the kernel size): each as given, or with `rank` as a tuple of that many.
+ */
+export function poolWindowRepr(
+  kernelSize: number | readonly number[],
+  o: { stride?: number | readonly number[] | null; padding?: number | readonly number[] },
+  rank?: number,
+): string {
+  const py = (v: number | readonly number[]) => rank === undefined ? pySize(v) : pyTuple(v, rank);
+  return `kernel_size=${py(kernelSize)}, stride=${py(o.stride ?? kernelSize)}, padding=${
+    py(o.padding ?? 0)
+  }`;
+}
+
+/** An adaptive pool's `output_size=(2, None)`, or `output_size=2` for one number. */
+export function adaptiveSizeRepr(size: number | readonly (number | null)[]): string {
+  return `output_size=${
+    typeof size === "number" ? size : `(${size.map((s) => s ?? "None").join(", ")})`
+  }`;
 }
 
 /**

@@ -643,49 +643,47 @@ export class LinearLR extends LRScheduler {
 export type LrLambda = (epoch: number) => number;
 
 /**
- * Sets each group's learning rate to its initial one times `fn(epoch)`, as
- * `torch.optim.lr_scheduler.LambdaLR`; one function for every group, or one
- * per group. The functions are not part of the state dict.
+ * Shared by {@link LambdaLR} and {@link MultiplicativeLR}: one factor
+ * function per group (one given is shared by every group), checked to be
+ * functions returning numbers, and kept out of the state dict.
  */
-export class LambdaLR extends LRScheduler {
+abstract class LambdaScheduler extends LRScheduler {
   /** The factor functions, one per group. */
   readonly lrLambdas: LrLambda[];
 
-  /** Scales `optimizer`'s initial learning rates by `lrLambda(epoch)`. */
   constructor(
+    private readonly owner: string,
     optimizer: AnyOptimizer,
     lrLambda: LrLambda | readonly LrLambda[],
-    options: SchedulerOptions = {},
+    options: SchedulerOptions,
   ) {
     super(optimizer, options.lastEpoch);
     const groups = this.optimizer.paramGroups.length;
     if (Array.isArray(lrLambda)) {
       if (lrLambda.length !== groups) {
-        throw new RangeError(`LambdaLR: expected ${groups} lrLambdas, but got ${lrLambda.length}`);
+        throw new RangeError(`${owner}: expected ${groups} lrLambdas, but got ${lrLambda.length}`);
       }
       this.lrLambdas = [...lrLambda];
     } else this.lrLambdas = new Array(groups).fill(lrLambda);
     this.lrLambdas.forEach((fn, i) => {
       if (typeof fn !== "function") {
-        throw new TypeError(`LambdaLR: lrLambda ${i} is not a function (got ${typeof fn})`);
+        throw new TypeError(`${owner}: lrLambda ${i} is not a function (got ${typeof fn})`);
       }
     });
     this.initialStep();
   }
 
-  /** `baseLr · fn(lastEpoch)`. */
-  protected override getLr(): number[] {
-    return this.baseLrs.map((base, i) => {
-      const factor = this.lrLambdas[i](this.lastEpoch);
-      if (typeof factor !== "number" || Number.isNaN(factor)) {
-        throw new TypeError(
-          `LambdaLR: lrLambda ${i} returned ${
-            String(factor)
-          } for epoch ${this.lastEpoch}; expected a number`,
-        );
-      }
-      return base * factor;
-    });
+  /** Group `i`'s factor at the current epoch, an error unless a number. */
+  protected groupFactor(i: number): number {
+    const factor = this.lrLambdas[i](this.lastEpoch);
+    if (typeof factor !== "number" || Number.isNaN(factor)) {
+      throw new TypeError(
+        `${this.owner}: lrLambda ${i} returned ${
+          String(factor)
+        } for epoch ${this.lastEpoch}; expected a number`,
+      );
+    }
+    return factor;
   }
 
   /** None: the functions are code, not state. */
@@ -696,6 +694,27 @@ export class LambdaLR extends LRScheduler {
   /** The base's fields, and `lr_lambdas` as PyTorch writes functions: `null`, one per group. */
   override stateDict(): SchedulerStateDict {
     return { ...super.stateDict(), lr_lambdas: this.lrLambdas.map(() => null) };
+  }
+}
+
+/**
+ * Sets each group's learning rate to its initial one times `fn(epoch)`, as
+ * `torch.optim.lr_scheduler.LambdaLR`; one function for every group, or one
+ * per group. The functions are not part of the state dict.
+ */
+export class LambdaLR extends LambdaScheduler {
+  /** Scales `optimizer`'s initial learning rates by `lrLambda(epoch)`. */
+  constructor(
+    optimizer: AnyOptimizer,
+    lrLambda: LrLambda | readonly LrLambda[],
+    options: SchedulerOptions = {},
+  ) {
+    super("LambdaLR", optimizer, lrLambda, options);
+  }
+
+  /** `baseLr · fn(lastEpoch)`. */
+  protected override getLr(): number[] {
+    return this.baseLrs.map((base, i) => base * this.groupFactor(i));
   }
 }
 
@@ -767,61 +786,21 @@ export class ConstantLR extends LRScheduler {
  * `torch.optim.lr_scheduler.MultiplicativeLR`; one function for every
  * group, or one per group. The functions are not part of the state dict.
  */
-export class MultiplicativeLR extends LRScheduler {
-  /** The factor functions, one per group. */
-  readonly lrLambdas: LrLambda[];
-
+export class MultiplicativeLR extends LambdaScheduler {
   /** Scales `optimizer`'s learning rates by `lrLambda(epoch)` at each epoch. */
   constructor(
     optimizer: AnyOptimizer,
     lrLambda: LrLambda | readonly LrLambda[],
     options: SchedulerOptions = {},
   ) {
-    super(optimizer, options.lastEpoch);
-    const groups = this.optimizer.paramGroups.length;
-    if (Array.isArray(lrLambda)) {
-      if (lrLambda.length !== groups) {
-        throw new RangeError(
-          `MultiplicativeLR: expected ${groups} lrLambdas, but got ${lrLambda.length}`,
-        );
-      }
-      this.lrLambdas = [...lrLambda];
-    } else this.lrLambdas = new Array(groups).fill(lrLambda);
-    this.lrLambdas.forEach((fn, i) => {
-      if (typeof fn !== "function") {
-        throw new TypeError(
-          `MultiplicativeLR: lrLambda ${i} is not a function (got ${typeof fn})`,
-        );
-      }
-    });
-    this.initialStep();
+    super("MultiplicativeLR", optimizer, lrLambda, options);
   }
 
   /** `lr · fn(lastEpoch)` after epoch 0. */
   protected override getLr(): number[] {
     const groups = groupsOf(this.optimizer);
     if (this.lastEpoch <= 0) return groups.map((g) => g.lr);
-    return groups.map((g, i) => {
-      const factor = this.lrLambdas[i](this.lastEpoch);
-      if (typeof factor !== "number" || Number.isNaN(factor)) {
-        throw new TypeError(
-          `MultiplicativeLR: lrLambda ${i} returned ${
-            String(factor)
-          } for epoch ${this.lastEpoch}; expected a number`,
-        );
-      }
-      return g.lr * factor;
-    });
-  }
-
-  /** None: the functions are code, not state. */
-  protected override stateKeys(): readonly string[] {
-    return [];
-  }
-
-  /** The base's fields, and `lr_lambdas` as PyTorch writes functions: `null`, one per group. */
-  override stateDict(): SchedulerStateDict {
-    return { ...super.stateDict(), lr_lambdas: this.lrLambdas.map(() => null) };
+    return groups.map((g, i) => g.lr * this.groupFactor(i));
   }
 }
 

@@ -18,8 +18,18 @@ import { unfold2d, type Window2d, windowView } from "../../ops/window.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkTensor, sameDevice } from "../util.ts";
-import { batched, outLength, pair } from "./window_args.ts";
+import { checkTensor } from "../util.ts";
+import {
+  batched,
+  checkConvBias,
+  checkConvDtypes,
+  checkConvGroups,
+  checkConvWeight,
+  checkPoolPadding,
+  convPadding,
+  outLength,
+  pair,
+} from "./window_args.ts";
 
 /** A size PyTorch takes as an int or a tuple: one number for every dim, or one per dim. */
 export type Size2 = number | readonly [number, number];
@@ -71,59 +81,18 @@ function conv2dUnscoped(
 ): Tensor {
   const op = "conv2d";
   const x = batched(op, input, 4);
-  checkTensor(op, "weight", weight);
-  if (bias != null) checkTensor(op, "bias", bias);
-  sameDevice(op, { input: x, weight, bias });
-  if (weight.ndim !== 4) {
-    throw new RangeError(
-      `${op}: weight must be [out_channels, in_channels / groups, kH, kW], got shape ${
-        formatShape(weight.shape)
-      }`,
-    );
-  }
+  checkConvWeight(op, x, weight, bias, "out_channels, in_channels / groups, kH, kW");
   const groups = options.groups ?? 1;
-  const [n, c, h, w] = x.shape;
+  const [n, , h, w] = x.shape;
   const [cout, cPerGroup, kh, kw] = weight.shape;
-  if (!Number.isInteger(groups) || groups < 1 || c % groups !== 0 || cout % groups !== 0) {
-    throw new RangeError(
-      `${op}: groups (${groups}) must be a positive integer dividing in_channels (${c}) and out_channels (${cout})`,
-    );
-  }
-  if (cPerGroup * groups !== c) {
-    throw new RangeError(
-      `${op}: input of shape ${formatShape(x.shape)} has ${c} channels, but weight of shape ${
-        formatShape(weight.shape)
-      } with groups=${groups} expects ${cPerGroup * groups}`,
-    );
-  }
-  if (weight.dtype !== x.dtype || (bias && bias.dtype !== x.dtype)) {
-    throw new TypeError(
-      `${op}: dtypes differ (input ${x.dtype}, weight ${weight.dtype}${
-        bias ? `, bias ${bias.dtype}` : ""
-      })`,
-    );
-  }
-  if (bias && (bias.ndim !== 1 || bias.shape[0] !== cout)) {
-    throw new RangeError(
-      `${op}: bias of shape ${formatShape(bias.shape)} does not match ${cout} output channels`,
-    );
-  }
+  checkConvGroups(op, x, weight, groups);
+  checkConvDtypes(op, x, weight, bias);
+  checkConvBias(op, bias, cout);
   const stride = pair(op, "stride", options.stride ?? 1, 1);
   const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
-  let padding: [number, number];
-  let src = x;
-  const requested = options.padding ?? 0;
-  if (requested === "valid") padding = [0, 0];
-  else if (requested === "same") {
-    if (stride[0] !== 1 || stride[1] !== 1) {
-      throw new RangeError(`${op}: padding="same" needs stride 1, got ${JSON.stringify(stride)}`);
-    }
-    // Total padding d (k - 1) per dim; an odd total puts the extra row or
-    // column after, as PyTorch does.
-    const total = [dilation[0] * (kh - 1), dilation[1] * (kw - 1)];
-    padding = [Math.floor(total[0] / 2), Math.floor(total[1] / 2)];
-    if (total[0] % 2 || total[1] % 2) src = pad(x, [0, total[1] % 2, 0, total[0] % 2]);
-  } else padding = pair(op, "padding", requested, 0);
+  const resolved = convPadding(op, options.padding ?? 0, [kh, kw], stride, dilation);
+  const padding = resolved.padding as [number, number];
+  const src = resolved.after ? pad(x, resolved.after) : x;
   const [sh, sw] = [src.shape[2], src.shape[3]];
   const out: [number, number] = [
     outLength(sh, kh, stride[0], padding[0], dilation[0], false),
@@ -250,13 +219,7 @@ function poolWindow(
     number,
     number,
   ];
-  if (padding[0] * 2 > kernel[0] || padding[1] * 2 > kernel[1]) {
-    throw new RangeError(
-      `${op}: padding ${JSON.stringify(padding)} must be at most half the kernel size ${
-        JSON.stringify(kernel)
-      }`,
-    );
-  }
+  checkPoolPadding(op, padding, kernel);
   const ceilMode = options.ceilMode ?? false;
   const out: [number, number] = [0, 1].map((d) =>
     outLength(x.shape[2 + d], kernel[d], stride[d], padding[d], dilation[d], ceilMode)

@@ -16,10 +16,18 @@ import { fold2d } from "../../ops/window.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkTensor, sameDevice } from "../util.ts";
+import { checkTensor } from "../util.ts";
 import type { Size2 } from "./conv.ts";
 import type { Size1 } from "./pool1d.ts";
-import { batched, pair } from "./window_args.ts";
+import {
+  batched,
+  checkConvBias,
+  checkConvDtypes,
+  checkConvWeight,
+  checkTransposedGroups,
+  pair,
+  transposedOutputSize,
+} from "./window_args.ts";
 
 /** Options of {@link convTranspose2d}. */
 export interface ConvTranspose2dOptions {
@@ -79,72 +87,27 @@ function convTranspose2dUnscoped(
   options: ConvTranspose2dOptions,
 ): Tensor {
   const x = batched(op, input, 4);
-  checkTensor(op, "weight", weight);
   const bias = options.bias ?? null;
-  if (bias !== null) checkTensor(op, "bias", bias);
-  sameDevice(op, { input: x, weight, bias });
-  if (weight.ndim !== 4) {
-    throw new RangeError(
-      `${op}: weight must be [in_channels, out_channels / groups, kH, kW], got shape ${
-        formatShape(weight.shape)
-      }`,
-    );
-  }
+  const layout = "in_channels, out_channels / groups, kH, kW";
+  checkConvWeight(op, x, weight, bias, layout);
   const groups = options.groups ?? 1;
-  const [n, c, h, w] = x.shape;
+  const [n, , h, w] = x.shape;
   const [cin, coutPerGroup, kh, kw] = weight.shape;
-  if (!Number.isInteger(groups) || groups < 1 || cin % groups !== 0) {
-    throw new RangeError(
-      `${op}: groups (${groups}) must be a positive integer dividing the weight's in_channels (${cin}, its dim 0)`,
-    );
-  }
-  if (c !== cin) {
-    throw new RangeError(
-      `${op}: input of shape ${formatShape(x.shape)} has ${c} channels, but weight of shape ${
-        formatShape(weight.shape)
-      } expects ${cin} (the weight is [in_channels, out_channels / groups, kH, kW])`,
-    );
-  }
-  if (weight.dtype !== x.dtype || (bias && bias.dtype !== x.dtype)) {
-    throw new TypeError(
-      `${op}: dtypes differ (input ${x.dtype}, weight ${weight.dtype}${
-        bias ? `, bias ${bias.dtype}` : ""
-      })`,
-    );
-  }
+  checkTransposedGroups(op, x, weight, groups, layout);
+  checkConvDtypes(op, x, weight, bias);
   const cout = coutPerGroup * groups;
-  if (bias && (bias.ndim !== 1 || bias.shape[0] !== cout)) {
-    throw new RangeError(
-      `${op}: bias of shape ${formatShape(bias.shape)} does not match ${cout} output channels`,
-    );
-  }
+  checkConvBias(op, bias, cout);
   const stride = pair(op, "stride", options.stride ?? 1, 1);
   const padding = pair(op, "padding", options.padding ?? 0, 0);
   const dilation = pair(op, "dilation", options.dilation ?? 1, 1);
   const outputPadding = pair(op, "outputPadding", options.outputPadding ?? 0, 0);
-  // PyTorch's rule: output padding only fills rows that a larger input
-  // would have reached, so it stays below the stride (or the dilation).
-  if ([0, 1].some((d) => outputPadding[d] >= stride[d] && outputPadding[d] >= dilation[d])) {
-    throw new RangeError(
-      `${op}: outputPadding ${JSON.stringify(outputPadding)} must be smaller than either stride ${
-        JSON.stringify(stride)
-      } or dilation ${JSON.stringify(dilation)}`,
-    );
-  }
   const kernel: [number, number] = [kh, kw];
-  const size = [0, 1].map((d) =>
-    (x.shape[2 + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel[d] - 1) +
-    outputPadding[d] + 1
-  ) as [number, number];
-  if (size[0] < 1 || size[1] < 1) {
-    throw new RangeError(
-      `${op}: the output size ${size[0]}x${size[1]} is too small for input of shape ${
-        formatShape(x.shape)
-      } (kernel ${kh}x${kw}, stride ${JSON.stringify(stride)}, padding ${
-        JSON.stringify(padding)
-      }, dilation ${JSON.stringify(dilation)})`,
-    );
-  }
+  const size = transposedOutputSize(op, x, kernel, {
+    stride,
+    padding,
+    dilation,
+    outputPadding,
+  }) as [number, number];
   // Per group: [Cout/g · kH · kW, Cin/g] times [Cin/g, H · W].
   const k = coutPerGroup * kh * kw;
   const cols = groups === 1

@@ -17,6 +17,7 @@ import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import {
   checkFloatInput,
+  checkLookup,
   checkMaxNorm,
   checkTensor,
   resolvePaddingIdx,
@@ -84,16 +85,7 @@ export function embeddingBag(
   if (!MODES.includes(mode)) {
     throw new RangeError(`${op}: mode must be "sum", "mean" or "max", got ${JSON.stringify(mode)}`);
   }
-  if (input.dtype !== "int32") {
-    throw new TypeError(
-      `${op}: indices must be int32, got ${input.dtype} (shape ${formatShape(input.shape)})`,
-    );
-  }
-  if (weight.ndim !== 2) {
-    throw new RangeError(
-      `${op}: weight must be 2-dimensional [num, dim], got shape ${formatShape(weight.shape)}`,
-    );
-  }
+  checkLookup(op, input, weight);
   const [rows, dim] = weight.shape;
   const paddingIdx = resolvePaddingIdx(op, options.paddingIdx, rows);
   const { maxNorm, normType } = checkMaxNorm(op, options.maxNorm, options.normType ?? 2);

@@ -11,7 +11,7 @@
 import { noGrad, record } from "../../autograd.ts";
 import { sumTo } from "../../ops/elementwise.ts";
 import { gatherInRange, where } from "../../ops/indexing.ts";
-import { checkClassRange } from "../util.ts";
+import { checkClassRange, reduceLoss } from "../util.ts";
 import { formatShape, numelOf, sameShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
@@ -24,13 +24,6 @@ export type Reduction = "mean" | "sum" | "none";
 export interface ReductionOptions {
   /** `"mean"` (default), `"sum"` or `"none"`. */
   reduction?: Reduction;
-}
-
-function reduce(losses: Tensor, reduction: string): Tensor {
-  if (reduction === "none") return losses;
-  const total = losses.sum();
-  // PyTorch divides the sum by the count; a reciprocal multiply rounds differently.
-  return reduction === "sum" ? total : total.div(losses.numel());
 }
 
 /** Checks an elementwise loss's pair: float tensors of one shape, dtype and device. */
@@ -214,7 +207,7 @@ export function binaryCrossEntropy(
       weight?.requiresGrad ? sumTo(g!.mul(unweighted), weight.shape) : null,
     ];
   });
-  return reduce(recorded, reduction);
+  return reduceLoss(recorded, reduction);
 }
 
 /** Options of {@link binaryCrossEntropyWithLogits}. */
@@ -252,7 +245,7 @@ export function binaryCrossEntropyWithLogits(
     logWeight ? logWeight.mul(softplusNegX) : softplusNegX,
   );
   if (weight) losses = losses.mul(weight);
-  return reduce(losses, reduction);
+  return reduceLoss(losses, reduction);
 }
 
 // ---------------------------------------------------------------- regression
@@ -262,7 +255,7 @@ export function l1Loss(input: Tensor, target: Tensor, options: ReductionOptions 
   checkPair("l1Loss", input, target);
   const reduction = options.reduction ?? "mean";
   checkReduction("l1Loss", reduction);
-  return reduce(input.sub(target).abs(), reduction);
+  return reduceLoss(input.sub(target).abs(), reduction);
 }
 
 /** Options of {@link smoothL1Loss}. */
@@ -287,11 +280,11 @@ export function smoothL1Loss(
   const beta = checkFinite(op, "beta", options.beta ?? 1);
   if (beta < 0) throw new RangeError(`${op}: beta must be non-negative, got ${beta}`);
   const distance = input.sub(target).abs();
-  if (beta === 0) return reduce(distance, reduction);
+  if (beta === 0) return reduceLoss(distance, reduction);
   // q = min(|d|, beta): 0.5 q² / beta + (|d| - q) is both branches at once,
   // and its slope is continuous at |d| = beta whichever side the tie takes.
   const q = distance.clamp(undefined, beta);
-  return reduce(q.mul(q).mul(0.5 / beta).add(distance.sub(q)), reduction);
+  return reduceLoss(q.mul(q).mul(0.5 / beta).add(distance.sub(q)), reduction);
 }
 
 /** Options of {@link huberLoss}. */
@@ -313,7 +306,7 @@ export function huberLoss(input: Tensor, target: Tensor, options: HuberLossOptio
   if (!(delta > 0)) throw new RangeError(`${op}: delta must be positive, got ${delta}`);
   const distance = input.sub(target).abs();
   const q = distance.clamp(undefined, delta);
-  return reduce(q.mul(q).mul(0.5).add(distance.sub(q).mul(delta)), reduction);
+  return reduceLoss(q.mul(q).mul(0.5).add(distance.sub(q).mul(delta)), reduction);
 }
 
 // ---------------------------------------------------------------- KL divergence
@@ -348,7 +341,7 @@ export function klDiv(input: Tensor, target: Tensor, options: KLDivOptions = {})
     const zero = noGrad(() => target.eq(0));
     losses = target.mul(target.add(zero).log()).sub(target.mul(input));
   }
-  if (reduction !== "batchmean") return reduce(losses, reduction);
+  if (reduction !== "batchmean") return reduceLoss(losses, reduction);
   const batch = input.ndim === 0 ? 1 : input.shape[0];
   return losses.sum().div(batch);
 }

@@ -13,22 +13,9 @@ import { checkLater } from "../../ops/check.ts";
 import { where } from "../../ops/indexing.ts";
 import { broadcastShapes, formatShape, sameShape } from "../../shape.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkFinite, checkFloatInput, checkReduction, sameDevice } from "../util.ts";
+import { checkFinite, checkFloatInput, lossReduction, reduceLoss, sameDevice } from "../util.ts";
 import { logsigmoid } from "./activation_extra.ts";
-import type { Reduction, ReductionOptions } from "./loss.ts";
-
-function reduce(losses: Tensor, reduction: Reduction): Tensor {
-  if (reduction === "none") return losses;
-  const total = losses.sum();
-  // PyTorch divides the sum by the count; a reciprocal multiply rounds differently.
-  return reduction === "sum" ? total : total.div(losses.numel());
-}
-
-function reductionOf(op: string, options: ReductionOptions): Reduction {
-  const reduction = options.reduction ?? "mean";
-  checkReduction(op, reduction);
-  return reduction;
-}
+import type { ReductionOptions } from "./loss.ts";
 
 /** Float tensors of one dtype and device (shapes are each loss's own rule). */
 function checkFloats(op: string, tensors: Record<string, Tensor>): void {
@@ -77,7 +64,7 @@ export function marginRankingLoss(
   const op = "marginRankingLoss";
   const tensors = { input1, input2, target };
   checkFloats(op, tensors);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const margin = checkFinite(op, "margin", options.margin ?? 0);
   if (input1.ndim !== input2.ndim || input1.ndim !== target.ndim) {
     throw new RangeError(
@@ -85,7 +72,7 @@ export function marginRankingLoss(
     );
   }
   broadcastShapes(broadcastShapes(input1.shape, input2.shape, op), target.shape, op);
-  return reduce(target.neg().mul(input1.sub(input2)).add(margin).clamp(0), reduction);
+  return reduceLoss(target.neg().mul(input1.sub(input2)).add(margin).clamp(0), reduction);
 }
 
 /** Options of {@link cosineEmbeddingLoss}. */
@@ -109,7 +96,7 @@ export function cosineEmbeddingLoss(
   const op = "cosineEmbeddingLoss";
   const tensors = { input1, input2, target };
   checkFloats(op, tensors);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const margin = checkFinite(op, "margin", options.margin ?? 0);
   const dim = target.ndim;
   // The inputs broadcast together, as in PyTorch ([N, D] against [1, D]).
@@ -130,7 +117,7 @@ export function cosineEmbeddingLoss(
   const cos = dot.div(mag1.mul(mag2).sqrt());
   const [pos, neg] = noGrad(() => [target.eq(1), target.eq(-1)]);
   const losses = where(pos, cos.neg().add(1), 0).add(where(neg, cos.sub(margin).clamp(0), 0));
-  return reduce(losses, reduction);
+  return reduceLoss(losses, reduction);
 }
 
 /** Options of {@link tripletMarginLoss}. */
@@ -166,7 +153,7 @@ export function tripletMarginLoss(
   const op = "tripletMarginLoss";
   const tensors = { anchor, positive, negative };
   checkFloats(op, tensors);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const margin = checkFinite(op, "margin", options.margin ?? 1);
   const p = options.p ?? 2;
   // Infinity is a norm too (the largest difference), as PyTorch takes it.
@@ -186,7 +173,7 @@ export function tripletMarginLoss(
   const dPos = pairwise(anchor, positive, p, eps);
   let dNeg = pairwise(anchor, negative, p, eps);
   if (options.swap) dNeg = dNeg.minimum(pairwise(positive, negative, p, eps));
-  return reduce(dPos.sub(dNeg).add(margin).clamp(0), reduction);
+  return reduceLoss(dPos.sub(dNeg).add(margin).clamp(0), reduction);
 }
 
 // ---------------------------------------------------------------- logistic losses
@@ -204,8 +191,8 @@ export function softMarginLoss(
   const op = "softMarginLoss";
   checkFloats(op, { input, target });
   checkBroadcast(op, input, target);
-  const reduction = reductionOf(op, options);
-  return reduce(input.mul(target).neg().exp().log1p(), reduction);
+  const reduction = lossReduction(op, options);
+  return reduceLoss(input.mul(target).neg().exp().log1p(), reduction);
 }
 
 /** Options of {@link multilabelSoftMarginLoss}. */
@@ -227,7 +214,7 @@ export function multilabelSoftMarginLoss(
   const op = "multilabelSoftMarginLoss";
   checkFloats(op, { input, target });
   checkBroadcast(op, input, target);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   if (input.ndim < 1) {
     throw new RangeError(`${op}: expected an input of shape [N, C] or [C], got shape []`);
   }
@@ -249,7 +236,7 @@ export function multilabelSoftMarginLoss(
     .add(target.neg().add(1).mul(logsigmoid(input.neg()))).neg();
   if (weight) losses = losses.mul(weight);
   const c = input.shape[input.ndim - 1];
-  return reduce(losses.sum(-1).div(c), reduction);
+  return reduceLoss(losses.sum(-1).div(c), reduction);
 }
 
 // ---------------------------------------------------------------- likelihood losses
@@ -280,7 +267,7 @@ export function gaussianNllLoss(
   const op = "gaussianNllLoss";
   checkFloats(op, { input, target, var: variance });
   checkBroadcast(op, input, target);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const eps = checkFinite(op, "eps", options.eps ?? 1e-6);
   if (!(eps > 0)) throw new RangeError(`${op}: eps must be positive, got ${eps}`);
   let v = variance;
@@ -310,7 +297,7 @@ export function gaussianNllLoss(
   const d = input.sub(target);
   let losses = vc.log().add(d.mul(d).div(vc)).mul(0.5);
   if (options.full) losses = losses.add(0.5 * Math.log(2 * Math.PI));
-  return reduce(losses, reduction);
+  return reduceLoss(losses, reduction);
 }
 
 /** Options of {@link poissonNllLoss}. */
@@ -338,7 +325,7 @@ export function poissonNllLoss(
   const op = "poissonNllLoss";
   checkFloats(op, { input, target });
   checkBroadcast(op, input, target);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const eps = checkFinite(op, "eps", options.eps ?? 1e-8);
   let losses = options.logInput ?? true
     ? input.exp().sub(target.mul(input))
@@ -350,5 +337,5 @@ export function poissonNllLoss(
     const stirling = t.mul(t.log()).sub(t).add(t.mul(2 * Math.PI).log().mul(0.5));
     losses = losses.add(where(big, stirling, 0));
   }
-  return reduce(losses, reduction);
+  return reduceLoss(losses, reduction);
 }

@@ -20,24 +20,12 @@ import {
   checkClassRange,
   checkFinite,
   checkFloatInput,
-  checkReduction,
   checkTensor,
+  lossReduction,
+  reduceLoss,
   sameDevice,
 } from "../util.ts";
-import type { Reduction, ReductionOptions } from "./loss.ts";
-
-function reduce(losses: Tensor, reduction: Reduction): Tensor {
-  if (reduction === "none") return losses;
-  const total = losses.sum();
-  // PyTorch divides the sum by the count; a reciprocal multiply rounds differently.
-  return reduction === "sum" ? total : total.div(losses.numel());
-}
-
-function reductionOf(op: string, options: ReductionOptions): Reduction {
-  const reduction = options.reduction ?? "mean";
-  checkReduction(op, reduction);
-  return reduction;
-}
+import type { ReductionOptions } from "./loss.ts";
 
 /**
  * The [frames, classes] view of a class-score input of 0, 1 or 2 dims, as
@@ -83,7 +71,7 @@ export function multiMarginLoss(
   const op = "multiMarginLoss";
   const [frames, classes] = framesOf(op, input);
   checkTensor(op, "target", target);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const p = options.p ?? 1;
   if (p !== 1 && p !== 2) throw new RangeError(`${op}: p must be 1 or 2, got ${p}`);
   const margin = checkFinite(op, "margin", options.margin ?? 1);
@@ -125,7 +113,7 @@ export function multiMarginLoss(
       );
     }
     const losses = hinge.sum(1).div(classes);
-    return reduce(target.ndim === 0 ? losses.reshape([]) : losses, reduction);
+    return reduceLoss(target.ndim === 0 ? losses.reshape([]) : losses, reduction);
   });
 }
 
@@ -146,7 +134,7 @@ export function multilabelMarginLoss(
   const op = "multilabelMarginLoss";
   const [frames, classes] = framesOf(op, input);
   checkTensor(op, "target", target);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   // PyTorch takes any target of C entries and at most one dim for an input of at most one.
   const fits = input.ndim < 2
     ? target.ndim < 2 && target.numel() === classes
@@ -192,7 +180,7 @@ export function multilabelMarginLoss(
       z.gt(0).mul(listed.reshape([frames, classes, 1])).mul(other.reshape([frames, 1, classes]))
     );
     const losses = where(counted, z, 0).sum([1, 2]).div(classes);
-    return reduce(input.ndim < 2 ? losses.reshape([]) : losses, reduction);
+    return reduceLoss(input.ndim < 2 ? losses.reshape([]) : losses, reduction);
   });
 }
 
@@ -218,7 +206,7 @@ export function hingeEmbeddingLoss(
   const op = "hingeEmbeddingLoss";
   checkFloatInput(op, input, "input");
   checkTensor(op, "target", target);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const margin = checkFinite(op, "margin", options.margin ?? 1);
   sameDevice(op, { input, target });
   broadcastShapes(input.shape, target.shape, `${op} (input and target)`);
@@ -226,7 +214,7 @@ export function hingeEmbeddingLoss(
     const [notPositive, notNegative] = noGrad(() => [target.ne(1), target.ne(-1)]);
     const losses = where(notPositive, input.neg().add(margin).clamp(0), 0)
       .add(where(notNegative, input, 0));
-    return reduce(losses, reduction);
+    return reduceLoss(losses, reduction);
   });
 }
 
@@ -268,7 +256,7 @@ export function tripletMarginWithDistanceLoss(
   const tensors = { anchor, positive, negative };
   for (const [name, t] of Object.entries(tensors)) checkFloatInput(op, t, name);
   sameDevice(op, tensors);
-  const reduction = reductionOf(op, options);
+  const reduction = lossReduction(op, options);
   const margin = checkFinite(op, "margin", options.margin ?? 1);
   const given = options.distanceFunction ?? null;
   if (given !== null && typeof given !== "function") {
@@ -290,7 +278,7 @@ export function tripletMarginWithDistanceLoss(
     // The distances stay out of this scope: a user's function may keep what it makes.
     return forwardScope(() => {
       const far = dSwap ? dNeg.minimum(dSwap) : dNeg;
-      return reduce(dPos.sub(far).add(margin).clamp(0), reduction);
+      return reduceLoss(dPos.sub(far).add(margin).clamp(0), reduction);
     });
   };
   // The default distance keeps nothing: its work goes with the graph too.

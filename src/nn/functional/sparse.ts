@@ -13,6 +13,7 @@ import { Tensor } from "../../tensor.ts";
 import {
   checkClassRange,
   checkFloatInput,
+  checkLookup,
   checkMaxNorm,
   checkTensor,
   pNorm,
@@ -75,16 +76,7 @@ export function embedding(input: Tensor, weight: Tensor, options: EmbeddingOptio
   const op = "embedding";
   checkTensor(op, "input", input);
   checkFloatInput(op, weight, "weight");
-  if (input.dtype !== "int32") {
-    throw new TypeError(
-      `${op}: indices must be int32, got ${input.dtype} (shape ${formatShape(input.shape)})`,
-    );
-  }
-  if (weight.ndim !== 2) {
-    throw new RangeError(
-      `${op}: weight must be 2-dimensional [num, dim], got shape ${formatShape(weight.shape)}`,
-    );
-  }
+  checkLookup(op, input, weight);
   sameDevice(op, { input, weight });
   const [rows, dim] = weight.shape;
   const paddingIdx = resolvePaddingIdx(op, options.paddingIdx, rows);

@@ -23,11 +23,22 @@ import { fold2d, unfold2d } from "../../ops/window.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkTensor, sameDevice } from "../util.ts";
 import { adaptiveMaxPool2d } from "./adaptive_max_pool.ts";
 import { adaptiveAvgPool2d, avgPool2d, conv2d, maxPool2d, pad } from "./conv.ts";
 import { convTranspose2d } from "./conv_transpose.ts";
-import { batched, outLength, triple } from "./window_args.ts";
+import {
+  batched,
+  checkConvBias,
+  checkConvDtypes,
+  checkConvGroups,
+  checkConvWeight,
+  checkPoolPadding,
+  checkTransposedGroups,
+  convPadding,
+  outLength,
+  transposedOutputSize,
+  triple,
+} from "./window_args.ts";
 
 /** A 3-d size as PyTorch takes it: one number for every dim, or [depth, height, width]. */
 export type Size3 = number | readonly [number, number, number];
@@ -45,39 +56,6 @@ export interface Conv3dOptions {
   dilation?: Size3;
   /** Channel groups: input and output channels split into this many independent convolutions (default 1). */
   groups?: number;
-}
-
-/** The shared checks of the two convolutions: weight rank, dtypes, devices, bias. */
-function checkConvTensors(
-  op: string,
-  x: Tensor,
-  weight: Tensor,
-  bias: Tensor | null,
-  layout: string,
-): void {
-  checkTensor(op, "weight", weight);
-  if (bias !== null) checkTensor(op, "bias", bias);
-  sameDevice(op, { input: x, weight, bias });
-  if (weight.ndim !== 5) {
-    throw new RangeError(
-      `${op}: weight must be [${layout}, kD, kH, kW], got shape ${formatShape(weight.shape)}`,
-    );
-  }
-  if (weight.dtype !== x.dtype || (bias && bias.dtype !== x.dtype)) {
-    throw new TypeError(
-      `${op}: dtypes differ (input ${x.dtype}, weight ${weight.dtype}${
-        bias ? `, bias ${bias.dtype}` : ""
-      })`,
-    );
-  }
-}
-
-function checkBias(op: string, bias: Tensor | null, cout: number): void {
-  if (bias && (bias.ndim !== 1 || bias.shape[0] !== cout)) {
-    throw new RangeError(
-      `${op}: bias of shape ${formatShape(bias.shape)} does not match ${cout} output channels`,
-    );
-  }
 }
 
 /**
@@ -103,38 +81,19 @@ function conv3dUnscoped(
 ): Tensor {
   const op = "conv3d";
   let x = batched(op, input, 5);
-  checkConvTensors(op, x, weight, bias, "out_channels, in_channels / groups");
+  checkConvWeight(op, x, weight, bias, "out_channels, in_channels / groups, kD, kH, kW");
+  checkConvDtypes(op, x, weight, bias);
   const groups = options.groups ?? 1;
   const c = x.shape[1];
   const [cout, cPerGroup, kd, kh, kw] = weight.shape;
-  if (!Number.isInteger(groups) || groups < 1 || c % groups !== 0 || cout % groups !== 0) {
-    throw new RangeError(
-      `${op}: groups (${groups}) must be a positive integer dividing in_channels (${c}) and out_channels (${cout})`,
-    );
-  }
-  if (cPerGroup * groups !== c) {
-    throw new RangeError(
-      `${op}: input of shape ${formatShape(x.shape)} has ${c} channels, but weight of shape ${
-        formatShape(weight.shape)
-      } with groups=${groups} expects ${cPerGroup * groups}`,
-    );
-  }
-  checkBias(op, bias, cout);
+  checkConvGroups(op, x, weight, groups);
+  checkConvBias(op, bias, cout);
   const kernel = [kd, kh, kw];
   const stride = triple(op, "stride", options.stride ?? 1, 1);
   const dilation = triple(op, "dilation", options.dilation ?? 1, 1);
-  const requested = options.padding ?? 0;
-  let padding: [number, number, number];
-  if (requested === "valid") padding = [0, 0, 0];
-  else if (requested === "same") {
-    if (stride.some((s) => s !== 1)) {
-      throw new RangeError(`${op}: padding="same" needs stride 1, got ${JSON.stringify(stride)}`);
-    }
-    // Total padding d (k - 1) per dim; an odd total puts the extra one after, as PyTorch does.
-    const total = kernel.map((k, i) => dilation[i] * (k - 1));
-    padding = total.map((t) => Math.floor(t / 2)) as [number, number, number];
-    if (total.some((t) => t % 2)) x = pad(x, [0, total[2] % 2, 0, total[1] % 2, 0, total[0] % 2]);
-  } else padding = triple(op, "padding", requested, 0);
+  const resolved = convPadding(op, options.padding ?? 0, kernel, stride, dilation);
+  const padding = resolved.padding as [number, number, number];
+  if (resolved.after) x = pad(x, resolved.after);
   const [n, , d, h, w] = x.shape;
   const out = kernel.map((k, i) =>
     outLength(x.shape[2 + i], k, stride[i], padding[i], dilation[i], false)
@@ -214,50 +173,21 @@ function convTranspose3dUnscoped(
   const op = "convTranspose3d";
   const x = batched(op, input, 5);
   const bias = options.bias ?? null;
-  checkConvTensors(op, x, weight, bias, "in_channels, out_channels / groups");
+  const layout = "in_channels, out_channels / groups, kD, kH, kW";
+  checkConvWeight(op, x, weight, bias, layout);
+  checkConvDtypes(op, x, weight, bias);
   const groups = options.groups ?? 1;
   const [n, c, d, h, w] = x.shape;
   const [cin, coutPerGroup, kd, kh, kw] = weight.shape;
-  if (!Number.isInteger(groups) || groups < 1 || cin % groups !== 0) {
-    throw new RangeError(
-      `${op}: groups (${groups}) must be a positive integer dividing the weight's in_channels (${cin}, its dim 0)`,
-    );
-  }
-  if (c !== cin) {
-    throw new RangeError(
-      `${op}: input of shape ${formatShape(x.shape)} has ${c} channels, but weight of shape ${
-        formatShape(weight.shape)
-      } expects ${cin} (the weight is [in_channels, out_channels / groups, kD, kH, kW])`,
-    );
-  }
+  checkTransposedGroups(op, x, weight, groups, layout);
   const cout = coutPerGroup * groups;
-  checkBias(op, bias, cout);
+  checkConvBias(op, bias, cout);
   const kernel = [kd, kh, kw];
   const stride = triple(op, "stride", options.stride ?? 1, 1);
   const padding = triple(op, "padding", options.padding ?? 0, 0);
   const dilation = triple(op, "dilation", options.dilation ?? 1, 1);
   const outputPadding = triple(op, "outputPadding", options.outputPadding ?? 0, 0);
-  // PyTorch's rule: output padding only fills what a larger input would have reached.
-  if ([0, 1, 2].some((i) => outputPadding[i] >= stride[i] && outputPadding[i] >= dilation[i])) {
-    throw new RangeError(
-      `${op}: outputPadding ${JSON.stringify(outputPadding)} must be smaller than either stride ${
-        JSON.stringify(stride)
-      } or dilation ${JSON.stringify(dilation)}`,
-    );
-  }
-  const size = kernel.map((k, i) =>
-    (x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) +
-    outputPadding[i] + 1
-  );
-  if (size.some((s) => s < 1)) {
-    throw new RangeError(
-      `${op}: the output size ${size.join("x")} is too small for input of shape ${
-        formatShape(x.shape)
-      } (kernel ${kernel.join("x")}, stride ${JSON.stringify(stride)}, padding ${
-        JSON.stringify(padding)
-      }, dilation ${JSON.stringify(dilation)})`,
-    );
-  }
+  const size = transposedOutputSize(op, x, kernel, { stride, padding, dilation, outputPadding });
   // Every input depth slice at once, each depth tap an output channel: within a group the
   // channels are ordered (cout, k), which is the weight's [Cout / groups, kD] flattened.
   const planes = convTranspose2d(
@@ -340,13 +270,7 @@ function poolArgs(
   const stride = options.stride == null ? kernel : triple(op, "stride", options.stride, 1);
   const padding = triple(op, "padding", options.padding ?? 0, 0);
   const dilation = triple(op, "dilation", options.dilation ?? 1, 1);
-  if (padding.some((p, i) => p * 2 > kernel[i])) {
-    throw new RangeError(
-      `${op}: padding ${JSON.stringify(padding)} must be at most half the kernel size ${
-        JSON.stringify(kernel)
-      }`,
-    );
-  }
+  checkPoolPadding(op, padding, kernel);
   const ceilMode = options.ceilMode ?? false;
   const out = kernel.map((k, i) =>
     outLength(x.shape[2 + i], k, stride[i], padding[i], dilation[i], ceilMode)
@@ -482,20 +406,33 @@ function adaptiveArgs(
 }
 
 /**
+ * An adaptive 3-d pool as two of `pool2d`: over (H, W) of every depth
+ * slice, then over (D, 1) of the result (the adaptive windows separate).
+ */
+function adaptivePool3d(
+  op: string,
+  input: Tensor,
+  outputSize: AdaptiveSize3,
+  pool2d: (x: Tensor, outputSize: readonly [number | null, number | null]) => Tensor,
+): Tensor {
+  const { x, out } = adaptiveArgs(op, input, outputSize);
+  const [n, c, d, h, w] = x.shape;
+  // Intermediates go with the graph at backward, not with the GC.
+  return forwardScope(() => {
+    const planes = pool2d(x.reshape([n, c * d, h, w]), [out[1], out[2]]);
+    const y = pool2d(planes.reshape([n, c, d, out[1] * out[2]]), [out[0], null])
+      .reshape([n, c, ...out]);
+    return input.ndim === 4 ? y.squeeze(0) : y;
+  });
+}
+
+/**
  * Average pooling of [N, C, D, H, W] (or [C, D, H, W]) to `outputSize`, as
  * `torch.nn.functional.adaptive_avg_pool3d`: window i of a dim covers
  * [floor(i·size/out), ceil((i+1)·size/out)).
  */
 export function adaptiveAvgPool3d(input: Tensor, outputSize: AdaptiveSize3): Tensor {
-  const { x, out } = adaptiveArgs("adaptiveAvgPool3d", input, outputSize);
-  const [n, c, d, h, w] = x.shape;
-  // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => {
-    const planes = adaptiveAvgPool2d(x.reshape([n, c * d, h, w]), [out[1], out[2]]);
-    const y = adaptiveAvgPool2d(planes.reshape([n, c, d, out[1] * out[2]]), [out[0], null])
-      .reshape([n, c, ...out]);
-    return input.ndim === 4 ? y.squeeze(0) : y;
-  });
+  return adaptivePool3d("adaptiveAvgPool3d", input, outputSize, adaptiveAvgPool2d);
 }
 
 /**
@@ -504,13 +441,5 @@ export function adaptiveAvgPool3d(input: Tensor, outputSize: AdaptiveSize3): Ten
  * adaptive windows, the gradient to each window's maximum.
  */
 export function adaptiveMaxPool3d(input: Tensor, outputSize: AdaptiveSize3): Tensor {
-  const { x, out } = adaptiveArgs("adaptiveMaxPool3d", input, outputSize);
-  const [n, c, d, h, w] = x.shape;
-  // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => {
-    const planes = adaptiveMaxPool2d(x.reshape([n, c * d, h, w]), [out[1], out[2]]);
-    const y = adaptiveMaxPool2d(planes.reshape([n, c, d, out[1] * out[2]]), [out[0], null])
-      .reshape([n, c, ...out]);
-    return input.ndim === 4 ? y.squeeze(0) : y;
-  });
+  return adaptivePool3d("adaptiveMaxPool3d", input, outputSize, adaptiveMaxPool2d);
 }
