@@ -343,9 +343,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     return result;
   }
 
-  /** The wrapped module's state dict (its own keys, no `module.` prefix). */
-  override stateDict(): Record<string, Tensor> {
-    return this.module.stateDict();
+  /** The wrapped module's state dict (its own keys, no `module.` prefix; options passed on). */
+  override stateDict(...args: Parameters<Module["stateDict"]>): Record<string, Tensor> {
+    return this.module.stateDict(...args);
   }
 
   /** Loads into the wrapped module (keys without a `module.` prefix). */

@@ -7,10 +7,11 @@
 
 import { noGrad, zeroGrads } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
+import { type DType, isFloat } from "../dtype.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { copyFieldOrder, orderedKeys } from "./field_order.ts";
+import { copyFieldOrder, orderedKeys, recordFieldOrder } from "./field_order.ts";
 import type {
   ForwardHook,
   ForwardPreHook,
@@ -65,6 +66,25 @@ export interface LoadStateDictResult {
   missingKeys: string[];
   /** Keys of the state dict the module does not have. */
   unexpectedKeys: string[];
+}
+
+/** Options of {@link Module.namedParameters} and {@link Module.namedBuffers}. */
+export interface NamedTensorsOptions {
+  /** Put before every name, joined with a dot (default `""`), as PyTorch's `prefix`. */
+  prefix?: string;
+  /** Include the submodules' (default true); false lists this module's own only. */
+  recurse?: boolean;
+}
+
+/** Options of {@link Module.stateDict}. */
+export interface StateDictOptions {
+  /** Put before every key as it is (PyTorch's `prefix`: `"model."` gives `model.weight`). */
+  prefix?: string;
+  /**
+   * The Parameters and buffers themselves (PyTorch's `keep_vars`), which keep `requiresGrad`
+   * and `grad`, instead of detached tensors sharing their storage (default false).
+   */
+  keepVars?: boolean;
 }
 
 /** Options of {@link Module.loadStateDict}. */
@@ -214,6 +234,82 @@ function snakeToCamel(name: string): string {
 
 function fieldsOf(m: Module): [string, unknown][] {
   return orderedKeys(m).map((k) => [k, (m as unknown as Record<string, unknown>)[k]]);
+}
+
+/** `namedParameters`' and `namedBuffers`' arguments: a prefix and a flag, or an options object. */
+function namedOptions(
+  op: string,
+  prefixOrOptions: string | NamedTensorsOptions,
+  recurse: boolean,
+): { prefix: string; recurse: boolean } {
+  const options = typeof prefixOrOptions === "string"
+    ? { prefix: prefixOrOptions, recurse }
+    : prefixOrOptions;
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(
+      `${op}: expected a prefix string or an options object, got ${
+        options === null ? "null" : typeof options
+      }`,
+    );
+  }
+  const prefix = options.prefix ?? "";
+  if (typeof prefix !== "string") {
+    throw new TypeError(`${op}: prefix must be a string, got ${typeof prefix}`);
+  }
+  return { prefix, recurse: options.recurse ?? true };
+}
+
+/** `m`'s attribute `name` if `ok` accepts it; else PyTorch's "has no attribute" / "is not a" error. */
+function childOf(m: Module, name: string, what: string, ok: (v: unknown) => boolean): unknown {
+  const value = name === "" ? undefined : (m as unknown as Record<string, unknown>)[name];
+  if (value === undefined) {
+    throw new RangeError(`${m.constructor.name} has no attribute "${name}"`);
+  }
+  if (!ok(value)) throw new TypeError(`"${name}" of ${m.constructor.name} is not a ${what}`);
+  return value;
+}
+
+/** `"a.b.weight"` as `["a.b", "weight"]`. */
+function splitTarget(op: string, target: string): [string, string] {
+  if (typeof target !== "string") {
+    throw new TypeError(`${op}: target must be a string, got ${typeof target}`);
+  }
+  const at = target.lastIndexOf(".");
+  return at < 0 ? ["", target] : [target.slice(0, at), target.slice(at + 1)];
+}
+
+/**
+ * Casts the floating-point parameters, buffers and gradients of `root`'s tree to `dtype` in place
+ * (the same objects hold new storage, as `to` moves them), as PyTorch's `_apply` for `double()`.
+ */
+function castFloats(root: Module, dtype: DType): void {
+  const tensors = new Set<Tensor>();
+  for (const m of root.modules()) {
+    for (const [, p] of ownParameters(m)) tensors.add(p);
+    for (const [, t] of ownBuffers(m)) tensors.add(t);
+  }
+  for (const t of tensors) {
+    if (t.storage.disposed) {
+      throw new Error(
+        `${root.constructor.name}: cannot cast to ${dtype}: a parameter or buffer of shape ${
+          formatShape(t.shape)
+        } was disposed`,
+      );
+    }
+  }
+  tidy(() =>
+    noGrad(() => {
+      for (const t of tensors) {
+        if (!isFloat(t.dtype) || t.dtype === dtype) continue;
+        const copy = t.detach().to(dtype);
+        copy.storage.persistent = true;
+        const grad = t.grad;
+        if (grad) t.grad = null;
+        t._setStorage(copy.storage);
+        if (grad && !grad.storage.disposed) t.grad = grad.to(dtype);
+      }
+    })
+  );
 }
 
 function addIndent(text: string, spaces: number): string {
@@ -421,12 +517,17 @@ export class Module {
 
   /**
    * Parameters with dotted names in PyTorch's order (each module's own, then
-   * its submodules'), each parameter once.
+   * its submodules'), each parameter once. Takes PyTorch's `prefix` and
+   * `recurse` as two arguments or as `{ prefix, recurse }`.
    */
-  namedParameters(prefix = "", recurse = true): [string, Parameter][] {
+  namedParameters(
+    prefixOrOptions: string | NamedTensorsOptions = "",
+    recurse = true,
+  ): [string, Parameter][] {
+    const { prefix, recurse: deep } = namedOptions("namedParameters", prefixOrOptions, recurse);
     const out: [string, Parameter][] = [];
     const seen = new Set<Parameter>();
-    const modules: [string, Module][] = recurse ? this.namedModules(prefix) : [[prefix, this]];
+    const modules: [string, Module][] = deep ? this.namedModules(prefix) : [[prefix, this]];
     for (const [name, m] of modules) {
       for (const [field, p] of ownParameters(m)) {
         if (seen.has(p)) continue;
@@ -442,11 +543,15 @@ export class Module {
     return this.namedParameters("", recurse).map(([, p]) => p);
   }
 
-  /** Buffers with their dotted state-dict names, each once. */
-  namedBuffers(prefix = "", recurse = true): [string, Tensor][] {
+  /** Buffers with their dotted state-dict names, each once; arguments as {@link namedParameters}'. */
+  namedBuffers(
+    prefixOrOptions: string | NamedTensorsOptions = "",
+    recurse = true,
+  ): [string, Tensor][] {
+    const { prefix, recurse: deep } = namedOptions("namedBuffers", prefixOrOptions, recurse);
     const out: [string, Tensor][] = [];
     const seen = new Set<Tensor>();
-    const modules: [string, Module][] = recurse ? this.namedModules(prefix) : [[prefix, this]];
+    const modules: [string, Module][] = deep ? this.namedModules(prefix) : [[prefix, this]];
     for (const [name, m] of modules) {
       for (const [bufferName, t] of ownBuffers(m)) {
         if (seen.has(t)) continue;
@@ -460,6 +565,101 @@ export class Module {
   /** Every buffer, each once. */
   buffers(recurse = true): Tensor[] {
     return this.namedBuffers("", recurse).map(([, t]) => t);
+  }
+
+  // ---- submodules and tensors by name ----
+
+  /**
+   * Sets `module` as the submodule `name` (the field of that name), as PyTorch's `add_module`, and
+   * returns it; null registers an absent one. The name must not be taken by anything but a
+   * submodule (a parameter, a buffer, a method, another field), as PyTorch's "attribute already
+   * exists".
+   */
+  addModule<T extends Module | null>(name: string, module: T): T {
+    if (typeof name !== "string" || name === "" || name.includes(".")) {
+      throw new TypeError(
+        `addModule: name must be a non-empty string without ".", got ${JSON.stringify(name)}`,
+      );
+    }
+    if (module !== null && !(module instanceof Module)) {
+      throw new TypeError(
+        `addModule("${name}"): expected an nn.Module or null, got ${describe(module)}`,
+      );
+    }
+    const current = (this as unknown as Record<string, unknown>)[name];
+    // Registrations outlive a `delete` of their field (spectralNorm's removal): only live ones count.
+    const isBuffer = [...bufferFields.get(this) ?? []].some(([f, b]) =>
+      (f === name || b.name === name) && Object.hasOwn(this, f)
+    );
+    const isParameter = guardedFields.get(this)?.get(name) === "parameter" &&
+      Object.getOwnPropertyDescriptor(this, name)?.get !== undefined;
+    if (
+      isBuffer || isParameter ||
+      (name in this && !(current instanceof Module) &&
+        !(Object.hasOwn(this, name) && current == null))
+    ) {
+      throw new Error(
+        `addModule("${name}"): attribute "${name}" already exists in ${this.constructor.name} (${
+          isBuffer ? "a buffer" : describe(current)
+        })`,
+      );
+    }
+    (this as unknown as Record<string, unknown>)[name] = module;
+    // Object.keys would list an integer-like name before the fields added earlier.
+    if (/^(0|[1-9]\d*)$/.test(name)) recordFieldOrder(this, name);
+    return module;
+  }
+
+  /** The same as {@link addModule} (PyTorch's `register_module`). */
+  registerModule<T extends Module | null>(name: string, module: T): T {
+    return this.addModule(name, module);
+  }
+
+  /**
+   * The submodule at the dotted path `target` (`"block.fc"`, `"layers.0"`; `""` is this module),
+   * as PyTorch's `get_submodule`; an error names the step that has no such submodule.
+   */
+  getSubmodule(target: string): Module {
+    if (typeof target !== "string") {
+      throw new TypeError(`getSubmodule: target must be a string, got ${typeof target}`);
+    }
+    if (target === "") return this;
+    return target.split(".").reduce<Module>(
+      (m, item) => childOf(m, item, "nn.Module", (v) => v instanceof Module) as Module,
+      this,
+    );
+  }
+
+  /**
+   * The parameter at the dotted path `target` (`"block.fc.weight"`), as PyTorch's `get_parameter`;
+   * an error names the step that is missing or not a Parameter.
+   */
+  getParameter(target: string): Parameter {
+    const [path, name] = splitTarget("getParameter", target);
+    const m = this.getSubmodule(path);
+    return childOf(m, name, "nn.Parameter", (v) => v instanceof Parameter) as Parameter;
+  }
+
+  /**
+   * The buffer at the dotted path `target`, by its state-dict name (`"bn.running_mean"`; the
+   * field's name, `runningMean`, is accepted too), as PyTorch's `get_buffer`; an error names the
+   * step that is missing or not a buffer.
+   */
+  getBuffer(target: string): Tensor {
+    const [path, name] = splitTarget("getBuffer", target);
+    const m = this.getSubmodule(path);
+    const buffers = bufferFields.get(m);
+    const field = buffers?.has(name)
+      ? name
+      : [...buffers ?? []].find(([, info]) => info.name === name)?.[0];
+    if (field === undefined || !Object.hasOwn(m, field)) {
+      childOf(m, name, "buffer", () => false);
+    }
+    const value = (m as unknown as Record<string, unknown>)[field!];
+    if (!(value instanceof Tensor)) {
+      throw new RangeError(`getBuffer: the buffer "${target}" of ${m.constructor.name} is null`);
+    }
+    return value;
   }
 
   // ---- modes, devices, gradients ----
@@ -492,9 +692,21 @@ export class Module {
    * same Parameter and buffer objects afterwards hold storage on the new
    * device (as `module.to` in PyTorch), so optimizers made before stay valid.
    * Copies are queued without waiting. The old storage is left to the
-   * garbage collector, since other tensors may share it. Returns this.
+   * garbage collector, since other tensors may share it. A floating dtype
+   * (`"float64"`, `"float32"`) casts instead, as {@link double} and
+   * {@link float}; `"int32"` throws, as PyTorch's `to` takes floating dtypes
+   * only. Returns this.
    */
-  to(target: Device | string): this {
+  to(target: Device | string | DType): this {
+    if (target === "float32" || target === "float64" || target === "int32") {
+      if (!isFloat(target)) {
+        throw new TypeError(
+          `${this.constructor.name}.to only accepts floating point dtypes, but got dtype ${target}`,
+        );
+      }
+      castFloats(this, target);
+      return this;
+    }
     const d = resolveDevice(target);
     const tensors: Tensor[] = [];
     for (const m of this.modules()) {
@@ -526,6 +738,22 @@ export class Module {
   }
 
   /**
+   * Casts every floating-point parameter and buffer (and gradient) to float64, in place, as
+   * PyTorch's `double()`: the same Parameter objects afterwards hold float64 storage. Integer
+   * buffers (`num_batches_tracked`) keep their dtype. Returns this.
+   */
+  double(): this {
+    castFloats(this, "float64");
+    return this;
+  }
+
+  /** Casts every floating-point parameter and buffer (and gradient) to float32, as {@link double}. */
+  float(): this {
+    castFloats(this, "float32");
+    return this;
+  }
+
+  /**
    * Sets `requiresGrad` on every parameter (PyTorch's `requires_grad_`):
    * `backbone.requiresGrad_(false)` freezes a part of a model. Returns this.
    */
@@ -552,9 +780,20 @@ export class Module {
    * PyTorch's `state_dict()`): later updates show through; `clone()` for a
    * snapshot. `num_batches_tracked` is int32 here (int64 in PyTorch).
    */
-  stateDict(): Record<string, Tensor> {
+  stateDict(options: StateDictOptions = {}): Record<string, Tensor> {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(
+        `stateDict: options must be an object, got ${options === null ? "null" : typeof options}`,
+      );
+    }
+    const prefix = options.prefix ?? "";
+    if (typeof prefix !== "string") {
+      throw new TypeError(`stateDict: prefix must be a string, got ${typeof prefix}`);
+    }
     const out: Record<string, Tensor> = {};
-    for (const [key, t] of stateEntries(this)) out[key] = t.detach();
+    for (const [key, t] of stateEntries(this)) {
+      out[prefix + key] = options.keepVars ? t : t.detach();
+    }
     return out;
   }
 

@@ -1,6 +1,7 @@
 /**
  * Training utilities, as `torch.nn.utils`: gradient clipping, parameters as
- * one vector (`parametersToVector`, `vectorToParameters`), `weightNorm`, and
+ * one vector (`parametersToVector`, `vectorToParameters`), `weightNorm`,
+ * `spectralNorm`, and
  * `torch.nn.utils.rnn` (also as `nn.utils.rnn`): `padSequence`, `unpadSequence`,
  * and packed sequences (`PackedSequence`, `packPaddedSequence`,
  * `padPackedSequence`, `packSequence`, `unpackSequence`) that `RNN`, `LSTM`
@@ -14,3 +15,4 @@ export * from "./rnn.ts";
 export * as rnn from "./rnn.ts";
 export * from "./convert_parameters.ts";
 export * from "./weight_norm.ts";
+export * from "./spectral_norm.ts";

@@ -169,10 +169,15 @@ export function removeWeightNorm<M extends Module>(module: M, name = "weight"): 
     throw new RangeError(`${op}: weightNorm of "${name}" not found in ${module.constructor.name}`);
   }
   const weight = noGrad(() => tidy(() => new Parameter(computeWeight(module, specs[at].spec))));
-  // The prototypes below the one taken out are rebuilt for this module alone: copies made by
-  // `_replicateWith` (replicas, a TransformerEncoder's layers) share them, and keep their getters.
+  // The prototypes below the one taken out (weight norms of other parameters, spectral norms)
+  // are rebuilt for this module alone: copies made by `_replicateWith` (replicas, a
+  // TransformerEncoder's layers) share them, and keep their getters.
+  const nearer: object[] = [];
+  for (let p = Object.getPrototypeOf(module); p !== specs[at].proto; p = Object.getPrototypeOf(p)) {
+    nearer.push(p);
+  }
   let base = Object.getPrototypeOf(specs[at].proto) as object;
-  for (const { proto } of specs.slice(0, at).reverse()) {
+  for (const proto of nearer.reverse()) {
     base = Object.create(base, Object.getOwnPropertyDescriptors(proto));
   }
   Object.setPrototypeOf(module, base);
