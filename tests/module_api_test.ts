@@ -152,6 +152,17 @@ Deno.test("double() and float(): floating parameters, buffers and gradients, in 
   );
 });
 
+backendTest("double() on a device without float64 leaves every parameter as it was", (device) => {
+  if (device.backend === "cpu") return;
+  // The cpu layer comes first: it must not be cast before the other device refuses float64.
+  const net = new nn.Sequential(new nn.Linear(2, 2), new nn.Linear(2, 2, { device }));
+  const first = net.parameters()[0];
+  first.grad = zeros([2, 2]);
+  assert.throws(() => net.double(), /float64 is not supported/);
+  assert.deepEqual(net.parameters().map((p) => p.dtype), Array(4).fill("float32"));
+  assert.equal(first.grad.dtype, "float32");
+});
+
 backendTest("addModule and registerModule: children, state dict and repr", (device) => {
   const m = new nn.Module();
   const fc = new nn.Linear(2, 3, { device });

@@ -299,14 +299,19 @@ function castFloats(root: Module, dtype: DType): void {
   }
   tidy(() =>
     noGrad(() => {
+      // Every copy is made before any is installed: a device without `dtype` (webgpu's float64)
+      // then leaves the whole tree as it was, not half cast.
+      const casts: [Tensor, Tensor, Tensor | null][] = [];
       for (const t of tensors) {
         if (!isFloat(t.dtype) || t.dtype === dtype) continue;
-        const copy = t.detach().to(dtype);
+        const grad = t.grad && !t.grad.storage.disposed ? t.grad.to(dtype) : null;
+        casts.push([t, t.detach().to(dtype), grad]);
+      }
+      for (const [t, copy, grad] of casts) {
         copy.storage.persistent = true;
-        const grad = t.grad;
-        if (grad) t.grad = null;
+        t.grad = null;
         t._setStorage(copy.storage);
-        if (grad && !grad.storage.disposed) t.grad = grad.to(dtype);
+        if (grad) t.grad = grad;
       }
     })
   );
