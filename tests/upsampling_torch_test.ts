@@ -202,8 +202,8 @@ backendTest("convTranspose and interpolate: errors name the shapes and values", 
     /interpolate: give exactly one of size and scaleFactor, got neither/,
   );
   assert.throws(
-    () => F.interpolate(img, { size: 4, mode: "bicubic" as nn.functional.InterpolateMode }),
-    /interpolate: mode must be one of "nearest", "linear", "bilinear", "trilinear", got "bicubic"/,
+    () => F.interpolate(img, { size: 4, mode: "cubic" as nn.functional.InterpolateMode }),
+    /interpolate: mode must be one of "nearest", "linear", "bilinear", "trilinear", "bicubic", "area", got "cubic"/,
   );
   assert.throws(
     () => F.interpolate(img, { size: 4, mode: "linear" }),

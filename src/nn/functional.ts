@@ -27,6 +27,8 @@ export * from "./functional/conv.ts";
 export * from "./functional/normalize.ts";
 export * from "./functional/pool1d.ts";
 export * from "./functional/conv_transpose.ts";
+export * from "./functional/grid_sample.ts";
+export * from "./functional/gumbel.ts";
 export * from "./functional/interpolate.ts";
 export * from "./functional/activation_extra.ts";
 export * from "./functional/channel_dropout.ts";

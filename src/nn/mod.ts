@@ -22,6 +22,7 @@ export * from "./transformer_decoder.ts";
 export * from "./normalization.ts";
 export * from "./conv.ts";
 export * from "./upsample.ts";
+export * from "./upsampling.ts";
 export * from "./loss.ts";
 export * from "./loss_extra.ts";
 export * from "./loss_more.ts";

@@ -16,8 +16,8 @@ export interface UpsampleOptions {
   /** Multiplier of each spatial size (the output has floor(size · factor) elements). */
   scaleFactor?: number | readonly number[] | null;
   /**
-   * `"nearest"` (default), `"linear"` (3-D inputs), `"bilinear"` (4-D inputs)
-   * or `"trilinear"` (5-D inputs).
+   * `"nearest"` (default), `"linear"` (3-D inputs), `"bilinear"` (4-D inputs),
+   * `"trilinear"` (5-D inputs), `"bicubic"` (4-D inputs) or `"area"` (any).
    */
   mode?: InterpolateMode;
   /** Linear modes: map corner elements onto each other instead of pixel centres (default false). */

@@ -6,7 +6,7 @@
  *
  * Composed from existing ops, so it runs and differentiates on every
  * backend: `"nearest"` is an `indexSelect` per spatial dim; `"linear"` and
- * `"bilinear"`/`"trilinear"` separate into one small [out, in] interpolation matrix per
+ * `"bilinear"`/`"trilinear"` (and `"bicubic"`, `"area"`: see bicubic.ts) separate into one small [out, in] interpolation matrix per
  * dim, built on the host (two non-zeros per row) and applied by `matmul`.
  * The source positions follow PyTorch's CPU kernels bit for bit where they
  * round (see `nearestIndex` and `linearMatrix`).
@@ -19,11 +19,25 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
+import { areaMatrix, bicubicMatrix } from "./bicubic.ts";
 
 /** How {@link interpolate} computes an output element. */
-export type InterpolateMode = "nearest" | "linear" | "bilinear" | "trilinear";
+export type InterpolateMode =
+  | "nearest"
+  | "linear"
+  | "bilinear"
+  | "trilinear"
+  | "bicubic"
+  | "area";
 
-const MODES: readonly InterpolateMode[] = ["nearest", "linear", "bilinear", "trilinear"];
+const MODES: readonly InterpolateMode[] = [
+  "nearest",
+  "linear",
+  "bilinear",
+  "trilinear",
+  "bicubic",
+  "area",
+];
 
 /** Options of {@link interpolate}: exactly one of `size` and `scaleFactor`. */
 export interface InterpolateOptions {
@@ -37,7 +51,9 @@ export interface InterpolateOptions {
   scaleFactor?: number | readonly number[] | null;
   /**
    * `"nearest"` (default; PyTorch's legacy rule, not "nearest-exact"),
-   * `"linear"` (3-D), `"bilinear"` (4-D) or `"trilinear"` (5-D).
+   * `"linear"` (3-D), `"bilinear"` (4-D), `"trilinear"` (5-D), `"bicubic"`
+   * (4-D; PyTorch's A = -0.75, taps outside the input read its border) or
+   * `"area"` (any of them: adaptive average pooling to the output size).
    */
   mode?: InterpolateMode;
   /**
@@ -75,13 +91,20 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
     );
   }
   const alignCorners = options.alignCorners ?? null;
-  if (mode === "nearest" && alignCorners !== null) {
+  if ((mode === "nearest" || mode === "area") && alignCorners !== null) {
     throw new RangeError(
-      `${op}: alignCorners can only be set with the interpolating modes "linear", "bilinear" and "trilinear" (mode is "nearest")`,
+      `${op}: alignCorners can only be set with the interpolating modes "linear", "bilinear", "bicubic" and "trilinear" (mode is "${mode}")`,
     );
   }
   const rank = input.ndim;
-  const needs = { nearest: [3, 4, 5], linear: [3], bilinear: [4], trilinear: [5] }[mode];
+  const needs = {
+    nearest: [3, 4, 5],
+    linear: [3],
+    bilinear: [4],
+    trilinear: [5],
+    bicubic: [4],
+    area: [3, 4, 5],
+  }[mode];
   if (!needs.includes(rank)) {
     const layouts: Record<number, string> = {
       3: "3-D [N, C, L]",
@@ -134,7 +157,7 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
         key,
         input.device,
         () =>
-          tensor(linearMatrix(inSize, out, scales?.[i], alignCorners ?? false, input.dtype), {
+          tensor(matrixOf(mode, inSize, out, scales?.[i], alignCorners ?? false, input.dtype), {
             shape: [out, inSize],
             dtype: input.dtype,
             device: input.device,
@@ -155,6 +178,21 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
 }
 
 const indexCache = new Map<string, Tensor>();
+
+/** The [out, in] resampling matrix of one dim for a matrix mode. */
+function matrixOf(
+  mode: InterpolateMode,
+  inSize: number,
+  out: number,
+  factor: number | undefined,
+  alignCorners: boolean,
+  dtype: string,
+): number[] {
+  if (mode === "bicubic") return bicubicMatrix(inSize, out, factor, alignCorners, dtype);
+  // Adaptive average pooling: the scale factor only sets the output size.
+  if (mode === "area") return areaMatrix(inSize, out);
+  return linearMatrix(inSize, out, factor, alignCorners, dtype);
+}
 const matrixCache = new Map<string, Tensor>();
 
 /**

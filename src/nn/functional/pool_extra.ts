@@ -13,7 +13,7 @@ import { checkIndexRange } from "../../ops/view.ts";
 import { formatShape, sameShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkFloatInput, checkTensor, sameDevice } from "../util.ts";
+import { checkFinite, checkFloatInput, checkTensor, sameDevice } from "../util.ts";
 import { adaptiveAvgPool2d, avgPool2d, type Size2 } from "./conv.ts";
 import { avgPool1d, type Size1 } from "./pool1d.ts";
 import { pair } from "./window_args.ts";
@@ -59,13 +59,6 @@ export interface LPPoolOptions<S> {
   ceilMode?: boolean;
 }
 
-function checkNorm(op: string, normType: number): number {
-  if (typeof normType !== "number" || !Number.isFinite(normType) || normType === 0) {
-    throw new RangeError(`${op}: normType must be a finite non-zero number, got ${normType}`);
-  }
-  return normType;
-}
-
 /**
  * PyTorch's last step: `sign(avg)·relu(|avg|)·taps`, to the power 1/p (an
  * average that is NaN, from a negative input to a fractional power, stays NaN).
@@ -89,7 +82,7 @@ export function lpPool1d(
 ): Tensor {
   const op = "lpPool1d";
   checkRanks(op, input, 1, "[N, C, L]");
-  const p = checkNorm(op, normType);
+  const p = checkFinite(op, "normType", normType, { nonZero: true });
   const k = one(op, "kernelSize", kernelSize, 1);
   const stride = options.stride == null ? k : one(op, "stride", options.stride, 1);
   return forwardScope(() => {
@@ -110,7 +103,7 @@ export function lpPool2d(
 ): Tensor {
   const op = "lpPool2d";
   checkRanks(op, input, 2, "[N, C, H, W]");
-  const p = checkNorm(op, normType);
+  const p = checkFinite(op, "normType", normType, { nonZero: true });
   const kernel = pair(op, "kernelSize", kernelSize, 1);
   const stride = options.stride == null ? kernel : pair(op, "stride", options.stride, 1);
   return forwardScope(() => {

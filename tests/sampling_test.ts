@@ -1,0 +1,306 @@
+/**
+ * Spatial sampling against PyTorch 1.13 (tests/fixtures/torch_sampling.json):
+ * `interpolate` modes "bicubic" and "area", UpsamplingNearest2d and
+ * UpsamplingBilinear2d, `affineGrid` (2-D, 3-D) and `gridSample` (every
+ * mode, padding mode and corner alignment; grids outside [-1, 1] and on the
+ * borders) with input and grid gradients, on every backend; float64
+ * gradient checks on cpu; `gumbelSoftmax`'s distribution (chi-square of the
+ * argmax frequencies at a fixed seed) and its straight-through gradient;
+ * errors naming the bad value.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { type Device, manualSeed, nn, type Tensor, tensor } from "../mod.ts";
+import {
+  assertTensor,
+  backendTest,
+  decodeFixture,
+  fixtureTensor,
+  type FixtureValues,
+  shapeOf,
+} from "./harness.ts";
+import { check, inp } from "./gradcheck.ts";
+import fixtures from "./fixtures/torch_sampling.json" with { type: "json" };
+
+const F = nn.functional;
+
+function tol(device: Device) {
+  return device.backend === "cpu" ? { atol: 2e-5, rtol: 1e-4 } : { atol: 2e-4, rtol: 2e-4 };
+}
+
+async function expectTensor(
+  t: Tensor | null,
+  expected: FixtureValues,
+  device: Device,
+  what: string,
+): Promise<void> {
+  assert.ok(t, `${what}: missing`);
+  await assertTensor(t, decodeFixture(expected), {
+    ...tol(device),
+    what,
+    shape: shapeOf(expected),
+  });
+}
+
+for (const c of fixtures.interpolate) {
+  backendTest(`interpolate ${c.name}: output and gradient equal PyTorch's`, async (device) => {
+    const x = fixtureTensor(c.input, device, { requiresGrad: true });
+    const out = F.interpolate(x, c.options as nn.functional.InterpolateOptions);
+    await expectTensor(out, c.output, device, "output");
+    out.mul(fixtureTensor(c.g, device)).sum().backward();
+    await expectTensor(x.grad, c.grad, device, "input gradient");
+  });
+}
+
+function makeModule(name: string, options: Record<string, unknown>): nn.Module {
+  if (name === "UpsamplingNearest2d") return new nn.UpsamplingNearest2d(options);
+  if (name === "UpsamplingBilinear2d") return new nn.UpsamplingBilinear2d(options);
+  return new nn.Upsample(options as nn.UpsampleOptions);
+}
+
+for (const c of fixtures.modules) {
+  backendTest(`${c.repr}: repr, output and gradient equal PyTorch's`, async (device) => {
+    const m = makeModule(c.module, c.options).to(device);
+    assert.equal(m.toString(), c.repr);
+    assert.deepEqual(Object.keys(m.stateDict()), c.keys);
+    const x = fixtureTensor(c.input, device, { requiresGrad: true });
+    const out = m.forward(x) as Tensor;
+    await expectTensor(out, c.output, device, "output");
+    out.mul(fixtureTensor(c.g, device)).sum().backward();
+    await expectTensor(x.grad, c.grad, device, "input gradient");
+  });
+}
+
+for (const c of fixtures.affine_grid) {
+  backendTest(
+    `affineGrid size [${c.size}] alignCorners ${c.alignCorners}: grid and theta gradient`,
+    async (device) => {
+      const theta = fixtureTensor(c.theta, device, { requiresGrad: true });
+      const out = F.affineGrid(theta, c.size, { alignCorners: c.alignCorners });
+      await expectTensor(out, c.output, device, "grid");
+      out.mul(fixtureTensor(c.g, device)).sum().backward();
+      await expectTensor(theta.grad, c.grad, device, "theta gradient");
+    },
+  );
+}
+
+for (const c of fixtures.grid_sample) {
+  const shape = shapeOf(c.input);
+  backendTest(
+    `gridSample [${shape}] ${c.mode} ${c.paddingMode} alignCorners ${c.alignCorners}: output, input and grid gradients`,
+    async (device) => {
+      const x = fixtureTensor(c.input, device, { requiresGrad: true });
+      const grid = fixtureTensor(c.grid, device, { requiresGrad: true });
+      const out = F.gridSample(x, grid, {
+        mode: c.mode as nn.functional.GridSampleMode,
+        paddingMode: c.paddingMode as nn.functional.GridSamplePadding,
+        alignCorners: c.alignCorners,
+      });
+      await expectTensor(out, c.output, device, "output");
+      out.mul(fixtureTensor(c.g, device)).sum().backward();
+      await expectTensor(x.grad, c.grad_input, device, "input gradient");
+      await expectTensor(grid.grad, c.grad_grid, device, "grid gradient");
+    },
+  );
+}
+
+for (const c of fixtures.grid_sample_nan) {
+  backendTest(
+    `gridSample ${c.mode} ${c.paddingMode}: a NaN grid entry and an infinite input as PyTorch`,
+    async (device) => {
+      const out = F.gridSample(fixtureTensor(c.input, device), fixtureTensor(c.grid, device), {
+        mode: c.mode as nn.functional.GridSampleMode,
+        paddingMode: c.paddingMode as nn.functional.GridSamplePadding,
+        alignCorners: c.alignCorners,
+      });
+      await expectTensor(out, c.output, device, "output");
+    },
+  );
+}
+
+// ------------------------------------------------------------ gradchecks
+
+for (const alignCorners of [false, true]) {
+  check(
+    `interpolate bicubic alignCorners ${alignCorners}`,
+    (x) => F.interpolate(x, { size: [5, 2], mode: "bicubic", alignCorners }),
+    [inp([1, 2, 3, 4], 6100)],
+  );
+}
+check(
+  "interpolate bicubic scaleFactor 1.7",
+  (x) => F.interpolate(x, { scaleFactor: 1.7, mode: "bicubic" }),
+  [inp([1, 1, 3, 2], 6101)],
+);
+check(
+  "interpolate area 1-D, 2-D, 3-D",
+  (a, b, c) =>
+    F.interpolate(a, { size: 3, mode: "area" }).sum().add(
+      F.interpolate(b, { size: [2, 4], mode: "area" }).mul(
+        F.interpolate(c, { size: [1, 2, 2], mode: "area" }).reshape([1, 1, 2, 2]).sum(),
+      ),
+    ),
+  [inp([1, 2, 7], 6102), inp([1, 1, 5, 3], 6103), inp([1, 1, 3, 3, 5], 6104)],
+);
+for (const alignCorners of [false, true]) {
+  check(
+    `affineGrid 2-D and 3-D alignCorners ${alignCorners}`,
+    (a, b) =>
+      F.affineGrid(a, [2, 1, 3, 4], { alignCorners }).sum().add(
+        F.affineGrid(b, [1, 1, 2, 3, 2], { alignCorners }),
+      ),
+    [inp([2, 2, 3], 6105), inp([1, 3, 4], 6106)],
+  );
+}
+for (const mode of ["bilinear", "bicubic"] as const) {
+  for (const paddingMode of ["zeros", "border", "reflection"] as const) {
+    for (const alignCorners of [false, true]) {
+      check(
+        `gridSample ${mode} ${paddingMode} alignCorners ${alignCorners}`,
+        (x, grid) => F.gridSample(x, grid, { mode, paddingMode, alignCorners }),
+        [inp([1, 2, 3, 4], 6110), inp([1, 2, 3, 2], 6111, -1.6, 1.6)],
+      );
+    }
+  }
+}
+check(
+  "gridSample nearest (input gradient; the grid's is zero)",
+  (x, grid) => F.gridSample(x, grid, { mode: "nearest", paddingMode: "reflection" }),
+  [inp([1, 2, 3, 4], 6112), inp([1, 2, 3, 2], 6113, -1.6, 1.6)],
+);
+for (const paddingMode of ["zeros", "border", "reflection"] as const) {
+  check(
+    `gridSample 5-D bilinear ${paddingMode}`,
+    (x, grid) => F.gridSample(x, grid, { paddingMode, alignCorners: paddingMode === "border" }),
+    [inp([1, 1, 2, 3, 3], 6114), inp([1, 1, 2, 2, 3], 6115, -1.4, 1.4)],
+  );
+}
+check(
+  "gumbelSoftmax soft, tau 0.7 (fixed noise)",
+  (x) => {
+    manualSeed(6120);
+    return F.gumbelSoftmax(x, { tau: 0.7, dim: 0 });
+  },
+  [inp([4, 3], 6121)],
+);
+
+// ------------------------------------------------------------ gumbelSoftmax
+
+backendTest(
+  "gumbelSoftmax: argmax frequencies follow softmax(logits) (chi-square)",
+  async (device) => {
+    const logits = [1.2, 0, -0.7, 0.4];
+    const rows = 20000;
+    manualSeed(6130);
+    const x = tensor(Array.from({ length: rows }, () => logits).flat(), {
+      shape: [rows, 4],
+      device,
+    });
+    for (const tau of [1, 0.3]) {
+      const sample = F.gumbelSoftmax(x, { tau });
+      const sums = await sample.sum(1).data();
+      assert.ok(sums.every((s) => Math.abs(s - 1) < 1e-4), "every sample sums to 1");
+      const picks = await sample.argmax(1).data();
+      const counts = [0, 0, 0, 0];
+      for (const p of picks) counts[p]++;
+      const z = logits.map(Math.exp);
+      const total = z.reduce((a, b) => a + b, 0);
+      const chiSquare = (p: number[]) =>
+        counts.reduce((s, n, i) => {
+          const e = (rows * p[i]) / p.reduce((a, b) => a + b, 0);
+          return s + (n - e) ** 2 / e;
+        }, 0);
+      // 3 degrees of freedom: P(chi2 > 16.27) = 0.001.
+      const chi2 = chiSquare(z);
+      assert.ok(chi2 < 16.27, `tau ${tau}: chi-square ${chi2} of counts ${counts} (${total})`);
+      // The test has the power to see a slightly wrong distribution (logits · 0.9).
+      const off = chiSquare(logits.map((l) => Math.exp(0.9 * l)));
+      assert.ok(off > 16.27, `tau ${tau}: chi-square ${off} against logits · 0.9`);
+    }
+  },
+);
+
+backendTest("gumbelSoftmax hard: one-hot forward, straight-through gradient", async (device) => {
+  const values = [0.3, -1.1, 2.0, 0.5, 0.2, 0.1, -0.4, 1.5, 0.0, 0.7, -0.2, 0.9];
+  const w = tensor([0.5, -1, 2, 0.25, 1, -0.5, 0.75, -2, 1.5, 0.1, -0.3, 0.6], {
+    shape: [3, 4],
+    device,
+  });
+  const x = tensor(values, { shape: [3, 4], device, requiresGrad: true });
+  manualSeed(6140);
+  const hard = F.gumbelSoftmax(x, { tau: 0.5, hard: true, dim: 1 });
+  hard.mul(w).sum().backward();
+  const hardGrad = await x.grad!.data();
+  const y = tensor(values, { shape: [3, 4], device, requiresGrad: true });
+  manualSeed(6140);
+  const soft = F.gumbelSoftmax(y, { tau: 0.5, dim: 1 });
+  soft.mul(w).sum().backward();
+  assert.deepEqual(Array.from(hardGrad), Array.from(await y.grad!.data()));
+  assert.ok(Array.from(hardGrad).some((g) => Math.abs(g) > 1e-3), "the gradient is not zero");
+  const h = Array.from(await hard.data());
+  const s = Array.from(await soft.data());
+  for (let r = 0; r < 3; r++) {
+    const row = h.slice(4 * r, 4 * r + 4).map((v) => Math.round(v * 1e5) / 1e5);
+    const softRow = s.slice(4 * r, 4 * r + 4);
+    const best = softRow.indexOf(Math.max(...softRow));
+    assert.deepEqual(row, [0, 1, 2, 3].map((i) => (i === best ? 1 : 0)), `row ${r}`);
+  }
+});
+
+// ------------------------------------------------------------ errors
+
+Deno.test("sampling errors name the bad value", () => {
+  const x4 = tensor(new Array(24).fill(1), { shape: [1, 2, 3, 4] });
+  const x3 = tensor(new Array(6).fill(1), { shape: [1, 2, 3] });
+  assert.throws(
+    () => F.interpolate(x3, { size: 4, mode: "bicubic" }),
+    /mode "bicubic" needs a 4-D \[N, C, H, W\] input, got shape \[1, 2, 3\]/,
+  );
+  assert.throws(
+    () => F.interpolate(x4, { size: 2, mode: "area", alignCorners: true }),
+    /alignCorners can only be set .*mode is "area"/,
+  );
+  assert.throws(
+    () => F.interpolate(x4, { size: 2, mode: "cubic" as nn.functional.InterpolateMode }),
+    /mode must be one of .*"bicubic", "area", got "cubic"/,
+  );
+  const theta = tensor(new Array(6).fill(0), { shape: [1, 2, 3] });
+  assert.throws(
+    () => F.affineGrid(theta, [1, 1, 2, 2, 2]),
+    /\[N, 3, 4\] for size \[1,1,2,2,2\], got theta of shape \[1, 2, 3\]/,
+  );
+  assert.throws(() => F.affineGrid(theta, [2, 1, 2, 2]), /asks for a batch of 2/);
+  assert.throws(() => F.affineGrid(theta, [1, 1, 0, 2]), /positive output size, got \[1,1,0,2\]/);
+  assert.throws(() => F.affineGrid(theta, [1, 2]), /only 4-D .* got \[1,2\]/);
+  const grid = tensor(new Array(12).fill(0), { shape: [1, 2, 2, 3] });
+  assert.throws(
+    () => F.gridSample(x4, grid),
+    /needs a 4-D grid .* got grid of shape \[1, 2, 2, 3\]/,
+  );
+  const grid2 = tensor(new Array(16).fill(0), { shape: [2, 2, 2, 2] });
+  assert.throws(
+    () => F.gridSample(x4, grid2),
+    /input of shape \[1, 2, 3, 4\] and grid of shape \[2, 2, 2, 2\] differ in batch size/,
+  );
+  const grid1 = tensor(new Array(8).fill(0), { shape: [1, 2, 2, 2] });
+  assert.throws(
+    () => F.gridSample(x4, grid1, { mode: "cubic" as nn.functional.GridSampleMode }),
+    /mode must be .* got "cubic"/,
+  );
+  assert.throws(
+    () => F.gridSample(x4, grid1, { paddingMode: "wrap" as nn.functional.GridSamplePadding }),
+    /paddingMode must be .* got "wrap"/,
+  );
+  assert.throws(() => F.gridSample(x4, grid1.to("float64")), /\(float32\) and grid \(float64\)/);
+  assert.throws(() => F.gridSample(x4.to("int32"), grid1), /floating-point input, got int32/);
+  const x5 = tensor(new Array(8).fill(1), { shape: [1, 1, 2, 2, 2] });
+  const grid5 = tensor(new Array(24).fill(0), { shape: [1, 2, 2, 2, 3] });
+  assert.throws(
+    () => F.gridSample(x5, grid5, { mode: "bicubic" }),
+    /"bicubic" needs a 4-D input, got shape \[1, 1, 2, 2, 2\]/,
+  );
+  assert.throws(() => F.gumbelSoftmax(x4, { tau: 0 }), /tau must be a positive .* got 0/);
+  assert.throws(() => F.gumbelSoftmax(x4, { dim: 4 }), /4/);
+  assert.throws(() => F.gumbelSoftmax(x4.to("int32")), /floating-point logits, got int32/);
+});
