@@ -50,6 +50,8 @@ export const LAYERS: readonly {
   { name: "optim", paths: ["src/optim/"], rank: 3 },
   { name: "data", paths: ["src/data/"], rank: 3 },
   { name: "serialization", paths: ["src/serialization/"], rank: 3 },
+  { name: "linalg", paths: ["src/linalg/"], rank: 3 },
+  { name: "distributions", paths: ["src/distributions/"], rank: 3, mayImport: ["linalg"] },
   // Training across devices and processes.
   { name: "distributed", paths: ["src/distributed/"], rank: 4 },
   { name: "parallel", paths: ["src/parallel/"], rank: 4, mayImport: ["distributed"] },

@@ -1,0 +1,239 @@
+/**
+ * Gaussian elimination with partial pivoting, batched over leading dims:
+ * `det`, `slogdet`, `inv`, `solve`, `matrixPower`.
+ * @module
+ */
+
+import { noGrad, record } from "../autograd.ts";
+import { sumTo } from "../ops/elementwise.ts";
+import { zeros } from "../ops/factory.ts";
+import { cat } from "../ops/view.ts";
+import { eye } from "../ops_composite/mod.ts";
+import { broadcastShapes, formatShape } from "../shape.ts";
+import { forwardScope } from "../storage.ts";
+import type { Tensor } from "../tensor.ts";
+import { failLater, indices, mT, requireSquare } from "./util.ts";
+
+/**
+ * The row of `column` (`[..., n]`) with the largest magnitude among rows
+ * ≥ k, one-hot (`[..., n]`), and whether it is row k (`[...]`). The first
+ * such row wins, as LAPACK's `i?amax`.
+ */
+function pivotRow(column: Tensor, rows: Tensor, k: number): [Tensor, Tensor] {
+  return noGrad(() => {
+    const p = column.abs().where(rows.ge(k), -1).argmax(-1, true).to(column.dtype);
+    return [rows.eq(p), p.squeeze(-1).eq(k)];
+  });
+}
+
+/** `m` with rows k and the one-hot `p`'s swapped (`m`: `[..., n, w]`, `p`: `[..., n]`). */
+function swapRows(m: Tensor, p: Tensor, rows: Tensor, k: number): Tensor {
+  const rowK = m.narrow(-2, k, 1);
+  const rowP = p.unsqueeze(-2).matmul(m);
+  return m.add(rows.eq(k).sub(p).unsqueeze(-1).mul(rowP.sub(rowK)));
+}
+
+/**
+ * The pivots of LU with partial pivoting (`[..., n]`) and the permutation's
+ * sign (`[...]`), differentiable through the eliminations (the pivot choices
+ * are constants, as in PyTorch's LU-based gradient). A zero pivot leaves
+ * its (all-zero) column alone, so a singular matrix gives a zero pivot
+ * rather than NaN.
+ */
+function luPivots(a: Tensor): [Tensor, Tensor] {
+  const n = a.shape.at(-1)!;
+  const rows = indices(n, a);
+  let u = a;
+  let sign = zeros(a.shape.slice(0, -2), { dtype: a.dtype, device: a.device }).add(1);
+  const pivots: Tensor[] = [];
+  for (let k = 0; k < n; k++) {
+    const [p, same] = pivotRow(u.narrow(-1, k, 1).squeeze(-1), rows, k);
+    u = swapRows(u, p, rows, k);
+    sign = noGrad(() => sign.mul(same.mul(2).sub(1)));
+    const pivot = u.narrow(-2, k, 1).narrow(-1, k, 1);
+    pivots.push(pivot.reshape(pivot.shape.slice(0, -2)));
+    if (k === n - 1) break;
+    const safe = pivot.where(noGrad(() => pivot.ne(0)), 1);
+    const below = rows.gt(k).unsqueeze(-1);
+    const l = u.narrow(-1, k, 1).mul(below).div(safe);
+    u = u.sub(l.mul(u.narrow(-2, k, 1)));
+  }
+  const all = n === 0
+    ? zeros([...a.shape.slice(0, -2), 0], { dtype: a.dtype, device: a.device })
+    : cat(pivots.map((p) => p.unsqueeze(-1)), -1);
+  return [all, sign];
+}
+
+/**
+ * The determinant of each square matrix in `A` (`[..., n, n]` → `[...]`),
+ * as `torch.linalg.det`: LU with partial pivoting; the gradient is that of
+ * the elimination with the pivot order fixed (cofactors, also at a matrix
+ * whose one zero pivot comes last).
+ */
+export function det(A: Tensor): Tensor {
+  requireSquare("linalg.det", A);
+  return forwardScope(() => {
+    const [pivots, sign] = luPivots(A);
+    return pivots.prod(-1).mul(sign);
+  });
+}
+
+/**
+ * The sign and the log of the absolute value of each determinant, as
+ * `torch.linalg.slogdet` (`[sign, logabsdet]`, both `[...]`): a singular
+ * matrix gives sign 0 and logabsdet -inf. The gradient flows through
+ * logabsdet (the sign is piecewise constant).
+ */
+export function slogdet(A: Tensor): [Tensor, Tensor] {
+  requireSquare("linalg.slogdet", A);
+  return forwardScope(() => {
+    const [pivots, sign] = luPivots(A);
+    const s = noGrad(() => pivots.sign().prod(-1).mul(sign));
+    return [s, pivots.abs().log().sum(-1)];
+  });
+}
+
+/**
+ * `A⁻¹B` by Gauss–Jordan elimination with partial pivoting on `[A | B]`
+ * (`A`: `[..., n, n]`, `B`: `[..., n, k]`, batch dims already equal),
+ * without gradient, and the 1-based index of the first zero pivot of each
+ * matrix (0 when none).
+ */
+function gaussJordan(a: Tensor, b: Tensor): [Tensor, Tensor] {
+  return noGrad(() =>
+    forwardScope(() => {
+      const n = a.shape.at(-1)!;
+      const rows = indices(n, a);
+      let m = cat([a, b], -1);
+      let info = zeros(a.shape.slice(0, -2), { dtype: a.dtype, device: a.device });
+      for (let k = 0; k < n; k++) {
+        const [p] = pivotRow(m.narrow(-1, k, 1).squeeze(-1), rows, k);
+        m = swapRows(m, p, rows, k);
+        const pivot = m.narrow(-2, k, 1).narrow(-1, k, 1);
+        const zero = pivot.eq(0);
+        info = info.add(zero.reshape(info.shape).mul(info.eq(0)).mul(k + 1));
+        const pivotRow_ = m.narrow(-2, k, 1).div(pivot.where(zero.eq(0), 1));
+        // Row k minus (pivot - 1)·(row k / pivot) is row k / pivot; the others lose their column k.
+        const factors = m.narrow(-1, k, 1).sub(rows.eq(k).unsqueeze(-1));
+        m = m.sub(factors.mul(pivotRow_));
+      }
+      return [m.narrow(-1, n, b.shape.at(-1)!), info];
+    })
+  );
+}
+
+/** The batch shape `A` and `B` broadcast to, and both expanded to it. */
+function broadcastBatch(op: string, a: Tensor, b: Tensor): [Tensor, Tensor] {
+  const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2), op);
+  return [
+    a.expand([...batch, ...a.shape.slice(-2)]),
+    b.expand([...batch, ...b.shape.slice(-2)]),
+  ];
+}
+
+/** Solves `AX = B` for matrices `B` (batch dims broadcast), with the singular check. */
+function solveLeft(op: string, a: Tensor, b: Tensor, what: string): Tensor {
+  const [ae, be] = broadcastBatch(op, a, b);
+  const [x, info] = gaussJordan(ae, be);
+  failLater(
+    op,
+    info,
+    ae.ndim > 2,
+    (i) =>
+      what === "inv"
+        ? `The diagonal element ${i} is zero, the inversion could not be completed because the input matrix is singular.`
+        : "The solver failed because the input matrix is singular.",
+  );
+  return x;
+}
+
+/**
+ * The inverse of each square matrix in `A`, as `torch.linalg.inv`. A
+ * singular matrix (an exactly zero pivot) makes the next read on the
+ * device reject with PyTorch's message, naming the batch element. The
+ * gradient is PyTorch's `-A⁻ᵀ g A⁻ᵀ`.
+ */
+export function inv(A: Tensor): Tensor {
+  const n = requireSquare("linalg.inv", A);
+  const x = solveLeft(
+    "linalg.inv",
+    A,
+    noGrad(() => eye(n, { dtype: A.dtype, device: A.device })),
+    "inv",
+  );
+  return record("linalg.inv", [A], x, ([g]) => {
+    const xt = mT(x);
+    return [xt.matmul(g!).matmul(xt).neg()];
+  });
+}
+
+/** Options of {@link solve}. */
+export interface SolveOptions {
+  /** Solve `AX = B` (default) or, when false, `XA = B`. */
+  left?: boolean;
+}
+
+/**
+ * The solution of `AX = B` (or `XA = B` with `left: false`), as
+ * `torch.linalg.solve`: `A` is `[..., n, n]`, `B` is `[..., n, k]` or a
+ * batch of vectors `[..., n]` (when it is 1-D or has `A`'s shape without
+ * its last dim); batch dims broadcast. A singular `A` is reported at the
+ * next read, naming the batch element. Gradients are PyTorch's:
+ * `gB = A⁻ᵀ gX`, `gA = -gB Xᵀ`.
+ */
+export function solve(A: Tensor, B: Tensor, options: SolveOptions = {}): Tensor {
+  const op = "linalg.solve";
+  const { left = true } = options;
+  const n = requireSquare(op, A);
+  if (B.dtype !== A.dtype) {
+    throw new TypeError(
+      `${op}: Expected A and B to have the same dtype, got ${A.dtype} and ${B.dtype}`,
+    );
+  }
+  const vector = B.ndim === 1 ||
+    (B.ndim === A.ndim - 1 && B.shape.every((s, i) => s === A.shape[i]));
+  const b = vector ? B.unsqueeze(left ? -1 : -2) : B;
+  const sizeB = left ? b.shape.at(-2) : b.shape.at(-1);
+  if (b.ndim < 2 || sizeB !== n) {
+    throw new RangeError(
+      `${op}: Incompatible shapes of A and B for the equation ${
+        left ? "AX = B" : "XA = B"
+      } (${n}x${n} and ${vector ? formatShape(B.shape) : b.shape.slice(-2).join("x")})`,
+    );
+  }
+  const solved = forwardScope(() =>
+    left ? solveLeft(op, A, b, "solve") : mT(solveLeft(op, mT(A), mT(b), "solve"))
+  );
+  const x = record(op, [A, b], solved, ([g]) => {
+    const gb = left ? solveLeft(op, mT(A), g!, "solve") : mT(solveLeft(op, A, mT(g!), "solve"));
+    const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
+    return [sumTo(ga, A.shape), sumTo(gb, b.shape)];
+  });
+  return vector ? x.squeeze(left ? -1 : -2) : x;
+}
+
+/**
+ * `A` to the integer power `n`, as `torch.linalg.matrix_power`: by
+ * repeated squaring; n = 0 gives identities, negative n powers of
+ * {@link inv}`(A)`.
+ */
+export function matrixPower(A: Tensor, n: number): Tensor {
+  const size = requireSquare("linalg.matrix_power", A);
+  if (!Number.isInteger(n)) {
+    throw new TypeError(`linalg.matrix_power: n must be an integer, got ${n}`);
+  }
+  if (n === 0) {
+    return noGrad(() =>
+      eye(size, { dtype: A.dtype, device: A.device }).expand([...A.shape]).clone()
+    );
+  }
+  return forwardScope(() => {
+    let base = n < 0 ? inv(A) : A;
+    let result: Tensor | null = null;
+    for (let e = Math.abs(n); e > 0; e = Math.floor(e / 2)) {
+      if (e % 2 === 1) result = result === null ? base : result.matmul(base);
+      if (e > 1) base = base.matmul(base);
+    }
+    return result === A ? A.clone() : result!;
+  });
+}

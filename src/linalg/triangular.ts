@@ -1,0 +1,145 @@
+/**
+ * Triangular matrices: `solveTriangular` and `cholesky`, row by row (column
+ * by column) with batched tensor ops per step.
+ * @module
+ */
+
+import { noGrad, record } from "../autograd.ts";
+import { sumTo } from "../ops/elementwise.ts";
+import { zeros } from "../ops/factory.ts";
+import { broadcastShapes, formatShape } from "../shape.ts";
+import { forwardScope } from "../storage.ts";
+import type { Tensor } from "../tensor.ts";
+import { failLater, indices, mT, requireSquare } from "./util.ts";
+
+/** `A⁻¹B` for triangular `A` (`[..., n, n]`, `B`: `[..., n, k]`, batch dims broadcast), no gradient. */
+function substitute(a: Tensor, b: Tensor, upper: boolean, unit: boolean): Tensor {
+  return noGrad(() =>
+    forwardScope(() => {
+      const n = a.shape.at(-1)!;
+      const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2), "solveTriangular");
+      const rows = indices(n, a).unsqueeze(-1);
+      let x = zeros([...batch, n, b.shape.at(-1)!], { dtype: a.dtype, device: a.device });
+      for (let step = 0; step < n; step++) {
+        const i = upper ? n - 1 - step : step;
+        // Rows of x not solved yet are zero, so the whole row of A can multiply.
+        const r = b.narrow(-2, i, 1).sub(a.narrow(-2, i, 1).matmul(x));
+        const xi = unit ? r : r.div(a.narrow(-2, i, 1).narrow(-1, i, 1));
+        x = x.add(rows.eq(i).mul(xi));
+      }
+      return x;
+    })
+  );
+}
+
+/** `A⁻¹B` (left) or `BA⁻¹` for triangular `A`, no gradient. */
+export function triSolve(
+  a: Tensor,
+  b: Tensor,
+  upper: boolean,
+  left: boolean,
+  unit: boolean,
+): Tensor {
+  return left ? substitute(a, b, upper, unit) : mT(substitute(mT(a), mT(b), !upper, unit));
+}
+
+/** Options of {@link solveTriangular}. */
+export interface SolveTriangularOptions {
+  /** Whether `A` is upper (true) or lower (false) triangular; required, as in PyTorch. */
+  upper: boolean;
+  /** Solve `AX = B` (default) or, when false, `XA = B`. */
+  left?: boolean;
+  /** Take `A`'s diagonal as ones (without reading it). */
+  unitriangular?: boolean;
+}
+
+/**
+ * The solution of `AX = B` (or `XA = B`) for triangular `A`, as
+ * `torch.linalg.solve_triangular`: only the triangle `upper` names is read;
+ * batch dims broadcast. A zero on the diagonal gives inf/NaN, as in
+ * PyTorch (no error). Gradients are PyTorch's: `gB` solves the transposed
+ * system, `gA = -gB Xᵀ` (left) or `-Xᵀ gB` kept to the triangle (off the
+ * diagonal when unitriangular).
+ */
+export function solveTriangular(A: Tensor, B: Tensor, options: SolveTriangularOptions): Tensor {
+  const op = "linalg.solve_triangular";
+  if (typeof options?.upper !== "boolean") {
+    throw new TypeError(`${op}: the upper option is required (true or false)`);
+  }
+  const { upper, left = true, unitriangular = false } = options;
+  const n = requireSquare(op, A);
+  if (B.dtype !== A.dtype) {
+    throw new TypeError(
+      `${op}: Expected A and B to have the same dtype, got ${A.dtype} and ${B.dtype}`,
+    );
+  }
+  if (B.ndim < 2 || (left ? B.shape.at(-2) : B.shape.at(-1)) !== n) {
+    throw new RangeError(
+      `${op}: Incompatible shapes of A and B for the equation ${
+        left ? "AX = B" : "XA = B"
+      } (${n}x${n} and ${B.ndim < 2 ? formatShape(B.shape) : B.shape.slice(-2).join("x")})`,
+    );
+  }
+  const x = triSolve(A, B, upper, left, unitriangular);
+  return record(op, [A, B], x, ([g]) => {
+    const gb = triSolve(mT(A), g!, !upper, left, unitriangular);
+    const full = left ? gb.matmul(mT(x)).neg() : mT(x).matmul(gb).neg();
+    const shift = unitriangular ? 1 : 0;
+    const ga = upper ? full.triu(shift) : full.tril(-shift);
+    return [sumTo(ga, A.shape), sumTo(gb, B.shape)];
+  });
+}
+
+/** Options of {@link cholesky}. */
+export interface CholeskyOptions {
+  /** Read `A`'s upper triangle and return the upper factor `U` (`A = UᵀU`) instead of `L`. */
+  upper?: boolean;
+}
+
+/**
+ * The Cholesky factor `L` (lower, `A = LLᵀ`) of each symmetric
+ * positive-definite matrix in `A`, as `torch.linalg.cholesky`: only the
+ * lower triangle is read (the upper one with `upper: true`, as LAPACK's uplo). A matrix that is not positive-definite makes the
+ * next read on the device reject with PyTorch's message (the batch element
+ * and the order of the failing leading minor). The gradient is PyTorch's
+ * symmetric one, `½(S + Sᵀ)` with `S = L⁻ᵀ Φ(Lᵀ gL) L⁻¹`.
+ */
+export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
+  const op = "linalg.cholesky";
+  const { upper = false } = options;
+  const n = requireSquare(op, A);
+  const [l, info] = noGrad(() =>
+    forwardScope(() => {
+      const source = upper ? mT(A) : A;
+      const rows = indices(n, A);
+      let l = zeros([...A.shape], { dtype: A.dtype, device: A.device });
+      let info = zeros(A.shape.slice(0, -2), { dtype: A.dtype, device: A.device });
+      for (let j = 0; j < n; j++) {
+        // Columns ≥ j of l are still zero, so l·(row j of l)ᵀ sums over k < j only.
+        const v = source.narrow(-1, j, 1).sub(l.matmul(mT(l.narrow(-2, j, 1))));
+        const d = v.narrow(-2, j, 1);
+        const good = d.gt(0); // NaN fails too
+        info = info.add(good.eq(0).reshape(info.shape).mul(info.eq(0)).mul(j + 1));
+        const column = v.div(d.where(good, 1).sqrt()).mul(rows.ge(j).unsqueeze(-1));
+        l = l.add(column.mul(rows.eq(j)));
+      }
+      return [l, info];
+    })
+  );
+  failLater(
+    op,
+    info,
+    A.ndim > 2,
+    (i) =>
+      `The factorization could not be completed because the input is not positive-definite (the leading minor of order ${i} is not positive-definite).`,
+  );
+  const out = upper ? mT(l) : l;
+  return record(op, [A], out, ([g]) => {
+    const gl = upper ? mT(g!) : g!;
+    // Φ: the lower triangle with the diagonal halved.
+    const inner = mT(l).matmul(gl);
+    const phi = inner.tril().sub(inner.tril().triu().mul(0.5));
+    const s = triSolve(l, triSolve(mT(l), phi, true, true, false), false, false, false);
+    return [s.add(mT(s)).mul(0.5)];
+  });
+}
