@@ -11,7 +11,7 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, manualSeed, nn, type Tensor, tensor } from "../mod.ts";
+import { type Device, manualSeed, nn, type Tensor, tensor, zeros } from "../mod.ts";
 import {
   assertTensor,
   backendTest,
@@ -133,6 +133,77 @@ check(
   (x) => F.interpolate(x, { scaleFactor: 1.7, mode: "bicubic" }),
   [inp([1, 1, 3, 2], 6101)],
 );
+// PyTorch's bicubic kernel resamples a dim whose size a scale factor keeps
+// (7 · 1.1 -> 7) at 1 / 1.1; only the linear modes copy such a dim.
+backendTest(
+  "interpolate bicubic scaleFactor 1.1 resamples a dim whose size stays",
+  async (device) => {
+    const values = [3, -1, 2, 0.5, 1, 4, -2, 2, 0, -3, 1, 2.5];
+    const x = tensor(values, { shape: [1, 1, 3, 4], device, requiresGrad: true });
+    const out = F.interpolate(x, { scaleFactor: [1.1, 1.5], mode: "bicubic" });
+    await assertTensor(out, [
+      3.428223,
+      0.645948,
+      -1.021722,
+      1.725392,
+      1.596287,
+      0.308369,
+      1.075887,
+      3.169725,
+      3.305625,
+      -1.209765,
+      -0.526828,
+      2.098327,
+      0.279783,
+      -0.800925,
+      -1.357507,
+      -0.189204,
+      1.515889,
+      2.631865,
+    ], { ...tol(device), shape: [1, 1, 3, 6], what: "output" });
+    const g = tensor(Array.from({ length: 18 }, (_, i) => i / 7 - 1), {
+      shape: [1, 1, 3, 6],
+      device,
+    });
+    out.mul(g).sum().backward();
+    await assertTensor(x.grad!, [
+      -1.541009,
+      -1.209232,
+      -0.824842,
+      -0.44652,
+      0.135062,
+      0.521729,
+      0.922462,
+      1.276081,
+      0.888089,
+      1.146331,
+      1.394444,
+      1.594545,
+    ], { ...tol(device), shape: [1, 1, 3, 4], what: "input gradient" });
+    // Both sizes kept: PyTorch 1.13 still resamples (its backward copies the
+    // gradient instead, which is not this output's gradient; see the gradcheck).
+    const same = F.interpolate(x.detach(), { scaleFactor: 1.1, mode: "bicubic" });
+    await assertTensor(same, [
+      3.19313,
+      -0.920682,
+      1.501243,
+      1.12187,
+      1.223776,
+      4.09121,
+      -0.887107,
+      0.430818,
+      0.192238,
+      -1.375997,
+      -0.343001,
+      1.882573,
+    ], { ...tol(device), shape: [1, 1, 3, 4], what: "same-size output" });
+  },
+);
+check(
+  "interpolate bicubic scaleFactor 1.1, sizes kept",
+  (x) => F.interpolate(x, { scaleFactor: 1.1, mode: "bicubic" }),
+  [inp([1, 1, 3, 4], 6107)],
+);
 check(
   "interpolate area 1-D, 2-D, 3-D",
   (a, b, c) =>
@@ -246,6 +317,17 @@ backendTest("gumbelSoftmax hard: one-hot forward, straight-through gradient", as
     const best = softRow.indexOf(Math.max(...softRow));
     assert.deepEqual(row, [0, 1, 2, 3].map((i) => (i === best ? 1 : 0)), `row ${r}`);
   }
+});
+
+// The noise was -log(-log(1 - u)): 1 - u rounds to 1 for u below 2^-25 in
+// float32 (about one element in 10^7), an infinite Gumbel and a NaN row.
+// Seed 9's stream has such a u at element 1,790,220.
+Deno.test("gumbelSoftmax: no NaN where the uniform noise is tiny", async () => {
+  manualSeed(9);
+  const rows = 179_023;
+  const sample = await F.gumbelSoftmax(zeros([rows, 10])).data();
+  const bad = sample.findIndex((v) => !Number.isFinite(v));
+  assert.equal(bad, -1, `element ${bad} is ${sample[bad]}`);
 });
 
 // ------------------------------------------------------------ errors

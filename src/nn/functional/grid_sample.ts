@@ -13,7 +13,8 @@
  * @module
  */
 
-import { tensor } from "../../ops/factory.ts";
+import { tensor, zeros } from "../../ops/factory.ts";
+import { cat } from "../../ops/view.ts";
 import { where } from "../../ops/indexing.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
@@ -233,6 +234,9 @@ function gridSampleUnscoped(input: Tensor, grid: Tensor, options: GridSampleOpti
   // Source coordinate per spatial dim, [N, Q]: grid entry k - 1 - s is dim s.
   const coords = sizes.map((size, s) => unnormalize(g.select(2, k - 1 - s), size, alignCorners));
   const strides = sizes.map((_, s) => sizes.slice(s + 1).reduce((a, b) => a * b, 1));
+  let withZero: Tensor | null = null;
+  const withZeroRow = () =>
+    withZero ??= cat([flat, zeros([n, c, 1], { dtype: input.dtype, device: input.device })], 2);
 
   // The input at integer positions (one [N, Q] tensor per dim), 0 outside.
   const read = (at: Tensor[]): Tensor => {
@@ -248,9 +252,11 @@ function gridSampleUnscoped(input: Tensor, grid: Tensor, options: GridSampleOpti
         inside = inside ? inside.mul(ok) : ok;
       }
     }
-    const index = linear!.to("int32").reshape([n, 1, q]).expand([n, c, q]);
-    const values = flat.gather(2, index);
-    return inside ? where(inside.reshape([n, 1, q]).gt(0), values, 0) : values;
+    // An outside read gathers the zero appended to each row: one [N, Q]
+    // select instead of a masking pass (and its backward) over [N, C, Q].
+    const target = inside ? where(inside.gt(0), linear!, points) : linear!;
+    const index = target.to("int32").reshape([n, 1, q]).expand([n, c, q]);
+    return (inside ? withZeroRow() : flat).gather(2, index);
   };
 
   let out: Tensor;

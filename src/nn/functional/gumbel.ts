@@ -48,11 +48,13 @@ function gumbelSoftmaxUnscoped(logits: Tensor, options: GumbelSoftmaxOptions): T
     throw new RangeError(`${op}: tau must be a positive finite number, got ${tau}`);
   }
   const dim = normalizeDim(options.dim ?? -1, logits.ndim, op);
-  // Exponential(1) noise as -log(1 - u), u in [0, 1): never log(0) in the first log.
+  // Exponential(1) noise as -log(u), u in [0, 1): never 0 (whose log is an
+  // infinite Gumbel and a NaN softmax), as -log(1 - u) is when 1 - u rounds
+  // to 1 (u below 2^-25 in float32, about one element in 10^7).
   const gumbels = noGrad(() =>
     tidy(() =>
       rand([...logits.shape], { dtype: logits.dtype, device: logits.device })
-        .neg().add(1).log().neg().log().neg()
+        .log().neg().log().neg()
     )
   );
   const soft = logits.add(gumbels).div(tau).softmax(dim);

@@ -52,8 +52,11 @@ export interface InterpolateOptions {
   /**
    * `"nearest"` (default; PyTorch's legacy rule, not "nearest-exact"),
    * `"linear"` (3-D), `"bilinear"` (4-D), `"trilinear"` (5-D), `"bicubic"`
-   * (4-D; PyTorch's A = -0.75, taps outside the input read its border) or
-   * `"area"` (any of them: adaptive average pooling to the output size).
+   * (4-D; PyTorch's A = -0.75, taps outside the input read its border; a
+   * scale factor that keeps a size still resamples at 1 / factor, as PyTorch,
+   * and the gradient is that output's, where PyTorch 1.13's backward copies
+   * the gradient when both sizes stay) or `"area"` (any of them: adaptive
+   * average pooling to the output size).
    */
   mode?: InterpolateMode;
   /**
@@ -135,8 +138,10 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
     const key = `${input.device}|${input.dtype}|${mode}|${inSize}|${out}|${
       scales?.[i]
     }|${alignCorners}`;
-    // Linear modes copy a dim whose size stays (PyTorch's kernels too).
-    if (mode !== "nearest" && out === inSize) continue;
+    // Linear modes copy a dim whose size stays (PyTorch's kernels too); its
+    // bicubic kernel still resamples such a dim at 1 / scaleFactor.
+    const resamples = mode === "bicubic" && scales?.[i] !== undefined && !alignCorners;
+    if (mode !== "nearest" && out === inSize && !resamples) continue;
     if (mode === "nearest") {
       const index = cachedConstant(
         indexCache,
