@@ -1,0 +1,363 @@
+/**
+ * The `Distribution` base class of `torch.distributions` and the helpers its
+ * subclasses share: broadcasting parameters, deferred value checks, the
+ * support check of `logProb`'s argument.
+ * @module
+ */
+
+import { Tensor } from "../tensor.ts";
+import { broadcastShapes, formatShape } from "../shape.ts";
+import { checkLater } from "../ops/check.ts";
+import { defaultDevice } from "../device.ts";
+import { arange, cat, full } from "../ops/mod.ts";
+import type { DType } from "../dtype.ts";
+import type { Device } from "../device.ts";
+import { noGrad, record } from "../autograd.ts";
+import { sameShape } from "../shape.ts";
+
+/** A parameter of a distribution: a tensor, or a number broadcast to the others' dtype and device. */
+export type Param = Tensor | number;
+
+/** Options every distribution takes. */
+export interface DistributionOptions {
+  /**
+   * Check parameters (and `logProb`/`cdf`/`icdf` arguments) against their
+   * constraints (default true, as PyTorch's `__debug__` default). Numbers
+   * are checked at once; tensor values are checked on the device and a bad
+   * one makes the next read on that device reject with a RangeError naming
+   * the parameter, the index and the value.
+   */
+  validateArgs?: boolean;
+}
+
+/** A constraint on parameter or sample values. */
+export interface Constraint {
+  /** How the constraint reads in messages, e.g. `x > 0`. */
+  readonly name: string;
+  /** 1 where `x` satisfies it, else 0 (same shape). */
+  check(x: Tensor): Tensor;
+  /** The same for a host number. */
+  holds(x: number): boolean;
+}
+
+/** The constraints PyTorch names (`constraints.real`, `.positive`, ...). */
+export const constraints = {
+  /** Any number except NaN (infinities included, as PyTorch). */
+  real: {
+    name: "real",
+    check: (x: Tensor) => x.eq(x),
+    holds: (x: number) => !Number.isNaN(x),
+  } as Constraint,
+  /** `x > 0`. */
+  positive: {
+    name: "x > 0",
+    check: (x: Tensor) => x.gt(0),
+    holds: (x: number) => x > 0,
+  } as Constraint,
+  /** `x >= 0`. */
+  nonnegative: {
+    name: "x >= 0",
+    check: (x: Tensor) => x.ge(0),
+    holds: (x: number) => x >= 0,
+  } as Constraint,
+  /** `0 <= x <= 1`. */
+  unitInterval: {
+    name: "0 <= x <= 1",
+    check: (x: Tensor) => x.ge(0).mul(x.le(1)),
+    holds: (x: number) => x >= 0 && x <= 1,
+  } as Constraint,
+  /** `0 or 1`. */
+  boolean: {
+    name: "x in {0, 1}",
+    check: (x: Tensor) => x.eq(0).add(x.eq(1)),
+    holds: (x: number) => x === 0 || x === 1,
+  } as Constraint,
+} as const;
+
+/**
+ * Checks on the device that `mask` (a 0/1 tensor) is all ones; otherwise
+ * the next read on the device rejects with `message` given the flat index
+ * and value (of `values`, broadcast to the mask's shape) of the first
+ * failure. Nothing waits: the check rides the device's queue.
+ */
+export function checkMaskLater(
+  mask: Tensor,
+  values: Tensor,
+  message: (index: number, value: number) => string,
+): void {
+  const n = mask.numel();
+  if (n === 0) return;
+  noGrad(() => {
+    const bad = mask.eq(0).reshape([n]);
+    // Earlier positions score higher, so the max picks the first failure.
+    const positions = arange(n, 0, -1, { dtype: mask.dtype, device: mask.device });
+    const score = bad.mul(positions);
+    const first = score.max();
+    const flat = values.to(mask.dtype).expand([...mask.shape]).reshape([n]);
+    const value = flat.where(score.eq(first), 0).sum();
+    checkLater(cat([first.reshape([1]), value.reshape([1])], 0), (host) => {
+      if (!(host[0] > 0)) return null;
+      return message(n - host[0], host[1]);
+    });
+  });
+}
+
+/** The common dtype and device of `params` (float32 on the default device for numbers only). */
+function commonOf(op: string, params: Record<string, Param>): { dtype: DType; device: Device } {
+  let found: Tensor | undefined;
+  let foundName = "";
+  for (const [name, p] of Object.entries(params)) {
+    if (p instanceof Tensor) {
+      if (p.dtype !== "float32" && p.dtype !== "float64") {
+        throw new TypeError(
+          `${op}: ${name} must be a float tensor or a number, got dtype ${p.dtype}`,
+        );
+      }
+      if (!found) {
+        found = p;
+        foundName = name;
+      } else if (p.dtype !== found.dtype) {
+        throw new TypeError(
+          `${op}: ${foundName} and ${name} must have the same dtype, got ${found.dtype} and ${p.dtype}`,
+        );
+      } else if (p.device !== found.device) {
+        throw new TypeError(
+          `${op}: ${foundName} and ${name} must be on the same device, got ${found.device} and ${p.device}`,
+        );
+      }
+    } else if (typeof p !== "number") {
+      throw new TypeError(`${op}: ${name} must be a Tensor or a number, got ${typeof p}`);
+    }
+  }
+  return found
+    ? { dtype: found.dtype, device: found.device }
+    : { dtype: "float32", device: defaultDevice() };
+}
+
+/**
+ * `broadcast_all`: the parameters as tensors of one dtype and device,
+ * expanded to their common shape.
+ */
+export function broadcastAll(op: string, params: Record<string, Param>): Tensor[] {
+  const { dtype, device } = commonOf(op, params);
+  const tensors = Object.values(params).map((p) =>
+    p instanceof Tensor ? p : full([], p, { dtype, device })
+  );
+  let shape: number[] = [];
+  const names = Object.keys(params);
+  tensors.forEach((t, i) => {
+    try {
+      shape = broadcastShapes(shape, t.shape, op);
+    } catch {
+      throw new RangeError(
+        `${op}: the shapes of ${names.slice(0, i + 1).join(", ")} do not broadcast (${
+          tensors.slice(0, i + 1).map((u) => formatShape(u.shape)).join(", ")
+        })`,
+      );
+    }
+  });
+  return tensors.map((t) => sameShape(t.shape, shape) ? t : t.expand(shape));
+}
+
+/**
+ * Checks `value` of parameter `name` against `constraint`: at once for a
+ * number, on the device for a tensor.
+ */
+export function checkParam(
+  op: string,
+  name: string,
+  raw: Param,
+  value: Tensor,
+  constraint: Constraint,
+): void {
+  if (typeof raw === "number") {
+    if (!constraint.holds(raw)) {
+      throw new RangeError(`${op}: ${name} must satisfy ${constraint.name}, got ${raw}`);
+    }
+    return;
+  }
+  checkMaskLater(
+    noGrad(() => constraint.check(value)),
+    value,
+    (i, v) => `${op}: ${name} must satisfy ${constraint.name}, got ${v} at index ${i}`,
+  );
+}
+
+/** Sums the rightmost `n` dims of `x` (`_sum_rightmost`). */
+export function sumRightmost(x: Tensor, n: number): Tensor {
+  if (n <= 0) return x;
+  const dims = Array.from({ length: n }, (_, i) => -1 - i);
+  return x.sum(dims);
+}
+
+/** The float epsilon of `dtype` (`torch.finfo(dtype).eps`). */
+export function eps(dtype: DType): number {
+  return dtype === "float64" ? 2.220446049250313e-16 : 1.1920928955078125e-7;
+}
+
+/** The most negative finite number of `dtype` (`torch.finfo(dtype).min`). */
+export function finfoMin(dtype: DType): number {
+  return dtype === "float64" ? -Number.MAX_VALUE : -3.4028234663852886e38;
+}
+
+/** `clamp_probs`: probabilities kept in [eps, 1 - eps]. */
+export function clampProbs(p: Tensor): Tensor {
+  const e = eps(p.dtype);
+  return p.clamp(e, 1 - e);
+}
+
+/**
+ * `softplus(x) = log(1 + eˣ)`, without overflow; the gradient is
+ * `sigmoid(x)` everywhere (the composition's kink at 0 would give 1 there).
+ */
+export function softplus(x: Tensor): Tensor {
+  const out = noGrad(() => x.abs().neg().exp().log1p().add(x.clamp(0)));
+  return record("softplus", [x], out, ([g]) => [x.sigmoid().mul(g!)]);
+}
+
+/** A shape as `[2, 3]`, for messages and reprs. */
+export function shapeText(shape: readonly number[]): string {
+  return formatShape(shape);
+}
+
+/**
+ * The base of every distribution, as `torch.distributions.Distribution`:
+ * `batchShape` (independent, not necessarily identically distributed
+ * draws) and `eventShape` (one draw), sampling, densities and moments.
+ */
+export abstract class Distribution {
+  /** The shape over which parameters are batched. */
+  readonly batchShape: number[];
+  /** The shape of one draw. */
+  readonly eventShape: number[];
+  /** Whether arguments are checked (see {@link DistributionOptions.validateArgs}). */
+  readonly validateArgs: boolean;
+
+  constructor(batchShape: readonly number[], eventShape: readonly number[], validateArgs = true) {
+    this.batchShape = [...batchShape];
+    this.eventShape = [...eventShape];
+    this.validateArgs = validateArgs;
+  }
+
+  /** The distribution's name in messages (its class name). */
+  get name(): string {
+    return this.constructor.name;
+  }
+
+  /** Whether {@link rsample} (reparameterized, differentiable sampling) is available. */
+  get hasRsample(): boolean {
+    return false;
+  }
+
+  /** The support of the distribution (what `logProb` accepts). */
+  abstract get support(): Constraint;
+
+  /** `sampleShape + batchShape + eventShape`. */
+  extendedShape(sampleShape: readonly number[] = []): number[] {
+    return [...sampleShape, ...this.batchShape, ...this.eventShape];
+  }
+
+  /** Draws of shape `sampleShape + batchShape + eventShape`, without gradient. */
+  sample(sampleShape: number[] = []): Tensor {
+    if (this.hasRsample) return noGrad(() => this.rsample(sampleShape));
+    throw new TypeError(`${this.name}.sample: not implemented`);
+  }
+
+  /**
+   * Reparameterized draws (gradients flow to the parameters), for the
+   * distributions whose {@link hasRsample} is true.
+   */
+  rsample(_sampleShape: number[] = []): Tensor {
+    throw new TypeError(`${this.name}.rsample: ${this.name} does not support rsample`);
+  }
+
+  /** The log of the density (or mass) at `value`. */
+  abstract logProb(value: Tensor): Tensor;
+
+  /** The cumulative distribution function at `value`. */
+  cdf(_value: Tensor): Tensor {
+    throw new TypeError(`${this.name}.cdf: not implemented for ${this.name}`);
+  }
+
+  /** The inverse cumulative distribution function at `value`. */
+  icdf(_value: Tensor): Tensor {
+    throw new TypeError(`${this.name}.icdf: not implemented for ${this.name}`);
+  }
+
+  /** The entropy, of shape `batchShape`. */
+  entropy(): Tensor {
+    throw new TypeError(`${this.name}.entropy: not implemented for ${this.name}`);
+  }
+
+  /** The mean. */
+  abstract get mean(): Tensor;
+
+  /** The variance. */
+  abstract get variance(): Tensor;
+
+  /** The standard deviation. */
+  get stddev(): Tensor {
+    return this.variance.sqrt();
+  }
+
+  /**
+   * `_validate_sample`: `value` must be a float tensor of this
+   * distribution's dtype and device whose shape broadcasts with
+   * `batchShape + eventShape`, and lie in the support.
+   */
+  protected validateSample(op: string, value: Tensor, like: Tensor): void {
+    if (!(value instanceof Tensor)) {
+      throw new TypeError(`${this.name}.${op}: value must be a Tensor, got ${typeof value}`);
+    }
+    if (value.device !== like.device) {
+      throw new TypeError(
+        `${this.name}.${op}: value is on ${value.device}, the distribution on ${like.device}`,
+      );
+    }
+    if (!this.validateArgs) return;
+    const eventDims = this.eventShape.length;
+    const shape = value.shape;
+    if (
+      shape.length < eventDims || !sameShape(shape.slice(shape.length - eventDims), this.eventShape)
+    ) {
+      throw new RangeError(
+        `${this.name}.${op}: the rightmost dims of value (shape ${
+          formatShape(shape)
+        }) must equal the event shape ${formatShape(this.eventShape)}`,
+      );
+    }
+    try {
+      broadcastShapes(shape, this.extendedShape(), op);
+    } catch {
+      throw new RangeError(
+        `${this.name}.${op}: value shape ${
+          formatShape(shape)
+        } does not broadcast with batch shape ${formatShape(this.batchShape)} and event shape ${
+          formatShape(this.eventShape)
+        }`,
+      );
+    }
+    const support = this.support;
+    checkMaskLater(
+      noGrad(() => support.check(value)),
+      value,
+      (i, v) =>
+        `${this.name}.${op}: value must be within the support (${support.name}), got ${v} at index ${i}`,
+    );
+  }
+
+  /**
+   * A repr like PyTorch's for parameters of more than one element (the name
+   * and each parameter's size); a one-element parameter shows its size too,
+   * where PyTorch prints its value, as reading it would need the device.
+   */
+  toString(): string {
+    const parts = Object.entries(this.params()).map(([k, t]) =>
+      `${k}: torch.Size([${t.shape.join(", ")}])`
+    );
+    return `${this.name}(${parts.join(", ")})`;
+  }
+
+  /** The parameters, by PyTorch's names, for {@link toString}. */
+  protected abstract params(): Record<string, Tensor>;
+}

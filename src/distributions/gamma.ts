@@ -1,0 +1,268 @@
+/**
+ * Gamma and Beta, as `torch.distributions`, with the special functions
+ * they need (`lgamma`, `digamma`, `xlogy`) composed from the core's ops.
+ * Draws use Marsaglia and Tsang's method with a fixed number of rounds on
+ * the device, and carry no gradient (see {@link Gamma.hasRsample}).
+ * @module
+ */
+
+import type { Tensor } from "../tensor.ts";
+import { noGrad } from "../autograd.ts";
+import { rand, randn, stack } from "../ops/mod.ts";
+import { forwardScope } from "../storage.ts";
+import {
+  broadcastAll,
+  checkParam,
+  type Constraint,
+  constraints,
+  Distribution,
+  type DistributionOptions,
+  eps,
+  finfoMin,
+  type Param,
+} from "./distribution.ts";
+
+/** How far `lgamma`/`digamma` shift x up before the asymptotic series (error below 1e-13). */
+const SHIFT = 8;
+const HALF_LOG_2PI = 0.5 * Math.log(2 * Math.PI);
+
+/** `Σ_{k<SHIFT} f(x + k)` by the recurrence's terms. */
+function shiftSum(x: Tensor, f: (t: Tensor) => Tensor): Tensor {
+  let s = f(x);
+  for (let k = 1; k < SHIFT; k++) s = s.add(f(x.add(k)));
+  return s;
+}
+
+/**
+ * `log Γ(x)` for x > 0 (`torch.lgamma` there): Stirling's series at x + 8
+ * and the recurrence down; differentiable (its derivative is
+ * {@link digamma} to the same accuracy).
+ */
+export function lgamma(x: Tensor): Tensor {
+  return forwardScope(() => {
+    const z = x.add(SHIFT);
+    const r = z.reciprocal();
+    const r2 = r.square();
+    // 1/(12z) - 1/(360z³) + 1/(1260z⁵) - 1/(1680z⁷) + 1/(1188z⁹)
+    const series = r.mul(
+      r2.mul(r2.mul(r2.mul(r2.div(1188).sub(1 / 1680)).add(1 / 1260)).sub(1 / 360)).add(1 / 12),
+    );
+    const stirling = z.sub(0.5).mul(z.log()).sub(z).add(HALF_LOG_2PI).add(series);
+    return stirling.sub(shiftSum(x, (t) => t.log()));
+  });
+}
+
+/** `ψ(x) = d/dx log Γ(x)` for x > 0 (`torch.digamma` there), the same way. */
+export function digamma(x: Tensor): Tensor {
+  return forwardScope(() => {
+    const z = x.add(SHIFT);
+    const r2 = z.reciprocal().square();
+    // log z - 1/(2z) - 1/(12z²) + 1/(120z⁴) - 1/(252z⁶) + 1/(240z⁸) - 1/(132z¹⁰)
+    const series = r2.mul(
+      r2.mul(r2.mul(r2.mul(r2.div(-132).add(1 / 240)).sub(1 / 252)).add(1 / 120)).sub(1 / 12),
+    );
+    const asym = z.log().sub(z.reciprocal().mul(0.5)).add(series);
+    return asym.sub(shiftSum(x, (t) => t.reciprocal()));
+  });
+}
+
+/**
+ * `a·log b`, 0 where a is 0 (`torch.xlogy`); the gradient in `a` is
+ * `log b`, except 0 where a is 0 and b ≤ 0, as PyTorch.
+ */
+export function xlogy(a: Tensor, b: Tensor): Tensor {
+  const keep = noGrad(() => a.ne(0).add(b.gt(0)).gt(0));
+  const safe = b.where(keep, 1);
+  return a.mul(safe.log()).where(keep, 0);
+}
+
+/** The rounds of Marsaglia–Tsang proposals per draw (acceptance ≥ 95% each). */
+const ROUNDS = 10;
+
+/**
+ * The logs of standard gamma draws of `alpha` (already shaped as the
+ * draws): Marsaglia and Tsang's squeeze with `ROUNDS` proposals each, the
+ * first accepted one kept; α < 1 draws at α + 1 and adds `log(u)/α`. A draw
+ * none of whose rounds is accepted (probability below 1e-13) takes the mode
+ * `d`. In logs, as a draw of small α underflows (α = 1e-3 gives X < 1e-38
+ * nine times in ten) and Beta needs the ratio of two of them.
+ */
+function logStandardGamma(alpha: Tensor): Tensor {
+  return noGrad(() =>
+    forwardScope(() => {
+      const shape = [...alpha.shape];
+      const opts = { dtype: alpha.dtype, device: alpha.device };
+      const small = alpha.lt(1);
+      const a = alpha.add(small);
+      const d = a.sub(1 / 3);
+      const c = d.mul(9).rsqrt();
+      const x = randn([ROUNDS, ...shape], opts);
+      const u = rand([ROUNDS, ...shape], opts);
+      const v = x.mul(c).add(1).pow(3);
+      const positive = v.gt(0);
+      const logv = v.where(positive, 1).log();
+      const accept = positive.mul(
+        u.log().lt(x.square().mul(0.5).add(d).sub(d.mul(v)).add(d.mul(logv))),
+      );
+      const first = accept.mul(accept.cumsum(0).eq(1));
+      const any = first.sum(0);
+      const g = d.mul(v).mul(first).sum(0).add(d.mul(any.eq(0)));
+      const boost = rand(shape, opts).log().div(alpha);
+      return g.log().add(boost.where(small, 0)).clamp(finfoMin(alpha.dtype));
+    })
+  );
+}
+
+/** The smallest normal number of `dtype` (`torch.finfo(dtype).tiny`). */
+function tiny(dtype: Tensor["dtype"]): number {
+  return dtype === "float64" ? 2.2250738585072014e-308 : 1.1754943508222875e-38;
+}
+
+/**
+ * Standard gamma draws of `alpha` (already shaped as the draws), clamped
+ * below to the smallest normal number as PyTorch's.
+ */
+export function standardGamma(alpha: Tensor): Tensor {
+  return noGrad(() => forwardScope(() => logStandardGamma(alpha).exp().clamp(tiny(alpha.dtype))));
+}
+
+/**
+ * The gamma distribution of `concentration` α and `rate` β (density
+ * `βᵅ xᵅ⁻¹ e^{-βx} / Γ(α)`), as `torch.distributions.Gamma`.
+ *
+ * Unlike PyTorch, draws carry no gradient: `hasRsample` is false and
+ * `rsample` throws (PyTorch differentiates its draws implicitly through
+ * the CDF in α).
+ */
+export class Gamma extends Distribution {
+  /** The shape α. */
+  readonly concentration: Tensor;
+  /** The rate β. */
+  readonly rate: Tensor;
+
+  /** Both positive, broadcast together. */
+  constructor(concentration: Param, rate: Param, options: DistributionOptions = {}) {
+    const [a, b] = broadcastAll("Gamma", { concentration, rate });
+    super(a.shape, [], options.validateArgs ?? true);
+    this.concentration = a;
+    this.rate = b;
+    if (this.validateArgs) {
+      checkParam("Gamma", "concentration", concentration, a, constraints.positive);
+      checkParam("Gamma", "rate", rate, b, constraints.positive);
+    }
+  }
+  /** `x >= 0`. */
+  get support(): Constraint {
+    return constraints.nonnegative;
+  }
+  /** `α/β`. */
+  get mean(): Tensor {
+    return this.concentration.div(this.rate);
+  }
+  /** `α/β²`. */
+  get variance(): Tensor {
+    return this.concentration.div(this.rate.square());
+  }
+  /** Marsaglia–Tsang draws divided by the rate, without gradient. */
+  override sample(sampleShape: number[] = []): Tensor {
+    const shape = this.extendedShape(sampleShape);
+    return noGrad(() => standardGamma(this.concentration.expand(shape)).div(this.rate));
+  }
+  /** `α log β + (α - 1) log x - βx - log Γ(α)`. */
+  logProb(value: Tensor): Tensor {
+    this.validateSample("logProb", value, this.rate);
+    return forwardScope(() => {
+      const a = this.concentration;
+      return xlogy(a, this.rate).add(xlogy(a.sub(1), value)).sub(this.rate.mul(value))
+        .sub(lgamma(a));
+    });
+  }
+  /** `α - log β + log Γ(α) + (1 - α) ψ(α)`. */
+  override entropy(): Tensor {
+    return forwardScope(() => {
+      const a = this.concentration;
+      return a.sub(this.rate.log()).add(lgamma(a)).add(a.neg().add(1).mul(digamma(a)));
+    });
+  }
+  /** `concentration`, `rate`. */
+  protected params(): Record<string, Tensor> {
+    return { concentration: this.concentration, rate: this.rate };
+  }
+}
+
+/**
+ * The beta distribution on [0, 1] with `concentration1` (α, of x) and
+ * `concentration0` (β, of 1 - x), as `torch.distributions.Beta`. Draws are
+ * `X/(X + Y)` of gamma draws, without gradient (see {@link Gamma}).
+ */
+export class Beta extends Distribution {
+  /** α. */
+  readonly concentration1: Tensor;
+  /** β. */
+  readonly concentration0: Tensor;
+
+  /** Both positive, broadcast together. */
+  constructor(concentration1: Param, concentration0: Param, options: DistributionOptions = {}) {
+    const [a, b] = broadcastAll("Beta", { concentration1, concentration0 });
+    super(a.shape, [], options.validateArgs ?? true);
+    this.concentration1 = a;
+    this.concentration0 = b;
+    if (this.validateArgs) {
+      checkParam("Beta", "concentration1", concentration1, a, constraints.positive);
+      checkParam("Beta", "concentration0", concentration0, b, constraints.positive);
+    }
+  }
+  /** `0 <= x <= 1`. */
+  get support(): Constraint {
+    return constraints.unitInterval;
+  }
+  /** `α/(α + β)`. */
+  get mean(): Tensor {
+    return this.concentration1.div(this.concentration1.add(this.concentration0));
+  }
+  /** `αβ/((α + β)²(α + β + 1))`. */
+  get variance(): Tensor {
+    const total = this.concentration1.add(this.concentration0);
+    return this.concentration1.mul(this.concentration0).div(total.square().mul(total.add(1)));
+  }
+  /** `X/(X + Y)` with `X ~ Gamma(α)`, `Y ~ Gamma(β)`, without gradient. */
+  override sample(sampleShape: number[] = []): Tensor {
+    const shape = this.extendedShape(sampleShape);
+    return noGrad(() =>
+      forwardScope(() => {
+        // X/(X + Y) = sigmoid(log X - log Y): X and Y may both underflow for small α, β.
+        const lx = logStandardGamma(this.concentration1.expand(shape));
+        const ly = logStandardGamma(this.concentration0.expand(shape));
+        const dtype = this.concentration1.dtype;
+        return lx.sub(ly).sigmoid().clamp(tiny(dtype), 1 - eps(dtype) / 2);
+      })
+    );
+  }
+  /**
+   * `(α - 1) log x + (β - 1) log(1 - x) + log Γ(α + β) - log Γ(α) - log Γ(β)`
+   * (NaN at x = 0 or 1 where the matching concentration is 1, as PyTorch 1.13).
+   */
+  logProb(value: Tensor): Tensor {
+    this.validateSample("logProb", value, this.concentration1);
+    return forwardScope(() => {
+      const [a, b] = [this.concentration1, this.concentration0];
+      // PyTorch 1.13's Dirichlet takes log(x)·(α - 1), not xlogy: NaN at x = 0 with α = 1.
+      return value.log().mul(a.sub(1)).add(value.neg().add(1).log().mul(b.sub(1)))
+        .add(lgamma(a.add(b))).sub(lgamma(a)).sub(lgamma(b));
+    });
+  }
+  /** The entropy of the two-component Dirichlet, as PyTorch. */
+  override entropy(): Tensor {
+    return forwardScope(() => {
+      const [a, b] = [this.concentration1, this.concentration0];
+      const c = stack([a, b], -1);
+      const a0 = a.add(b);
+      return lgamma(c).sum(-1).sub(lgamma(a0)).sub(a0.neg().add(2).mul(digamma(a0)))
+        .sub(c.sub(1).mul(digamma(c)).sum(-1));
+    });
+  }
+  /** `concentration1`, `concentration0`. */
+  protected params(): Record<string, Tensor> {
+    return { concentration1: this.concentration1, concentration0: this.concentration0 };
+  }
+}

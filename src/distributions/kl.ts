@@ -1,0 +1,134 @@
+/**
+ * `klDivergence(p, q)`, as `torch.distributions.kl_divergence`, for the
+ * pairs PyTorch registers among this package's distributions.
+ * @module
+ */
+
+import type { Tensor } from "../tensor.ts";
+import { noGrad } from "../autograd.ts";
+import { forwardScope } from "../storage.ts";
+import { Distribution, softplus, sumRightmost } from "./distribution.ts";
+import { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
+import { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
+import { Independent } from "./independent.ts";
+import { Beta, digamma, Gamma, lgamma } from "./gamma.ts";
+import { klMultivariateNormal, MultivariateNormal } from "./multivariate_normal.ts";
+
+type Ctor<T> = abstract new (...args: never[]) => T;
+
+const registry: [Ctor<Distribution>, Ctor<Distribution>, (p: never, q: never) => Tensor][] = [];
+
+function register<P extends Distribution, Q extends Distribution>(
+  p: Ctor<P>,
+  q: Ctor<Q>,
+  fn: (p: P, q: Q) => Tensor,
+): void {
+  registry.push([p, q, fn as (p: never, q: never) => Tensor]);
+}
+
+/** `where(mask, value, t)` with a mask computed without gradient. */
+function fill(t: Tensor, mask: Tensor, value: number): Tensor {
+  return t.where(noGrad(() => mask.eq(0)), value);
+}
+
+register(Normal, Normal, (p, q) => {
+  const varRatio = p.scale.div(q.scale).square();
+  const t1 = p.loc.sub(q.loc).div(q.scale).square();
+  return varRatio.add(t1).sub(1).sub(varRatio.log()).mul(0.5);
+});
+
+register(Uniform, Uniform, (p, q) => {
+  const result = q.high.sub(q.low).div(p.high.sub(p.low)).log();
+  const outside = noGrad(() => q.low.gt(p.low).add(q.high.lt(p.high)).gt(0));
+  return fill(result, outside, Infinity);
+});
+
+register(Exponential, Exponential, (p, q) => {
+  const ratio = q.rate.div(p.rate);
+  return ratio.log().neg().add(ratio).sub(1);
+});
+
+register(Laplace, Laplace, (p, q) => {
+  const scaleRatio = p.scale.div(q.scale);
+  const diff = p.loc.sub(q.loc).abs();
+  const t1 = scaleRatio.log().neg();
+  const t2 = diff.div(q.scale);
+  const t3 = scaleRatio.mul(diff.neg().div(p.scale).exp());
+  return t1.add(t2).add(t3).sub(1);
+});
+
+register(Bernoulli, Bernoulli, (p, q) => {
+  const pp = p.probs, qp = q.probs, pl = p.logits, ql = q.logits;
+  let t1 = pp.mul(softplus(ql.neg()).sub(softplus(pl.neg())));
+  t1 = fill(fill(t1, qp.eq(0), Infinity), pp.eq(0), 0);
+  let t2 = pp.neg().add(1).mul(softplus(ql).sub(softplus(pl)));
+  t2 = fill(fill(t2, qp.eq(1), Infinity), pp.eq(1), 0);
+  return t1.add(t2);
+});
+
+function categoricalKl(p: Categorical, q: Categorical): Tensor {
+  const pp = p.probs, qp = q.probs;
+  let t = pp.mul(p.logits.sub(q.logits));
+  const shape = [...t.shape];
+  t = fill(t, qp.eq(0).expand(shape), Infinity);
+  t = fill(t, pp.eq(0).expand(shape), 0);
+  return t.sum(-1);
+}
+
+register(Categorical, Categorical, categoricalKl);
+register(
+  OneHotCategorical,
+  OneHotCategorical,
+  (p, q) => categoricalKl(p.categorical, q.categorical),
+);
+
+register(MultivariateNormal, MultivariateNormal, klMultivariateNormal);
+
+register(Gamma, Gamma, (p, q) => {
+  const [pa, pb, qa, qb] = [p.concentration, p.rate, q.concentration, q.rate];
+  const t1 = qa.mul(pb.div(qb).log());
+  const t2 = lgamma(qa).sub(lgamma(pa));
+  const t3 = pa.sub(qa).mul(digamma(pa));
+  const t4 = qb.sub(pb).mul(pa.div(pb));
+  return t1.add(t2).add(t3).add(t4);
+});
+
+register(Beta, Beta, (p, q) => {
+  const [p1, p0, q1, q0] = [p.concentration1, p.concentration0, q.concentration1, q.concentration0];
+  const sp = p1.add(p0);
+  const sq = q1.add(q0);
+  const t1 = lgamma(q1).add(lgamma(q0)).add(lgamma(sp));
+  const t2 = lgamma(p1).add(lgamma(p0)).add(lgamma(sq));
+  const t3 = p1.sub(q1).mul(digamma(p1));
+  const t4 = p0.sub(q0).mul(digamma(p0));
+  const t5 = sq.sub(sp).mul(digamma(sp));
+  return t1.sub(t2).add(t3).add(t4).add(t5);
+});
+
+register(Independent, Independent, (p, q) => {
+  if (p.reinterpretedBatchNdims !== q.reinterpretedBatchNdims) {
+    throw new TypeError(
+      `klDivergence: Independent distributions reinterpret ${p.reinterpretedBatchNdims} and ${q.reinterpretedBatchNdims} batch dims; they must match`,
+    );
+  }
+  return sumRightmost(klDivergence(p.baseDist, q.baseDist), p.reinterpretedBatchNdims);
+});
+
+/**
+ * `KL(p ‖ q) = E_p[log p(x) - log q(x)]`, of the batch shape, for the pairs
+ * PyTorch registers: Normal, Uniform, Exponential, Laplace, Bernoulli,
+ * Categorical, OneHotCategorical, Gamma, Beta, MultivariateNormal and
+ * Independent with their own kind. Any
+ * other pair is a TypeError naming both.
+ */
+export function klDivergence(p: Distribution, q: Distribution): Tensor {
+  if (!(p instanceof Distribution) || !(q instanceof Distribution)) {
+    throw new TypeError(`klDivergence: p and q must be distributions`);
+  }
+  for (const [P, Q, fn] of registry) {
+    if (p instanceof P && q instanceof Q) return forwardScope(() => fn(p as never, q as never));
+  }
+  throw new TypeError(
+    `klDivergence: no KL divergence is registered for ${p.name} and ${q.name}`,
+  );
+}

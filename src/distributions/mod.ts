@@ -1,0 +1,30 @@
+/**
+ * `torch.distributions`: probability distributions with sampling
+ * (reparameterized where PyTorch has `rsample`), log-densities, entropies,
+ * moments, cdf/icdf, and KL divergences, on every backend (compositions of
+ * the core's ops, draws from the seeded generators `manualSeed` sets).
+ *
+ * @example
+ * ```ts
+ * import { distributions, manualSeed, tensor } from "@multigrad/core";
+ * manualSeed(0);
+ * const p = new distributions.Normal(tensor([0, 1]), tensor([1, 2]));
+ * const q = new distributions.Normal(0, 1);
+ * const x = p.rsample([5]); // [5, 2]
+ * const kl = distributions.klDivergence(p, q); // [2]
+ * ```
+ * @module
+ */
+
+import "../ops_composite/mod.ts";
+
+export { constraints, Distribution } from "./distribution.ts";
+export type { Constraint, DistributionOptions, Param } from "./distribution.ts";
+export { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
+export { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
+export type { ProbsOrLogits } from "./discrete.ts";
+export { Independent } from "./independent.ts";
+export { Beta, Gamma } from "./gamma.ts";
+export { MultivariateNormal } from "./multivariate_normal.ts";
+export type { MultivariateNormalOptions } from "./multivariate_normal.ts";
+export { klDivergence } from "./kl.ts";
