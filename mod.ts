@@ -26,6 +26,8 @@ export { Tensor } from "./src/tensor.ts";
 export type { NestedNumbers } from "./src/tensor.ts";
 export * from "./src/ops/mod.ts";
 export * from "./src/ops_composite/mod.ts";
+// The composite `normal` also takes tensors (`torch.normal(mean, std)`) and the core's forms.
+export { normal } from "./src/ops_composite/mod.ts";
 export {
   backendNames,
   defaultDevice,

@@ -23,3 +23,17 @@ export { bucketize, indexAdd, indexCopy, indexFill, searchsorted } from "./index
 export type { IndexAddOptions, SearchsortedOptions } from "./index_ops.ts";
 export { cdist } from "./distance.ts";
 export type { CdistOptions } from "./distance.ts";
+export { bincount, countNonzero, histc, median, mode, nanmean, nanmedian } from "./stats.ts";
+export { nanquantile, nansum, quantile, stdMean, varMean } from "./stats.ts";
+export type { BincountOptions, HistcOptions, QuantileInterpolation } from "./stats.ts";
+export type { QuantileOptions, VarMeanOptions } from "./stats.ts";
+export {
+  bernoulli,
+  multinomial,
+  normal,
+  poisson,
+  randint,
+  randintLike,
+  randperm,
+} from "./random.ts";
+export type { MultinomialOptions } from "./random.ts";

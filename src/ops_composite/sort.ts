@@ -106,17 +106,32 @@ function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
       // Padding's positions come after every other key, NaN's included.
       const positions = table(`positions ${n}`, x.dtype, (i) => (i < n ? i : i + 2 * N));
       let pair = keys(x, d, N, descending, along(positions));
+      // Past CACHED_LENGTH the stage tables come from the device: 2N host numbers per stage
+      // took most of the time (a sort of 2^20 elements: a minute on cpu). Bit b of i is
+      // ⌊i/b⌋ - 2⌊i/2b⌋, exact in float32 up to 2^24 (b a power of two; a product, since WGSL
+      // may round a quotient).
+      const onDevice = N > CACHED_LENGTH && N <= 2 ** 24;
+      const index = onDevice ? arange(N, { dtype: "float32", device }) : null;
+      const bit = (b: number) =>
+        index!.mul(1 / b).floor().sub(index!.mul(1 / (2 * b)).floor().mul(2));
       for (let k = 2; k <= N; k *= 2) {
+        const bitK = index ? bit(k) : null;
         for (let j = k / 2; j >= 1; j /= 2) {
           const early = (i: number) => Number(((i & j) === 0) === ((i & k) === 0));
           const next = tidy(() => {
-            const partner = table(`partner ${j}`, "int32", (i) => i ^ j);
-            const earlier = along(table(`earlier ${j} ${k}`, x.dtype, early));
+            const bitJ = index ? bit(j) : null;
+            const partner = bitJ
+              ? index!.add(bitJ.mul(-2 * j).add(j)).to("int32")
+              : table(`partner ${j}`, "int32", (i) => i ^ j);
+            const earlier = along(
+              bitJ ? bitJ.eq(bitK!).to(x.dtype) : table(`earlier ${j} ${k}`, x.dtype, early),
+            );
             return exchange(pair, d, partner, earlier, descending);
           });
           for (const t of pair) if (t !== x) t.dispose();
           pair = next;
         }
+        bitK?.dispose();
       }
       // The first n are the elements; their positions without NaN's shift.
       const sorted = narrow(pair[1], d, 0, n);
