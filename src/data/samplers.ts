@@ -11,6 +11,7 @@
 
 import { nextSeed } from "../ops/factory.ts";
 import { seededRandom } from "../util.ts";
+import { hostIndexList } from "./indices.ts";
 import { Sampler } from "./sampler.ts";
 
 /** Where a random sampler's draws come from (see {@link RandomSamplerOptions}). */
@@ -216,21 +217,7 @@ export class SubsetRandomSampler extends Sampler {
   /** A sampler over `indices`. */
   constructor(indices: ArrayLike<number> | Iterable<number>, options: SamplerRandomOptions = {}) {
     super();
-    if (
-      indices === null || typeof indices !== "object" ||
-      !("length" in indices || Symbol.iterator in indices)
-    ) {
-      // A Tensor is neither: Array.from would make an empty sampler of it.
-      const got = indices === null || typeof indices !== "object"
-        ? String(typeof indices)
-        : (indices as object).constructor?.name ?? "object";
-      throw new TypeError(
-        `SubsetRandomSampler: indices must be an array of integers read on the host, got ${got}${
-          got === "Tensor" ? "; for a Tensor pass (await t.toArray())" : ""
-        }`,
-      );
-    }
-    const list = Array.from(indices as ArrayLike<number>);
+    const list = hostIndexList("SubsetRandomSampler", indices);
     list.forEach((index, i) => {
       if (!Number.isInteger(index)) {
         throw new TypeError(

@@ -7,6 +7,7 @@
 
 import { nextSeed } from "../ops/factory.ts";
 import { seededRandom } from "../util.ts";
+import { hostIndexList } from "./indices.ts";
 import { Dataset } from "./dataset.ts";
 
 function checkDataset(op: string, dataset: unknown): asserts dataset is Dataset<unknown> {
@@ -36,21 +37,7 @@ export class Subset<T> extends Dataset<T> {
   constructor(dataset: Dataset<T>, indices: ArrayLike<number> | Iterable<number>) {
     super();
     checkDataset("Subset", dataset);
-    if (
-      indices === null || typeof indices !== "object" ||
-      !("length" in indices || Symbol.iterator in indices)
-    ) {
-      // A Tensor is neither: Array.from would make an empty subset of it.
-      const got = indices === null || typeof indices !== "object"
-        ? String(typeof indices)
-        : (indices as object).constructor?.name ?? "object";
-      throw new TypeError(
-        `Subset: indices must be an array of integers read on the host, got ${got}${
-          got === "Tensor" ? "; for a Tensor pass (await t.toArray())" : ""
-        }`,
-      );
-    }
-    const list = Array.from(indices as ArrayLike<number>);
+    const list = hostIndexList("Subset", indices);
     const n = dataset.length;
     list.forEach((index, i) => {
       if (!Number.isInteger(index) || index < -n || index >= n) {

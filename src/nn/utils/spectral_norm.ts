@@ -24,7 +24,15 @@ import { Tensor } from "../../tensor.ts";
 import { ConvTranspose1d, ConvTranspose2d, ConvTranspose3d } from "../conv.ts";
 import { normalize } from "../functional/normalize.ts";
 import type { RemovableHandle } from "../hook_handle.ts";
-import { Module, Parameter } from "../module.ts";
+import { type Module, Parameter } from "../module.ts";
+import {
+  checkModule,
+  checkOwnParameter,
+  checkParameterName,
+  installComputed,
+  specsOf as specsOfKey,
+  uninstallComputed,
+} from "./computed_parameter.ts";
 
 /** Options of {@link spectralNorm}. */
 export interface SpectralNormOptions {
@@ -106,25 +114,8 @@ function powerIterate(m: Module, spec: Spec): void {
   );
 }
 
-/** The spectral-norm specs on `m`'s prototype chain, nearest first, with the prototype holding each. */
 function specsOf(m: Module): { proto: object; spec: Spec }[] {
-  const out: { proto: object; spec: Spec }[] = [];
-  let proto = Object.getPrototypeOf(m) as object | null;
-  while (proto && proto !== Module.prototype) {
-    if (Object.hasOwn(proto, SPEC)) {
-      out.push({ proto, spec: (proto as Record<symbol, Spec>)[SPEC] });
-    }
-    proto = Object.getPrototypeOf(proto);
-  }
-  return out;
-}
-
-function checkModule(op: string, module: unknown): void {
-  if (!(module instanceof Module)) {
-    throw new TypeError(
-      `${op}: expected an nn.Module, got ${module === null ? "null" : typeof module}`,
-    );
-  }
+  return specsOfKey<Spec>(m, SPEC);
 }
 
 /**
@@ -152,9 +143,7 @@ export function spectralNorm<M extends Module>(module: M, options: SpectralNormO
   const op = "spectralNorm";
   checkModule(op, module);
   const name = options.name ?? "weight";
-  if (typeof name !== "string" || name === "" || name.includes(".")) {
-    throw new TypeError(`${op}: name must be a parameter's name, got ${JSON.stringify(name)}`);
-  }
+  checkParameterName(op, name);
   const nPowerIterations = options.nPowerIterations ?? 1;
   if (!Number.isInteger(nPowerIterations) || nPowerIterations <= 0) {
     throw new RangeError(
@@ -176,13 +165,7 @@ export function spectralNorm<M extends Module>(module: M, options: SpectralNormO
       `${op}: cannot be applied to ${module.constructor.name}, as its parameter "${name}" is null`,
     );
   }
-  if (!(weight instanceof Parameter) || !Object.hasOwn(module, name)) {
-    throw new TypeError(
-      `${op}: ${module.constructor.name} has no parameter "${name}" (it holds ${
-        weight instanceof Tensor ? "a Tensor that is not a Parameter" : typeof weight
-      })`,
-    );
-  }
+  checkOwnParameter(op, module, name, weight);
   if (weight.ndim === 0) {
     throw new RangeError(
       `${op}: the parameter "${name}" of ${module.constructor.name} has shape [], ` +
@@ -212,22 +195,16 @@ export function spectralNorm<M extends Module>(module: M, options: SpectralNormO
   module.registerParameter(`${name}_orig`, weight);
   module.registerBuffer(`${name}_u`, u, { field: `${name}_u` });
   module.registerBuffer(`${name}_v`, v, { field: `${name}_v` });
-  const proto = Object.create(Object.getPrototypeOf(module));
-  Object.defineProperty(proto, name, {
-    configurable: true,
-    enumerable: false,
-    get(this: Module): Tensor {
-      return computeWeight(this, spec);
-    },
-    set(this: Module): void {
-      throw new TypeError(
-        `${this.constructor.name}.${name} is computed by spectralNorm from ${name}_orig, ${name}_u ` +
-          `and ${name}_v; assign ${name}_orig, or call removeSpectralNorm first`,
-      );
-    },
-  });
-  Object.defineProperty(proto, SPEC, { value: spec });
-  Object.setPrototypeOf(module, proto);
+  installComputed(
+    module,
+    SPEC,
+    name,
+    spec,
+    (m) => computeWeight(m, spec),
+    (m) =>
+      `${m.constructor.name}.${name} is computed by spectralNorm from ${name}_orig, ${name}_u ` +
+      `and ${name}_v; assign ${name}_orig, or call removeSpectralNorm first`,
+  );
   // The hook looks for this very spec on the module it runs for: on a copy (a replica, a
   // TransformerEncoder's layer) it iterates the copy's own u and v, and it does nothing once
   // removeSpectralNorm has taken the spec off that module.
@@ -258,17 +235,7 @@ export function removeSpectralNorm<M extends Module>(module: M, name = "weight")
   }
   const { proto, spec } = specs[at];
   const weight = noGrad(() => tidy(() => new Parameter(computeWeight(module, spec).detach())));
-  // The prototypes nearer than the one taken out (other spectral or weight norms) are rebuilt for
-  // this module alone: copies made by `_replicateWith` share them and keep their getters.
-  const nearer: object[] = [];
-  for (let p = Object.getPrototypeOf(module) as object; p !== proto; p = Object.getPrototypeOf(p)) {
-    nearer.push(p);
-  }
-  let base = Object.getPrototypeOf(proto) as object;
-  for (const p of nearer.reverse()) {
-    base = Object.create(base, Object.getOwnPropertyDescriptors(p));
-  }
-  Object.setPrototypeOf(module, base);
+  uninstallComputed(module, proto);
   // A copy may have its own hook tables (TransformerEncoder's layers): there the hook stays but
   // finds no spec, and the original's, which still has it, keeps its hook.
   if (spec.owner === module) spec.handle?.remove();

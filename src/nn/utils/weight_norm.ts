@@ -22,7 +22,15 @@ import { noGrad } from "../../autograd.ts";
 import { normalizeDim } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import { Tensor } from "../../tensor.ts";
-import { Module, Parameter } from "../module.ts";
+import { type Module, Parameter } from "../module.ts";
+import {
+  checkModule,
+  checkOwnParameter,
+  checkParameterName,
+  installComputed,
+  specsOf as specsOfKey,
+  uninstallComputed,
+} from "./computed_parameter.ts";
 
 /** Options of {@link weightNorm}. */
 export interface WeightNormOptions {
@@ -65,17 +73,8 @@ function computeWeight(m: Module, spec: Spec): Tensor {
   return forwardScope(() => v.mul(g.div(normExceptDim(v, spec.dim))));
 }
 
-/** The weight-norm specs on `m`'s prototype chain, nearest first, with the prototype holding each. */
 function specsOf(m: Module): { proto: object; spec: Spec }[] {
-  const out: { proto: object; spec: Spec }[] = [];
-  let proto = Object.getPrototypeOf(m) as object | null;
-  while (proto && proto !== Module.prototype) {
-    if (Object.hasOwn(proto, SPEC)) {
-      out.push({ proto, spec: (proto as Record<symbol, Spec>)[SPEC] });
-    }
-    proto = Object.getPrototypeOf(proto);
-  }
-  return out;
+  return specsOfKey<Spec>(m, SPEC);
 }
 
 /**
@@ -94,28 +93,16 @@ function specsOf(m: Module): { proto: object; spec: Spec }[] {
  */
 export function weightNorm<M extends Module>(module: M, options: WeightNormOptions = {}): M {
   const op = "weightNorm";
-  if (!(module instanceof Module)) {
-    throw new TypeError(
-      `${op}: expected an nn.Module, got ${module === null ? "null" : typeof module}`,
-    );
-  }
+  checkModule(op, module);
   const name = options.name ?? "weight";
-  if (typeof name !== "string" || name === "" || name.includes(".")) {
-    throw new TypeError(`${op}: name must be a parameter's name, got ${JSON.stringify(name)}`);
-  }
+  checkParameterName(op, name);
   if (specsOf(module).some(({ spec }) => spec.name === name)) {
     throw new Error(
       `${op}: ${module.constructor.name} already has weightNorm on the parameter "${name}"`,
     );
   }
   const weight = (module as unknown as Fields)[name];
-  if (!(weight instanceof Parameter) || !Object.hasOwn(module, name)) {
-    throw new TypeError(
-      `${op}: ${module.constructor.name} has no parameter "${name}" (it holds ${
-        weight instanceof Tensor ? "a Tensor that is not a Parameter" : typeof weight
-      })`,
-    );
-  }
+  checkOwnParameter(op, module, name, weight);
   const requested = options.dim === undefined ? 0 : options.dim;
   let dim: number | null;
   if (requested === null || requested === -1) {
@@ -131,22 +118,16 @@ export function weightNorm<M extends Module>(module: M, options: WeightNormOptio
   delete (module as unknown as Fields)[name];
   module.registerParameter(`${name}_g`, g);
   module.registerParameter(`${name}_v`, v);
-  const proto = Object.create(Object.getPrototypeOf(module));
-  Object.defineProperty(proto, name, {
-    configurable: true,
-    enumerable: false,
-    get(this: Module): Tensor {
-      return computeWeight(this, spec);
-    },
-    set(this: Module): void {
-      throw new TypeError(
-        `${this.constructor.name}.${name} is computed by weightNorm from ${name}_g and ${name}_v; ` +
-          `assign those, or call removeWeightNorm first`,
-      );
-    },
-  });
-  Object.defineProperty(proto, SPEC, { value: spec });
-  Object.setPrototypeOf(module, proto);
+  installComputed(
+    module,
+    SPEC,
+    name,
+    spec,
+    (m) => computeWeight(m, spec),
+    (m) =>
+      `${m.constructor.name}.${name} is computed by weightNorm from ${name}_g and ${name}_v; ` +
+      `assign those, or call removeWeightNorm first`,
+  );
   return module;
 }
 
@@ -158,29 +139,14 @@ export function weightNorm<M extends Module>(module: M, options: WeightNormOptio
  */
 export function removeWeightNorm<M extends Module>(module: M, name = "weight"): M {
   const op = "removeWeightNorm";
-  if (!(module instanceof Module)) {
-    throw new TypeError(
-      `${op}: expected an nn.Module, got ${module === null ? "null" : typeof module}`,
-    );
-  }
+  checkModule(op, module);
   const specs = specsOf(module);
   const at = specs.findIndex(({ spec }) => spec.name === name);
   if (at < 0) {
     throw new RangeError(`${op}: weightNorm of "${name}" not found in ${module.constructor.name}`);
   }
   const weight = noGrad(() => tidy(() => new Parameter(computeWeight(module, specs[at].spec))));
-  // The prototypes below the one taken out (weight norms of other parameters, spectral norms)
-  // are rebuilt for this module alone: copies made by `_replicateWith` (replicas, a
-  // TransformerEncoder's layers) share them, and keep their getters.
-  const nearer: object[] = [];
-  for (let p = Object.getPrototypeOf(module); p !== specs[at].proto; p = Object.getPrototypeOf(p)) {
-    nearer.push(p);
-  }
-  let base = Object.getPrototypeOf(specs[at].proto) as object;
-  for (const proto of nearer.reverse()) {
-    base = Object.create(base, Object.getOwnPropertyDescriptors(proto));
-  }
-  Object.setPrototypeOf(module, base);
+  uninstallComputed(module, specs[at].proto);
   delete (module as unknown as Fields)[`${name}_g`];
   delete (module as unknown as Fields)[`${name}_v`];
   module.registerParameter(name, weight);
