@@ -11,9 +11,10 @@ import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
 import { operands, sumTo, whereRaw } from "./elementwise.ts";
 import { checkIndexRange, gatherLayout, narrow, reshape, scatterAddRaw } from "./view.ts";
-
-export { scatterAddRaw };
 import { arangeOn } from "./factory.ts";
+
+// Callers outside the core take the scatter-add kernel from here, beside gather.
+export { scatterAddRaw };
 
 function requireCondition(op: string, cond: unknown): asserts cond is Tensor {
   if (!(cond instanceof Tensor)) {
