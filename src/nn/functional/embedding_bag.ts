@@ -193,9 +193,9 @@ export function embeddingBag(
 
 /**
  * `weight`'s rows at `flat` [n], [n, dim], with `embedding`'s renorm and index check, and a
- * gradient scatter-added into the rows read (none into the padding row): the lookup's own
- * gradient, `indexSelect`'s, is a product with a one-hot [n, num] matrix, which takes n · num
- * memory (over WebGPU's binding limit at 4096 indices into 10000 rows) and time.
+ * gradient scatter-added into the rows read, the padding row's lookups skipped by the scatter
+ * itself: `embedding`'s own padding rule scales g by a 0/1 factor, a second pass over g that
+ * would also carry 0 · inf = NaN into the padding row.
  */
 function lookup(
   flat: Tensor,
