@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { distributed, nn, optim, type Tensor, tensor, tidy } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
+import { keepLoaded } from "../src/distributed/mpi.ts";
 import { MPICH_MPIEXEC, type MpiRun, mpiRun as runUnderMpiexec } from "./mpiexec.ts";
 import {
   makeData,
@@ -1101,6 +1102,21 @@ Deno.test("mpi: a missing MPI library is a clear error naming the package to ins
     if (previous === undefined) Deno.env.delete("MULTIGRAD_MPI_LIB");
     else Deno.env.set("MULTIGRAD_MPI_LIB", previous);
   }
+});
+
+Deno.test({
+  name:
+    "mpi: MPI's library stays mapped after Deno closes it (a helper thread may still be in MPI)",
+  ignore: !MPIEXEC || Deno.build.os !== "linux",
+  fn: () => {
+    const lib = Deno.dlopen("libmpich.so.12", {
+      MPI_Initialized: { parameters: ["buffer"], result: "i32" },
+    });
+    keepLoaded("libmpich.so.12");
+    // What the runtime's shutdown does to every library it opened.
+    lib.close();
+    assert.match(Deno.readTextFileSync("/proc/self/maps"), /libmpich\.so\.12/);
+  },
 });
 
 Deno.test("host staging arrays are reused: a returned array is lent again", async () => {

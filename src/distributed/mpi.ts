@@ -156,6 +156,7 @@ function loadLibrary(): MpiLibrary {
   for (const name of names) {
     try {
       library = Deno.dlopen(name, SYMBOLS);
+      keepLoaded(name);
       return library;
     } catch (error) {
       reasons.push(`${name}: ${(error as Error).message}`);
@@ -166,6 +167,37 @@ function loadLibrary(): MpiLibrary {
       reasons.join("; ")
     })`,
   );
+}
+
+/**
+ * Marks the MPI library never to be unloaded (glibc's `RTLD_NODELETE`, applied with
+ * `RTLD_NOLOAD` to the copy `Deno.dlopen` loaded), where the C library offers `dlopen`.
+ *
+ * Why: Deno closes a `Deno.dlopen` library when the runtime shuts down, also while a helper
+ * thread is still inside a nonblocking MPI call (a wait that timed out, a window allocation a
+ * dead rank never joined). That thread then returned into unmapped code: a segmentation fault
+ * instead of the error that ended the rank, in about 1 of 20 runs of the failure tests under
+ * load (a core dump showed libmpich and libucp unmapped under the crashed thread; bench/NOTES.md,
+ * 2026-11-27 09:40). Kept mapped, the thread ends with the process.
+ * @internal
+ */
+export function keepLoaded(name: string): void {
+  if (Deno.build.os !== "linux") return;
+  const RTLD_NOW = 2, RTLD_NOLOAD = 4, RTLD_NODELETE = 0x1000;
+  for (const libc of ["libc.so.6", "libdl.so.2"]) {
+    let c: Deno.DynamicLibrary<{ dlopen: { parameters: ["buffer", "i32"]; result: "pointer" } }>;
+    try {
+      c = Deno.dlopen(libc, { dlopen: { parameters: ["buffer", "i32"], result: "pointer" } });
+    } catch {
+      continue;
+    }
+    try {
+      const path = new TextEncoder().encode(`${name}\0`);
+      if (c.symbols.dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) !== null) return;
+    } finally {
+      c.close();
+    }
+  }
 }
 
 /** A meeting's posted messages (see `MpiBackend.#post`). */
