@@ -63,6 +63,7 @@ export * as parallel from "./src/parallel/mod.ts";
 export * as nn from "./src/namespaces/nn.ts";
 export * as optim from "./src/optim/mod.ts";
 export * as linalg from "./src/linalg/mod.ts";
+export * as autograd from "./src/autograd/mod.ts";
 export * as distributions from "./src/distributions/mod.ts";
 export * as data from "./src/namespaces/data.ts";
 export * as distributed from "./src/distributed/mod.ts";

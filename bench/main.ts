@@ -24,6 +24,7 @@ import { memorySuite } from "./suites/memory.ts";
 import { convSuite } from "./suites/conv.ts";
 import { smallStepSuite } from "./suites/small_step.ts";
 import { stepShapesSuite } from "./suites/step_shapes.ts";
+import { sortSuite } from "./suites/sort.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
 import { runTargets, type TargetResult } from "./suites/targets.ts";
 import type { JaxjsPeer } from "./peers/jaxjs.ts";
@@ -40,6 +41,7 @@ export const SUITES: readonly Suite[] = [
   ddpSuite,
   memorySuite,
   convSuite,
+  sortSuite,
 ];
 
 /** What `--json` writes. */

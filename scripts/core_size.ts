@@ -33,9 +33,16 @@
  * `src/ops_composite/`, a layer above the core that is not counted here;
  * raised by 3 to 5,895 so that the backward pass skips a node no gradient
  * reached (a null from one backward crashed the next, as a user Function
- * returning null for an input did). Raise it only with a reason in the commit.
+ * returning null for an input did); raised by 175 to 6,070 for two things a
+ * PyTorch user expects of the core: higher-order gradients (about 138 lines:
+ * the engine's one pass serving both `backward` and `autograd.grad`, with
+ * `createGraph` and the memory a gradient's own graph borrows, and the
+ * backward functions of the core ops made differentiable), and the optional
+ * `sort` kernel's argument record (38 lines of contract, so a backend can
+ * sort in one launch where a bitonic network of elementwise kernels took
+ * 6 s for 1e6 elements on cpu). Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 5895;
+export const CORE_BUDGET = 6070;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

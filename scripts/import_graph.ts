@@ -44,7 +44,9 @@ export const LAYERS: readonly {
   // The core: devices, memory, autograd, Tensor, the ops.
   { name: "core", paths: ["src/ops/", "src/"], rank: 1 },
   // Ops composed from the core's, with no kernels of their own; they install their methods.
-  { name: "composite", paths: ["src/ops_composite/"], rank: 2 },
+  { name: "composite", paths: ["src/ops_composite/"], rank: 2, mayImport: ["autograd"] },
+  // torch.autograd's functions (grad, functional) over the core's engine.
+  { name: "autograd", paths: ["src/autograd/"], rank: 2 },
   // Libraries over the core, independent of each other.
   { name: "nn", paths: ["src/nn/"], rank: 3 },
   { name: "optim", paths: ["src/optim/"], rank: 3 },

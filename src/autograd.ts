@@ -10,9 +10,19 @@ import { formatShape, sameShape } from "./shape.ts";
 import type { DType } from "./dtype.ts";
 import type { Device } from "./device.ts";
 import type { Tensor } from "./tensor.ts";
-import { asBackwardOf, madeInScope, noteNode, now, type Storage, tidy } from "./storage.ts";
+import {
+  asBackwardOf,
+  madeInScope,
+  noteNode,
+  now,
+  type ReleaseGroup,
+  type Storage,
+  tidy,
+} from "./storage.ts";
 
 let gradEnabled = true;
+// The node whose backward runs now under createGraph (grad mode on).
+let applying: Node | null = null;
 
 /** Whether operations record the graph for backward now. */
 export function isGradEnabled(): boolean {
@@ -70,7 +80,7 @@ export class Node {
   /** Each input's producer when recorded: an in-place op may give the tensor a new one later. */
   edges: ({ readonly node: Node; readonly index: number } | null)[];
   #backward: BackwardFn | null;
-  #groups: { nodeReleased(): void }[] = [];
+  #groups: ReleaseGroup[] = [];
   /** When it was recorded: memory changed in place later must not be read by its backward. */
   readonly recordedAt: number = now();
 
@@ -94,7 +104,18 @@ export class Node {
       );
     }
     const backward = this.#backward;
-    return asBackwardOf(this.name, this.recordedAt, () => backward(grads));
+    const outer = applying;
+    applying = gradEnabled ? this : null; // createGraph: what it records needs this node's memory
+    try {
+      return asBackwardOf(this.name, this.recordedAt, () => backward(grads));
+    } finally {
+      applying = outer;
+    }
+  }
+
+  /** @internal `node`, recorded by this node's backward, keeps this node's scope memory too. */
+  lend(node: Node): void {
+    for (const group of this.#groups) node.join(group.share());
   }
 
   /** False once released: backward can no longer run through it. */
@@ -108,7 +129,7 @@ export class Node {
   }
 
   /** @internal Frees a scope's memory with this node (see `tidy`). */
-  join(group: { nodeReleased(): void }): void {
+  join(group: ReleaseGroup): void {
     if (this.#backward) this.#groups.push(group);
     else group.nodeReleased();
   }
@@ -144,38 +165,51 @@ export function record<T extends Tensor | Tensor[]>(
   );
   list.forEach((t, i) => t._attach(node, i));
   noteNode(node);
+  applying?.lend(node);
   return outputs;
 }
 
 /** Options of `Tensor.backward`. */
 export interface BackwardOptions {
-  /** Keep the graph so backward can run through it again. */
+  /** Keep the graph so backward can run through it again (default: `createGraph`). */
   retainGraph?: boolean;
+  /** Record the backward pass, so that the gradients are differentiable (higher-order gradients). */
+  createGraph?: boolean;
 }
 
 /** Runs backward from `root` with `grad`, accumulating into leaves' `.grad`. */
-export function runBackward(
-  root: Tensor,
-  grad: Tensor,
-  options: BackwardOptions = {},
-): void {
-  const rootNode = root.gradFn;
-  if (!rootNode) {
-    if (root.requiresGrad) {
-      withCallbacks(() => accumulateLeaf(root, grad, false));
-      return;
-    }
+export function runBackward(root: Tensor, grad: Tensor, options: BackwardOptions = {}): void {
+  if (!root.requiresGrad) {
     throw new Error(
       "backward: the tensor does not require grad and has no grad_fn (was it made inside noGrad, or from tensors without requiresGrad?)",
     );
   }
-  // Kahn's algorithm over the nodes reachable from the root.
+  backwardPass([root], [grad], options, null);
+}
+
+/**
+ * @internal The backward pass from `roots` seeded with `seeds`. Without
+ * `inputs` it accumulates into leaves' `.grad`; with them it touches no
+ * `.grad`, runs only the nodes on a path to an input, and returns the
+ * gradient that reached each input (null where none did). With `createGraph`
+ * the nodes run in grad mode, so the gradients get a graph of their own.
+ */
+export function backwardPass(
+  roots: Tensor[],
+  seeds: Tensor[],
+  options: BackwardOptions,
+  inputs: Tensor[] | null,
+): (Tensor | null)[] {
+  const create = options.createGraph ?? false;
+  const retain = options.retainGraph ?? create;
+  // Kahn's algorithm over the nodes reachable from the roots.
   const dependents = new Map<Node, number>();
-  const stack = [rootNode];
-  dependents.set(rootNode, 0);
+  const stack = [...new Set(roots.flatMap((r) => (r.gradFn ? [r.gradFn] : [])))];
+  for (const node of stack) dependents.set(node, 0);
   // Edges into each leaf, so a leaf's gradient is accumulated (and its hooks
   // run) as soon as its last contribution is in, while backward goes on.
   const leafEdges = new Map<Tensor, number>();
+  const consumers = new Map<Node, Node[]>();
   while (stack.length > 0) {
     const node = stack.pop()!;
     for (const [i, input] of node.inputs.entries()) {
@@ -184,6 +218,7 @@ export function runBackward(
         if (input?.requiresGrad) leafEdges.set(input, (leafEdges.get(input) ?? 0) + 1);
         continue;
       }
+      if (inputs) consumers.get(next)?.push(node) ?? consumers.set(next, [node]);
       const count = dependents.get(next);
       if (count === undefined) {
         dependents.set(next, 1);
@@ -191,67 +226,105 @@ export function runBackward(
       } else dependents.set(next, count + 1);
     }
   }
+  // With inputs, only the nodes with a path to one run (PyTorch's exec_info).
+  const needed = inputs ? new Set<Node>() : null;
+  const captureAt = new Map<Node, number[]>();
+  inputs?.forEach((t, i) =>
+    t.gradFn && captureAt.set(t.gradFn, [...(captureAt.get(t.gradFn) ?? []), i])
+  );
+  const wanted = inputs ? new Set(inputs) : null;
+  if (needed) {
+    const todo = [...captureAt.keys()].flatMap((n) => consumers.get(n) ?? []);
+    for (const n of dependents.keys()) {
+      // A freed node has lost its edges: an input may lie behind it, so it runs (and throws
+      // "a second time") rather than the input being called unused.
+      if (!n.live || n.inputs.some((t, i) => !n.edges[i] && wanted!.has(t!))) todo.push(n);
+    }
+    for (let node = todo.pop(); node; node = todo.pop()) {
+      if (needed.has(node)) continue;
+      needed.add(node);
+      todo.push(...(consumers.get(node) ?? []));
+    }
+  }
+  const captured: (Tensor | null)[] = inputs?.map(() => null) ?? [];
+  const kept: Tensor[] = [];
   const leafGrads = new Map<Tensor, Tensor>();
   const engineSums = new Set<Tensor>();
   // How many gradient slots each storage was handed to in this pass: a
   // gradient made in this pass and handed to one leaf only can become its
   // .grad as it is (no copy); anything else may be shared.
   const uses = new Map<Storage, number>();
-  withCallbacks(() =>
-    tidy(() => {
-      const pending = new Map<Node, (Tensor | null)[]>();
-      pending.set(rootNode, rootNode.outputs.map((_, i) => (i === root.outputIndex ? grad : null)));
-      const ready = [rootNode];
-      while (ready.length > 0) {
-        const node = ready.pop()!;
-        const outGrads = pending.get(node)!;
-        pending.delete(node);
-        const { inputs, edges } = node;
-        // No gradient reached this node (as PyTorch's undefined grads): it passes none on.
-        const inGrads = outGrads.some((g) => g)
-          ? noGrad(() => node.apply(outGrads))
-          : inputs.map(() => null);
-        if (inGrads.length !== inputs.length) {
-          throw new Error(
-            `${node.name}: backward returned ${inGrads.length} gradients for ${inputs.length} inputs`,
-          );
-        }
-        for (const g of inGrads) if (g) uses.set(g.storage, (uses.get(g.storage) ?? 0) + 1);
-        inputs.forEach((input, i) => {
-          const g = inGrads[i];
-          if (!input) return;
-          if (g) checkGrad(node.name, i, input, g);
-          const next = edges[i]?.node;
-          if (next) {
-            if (g) {
-              const slots = pending.get(next) ?? next.outputs.map(() => null);
-              const old = slots[edges[i]!.index];
-              slots[edges[i]!.index] = old ? old.add(g) : g;
-              pending.set(next, slots);
-            } else if (!pending.has(next)) pending.set(next, next.outputs.map(() => null));
-            const left = dependents.get(next)! - 1;
-            dependents.set(next, left);
-            if (left === 0) ready.push(next);
-          } else if (input.requiresGrad) {
-            const old = leafGrads.get(input);
-            if (g && old) {
-              const sum = old.add(g);
-              engineSums.add(sum);
-              leafGrads.set(input, sum);
-            } else if (g) leafGrads.set(input, g);
-            const left = leafEdges.get(input)! - 1;
-            leafEdges.set(input, left);
-            const total = leafGrads.get(input);
-            if (left === 0 && total) {
-              const own = engineSums.has(total) ||
-                (uses.get(total.storage) === 1 && madeInScope(total.storage));
-              accumulateLeaf(input, total, own);
-            }
+  const pending = new Map<Node, (Tensor | null)[]>();
+  const addSlot = (node: Node, index: number, g: Tensor | null) => {
+    const slots = pending.get(node) ?? node.outputs.map(() => null);
+    const old = slots[index];
+    if (g) slots[index] = old ? old.add(g) : g;
+    pending.set(node, slots);
+  };
+  const addLeaf = (leaf: Tensor, g: Tensor) => {
+    const old = leafGrads.get(leaf);
+    const sum = old ? old.add(g) : g;
+    if (old) engineSums.add(sum);
+    leafGrads.set(leaf, sum);
+  };
+  return withCallbacks(() =>
+    withGrad(create, "backward", () =>
+      tidy(() => {
+        roots.forEach((root, r) => {
+          const node = root.gradFn;
+          if (!node) {
+            return inputs
+              ? addLeaf(root, seeds[r])
+              : kept.push(accumulateLeaf(root, seeds[r], false));
           }
+          addSlot(node, root.outputIndex, seeds[r]);
         });
-        if (!options.retainGraph) node.release();
-      }
-    })
+        const ready = [...pending.keys()].filter((n) => dependents.get(n) === 0);
+        while (ready.length > 0) {
+          const node = ready.pop()!;
+          const outGrads = pending.get(node)!;
+          pending.delete(node);
+          for (const i of captureAt.get(node) ?? []) captured[i] = outGrads[inputs![i].outputIndex];
+          const { inputs: nodeInputs, edges } = node;
+          const run = !needed || needed.has(node); // a freed one throws
+          // No gradient reached this node (as PyTorch's undefined grads): it passes none on.
+          const inGrads = run && outGrads.some((g) => g)
+            ? node.apply(outGrads)
+            : nodeInputs.map(() => null);
+          if (inGrads.length !== nodeInputs.length) {
+            throw new Error(
+              `${node.name}: backward returned ${inGrads.length} gradients for ${nodeInputs.length} inputs`,
+            );
+          }
+          for (const g of inGrads) if (g) uses.set(g.storage, (uses.get(g.storage) ?? 0) + 1);
+          nodeInputs.forEach((input, i) => {
+            const g = inGrads[i];
+            if (!input) return;
+            if (g) checkGrad(node.name, i, input, g);
+            const next = edges[i]?.node;
+            if (next) {
+              if (g || !pending.has(next)) addSlot(next, edges[i]!.index, g);
+              const left = dependents.get(next)! - 1;
+              dependents.set(next, left);
+              if (left === 0) ready.push(next);
+            } else if (input.requiresGrad) {
+              if (g && (!wanted || wanted.has(input))) addLeaf(input, g);
+              const left = leafEdges.get(input)! - 1;
+              leafEdges.set(input, left);
+              const total = leafGrads.get(input);
+              if (left === 0 && total && !inputs) {
+                const own = engineSums.has(total) ||
+                  (uses.get(total.storage) === 1 && madeInScope(total.storage));
+                kept.push(accumulateLeaf(input, total, own));
+              }
+            }
+          });
+          if (!retain && run) node.release();
+        }
+        inputs?.forEach((t, i) => !t.gradFn && (captured[i] = leafGrads.get(t) ?? null));
+        // Returned, so that the graph recorded behind them (createGraph) stays.
+        return inputs ? captured : kept;
+      }))
   );
 }
 
@@ -276,11 +349,14 @@ function checkGrad(name: string, index: number, input: Tensor, g: Tensor): void 
  * (`owned` false) may be shared (a user's tensor, or one passed to two
  * inputs), so the leaf gets its own copy.
  */
-function accumulateLeaf(leaf: Tensor, g: Tensor, owned: boolean): void {
+function accumulateLeaf(leaf: Tensor, g: Tensor, owned: boolean): Tensor {
   const value = g.dtype === leaf.dtype ? g : g.to(leaf.dtype);
-  if (leaf.grad) leaf.grad._assign(leaf.grad.add(value));
+  // Under createGraph a new sum (PyTorch's), so the old .grad's graph is not rewritten.
+  if (leaf.grad && gradEnabled) leaf.grad = leaf.grad.add(value);
+  else if (leaf.grad) leaf.grad._assign(leaf.grad.add(value));
   else leaf.grad = owned && value === g ? value : value.clone();
   for (const hook of postAccumulateHooks.get(leaf) ?? []) noGrad(() => void hook(leaf)); // as PyTorch
+  return leaf.grad!;
 }
 
 /** Called with a leaf once a backward pass has added its gradient into `.grad`. */
@@ -332,13 +408,14 @@ export function queueBackwardCallback(fn: () => void): void {
   queue.push(fn);
 }
 
-function withCallbacks(pass: () => void): void {
+function withCallbacks<T>(pass: () => T): T {
   const queue: (() => void)[] = [];
   backwardCallbacks.push(queue);
   try {
-    pass();
+    const out = pass();
     // A callback may queue another one for the same pass.
     for (let i = 0; i < queue.length; i++) noGrad(() => void queue[i]()); // grad off, as hooks
+    return out;
   } finally {
     backwardCallbacks.pop();
   }
@@ -359,7 +436,10 @@ export function zeroGrads(params: Iterable<Tensor>, setToNone: boolean): void {
       p.grad = null;
       grad.dispose();
     } else if (!grad.storage.disposed) {
-      tidy(() => noGrad(() => grad._assign(grad.zerosLike())));
+      // A gradient made under createGraph loses its history (PyTorch's detach_), else the
+      // next createGraph backward would add onto it and the graph grow step after step.
+      const zeroed = grad.requiresGrad ? (p.grad = grad.detach()) : grad;
+      tidy(() => noGrad(() => zeroed._assign(zeroed.zerosLike())));
     }
   }
 }

@@ -97,6 +97,9 @@ export function asBackwardOf<T>(op: string, recordedAt: number, fn: () => T): T 
   }
 }
 
+/** @internal The op whose backward runs now, if any (for error messages). */
+export const backwardOp = (): string | null => backwardOf?.op ?? null;
+
 /** Memory for `numel` elements of `dtype` on one device. */
 export class Storage {
   #buffer: DeviceBuffer | null;
@@ -213,6 +216,12 @@ export class ReleaseGroup {
   constructor(storages: Storage[], nodes: number) {
     this.#storages = storages;
     this.#pending = nodes;
+  }
+
+  /** One more node holds the memory (recorded by a backward under createGraph). */
+  share(): this {
+    this.#pending++;
+    return this;
   }
 
   /** One of the group's nodes was released. */

@@ -281,8 +281,8 @@ export class Tensor {
     try {
       runBackward(this, g, options);
     } finally {
-      // The implicit seed gradient is never kept (leaves get copies).
-      if (!grad) g.dispose();
+      // The implicit seed is never kept (leaves get copies), unless a recorded backward reads it.
+      if (!grad && !options?.createGraph) g.dispose();
     }
   }
 

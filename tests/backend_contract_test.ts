@@ -668,7 +668,8 @@ function cases(): Case<KernelName>[] {
       outW: 3,
     }]] as const
   ) {
-    // maxPool2d: the host's window maxima (NaN wins, first on ties, padding never wins).
+    // maxPool2d: the host's window maxima (the last NaN wins, as PyTorch; the first on ties;
+    // padding never wins).
     const x = withSpecials(random(planes * 42, 40));
     x[10] = x[11] = 2.5;
     const outputs = planes * pool.outH * pool.outW;
@@ -686,7 +687,7 @@ function cases(): Case<KernelName>[] {
               if (h < 0 || h >= pool.height || w < 0 || w >= pool.width) continue;
               const v = x[p * 42 + h * 7 + w];
               const b = x[p * 42 + best];
-              if (best < 0 || v > b || (Number.isNaN(v) && !Number.isNaN(b))) best = h * 7 + w;
+              if (best < 0 || v > b || Number.isNaN(v)) best = h * 7 + w;
             }
           }
           values[o] = x[p * 42 + best];
@@ -702,6 +703,52 @@ function cases(): Case<KernelName>[] {
       args: { ...pool, dtype: "float32" },
       reference: () => Promise.resolve([values, indices]),
     });
+  }
+  for (const [outer, size, inner] of [[2, 37, 3], [1, 1100, 1]]) {
+    // sort: a host stable sort (NaN last ascending, first descending; -0 equal to +0).
+    const n = outer * size * inner;
+    const floatX = withSpecials(random(n, size)).map((v, k) => (k % 3 ? Math.round(v) : v));
+    floatX[2] = -0;
+    floatX[9] = NaN;
+    const intX = i32(
+      intValues([n], size, -4, 4).map((v, k) => (k % 5 ? v : k % 2 ? -(2 ** 31) : 2 ** 31 - 1)),
+    );
+    for (const [x, dtype] of [[floatX, "float32"], [intX, "int32"]] as const) {
+      // k < size: only each row's first k (topk; the cpu kernel selects on the long row).
+      for (
+        const [descending, k] of [[false, size], [true, size], [true, 10], [false, 3]] as const
+      ) {
+        const values = x.slice(0, outer * k * inner);
+        const indices = new Int32Array(outer * k * inner);
+        const rank = (v: number) => (Number.isNaN(v) ? Infinity : v) * (descending ? -1 : 1);
+        const nan = (v: number) => Number(Number.isNaN(v)) * (descending ? -1 : 1);
+        for (let o = 0; o < outer; o++) {
+          for (let i = 0; i < inner; i++) {
+            const at = (r: number) => (o * size + r) * inner + i;
+            const order = Array.from({ length: size }, (_, r) => r).sort((a, b) =>
+              rank(x[at(a)]) - rank(x[at(b)]) || nan(x[at(a)]) - nan(x[at(b)]) || a - b
+            );
+            const kept = (r: number) => (o * k + r) * inner + i;
+            order.slice(0, k).forEach((from, r) => (
+              (values[kept(r)] = x[at(from)]), (indices[kept(r)] = from)
+            ));
+          }
+        }
+        add({
+          kernel: "sort",
+          what:
+            `sort ${dtype} [${outer}, ${size}, ${inner}] k=${k} descending=${descending} (optional)`,
+          buffers: {
+            x,
+            values: out(outer * k * inner, dtype),
+            indices: out(outer * k * inner, "int32"),
+          },
+          outputs: ["values", "indices"],
+          args: { outer, size, inner, k, descending, dtype },
+          reference: () => Promise.resolve([values, indices]),
+        });
+      }
+    }
   }
   const target = i32([2, 0, -100, 4, 1, 3, 0]);
   add({

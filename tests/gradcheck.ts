@@ -9,7 +9,15 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, noGrad, requestDevices, seededRandom, type Tensor, tensor } from "../mod.ts";
+import {
+  autograd,
+  type Device,
+  noGrad,
+  requestDevices,
+  seededRandom,
+  type Tensor,
+  tensor,
+} from "../mod.ts";
 
 /** The two cpu devices the checks run on (cross-device checks use both). */
 export const [CPU0, CPU1] = await requestDevices({ backend: "cpu", count: 2 });
@@ -145,5 +153,90 @@ export function check(
   inputs: Input[],
   options?: CheckOptions,
 ): void {
+  CHECKS.push({ name, fn, inputs, options });
   Deno.test(`gradcheck ${name}`, () => gradcheck(fn, inputs, options));
 }
+
+/**
+ * The second-order check (PyTorch's `gradgradcheck`): with `g = ∂(Σ y·u)/∂x`
+ * made with `createGraph` for a random `u` (itself requiring grad), the
+ * gradient of `S = Σ g·v` (random `v`) with respect to every input and to
+ * `u`, against central differences of `S` computed from first-order
+ * gradients. A backward that drops its graph (a raw kernel, a value saved
+ * without one) gives a wrong second derivative here, not a silent zero.
+ */
+export async function gradgradcheck(
+  fn: (...xs: Tensor[]) => Tensor,
+  inputs: Input[],
+  options: CheckOptions = {},
+): Promise<void> {
+  const { eps = 1e-6, tol = 1e-5 } = options;
+  const hosts = inputs.map((input) => Float64Array.from(input.values));
+  const probe = noGrad(() => fn(...makeInputs(inputs, hosts, false)));
+  const uHost = Float64Array.from(values([probe.numel()], 613, -1, 1));
+  const uShape = [...probe.shape];
+  const uDevice = probe.device;
+  const vs = inputs.map((input, i) =>
+    tensor(Float64Array.from(values(input.shape, 331 + i, -1, 1)), {
+      dtype: "float64",
+      shape: input.shape,
+      device: input.device ?? CPU0,
+    })
+  );
+  const sOf = (xs: Tensor[], u: Tensor, createGraph: boolean): Tensor | null => {
+    const y = fn(...xs);
+    const gs = autograd.grad(y, xs, { gradOutputs: u, createGraph, allowUnused: true });
+    let s: Tensor | null = null;
+    gs.forEach((g, i) => {
+      const term = g?.mul(vs[i]).sum().to(CPU0);
+      if (term) s = s ? s.add(term) : term;
+    });
+    return s;
+  };
+  const makeU = (requiresGrad: boolean) =>
+    tensor(uHost, { dtype: "float64", shape: uShape, device: uDevice, requiresGrad });
+
+  // Analytic second derivatives (through the recorded backward).
+  const xs = makeInputs(inputs, hosts, true);
+  const u = makeU(true);
+  const s = sOf(xs, u, true);
+  const analytic: Float64Array[] = [...hosts, uHost].map((h) => new Float64Array(h.length));
+  if (s !== null && (s as Tensor).requiresGrad) {
+    const gg = autograd.grad(s, [...xs, u], { allowUnused: true });
+    for (const [i, g] of gg.entries()) {
+      if (g) analytic[i] = (await g.data()) as Float64Array;
+    }
+  }
+
+  // Numeric: central differences of S from first-order gradients.
+  const evaluate = async (): Promise<number> => {
+    const value = sOf(makeInputs(inputs, hosts, true), makeU(false), false);
+    return value === null ? 0 : await value.item();
+  };
+  const all = [...hosts, uHost];
+  for (let i = 0; i < all.length; i++) {
+    const host = all[i];
+    for (let j = 0; j < host.length; j++) {
+      const saved = host[j];
+      host[j] = saved + eps;
+      const plus = await evaluate();
+      host[j] = saved - eps;
+      const minus = await evaluate();
+      host[j] = saved;
+      const numeric = (plus - minus) / (2 * eps);
+      const a = analytic[i][j];
+      if (!(Math.abs(a - numeric) <= tol * (1 + Math.abs(numeric)))) {
+        const what = i < hosts.length ? `input ${i} (shape [${inputs[i].shape}])` : "gradOutput";
+        assert.fail(`${what} element ${j}: analytic second derivative ${a}, numeric ${numeric}`);
+      }
+    }
+  }
+}
+
+/** Every check registered with {@link check}, for the second-order checks to reuse. */
+export const CHECKS: {
+  name: string;
+  fn: (...xs: Tensor[]) => Tensor;
+  inputs: Input[];
+  options?: CheckOptions;
+}[] = [];

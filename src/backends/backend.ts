@@ -674,9 +674,10 @@ export interface BatchNormBackwardArgs<B = DeviceBuffer> extends BatchNormRows<B
 
 /**
  * Optional fused kernel, PyTorch's `max_pool2d_with_indices`: `out[n, c, oh,
- * ow]` = the largest input element its window reads (padding never wins; NaN
- * does; the first on ties) and `indices` its `h · width + w` (int32; the
- * window's first element when every one is -inf). Float only.
+ * ow]` = the largest input element its window reads (padding never wins; the
+ * last NaN of a window wins, as PyTorch 1.13 cpu; else the first on ties) and
+ * `indices` its `h · width + w` (int32; the window's first element when every
+ * one is -inf). Float only.
  */
 export interface MaxPool2dArgs<B = DeviceBuffer> extends WindowView {
   /** Read, [batch, channels, height, width]. */
@@ -686,6 +687,34 @@ export interface MaxPool2dArgs<B = DeviceBuffer> extends WindowView {
   /** Written, int32, like `out`. */
   readonly indices: B;
   /** The element type of `x` and `out`. */
+  readonly dtype: DType;
+}
+
+/**
+ * Optional fused kernel, PyTorch's `sort(stable=True)` of each row
+ * `x[o, ·, i]` of the [outer, size, inner] view (`x` contiguous), keeping the
+ * first `k` of each sorted row: `values[o, r, i]` (r < k) is the row's r-th
+ * element in order, copied bit for bit (the sign of zero, NaN payloads), and
+ * `indices[o, r, i]` (int32) its position `0 ≤ p < size` in the row. The
+ * order is numeric, smallest first (largest first when `descending`); every
+ * NaN counts as larger than +inf (so last ascending, first descending);
+ * -0 equals +0; equal elements (NaNs among them) keep their row order, in
+ * both directions. Any dtype the backend has (float32, float64, int32).
+ * Launched only for a non-empty `x` with size ≥ 2; `k` may be 0 (nothing to
+ * write); `values` and `indices` are fresh buffers, never `x`.
+ */
+export interface SortArgs<B = DeviceBuffer> extends AxisView {
+  /** Read, [outer, size, inner]. */
+  readonly x: B;
+  /** Written, [outer, k, inner], `x`'s dtype. */
+  readonly values: B;
+  /** Written, [outer, k, inner], int32. */
+  readonly indices: B;
+  /** Leading sorted elements kept per row, 0 ≤ k ≤ size (`size`: a full sort; less: topk). */
+  readonly k: number;
+  /** Largest first. */
+  readonly descending: boolean;
+  /** The element type of `x` and `values`. */
   readonly dtype: DType;
 }
 
@@ -747,6 +776,8 @@ export interface KernelArgs<B = DeviceBuffer> {
   crossEntropyReduced: CrossEntropyReducedArgs<B>;
   /** Optional. See {@link CrossEntropyReducedBackwardArgs}. */
   crossEntropyReducedBackward: CrossEntropyReducedBackwardArgs<B>;
+  /** Optional. See {@link SortArgs}. */
+  sort: SortArgs<B>;
 }
 
 /** A kernel's name. */
@@ -768,6 +799,7 @@ export const OPTIONAL_KERNELS = [
   "maxPool2d",
   "crossEntropyReduced",
   "crossEntropyReducedBackward",
+  "sort",
 ] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
@@ -929,6 +961,12 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     x: u(x.x, "maxPool2d.x"),
     out: u(x.out, "maxPool2d.out"),
     indices: u(x.indices, "maxPool2d.indices"),
+  }),
+  sort: (x, u) => ({
+    ...x,
+    x: u(x.x, "sort.x"),
+    values: u(x.values, "sort.values"),
+    indices: u(x.indices, "sort.indices"),
   }),
 };
 

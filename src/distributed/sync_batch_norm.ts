@@ -7,6 +7,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { firstOrderOnly } from "../autograd/recompute.ts";
 import { full, zeros } from "../ops/factory.ts";
 import { cat, stack } from "../ops/view.ts";
 import { Module } from "../nn/module.ts";
@@ -212,6 +213,7 @@ function syncBatchNorm(
       return { y: y.reshape(x.shape), centered, invstd: invstd.reshape(perChannel), total };
     });
     return record("syncBatchNorm", [x, weight, bias], y, ([g]) => {
+      firstOrderOnly("syncBatchNorm");
       const g3 = g!.reshape(x3.shape);
       const sumDy = g3.sum(dims);
       const sumDyXmu = g3.mul(centered).sum(dims);

@@ -219,6 +219,8 @@ export class Normal extends Distribution {
   }
   /** `-(x - loc)²/(2 scale²) - log scale - log √(2π)`. */
   logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.loc);
     return forwardScope(() =>
       value.sub(this.loc).square().div(this.variance.mul(2)).neg()
@@ -227,6 +229,8 @@ export class Normal extends Distribution {
   }
   /** `½(1 + erf((x - loc)/(scale√2)))`. */
   override cdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.cdf(value);
     this.validateSample("cdf", value, this.loc);
     return forwardScope(() =>
       value.sub(this.loc).mul(this.scale.reciprocal()).div(Math.SQRT2).erf().add(1).mul(0.5)
@@ -234,6 +238,8 @@ export class Normal extends Distribution {
   }
   /** `loc + scale·erfinv(2p - 1)·√2`. */
   override icdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.icdf(value);
     checkProbArg(this, "icdf", value, this.loc);
     return forwardScope(() =>
       this.loc.add(this.scale.mul(erfinv(value.mul(2).sub(1))).mul(Math.SQRT2))
@@ -320,6 +326,8 @@ export class Uniform extends Distribution {
   }
   /** `-log(high - low)` inside [low, high), -inf outside. */
   logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.low);
     return forwardScope(() => {
       const inside = noGrad(() => this.low.le(value).mul(this.high.gt(value)));
@@ -328,11 +336,15 @@ export class Uniform extends Distribution {
   }
   /** `(x - low)/(high - low)`, clamped to [0, 1]. */
   override cdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.cdf(value);
     this.validateSample("cdf", value, this.low);
     return forwardScope(() => value.sub(this.low).div(this.high.sub(this.low)).clamp(0, 1));
   }
   /** `low + p·(high - low)`. */
   override icdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.icdf(value);
     checkProbArg(this, "icdf", value, this.low);
     return forwardScope(() => value.mul(this.high.sub(this.low)).add(this.low));
   }
@@ -387,16 +399,22 @@ export class Exponential extends Distribution {
   }
   /** `log rate - rate·x`. */
   logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.rate);
     return forwardScope(() => this.rate.log().sub(this.rate.mul(value)));
   }
   /** `1 - exp(-rate·x)`. */
   override cdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.cdf(value);
     this.validateSample("cdf", value, this.rate);
     return forwardScope(() => this.rate.neg().mul(value).exp().neg().add(1));
   }
   /** `-log(1 - p)/rate`. */
   override icdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.icdf(value);
     checkProbArg(this, "icdf", value, this.rate);
     return forwardScope(() => value.neg().log1p().neg().div(this.rate));
   }
@@ -459,6 +477,8 @@ export class Laplace extends Distribution {
   }
   /** `-log(2 scale) - |x - loc|/scale`. */
   logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.loc);
     return forwardScope(() =>
       this.scale.mul(2).log().neg().sub(value.sub(this.loc).abs().div(this.scale))
@@ -466,6 +486,8 @@ export class Laplace extends Distribution {
   }
   /** `½ - ½·sign(x - loc)·expm1(-|x - loc|/scale)`. */
   override cdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.cdf(value);
     this.validateSample("cdf", value, this.loc);
     return forwardScope(() => {
       const d = value.sub(this.loc);
@@ -474,6 +496,8 @@ export class Laplace extends Distribution {
   }
   /** `loc - scale·sign(p - ½)·log1p(-2|p - ½|)`. */
   override icdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.icdf(value);
     checkProbArg(this, "icdf", value, this.loc);
     return forwardScope(() => {
       const t = value.sub(0.5);

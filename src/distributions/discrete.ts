@@ -20,6 +20,7 @@ import {
   Distribution,
   type DistributionOptions,
   finfoMin,
+  numberParam,
   softplus,
 } from "./distribution.ts";
 
@@ -38,7 +39,7 @@ function oneOf(op: string, options: ProbsOrLogits): ["probs" | "logits", Tensor,
   }
   const kind = probs !== undefined ? "probs" : "logits";
   const raw = (probs ?? logits)!;
-  if (typeof raw === "number") return [kind, full([], raw), raw];
+  if (typeof raw === "number") return [kind, numberParam(raw), raw];
   if (!(raw instanceof Tensor)) {
     throw new TypeError(`${op}: ${kind} must be a Tensor or a number, got ${typeof raw}`);
   }
@@ -117,6 +118,8 @@ export class Bernoulli extends Distribution {
   }
   /** `-BCEWithLogits(logits, x)`. */
   logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.#param);
     return forwardScope(() => {
       const l = this.logits;
@@ -135,6 +138,10 @@ export class Bernoulli extends Distribution {
   /** `probs` or `logits`, whichever was given. */
   protected params(): Record<string, Tensor> {
     return { [this.#kind]: this.#param };
+  }
+  /** A Bernoulli of the same kind from its number parameter. */
+  protected override remake([value]: number[]): Distribution {
+    return new Bernoulli({ [this.#kind]: value, validateArgs: this.validateArgs });
   }
 }
 

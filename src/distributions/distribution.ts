@@ -102,6 +102,24 @@ export function checkMaskLater(
   });
 }
 
+/**
+ * Scalars made from number parameters, with their number: as PyTorch's 0-dim
+ * cpu tensors join tensors on any device, a distribution whose parameters
+ * were all numbers is remade from them where its partner lives (see
+ * {@link Distribution.withNumbersOn}).
+ */
+const fromNumbers = new WeakMap<Tensor, number>();
+
+/** Where number-only parameters go while {@link Distribution.withNumbersOn} remakes a distribution. */
+let numbersDevice: Device | undefined;
+
+/** A number parameter as a float32 scalar where number-only parameters go. */
+export function numberParam(value: number, dtype: DType = "float32", device?: Device): Tensor {
+  const t = full([], value, { dtype, device: device ?? numbersDevice ?? defaultDevice() });
+  fromNumbers.set(t, value);
+  return t;
+}
+
 /** The common dtype and device of `params` (float32 on the default device for numbers only). */
 function commonOf(op: string, params: Record<string, Param>): { dtype: DType; device: Device } {
   let found: Tensor | undefined;
@@ -131,7 +149,7 @@ function commonOf(op: string, params: Record<string, Param>): { dtype: DType; de
   }
   return found
     ? { dtype: found.dtype, device: found.device }
-    : { dtype: "float32", device: defaultDevice() };
+    : { dtype: "float32", device: numbersDevice ?? defaultDevice() };
 }
 
 /**
@@ -141,7 +159,7 @@ function commonOf(op: string, params: Record<string, Param>): { dtype: DType; de
 export function broadcastAll(op: string, params: Record<string, Param>): Tensor[] {
   const { dtype, device } = commonOf(op, params);
   const tensors = Object.values(params).map((p) =>
-    p instanceof Tensor ? p : full([], p, { dtype, device })
+    p instanceof Tensor ? p : numberParam(p, dtype, device)
   );
   let shape: number[] = [];
   const names = Object.keys(params);
@@ -247,6 +265,40 @@ export abstract class Distribution {
   /** Whether {@link rsample} (reparameterized, differentiable sampling) is available. */
   get hasRsample(): boolean {
     return false;
+  }
+
+  /**
+   * The device of the parameters (for {@link withNumbersOn} and
+   * `klDivergence`); undefined without parameters of its own.
+   */
+  get paramDevice(): Device | undefined {
+    return Object.values(this.params())[0]?.device;
+  }
+
+  /**
+   * This distribution for use with tensors on `device`: itself when its
+   * parameters are there or any was a tensor; when all were numbers (in
+   * PyTorch 0-dim cpu tensors, which join tensors on any device), the same
+   * distribution remade from those numbers, as float32 scalars, on `device`.
+   */
+  withNumbersOn(device: Device | undefined): Distribution {
+    const params = Object.values(this.params());
+    if (
+      device === undefined || this.paramDevice === device || params.some((t) => !fromNumbers.has(t))
+    ) return this;
+    const before = numbersDevice;
+    numbersDevice = device;
+    try {
+      return this.remake(params.map((t) => fromNumbers.get(t)!));
+    } finally {
+      numbersDevice = before;
+    }
+  }
+
+  /** A distribution of this kind from its number parameters, in the order of `params()`. */
+  protected remake(numbers: number[]): Distribution {
+    const Kind = this.constructor as new (...args: unknown[]) => Distribution;
+    return new Kind(...numbers, { validateArgs: this.validateArgs });
   }
 
   /** The support of the distribution (what `logProb` accepts). */

@@ -170,6 +170,8 @@ export class Gamma extends Distribution {
   }
   /** `α log β + (α - 1) log x - βx - log Γ(α)`. */
   logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.rate);
     return forwardScope(() => {
       const a = this.concentration;
@@ -243,6 +245,8 @@ export class Beta extends Distribution {
    * (NaN at x = 0 or 1 where the matching concentration is 1, as PyTorch 1.13).
    */
   logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.concentration1);
     return forwardScope(() => {
       const [a, b] = [this.concentration1, this.concentration0];

@@ -5,6 +5,7 @@
  */
 
 import type { Tensor } from "../tensor.ts";
+import type { Device } from "../device.ts";
 import { forwardScope } from "../storage.ts";
 import { formatShape } from "../shape.ts";
 import {
@@ -101,5 +102,15 @@ export class Independent extends Distribution {
   /** None of its own. */
   protected params(): Record<string, Tensor> {
     return {};
+  }
+  /** The base's. */
+  override get paramDevice(): Device | undefined {
+    return this.baseDist.paramDevice;
+  }
+  /** Itself, or the same reinterpretation of the base remade on `device`. */
+  override withNumbersOn(device: Device | undefined): Distribution {
+    const base = this.baseDist.withNumbersOn(device);
+    if (base === this.baseDist) return this;
+    return new Independent(base, this.reinterpretedBatchNdims, { validateArgs: this.validateArgs });
   }
 }

@@ -125,6 +125,17 @@ export function klDivergence(p: Distribution, q: Distribution): Tensor {
   if (!(p instanceof Distribution) || !(q instanceof Distribution)) {
     throw new TypeError(`klDivergence: p and q must be distributions`);
   }
+  const [pd, qd] = [p.paramDevice, q.paramDevice];
+  if (pd && qd && pd !== qd) {
+    // Number parameters follow the other's device, as PyTorch's 0-dim cpu tensors do.
+    q = q.withNumbersOn(pd);
+    if (q.paramDevice !== pd) p = p.withNumbersOn(qd);
+    if (p.paramDevice !== q.paramDevice) {
+      throw new TypeError(
+        `klDivergence: p (${p.name}) is on ${pd} and q (${q.name}) on ${qd}; move one with tensors on the other's device`,
+      );
+    }
+  }
   for (const [P, Q, fn] of registry) {
     if (p instanceof P && q instanceof Q) return forwardScope(() => fn(p as never, q as never));
   }

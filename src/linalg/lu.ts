@@ -5,6 +5,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { firstOrderOnly } from "../autograd/recompute.ts";
 import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
@@ -205,6 +206,7 @@ export function solve(A: Tensor, B: Tensor, options: SolveOptions = {}): Tensor 
     left ? solveLeft(op, A, b, "solve") : mT(solveLeft(op, mT(A), mT(b), "solve"))
   );
   const x = record(op, [A, b], solved, ([g]) => {
+    firstOrderOnly(op);
     const gb = left ? solveLeft(op, mT(A), g!, "solve") : mT(solveLeft(op, A, mT(g!), "solve"));
     const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
     return [sumTo(ga, A.shape), sumTo(gb, b.shape)];

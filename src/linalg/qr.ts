@@ -4,6 +4,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { firstOrderOnly } from "../autograd/recompute.ts";
 import { zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
@@ -77,6 +78,7 @@ export function qr(A: Tensor, options: QrOptions = {}): [Tensor, Tensor] {
     ]
   );
   return record(op, [A], outputs, ([gq, gr]) => {
+    firstOrderOnly(op);
     if (mode === "complete" && m > n && gq) {
       throw new RangeError(
         `${op}: The QR decomposition is not differentiable when mode='complete' and nrows > ncols.`,

@@ -11,6 +11,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { firstOrderOnly } from "../autograd/recompute.ts";
 import { tensor, zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
@@ -136,6 +137,7 @@ function eighForward(op: string, A: Tensor, options: EighOptions): [Tensor, Tens
 
 /** PyTorch's `linalg_eig_backward` for Hermitian input: `V(M)Vᵀ`, M from gL, gV and the gaps. */
 function eighBackward(l: Tensor, v: Tensor, gl: Tensor | null, gv: Tensor | null): Tensor {
+  firstOrderOnly("linalg.eigh");
   const n = l.shape.at(-1)!;
   const identity = eye(n, { dtype: l.dtype, device: l.device });
   let m = zeros([...v.shape], { dtype: v.dtype, device: v.device });
@@ -227,6 +229,7 @@ function svdBackward(
   gs: Tensor | null,
   gvh: Tensor | null,
 ): Tensor {
+  firstOrderOnly("linalg.svd");
   const [m, n] = [u.shape.at(-2)!, vh.shape.at(-1)!];
   const k = s.shape.at(-1)!;
   const identity = eye(k, { dtype: s.dtype, device: s.device });
@@ -357,6 +360,7 @@ export function pinv(A: Tensor, options: PinvOptions = {}): Tensor {
     })
   );
   return record(op, [A], p, ([g]) => {
+    firstOrderOnly(op);
     // PyTorch's pinv_backward, arranged so the products stay small.
     const ph = mT(p);
     const gh = mT(g!);

@@ -5,6 +5,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { firstOrderOnly } from "../autograd/recompute.ts";
 import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
@@ -82,6 +83,7 @@ export function solveTriangular(A: Tensor, B: Tensor, options: SolveTriangularOp
   }
   const x = triSolve(A, B, upper, left, unitriangular);
   return record(op, [A, B], x, ([g]) => {
+    firstOrderOnly(op);
     const gb = triSolve(mT(A), g!, !upper, left, unitriangular);
     const full = left ? gb.matmul(mT(x)).neg() : mT(x).matmul(gb).neg();
     const shift = unitriangular ? 1 : 0;
@@ -135,6 +137,7 @@ export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
   );
   const out = upper ? mT(l) : l;
   return record(op, [A], out, ([g]) => {
+    firstOrderOnly(op);
     const gl = upper ? mT(g!) : g!;
     // Φ: the lower triangle with the diagonal halved.
     const inner = mT(l).matmul(gl);

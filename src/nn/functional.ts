@@ -9,7 +9,8 @@ import { noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { where } from "../ops/indexing.ts";
 import { crossEntropyReduced, crossEntropyRows } from "./functional/cross_entropy.ts";
-import { fusedBatchNorm } from "./functional/batch_norm.ts";
+import { composedBatchNorm, fusedBatchNorm } from "./functional/batch_norm.ts";
+import { recomputedBackward, recording } from "../autograd/recompute.ts";
 import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { forwardScope, tidy } from "../storage.ts";
@@ -278,6 +279,10 @@ function batchNormUnscoped(
     return { y: y.reshape(x.shape), centered, invstd };
   });
   return record("batchNorm", [x, weight ?? null, bias ?? null], y, ([g]) => {
+    if (recording()) {
+      const inputs = [x, weight ?? null, bias ?? null];
+      return recomputedBackward(inputs, () => composedBatchNorm(x, inputs[1], inputs[2], eps), g!);
+    }
     const g3 = g!.reshape(x3.shape);
     // With xhat = centered · invstd, per channel: gsum = Σ g, gxc = Σ g · centered.
     const gsum = g3.sum(dims, true);

@@ -5,7 +5,7 @@
  */
 
 import type { BinaryOp, UnaryOp } from "../backends/backend.ts";
-import { record } from "../autograd.ts";
+import { isGradEnabled, record } from "../autograd.ts";
 import { type DType, isFloat, promoteTypes } from "../dtype.ts";
 import { broadcastShapes, broadcastStrides, numelOf, sameShape, type Shape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
@@ -99,8 +99,13 @@ export const relu = (x: Tensor): Tensor =>
   unary(
     "relu",
     x,
-    (g, y) => whereRaw(compare("le", y, 0), scalar(0, g.dtype, g.device), g, g.shape),
+    (g, y) => threshold(compare("le", y, 0), g),
   );
+/** `g` with 0 where `mask` holds; its gradient (under createGraph) the same. */
+const threshold = (mask: Tensor, g: Tensor): Tensor =>
+  record("threshold", [g], whereRaw(mask, scalar(0, g.dtype, g.device), g, g.shape), ([gg]) => [
+    threshold(mask, gg!),
+  ]);
 /** 1 / (1 + e^-x). */
 export const sigmoid = (x: Tensor): Tensor =>
   unary("sigmoid", x, (g, y) => mul(g, mul(y, sub(1, y))));
@@ -167,6 +172,10 @@ const geluDerivative = (x: Tensor): Tensor =>
 
 /** `g * gelu'(x)`: the fused `geluBackward` kernel where the backend has it. */
 function geluBackward(x: Tensor, g: Tensor): Tensor {
+  if (isGradEnabled()) { // createGraph: Φ(x) + x φ(x) from differentiable ops
+    const cdf = mul(add(erf(mul(x, Math.SQRT1_2)), 1), 0.5);
+    return mul(g, add(cdf, mul(x, mul(exp(mul(square(x), -0.5)), 1 / Math.sqrt(2 * Math.PI)))));
+  }
   if (!hasKernel(x.device, "geluBackward")) return mul(g, geluDerivative(x));
   const out = empty(x.shape, x.dtype, x.device);
   const [xb, grad] = [x.storage.buffer("gelu backward"), g.storage.buffer("gelu backward")];
@@ -186,6 +195,9 @@ export function gelu(x: Tensor): Tensor {
   const out = geluForward(x);
   return record("gelu", [x], out, ([g]) => [geluBackward(x, g!)]);
 }
+/** erf, for gelu's differentiable backward. */
+const erf = (x: Tensor): Tensor =>
+  unary("erf", x, (g) => mul(g, mul(exp(neg(square(x))), 2 / Math.sqrt(Math.PI))));
 /** A step function: its gradient is zero everywhere (PyTorch's convention). */
 function step(op: UnaryOp, x: Tensor): Tensor {
   return unary(op, x, (g) => g.zerosLike());
@@ -193,9 +205,9 @@ function step(op: UnaryOp, x: Tensor): Tensor {
 /** -1, 0 or 1 (0 for NaN, as PyTorch); zero gradient. */
 export const sign = (x: Tensor): Tensor => step("sign", x);
 /** Sine. */
-export const sin = (x: Tensor): Tensor => unary("sin", x, (g) => mul(g, unaryRaw("cos", x)));
+export const sin = (x: Tensor): Tensor => unary("sin", x, (g) => mul(g, cos(x)));
 /** Cosine. */
-export const cos = (x: Tensor): Tensor => unary("cos", x, (g) => mul(g, neg(unaryRaw("sin", x))));
+export const cos = (x: Tensor): Tensor => unary("cos", x, (g) => mul(g, neg(sin(x))));
 /** Largest integer <= x; zero gradient. */
 export const floor = (x: Tensor): Tensor => step("floor", x);
 /** Smallest integer >= x; zero gradient. */
@@ -312,7 +324,7 @@ export function pow(a: TensorLike, b: TensorLike): Tensor {
   requireFloat("pow", ta);
   // PyTorch's masks: x^0 has gradient 0 at x = 0, and 0^y (y >= 0) gradient 0 in y, not 0·∞.
   return binary("pow", ta, tb, (g, x, y, out) => [
-    x.requiresGrad ? mul(g, mul(y, binaryRaw("pow", x, sub(y, 1))).where(y.ne(0), 0)) : null,
+    x.requiresGrad ? mul(g, mul(y, pow(x, sub(y, 1))).where(y.ne(0), 0)) : null,
     y.requiresGrad ? mul(g, mul(out, log(x)).where(x.ne(0).add(y.lt(0)), 0)) : null,
   ]);
 }

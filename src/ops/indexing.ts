@@ -44,9 +44,13 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
   const out = whereRaw(cond, ta, tb, shape);
   return record("where", [ta, tb], out, ([g]) => {
     const zero = scalar(0, g!.dtype, g!.device);
+    const pick = (g: Tensor, on: boolean): Tensor =>
+      record("whereBackward", [g], whereRaw(cond, on ? g : zero, on ? zero : g, shape), ([gg]) => [
+        pick(gg!, on),
+      ]);
     return [
-      ta.requiresGrad ? sumTo(whereRaw(cond, g!, zero, shape), ta.shape) : null,
-      tb.requiresGrad ? sumTo(whereRaw(cond, zero, g!, shape), tb.shape) : null,
+      ta.requiresGrad ? sumTo(pick(g!, true), ta.shape) : null,
+      tb.requiresGrad ? sumTo(pick(g!, false), tb.shape) : null,
     ];
   });
 }
@@ -180,7 +184,11 @@ function gatherIndexed(x: Tensor, dim: number, index: Tensor, checkRange: boolea
     const ob = out.storage.buffer();
     launch(x.device, "gather", { x: xb, index: ib, out: ob, ...layout });
   }
-  return record("gather", [src], out, ([g]) => [scatterAddRaw(g!, index, d, size)]);
+  return record("gather", [src], out, ([g]) => [
+    record("gatherBackward", [g], scatterAddRaw(g!.detach(), index, d, size), ([gg]) => [
+      gatherIndexed(gg!, d, index, false),
+    ]),
+  ]);
 }
 
 /** The slice at `index` along `dim`, with that dim removed (PyTorch's `select`). */

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { record } from "../autograd.ts";
+import { isGradEnabled, record } from "../autograd.ts";
 import { broadcastShapes, formatShape, numelOf } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { commonDevice, empty, hasKernel, launch, requireFloat } from "./util.ts";
@@ -73,6 +73,12 @@ function product(a: Tensor, b: Tensor, options: MatmulOptions, bias: Tensor | nu
   return out;
 }
 
+/** {@link matmulRaw}, or under createGraph (grad mode on in backward) the recorded product. */
+function mm(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
+  if (!isGradEnabled()) return matmulRaw(a, b, options);
+  return matmul(options.transA ? a.transpose(-2, -1) : a, options.transB ? b.transpose(-2, -1) : b);
+}
+
 /** The batched product of two 3-D tensors with batch 1 broadcasting, with its gradient. */
 function bmm(a3: Tensor, b3: Tensor): Tensor {
   const out = matmulRaw(a3, b3);
@@ -81,17 +87,17 @@ function bmm(a3: Tensor, b3: Tensor): Tensor {
     let ga: Tensor | null = null;
     let gb: Tensor | null = null;
     if (a3.requiresGrad) {
-      ga = matmulRaw(g!, b3, { transB: true });
+      ga = mm(g!, b3, { transB: true });
       if (a3.shape[0] === 1 && batch !== 1) ga = sumDims(ga, [0], true);
     }
     if (b3.requiresGrad) {
       if (b3.shape[0] === 1 && batch !== 1) {
         const [, m, k] = a3.shape;
-        gb = matmulRaw(a3.reshape([batch * m, k]), g!.reshape([batch * m, g!.shape[2]]), {
+        gb = mm(a3.reshape([batch * m, k]), g!.reshape([batch * m, g!.shape[2]]), {
           transA: true,
         })
           .reshape(b3.shape);
-      } else gb = matmulRaw(a3, g!, { transA: true });
+      } else gb = mm(a3, g!, { transA: true });
     }
     return [ga, gb];
   });
@@ -178,9 +184,9 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   const out = record("linear", fused ? [x2, weight, bias!] : [x2, weight], y, ([g]) => {
     // The input's gradient last: the activation's backward that comes next may
     // be fused into its product by the backend (webgpu's epilogues).
-    const gw = weight.requiresGrad ? matmulRaw(g!, x2, { transA: true }) : null;
+    const gw = weight.requiresGrad ? mm(g!, x2, { transA: true }) : null;
     const gb = fused && bias!.requiresGrad ? sumDims(g!, [0], false) : null;
-    return [x2.requiresGrad ? matmulRaw(g!, weight) : null, gw, gb].slice(0, fused ? 3 : 2);
+    return [x2.requiresGrad ? mm(g!, weight) : null, gw, gb].slice(0, fused ? 3 : 2);
   });
   const withBias = bias && !fused ? add(out, bias) : out;
   return withBias.reshape([...x.shape.slice(0, -1), outF]);

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { noGrad, record } from "../autograd.ts";
+import { isGradEnabled, noGrad, record } from "../autograd.ts";
 import type { Device } from "../device.ts";
 import { type DType, promoteTypes } from "../dtype.ts";
 import {
@@ -21,7 +21,7 @@ import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch } from "./util.ts";
 import { cast, sumTo } from "./elementwise.ts";
 import { checkLater } from "./check.ts";
-import { tidy } from "../storage.ts";
+import { backwardOp, tidy } from "../storage.ts";
 
 /** `shape` with one -1 resolved against `numel`, or an error naming both. */
 function resolveShape(shape: readonly number[], numel: number, from: Shape, op: string): number[] {
@@ -182,7 +182,14 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
     );
   }
   const out = narrowRaw(x, d, s, length);
-  return record("narrow", [x], out, ([g]) => [padInto(g!, x.shape, d, s)]);
+  return record("narrow", [x], out, ([g]) => [
+    record(
+      "narrowBackward",
+      [g],
+      padInto(g!, x.shape, d, s),
+      ([gg]) => [narrow(gg!, d, s, length)],
+    ),
+  ]);
 }
 
 /** `length` elements from `start` along `dim` (all checked), no graph. */
@@ -262,7 +269,14 @@ export function split(x: Tensor, sizes: number | readonly number[], dim = 0): Te
   return record("split", [x], pieces, (grads) => {
     const out = zeroed(x.shape, x.dtype, x.device);
     grads.forEach((g, i) => g && writeRegion(g, out, d, starts[i]));
-    return [out];
+    return [
+      record(
+        "splitBackward",
+        grads,
+        out,
+        ([gg]) => grads.map((_, i) => narrow(gg!, d, starts[i], parts[i])),
+      ),
+    ];
   });
 }
 
@@ -419,12 +433,18 @@ export function indexSelect(x: Tensor, dim: number, indices: Tensor): Tensor {
     // A scatter-add, linear in g's size (a one-hot product was [count, size]: 160 MiB for 4096
     // lookups of a 10,000-row table).
     const at = expand(reshape(indices, [1, count, 1]), [outer, count, inner]);
-    return [scatterAddRaw(g!.reshape([outer, count, inner]), at, 1, size).reshape(x.shape)];
+    const gx = scatterAddRaw(g!.detach().reshape([outer, count, inner]), at, 1, size).reshape(
+      x.shape,
+    );
+    return [record("indexSelectBackward", [g], gx, ([gg]) => [indexSelect(gg!, d, indices)])];
   });
 }
 
 /** The scatter-add kernel: `[outer, size, inner]` sums of `src` by `index`, no graph. */
 export function scatterAddRaw(src: Tensor, index: Tensor, dim: number, size: number): Tensor {
+  if (src.requiresGrad && isGradEnabled() && backwardOp()) { // createGraph, where no caller records it
+    throw new Error(`${backwardOp()}'s backward is not differentiable (createGraph)`);
+  }
   const shape = index.shape.map((n, i) => (i === dim ? size : n));
   const out = empty(shape, src.dtype, src.device);
   if (out.numel() === 0) return out;

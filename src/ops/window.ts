@@ -96,5 +96,8 @@ function windows(
     } else launch(x.device, "col2im", { ...layout, x: src.storage.buffer(op), out: ob });
     return out;
   };
-  return record(op, [x], run(x, unfold), ([g]) => [run(g!, !unfold)]);
+  // Each direction's gradient is the other, recorded too (higher-order gradients).
+  const apply = (src: Tensor, toColumns: boolean): Tensor =>
+    record(op, [src], run(src, toColumns), ([g]) => [apply(g!, !toColumns)]);
+  return apply(x, unfold);
 }

@@ -8,6 +8,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { firstOrderOnly } from "../autograd/recompute.ts";
 import { isFloat } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
@@ -286,6 +287,7 @@ export function logcumsumexp(x: Tensor, dim: number): Tensor {
   if (x.ndim === 0) return clone(x);
   const out = scanBy(x, d, logAdd);
   return record("logcumsumexp", [x], out, ([g]) => {
+    firstOrderOnly("logcumsumexp");
     const lowest = x.dtype === "float32" ? -3.4028234663852886e38 : -Number.MAX_VALUE;
     const logPositive = g!.log().where(g!.gt(0), lowest);
     const logNegative = g!.neg().log().where(g!.lt(0), lowest);

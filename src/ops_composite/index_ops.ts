@@ -126,11 +126,10 @@ export function indexAdd(
     return fx.add(added).reshape(x.shape);
   });
   return record("indexAdd", [x, source], out, ([g]) => {
-    const picked = noGrad(() => {
-      const [fg, fi] = flat(g!, index);
-      const rows = indexSelect(fg, d, fi);
-      return (alpha === 1 ? rows : rows.mul(alpha)).reshape(source.shape);
-    });
+    // Recorded under createGraph (grad mode is on in backward only then).
+    const [fg, fi] = flat(g!, index);
+    const rows = indexSelect(fg, d, fi);
+    const picked = (alpha === 1 ? rows : rows.mul(alpha)).reshape(source.shape);
     return [x.requiresGrad ? g : null, source.requiresGrad ? picked : null];
   });
 }

@@ -5,6 +5,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { firstOrderOnly } from "../autograd/recompute.ts";
 import { normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
@@ -45,7 +46,10 @@ export function cumsum(x: Tensor, dim: number): Tensor {
   const d = normalizeDim(dim, x.ndim, "cumsum");
   if (x.ndim === 0) return clone(x);
   const out = scan(x, d, "add");
-  return record("cumsum", [x], out, ([g]) => [scan(g!, d, "add", true)]);
+  // The gradient (a reversed scan) is recorded too, for gradients of gradients.
+  const reversed = (g: Tensor): Tensor =>
+    record("cumsumBackward", [g], scan(g, d, "add", true), ([gg]) => [cumsum(gg!, d)]);
+  return record("cumsum", [x], out, ([g]) => [reversed(g!)]);
 }
 
 /** Running products along `dim`, as `torch.cumprod`, with PyTorch's gradient at zeros. */
@@ -53,7 +57,10 @@ export function cumprod(x: Tensor, dim: number): Tensor {
   const d = normalizeDim(dim, x.ndim, "cumprod");
   if (x.ndim === 0) return clone(x);
   const out = scan(x, d, "mul");
-  return record("cumprod", [x], out, ([g]) => [cumprodBackward(g!, x, out, d)]);
+  return record("cumprod", [x], out, ([g]) => {
+    firstOrderOnly("cumprod");
+    return [cumprodBackward(g!, x, out, d)];
+  });
 }
 
 /**
@@ -129,6 +136,7 @@ export function prod(x: Tensor, dim?: number, keepdim = false): Tensor {
     : productAlong(flat, d).reshape(kept);
   const out = keepdim ? reduced : reduced.reshape(whole ? [] : x.shape.filter((_, i) => i !== d));
   return record("prod", [x], out, ([g]) => {
+    firstOrderOnly("prod");
     if (x.ndim === 0 || x.numel() === 0) return [g!.reshape(kept).expand(x.shape)];
     const gk = g!.reshape(kept);
     const fast = gk.mul(reduced.div(x));

@@ -1,18 +1,19 @@
 /**
- * Sorting along a dim: `sort`, `argsort`, `topk`, by a bitonic network of
- * elementwise kernels, so every backend sorts without a sort kernel.
+ * Sorting along a dim: `sort`, `argsort`, `topk`, by the backend's `sort`
+ * kernel where it has one, else by a bitonic network of elementwise kernels,
+ * so every backend sorts without a sort kernel.
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
+import { noGrad, record } from "../autograd.ts";
 import { type DType, isFloat } from "../dtype.ts";
-import { formatShape, normalizeDim } from "../shape.ts";
+import { axisSplit, formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import { arange, full, tensor } from "../ops/factory.ts";
 import { gatherInRange } from "../ops/indexing.ts";
-import { cat, clone, indexSelect, narrow } from "../ops/view.ts";
-import { cachedConstant } from "../ops/util.ts";
+import { cat, clone, indexSelect, narrow, scatterAddRaw } from "../ops/view.ts";
+import { cachedConstant, empty, hasKernel, launch } from "../ops/util.ts";
 
 /**
  * Values and their int32 indices, as PyTorch's `(values, indices)` named
@@ -78,7 +79,8 @@ function exchange(
 /** The longest padded dim whose stage tables are cached (about 1.3 MB of them per dtype and device). */
 const CACHED_LENGTH = 4096;
 
-function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
+/** @internal The network's indices (see above), for backends without a `sort` kernel. */
+export function networkSortIndices(x: Tensor, d: number, descending: boolean): Tensor {
   const n = x.shape[d];
   const N = 2 ** Math.ceil(Math.log2(n));
   const { device } = x;
@@ -142,10 +144,46 @@ function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
   );
 }
 
-/** Indices of `x` (as int32) when there is nothing to sort: 0-d, empty, or one element along `d`. */
-function trivial(x: Tensor, d: number): Tensor | null {
+/**
+ * Values and indices from the backend's `sort` kernel (one launch, `d` any
+ * dim), the first `k` along `d` (topk: the kernel may select, not sort); the values' gradient goes back to where each came from (twice
+ * differentiable, as the network's gather).
+ */
+function kernelSort(x: Tensor, d: number, descending: boolean, k = x.shape[d]): ValuesIndices {
+  const shape = x.shape.map((s, i) => (i === d ? k : s));
+  const values = empty(shape, x.dtype, x.device);
+  const indices = empty(shape, "int32", x.device);
+  const { outer, size, inner } = axisSplit(x.shape, d);
+  const buffers = { values: values.storage.buffer(), indices: indices.storage.buffer() };
+  const args = { x: x.storage.buffer("sort"), ...buffers, outer, size, inner, k, descending };
+  launch(x.device, "sort", { ...args, dtype: x.dtype });
+  // The gradient's own gradient (createGraph) gathers at the same places, as PyTorch's.
+  const scatter = (g: Tensor): Tensor =>
+    record(
+      "sortBackward",
+      [g],
+      scatterAddRaw(g.detach(), indices, d, size),
+      ([gg]) => [gatherInRange(gg!, d, indices)],
+    );
+  record("sort", [x], values, ([g]) => [scatter(g!)]);
+  return valuesIndices(values, indices);
+}
+
+/** The int32 indices that sort `x` along `d`: the kernel's where the backend has it. */
+function sortIndices(x: Tensor, d: number, descending: boolean): Tensor {
+  if (!hasKernel(x.device, "sort")) return networkSortIndices(x, d, descending);
+  const [values, indices] = noGrad(() => kernelSort(x, d, descending));
+  values.dispose();
+  return indices;
+}
+
+/**
+ * Indices of `x` (as int32, `k` of them along `d`) when there is nothing to
+ * sort: 0-d, empty, or one element along `d`.
+ */
+function trivial(x: Tensor, d: number, k = x.ndim === 0 ? 1 : x.shape[d]): Tensor | null {
   if (x.ndim > 0 && x.numel() > 0 && x.shape[d] > 1) return null;
-  return full([...x.shape], 0, { dtype: "int32", device: x.device });
+  return full(x.shape.map((s, i) => (i === d ? k : s)), 0, { dtype: "int32", device: x.device });
 }
 
 /**
@@ -157,7 +195,9 @@ function trivial(x: Tensor, d: number): Tensor | null {
  */
 export function sort(x: Tensor, dim = -1, descending = false): ValuesIndices {
   const d = normalizeDim(dim, x.ndim, "sort");
-  const indices = trivial(x, d) ?? sortIndices(x, d, descending);
+  const trivially = trivial(x, d);
+  if (!trivially && hasKernel(x.device, "sort")) return kernelSort(x, d, descending);
+  const indices = trivially ?? sortIndices(x, d, descending);
   const values = x.ndim === 0 ? clone(x) : gatherInRange(x, d, indices);
   return valuesIndices(values, indices);
 }
@@ -189,10 +229,12 @@ export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted = tr
   if (x.ndim === 0) {
     return valuesIndices(clone(x), full([], 0, { dtype: "int32", device: x.device }));
   }
-  const trivially = trivial(x, d);
+  // Nothing to sort still leaves k indices along d, not all of them ([1] with k = 0 gives [0]).
+  const trivially = trivial(x, d, k);
+  if (!trivially && hasKernel(x.device, "sort")) return kernelSort(x, d, largest, k);
   const stages = Math.ceil(Math.log2(size)) * (Math.ceil(Math.log2(size)) + 1) / 2;
-  // A few largest values cost a few kernels per value where the sort costs about ten per stage
-  // (a top-5 of 1,000 classes: 45 kernels instead of 550).
+  // Without a sort kernel, a few largest values cost a few kernels per value where the network
+  // costs about ten per stage (a top-5 of 1,000 classes: 45 kernels instead of 550).
   const indices = trivially ??
     (largest && k > 0 && k < stages && k <= 16
       ? largestByRounds(x, d, k)

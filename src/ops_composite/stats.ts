@@ -6,7 +6,7 @@
  * @module
  */
 
-import { noGrad, record } from "../autograd.ts";
+import { isGradEnabled, noGrad, record } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
@@ -345,7 +345,11 @@ function varianceAndMean(
     }),
     // PyTorch's var_backward, 2·g·(x - mean) / divisor: the mean's own share sums to zero, and
     // leaving it out keeps a zero divisor's gradient infinite rather than inf - inf.
-    ([g]) => [g!.reshape(keptShape(x.shape, dims)).mul(deviation).mul(2 / divisor)],
+    // Under createGraph (grad mode on in backward) the deviation is recomputed with a graph.
+    ([g]) => [
+      g!.reshape(keptShape(x.shape, dims)).mul(isGradEnabled() ? x.sub(mean) : deviation)
+        .mul(2 / divisor),
+    ],
   );
   const m = keepdim || x.ndim === 0 ? mean : mean.reshape(variance.shape);
   if (op === "varMean") return [variance, m];

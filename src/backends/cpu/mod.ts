@@ -52,6 +52,7 @@ import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
 import { sgd } from "./kernels/sgd.ts";
 import { softmax } from "./kernels/softmax.ts";
+import { sort } from "./kernels/sort.ts";
 import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
 import { HostPool } from "./pool.ts";
@@ -94,6 +95,7 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
   maxPool2d,
   crossEntropyReduced,
   crossEntropyReducedBackward,
+  sort,
 };
 
 /**

@@ -38,6 +38,7 @@ import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
 import { softmax } from "./kernels/softmax.ts";
+import { sort } from "./kernels/sort.ts";
 import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
 import { sizeClass } from "./pool.ts";
@@ -107,6 +108,7 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       crossEntropyReduced: (args) => crossEntropyReduced(rt, args),
       crossEntropyReducedBackward: (args) => crossEntropyReducedBackward(rt, args),
       maxPool2d: (args) => maxPool2d(rt, args),
+      sort: (args) => sort(rt, args),
       ...(fitsBatchNorm
         ? {
           batchNorm: (args: BatchNormArgs<GPUBuffer>) => batchNorm(rt, args),

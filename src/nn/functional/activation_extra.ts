@@ -22,6 +22,7 @@ import { cat } from "../../ops/view.ts";
 import { formatShape, normalizeDim } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
+import { recomputedBackward, recording } from "../../autograd/recompute.ts";
 import { checkFinite, checkFloatInput, checkTensor, sameDevice } from "../util.ts";
 
 /**
@@ -37,7 +38,9 @@ function node<S extends Tensor[]>(
 ): Tensor {
   return forwardScope(() => {
     const [out, ...saved] = noGrad(() => tidy(forward));
-    return record(name, inputs, out, ([g]) => backward(g!, saved as S));
+    return record(name, inputs, out, ([g]) =>
+      // Under createGraph the forward, re-run with a graph, is differentiated instead.
+      recording() ? recomputedBackward(inputs, () => forward()[0], g!) : backward(g!, saved as S));
   });
 }
 

@@ -10,6 +10,7 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
+import { poolArgmax } from "./pool_argmax.ts";
 import { batched } from "./window_args.ts";
 
 /**
@@ -24,7 +25,8 @@ function adaptiveMax(x: Tensor, dim: number, out: number): Tensor {
   for (let i = 0; i < out; i++) {
     const start = Math.floor((i * size) / out);
     const end = Math.ceil(((i + 1) * size) / out);
-    parts.push(x.narrow(dim, start, end - start).max(dim, true));
+    const part = x.narrow(dim, start, end - start);
+    parts.push(part.gather(dim, poolArgmax(part, dim)));
   }
   return parts.length === 1 ? parts[0] : cat(parts, dim);
 }
@@ -48,8 +50,8 @@ function checkSize(op: string, value: number | null, fallback: number, given: un
  * to each window's first maximum in row-major order, as PyTorch's: the max
  * is taken over columns, then rows, each picking its first maximum, which
  * lands on the same element. A window holding NaN gives NaN, as PyTorch;
- * its gradient goes to the first NaN in row-major order, where PyTorch's
- * kernel takes the last.
+ * its gradient goes to the last NaN in row-major order, as PyTorch's
+ * kernel (each stage picks its last NaN).
  */
 export function adaptiveMaxPool2d(
   input: Tensor,

@@ -8,8 +8,29 @@
  */
 
 import { record } from "../../autograd.ts";
+import { recomputedBackward, recording } from "../../autograd/recompute.ts";
 import type { Tensor } from "../../tensor.ts";
 import { empty, hasKernel, launch } from "../../ops/util.ts";
+
+/**
+ * Training batch norm of `x` [N, C, ...] from recorded ops, without the
+ * running statistics: what the fused and the closed-form backward
+ * differentiate under createGraph (gradients of gradients).
+ */
+export function composedBatchNorm(
+  x: Tensor,
+  weight: Tensor | null,
+  bias: Tensor | null,
+  eps: number,
+): Tensor {
+  const [n, c] = x.shape;
+  const x3 = x.reshape([n, c, x.numel() / (n * c)]);
+  const centered = x3.sub(x3.mean([0, 2], true));
+  let y = centered.mul(centered.square().mean([0, 2], true).add(eps).rsqrt());
+  if (weight) y = y.mul(weight.reshape([1, c, 1]));
+  if (bias) y = y.add(bias.reshape([1, c, 1]));
+  return y.reshape(x.shape);
+}
 
 /**
  * The normalized `x` [N, C, ...] (differentiable in `x`, `weight` and
@@ -44,6 +65,13 @@ export function fusedBatchNorm(
     eps,
   });
   record("batchNorm", [x, weight, bias], y, ([g]) => {
+    if (recording()) {
+      return recomputedBackward(
+        [x, weight, bias],
+        () => composedBatchNorm(x, weight, bias, eps),
+        g!,
+      );
+    }
     const gradInput = empty(x.shape, dtype, device);
     const gradWeight = empty([channels], dtype, device);
     const gradBias = empty([channels], dtype, device);

@@ -19,6 +19,7 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkTensor } from "../util.ts";
+import { poolArgmax } from "./pool_argmax.ts";
 import {
   batched,
   checkConvBias,
@@ -238,7 +239,7 @@ function poolWindow(
  * Max pooling over [N, C, H, W] (or [C, H, W]) windows, as
  * `torch.nn.functional.max_pool2d`; the gradient goes to each window's
  * maximum (the first one on ties, NaN counting as the maximum; of several
- * NaN the first, where PyTorch takes the last). With `returnIndices: true`,
+ * NaN the last, as PyTorch). With `returnIndices: true`,
  * returns `[output, indices]` ({@link PoolWithIndices}).
  */
 export function maxPool2d(
@@ -284,7 +285,7 @@ function maxPool2dUnscoped(
   }
   const taps = window.kernel[0] * window.kernel[1];
   const cols = unfold2d(x, window, -Infinity).reshape([n, c, taps, oh * ow]);
-  const top = cols.argmax(2, true);
+  const top = poolArgmax(cols, 2);
   // A window of -inf: argmax may name a padding tap, PyTorch (and the fused
   // kernels) its first tap inside the input, where the gradient goes too.
   const index = where(gatherInRange(cols, 2, top).eq(-Infinity), firstInsideTaps(x, window), top);
@@ -391,9 +392,17 @@ function fusedMaxPool2d(x: Tensor, window: Window2d): [Tensor, Tensor] {
       dtype: x.dtype,
     });
   }
-  const out = record("maxPool2d", [x], y, ([g]) => [
-    scatterAddRaw(g!.reshape([n, c, oh * ow]), indices, 2, h * w).reshape(x.shape),
-  ]);
+  // The gradient's own gradient (createGraph) gathers at the same positions.
+  const scatter = (g: Tensor): Tensor =>
+    record(
+      "maxPool2dBackward",
+      [g],
+      scatterAddRaw(g.detach().reshape([n, c, oh * ow]), indices, 2, h * w).reshape(x.shape),
+      ([gg]) => [
+        gatherInRange(gg!.reshape([n, c, h * w]), 2, indices).reshape(g.shape),
+      ],
+    );
+  const out = record("maxPool2d", [x], y, ([g]) => [scatter(g!)]);
   return [out, indices];
 }
 

@@ -7,10 +7,11 @@
  * @module
  */
 
-import { noGrad, record } from "../../autograd.ts";
+import { isGradEnabled, noGrad, record } from "../../autograd.ts";
 import type { Storage } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { where } from "../../ops/indexing.ts";
+import { arange } from "../../ops/factory.ts";
 import { empty, hasKernel, launch } from "../../ops/util.ts";
 import { checkClassRange } from "../util.ts";
 
@@ -37,6 +38,17 @@ function checkTargets(op: string, target: Tensor, classes: number, ignoreIndex: 
   checkClassRange(op, safe, classes, `, or ignoreIndex ${ignoreIndex}`, () => {
     verified.set(storage, key);
   });
+}
+
+/**
+ * The logits' gradient `(softmax - onehot(target)) * rowScale` from
+ * differentiable ops: the fused kernels' backward under createGraph (grad
+ * mode on in backward), so that second derivatives flow through it.
+ */
+function recordedGrad(logits: Tensor, target: Tensor, rowScale: Tensor): Tensor {
+  const classes = arange(logits.shape[1], { device: logits.device });
+  const onehot = target.reshape([-1, 1]).eq(classes).to(logits.dtype);
+  return logits.softmax(1).sub(onehot).mul(rowScale.reshape([-1, 1]));
 }
 
 /**
@@ -75,6 +87,7 @@ export function crossEntropyRows(
     dtype,
   });
   record("crossEntropy", [logits], losses, ([g]) => {
+    if (isGradEnabled()) return [recordedGrad(logits, target, g!.mul(weights))];
     const out = empty(logits.shape, dtype, device);
     launch(device, "crossEntropyBackward", {
       probs: probs.storage.buffer("crossEntropy backward"),
@@ -132,6 +145,10 @@ export function crossEntropyReduced(
     dtype,
   });
   record("crossEntropy", [logits], loss, ([g]) => {
+    if (isGradEnabled()) {
+      const scale = target.ne(ignoreIndex).to(dtype).mul(mean ? g!.div(weightSum) : g!);
+      return [recordedGrad(logits, target, scale)];
+    }
     const out = empty(logits.shape, dtype, device);
     launch(device, "crossEntropyReducedBackward", {
       probs: probs.storage.buffer("crossEntropy backward"),

@@ -8,6 +8,7 @@
  */
 
 import { noGrad, record } from "../../autograd.ts";
+import { firstOrderOnly } from "../../autograd/recompute.ts";
 import { checkLater } from "../../ops/check.ts";
 import { arangeOn, full, tensor } from "../../ops/factory.ts";
 import { gatherInRange, where } from "../../ops/indexing.ts";
@@ -308,6 +309,7 @@ function pytorchTerm(lp: Tensor, ilCol: Tensor, impossible: Tensor, zeroInfinity
   const [T, N] = lp.shape;
   const zeros = full([N], 0, { dtype: lp.dtype, device: lp.device });
   return record("ctcLoss", [lp], zeros, ([g]) => {
+    firstOrderOnly("ctcLoss");
     const reading = arangeOn(T, lp.device).reshape([T, 1, 1]).lt(ilCol.reshape([1, N, 1]));
     const bad = impossible.reshape([1, N, 1]);
     let coef = g!.reshape([1, N, 1]);

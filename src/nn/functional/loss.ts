@@ -9,6 +9,7 @@
  */
 
 import { noGrad, record } from "../../autograd.ts";
+import { recording } from "../../autograd/recompute.ts";
 import { sumTo } from "../../ops/elementwise.ts";
 import { gatherInRange, where } from "../../ops/indexing.ts";
 import { checkClassRange, reduceLoss } from "../util.ts";
@@ -189,15 +190,16 @@ export function binaryCrossEntropy(
   checkReduction(op, reduction);
   const weight = options.weight ?? null;
   checkWeight(op, "weight", weight, input);
-  const [logX, log1mX, unweighted] = noGrad(() =>
-    tidy(() => {
-      const logX = input.log().clamp(-100);
-      const log1mX = input.neg().log1p().clamp(-100);
-      return [logX, log1mX, target.mul(logX).add(target.neg().add(1).mul(log1mX)).neg()];
-    })
-  );
-  const losses = weight ? noGrad(() => unweighted.mul(weight)) : unweighted;
+  const terms = () => {
+    const logX = input.log().clamp(-100);
+    const log1mX = input.neg().log1p().clamp(-100);
+    return [logX, log1mX, target.mul(logX).add(target.neg().add(1).mul(log1mX)).neg()];
+  };
+  const saved = noGrad(() => tidy(terms));
+  const losses = weight ? noGrad(() => saved[2].mul(weight)) : saved[2];
   const recorded = record(op, [input, target, weight], losses, ([g]) => {
+    // Under createGraph the terms are recomputed with a graph (their own derivatives count).
+    const [logX, log1mX, unweighted] = recording() ? terms() : saved;
     const scale = weight ? g!.mul(weight) : g!;
     return [
       input.requiresGrad

@@ -5,6 +5,7 @@
  */
 
 import { noGrad, record } from "../../autograd.ts";
+import { recomputedBackward, recording } from "../../autograd/recompute.ts";
 import { isFloat } from "../../dtype.ts";
 import { zeros } from "../../ops/factory.ts";
 import { cat } from "../../ops/view.ts";
@@ -121,17 +122,18 @@ export function instanceNorm(x: Tensor, options: InstanceNormOptions = {}): Tens
 function normalized(x: Tensor, weight: Tensor | null, bias: Tensor | null, eps: number): Tensor {
   const [, c, positions] = x.shape;
   const view = [1, c, 1];
-  const { y, centered, invstd } = noGrad(() =>
-    tidy(() => {
-      const mean = x.mean(2, true);
-      const centered = x.sub(mean);
-      const invstd = centered.square().mean(2, true).add(eps).rsqrt();
-      let y = centered.mul(weight ? invstd.mul(weight.reshape(view)) : invstd);
-      if (bias) y = y.add(bias.reshape(view));
-      return { y, centered, invstd };
-    })
-  );
+  const forward = () => {
+    const mean = x.mean(2, true);
+    const centered = x.sub(mean);
+    const invstd = centered.square().mean(2, true).add(eps).rsqrt();
+    let y = centered.mul(weight ? invstd.mul(weight.reshape(view)) : invstd);
+    if (bias) y = y.add(bias.reshape(view));
+    return { y, centered, invstd };
+  };
+  const { y, centered, invstd } = noGrad(() => tidy(forward));
   return record("instanceNorm", [x, weight, bias], y, ([g]) => {
+    // Under createGraph the forward, re-run with a graph, is differentiated instead.
+    if (recording()) return recomputedBackward([x, weight, bias], () => forward().y, g!);
     const gsum = g!.sum(2, true);
     const gxc = g!.mul(centered).sum(2, true);
     const gw = weight?.requiresGrad ? gxc.mul(invstd).sum([0, 2]) : null;

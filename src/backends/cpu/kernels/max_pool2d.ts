@@ -10,11 +10,12 @@ import type { TypedArray } from "../../../dtype.ts";
 import { residentLoops } from "../wasm/elementwise.ts";
 
 /**
- * 1 where `v` beats the current winner `b` (larger, or NaN over a number),
- * as an integer: V8 boxes a float chosen by a branch or by `Math.max` in
- * these loops, which made them 10-15x slower than choosing the position.
+ * 1 where `v` beats the current winner `b` (larger, or NaN: the last NaN of
+ * a window wins, as PyTorch's `val > maxval || isnan(val)`), as an integer:
+ * V8 boxes a float chosen by a branch or by `Math.max` in these loops,
+ * which made them 10-15x slower than choosing the position.
  */
-const beats = (v: number, b: number) => +(v > b) | (+(v !== v) & +(b === b));
+const beats = (v: number, b: number) => +(v > b) | +(v !== v);
 
 /** The common 2x2 window with stride 2 and no padding, its taps unrolled. */
 function maxPool2x2(args: MaxPool2dArgs<TypedArray>): void {
@@ -74,7 +75,7 @@ export function maxPool2d(args: MaxPool2dArgs<TypedArray>): void {
           const row = base + (h0 + ki * dilationH) * W + w0;
           for (let kj = kjLo; kj < kjHi; kj++) {
             const at = row + kj * dilationW;
-            // The first one wins ties.
+            // The first one wins ties; the last NaN wins.
             best += beats(x[at], x[best]) * (at - best);
           }
         }

@@ -8,15 +8,13 @@
 (module
   (import "env" "memory" (memory 1 16384 shared))
 
-  ;; 1 where v beats the winner b: larger, or NaN over a number.
+  ;; 1 where v beats the winner b: larger, or NaN (the last NaN wins, as PyTorch).
   (func $beats (param $v f32) (param $b f32) (result i32)
-    (i32.or (f32.gt (local.get $v) (local.get $b))
-      (i32.and (f32.ne (local.get $v) (local.get $v)) (f32.eq (local.get $b) (local.get $b)))))
+    (i32.or (f32.gt (local.get $v) (local.get $b)) (f32.ne (local.get $v) (local.get $v))))
 
   ;; The same, lanewise: all ones where v beats b.
   (func $beats4 (param $v v128) (param $b v128) (result v128)
-    (v128.or (f32x4.gt (local.get $v) (local.get $b))
-      (v128.and (f32x4.ne (local.get $v) (local.get $v)) (f32x4.eq (local.get $b) (local.get $b)))))
+    (v128.or (f32x4.gt (local.get $v) (local.get $b)) (f32x4.ne (local.get $v) (local.get $v))))
 
   ;; max_pool_2x2(x, out, indices, planes, H, W, outH, outW): per window the
   ;; first maximum of each row's pair, then of the two rows' winners; its

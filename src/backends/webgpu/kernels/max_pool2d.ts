@@ -13,14 +13,15 @@ import { rowRange, walkRows, WINDOW_PARAMS_WGSL, windowParams } from "./im2col.t
 const WG = 256;
 
 /**
- * `beats(v, b)`: `v` replaces the winner `b` when larger, or NaN over a
- * number; NaN decided by bits first (GL drivers fold `v > b` as if NaN
- * never occurred). Strictly larger: the first one wins ties, as PyTorch.
+ * `beats(v, b)`: `v` replaces the winner `b` when larger, or NaN (over a
+ * NaN too: the last NaN of a window wins, as PyTorch's `val > maxval ||
+ * isnan(val)`); NaN decided by bits first (GL drivers fold `v > b` as if
+ * NaN never occurred). Strictly larger: the first one wins ties, as PyTorch.
  */
 const BEATS_WGSL = IS_NAN_WGSL + `
 fn beats(v: f32, b: f32) -> bool {
-  if (isNan(b)) { return false; }
   if (isNan(v)) { return true; }
+  if (isNan(b)) { return false; }
   return v > b;
 }
 `;

@@ -1,0 +1,144 @@
+/**
+ * `torch.autograd.grad`: the gradients of outputs with respect to chosen
+ * inputs, returned rather than accumulated into `.grad`, over the core's
+ * backward pass (which with `createGraph` records itself, so gradients of
+ * gradients work).
+ * @module
+ */
+
+import { backwardPass } from "../autograd.ts";
+import { formatShape, sameShape } from "../shape.ts";
+import { Tensor } from "../tensor.ts";
+import { full } from "../ops/mod.ts";
+
+/** Options of {@link grad}, as `torch.autograd.grad`'s keyword arguments. */
+export interface GradOptions {
+  /**
+   * The gradient of each output (the "vector" of the vector-Jacobian
+   * product); null or omitted for a one-element output means 1.
+   */
+  gradOutputs?: Tensor | (Tensor | null)[];
+  /** Keep the graph so backward can run through it again (default: `createGraph`). */
+  retainGraph?: boolean;
+  /** Record the backward pass, so that the returned gradients are differentiable. */
+  createGraph?: boolean;
+  /** Give null for an input that no output depends on, instead of an error. */
+  allowUnused?: boolean;
+}
+
+function describe(t: Tensor): string {
+  return `${t.dtype} of shape ${formatShape(t.shape)} on ${t.device}`;
+}
+
+function asList<T>(value: T | T[], what: string): T[] {
+  const list = Array.isArray(value) ? value : [value];
+  list.forEach((t, i) => {
+    if (!(t instanceof Tensor)) {
+      throw new TypeError(
+        `autograd.grad: ${what} ${i} must be a Tensor, got ${t === null ? "null" : typeof t}`,
+      );
+    }
+  });
+  return list;
+}
+
+/**
+ * The sum of the gradients of `outputs` (each weighted by its entry of
+ * `gradOutputs`) with respect to each of `inputs`, as
+ * `torch.autograd.grad`. No `.grad` is touched and no post-accumulate hook
+ * runs. Inputs may be intermediate tensors: their gradient is the one that
+ * flows into them. Only the part of the graph between the outputs and the
+ * inputs runs. With `createGraph` the gradients have a graph of their own
+ * (gradient penalties, Hessian-vector products).
+ *
+ * @example
+ * ```ts
+ * import { autograd, tensor } from "@multigrad/core";
+ * const x = tensor([1, 2, 3], { requiresGrad: true });
+ * const [g] = autograd.grad(x.pow(3).sum(), x, { createGraph: true }); // 3x²
+ * const [h] = autograd.grad(g!.sum(), x); // 6x
+ * ```
+ */
+export function grad(
+  outputs: Tensor | Tensor[],
+  inputs: Tensor | Tensor[],
+  options: GradOptions = {},
+): (Tensor | null)[] {
+  const outs = asList(outputs, "output");
+  const ins = asList(inputs, "input");
+  if (outs.length === 0 || ins.length === 0) {
+    throw new RangeError(
+      `autograd.grad: expected at least one output and one input, got ${outs.length} and ${ins.length}`,
+    );
+  }
+  const given = options.gradOutputs === undefined
+    ? outs.map(() => null)
+    : Array.isArray(options.gradOutputs)
+    ? options.gradOutputs
+    : [options.gradOutputs];
+  if (given.length !== outs.length) {
+    throw new RangeError(
+      `autograd.grad: got ${given.length} gradOutputs for ${outs.length} outputs (one each, null for 1)`,
+    );
+  }
+  ins.forEach((t, i) => {
+    if (!t.requiresGrad) {
+      throw new Error(
+        `autograd.grad: one of the differentiated Tensors does not require grad (input ${i}, ${
+          describe(t)
+        })`,
+      );
+    }
+  });
+  const seeds = outs.map((out, i) => {
+    if (!out.requiresGrad) {
+      throw new Error(
+        `autograd.grad: element ${i} of tensors does not require grad and does not have a grad_fn (output ${
+          describe(out)
+        })`,
+      );
+    }
+    const g = given[i];
+    if (g === null || g === undefined) {
+      if (out.numel() !== 1) {
+        throw new Error(
+          `autograd.grad: grad can be implicitly created only for scalar outputs; output ${i} has shape ${
+            formatShape(out.shape)
+          }, pass gradOutputs`,
+        );
+      }
+      return full([...out.shape], 1, { dtype: out.dtype, device: out.device });
+    }
+    if (!(g instanceof Tensor)) {
+      throw new TypeError(
+        `autograd.grad: gradOutputs ${i} must be a Tensor or null, got ${typeof g}`,
+      );
+    }
+    if (!sameShape(g.shape, out.shape)) {
+      throw new RangeError(
+        `autograd.grad: mismatch in shape: gradOutputs[${i}] has a shape of ${
+          formatShape(g.shape)
+        } and outputs[${i}] has a shape of ${formatShape(out.shape)}`,
+      );
+    }
+    if (g.device !== out.device) {
+      throw new Error(
+        `autograd.grad: gradOutputs[${i}] is on ${g.device}, outputs[${i}] on ${out.device}`,
+      );
+    }
+    // As PyTorch: a gradient of another dtype is converted to the output's.
+    return g.dtype === out.dtype ? g : g.to(out.dtype);
+  });
+  // The implicit seeds are not disposed: a gradient returned may share their memory (a reshape's).
+  const result = backwardPass(outs, seeds, options, ins);
+  result.forEach((g, i) => {
+    if (!g && !options.allowUnused) {
+      throw new Error(
+        `autograd.grad: one of the differentiated Tensors appears to not have been used in the graph (input ${i}, ${
+          describe(ins[i])
+        }); set allowUnused: true if this is the desired behavior`,
+      );
+    }
+  });
+  return result;
+}
