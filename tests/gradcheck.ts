@@ -119,6 +119,29 @@ export async function gradcheck(
     });
     return await t.item();
   };
+  await compareWithDifferences(
+    hosts,
+    analytic,
+    evaluate,
+    { eps, tol },
+    (i) => `input ${i} (shape [${inputs[i].shape}])`,
+    "gradient",
+  );
+}
+
+/**
+ * Checks `analytic[i][j]` against the central difference of `evaluate()` in
+ * `hosts[i][j]` (each value moved by ±eps in place, then restored), failing
+ * with `label(i)`, the element and both numbers.
+ */
+async function compareWithDifferences(
+  hosts: Float64Array[],
+  analytic: Float64Array[],
+  evaluate: () => Promise<number>,
+  { eps, tol }: { eps: number; tol: number },
+  label: (i: number) => string,
+  what: string,
+): Promise<void> {
   for (let i = 0; i < hosts.length; i++) {
     const host = hosts[i];
     for (let j = 0; j < host.length; j++) {
@@ -131,11 +154,7 @@ export async function gradcheck(
       const numeric = (plus - minus) / (2 * eps);
       const a = analytic[i][j];
       if (!(Math.abs(a - numeric) <= tol * (1 + Math.abs(numeric)))) {
-        assert.fail(
-          `input ${i} (shape [${
-            inputs[i].shape
-          }]) element ${j}: analytic gradient ${a}, numeric ${numeric}`,
-        );
+        assert.fail(`${label(i)} element ${j}: analytic ${what} ${a}, numeric ${numeric}`);
       }
     }
   }
@@ -213,24 +232,14 @@ export async function gradgradcheck(
     const value = sOf(makeInputs(inputs, hosts, true), makeU(false), false);
     return value === null ? 0 : await value.item();
   };
-  const all = [...hosts, uHost];
-  for (let i = 0; i < all.length; i++) {
-    const host = all[i];
-    for (let j = 0; j < host.length; j++) {
-      const saved = host[j];
-      host[j] = saved + eps;
-      const plus = await evaluate();
-      host[j] = saved - eps;
-      const minus = await evaluate();
-      host[j] = saved;
-      const numeric = (plus - minus) / (2 * eps);
-      const a = analytic[i][j];
-      if (!(Math.abs(a - numeric) <= tol * (1 + Math.abs(numeric)))) {
-        const what = i < hosts.length ? `input ${i} (shape [${inputs[i].shape}])` : "gradOutput";
-        assert.fail(`${what} element ${j}: analytic second derivative ${a}, numeric ${numeric}`);
-      }
-    }
-  }
+  await compareWithDifferences(
+    [...hosts, uHost],
+    analytic,
+    evaluate,
+    { eps, tol },
+    (i) => (i < hosts.length ? `input ${i} (shape [${inputs[i].shape}])` : "gradOutput"),
+    "second derivative",
+  );
 }
 
 /** Every check registered with {@link check}, for the second-order checks to reuse. */
