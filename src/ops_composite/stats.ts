@@ -255,8 +255,9 @@ export function nanquantile(x: Tensor, q: number | Tensor, options: QuantileOpti
 
 /**
  * The most frequent value along `dim` and an index of it, as `torch.mode`:
- * the smallest among equally frequent values, and (as PyTorch's cpu kernel)
- * its last index. Sorted runs are counted with a scatter-add, so it costs
+ * the smallest among equally frequent values, and its last index (PyTorch's
+ * cpu kernel gives the last index of short rows; its unstable sort may give
+ * another of a long row's). Sorted runs are counted with a scatter-add, so it costs
  * a sort. NaN values never equal each other here (PyTorch leaves NaN's mode
  * unspecified). The gradient goes to the index.
  */
