@@ -5,8 +5,10 @@
  * allowUnused, gradOutputs, backward({ createGraph }), retainGraph) on every
  * backend; float64 second-order checks (gradgradcheck) on cpu over the ops
  * of every float64 gradient check the suite registers, each of which either
- * passes or throws the named "not differentiable (createGraph)" error; error
- * messages; and the default path (no createGraph) unchanged.
+ * passes or throws the named "not differentiable (createGraph)" error at the
+ * second derivative (the first-order-only ops give their plain first
+ * derivative under createGraph); error messages; and the default path (no
+ * createGraph) unchanged.
  * @module
  */
 
@@ -18,6 +20,8 @@ import {
   type FunctionCtx,
   indexAdd,
   isGradEnabled,
+  linalg,
+  logcumsumexp,
   manualSeed,
   nn,
   onesLike,
@@ -28,7 +32,14 @@ import {
   tensor,
   tidy,
 } from "../mod.ts";
-import { assertTensor, backendTest, decodeFixture, fixtureTensor, shapeOf } from "./harness.ts";
+import {
+  assertClose,
+  assertTensor,
+  backendTest,
+  decodeFixture,
+  fixtureTensor,
+  shapeOf,
+} from "./harness.ts";
 import { CHECKS, CPU0, gradgradcheck, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_higher_order.json" with { type: "json" };
 import type { Device } from "../mod.ts";
@@ -495,7 +506,8 @@ for (const [name, fn, inputs] of OPS) {
 
 /**
  * The checks the suite registers whose op's backward is not differentiable:
- * each must throw its op's error under createGraph (never give a number).
+ * each must throw its op's error when the second derivative reaches it
+ * (never give a number).
  * Matched by check name; any other check must pass gradgradcheck.
  */
 const THROWS: [RegExp, string][] = [
@@ -512,7 +524,8 @@ const THROWS: [RegExp, string][] = [
   [/^eigh|^eigvalsh/, "linalg.eigh"],
   [/^svd|^matrixNorm nuc/, "linalg.svd"],
   [/^pinv/, "linalg.pinv"],
-  [/^MultivariateNormal/, "linalg.solve_triangular"],
+  // covarianceMatrix's cholesky: the first first-order-only gradient the second backward reaches.
+  [/^MultivariateNormal/, "linalg.cholesky"],
 ];
 
 // Every suite that registers float64 gradient checks (`check` of ./gradcheck.ts), found by
@@ -546,6 +559,129 @@ for (const c of CHECKS) {
     );
   });
 }
+
+// ---- first-order-only backwards: a first derivative under createGraph, an error at the second ----
+
+const eye3 = (d: Device) => tensor([[1, 0, 0], [0, 1, 0], [0, 0, 1]], { device: d });
+/**
+ * Each op whose backward has no double-backward formula (as PyTorch's ops without one), with a
+ * function of the leaf `x` that goes through it, `x`'s shape, and the op named by the error.
+ */
+const FIRST_ORDER_ONLY: [string, (x: Tensor, d: Device) => Tensor, number[]][] = [
+  ["cumprod", (x) => x.cumprod(1), [2, 4]],
+  ["prod", (x) => x.prod(1), [2, 4]],
+  ["logcumsumexp", (x) => logcumsumexp(x, 1), [2, 4]],
+  [
+    "ctcLoss",
+    (x, d) =>
+      F.ctcLoss(x.logSoftmax(2), tensor([[1, 2], [1, 1]], { dtype: "int32", device: d }), [5, 4], [
+        2,
+        2,
+      ], { reduction: "sum" }),
+    [5, 2, 3],
+  ],
+  [
+    "embeddingBag",
+    (w, d) =>
+      F.embeddingBag(
+        tensor([0, 2, 1, 2], { dtype: "int32", device: d }),
+        w,
+        tensor([0, 1], { dtype: "int32", device: d }),
+      ).square(),
+    [3, 2],
+  ],
+  ["linalg.solve", (x, d) => linalg.solve(x.add(eye3(d).mul(4)), x.narrow(1, 0, 2)), [3, 3]],
+  [
+    "linalg.solve_triangular",
+    (x, d) => linalg.solveTriangular(x.add(eye3(d).mul(4)), x, { upper: false }),
+    [3, 3],
+  ],
+  ["linalg.cholesky", (x, d) => linalg.cholesky(x.matmul(x.transpose(0, 1)).add(eye3(d).mul(3))), [
+    3,
+    3,
+  ]],
+  ["linalg.qr", (x) => linalg.qr(x)[1], [3, 3]],
+  ["linalg.eigh", (x) => linalg.eigh(x.add(x.transpose(0, 1)))[0].square(), [3, 3]],
+  ["linalg.eigh", (x) => linalg.eigvalsh(x.add(x.transpose(0, 1))).square(), [3, 3]],
+  ["linalg.svd", (x) => linalg.svd(x)[1].square(), [3, 3]],
+  ["linalg.svd", (x) => linalg.svdvals(x).square(), [3, 3]],
+  ["linalg.pinv", (x) => linalg.pinv(x), [3, 2]],
+];
+
+backendTest(
+  "first-order-only backwards: createGraph gives the plain first derivative; a second one throws",
+  async (d) => {
+    for (const [i, [op, f, shape]] of FIRST_ORDER_ONLY.entries()) {
+      const what = `${op} (case ${i})`;
+      const leaf = () => {
+        manualSeed(60 + i);
+        const x = randn(shape, { device: d });
+        x.requiresGrad = true;
+        return x;
+      };
+      const x = leaf();
+      const [plain] = autograd.grad(f(x, d).sum(), x);
+      const [g] = autograd.grad(f(x, d).sum(), x, { createGraph: true });
+      assert.ok(g!.requiresGrad, `${what}: the gradient carries a node`);
+      const [want, got] = [await plain!.data(), await g!.data()];
+      // The same kernels in the same order: the same bits (webgpu too, where its order is fixed).
+      if (d.backend === "cpu") assert.deepEqual(got, want, `${what}: bitwise`);
+      else assertClose(got, want, { atol: 1e-6, rtol: 1e-6, what });
+      const v = randn(shape, { device: d });
+      assert.throws(
+        () => autograd.grad(g!.mul(v).sum(), x),
+        (e: Error) => e.message === `${op}'s backward is not differentiable (createGraph)`,
+        what,
+      );
+    }
+  },
+);
+
+backendTest(
+  "WGAN-GP through cumprod: the penalty needs no second derivative of it, and trains",
+  async (d) => {
+    // A critic scaled by a cumprod of parameters: backward({ createGraph }) runs cumprod's
+    // backward (for s.grad); the penalty's own backward never reaches that gradient's node.
+    const run = (scale: (s: Tensor) => Tensor) => {
+      manualSeed(71);
+      const w = randn([3, 1], { device: d });
+      const s = tensor([0.9, 1.2, 0.7], { device: d });
+      const x = randn([4, 3], { device: d });
+      for (const t of [w, s, x]) t.requiresGrad = true;
+      x.matmul(w).mul(scale(s)).sum().backward(undefined, { createGraph: true });
+      const penalty = x.grad!.norm(2, 1).sub(1).square().mean();
+      return [penalty, ...autograd.grad(penalty, [w, s])] as Tensor[];
+    };
+    const got = run((s) => s.cumprod(0).select(0, 2));
+    const want = run((s) => s.select(0, 0).mul(s.select(0, 1)).mul(s.select(0, 2)));
+    for (const [i, name] of ["penalty", "dw", "ds"].entries()) {
+      assertClose(await got[i].data(), await want[i].data(), { ...tol(d), what: name });
+    }
+  },
+);
+
+backendTest(
+  "WGAN-GP through logcumsumexp on the input's path: the penalty is computed, its backward throws",
+  async (d) => {
+    manualSeed(72);
+    const net = new nn.Linear(4, 1).to(d);
+    const real = randn([3, 4], { device: d });
+    const critic = (x: Tensor) => net.forward(logcumsumexp(x, 1));
+    const penaltyOf = (createGraph: boolean) => {
+      const x = real.mul(1);
+      x.requiresGrad = true;
+      const [g] = autograd.grad(critic(x).sum(), x, { createGraph });
+      return g!.norm(2, 1).sub(1).square().mean();
+    };
+    const plain = penaltyOf(false);
+    const penalty = penaltyOf(true);
+    assert.equal(await penalty.item(), await plain.item(), "the penalty is the first-order one");
+    assert.throws(
+      () => penalty.backward(),
+      (e: Error) => e.message === "logcumsumexp's backward is not differentiable (createGraph)",
+    );
+  },
+);
 
 // ---- autograd.functional against PyTorch ----
 

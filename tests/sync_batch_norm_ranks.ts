@@ -7,6 +7,7 @@
  */
 
 import {
+  autograd,
   distributed,
   manualSeed,
   nn,
@@ -169,6 +170,47 @@ async function train(rank: number, worldSize: number, o: TrainOptions): Promise<
   return out;
 }
 
+/** What a rank of the createGraph scenario reports. */
+export interface CreateGraphResult {
+  /** The gradients of x and the weight under createGraph equal the plain ones, bit for bit. */
+  same: boolean;
+  /** Whether x's gradient under createGraph carries a node. */
+  recorded: boolean;
+  /** The error of differentiating x's gradient again. */
+  error: string;
+}
+
+/**
+ * The gradients of Σ y·coef under createGraph (syncBatchNorm's backward is first-order only:
+ * the plain numbers, on a node that refuses a second derivative), then a second derivative.
+ */
+async function createGraph(rank: number, o: { backend: string }): Promise<CreateGraphResult> {
+  const [device] = await requestDevices({ backend: o.backend });
+  const { x: all, coef: allCoef, rowSize } = directData(4, [2]);
+  const rows = (values: number[]) =>
+    tensor(values.slice(rank * 2 * rowSize, (rank + 1) * 2 * rowSize), { device })
+      .reshape([2, CHANNELS, 2]);
+  const [x, coef] = [rows(all), rows(allCoef)];
+  x.requiresGrad = true;
+  const layer = new nn.SyncBatchNorm(CHANNELS, { device });
+  const grads = (createGraph: boolean) =>
+    autograd.grad(layer.forward(x).mul(coef).sum(), [x, layer.weight!], { createGraph });
+  const plain = grads(false);
+  const graphed = grads(true);
+  let same = true;
+  for (const [i, g] of graphed.entries()) {
+    const [a, b] = [await g!.data(), await plain[i]!.data()];
+    same &&= a.length === b.length && a.every((v, k) => Object.is(v, b[k]));
+  }
+  let error = "no error";
+  try {
+    autograd.grad(graphed[0]!.mul(coef).sum(), x);
+  } catch (e) {
+    error = (e as Error).message;
+  }
+  return { same, recorded: graphed[0]!.requiresGrad, error };
+}
+
 /** A rank: `scenario` picks what it runs. */
 export async function main(
   rank: number,
@@ -181,6 +223,8 @@ export async function main(
       return await direct(rank, options as unknown as DirectOptions);
     case "train":
       return await train(rank, worldSize, options as unknown as TrainOptions);
+    case "createGraph":
+      return await createGraph(rank, options as unknown as { backend: string });
     case "outsideGroup": {
       // Every rank makes the group; rank 1, not in it, calls a layer synchronised over it.
       const group = await distributed.newGroup([0, 2]);

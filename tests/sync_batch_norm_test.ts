@@ -13,6 +13,7 @@ import { assertClose, BACKENDS } from "./harness.ts";
 import { MPICH_MPIEXEC, mpiRun } from "./mpiexec.ts";
 import {
   CHANNELS,
+  type CreateGraphResult,
   directData,
   type DirectOptions,
   type DirectResult,
@@ -104,6 +105,22 @@ for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
         });
         await checkDirect(o, results, [0, 1, 2]);
       }
+    },
+  });
+}
+
+for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
+  Deno.test({
+    name:
+      `SyncBatchNorm under createGraph: the plain first-order gradients; a second derivative throws [${backend}]`,
+    ...opts,
+    fn: async () => {
+      const results = await distributed.spawn<CreateGraphResult>(RANKS, {
+        nprocs: 2,
+        args: ["createGraph", { backend }],
+      });
+      const error = "syncBatchNorm's backward is not differentiable (createGraph)";
+      for (const r of results) assert.deepEqual(r, { same: true, recorded: true, error });
     },
   });
 }

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { backwardPass, isGradEnabled } from "../autograd.ts";
+import { type BackwardFn, backwardPass, isGradEnabled, noGrad, record } from "../autograd.ts";
 import type { Tensor } from "../tensor.ts";
 
 /**
@@ -38,10 +38,28 @@ export function recomputedBackward(
 }
 
 /**
- * @internal Throws when a backward runs under createGraph: for hand-written
- * backwards not (yet) made of recorded ops, so that a second derivative is
- * an error naming `op` rather than silently wrong.
+ * @internal The backward of `op` for hand-written backwards not (yet) made
+ * of recorded ops (PyTorch's ops without a double-backward formula). Under
+ * createGraph it runs with grad mode off, so its first-order gradients are
+ * exactly the plain ones, and each comes back on a node whose own backward
+ * throws: a second derivative is an error naming `op` only when a later
+ * backward reaches it, never a silently wrong number. The node's inputs are
+ * the incoming gradients and `saved`, the op's inputs the gradients depend on.
  */
-export function firstOrderOnly(op: string): void {
-  if (isGradEnabled()) throw new Error(`${op}'s backward is not differentiable (createGraph)`);
+export function firstOrderOnly(
+  op: string,
+  saved: (Tensor | null)[],
+  backward: BackwardFn,
+): BackwardFn {
+  return (grads) => {
+    if (!isGradEnabled()) return backward(grads);
+    const inputs = [...grads, ...saved];
+    const refuse = (): never => {
+      throw new Error(`${op}'s backward is not differentiable (createGraph)`);
+    };
+    // Detached: a gradient may be a tensor of the graph (g passed through), whose node stays.
+    return noGrad(() => backward(grads)).map((g) =>
+      g && record(`${op}Backward`, inputs, g.detach(), refuse)
+    );
+  };
 }

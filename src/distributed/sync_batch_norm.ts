@@ -212,26 +212,30 @@ function syncBatchNorm(
       }
       return { y: y.reshape(x.shape), centered, invstd: invstd.reshape(perChannel), total };
     });
-    return record("syncBatchNorm", [x, weight, bias], y, ([g]) => {
-      firstOrderOnly("syncBatchNorm");
-      const g3 = g!.reshape(x3.shape);
-      const sumDy = g3.sum(dims);
-      const sumDyXmu = g3.mul(centered).sum(dims);
-      // This rank's share, as PyTorch: DistributedDataParallel averages it with the others'.
-      const gw = weight?.requiresGrad ? sumDyXmu.mul(invstd.reshape([c])) : null;
-      const gb = bias?.requiresGrad ? sumDy : null;
-      let gx: Tensor | null = null;
-      if (x.requiresGrad) {
-        const sums = cat([sumDy, sumDyXmu]);
-        allReduce(sums, { op: "sum", group });
-        const meanDy = sums.narrow(0, 0, c).div(total).reshape(perChannel);
-        const meanDyXmu = sums.narrow(0, c, c).div(total).reshape(perChannel);
-        const scale = weight ? invstd.mul(weight.reshape(perChannel)) : invstd;
-        // dx = w·invstd · (g - Σg/n - centered · invstd² · Σ(g·centered)/n), sums over every rank.
-        gx = g3.sub(meanDy).sub(centered.mul(invstd.square()).mul(meanDyXmu)).mul(scale)
-          .reshape(x.shape);
-      }
-      return [gx, gw, gb];
-    });
+    return record(
+      "syncBatchNorm",
+      [x, weight, bias],
+      y,
+      firstOrderOnly("syncBatchNorm", [x, weight], ([g]) => {
+        const g3 = g!.reshape(x3.shape);
+        const sumDy = g3.sum(dims);
+        const sumDyXmu = g3.mul(centered).sum(dims);
+        // This rank's share, as PyTorch: DistributedDataParallel averages it with the others'.
+        const gw = weight?.requiresGrad ? sumDyXmu.mul(invstd.reshape([c])) : null;
+        const gb = bias?.requiresGrad ? sumDy : null;
+        let gx: Tensor | null = null;
+        if (x.requiresGrad) {
+          const sums = cat([sumDy, sumDyXmu]);
+          allReduce(sums, { op: "sum", group });
+          const meanDy = sums.narrow(0, 0, c).div(total).reshape(perChannel);
+          const meanDyXmu = sums.narrow(0, c, c).div(total).reshape(perChannel);
+          const scale = weight ? invstd.mul(weight.reshape(perChannel)) : invstd;
+          // dx = w·invstd · (g - Σg/n - centered · invstd² · Σ(g·centered)/n), sums over every rank.
+          gx = g3.sub(meanDy).sub(centered.mul(invstd.square()).mul(meanDyXmu)).mul(scale)
+            .reshape(x.shape);
+        }
+        return [gx, gw, gb];
+      }),
+    );
   });
 }

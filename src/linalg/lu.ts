@@ -205,12 +205,16 @@ export function solve(A: Tensor, B: Tensor, options: SolveOptions = {}): Tensor 
   const solved = forwardScope(() =>
     left ? solveLeft(op, A, b, "solve") : mT(solveLeft(op, mT(A), mT(b), "solve"))
   );
-  const x = record(op, [A, b], solved, ([g]) => {
-    firstOrderOnly(op);
-    const gb = left ? solveLeft(op, mT(A), g!, "solve") : mT(solveLeft(op, A, mT(g!), "solve"));
-    const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
-    return [sumTo(ga, A.shape), sumTo(gb, b.shape)];
-  });
+  const x = record(
+    op,
+    [A, b],
+    solved,
+    firstOrderOnly(op, [A, b], ([g]) => {
+      const gb = left ? solveLeft(op, mT(A), g!, "solve") : mT(solveLeft(op, A, mT(g!), "solve"));
+      const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
+      return [sumTo(ga, A.shape), sumTo(gb, b.shape)];
+    }),
+  );
   return vector ? x.squeeze(left ? -1 : -2) : x;
 }
 

@@ -77,17 +77,21 @@ export function qr(A: Tensor, options: QrOptions = {}): [Tensor, Tensor] {
       reducedR.clone(),
     ]
   );
-  return record(op, [A], outputs, ([gq, gr]) => {
-    firstOrderOnly(op);
-    if (mode === "complete" && m > n && gq) {
-      throw new RangeError(
-        `${op}: The QR decomposition is not differentiable when mode='complete' and nrows > ncols.`,
-      );
-    }
-    const gQ = mode === "r" ? null : gq;
-    const gR = gr && mode === "complete" ? gr.narrow(-2, 0, k) : gr;
-    return [qrBackward(reducedQ, reducedR, gQ, gR, m, n)];
-  }) as [Tensor, Tensor];
+  return record(
+    op,
+    [A],
+    outputs,
+    firstOrderOnly(op, [A], ([gq, gr]) => {
+      if (mode === "complete" && m > n && gq) {
+        throw new RangeError(
+          `${op}: The QR decomposition is not differentiable when mode='complete' and nrows > ncols.`,
+        );
+      }
+      const gQ = mode === "r" ? null : gq;
+      const gR = gr && mode === "complete" ? gr.narrow(-2, 0, k) : gr;
+      return [qrBackward(reducedQ, reducedR, gQ, gR, m, n)];
+    }),
+  ) as [Tensor, Tensor];
 }
 
 /**

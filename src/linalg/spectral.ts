@@ -137,7 +137,6 @@ function eighForward(op: string, A: Tensor, options: EighOptions): [Tensor, Tens
 
 /** PyTorch's `linalg_eig_backward` for Hermitian input: `V(M)Vᵀ`, M from gL, gV and the gaps. */
 function eighBackward(l: Tensor, v: Tensor, gl: Tensor | null, gv: Tensor | null): Tensor {
-  firstOrderOnly("linalg.eigh");
   const n = l.shape.at(-1)!;
   const identity = eye(n, { dtype: l.dtype, device: l.device });
   let m = zeros([...v.shape], { dtype: v.dtype, device: v.device });
@@ -161,14 +160,24 @@ function eighBackward(l: Tensor, v: Tensor, gl: Tensor | null, gv: Tensor | null
 export function eigh(A: Tensor, options: EighOptions = {}): [Tensor, Tensor] {
   const op = "linalg.eigh";
   const [l, v] = eighForward(op, A, options);
-  return record(op, [A], [l, v], ([gl, gv]) => [eighBackward(l, v, gl, gv)]);
+  return record(
+    op,
+    [A],
+    [l, v],
+    firstOrderOnly("linalg.eigh", [A], ([gl, gv]) => [eighBackward(l, v, gl, gv)]),
+  );
 }
 
 /** The eigenvalues (ascending) of each symmetric matrix in `A`, as `torch.linalg.eigvalsh`. */
 export function eigvalsh(A: Tensor, options: EighOptions = {}): Tensor {
   const op = "linalg.eigvalsh";
   const [l, v] = eighForward(op, A, options);
-  return record(op, [A], l, ([gl]) => [eighBackward(l, v, gl, null)]);
+  return record(
+    op,
+    [A],
+    l,
+    firstOrderOnly("linalg.eigh", [A], ([gl]) => [eighBackward(l, v, gl, null)]),
+  );
 }
 
 /** U `[..., m, k]`, S `[..., k]`, V `[..., n, k]` of `A` (`[..., m, n]`), no gradient. */
@@ -229,7 +238,6 @@ function svdBackward(
   gs: Tensor | null,
   gvh: Tensor | null,
 ): Tensor {
-  firstOrderOnly("linalg.svd");
   const [m, n] = [u.shape.at(-2)!, vh.shape.at(-1)!];
   const k = s.shape.at(-1)!;
   const identity = eye(k, { dtype: s.dtype, device: s.device });
@@ -289,16 +297,21 @@ export function svd(A: Tensor, options: SvdOptions = {}): [Tensor, Tensor, Tenso
     )
   );
   const k = Math.min(m, n);
-  return record(op, [A], outputs, ([gu, gs, gvh]) => [
-    svdBackward(
-      u,
-      s,
-      vh,
-      gu && fullMatrices ? gu.narrow(-1, 0, k) : gu,
-      gs,
-      gvh && fullMatrices ? gvh.narrow(-2, 0, k) : gvh,
-    ),
-  ]) as [Tensor, Tensor, Tensor];
+  return record(
+    op,
+    [A],
+    outputs,
+    firstOrderOnly(op, [A], ([gu, gs, gvh]) => [
+      svdBackward(
+        u,
+        s,
+        vh,
+        gu && fullMatrices ? gu.narrow(-1, 0, k) : gu,
+        gs,
+        gvh && fullMatrices ? gvh.narrow(-2, 0, k) : gvh,
+      ),
+    ]),
+  ) as [Tensor, Tensor, Tensor];
 }
 
 /** The singular values (descending) of each matrix in `A`, as `torch.linalg.svdvals`. */
@@ -306,7 +319,12 @@ export function svdvals(A: Tensor): Tensor {
   const op = "linalg.svdvals";
   requireMatrix(op, A);
   const [u, s, v] = svdForward(A);
-  return record(op, [A], s, ([gs]) => [svdBackward(u, s, mT(v), null, gs, null)]);
+  return record(
+    op,
+    [A],
+    s,
+    firstOrderOnly("linalg.svd", [A], ([gs]) => [svdBackward(u, s, mT(v), null, gs, null)]),
+  );
 }
 
 /** Options of {@link pinv} and {@link matrixRank}. */
@@ -359,26 +377,30 @@ export function pinv(A: Tensor, options: PinvOptions = {}): Tensor {
       return v.mul(scale.unsqueeze(-2)).matmul(mT(u));
     })
   );
-  return record(op, [A], p, ([g]) => {
-    firstOrderOnly(op);
-    // PyTorch's pinv_backward, arranged so the products stay small.
-    const ph = mT(p);
-    const gh = mT(g!);
-    if (m <= n) {
-      const k = gh.matmul(p);
-      const kph = k.matmul(ph);
+  return record(
+    op,
+    [A],
+    p,
+    firstOrderOnly(op, [A], ([g]) => {
+      // PyTorch's pinv_backward, arranged so the products stay small.
+      const ph = mT(p);
+      const gh = mT(g!);
+      if (m <= n) {
+        const k = gh.matmul(p);
+        const kph = k.matmul(ph);
+        return [
+          mT(p.matmul(k)).neg().add(kph).sub(A.matmul(p).matmul(kph))
+            .add(ph.matmul(p).matmul(gh.sub(k.matmul(A)))),
+        ];
+      }
+      const k = p.matmul(gh);
+      const phk = ph.matmul(k);
       return [
-        mT(p.matmul(k)).neg().add(kph).sub(A.matmul(p).matmul(kph))
-          .add(ph.matmul(p).matmul(gh.sub(k.matmul(A)))),
+        mT(k.matmul(p)).neg().add(phk).sub(phk.matmul(p).matmul(A))
+          .add(gh.sub(A.matmul(k)).matmul(p).matmul(ph)),
       ];
-    }
-    const k = p.matmul(gh);
-    const phk = ph.matmul(k);
-    return [
-      mT(k.matmul(p)).neg().add(phk).sub(phk.matmul(p).matmul(A))
-        .add(gh.sub(A.matmul(k)).matmul(p).matmul(ph)),
-    ];
-  });
+    }),
+  );
 }
 
 /**

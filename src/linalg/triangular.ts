@@ -82,14 +82,18 @@ export function solveTriangular(A: Tensor, B: Tensor, options: SolveTriangularOp
     );
   }
   const x = triSolve(A, B, upper, left, unitriangular);
-  return record(op, [A, B], x, ([g]) => {
-    firstOrderOnly(op);
-    const gb = triSolve(mT(A), g!, !upper, left, unitriangular);
-    const full = left ? gb.matmul(mT(x)).neg() : mT(x).matmul(gb).neg();
-    const shift = unitriangular ? 1 : 0;
-    const ga = upper ? full.triu(shift) : full.tril(-shift);
-    return [sumTo(ga, A.shape), sumTo(gb, B.shape)];
-  });
+  return record(
+    op,
+    [A, B],
+    x,
+    firstOrderOnly(op, [A, B], ([g]) => {
+      const gb = triSolve(mT(A), g!, !upper, left, unitriangular);
+      const full = left ? gb.matmul(mT(x)).neg() : mT(x).matmul(gb).neg();
+      const shift = unitriangular ? 1 : 0;
+      const ga = upper ? full.triu(shift) : full.tril(-shift);
+      return [sumTo(ga, A.shape), sumTo(gb, B.shape)];
+    }),
+  );
 }
 
 /** Options of {@link cholesky}. */
@@ -136,13 +140,17 @@ export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
       `The factorization could not be completed because the input is not positive-definite (the leading minor of order ${i} is not positive-definite).`,
   );
   const out = upper ? mT(l) : l;
-  return record(op, [A], out, ([g]) => {
-    firstOrderOnly(op);
-    const gl = upper ? mT(g!) : g!;
-    // Φ: the lower triangle with the diagonal halved.
-    const inner = mT(l).matmul(gl);
-    const phi = inner.tril().sub(inner.tril().triu().mul(0.5));
-    const s = triSolve(l, triSolve(mT(l), phi, true, true, false), false, false, false);
-    return [s.add(mT(s)).mul(0.5)];
-  });
+  return record(
+    op,
+    [A],
+    out,
+    firstOrderOnly(op, [A], ([g]) => {
+      const gl = upper ? mT(g!) : g!;
+      // Φ: the lower triangle with the diagonal halved.
+      const inner = mT(l).matmul(gl);
+      const phi = inner.tril().sub(inner.tril().triu().mul(0.5));
+      const s = triSolve(l, triSolve(mT(l), phi, true, true, false), false, false, false);
+      return [s.add(mT(s)).mul(0.5)];
+    }),
+  );
 }

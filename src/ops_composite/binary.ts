@@ -286,12 +286,16 @@ export function logcumsumexp(x: Tensor, dim: number): Tensor {
   const d = normalizeDim(dim, x.ndim, "logcumsumexp");
   if (x.ndim === 0) return clone(x);
   const out = scanBy(x, d, logAdd);
-  return record("logcumsumexp", [x], out, ([g]) => {
-    firstOrderOnly("logcumsumexp");
-    const lowest = x.dtype === "float32" ? -3.4028234663852886e38 : -Number.MAX_VALUE;
-    const logPositive = g!.log().where(g!.gt(0), lowest);
-    const logNegative = g!.neg().log().where(g!.lt(0), lowest);
-    const part = (logG: Tensor) => scanBy(logG.sub(out), d, logAdd, true).add(x).exp();
-    return [part(logPositive).sub(part(logNegative))];
-  });
+  return record(
+    "logcumsumexp",
+    [x],
+    out,
+    firstOrderOnly("logcumsumexp", [x], ([g]) => {
+      const lowest = x.dtype === "float32" ? -3.4028234663852886e38 : -Number.MAX_VALUE;
+      const logPositive = g!.log().where(g!.gt(0), lowest);
+      const logNegative = g!.neg().log().where(g!.lt(0), lowest);
+      const part = (logG: Tensor) => scanBy(logG.sub(out), d, logAdd, true).add(x).exp();
+      return [part(logPositive).sub(part(logNegative))];
+    }),
+  );
 }

@@ -57,10 +57,12 @@ export function cumprod(x: Tensor, dim: number): Tensor {
   const d = normalizeDim(dim, x.ndim, "cumprod");
   if (x.ndim === 0) return clone(x);
   const out = scan(x, d, "mul");
-  return record("cumprod", [x], out, ([g]) => {
-    firstOrderOnly("cumprod");
-    return [cumprodBackward(g!, x, out, d)];
-  });
+  return record(
+    "cumprod",
+    [x],
+    out,
+    firstOrderOnly("cumprod", [x], ([g]) => [cumprodBackward(g!, x, out, d)]),
+  );
 }
 
 /**
@@ -135,14 +137,18 @@ export function prod(x: Tensor, dim?: number, keepdim = false): Tensor {
     ? full(kept, 1, { dtype: x.dtype, device: x.device })
     : productAlong(flat, d).reshape(kept);
   const out = keepdim ? reduced : reduced.reshape(whole ? [] : x.shape.filter((_, i) => i !== d));
-  return record("prod", [x], out, ([g]) => {
-    firstOrderOnly("prod");
-    if (x.ndim === 0 || x.numel() === 0) return [g!.reshape(kept).expand(x.shape)];
-    const gk = g!.reshape(kept);
-    const fast = gk.mul(reduced.div(x));
-    const safe = gk.mul(othersProduct(flat, d).reshape(x.shape));
-    const zeros = x.eq(0).sum();
-    if (!whole) return [safe.where(zeros.ne(0), fast)];
-    return [fast.where(zeros.eq(0), safe.where(zeros.eq(1), 0))];
-  });
+  return record(
+    "prod",
+    [x],
+    out,
+    firstOrderOnly("prod", [x], ([g]) => {
+      if (x.ndim === 0 || x.numel() === 0) return [g!.reshape(kept).expand(x.shape)];
+      const gk = g!.reshape(kept);
+      const fast = gk.mul(reduced.div(x));
+      const safe = gk.mul(othersProduct(flat, d).reshape(x.shape));
+      const zeros = x.eq(0).sum();
+      if (!whole) return [safe.where(zeros.ne(0), fast)];
+      return [fast.where(zeros.eq(0), safe.where(zeros.eq(1), 0))];
+    }),
+  );
 }

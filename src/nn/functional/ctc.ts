@@ -308,14 +308,18 @@ function ctcUnscoped(
 function pytorchTerm(lp: Tensor, ilCol: Tensor, impossible: Tensor, zeroInfinity: boolean): Tensor {
   const [T, N] = lp.shape;
   const zeros = full([N], 0, { dtype: lp.dtype, device: lp.device });
-  return record("ctcLoss", [lp], zeros, ([g]) => {
-    firstOrderOnly("ctcLoss");
-    const reading = arangeOn(T, lp.device).reshape([T, 1, 1]).lt(ilCol.reshape([1, N, 1]));
-    const bad = impossible.reshape([1, N, 1]);
-    let coef = g!.reshape([1, N, 1]);
-    if (zeroInfinity) coef = where(bad, 0, coef);
-    let grad = lp.exp().mul(coef);
-    if (!zeroInfinity) grad = where(bad, NaN, grad);
-    return [where(reading, grad, 0)];
-  });
+  return record(
+    "ctcLoss",
+    [lp],
+    zeros,
+    firstOrderOnly("ctcLoss", [lp], ([g]) => {
+      const reading = arangeOn(T, lp.device).reshape([T, 1, 1]).lt(ilCol.reshape([1, N, 1]));
+      const bad = impossible.reshape([1, N, 1]);
+      let coef = g!.reshape([1, N, 1]);
+      if (zeroInfinity) coef = where(bad, 0, coef);
+      let grad = lp.exp().mul(coef);
+      if (!zeroInfinity) grad = where(bad, NaN, grad);
+      return [where(reading, grad, 0)];
+    }),
+  );
 }

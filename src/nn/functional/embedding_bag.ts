@@ -8,6 +8,7 @@
  */
 
 import { noGrad, record } from "../../autograd.ts";
+import { firstOrderOnly } from "../../autograd/recompute.ts";
 import { checkLater } from "../../ops/check.ts";
 import { arangeOn, full } from "../../ops/factory.ts";
 import { scatterAddRaw, where } from "../../ops/indexing.ts";
@@ -206,14 +207,20 @@ function lookup(
 ): Tensor {
   const picked = noGrad(() => embedding(flat, weight, { maxNorm, normType }));
   const num = weight.shape[0];
-  return record("embeddingBag", [weight], picked, ([g]) => {
-    const [n, d] = g!.shape;
-    const rows = flat.reshape([n, 1]);
-    // Out-of-range indices (reported by the lookup's check) are skipped by the scatter.
-    const index = (paddingIdx === null ? rows : where(rows.eq(paddingIdx), -1, rows))
-      .expand([n, d]);
-    return [scatterAddRaw(g!, index, 0, num)];
-  });
+  // The gradient is linear in g alone: its node needs no saved input.
+  return record(
+    "embeddingBag",
+    [weight],
+    picked,
+    firstOrderOnly("embeddingBag", [], ([g]) => {
+      const [n, d] = g!.shape;
+      const rows = flat.reshape([n, 1]);
+      // Out-of-range indices (reported by the lookup's check) are skipped by the scatter.
+      const index = (paddingIdx === null ? rows : where(rows.eq(paddingIdx), -1, rows))
+        .expand([n, d]);
+      return [scatterAddRaw(g!, index, 0, num)];
+    }),
+  );
 }
 
 /**
