@@ -48,7 +48,11 @@ export type {
   WebGPUBackendOptions,
 } from "./src/backends/webgpu/mod.ts";
 export { enableGrad, isGradEnabled, noGrad } from "./src/autograd.ts";
-export { queueBackwardCallback, registerPostAccumulateGradHook } from "./src/autograd.ts";
+export {
+  queueBackwardCallback,
+  registerPostAccumulateGradHook,
+  type TensorHook,
+} from "./src/autograd.ts";
 export type { BackwardOptions, PostAccumulateGradHook } from "./src/autograd.ts";
 export { Function, FunctionCtx } from "./src/function.ts";
 export { keep, tidy } from "./src/storage.ts";

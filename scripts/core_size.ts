@@ -40,9 +40,12 @@
  * backward functions of the core ops made differentiable), and the optional
  * `sort` kernel's argument record (38 lines of contract, so a backend can
  * sort in one launch where a bitonic network of elementwise kernels took
- * 6 s for 1e6 elements on cpu). Raise it only with a reason in the commit.
+ * 6 s for 1e6 elements on cpu); raised by 93 to 6,163 for PyTorch's tensor
+ * gradient hooks, `Tensor.registerHook` and `retainGrad` (hooks on a node's
+ * output slot or a leaf, run by the engine's pass; Grad-CAM and gradient
+ * reversal need them). Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6070;
+export const CORE_BUDGET = 6163;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

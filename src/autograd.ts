@@ -12,6 +12,7 @@ import type { Device } from "./device.ts";
 import type { Tensor } from "./tensor.ts";
 import {
   asBackwardOf,
+  keep,
   madeInScope,
   noteNode,
   now,
@@ -81,6 +82,8 @@ export class Node {
   edges: ({ readonly node: Node; readonly index: number } | null)[];
   #backward: BackwardFn | null;
   #groups: ReleaseGroup[] = [];
+  /** @internal Tensor hooks of each output (`Tensor.registerHook` on a non-leaf). */
+  hooks?: TensorHook[][];
   /** When it was recorded: memory changed in place later must not be read by its backward. */
   readonly recordedAt: number = now();
 
@@ -287,6 +290,10 @@ export function backwardPass(
           for (const i of captureAt.get(node) ?? []) captured[i] = outGrads[inputs![i].outputIndex];
           const { inputs: nodeInputs, edges } = node;
           const run = !needed || needed.has(node); // a freed one throws
+          // After the capture: hooks of autograd.grad's inputs do not change what it returns (1.13).
+          if (node.hooks && run) {
+            node.hooks.forEach((h, i) => outGrads[i] &&= runHooks(h, outGrads[i]!));
+          }
           // No gradient reached this node (as PyTorch's undefined grads): it passes none on.
           const inGrads = run && outGrads.some((g) => g)
             ? node.apply(outGrads)
@@ -349,12 +356,13 @@ function checkGrad(name: string, index: number, input: Tensor, g: Tensor): void 
  * (`owned` false) may be shared (a user's tensor, or one passed to two
  * inputs), so the leaf gets its own copy.
  */
-function accumulateLeaf(leaf: Tensor, g: Tensor, owned: boolean): Tensor {
+function accumulateLeaf(leaf: Tensor, grad: Tensor, owned: boolean): Tensor {
+  const g = runHooks(leafHooks.get(leaf), grad);
   const value = g.dtype === leaf.dtype ? g : g.to(leaf.dtype);
   // Under createGraph a new sum (PyTorch's), so the old .grad's graph is not rewritten.
   if (leaf.grad && gradEnabled) leaf.grad = leaf.grad.add(value);
   else if (leaf.grad) leaf.grad._assign(leaf.grad.add(value));
-  else leaf.grad = owned && value === g ? value : value.clone();
+  else leaf.grad = owned && value === grad ? value : value.clone();
   for (const hook of postAccumulateHooks.get(leaf) ?? []) noGrad(() => void hook(leaf)); // as PyTorch
   return leaf.grad!;
 }
@@ -388,6 +396,73 @@ export function registerPostAccumulateGradHook(
     if (at >= 0) hooks.splice(at, 1);
   };
 }
+
+/** Called with the gradient flowing into a tensor; a returned tensor replaces it. */
+export type TensorHook = (grad: Tensor) => Tensor | void | null | undefined;
+
+const leafHooks = new WeakMap<Tensor, TensorHook[]>();
+const retaining = new WeakMap<Tensor, TensorHook>();
+
+/**
+ * @internal `Tensor.registerHook`. A non-leaf's hooks live on its node's output slot, so the
+ * value an in-place op replaces keeps them (PyTorch 1.13); a leaf's run before accumulation.
+ */
+export function registerTensorHook(t: Tensor, hook: TensorHook): { remove(): void } {
+  requireGrad(t, "registerHook: cannot register a hook on");
+  const hooks = hooksOf(t);
+  const entry: TensorHook = (g) => hook(g); // its own identity: one registration, one removal
+  hooks.push(entry);
+  return { remove: () => void (hooks.includes(entry) && hooks.splice(hooks.indexOf(entry), 1)) };
+}
+
+function hooksOf(t: Tensor): TensorHook[] {
+  if (t.gradFn) return (t.gradFn.hooks ??= [])[t.outputIndex] ??= [];
+  const hooks = leafHooks.get(t) ?? [];
+  leafHooks.set(t, hooks);
+  return hooks;
+}
+
+function runHooks(hooks: TensorHook[] | undefined, g: Tensor): Tensor {
+  for (const hook of hooks ? [...hooks] : []) { // a copy: one removed in this pass still runs, as 1.13
+    const out = hook(g);
+    if (!out) continue;
+    if (out instanceof Promise) throw new TypeError("registerHook: a hook returned a Promise");
+    if (!sameShape(out.shape, g.shape) || out.dtype !== g.dtype || out.device !== g.device) {
+      const what = (t: Tensor) => `${t.dtype} of shape ${formatShape(t.shape)} on ${t.device}`;
+      throw new RangeError(`registerHook: a hook returned ${what(out)}, expected ${what(g)}`);
+    }
+    g = out;
+  }
+  return g;
+}
+
+/** @internal `Tensor.retainGrad`: a hook in registration order (1.13) holding the tensor weakly. */
+export function retainGrad(t: Tensor): void {
+  requireGrad(t, "retainGrad: can't retain the grad of");
+  if (t.isLeaf || retaining.has(t)) return;
+  const ref = new WeakRef(t);
+  const entry: TensorHook = (g) => {
+    const t = ref.deref(); // a new tensor (PyTorch's grad + new_grad), kept past the pass's tidy
+    if (t) t.grad = keep(t.grad ? t.grad.add(g) : g.clone());
+  };
+  retaining.set(t, entry);
+  hooksOf(t).push(entry);
+}
+
+/** @internal An in-place op gives `t` a new node: its retained grad follows (1.13), hooks stay. */
+export function moveRetain(t: Tensor, to: Node, index: number): void {
+  const entry = retaining.get(t), from = entry && hooksOf(t);
+  if (!from?.includes(entry!)) return;
+  from.splice(from.indexOf(entry!), 1);
+  ((to.hooks ??= [])[index] ??= []).push(entry!);
+}
+
+function requireGrad(t: Tensor, what: string): void {
+  if (!t.requiresGrad) throw new Error(`${what} a tensor that doesn't require gradient (${t})`);
+}
+
+/** @internal `Tensor.retainsGrad`. */
+export const retainsGrad = (t: Tensor): boolean => retaining.has(t);
 
 // Callbacks queued by the backward passes running now (innermost last).
 const backwardCallbacks: (() => void)[][] = [];

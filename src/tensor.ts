@@ -6,7 +6,8 @@
  */
 
 import type { Node } from "./autograd.ts";
-import { type BackwardOptions, runBackward } from "./autograd.ts";
+import * as ag from "./autograd.ts";
+import type { BackwardOptions, TensorHook } from "./autograd.ts";
 import { type Device, device as resolveDevice } from "./device.ts";
 import { type DType, DTYPES, isFloat, type TypedArray } from "./dtype.ts";
 import { formatShape, normalizeDim, numelOf, sameShape, type Shape } from "./shape.ts";
@@ -167,6 +168,7 @@ export class Tensor {
 
   /** @internal Makes this tensor output `index` of `node`. */
   _attach(node: Node, index: number): void {
+    if (this.#gradFn) ag.moveRetain(this, node, index);
     this.#gradFn = node;
     this.#outputIndex = index;
     this.#requiresGrad = true;
@@ -245,6 +247,22 @@ export class Tensor {
 
   // ---- autograd ----
 
+  /**
+   * Calls `hook(grad)` in each backward pass with the total gradient flowing into this tensor
+   * (before its `gradFn`, or before a leaf accumulates it); a returned tensor replaces it, as
+   * PyTorch's `register_hook`. Hooks run in registration order; `remove()` unregisters one.
+   */
+  registerHook(hook: TensorHook): { remove(): void } {
+    return ag.registerTensorHook(this, hook);
+  }
+  /** Keeps a non-leaf's gradient in `.grad` after backward (a leaf's anyway), as PyTorch's. */
+  retainGrad(): void {
+    ag.retainGrad(this);
+  }
+  /** Whether {@link retainGrad} was called on this non-leaf. */
+  get retainsGrad(): boolean {
+    return ag.retainsGrad(this);
+  }
   /** Backpropagates from this tensor; `grad` is required unless it has one element. */
   backward(grad?: Tensor, options?: BackwardOptions): void {
     if (!this.requiresGrad) {
@@ -279,7 +297,7 @@ export class Tensor {
       throw new Error(`backward: gradient is on ${g.device}, the tensor on ${this.device}`);
     }
     try {
-      runBackward(this, g, options);
+      ag.runBackward(this, g, options);
     } finally {
       // The implicit seed is never kept (leaves get copies), unless a recorded backward reads it.
       if (!grad && !options?.createGraph) g.dispose();
