@@ -43,9 +43,11 @@
  * 6 s for 1e6 elements on cpu); raised by 93 to 6,163 for PyTorch's tensor
  * gradient hooks, `Tensor.registerHook` and `retainGrad` (hooks on a node's
  * output slot or a leaf, run by the engine's pass; Grad-CAM and gradient
- * reversal need them). Raise it only with a reason in the commit.
+ * reversal need them); raised by 2 to 6,165 for `scatterToIndex`, gather's
+ * differentiable adjoint, which the sort and max-pool backwards had each
+ * written again. Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6163;
+export const CORE_BUDGET = 6165;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

@@ -184,11 +184,13 @@ function gatherIndexed(x: Tensor, dim: number, index: Tensor, checkRange: boolea
     const ob = out.storage.buffer();
     launch(x.device, "gather", { x: xb, index: ib, out: ob, ...layout });
   }
-  return record("gather", [src], out, ([g]) => [
-    record("gatherBackward", [g], scatterAddRaw(g!.detach(), index, d, size), ([gg]) => [
-      gatherIndexed(gg!, d, index, false),
-    ]),
-  ]);
+  return record("gather", [src], out, ([g]) => [scatterToIndex(g!, d, index, size, "gather")]);
+}
+
+/** `g` scatter-added to `n` along `d` at `at` (gather's adjoint, for `op`); its gradient gathers. */
+export function scatterToIndex(g: Tensor, d: number, at: Tensor, n: number, op: string): Tensor {
+  const gx = scatterAddRaw(g.detach(), at, d, n);
+  return record(`${op}Backward`, [g], gx, ([gg]) => [gatherIndexed(gg!, d, at, false)]);
 }
 
 /** The slice at `index` along `dim`, with that dim removed (PyTorch's `select`). */

@@ -11,8 +11,8 @@ import { axisSplit, formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import { arange, full, tensor } from "../ops/factory.ts";
-import { gatherInRange } from "../ops/indexing.ts";
-import { cat, clone, indexSelect, narrow, scatterAddRaw } from "../ops/view.ts";
+import { gatherInRange, scatterToIndex } from "../ops/indexing.ts";
+import { cat, clone, indexSelect, narrow } from "../ops/view.ts";
 import { cachedConstant, empty, hasKernel, launch } from "../ops/util.ts";
 
 /**
@@ -157,15 +157,7 @@ function kernelSort(x: Tensor, d: number, descending: boolean, k = x.shape[d]): 
   const buffers = { values: values.storage.buffer(), indices: indices.storage.buffer() };
   const args = { x: x.storage.buffer("sort"), ...buffers, outer, size, inner, k, descending };
   launch(x.device, "sort", { ...args, dtype: x.dtype });
-  // The gradient's own gradient (createGraph) gathers at the same places, as PyTorch's.
-  const scatter = (g: Tensor): Tensor =>
-    record(
-      "sortBackward",
-      [g],
-      scatterAddRaw(g.detach(), indices, d, size),
-      ([gg]) => [gatherInRange(gg!, d, indices)],
-    );
-  record("sort", [x], values, ([g]) => [scatter(g!)]);
+  record("sort", [x], values, ([g]) => [scatterToIndex(g!, d, indices, size, "sort")]);
   return valuesIndices(values, indices);
 }
 

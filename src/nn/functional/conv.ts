@@ -10,7 +10,7 @@
  */
 
 import { record } from "../../autograd.ts";
-import { gatherInRange, scatterAddRaw, where } from "../../ops/indexing.ts";
+import { gatherInRange, scatterToIndex, where } from "../../ops/indexing.ts";
 import { cachedConstant, empty, hasKernel, launch } from "../../ops/util.ts";
 import { full, tensor } from "../../ops/factory.ts";
 import { cat } from "../../ops/view.ts";
@@ -392,17 +392,9 @@ function fusedMaxPool2d(x: Tensor, window: Window2d): [Tensor, Tensor] {
       dtype: x.dtype,
     });
   }
-  // The gradient's own gradient (createGraph) gathers at the same positions.
-  const scatter = (g: Tensor): Tensor =>
-    record(
-      "maxPool2dBackward",
-      [g],
-      scatterAddRaw(g.detach().reshape([n, c, oh * ow]), indices, 2, h * w).reshape(x.shape),
-      ([gg]) => [
-        gatherInRange(gg!.reshape([n, c, h * w]), 2, indices).reshape(g.shape),
-      ],
-    );
-  const out = record("maxPool2d", [x], y, ([g]) => [scatter(g!)]);
+  const out = record("maxPool2d", [x], y, ([g]) => [
+    scatterToIndex(g!.reshape([n, c, oh * ow]), 2, indices, h * w, "maxPool2d").reshape(x.shape),
+  ]);
   return [out, indices];
 }
 
