@@ -16,8 +16,10 @@ export interface UpsampleOptions {
   /** Multiplier of each spatial size (the output has floor(size · factor) elements). */
   scaleFactor?: number | readonly number[] | null;
   /**
-   * `"nearest"` (default), `"linear"` (3-D inputs), `"bilinear"` (4-D inputs),
-   * `"trilinear"` (5-D inputs), `"bicubic"` (4-D inputs) or `"area"` (any).
+   * `"nearest"` (default), `"nearest-exact"` (any), `"linear"` (3-D inputs),
+   * `"bilinear"` (4-D inputs), `"trilinear"` (5-D inputs), `"bicubic"` (4-D
+   * inputs) or `"area"` (any). (PyTorch 1.13's Upsample has no `antialias`;
+   * `nn.functional.interpolate` has.)
    */
   mode?: InterpolateMode;
   /** Linear modes: map corner elements onto each other instead of pixel centres (default false). */

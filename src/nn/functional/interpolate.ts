@@ -1,13 +1,17 @@
 /**
  * `interpolate` (resampling to a new spatial size), as
  * `torch.nn.functional.interpolate` of PyTorch 1.13, for 3-D [N, C, L]
- * (`"nearest"`, `"linear"`), 4-D [N, C, H, W] (`"nearest"`, `"bilinear"`)
- * and 5-D [N, C, D, H, W] (`"nearest"`, `"trilinear"`) inputs.
+ * (`"nearest"`, `"nearest-exact"`, `"linear"`), 4-D [N, C, H, W]
+ * (`"nearest"`, `"nearest-exact"`, `"bilinear"`, `"bicubic"`, both with
+ * `antialias`) and 5-D [N, C, D, H, W] (`"nearest"`, `"nearest-exact"`,
+ * `"trilinear"`) inputs, and `"area"` for all three.
  *
  * Composed from existing ops, so it runs and differentiates on every
- * backend: `"nearest"` is an `indexSelect` per spatial dim; `"linear"` and
- * `"bilinear"`/`"trilinear"` (and `"bicubic"`, `"area"`: see bicubic.ts) separate into one small [out, in] interpolation matrix per
- * dim, built on the host (two non-zeros per row) and applied by `matmul`.
+ * backend: `"nearest"` and `"nearest-exact"` are an `indexSelect` per
+ * spatial dim; `"linear"` and `"bilinear"`/`"trilinear"` (and `"bicubic"`,
+ * `"area"` and the antialiased modes: see bicubic.ts) separate into one
+ * small [out, in] interpolation matrix per dim, built on the host and
+ * applied by `matmul`.
  * The source positions follow PyTorch's CPU kernels bit for bit where they
  * round (see `nearestIndex` and `linearMatrix`).
  * @module
@@ -19,11 +23,12 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
-import { areaMatrix, bicubicMatrix } from "./bicubic.ts";
+import { antialiasMatrix, areaMatrix, bicubicMatrix } from "./bicubic.ts";
 
 /** How {@link interpolate} computes an output element. */
 export type InterpolateMode =
   | "nearest"
+  | "nearest-exact"
   | "linear"
   | "bilinear"
   | "trilinear"
@@ -32,6 +37,7 @@ export type InterpolateMode =
 
 const MODES: readonly InterpolateMode[] = [
   "nearest",
+  "nearest-exact",
   "linear",
   "bilinear",
   "trilinear",
@@ -50,7 +56,9 @@ export interface InterpolateOptions {
    */
   scaleFactor?: number | readonly number[] | null;
   /**
-   * `"nearest"` (default; PyTorch's legacy rule, not "nearest-exact"),
+   * `"nearest"` (default; PyTorch's legacy rule: source index
+   * floor(i · scale)), `"nearest-exact"` (3-D, 4-D, 5-D: source index
+   * floor((i + 0.5) · scale), the pixel centres, as PIL and scikit-image),
    * `"linear"` (3-D), `"bilinear"` (4-D), `"trilinear"` (5-D), `"bicubic"`
    * (4-D; PyTorch's A = -0.75, taps outside the input read its border; a
    * scale factor that keeps a size still resamples at 1 / factor, as PyTorch,
@@ -70,6 +78,17 @@ export interface InterpolateOptions {
    * instead of 1 / factor (default false).
    */
   recomputeScaleFactor?: boolean | null;
+  /**
+   * `"bilinear"` and `"bicubic"` (4-D) only (default false): PyTorch
+   * 1.13's PIL-style resampling. When downsampling, the filter widens by
+   * the downscale factor so that every input pixel contributes; weights are
+   * normalized at the borders instead of reading clamped taps, and bicubic
+   * uses A = -0.5 (PIL's) instead of -0.75, at any scale. So upsampling
+   * with it equals plain bilinear (without `alignCorners`), not plain
+   * bicubic. With `alignCorners` the scale is (in - 1) / (out - 1) but the
+   * filter stays centred on pixel centres, as in PyTorch.
+   */
+  antialias?: boolean | null;
 }
 
 /**
@@ -94,14 +113,24 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
     );
   }
   const alignCorners = options.alignCorners ?? null;
-  if ((mode === "nearest" || mode === "area") && alignCorners !== null) {
+  const nearest = mode === "nearest" || mode === "nearest-exact";
+  if ((nearest || mode === "area") && alignCorners !== null) {
     throw new RangeError(
       `${op}: alignCorners can only be set with the interpolating modes "linear", "bilinear", "bicubic" and "trilinear" (mode is "${mode}")`,
     );
   }
   const rank = input.ndim;
+  const antialias = options.antialias ?? false;
+  if (antialias && !((mode === "bilinear" || mode === "bicubic") && rank === 4)) {
+    throw new RangeError(
+      `${op}: antialias is only supported for modes "bilinear" and "bicubic" on 4-D [N, C, H, W] inputs, got mode "${mode}" and a ${rank}-D input of shape ${
+        formatShape(input.shape)
+      }`,
+    );
+  }
   const needs = {
     nearest: [3, 4, 5],
+    "nearest-exact": [3, 4, 5],
     linear: [3],
     bilinear: [4],
     trilinear: [5],
@@ -137,19 +166,21 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
     const out = size[i];
     const key = `${input.device}|${input.dtype}|${mode}|${inSize}|${out}|${
       scales?.[i]
-    }|${alignCorners}`;
+    }|${alignCorners}|${antialias}`;
     // Linear modes copy a dim whose size stays (PyTorch's kernels too); its
-    // bicubic kernel still resamples such a dim at 1 / scaleFactor.
-    const resamples = mode === "bicubic" && scales?.[i] !== undefined && !alignCorners;
-    if (mode !== "nearest" && out === inSize && !resamples) continue;
-    if (mode === "nearest") {
+    // bicubic kernel, and the antialiased ones, still resample such a dim at
+    // 1 / scaleFactor (without a factor they are the identity there).
+    const resamples = scales?.[i] !== undefined &&
+      (antialias || (mode === "bicubic" && !alignCorners));
+    if (!nearest && out === inSize && !resamples) continue;
+    if (nearest) {
       const index = cachedConstant(
         indexCache,
         64,
         key,
         input.device,
         () =>
-          tensor(nearestIndex(inSize, out, scales?.[i]), {
+          tensor(nearestIndex(inSize, out, scales?.[i], mode === "nearest-exact"), {
             dtype: "int32",
             device: input.device,
           }),
@@ -162,11 +193,14 @@ function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor
         key,
         input.device,
         () =>
-          tensor(matrixOf(mode, inSize, out, scales?.[i], alignCorners ?? false, input.dtype), {
-            shape: [out, inSize],
-            dtype: input.dtype,
-            device: input.device,
-          }),
+          tensor(
+            matrixOf(mode, inSize, out, scales?.[i], alignCorners ?? false, antialias, input.dtype),
+            {
+              shape: [out, inSize],
+              dtype: input.dtype,
+              device: input.device,
+            },
+          ),
       );
       // The last dim multiplies from the right; another from the left, the dims after it
       // flattened into one.
@@ -191,8 +225,12 @@ function matrixOf(
   out: number,
   factor: number | undefined,
   alignCorners: boolean,
+  antialias: boolean,
   dtype: string,
 ): number[] {
+  if (antialias && (mode === "bilinear" || mode === "bicubic")) {
+    return antialiasMatrix(mode, inSize, out, factor, alignCorners, dtype);
+  }
   if (mode === "bicubic") return bicubicMatrix(inSize, out, factor, alignCorners, dtype);
   // Adaptive average pooling: the scale factor only sets the output size.
   if (mode === "area") return areaMatrix(inSize, out);
@@ -262,19 +300,27 @@ function outputSize(
 }
 
 /**
- * PyTorch 1.13's legacy nearest source index of each output element:
- * min(floor(dst · scale), in - 1) in float32 arithmetic, with scale =
- * float32(1 / factor) when a scale factor is given, else float32(in / out)
- * (whatever the input's dtype). (PyTorch's 4-D and 5-D kernels for a
- * one-channel input, channels-last, and their backward special-case
- * out = in and out = 2·in to the identity and dst / 2 even when a factor
- * says otherwise; their general forward, followed here, does not.)
+ * PyTorch 1.13's nearest source index of each output element: legacy
+ * min(floor(dst · scale), in - 1), or with `exact` ("nearest-exact")
+ * min(floor((dst + 0.5) · scale), in - 1), in float32 arithmetic, with
+ * scale = float32(1 / factor) when a scale factor is given, else
+ * float32(in / out) (whatever the input's dtype). (PyTorch's legacy 4-D and
+ * 5-D kernels for a one-channel input, channels-last, and their backward
+ * special-case out = in and out = 2·in to the identity and dst / 2 even when
+ * a factor says otherwise; their general forward, followed here, does not.
+ * Its nearest-exact kernels have no such cases.)
  */
-function nearestIndex(inSize: number, out: number, factor: number | undefined): number[] {
+function nearestIndex(
+  inSize: number,
+  out: number,
+  factor: number | undefined,
+  exact: boolean,
+): number[] {
   const scale = Math.fround(factor !== undefined ? 1 / factor : inSize / out);
+  const offset = exact ? 0.5 : 0;
   return Array.from(
     { length: out },
-    (_, i) => Math.min(Math.floor(Math.fround(i * scale)), inSize - 1),
+    (_, i) => Math.min(Math.floor(Math.fround((i + offset) * scale)), inSize - 1),
   );
 }
 
