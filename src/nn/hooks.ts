@@ -1,14 +1,18 @@
 /**
- * Module hooks, as PyTorch's `register_forward_pre_hook`, `register_forward_hook` and
- * `register_full_backward_hook` (internal machinery: `Module` exposes it).
+ * Module hooks, as PyTorch's `register_forward_pre_hook`, `register_forward_hook`,
+ * `register_full_backward_hook`, `register_full_backward_pre_hook`, the global
+ * `register_module_*_hook` functions and the state-dict hooks (internal machinery: `Module` and
+ * global_hooks.ts expose it).
  *
  * multigrad has no `__call__`: users and layers call `module.forward(x)` directly. So the first
- * hook registered on a module installs an instance-level `forward` (non-enumerable, so field
- * discovery, the repr and the state dict never see it) that runs the hooks around the class's
- * `forward`, and removing the last hook takes it away. The hook tables live in one object under a
- * symbol key: `_replicateWith` copies own properties, so DataParallel's replicas share the
- * original's tables (PyTorch's `_replicate_for_data_parallel` shares its hook dicts the same way)
- * and their `forward` runs the same hooks with the replica as the module.
+ * forward-side hook registered on a module installs an instance-level `forward` (non-enumerable,
+ * so field discovery, the repr and the state dict never see it) that runs the hooks around the
+ * class's `forward`, and removing the last hook takes it away. Global hooks do the same to every
+ * live module (the `Module` constructor lists each one, weakly), for as long as one is registered.
+ * The hook tables live in one object under a symbol key: `_replicateWith` copies own properties,
+ * so DataParallel's replicas share the original's tables (PyTorch's
+ * `_replicate_for_data_parallel` shares its hook dicts the same way) and their `forward` runs the
+ * same hooks with the replica as the module.
  * @module
  */
 
@@ -18,34 +22,77 @@ import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import {
   type ForwardHook,
+  type ForwardHookOptions,
   type ForwardPreHook,
   type FullBackwardHook,
+  type FullBackwardPreHook,
+  type LoadStateDictPostHook,
   RemovableHandle,
+  type StateDictPostHook,
+  type StateDictPreHook,
 } from "./hook_handle.ts";
 
-type Kind = "pre" | "forward" | "backward";
+interface HookTypes {
+  pre: ForwardPreHook;
+  forward: ForwardHook;
+  backward: FullBackwardHook;
+  backwardPre: FullBackwardPreHook;
+  stateDictPre: StateDictPreHook;
+  stateDictPost: StateDictPostHook;
+  loadStateDictPost: LoadStateDictPostHook;
+}
 
-interface HookTables {
-  readonly pre: Map<number, ForwardPreHook>;
-  readonly forward: Map<number, ForwardHook>;
-  readonly backward: Map<number, FullBackwardHook>;
+/** A kind of hook: the forward-side ones need the instance-level `forward`, the others do not. */
+export type HookKind = keyof HookTypes;
+type ForwardKind = "pre" | "forward" | "backward" | "backwardPre";
+const FORWARD_KINDS: readonly ForwardKind[] = ["pre", "forward", "backward", "backwardPre"];
+
+type HookTables = { readonly [K in HookKind]: Map<number, HookTypes[K]> } & {
+  /** Ids of the forward hooks registered with `alwaysCall`. */
+  readonly alwaysCalled: Set<number>;
   /** An own `forward` the instance had before the wrapper (restored when the last hook goes). */
   ownForward?: PropertyDescriptor;
-}
+};
 
 const HOOKS: unique symbol = Symbol("multigrad.moduleHooks");
 type Hooked = { [HOOKS]?: HookTables; forward: (...args: unknown[]) => unknown };
 
+// One counter for module and global hooks, as PyTorch's RemovableHandle.next_id: `alwaysCall`
+// bookkeeping of one forward tells them apart by id.
 let nextId = 0;
+
+function emptyTables(): HookTables {
+  return {
+    pre: new Map(),
+    forward: new Map(),
+    backward: new Map(),
+    backwardPre: new Map(),
+    stateDictPre: new Map(),
+    stateDictPost: new Map(),
+    loadStateDictPost: new Map(),
+    alwaysCalled: new Set(),
+  };
+}
+
+/** The global hooks (their state-dict tables stay empty). */
+const globalHooks: HookTables = emptyTables();
+
+// Every module made so far, weakly: a global hook must reach modules made before it.
+const liveModules = new Set<WeakRef<object>>();
+const forget = new FinalizationRegistry<WeakRef<object>>((ref) => liveModules.delete(ref));
 
 function tablesOf(module: object): HookTables {
   const m = module as Hooked;
   let tables = m[HOOKS];
   if (!tables) {
-    tables = { pre: new Map(), forward: new Map(), backward: new Map() };
+    tables = emptyTables();
     Object.defineProperty(m, HOOKS, { value: tables, writable: true, configurable: true });
   }
   return tables;
+}
+
+function hasForwardHooks(tables: HookTables | undefined): boolean {
+  return FORWARD_KINDS.some((k) => (tables?.[k].size ?? 0) > 0);
 }
 
 function isWrapped(module: object): boolean {
@@ -53,33 +100,165 @@ function isWrapped(module: object): boolean {
   return own?.value === hookedForward;
 }
 
+function wrap(module: object): void {
+  if (isWrapped(module)) return;
+  tablesOf(module).ownForward = Object.getOwnPropertyDescriptor(module, "forward");
+  Object.defineProperty(module, "forward", {
+    value: hookedForward,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+}
+
+/** Takes the wrapper away once neither the module nor the globals have a forward-side hook. */
+function unwrapIfIdle(module: object): void {
+  const tables = (module as Hooked)[HOOKS];
+  if (!isWrapped(module) || hasForwardHooks(tables) || hasForwardHooks(globalHooks)) return;
+  // ownForward stays in the tables, which replicas may share: each module restores it.
+  const own = tables?.ownForward;
+  if (own) Object.defineProperty(module, "forward", own);
+  else delete (module as { forward?: unknown }).forward;
+}
+
+function insert<K extends HookKind>(
+  tables: HookTables,
+  kind: K,
+  id: number,
+  hook: HookTypes[K],
+  prepend: boolean,
+): void {
+  const map = tables[kind] as Map<number, HookTypes[K]>;
+  // In place: replicas share the map.
+  const before = prepend ? [...map] : [];
+  if (prepend) map.clear();
+  map.set(id, hook);
+  for (const [k, h] of before) map.set(k, h);
+}
+
+/**
+ * @internal `hook` unless it is not a function: then the TypeError names `op`, the method or
+ * function that registers it.
+ */
+export function checkHook<H>(op: string, hook: H): H {
+  if (typeof hook !== "function") {
+    throw new TypeError(
+      `${op}: hook must be a function, got ${hook === null ? "null" : typeof hook}`,
+    );
+  }
+  return hook;
+}
+
+/**
+ * @internal `options` of a `register*Hook` call, checked: an object whose `prepend` and
+ * `alwaysCall` are booleans. `withKwargs` is refused: a forward's arguments are all positional
+ * (an options object is one of them), so there are no keyword arguments to pass a hook.
+ */
+export function checkHookOptions(
+  op: string,
+  options: ForwardHookOptions,
+  allowed: readonly ("prepend" | "alwaysCall")[],
+): ForwardHookOptions {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(
+      `${op}: options must be an object, got ${options === null ? "null" : typeof options}`,
+    );
+  }
+  for (const key of Object.keys(options)) {
+    if (key === "withKwargs") {
+      throw new TypeError(
+        `${op}: withKwargs is not supported: multigrad's forward takes positional arguments ` +
+          `only, and a hook gets them all in args`,
+      );
+    }
+    if (!(allowed as string[]).includes(key)) {
+      throw new TypeError(
+        `${op}: unknown option "${key}" (expected ${allowed.map((a) => `"${a}"`).join(" or ")})`,
+      );
+    }
+    const value = (options as Record<string, unknown>)[key];
+    if (value !== undefined && typeof value !== "boolean") {
+      throw new TypeError(`${op}: ${key} must be a boolean, got ${typeof value}`);
+    }
+  }
+  return options;
+}
+
+/** @internal Lists `module` where global hooks find it (the `Module` constructor and replicas). */
+export function trackModule(module: object): void {
+  const ref = new WeakRef(module);
+  liveModules.add(ref);
+  forget.register(module, ref);
+  if (hasForwardHooks(globalHooks)) wrap(module);
+}
+
 /** @internal Registers `hook` of `kind` on `module`; the method of `Module` checks `hook` first. */
-export function addHook(
+export function addHook<K extends HookKind>(
   module: object,
-  kind: Kind,
-  hook: ForwardPreHook | ForwardHook | FullBackwardHook,
+  kind: K,
+  hook: HookTypes[K],
+  options: ForwardHookOptions = {},
 ): RemovableHandle {
   const tables = tablesOf(module);
   const id = nextId++;
-  (tables[kind] as Map<number, typeof hook>).set(id, hook);
-  if (!isWrapped(module)) {
-    tables.ownForward = Object.getOwnPropertyDescriptor(module, "forward");
-    Object.defineProperty(module, "forward", {
-      value: hookedForward,
-      writable: true,
-      enumerable: false,
-      configurable: true,
-    });
-  }
+  insert(tables, kind, id, hook, options.prepend ?? false);
+  if (options.alwaysCall) tables.alwaysCalled.add(id);
+  if ((FORWARD_KINDS as string[]).includes(kind)) wrap(module);
   return new RemovableHandle(id, () => {
     tables[kind].delete(id);
-    const empty = tables.pre.size + tables.forward.size + tables.backward.size === 0;
-    if (!empty || !isWrapped(module)) return;
-    const own = tables.ownForward;
-    tables.ownForward = undefined;
-    if (own) Object.defineProperty(module, "forward", own);
-    else delete (module as { forward?: unknown }).forward;
+    tables.alwaysCalled.delete(id);
+    unwrapIfIdle(module);
   });
+}
+
+/**
+ * @internal What the `register*Hook` methods of `Module` do: checks `hook` and `options` (only
+ * `allowed` ones), naming `op` in errors, and registers the hook.
+ */
+export function registerHook(
+  module: object,
+  op: string,
+  kind: HookKind,
+  hook: unknown,
+  options: ForwardHookOptions,
+  allowed: readonly ("prepend" | "alwaysCall")[] = ["prepend"],
+): RemovableHandle {
+  checkHook(op, hook);
+  return addHook(module, kind, hook as HookTypes[HookKind], checkHookOptions(op, options, allowed));
+}
+
+/** @internal Registers a global `hook` of `kind`, run for every module before its own hooks. */
+export function addGlobalHook<K extends ForwardKind>(
+  kind: K,
+  hook: HookTypes[K],
+  options: ForwardHookOptions = {},
+): RemovableHandle {
+  const first = !hasForwardHooks(globalHooks);
+  const id = nextId++;
+  insert(globalHooks, kind, id, hook, false);
+  if (options.alwaysCall) globalHooks.alwaysCalled.add(id);
+  if (first) eachLiveModule(wrap);
+  return new RemovableHandle(id, () => {
+    globalHooks[kind].delete(id);
+    globalHooks.alwaysCalled.delete(id);
+    if (!hasForwardHooks(globalHooks)) eachLiveModule(unwrapIfIdle);
+  });
+}
+
+function eachLiveModule(fn: (module: object) => void): void {
+  for (const ref of liveModules) {
+    const module = ref.deref();
+    if (module) fn(module);
+  }
+}
+
+/** @internal The state-dict hooks of `kind` on `module`, in the order they run. */
+export function hooksOf<K extends "stateDictPre" | "stateDictPost" | "loadStateDictPost">(
+  module: object,
+  kind: K,
+): HookTypes[K][] {
+  const map = (module as Hooked)[HOOKS]?.[kind] as Map<number, HookTypes[K]> | undefined;
+  return map ? [...map.values()] : [];
 }
 
 /**
@@ -90,33 +269,39 @@ export function addHook(
 export function unshareHooks(module: object): void {
   const tables = (module as Hooked)[HOOKS];
   if (!tables) return;
-  const copy: HookTables = {
-    pre: new Map(tables.pre),
-    forward: new Map(tables.forward),
-    backward: new Map(tables.backward),
-    ownForward: tables.ownForward,
-  };
+  const copy = emptyTables();
+  for (const kind of Object.keys(copy) as HookKind[]) {
+    for (const [id, hook] of tables[kind]) (copy[kind] as Map<number, unknown>).set(id, hook);
+  }
+  for (const id of tables.alwaysCalled) copy.alwaysCalled.add(id);
+  copy.ownForward = tables.ownForward;
   Object.defineProperty(module, HOOKS, { value: copy, writable: true, configurable: true });
 }
 
 /**
  * The instance-level `forward` of a module with hooks, as the hook part of PyTorch's
- * `Module._call_impl`: pre-hooks, the backward hook's input wrapping, `forward`, forward hooks,
- * then the backward hook's output wrapping. A plain function (not a closure over one module):
- * replicas copy it and run it with themselves as `this`.
+ * `Module._call_impl`: pre-hooks, the backward hooks' input wrapping, `forward`, forward hooks,
+ * then the backward hooks' output wrapping; global hooks before the module's own, and the
+ * `alwaysCall` forward hooks when something throws. A plain function (not a closure over one
+ * module): replicas copy it and run it with themselves as `this`.
  */
 function hookedForward(this: Hooked, ...callArgs: unknown[]): unknown {
   const tables = this[HOOKS];
   const inner = (tables?.ownForward?.value ??
     (Object.getPrototypeOf(this) as Hooked).forward) as (...args: unknown[]) => unknown;
-  if (!tables) return inner.apply(this, callArgs);
+  if (!hasForwardHooks(tables) && !hasForwardHooks(globalHooks)) {
+    return inner.apply(this, callArgs);
+  }
   // As a layer's own forward: what the hooks make in passing (an output they replaced) goes with
   // the graph at backward, not with the GC.
-  return forwardScope(() => runHooked(this, tables, inner, callArgs));
+  return forwardScope(() => runHooked(this, tables ?? emptyTables(), inner, callArgs));
 }
 
-/** A hook's result, refused when it is a Promise: the forward or backward it is part of cannot wait. */
-function settled(kind: string, module: object, result: unknown): unknown {
+/**
+ * @internal A hook's result, refused when it is a Promise: the forward, backward or state-dict
+ * call it is part of cannot wait.
+ */
+export function settled(kind: string, module: object, result: unknown): unknown {
   if (result instanceof Promise) {
     result.catch(() => {});
     throw new TypeError(
@@ -133,35 +318,95 @@ function runHooked(
   inner: (...args: unknown[]) => unknown,
   callArgs: unknown[],
 ): unknown {
+  const g = globalHooks;
   let args = callArgs;
-  for (const hook of [...tables.pre.values()]) {
-    const result = settled("forward pre-hook", module, hook(module, args));
-    if (result !== undefined && result !== null) {
-      args = Array.isArray(result) ? [...result] : [result];
+  let output: unknown = undefined;
+  const called = new Set<number>();
+  try {
+    for (const hook of [...g.pre.values(), ...tables.pre.values()]) {
+      const result = settled("forward pre-hook", module, hook(module, args));
+      if (result !== undefined && result !== null) {
+        args = Array.isArray(result) ? [...result] : [result];
+      }
     }
+    const backward = [...g.backward.values(), ...tables.backward.values()];
+    const backwardPre = [...g.backwardPre.values(), ...tables.backwardPre.values()];
+    const bw = backward.length + backwardPre.length > 0
+      ? new BackwardHookCall(module, backward, backwardPre)
+      : null;
+    if (bw) args = bw.setupInput(args);
+    output = inner.apply(module, args);
+    for (const [id, hook] of [...g.forward, ...tables.forward]) {
+      called.add(id);
+      const result = settled("forward hook", module, hook(module, args, output));
+      if (result !== undefined && result !== null) output = result;
+    }
+    return bw ? bw.setupOutput(output) : output;
+  } catch (error) {
+    // PyTorch 2.1's always_call: the hooks not yet run get the output as far as it got.
+    for (const [id, hook] of [...g.forward, ...tables.forward]) {
+      if (called.has(id) || !(g.alwaysCalled.has(id) || tables.alwaysCalled.has(id))) continue;
+      try {
+        const result = settled("forward hook", module, hook(module, args, output));
+        if (result !== undefined && result !== null) output = result;
+      } catch (hookError) {
+        console.warn(
+          `forward hook of ${module.constructor.name} with alwaysCall raised an error that was ` +
+            `silenced as another error was raised in forward: ${String(hookError)}`,
+        );
+      }
+    }
+    throw error;
   }
-  const backwardHooks = [...tables.backward.values()];
-  const bw = backwardHooks.length > 0 ? new BackwardHookCall(module, backwardHooks) : null;
-  if (bw) args = bw.setupInput(args);
-  let output = inner.apply(module, args);
-  for (const hook of [...tables.forward.values()]) {
-    const result = settled("forward hook", module, hook(module, args, output));
-    if (result !== undefined && result !== null) output = result;
+}
+
+/** `out`, a hook's returned gradients, checked against the `expected` number of slots. */
+function checkGrads(
+  what: string,
+  module: object,
+  name: string,
+  out: unknown,
+  expected: number,
+): (Tensor | null)[] {
+  if (!Array.isArray(out)) {
+    throw new TypeError(
+      `${what} of ${module.constructor.name} returned ${typeof out}, ` +
+        `expected an array of ${expected} gradients (or undefined)`,
+    );
   }
-  return bw ? bw.setupOutput(output) : output;
+  if (out.length !== expected) {
+    throw new RangeError(
+      `${what} of ${module.constructor.name} returned an invalid number ` +
+        `of ${name}, got ${out.length}, but expected ${expected}`,
+    );
+  }
+  out.forEach((g, i) => {
+    if (g !== null && !(g instanceof Tensor)) {
+      throw new TypeError(
+        `${what} of ${module.constructor.name}: ${name} ${i} is ` +
+          `${typeof g}, expected a Tensor or null`,
+      );
+    }
+  });
+  return out;
 }
 
 /**
- * One forward's full backward hooks, as PyTorch's `torch.utils.hooks.BackwardHook`: identity
- * nodes on the tensor outputs (catching the output gradients) and on the tensor arguments (where
- * the hooks run with both and may replace the argument gradients).
+ * One forward's full backward hooks and pre-hooks, as PyTorch's `torch.utils.hooks.BackwardHook`:
+ * identity nodes on the tensor outputs (catching the output gradients, where the pre-hooks may
+ * replace them) and on the tensor arguments (where the hooks run with both and may replace the
+ * argument gradients).
  */
 class BackwardHookCall {
   #gradOutputs: (Tensor | null)[] | null = null;
   #nInputs = 0;
   #inputsWrapped = false;
 
-  constructor(readonly module: object, readonly hooks: FullBackwardHook[]) {}
+  constructor(
+    readonly module: object,
+    readonly hooks: FullBackwardHook[],
+    readonly preHooks: FullBackwardPreHook[],
+  ) {}
 
   setupInput(args: unknown[]): unknown[] {
     this.#nInputs = args.length;
@@ -183,29 +428,15 @@ class BackwardHookCall {
           "full backward hook",
           this.module,
           hook(this.module, gradInput, this.#gradOutputs),
-        ) as (Tensor | null)[] | null | undefined;
+        );
         if (out === undefined || out === null) continue;
-        if (!Array.isArray(out)) {
-          throw new TypeError(
-            `full backward hook of ${this.module.constructor.name} returned ${typeof out}, ` +
-              `expected an array of ${gradInput.length} gradients (or undefined)`,
-          );
-        }
-        if (out.length !== gradInput.length) {
-          throw new RangeError(
-            `full backward hook of ${this.module.constructor.name} returned an invalid number ` +
-              `of grad_input, got ${out.length}, but expected ${gradInput.length}`,
-          );
-        }
-        out.forEach((g, i) => {
-          if (g !== null && !(g instanceof Tensor)) {
-            throw new TypeError(
-              `full backward hook of ${this.module.constructor.name}: grad_input ${i} is ` +
-                `${typeof g}, expected a Tensor or null`,
-            );
-          }
-        });
-        gradInput = out;
+        gradInput = checkGrads(
+          "full backward hook",
+          this.module,
+          "grad_input",
+          out,
+          gradInput.length,
+        );
       }
       this.#gradOutputs = null;
       return slots.map((slot) => gradInput[slot]);
@@ -217,8 +448,19 @@ class BackwardHookCall {
   setupOutput(output: unknown): unknown {
     const list = Array.isArray(output) ? output : [output];
     const wrapped = wrapTensors(list, (slots, grads) => {
-      const gradOutputs: (Tensor | null)[] = Array(list.length).fill(null);
+      let gradOutputs: (Tensor | null)[] = Array(list.length).fill(null);
       slots.forEach((slot, k) => gradOutputs[slot] = grads[k]);
+      for (const hook of this.preHooks) {
+        const out = settled("full backward pre-hook", this.module, hook(this.module, gradOutputs));
+        if (out === undefined || out === null) continue;
+        gradOutputs = checkGrads(
+          "full backward pre-hook",
+          this.module,
+          "grad_output",
+          out,
+          gradOutputs.length,
+        );
+      }
       this.#gradOutputs = gradOutputs;
       if (!this.#inputsWrapped) {
         // No argument requires grad: no node on the arguments, so the hooks run here.
@@ -241,7 +483,7 @@ class BackwardHookCall {
         }
         this.#gradOutputs = null;
       }
-      return grads;
+      return this.preHooks.length > 0 ? slots.map((slot) => gradOutputs[slot]) : grads;
     });
     if (wrapped === null) return output;
     return Array.isArray(output) ? wrapped : wrapped[0];

@@ -14,13 +14,21 @@ import { Tensor } from "../tensor.ts";
 import { copyFieldOrder, orderedKeys, recordFieldOrder } from "./field_order.ts";
 import type {
   ForwardHook,
+  ForwardHookOptions,
   ForwardPreHook,
   FullBackwardHook,
+  FullBackwardPreHook,
+  HookOptions,
+  IncompatibleKeys,
+  LoadStateDictPostHook,
   RemovableHandle,
+  StateDictPostHook,
+  StateDictPreHook,
 } from "./hook_handle.ts";
-import { addHook } from "./hooks.ts";
+import { hooksOf, registerHook, settled, trackModule } from "./hooks.ts";
 
 export * from "./hook_handle.ts";
+export * from "./global_hooks.ts";
 
 /**
  * A tensor that is a module's learnable parameter, as `torch.nn.Parameter`:
@@ -198,34 +206,101 @@ function ownChildren(m: Module): [string, Module][] {
 }
 
 /**
- * [key, tensor, value when missing] of every parameter and persistent
- * buffer, in state-dict order. As in PyTorch, a module or tensor reachable under two names appears
- * under both; only cycles are cut.
+ * What {@link walkState} calls: `entry` for every parameter and persistent buffer; `enter` before
+ * a module's own entries, `own` after them and `leave` after its submodules' (where PyTorch's
+ * recursions run the state-dict hooks).
  */
-function stateEntries(root: Module): [string, Tensor, number?][] {
-  const out: [string, Tensor, number?][] = [];
+interface StateVisitor {
+  entry(key: string, t: Tensor, whenMissing?: number): void;
+  enter?(m: Module, prefix: string): void;
+  own?(m: Module, prefix: string): void;
+  leave?(m: Module, prefix: string): void;
+}
+
+/**
+ * Visits `root`'s tree in state-dict order. As in PyTorch, a module or tensor reachable under two
+ * names is visited under both; only cycles are cut.
+ */
+function walkState(root: Module, prefix: string, v: StateVisitor): void {
   const path = new Set<Module>();
   const visit = (m: Module, prefix: string) => {
     if (path.has(m)) return;
     path.add(m);
-    for (const [field, p] of ownParameters(m)) out.push([prefix + field, p]);
+    v.enter?.(m, prefix);
+    for (const [field, p] of ownParameters(m)) v.entry(prefix + field, p);
     for (const [name, t, persistent, whenMissing] of ownBuffers(m)) {
-      if (persistent) out.push([prefix + name, t, whenMissing]);
+      if (persistent) v.entry(prefix + name, t, whenMissing);
     }
+    v.own?.(m, prefix);
     for (const [field, child] of ownChildren(m)) visit(child, `${prefix}${field}.`);
+    v.leave?.(m, prefix);
     path.delete(m);
   };
-  visit(root, "");
+  visit(root, prefix);
+}
+
+/** [key, tensor, value when missing] of every parameter and persistent buffer, in state-dict order. */
+function stateEntries(root: Module): [string, Tensor, number?][] {
+  const out: [string, Tensor, number?][] = [];
+  walkState(root, "", { entry: (key, t, whenMissing) => out.push([key, t, whenMissing]) });
   return out;
 }
 
-function checkHook(op: string, hook: unknown): unknown {
-  if (typeof hook !== "function") {
-    throw new TypeError(
-      `${op}: hook must be a function, got ${hook === null ? "null" : typeof hook}`,
-    );
+/** The key prefix of the deepest submodule along `key`'s dotted path: where PyTorch finds it unexpected. */
+function ownerPrefix(root: Module, key: string): string {
+  const path = new Set<Module>([root]);
+  let m = root;
+  let prefix = "";
+  for (const part of key.split(".").slice(0, -1)) {
+    const child = ownChildren(m).find(([field]) => field === part)?.[1];
+    if (!child || path.has(child)) break;
+    path.add(m = child);
+    prefix += `${part}.`;
   }
-  return hook;
+  return prefix;
+}
+
+/**
+ * The missing and unexpected keys of loading `stateDict` into `root`, in PyTorch's order: a
+ * module's own missing keys, the unexpected keys under its prefix that no submodule takes, then
+ * its submodules'. `leave` runs after each module's subtree with the lists as they stand, where
+ * PyTorch runs the load post-hooks.
+ */
+function incompatibleKeys(
+  root: Module,
+  stateDict: Record<string, Tensor>,
+  expected: Set<string>,
+  leave?: (m: Module, keys: IncompatibleKeys) => void,
+): IncompatibleKeys {
+  const keys = { missingKeys: [] as string[], unexpectedKeys: [] as string[] };
+  const byOwner = new Map<string, string[]>();
+  for (const key of Object.keys(stateDict)) {
+    if (expected.has(key)) continue;
+    const owner = ownerPrefix(root, key);
+    byOwner.set(owner, [...byOwner.get(owner) ?? [], key]);
+  }
+  walkState(root, "", {
+    entry: (key, _t, whenMissing) => {
+      if (Object.hasOwn(stateDict, key) || whenMissing !== undefined) return;
+      if (!keys.missingKeys.includes(key)) keys.missingKeys.push(key);
+    },
+    own: (_m, prefix) => void keys.unexpectedKeys.push(...byOwner.get(prefix) ?? []),
+    leave: leave && ((m) => leave(m, keys)),
+  });
+  return keys;
+}
+
+/** The strict-mode errors of `keys`. */
+function keyErrors(keys: IncompatibleKeys): string[] {
+  const list = (ks: string[]) => ks.map((k) => `"${k}"`).join(", ");
+  return [
+    ...keys.missingKeys.length > 0
+      ? [`missing key(s) in state dict: ${list(keys.missingKeys)}`]
+      : [],
+    ...keys.unexpectedKeys.length > 0
+      ? [`unexpected key(s) in state dict: ${list(keys.unexpectedKeys)}`]
+      : [],
+  ];
 }
 
 function snakeToCamel(name: string): string {
@@ -353,6 +428,11 @@ export class Module {
   /** Training mode (true) or evaluation mode; set with {@link train}/{@link eval}. */
   training = true;
 
+  /** Lists the new module where global hooks ({@link registerModuleForwardHook}) reach it. */
+  constructor() {
+    trackModule(this);
+  }
+
   /** The computation; subclasses override it. */
   forward(..._args: unknown[]): unknown {
     throw new Error(
@@ -451,24 +531,40 @@ export class Module {
   }
 
   // ---- hooks ----
+  // Options are PyTorch 2.x's keyword arguments: `prepend` on every method (for the state-dict
+  // hooks a multigrad addition), `alwaysCall` on forward hooks; not `withKwargs`, as forward's
+  // arguments are all positional.
 
   /**
    * Calls `hook(module, args)` before every `forward`, as PyTorch's `register_forward_pre_hook`;
    * a returned value replaces the arguments (see {@link ForwardPreHook}). Hooks run in the order
-   * registered. They work with plain `module.forward(x)` calls: the first hook installs an
-   * instance-level `forward` that runs them, and the last `remove()` takes it away.
+   * registered (`prepend`: first), after the global ones ({@link registerModuleForwardPreHook}).
+   * They work with plain `module.forward(x)` calls: the first hook installs an instance-level
+   * `forward` that runs them, and the last `remove()` takes it away.
    */
-  registerForwardPreHook<M extends Module>(this: M, hook: ForwardPreHook<M>): RemovableHandle {
-    return addHook(this, "pre", checkHook("registerForwardPreHook", hook) as ForwardPreHook);
+  registerForwardPreHook<M extends Module>(
+    this: M,
+    hook: ForwardPreHook<M>,
+    options: HookOptions = {},
+  ): RemovableHandle {
+    return registerHook(this, "registerForwardPreHook", "pre", hook, options);
   }
 
   /**
    * Calls `hook(module, args, output)` after every `forward`, as PyTorch's
    * `register_forward_hook`; a returned value replaces the output (see {@link ForwardHook}).
-   * A hook that keeps a tensor past the forward should `keep` it, as in any `tidy` scope.
+   * `alwaysCall` (PyTorch 2.1) runs it also when the forward throws. A hook that keeps a tensor
+   * past the forward should `keep` it, as in any `tidy` scope.
    */
-  registerForwardHook<M extends Module>(this: M, hook: ForwardHook<M>): RemovableHandle {
-    return addHook(this, "forward", checkHook("registerForwardHook", hook) as ForwardHook);
+  registerForwardHook<M extends Module>(
+    this: M,
+    hook: ForwardHook<M>,
+    options: ForwardHookOptions = {},
+  ): RemovableHandle {
+    return registerHook(this, "registerForwardHook", "forward", hook, options, [
+      "prepend",
+      "alwaysCall",
+    ]);
   }
 
   /**
@@ -480,12 +576,61 @@ export class Module {
   registerFullBackwardHook<M extends Module>(
     this: M,
     hook: FullBackwardHook<M>,
+    options: HookOptions = {},
   ): RemovableHandle {
-    return addHook(
-      this,
-      "backward",
-      checkHook("registerFullBackwardHook", hook) as FullBackwardHook,
-    );
+    return registerHook(this, "registerFullBackwardHook", "backward", hook, options);
+  }
+
+  /**
+   * Calls `hook(module, gradOutput)` when the gradients of this module's outputs arrive, before
+   * its gradInput is computed, as PyTorch 2.0's `register_full_backward_pre_hook`; a returned
+   * array replaces `gradOutput` (see {@link FullBackwardPreHook}), for the backward and for the
+   * full backward hooks. The hooks of a forward are those registered when it ran.
+   */
+  registerFullBackwardPreHook<M extends Module>(
+    this: M,
+    hook: FullBackwardPreHook<M>,
+    options: HookOptions = {},
+  ): RemovableHandle {
+    return registerHook(this, "registerFullBackwardPreHook", "backwardPre", hook, options);
+  }
+
+  /**
+   * Calls `hook(module, prefix, keepVars)` in {@link stateDict} before this module's entries are
+   * collected, as PyTorch 2.0's `register_state_dict_pre_hook`.
+   */
+  registerStateDictPreHook<M extends Module>(
+    this: M,
+    hook: StateDictPreHook<M>,
+    options: HookOptions = {},
+  ): RemovableHandle {
+    return registerHook(this, "registerStateDictPreHook", "stateDictPre", hook, options);
+  }
+
+  /**
+   * Calls `hook(module, stateDict, prefix)` in {@link stateDict} once this module's and its
+   * submodules' entries are in, as PyTorch's `_register_state_dict_hook` (its metadata argument
+   * aside); the hook may edit the dict, or return a new one (see {@link StateDictPostHook}).
+   */
+  registerStateDictPostHook<M extends Module>(
+    this: M,
+    hook: StateDictPostHook<M>,
+    options: HookOptions = {},
+  ): RemovableHandle {
+    return registerHook(this, "registerStateDictPostHook", "stateDictPost", hook, options);
+  }
+
+  /**
+   * Calls `hook(module, { missingKeys, unexpectedKeys })` in {@link loadStateDict} once this
+   * module and its submodules are loaded, as PyTorch's `register_load_state_dict_post_hook`;
+   * removing keys from the arrays lets a strict load pass (see {@link LoadStateDictPostHook}).
+   */
+  registerLoadStateDictPostHook<M extends Module>(
+    this: M,
+    hook: LoadStateDictPostHook<M>,
+    options: HookOptions = {},
+  ): RemovableHandle {
+    return registerHook(this, "registerLoadStateDictPostHook", "loadStateDictPost", hook, options);
   }
 
   // ---- discovery ----
@@ -783,7 +928,9 @@ export class Module {
    * Parameters and persistent buffers by PyTorch's names (`0.weight`,
    * `running_mean`), as detached tensors sharing the module's storage (as
    * PyTorch's `state_dict()`): later updates show through; `clone()` for a
-   * snapshot. `num_batches_tracked` is int32 here (int64 in PyTorch).
+   * snapshot. `num_batches_tracked` is int32 here (int64 in PyTorch). Each module's
+   * {@link registerStateDictPreHook} hooks run before its entries are collected, its
+   * {@link registerStateDictPostHook} hooks after its submodules'.
    */
   stateDict(options: StateDictOptions = {}): Record<string, Tensor> {
     if (options === null || typeof options !== "object") {
@@ -795,10 +942,33 @@ export class Module {
     if (typeof prefix !== "string") {
       throw new TypeError(`stateDict: prefix must be a string, got ${typeof prefix}`);
     }
-    const out: Record<string, Tensor> = {};
-    for (const [key, t] of stateEntries(this)) {
-      out[prefix + key] = options.keepVars ? t : t.detach();
-    }
+    const keepVars = options.keepVars ?? false;
+    let out: Record<string, Tensor> = {};
+    walkState(this, prefix, {
+      entry: (key, t) => void (out[key] = keepVars ? t : t.detach()),
+      enter: (m, p) => {
+        for (const hook of hooksOf(m, "stateDictPre")) {
+          settled("state-dict pre-hook", m, hook(m, p, keepVars));
+        }
+      },
+      leave: (m, p) => {
+        let dict = out;
+        for (const hook of hooksOf(m, "stateDictPost")) {
+          const result = settled("state-dict post-hook", m, hook(m, dict, p));
+          if (result === undefined || result === null) continue;
+          if (typeof result !== "object" || result instanceof Tensor) {
+            throw new TypeError(
+              `stateDict: a state-dict post-hook of ${m.constructor.name} returned ${
+                describe(result)
+              }, expected a state dict object or nothing`,
+            );
+          }
+          dict = result as Record<string, Tensor>;
+        }
+        // As PyTorch, where a submodule's state_dict() return value is dropped by its parent.
+        if (m === this) out = dict;
+      },
+    });
     return out;
   }
 
@@ -808,7 +978,10 @@ export class Module {
    * dtype are converted). Everything is checked before anything is written:
    * a missing key, an unexpected key (unless `strict` is false) or a wrong
    * shape throws one error naming every problem (the key and both shapes),
-   * and the module is left unchanged.
+   * and the module is left unchanged. With {@link registerLoadStateDictPostHook}
+   * hooks in the tree, as in PyTorch, the values are written first, the hooks
+   * run (and may edit the missing and unexpected keys), and only then do the
+   * remaining keys make a strict load throw (the values stay loaded).
    */
   loadStateDict(
     stateDict: Record<string, Tensor>,
@@ -824,13 +997,9 @@ export class Module {
     }
     const entries = stateEntries(this);
     const expected = new Set(entries.map(([k]) => k));
-    const missingKeys: string[] = [];
     const problems: string[] = [];
-    for (const [key, target, whenMissing] of entries) {
-      if (!Object.hasOwn(stateDict, key)) {
-        if (whenMissing === undefined && !missingKeys.includes(key)) missingKeys.push(key);
-        continue;
-      }
+    for (const [key, target] of entries) {
+      if (!Object.hasOwn(stateDict, key)) continue;
       const value: unknown = stateDict[key];
       if (!(value instanceof Tensor)) {
         problems.push(
@@ -848,24 +1017,19 @@ export class Module {
         problems.push(`the module's tensor "${key}" was disposed`);
       }
     }
-    const unexpectedKeys = Object.keys(stateDict).filter((k) => !expected.has(k));
-    const errors: string[] = [];
-    if (strict && missingKeys.length > 0) {
-      errors.push(`missing key(s) in state dict: ${missingKeys.map((k) => `"${k}"`).join(", ")}`);
-    }
-    if (strict && unexpectedKeys.length > 0) {
-      errors.push(
-        `unexpected key(s) in state dict: ${unexpectedKeys.map((k) => `"${k}"`).join(", ")}`,
-      );
-    }
-    errors.push(...problems);
-    if (errors.length > 0) {
+    const fail = (errors: string[]) => {
       throw new Error(
         `loadStateDict: error(s) in loading state dict for ${this.constructor.name}:\n  ${
           errors.join("\n  ")
         }`,
       );
-    }
+    };
+    let keys = incompatibleKeys(this, stateDict, expected);
+    const hooked = this.modules().some((m) => hooksOf(m, "loadStateDictPost").length > 0);
+    // A wrong shape throws before anything is written (and before any hook runs).
+    const keysNow = strict && (!hooked || problems.length > 0);
+    const errors = [...keysNow ? keyErrors(keys) : [], ...problems];
+    if (errors.length > 0) fail(errors);
     tidy(() =>
       noGrad(() => {
         for (const [key, target, whenMissing] of entries) {
@@ -879,7 +1043,22 @@ export class Module {
         }
       })
     );
-    return { missingKeys, unexpectedKeys };
+    if (hooked) {
+      keys = incompatibleKeys(this, stateDict, expected, (m, incompatible) => {
+        for (const hook of hooksOf(m, "loadStateDictPost")) {
+          const result = settled("load-state-dict post-hook", m, hook(m, incompatible));
+          if (result !== undefined && result !== null) {
+            throw new TypeError(
+              `loadStateDict: a load-state-dict post-hook of ${m.constructor.name} returned ${
+                describe(result)
+              }; it must return nothing (edit incompatibleKeys' arrays in place)`,
+            );
+          }
+        }
+      });
+      if (strict && keyErrors(keys).length > 0) fail(keyErrors(keys));
+    }
+    return { missingKeys: keys.missingKeys, unexpectedKeys: keys.unexpectedKeys };
   }
 
   // ---- replication (for the parallel layer) ----
@@ -954,6 +1133,7 @@ export class Module {
       }
       if (buffers) bufferFields.set(replica, new Map(buffers));
       copyFieldOrder(m, replica);
+      trackModule(replica);
       return replica;
     };
     return copy(this, "") as this;
