@@ -5,7 +5,6 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { firstOrderOnly } from "../autograd/recompute.ts";
 import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
@@ -205,16 +204,12 @@ export function solve(A: Tensor, B: Tensor, options: SolveOptions = {}): Tensor 
   const solved = forwardScope(() =>
     left ? solveLeft(op, A, b, "solve") : mT(solveLeft(op, mT(A), mT(b), "solve"))
   );
-  const x = record(
-    op,
-    [A, b],
-    solved,
-    firstOrderOnly(op, [A, b], ([g]) => {
-      const gb = left ? solveLeft(op, mT(A), g!, "solve") : mT(solveLeft(op, A, mT(g!), "solve"));
-      const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
-      return [sumTo(ga, A.shape), sumTo(gb, b.shape)];
-    }),
-  );
+  // A solve (recorded) and the output (whose node is this one): differentiable under createGraph.
+  const x = record(op, [A, b], solved, ([g]) => {
+    const gb = solve(mT(A), g!, { left });
+    const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
+    return [sumTo(ga, A.shape), sumTo(gb, b.shape)];
+  });
   return vector ? x.squeeze(left ? -1 : -2) : x;
 }
 

@@ -5,7 +5,6 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { firstOrderOnly } from "../autograd/recompute.ts";
 import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
@@ -82,18 +81,14 @@ export function solveTriangular(A: Tensor, B: Tensor, options: SolveTriangularOp
     );
   }
   const x = triSolve(A, B, upper, left, unitriangular);
-  return record(
-    op,
-    [A, B],
-    x,
-    firstOrderOnly(op, [A, B], ([g]) => {
-      const gb = triSolve(mT(A), g!, !upper, left, unitriangular);
-      const full = left ? gb.matmul(mT(x)).neg() : mT(x).matmul(gb).neg();
-      const shift = unitriangular ? 1 : 0;
-      const ga = upper ? full.triu(shift) : full.tril(-shift);
-      return [sumTo(ga, A.shape), sumTo(gb, B.shape)];
-    }),
-  );
+  // A solve (recorded) and the output (whose node is this one): differentiable under createGraph.
+  return record(op, [A, B], x, ([g]) => {
+    const gb = solveTriangular(mT(A), g!, { upper: !upper, left, unitriangular });
+    const full = left ? gb.matmul(mT(x)).neg() : mT(x).matmul(gb).neg();
+    const shift = unitriangular ? 1 : 0;
+    const ga = upper ? full.triu(shift) : full.tril(-shift);
+    return [sumTo(ga, A.shape), sumTo(gb, B.shape)];
+  });
 }
 
 /** Options of {@link cholesky}. */
@@ -140,17 +135,14 @@ export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
       `The factorization could not be completed because the input is not positive-definite (the leading minor of order ${i} is not positive-definite).`,
   );
   const out = upper ? mT(l) : l;
-  return record(
-    op,
-    [A],
-    out,
-    firstOrderOnly(op, [A], ([g]) => {
-      const gl = upper ? mT(g!) : g!;
-      // Φ: the lower triangle with the diagonal halved.
-      const inner = mT(l).matmul(gl);
-      const phi = inner.tril().sub(inner.tril().triu().mul(0.5));
-      const s = triSolve(l, triSolve(mT(l), phi, true, true, false), false, false, false);
-      return [s.add(mT(s)).mul(0.5)];
-    }),
-  );
+  // Solves (recorded) and the output (whose node is this one): differentiable under createGraph.
+  return record(op, [A], out, ([g]) => {
+    const [lo, gl] = upper ? [mT(out), mT(g!)] : [out, g!];
+    // Φ: the lower triangle with the diagonal halved.
+    const inner = mT(lo).matmul(gl);
+    const phi = inner.tril().sub(inner.tril().triu().mul(0.5));
+    const right = solveTriangular(mT(lo), phi, { upper: true });
+    const s = solveTriangular(lo, right, { upper: false, left: false });
+    return [s.add(mT(s)).mul(0.5)];
+  });
 }

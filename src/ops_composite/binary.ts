@@ -8,7 +8,6 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { firstOrderOnly } from "../autograd/recompute.ts";
 import { isFloat } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
@@ -255,16 +254,14 @@ export function floorDivide(input: TensorLike, other: TensorLike): Tensor {
 }
 
 /** The inclusive scan of `x` along `d` by `combine`, no graph, in ⌈log₂ n⌉ steps (see `scan.ts`). */
-function scanBy(x: Tensor, d: number, combine: (a: Tensor, b: Tensor) => Tensor, reverse = false) {
+function scanBy(x: Tensor, d: number, combine: (a: Tensor, b: Tensor) => Tensor) {
   const n = x.shape[d];
   return noGrad(() =>
     tidy(() => {
       let y = x;
       for (let k = 1; k < n; k *= 2) {
-        const [keep, from, to] = reverse ? [n - k, 0, k] : [0, k, 0];
-        const head = narrow(y, d, keep, k);
-        const tail = combine(narrow(y, d, from, n - k), narrow(y, d, to, n - k));
-        y = cat(reverse ? [tail, head] : [head, tail], d);
+        const head = narrow(y, d, 0, k);
+        y = cat([head, combine(narrow(y, d, k, n - k), narrow(y, d, 0, n - k))], d);
       }
       return y === x ? clone(x) : y;
     })
@@ -286,16 +283,15 @@ export function logcumsumexp(x: Tensor, dim: number): Tensor {
   const d = normalizeDim(dim, x.ndim, "logcumsumexp");
   if (x.ndim === 0) return clone(x);
   const out = scanBy(x, d, logAdd);
-  return record(
-    "logcumsumexp",
-    [x],
-    out,
-    firstOrderOnly("logcumsumexp", [x], ([g]) => {
-      const lowest = x.dtype === "float32" ? -3.4028234663852886e38 : -Number.MAX_VALUE;
-      const logPositive = g!.log().where(g!.gt(0), lowest);
-      const logNegative = g!.neg().log().where(g!.lt(0), lowest);
-      const part = (logG: Tensor) => scanBy(logG.sub(out), d, logAdd, true).add(x).exp();
-      return [part(logPositive).sub(part(logNegative))];
-    }),
-  );
+  // Recorded ops on the input, the output (whose node is this one) and logcumsumexp itself, so
+  // that under createGraph the gradient is differentiable (PyTorch's double backward).
+  return record("logcumsumexp", [x], out, ([g]) => {
+    const lowest = x.dtype === "float32" ? -3.4028234663852886e38 : -Number.MAX_VALUE;
+    // log of 1 where unused: log(0)'s infinite derivative would make the masked branch's NaN.
+    const logOf = (t: Tensor, mask: Tensor) => t.where(mask, 1).log().where(mask, lowest);
+    const logPositive = logOf(g!, g!.gt(0));
+    const logNegative = logOf(g!.neg(), g!.lt(0));
+    const part = (logG: Tensor) => logcumsumexp(logG.sub(out).flip(d), d).flip(d).add(x).exp();
+    return [part(logPositive).sub(part(logNegative))];
+  });
 }

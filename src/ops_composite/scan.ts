@@ -5,7 +5,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { firstOrderOnly } from "../autograd/recompute.ts";
+import { recomputedBackward, recording } from "../autograd/recompute.ts";
 import { normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
@@ -25,20 +25,21 @@ import { cat, clone, narrow } from "../ops/view.ts";
  * float32 in one order and not in the other.
  */
 export function scan(x: Tensor, dim: number, op: "add" | "mul", reverse = false): Tensor {
+  return noGrad(() => tidy(() => scanSteps(x, dim, op, reverse)));
+}
+
+/** {@link scan}'s steps, recorded when grad mode is on. */
+function scanSteps(x: Tensor, dim: number, op: "add" | "mul", reverse: boolean): Tensor {
   const n = x.shape[dim];
-  return noGrad(() =>
-    tidy(() => {
-      let y = x;
-      for (let k = 1; k < n; k *= 2) {
-        // The k elements at the start (the end, reversed) have nothing k before them.
-        const [keep, from, to] = reverse ? [n - k, 0, k] : [0, k, 0];
-        const head = narrow(y, dim, keep, k);
-        const tail = narrow(y, dim, from, n - k)[op](narrow(y, dim, to, n - k));
-        y = cat(reverse ? [tail, head] : [head, tail], dim);
-      }
-      return y === x ? clone(x) : y;
-    })
-  );
+  let y = x;
+  for (let k = 1; k < n; k *= 2) {
+    // The k elements at the start (the end, reversed) have nothing k before them.
+    const [keep, from, to] = reverse ? [n - k, 0, k] : [0, k, 0];
+    const head = narrow(y, dim, keep, k);
+    const tail = narrow(y, dim, from, n - k)[op](narrow(y, dim, to, n - k));
+    y = cat(reverse ? [tail, head] : [head, tail], dim);
+  }
+  return y === x ? clone(x) : y;
 }
 
 /** Running sums along `dim`, as `torch.cumsum` (int32 stays int32: PyTorch gives int64). */
@@ -57,12 +58,26 @@ export function cumprod(x: Tensor, dim: number): Tensor {
   const d = normalizeDim(dim, x.ndim, "cumprod");
   if (x.ndim === 0) return clone(x);
   const out = scan(x, d, "mul");
-  return record(
-    "cumprod",
-    [x],
-    out,
-    firstOrderOnly("cumprod", [x], ([g]) => [cumprodBackward(g!, x, out, d)]),
-  );
+  return record("cumprod", [x], out, ([g]) => [
+    recording() ? recordedCumprodBackward(g!, x, out, d) : cumprodBackward(g!, x, out, d),
+  ]);
+}
+
+/**
+ * cumprod's gradient under createGraph, made of recorded ops: PyTorch's
+ * `Σ_{j≥k} g_j y_j / x_k` (with `y` the output, which carries the graph)
+ * when the input has no zero; when it has one, the gradient of the scan
+ * re-run with a graph, which is the polynomial's, as PyTorch's O(n²) loop
+ * (the masks of {@link cumprodBackward} would drop the second derivative
+ * through a zero).
+ */
+function recordedCumprodBackward(g: Tensor, x: Tensor, y: Tensor, d: number): Tensor {
+  if (x.numel() <= 1 || x.shape[d] === 1) return g;
+  const anyZero = x.eq(0).sum().gt(0);
+  // Divided by 1 at a zero: that branch is unused there, and must not make its gradient NaN.
+  const formula = y.mul(g).flip(d).cumsum(d).flip(d).div(x.where(x.ne(0), 1));
+  const [exact] = recomputedBackward([x], () => scanSteps(x, d, "mul", false), g);
+  return exact!.where(anyZero, formula);
 }
 
 /**
@@ -109,7 +124,8 @@ function productAlong(x: Tensor, d: number): Tensor {
 /**
  * The product of the other elements along `d` at every position (PyTorch's
  * `prod_safe_zeros_backward` factor): exclusive running products from both
- * ends, multiplied, so no division by a zero.
+ * ends, multiplied, so no division by a zero. Made of recorded ops
+ * ({@link cumprod}'s), so that under createGraph it is differentiable.
  */
 function othersProduct(x: Tensor, d: number): Tensor {
   const n = x.shape[d];
@@ -117,8 +133,8 @@ function othersProduct(x: Tensor, d: number): Tensor {
     dtype: x.dtype,
     device: x.device,
   });
-  const left = scan(cat([ones, narrow(x, d, 0, n - 1)], d), d, "mul");
-  const right = scan(cat([narrow(x, d, 1, n - 1), ones], d), d, "mul", true);
+  const left = cumprod(cat([ones, narrow(x, d, 0, n - 1)], d), d);
+  const right = cumprod(cat([narrow(x, d, 1, n - 1), ones], d).flip(d), d).flip(d);
   return left.mul(right);
 }
 
@@ -137,18 +153,18 @@ export function prod(x: Tensor, dim?: number, keepdim = false): Tensor {
     ? full(kept, 1, { dtype: x.dtype, device: x.device })
     : productAlong(flat, d).reshape(kept);
   const out = keepdim ? reduced : reduced.reshape(whole ? [] : x.shape.filter((_, i) => i !== d));
-  return record(
-    "prod",
-    [x],
-    out,
-    firstOrderOnly("prod", [x], ([g]) => {
-      if (x.ndim === 0 || x.numel() === 0) return [g!.reshape(kept).expand(x.shape)];
-      const gk = g!.reshape(kept);
-      const fast = gk.mul(reduced.div(x));
-      const safe = gk.mul(othersProduct(flat, d).reshape(x.shape));
-      const zeros = x.eq(0).sum();
-      if (!whole) return [safe.where(zeros.ne(0), fast)];
-      return [fast.where(zeros.eq(0), safe.where(zeros.eq(1), 0))];
-    }),
-  );
+  // Made of recorded ops on the input and the output (whose node is this one), so that under
+  // createGraph it is differentiable: PyTorch's double backward, whose ≥ 2 zeros over all
+  // elements give a gradient of constant zeros (a zero second derivative too).
+  return record("prod", [x], out, ([g]) => {
+    if (x.ndim === 0 || x.numel() === 0) return [g!.reshape(kept).expand(x.shape)];
+    const gk = g!.reshape(kept);
+    const nonzero = x.ne(0);
+    // Divided by 1 at a zero: that branch is unused then, and must not make its gradient NaN.
+    const fast = gk.mul(out.reshape(kept).div(x.where(nonzero, 1)));
+    const safe = gk.mul(othersProduct(whole ? x.reshape([x.numel()]) : x, d).reshape(x.shape));
+    const zeros = nonzero.eq(0).sum();
+    if (!whole) return [safe.where(zeros.ne(0), fast)];
+    return [fast.where(zeros.eq(0), safe.where(zeros.eq(1), 0))];
+  });
 }
