@@ -4,8 +4,9 @@
  * Against PyTorch 1.13 (tests/fixtures/torch_module_hooks_extra.json): global forward pre-,
  * forward and full backward hooks (the order they run in with a module's own hooks; values when
  * they replace arguments, outputs and gradient inputs), `registerLoadStateDictPostHook` (the keys
- * each hook sees, in PyTorch's order; a hook clearing them so a strict load passes) and
- * `registerStateDictPostHook` (PyTorch's `_register_state_dict_hook`).
+ * each hook sees, in PyTorch's order; a hook clearing them so a strict load passes),
+ * `registerStateDictPostHook` (PyTorch's `_register_state_dict_hook`) and backward hooks that a
+ * forward pre-hook registers (they join from the next forward on).
  *
  * PyTorch 2.x only, so with expected values derived by reasoning (each test says how): full
  * backward pre-hooks (module and global), `prepend`, `alwaysCall`, state-dict pre-hooks. Also:
@@ -257,6 +258,55 @@ backendTest(
   },
 );
 
+Deno.test("backward hooks a forward pre-hook registers run from the next forward on, as PyTorch's", () => {
+  // PyTorch's _call_impl reads the (global and own) backward hooks before the pre-hooks run.
+  const log: string[] = [];
+  const lin = new nn.Linear(2, 2);
+  let added = false;
+  lin.registerForwardPreHook((m) => {
+    if (added) return;
+    added = true;
+    m.registerFullBackwardHook(() => void log.push("own"));
+  });
+  for (const i of [0, 1]) {
+    lin.forward(zeros([1, 2], { requiresGrad: true })).sum().backward();
+    log.push(`pass ${i} done`);
+  }
+  const net = new nn.Sequential(new nn.Linear(2, 2), new nn.Tanh());
+  const names = namesOf(net);
+  const handles: nn.RemovableHandle[] = [];
+  handles.push(nn.registerModuleForwardPreHook(() => {
+    if (handles.length > 1) return;
+    handles.push(nn.registerModuleFullBackwardHook((m) => void log.push(`global:${names.get(m)}`)));
+  }));
+  return withHandles(handles, () => {
+    (net.forward(zeros([1, 2], { requiresGrad: true })) as Tensor).sum().backward();
+    assert.deepEqual(log, fixtures.registered_in_forward.log);
+  });
+});
+
+Deno.test("hooks a global pre-hook gives the module being called: its forward hooks run at once", () => {
+  // As PyTorch: the forward hooks are read after the forward, the pre-hooks before the first.
+  const log: string[] = [];
+  const net = new nn.Sequential(new nn.Linear(2, 2), new nn.Tanh());
+  const names = namesOf(net);
+  const done = new Set<nn.Module>();
+  const handle = nn.registerModuleForwardPreHook((m) => {
+    log.push(`global pre:${names.get(m)}`);
+    if (done.has(m)) return;
+    done.add(m);
+    m.registerForwardHook((mm) => void log.push(`own forward:${names.get(mm)}`));
+    m.registerForwardPreHook((mm) => void log.push(`own pre:${names.get(mm)}`));
+  });
+  return withHandles([handle], () => {
+    for (const i of [0, 1]) {
+      net.forward(zeros([1, 2]));
+      log.push(`pass ${i} done`);
+    }
+    assert.deepEqual(log, fixtures.registered_in_forward.forward_log);
+  });
+});
+
 // ---- PyTorch 2.x only: expected values by reasoning ----
 
 backendTest(
@@ -492,6 +542,93 @@ Deno.test("global hooks reach modules made before and after, and DataParallel re
   seen.length = 0;
   before.forward(zeros([1, 3]));
   assert.deepEqual(seen, []);
+});
+
+/** A subclass whose forward calls the parent's, and one that inherits it. */
+class Doubled extends nn.Linear {
+  override forward(x: Tensor): Tensor {
+    return super.forward(x).mul(2);
+  }
+}
+class Inherits extends Doubled {}
+
+Deno.test("global hooks run once per call of a subclass whose forward calls super.forward", async () => {
+  const log: string[] = [];
+  const a = new Doubled(2, 2);
+  const handles = [
+    nn.registerModuleForwardPreHook((m) => void log.push(`pre:${m.constructor.name}`)),
+    nn.registerModuleForwardHook((m) => void log.push(`fwd:${m.constructor.name}`)),
+  ];
+  const b = new Inherits(2, 2);
+  await withHandles(handles, async () => {
+    const x = tensor([[1, 2]]);
+    a.forward(x);
+    b.forward(x);
+    assert.deepEqual(log, ["pre:Doubled", "fwd:Doubled", "pre:Inherits", "fwd:Inherits"]);
+    // With hooks of its own as well: the globals first, each once.
+    log.length = 0;
+    const own = a.registerForwardPreHook(() => void log.push("own"));
+    a.forward(x);
+    own.remove();
+    assert.deepEqual(log, ["pre:Doubled", "own", "fwd:Doubled"]);
+    log.length = 0;
+    const y = b.forward(x);
+    assert.deepEqual(log, ["pre:Inherits", "fwd:Inherits"]);
+    // The output is still the subclass's: twice the parent's.
+    const half = noGrad(() => x.matmul(b.weight.t()).add(b.bias!));
+    await assertTensor(y, Array.from(await half.mul(2).data()));
+  });
+  log.length = 0;
+  a.forward(tensor([[1, 2]]));
+  b.forward(tensor([[1, 2]]));
+  assert.deepEqual(log, []);
+  assert.equal(Object.hasOwn(a, "forward"), false);
+});
+
+Deno.test("global hooks run once when a module's last own hook removes itself mid-call", () => {
+  // The own hook's removal takes the module's own forward away during the call: the class's
+  // forward it then calls must not run the global hooks a second time.
+  const log: string[] = [];
+  const lin = new nn.Linear(2, 2);
+  const handles = [nn.registerModuleForwardPreHook(() => void log.push("global"))];
+  const own = lin.registerForwardPreHook(() => {
+    log.push("own");
+    own.remove();
+  });
+  return withHandles(handles, () => {
+    lin.forward(zeros([1, 2]));
+    assert.deepEqual(log, ["global", "own"]);
+    lin.forward(zeros([1, 2]));
+    assert.deepEqual(log, ["global", "own", "global"]);
+  });
+});
+
+Deno.test("modules made in a loop are collectable within the same synchronous job", async () => {
+  // Global hooks must reach modules made before them, but not by holding every module: a
+  // WeakRef keeps its target alive until the job ends, so a per-instance list would keep every
+  // module a long synchronous loop makes (here 100 × ~2 MB). Needs --expose-gc: in a child.
+  const code = `
+    import { nn } from ${JSON.stringify(new URL("../mod.ts", import.meta.url).href)};
+    const gc = (globalThis as unknown as { gc: () => void }).gc;
+    class Big extends nn.Module {
+      junk = Array.from({ length: 50000 }, (_, i) => ({ i }));
+    }
+    const loop = () => { for (let i = 0; i < 100; i++) new Big(); };
+    gc();
+    const before = Deno.memoryUsage().heapUsed;
+    loop();
+    gc();
+    console.log(JSON.stringify({ grown: Deno.memoryUsage().heapUsed - before }));
+  `;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--v8-flags=--expose-gc", "--ext=ts", code],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, `child failed: ${new TextDecoder().decode(out.stderr)}`);
+  const last = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!;
+  const { grown } = JSON.parse(last);
+  assert.ok(grown < 40e6, `the dropped modules still hold ${(grown / 1e6).toFixed(0)} MB`);
 });
 
 Deno.test("a module's own hooks stay when the global ones go, and the other way round", () => {

@@ -2,7 +2,9 @@
  * Hooks for every module at once, as PyTorch's `torch.nn.modules.module.register_module_*_hook`
  * functions (here members of `nn`). They run for every module's `forward`, before the module's
  * own hooks of the same kind, in the order registered; modules made later are covered too.
- * Useful for tracing, profiling and debugging a whole model.
+ * Useful for tracing, profiling and debugging a whole model. They reach the `forward` a module's
+ * class defines (or inherits); one assigned to the module itself (`m.forward = fn`) runs them only
+ * while the module has hooks of its own.
  * @module
  */
 

@@ -7,8 +7,10 @@
  * multigrad has no `__call__`: users and layers call `module.forward(x)` directly. So the first
  * forward-side hook registered on a module installs an instance-level `forward` (non-enumerable,
  * so field discovery, the repr and the state dict never see it) that runs the hooks around the
- * class's `forward`, and removing the last hook takes it away. Global hooks do the same to every
- * live module (the `Module` constructor lists each one, weakly), for as long as one is registered.
+ * class's `forward`, and removing the last hook takes it away. Global hooks wrap, for as long as
+ * one is registered, the `forward` of the prototypes of every module class made so far (the
+ * `Module` constructor lists each class), so a module without hooks of its own costs nothing
+ * extra per call while none is registered, and no module is held.
  * The hook tables live in one object under a symbol key: `_replicateWith` copies own properties,
  * so DataParallel's replicas share the original's tables (PyTorch's
  * `_replicate_for_data_parallel` shares its hook dicts the same way) and their `forward` runs the
@@ -77,9 +79,15 @@ function emptyTables(): HookTables {
 /** The global hooks (their state-dict tables stay empty). */
 const globalHooks: HookTables = emptyTables();
 
-// Every module made so far, weakly: a global hook must reach modules made before it.
-const liveModules = new Set<WeakRef<object>>();
-const forget = new FinalizationRegistry<WeakRef<object>>((ref) => liveModules.delete(ref));
+// The class prototype of every module made so far: a global hook must reach modules made before
+// it. Classes, not modules: they are few, and a list of WeakRefs to modules would keep every
+// module a synchronous loop makes alive until the job ends (a WeakRef holds its target so long).
+const moduleClasses = new Set<object>();
+// While a global forward-side hook is registered: each prototype along those classes' chains that
+// defines `forward`, with that own property as it was (restored when the last global hook goes).
+const patched = new Map<object, PropertyDescriptor>();
+// The wrappers of globalForward, each to the `forward` it wraps.
+const unwrapped = new WeakMap<object, (...args: unknown[]) => unknown>();
 
 function tablesOf(module: object): HookTables {
   const m = module as Hooked;
@@ -111,10 +119,10 @@ function wrap(module: object): void {
   });
 }
 
-/** Takes the wrapper away once neither the module nor the globals have a forward-side hook. */
+/** Takes the wrapper away once the module has no forward-side hook. */
 function unwrapIfIdle(module: object): void {
   const tables = (module as Hooked)[HOOKS];
-  if (!isWrapped(module) || hasForwardHooks(tables) || hasForwardHooks(globalHooks)) return;
+  if (!isWrapped(module) || hasForwardHooks(tables)) return;
   // ownForward stays in the tables, which replicas may share: each module restores it.
   const own = tables?.ownForward;
   if (own) Object.defineProperty(module, "forward", own);
@@ -184,12 +192,53 @@ export function checkHookOptions(
   return options;
 }
 
-/** @internal Lists `module` where global hooks find it (the `Module` constructor and replicas). */
+/** @internal Lists `module`'s class for the global hooks (the `Module` constructor, replicas). */
 export function trackModule(module: object): void {
-  const ref = new WeakRef(module);
-  liveModules.add(ref);
-  forget.register(module, ref);
-  if (hasForwardHooks(globalHooks)) wrap(module);
+  // The class's prototype, not the module's own (a weight norm gives a module one of its own).
+  const proto = (module.constructor as { prototype?: object } | undefined)?.prototype ??
+    Object.getPrototypeOf(module);
+  if (moduleClasses.has(proto)) return;
+  moduleClasses.add(proto);
+  if (hasForwardHooks(globalHooks)) patchChain(proto);
+}
+
+/** Gives each prototype from `proto` up that defines `forward` a {@link globalForward} wrapper. */
+function patchChain(proto: object | null): void {
+  for (let p = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    const own = Object.getOwnPropertyDescriptor(p, "forward");
+    if (patched.has(p) || typeof own?.value !== "function") continue;
+    patched.set(p, own);
+    Object.defineProperty(p, "forward", { ...own, value: globalForward(own.value) });
+  }
+}
+
+/** Puts back the prototypes' own `forward`s (unless something replaced a wrapper since). */
+function unpatchAll(): void {
+  for (const [p, own] of patched) {
+    if (unwrapped.has(Object.getOwnPropertyDescriptor(p, "forward")?.value)) {
+      Object.defineProperty(p, "forward", own);
+    }
+  }
+  patched.clear();
+}
+
+/**
+ * The `forward` a prototype holds while global hooks are registered: `inner` with the global
+ * hooks (and the module's own: a module with some has its own `forward`, which calls this one
+ * for `inner`) run around it, as {@link hookedForward}. Only for the module's own call: as a
+ * `super.forward(...)` of a subclass's `forward`, or as the inner call of a module's own
+ * `forward`, it is `inner` alone.
+ */
+function globalForward(inner: (...args: unknown[]) => unknown): (...args: unknown[]) => unknown {
+  const wrapper = function (this: Hooked, ...args: unknown[]): unknown {
+    if (this?.forward !== wrapper || !hasForwardHooks(globalHooks)) return inner.apply(this, args);
+    // The module's tables, made now if need be: a hook a global pre-hook registers on the module
+    // joins this call where PyTorch's does (forward hooks).
+    return forwardScope(() => runHooked(this, tablesOf(this), inner, args));
+  };
+  Object.defineProperty(wrapper, "name", { value: inner.name });
+  unwrapped.set(wrapper, inner);
+  return wrapper;
 }
 
 /** @internal Registers `hook` of `kind` on `module`; the method of `Module` checks `hook` first. */
@@ -237,19 +286,12 @@ export function addGlobalHook<K extends ForwardKind>(
   const id = nextId++;
   insert(globalHooks, kind, id, hook, false);
   if (options.alwaysCall) globalHooks.alwaysCalled.add(id);
-  if (first) eachLiveModule(wrap);
+  if (first) { for (const proto of moduleClasses) patchChain(proto); }
   return new RemovableHandle(id, () => {
     globalHooks[kind].delete(id);
     globalHooks.alwaysCalled.delete(id);
-    if (!hasForwardHooks(globalHooks)) eachLiveModule(unwrapIfIdle);
+    if (!hasForwardHooks(globalHooks)) unpatchAll();
   });
-}
-
-function eachLiveModule(fn: (module: object) => void): void {
-  for (const ref of liveModules) {
-    const module = ref.deref();
-    if (module) fn(module);
-  }
 }
 
 /** @internal The state-dict hooks of `kind` on `module`, in the order they run. */
@@ -287,8 +329,11 @@ export function unshareHooks(module: object): void {
  */
 function hookedForward(this: Hooked, ...callArgs: unknown[]): unknown {
   const tables = this[HOOKS];
-  const inner = (tables?.ownForward?.value ??
+  const own = (tables?.ownForward?.value ??
     (Object.getPrototypeOf(this) as Hooked).forward) as (...args: unknown[]) => unknown;
+  // The class's forward itself, not the global hooks' wrapper of it: this call runs them, and a
+  // hook removing the module's last own hook mid-call must not make the wrapper run them again.
+  const inner = unwrapped.get(own) ?? own;
   if (!hasForwardHooks(tables) && !hasForwardHooks(globalHooks)) {
     return inner.apply(this, callArgs);
   }
@@ -323,14 +368,16 @@ function runHooked(
   let output: unknown = undefined;
   const called = new Set<number>();
   try {
+    // Read before the pre-hooks run, as PyTorch's _call_impl: a backward hook a pre-hook
+    // registers joins from the next forward on.
+    const backward = [...g.backward.values(), ...tables.backward.values()];
+    const backwardPre = [...g.backwardPre.values(), ...tables.backwardPre.values()];
     for (const hook of [...g.pre.values(), ...tables.pre.values()]) {
       const result = settled("forward pre-hook", module, hook(module, args));
       if (result !== undefined && result !== null) {
         args = Array.isArray(result) ? [...result] : [result];
       }
     }
-    const backward = [...g.backward.values(), ...tables.backward.values()];
-    const backwardPre = [...g.backwardPre.values(), ...tables.backwardPre.values()];
     const bw = backward.length + backwardPre.length > 0
       ? new BackwardHookCall(module, backward, backwardPre)
       : null;

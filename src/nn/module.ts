@@ -428,7 +428,7 @@ export class Module {
   /** Training mode (true) or evaluation mode; set with {@link train}/{@link eval}. */
   training = true;
 
-  /** Lists the new module where global hooks ({@link registerModuleForwardHook}) reach it. */
+  /** Lists the new module's class for the global hooks ({@link registerModuleForwardHook}). */
   constructor() {
     trackModule(this);
   }
