@@ -11,7 +11,8 @@
  * float64 second-order checks (gradgradcheck) on cpu, with zeros, and of
  * ctcLoss and embeddingBag's modes (against differences of first
  * derivatives: PyTorch 1.13 refuses their second ones); a third
- * derivative through a zero; and qr's mode "r", still first order only.
+ * derivative through a zero; qr's mode "r", still first order only; and det at singular
+ * matrices whose zero pivot comes early (the adjugate, and det's own second derivative).
  * @module
  */
 
@@ -31,7 +32,7 @@ import {
   tensor,
 } from "../mod.ts";
 import { assertClose, backendTest, decodeFixture, type FixtureValues, shapeOf } from "./harness.ts";
-import { CPU0, gradgradcheck, inp } from "./gradcheck.ts";
+import { CPU0, gradcheck, gradgradcheck, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_higher_order_more.json" with { type: "json" };
 
 const F = nn.functional;
@@ -294,3 +295,43 @@ backendTest("qr's mode 'r' (no Q returned to carry a graph) stays first order on
     (e: Error) => e.message === "linalg.qr's backward is not differentiable (createGraph)",
   );
 });
+
+// ---- review: det at singular matrices whose zero pivot is not the last one ----
+
+/**
+ * Singular matrices on which elimination with row pivoting meets a zero pivot before the last
+ * (a zero first column; rank n - 2, whose adjugate is zero but whose Hessian is not), where the
+ * gradient of det is its adjugate (PyTorch 1.13's under createGraph) and the second
+ * derivative det's own.
+ */
+const SINGULAR: [string, number[], number[]][] = [
+  ["a zero first column", [3, 3], [0, -9, 3, 0, -8, 4, 0, -6, 2]],
+  ["rank 1 of 3", [3, 3], [-2, -3, 3, 6, 9, -9, -2, -3, 3]],
+  ["a zero middle column", [3, 3], [1, 0, 3, 2, 0, 1, 4, 0, 2]],
+  [
+    "rank 2 of 4, and a regular matrix",
+    [2, 4, 4],
+    [
+      [1, 2, 0, 1, 2, 4, 0, 2, 0, 1, 1, 0, 1, 3, 1, 1],
+      [2, -1, 0, 1, 1, 3, -2, 0, 0, 1, 1, 4, 2, 0, 1, -1],
+    ].flat(),
+  ],
+];
+
+backendTest("det at singular matrices with an early zero pivot: the adjugate", async (d) => {
+  // Each cofactor of [[0, -9, 3], [0, -8, 4], [0, -6, 2]]: only the first column's are nonzero.
+  const a = tensor(SINGULAR[0][2], { shape: [3, 3], device: d, requiresGrad: true });
+  linalg.det(a).backward();
+  assertClose(await a.grad!.data(), [8, 0, 0, 0, 0, 0, -12, 0, 0], {
+    atol: 1e-5,
+    rtol: 1e-5,
+    what: "adjugate",
+  });
+});
+
+for (const [name, shape, values] of SINGULAR) {
+  Deno.test(`det at a singular matrix, ${name}: first and second derivatives`, async () => {
+    await gradcheck((x) => linalg.det(x), [{ shape, values }]);
+    await gradgradcheck((x) => linalg.det(x), [{ shape, values }], { tol: 1e-5 });
+  });
+}

@@ -7,6 +7,7 @@
 import { noGrad, record } from "../autograd.ts";
 import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
+import { gatherInRange } from "../ops/indexing.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
@@ -66,16 +67,56 @@ function luPivots(a: Tensor): [Tensor, Tensor] {
 
 /**
  * The determinant of each square matrix in `A` (`[..., n, n]` → `[...]`),
- * as `torch.linalg.det`: LU with partial pivoting; the gradient is that of
- * the elimination with the pivot order fixed (cofactors, also at a matrix
- * whose one zero pivot comes last).
+ * as `torch.linalg.det`: elimination with complete pivoting; the gradient
+ * is that of the elimination with the pivot order fixed (the cofactors, at
+ * singular matrices too, and the second derivative det's own there).
  */
 export function det(A: Tensor): Tensor {
   requireSquare("linalg.det", A);
-  return forwardScope(() => {
-    const [pivots, sign] = luPivots(A);
-    return pivots.prod(-1).mul(sign);
-  });
+  return forwardScope(() => detByElimination(A));
+}
+
+/**
+ * Elimination with complete pivoting, the last 2 × 2 block's determinant by
+ * its formula. A zero pivot then means all that is left is zero (row
+ * pivoting alone meets one at a zero column of a rank n - 1 matrix, where
+ * its division by 1 in place of the zero drops cofactors), so with the
+ * pivot order fixed the recorded ops equal det near `a` at every matrix of
+ * rank n - 2 or more: first and second derivatives are exact everywhere
+ * (both are zero below that rank, and so are these).
+ */
+function detByElimination(a: Tensor): Tensor {
+  const n = a.shape.at(-1)!;
+  const batch = a.shape.slice(0, -2);
+  if (n === 0) return zeros(batch, { dtype: a.dtype, device: a.device }).add(1);
+  if (n === 1) return a.reshape(batch).clone();
+  const rows = indices(n, a);
+  let u = a;
+  let value = zeros(batch, { dtype: a.dtype, device: a.device }).add(1);
+  for (let k = 0; k < n - 2; k++) {
+    const [byRow, byColumn, flip] = noGrad(() => {
+      const m = n - k;
+      const rest = u.narrow(-2, k, m).narrow(-1, k, m).abs().reshape([...batch, m * m]);
+      const at = rest.argmax(-1, true).to(a.dtype);
+      const row = at.div(m).floor();
+      const [r, c] = [row.add(k), at.sub(row.mul(m)).add(k)];
+      // Each index with k and the pivot's swapped, picked by gather (its adjoint recorded).
+      const swapped = (i: Tensor) => rows.where(rows.ne(k), i).where(rows.ne(i), k).to("int32");
+      return [
+        swapped(r).unsqueeze(-1).expand(u.shape),
+        swapped(c).unsqueeze(-2).expand(u.shape),
+        r.eq(k).eq(c.eq(k)).mul(2).sub(1).squeeze(-1),
+      ];
+    });
+    u = gatherInRange(gatherInRange(u, -2, byRow), -1, byColumn);
+    const pivot = u.narrow(-2, k, 1).narrow(-1, k, 1);
+    value = value.mul(pivot.reshape(batch)).mul(flip);
+    const safe = pivot.where(noGrad(() => pivot.ne(0)), 1);
+    const l = u.narrow(-1, k, 1).mul(rows.gt(k).unsqueeze(-1)).div(safe);
+    u = u.sub(l.mul(u.narrow(-2, k, 1)));
+  }
+  const s = (i: number, j: number) => u.select(-2, n - 2 + i).select(-1, n - 2 + j);
+  return value.mul(s(0, 0).mul(s(1, 1)).sub(s(0, 1).mul(s(1, 0))));
 }
 
 /**
