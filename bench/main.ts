@@ -25,6 +25,9 @@ import { convSuite } from "./suites/conv.ts";
 import { smallStepSuite } from "./suites/small_step.ts";
 import { stepShapesSuite } from "./suites/step_shapes.ts";
 import { sortSuite } from "./suites/sort.ts";
+import { linalgSuite } from "./suites/linalg.ts";
+import { ctcSuite, embeddingBagSuite } from "./suites/embedding_ctc.ts";
+import { conv3dSuite } from "./suites/conv3d.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
 import { runTargets, type TargetResult } from "./suites/targets.ts";
 import type { JaxjsPeer } from "./peers/jaxjs.ts";
@@ -42,6 +45,10 @@ export const SUITES: readonly Suite[] = [
   memorySuite,
   convSuite,
   sortSuite,
+  linalgSuite,
+  embeddingBagSuite,
+  ctcSuite,
+  conv3dSuite,
 ];
 
 /** What `--json` writes. */

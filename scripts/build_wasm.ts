@@ -92,6 +92,12 @@ const MODULES: readonly ModuleSpec[] = [
     doc: "`reduce.wat`: float32 sums of collectives (all-reduce), f32x4, shared memory.",
   },
   {
+    wat: "segment.wat",
+    flags: ["--enable-threads"],
+    constant: "SEGMENT_WASM",
+    doc: "`segment.wat`: float32 bag sums (embeddingBag) and their transpose, f32x4.",
+  },
+  {
     wat: "matmul.wat",
     flags: [],
     constant: "MATMUL_SIMD_UNSHARED_WASM",

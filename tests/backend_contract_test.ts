@@ -750,6 +750,51 @@ function cases(): Case<KernelName>[] {
       }
     }
   }
+  // eigh, svd, qr: matrices with exact answers (Pythagorean rotations), as PyTorch gives them up
+  // to each vector's sign; the cpu kernel's signs (largest |entry| positive), LAPACK's for qr.
+  // eigh reads the lower triangle only: 99 above it.
+  add({
+    kernel: "eigh",
+    what: "eigh [2, 2, 2]: Q diag(1, 2) Qᵀ, Q = [[.6, -.8], [.8, .6]], and diag(3, -1) (optional)",
+    buffers: {
+      a: f32([41 / 25, 99, -12 / 25, 34 / 25, 3, 99, 0, -1]),
+      values: out(4),
+      vectors: out(8),
+    },
+    outputs: ["values", "vectors"],
+    args: { batch: 2, m: 2, n: 2, dtype: "float32" },
+    tolerance: 1e-6,
+    reference: () => Promise.resolve([f32([1, 2, -1, 3]), f32([0.6, 0.8, 0.8, -0.6, 0, 1, 1, 0])]),
+  });
+  add({
+    kernel: "svd",
+    what: "svd [3, 2]: S = (3, 2) (optional)",
+    buffers: { a: f32([0, 2, 3, 0, 0, 0]), u: out(6), s: out(2), vh: out(4) },
+    outputs: ["u", "s", "vh"],
+    args: { batch: 1, m: 3, n: 2, dtype: "float32" },
+    tolerance: 1e-6,
+    reference: () => Promise.resolve([f32([0, 1, 1, 0, 0, 0]), f32([3, 2]), f32([1, 0, 0, 1])]),
+  });
+  for (const complete of [false, true]) {
+    add({
+      kernel: "qr",
+      what: `qr [3, 2] complete=${complete}: LAPACK's signs (optional)`,
+      buffers: {
+        a: f32([3, 1, 4, 2, 0, 0]),
+        q: out(complete ? 9 : 6),
+        r: out(complete ? 6 : 4),
+      },
+      outputs: ["q", "r"],
+      args: { batch: 1, m: 3, n: 2, complete, dtype: "float32" },
+      tolerance: 1e-6,
+      reference: () =>
+        Promise.resolve(
+          complete
+            ? [f32([-0.6, -0.8, 0, -0.8, 0.6, 0, 0, 0, 1]), f32([-5, -2.2, 0, 0.4, 0, 0])]
+            : [f32([-0.6, -0.8, -0.8, 0.6, 0, 0]), f32([-5, -2.2, 0, 0.4])],
+        ),
+    });
+  }
   const target = i32([2, 0, -100, 4, 1, 3, 0]);
   add({
     kernel: "crossEntropy",
@@ -830,6 +875,163 @@ function cases(): Case<KernelName>[] {
           outputs: ["out"],
           args,
         }))!,
+    });
+  }
+  {
+    // segmentReduce max: ties (the first wins), NaN (the first NaN wins), -inf, rows skipped
+    // (-1 and 9 out of range), an empty segment, a segment of skipped rows only, and bounds
+    // past either end (clamped).
+    const rows = 6;
+    const inner = 3;
+    const x = f32([
+      ...[1, 5, -Infinity],
+      ...[3, 5, -Infinity],
+      ...[3, NaN, 2],
+      ...[-1, 7, NaN],
+      ...[0, -0, 4],
+      ...[3, 2, 1],
+    ]);
+    const index = i32([0, 1, 2, 5, 3, 9, -1, 4, 1, 0, 5, 2, 2]);
+    const bounds = i32([-2, 3, 3, 5, 7, 7, 13, 40]);
+    const size = bounds.length - 1;
+    const count = index.length;
+    const values = new Float32Array(size * inner);
+    const indices = new Int32Array(size * inner).fill(-1);
+    for (let s = 0; s < size; s++) {
+      const [start, end] = [bounds[s], bounds[s + 1]].map((b) => Math.min(Math.max(b, 0), count));
+      for (let c = 0; c < inner; c++) {
+        let best: number | null = null;
+        for (let i = start; i < end; i++) {
+          const r = index[i];
+          if (r < 0 || r >= rows) continue;
+          const v = x[r * inner + c];
+          const wins = best === null || v > best || (Number.isNaN(v) && !Number.isNaN(best));
+          if (wins) [best, indices[s * inner + c]] = [v, r];
+        }
+        values[s * inner + c] = best ?? 0;
+      }
+    }
+    const args = { rows, count, size, inner, dtype: "float32" } as const;
+    add({
+      kernel: "segmentReduce",
+      what: "segmentReduce max [6, 3], 7 segments, ties, NaN, skipped rows (optional)",
+      buffers: { x, index, bounds, out: out(size * inner), indices: out(size * inner, "int32") },
+      outputs: ["out", "indices"],
+      args: { ...args, weights: null, mode: "max", transpose: false },
+      reference: () => Promise.resolve([values, indices]),
+    });
+    // Sums (weighted or not) and means of the same segments, and their adjoint (transpose):
+    // a float64 host reference rounded once; the kernels round every add.
+    const finite = x.map((v) => (Number.isFinite(v) ? v : 0.5));
+    const weights = random(count, 81);
+    const g = random(size * inner, 82);
+    for (const mode of ["sum", "mean"] as const) {
+      for (const weighted of mode === "sum" ? [false, true] : [false]) {
+        const sums = new Float64Array(size * inner);
+        const scattered = new Float64Array(rows * inner);
+        for (let s = 0; s < size; s++) {
+          const [start, end] = [bounds[s], bounds[s + 1]].map((b) =>
+            Math.min(Math.max(b, 0), count)
+          );
+          const at = [];
+          for (let i = start; i < end; i++) if (index[i] >= 0 && index[i] < rows) at.push(i);
+          const scale = mode === "mean" ? 1 / Math.max(at.length, 1) : 1;
+          for (const i of at) {
+            const f = (weighted ? weights[i] : 1) * scale;
+            for (let c = 0; c < inner; c++) {
+              sums[s * inner + c] += finite[index[i] * inner + c] * f;
+              scattered[index[i] * inner + c] += g[s * inner + c] * f;
+            }
+          }
+        }
+        const what = `segmentReduce ${mode}${weighted ? ", weighted" : ""} [6, 3], 7 segments`;
+        const common = { index, bounds, ...(weighted ? { weights } : {}) };
+        const extra = { ...args, mode, indices: null, ...(weighted ? {} : { weights: null }) };
+        add({
+          kernel: "segmentReduce",
+          what: `${what} (optional)`,
+          buffers: { ...common, x: finite, out: out(size * inner) },
+          outputs: ["out"],
+          args: { ...extra, transpose: false },
+          tolerance: 1e-6,
+          reference: () => Promise.resolve([f32([...sums])]),
+        });
+        add({
+          kernel: "segmentReduce",
+          what: `${what}, transposed (optional)`,
+          buffers: { ...common, x: g, out: out(rows * inner) },
+          outputs: ["out"],
+          args: { ...extra, transpose: true },
+          tolerance: 1e-6,
+          reference: () => Promise.resolve([f32([...scattered])]),
+        });
+      }
+    }
+  }
+  {
+    // ctcAlpha and its backward: a host reference of the lse recurrence, with unreachable
+    // (-inf) states, a predecessor list reading the dead state 0, and a gradient everywhere.
+    const [steps, batch, states] = [5, 2, 6];
+    const frame = batch * states;
+    const x = random(steps * frame, 71, -3, 0);
+    const start = f32(Array.from({ length: frame }, (_, k) => (k % states < 3 ? 0 : -Infinity)));
+    start[0] = start[states] = -Infinity;
+    const sources = i32(
+      Array.from({ length: batch * 3 * states }, (_, k) => {
+        const [n, kind, j] = [Math.floor(k / (3 * states)), Math.floor(k / states) % 3, k % states];
+        const from = j - kind;
+        return from >= 1 && (kind < 2 || (n + j) % 2 === 0) ? from : 0;
+      }),
+    );
+    const g = random(steps * frame, 72);
+    const alpha = new Float64Array(steps * frame);
+    const terms = (t: number, n: number, j: number) =>
+      [0, 1, 2].map((k) => (t - 1) * frame + n * states + sources[(n * 3 + k) * states + j]);
+    const lse = (at: number[], values: Float64Array) => {
+      const top = Math.max(...at.map((i) => values[i]));
+      const m = Math.min(Math.max(top, -3e38), 3e38);
+      const e = at.map((i) => Math.exp(values[i] - m));
+      const sum = e[0] + e[1] + e[2];
+      return { value: Math.log(Math.max(sum, 0.5)) + top, e, sum };
+    };
+    for (let k = 0; k < frame; k++) alpha[k] = Math.fround(x[k] + start[k]);
+    for (let t = 1; t < steps; t++) {
+      for (let n = 0; n < batch; n++) {
+        for (let j = 0; j < states; j++) {
+          const at = t * frame + n * states + j;
+          alpha[at] = Math.fround(lse(terms(t, n, j), alpha).value + x[at]);
+        }
+      }
+    }
+    const grad = Float64Array.from(g);
+    for (let t = steps - 1; t >= 1; t--) {
+      for (let n = 0; n < batch; n++) {
+        for (let j = 0; j < states; j++) {
+          const at = terms(t, n, j);
+          const { e, sum } = lse(at, alpha);
+          if (!(sum >= 0.5)) continue;
+          at.forEach((i, k) => (grad[i] += (grad[t * frame + n * states + j] / sum) * e[k]));
+        }
+      }
+    }
+    const shape = { steps, batch, states, dtype: "float32" } as const;
+    add({
+      kernel: "ctcAlpha",
+      what: "ctcAlpha [5, 2, 6] (optional)",
+      buffers: { x, start, sources, out: out(steps * frame) },
+      outputs: ["out"],
+      args: shape,
+      tolerance: 1e-5,
+      reference: () => Promise.resolve([Float32Array.from(alpha)]),
+    });
+    add({
+      kernel: "ctcAlphaBackward",
+      what: "ctcAlphaBackward [5, 2, 6] (optional)",
+      buffers: { alpha: Float32Array.from(alpha), sources, g, out: out(steps * frame) },
+      outputs: ["out"],
+      args: shape,
+      tolerance: 1e-5,
+      reference: () => Promise.resolve([Float32Array.from(grad)]),
     });
   }
   return list;

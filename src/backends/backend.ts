@@ -718,6 +718,146 @@ export interface SortArgs<B = DeviceBuffer> extends AxisView {
   readonly dtype: DType;
 }
 
+/**
+ * `segmentReduce` (optional): embeddingBag's bags in one pass. Position i is row `index[i]`
+ * of the table; segment s is positions [bounds[s], bounds[s + 1]) (clamped into [0, count]),
+ * skipping rows outside [0, rows). "max": `out[s, c]` is the first maximum of column c (a
+ * value replaces the held one when greater, or NaN over a number) and `indices[s, c]` its
+ * row; 0 and -1 when empty. "sum": 0 plus each row times `weights[i]` (if given), in order,
+ * each step rounded to the dtype; "mean" divides that by the rows counted. `transpose` (sum,
+ * mean): the adjoint, `x` [size, inner] and `out` [rows, inner] = 0 plus x[s] times that
+ * factor at each position's row, in order. Float `x` only.
+ */
+export interface SegmentReduceArgs<B = DeviceBuffer> {
+  /** Read, [rows, inner]; [size, inner] with `transpose`. */
+  readonly x: B;
+  /** Read, int32 [count]: the row of `x` at each position. */
+  readonly index: B;
+  /** Read, int32 [size + 1]: segment s is positions bounds[s] to bounds[s + 1]. */
+  readonly bounds: B;
+  /** Read, [count], `x`'s dtype: a factor per position (sum only), or null. */
+  readonly weights: B | null;
+  /** Written, [size, inner]; [rows, inner] with `transpose`. */
+  readonly out: B;
+  /** Written, int32 [size, inner] (max only), or null. */
+  readonly indices: B | null;
+  /** How a segment's rows are reduced. */
+  readonly mode: "sum" | "mean" | "max";
+  /** The adjoint of sum or mean: segment rows added at their positions' rows. */
+  readonly transpose: boolean;
+  /** Rows of the table. */
+  readonly rows: number;
+  /** Positions (the length of `index`). */
+  readonly count: number;
+  /** Segments. */
+  readonly size: number;
+  /** Columns. */
+  readonly inner: number;
+  /** The element type of `x` and `out`. */
+  readonly dtype: DType;
+}
+
+/**
+ * `ctcAlpha` (optional): the CTC loss's forward variables, a log-space
+ * recurrence: `out[0] = x[0] + start`, then `out[t, n, j] = lse(out[t - 1,
+ * n, sources[n, k, j]] for k < 3) + x[t, n, j]`, where `lse(terms) =
+ * log(max(Σ exp(term − m), 1/2)) + top`, top the largest term and m top
+ * clamped into [−3e38, 3e38] (terms all −inf give −inf).
+ */
+export interface CtcAlphaArgs<B = DeviceBuffer> {
+  /** Read, [steps, batch, states]. */
+  readonly x: B;
+  /** Read, [batch, states]. */
+  readonly start: B;
+  /** Read, int32 [batch, 3, states], each in [0, states). */
+  readonly sources: B;
+  /** Written, [steps, batch, states]. */
+  readonly out: B;
+  /** Frames. */
+  readonly steps: number;
+  /** Rows (samples). */
+  readonly batch: number;
+  /** States per row. */
+  readonly states: number;
+  /** The element type of `x`, `start` and `out`. */
+  readonly dtype: DType;
+}
+
+/**
+ * `ctcAlphaBackward` (optional): the gradient `out` of {@link CtcAlphaArgs}'
+ * x from `g`, that of its `alpha` (the forward's `out`): from the last frame
+ * back, `out[t] = g[t]` plus what each state of frame t + 1 sends back, each
+ * term of its lse getting `exp(term − m) / Σ exp(term' − m)` of the state's
+ * gradient (nothing where that sum is below 1/2).
+ */
+export interface CtcAlphaBackwardArgs<B = DeviceBuffer>
+  extends Omit<CtcAlphaArgs<B>, "x" | "start"> {
+  /** Read, [steps, batch, states]: the forward's `out`. */
+  readonly alpha: B;
+  /** Read, [steps, batch, states]. */
+  readonly g: B;
+}
+
+/**
+ * The matrices the optional linalg kernels read: `a` [batch, m, n], contiguous, float32 or
+ * float64 (`dtype`, also that of every output). Launched for batch·m·n > 0. Computed in float64
+ * or better where the backend can; a matrix with a NaN or ±inf may give anything but must not
+ * hang (linalg's eigh and svd refuse such input at the next read, as PyTorch).
+ */
+export interface MatricesArgs<B = DeviceBuffer> {
+  /** Read, [batch, m, n]. */
+  readonly a: B;
+  /** Matrices. */
+  readonly batch: number;
+  /** Rows. */
+  readonly m: number;
+  /** Columns. */
+  readonly n: number;
+  /** The element type. */
+  readonly dtype: DType;
+}
+
+/**
+ * Optional kernel, `torch.linalg.eigh` of each symmetric matrix (m = n) given by its lower
+ * triangle: eigenvalues ascending in `values` [batch, n], orthonormal eigenvectors as the
+ * columns of `vectors` [batch, n, n]; each vector's sign is the backend's choice.
+ */
+export interface EighArgs<B = DeviceBuffer> extends MatricesArgs<B> {
+  /** Written. */
+  readonly values: B;
+  /** Written. */
+  readonly vectors: B;
+}
+
+/**
+ * Optional kernel, the reduced `torch.linalg.svd`, k = min(m, n): `u` [batch, m, k] and `vh`
+ * [batch, k, n] with orthonormal columns (rows), `s` [batch, k] descending and ≥ 0; a pair's
+ * signs are the backend's choice.
+ */
+export interface SvdArgs<B = DeviceBuffer> extends MatricesArgs<B> {
+  /** Written. */
+  readonly u: B;
+  /** Written. */
+  readonly s: B;
+  /** Written. */
+  readonly vh: B;
+}
+
+/**
+ * Optional kernel, `torch.linalg.qr` by Householder reflections with LAPACK's signs (`geqrf`:
+ * R's diagonal -sign(x₀)·‖x‖, sign(0) = 1; a column zero below the diagonal left as it is):
+ * `q` [batch, m, c], `r` [batch, c, n] (zero below its diagonal), c = m when `complete`,
+ * else min(m, n).
+ */
+export interface QrArgs<B = DeviceBuffer> extends MatricesArgs<B> {
+  /** Written. */
+  readonly q: B;
+  /** Written. */
+  readonly r: B;
+  /** Square Q. */
+  readonly complete: boolean;
+}
+
 /** Every kernel's argument record, by kernel name, over buffers of type `B`. */
 export interface KernelArgs<B = DeviceBuffer> {
   /** See {@link FillArgs}. */
@@ -778,6 +918,18 @@ export interface KernelArgs<B = DeviceBuffer> {
   crossEntropyReducedBackward: CrossEntropyReducedBackwardArgs<B>;
   /** Optional. See {@link SortArgs}. */
   sort: SortArgs<B>;
+  /** Optional. See {@link EighArgs}. */
+  eigh: EighArgs<B>;
+  /** Optional. See {@link SvdArgs}. */
+  svd: SvdArgs<B>;
+  /** Optional. See {@link QrArgs}. */
+  qr: QrArgs<B>;
+  /** Optional. See {@link SegmentReduceArgs}. */
+  segmentReduce: SegmentReduceArgs<B>;
+  /** Optional. See {@link CtcAlphaArgs}. */
+  ctcAlpha: CtcAlphaArgs<B>;
+  /** Optional. See {@link CtcAlphaBackwardArgs}. */
+  ctcAlphaBackward: CtcAlphaBackwardArgs<B>;
 }
 
 /** A kernel's name. */
@@ -800,6 +952,12 @@ export const OPTIONAL_KERNELS = [
   "crossEntropyReduced",
   "crossEntropyReducedBackward",
   "sort",
+  "eigh",
+  "svd",
+  "qr",
+  "segmentReduce",
+  "ctcAlpha",
+  "ctcAlphaBackward",
 ] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
@@ -967,6 +1125,43 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     x: u(x.x, "sort.x"),
     values: u(x.values, "sort.values"),
     indices: u(x.indices, "sort.indices"),
+  }),
+  eigh: (x, u) => ({
+    ...x,
+    a: u(x.a, "eigh.a"),
+    values: u(x.values, "eigh.values"),
+    vectors: u(x.vectors, "eigh.vectors"),
+  }),
+  svd: (x, u) => ({
+    ...x,
+    a: u(x.a, "svd.a"),
+    u: u(x.u, "svd.u"),
+    s: u(x.s, "svd.s"),
+    vh: u(x.vh, "svd.vh"),
+  }),
+  qr: (x, u) => ({ ...x, a: u(x.a, "qr.a"), q: u(x.q, "qr.q"), r: u(x.r, "qr.r") }),
+  segmentReduce: (x, u) => ({
+    ...x,
+    x: u(x.x, "segmentReduce.x"),
+    index: u(x.index, "segmentReduce.index"),
+    bounds: u(x.bounds, "segmentReduce.bounds"),
+    weights: x.weights && u(x.weights, "segmentReduce.weights"),
+    out: u(x.out, "segmentReduce.out"),
+    indices: x.indices && u(x.indices, "segmentReduce.indices"),
+  }),
+  ctcAlpha: (x, u) => ({
+    ...x,
+    x: u(x.x, "ctcAlpha.x"),
+    start: u(x.start, "ctcAlpha.start"),
+    sources: u(x.sources, "ctcAlpha.sources"),
+    out: u(x.out, "ctcAlpha.out"),
+  }),
+  ctcAlphaBackward: (x, u) => ({
+    ...x,
+    alpha: u(x.alpha, "ctcAlphaBackward.alpha"),
+    sources: u(x.sources, "ctcAlphaBackward.sources"),
+    g: u(x.g, "ctcAlphaBackward.g"),
+    out: u(x.out, "ctcAlphaBackward.out"),
   }),
 };
 

@@ -1,7 +1,8 @@
 /**
  * `torch.linalg`: norms, determinants, inverses, linear solves, the
  * Cholesky, QR, symmetric eigen- and singular value decompositions, batched over leading dims, float32 and
- * float64, on every backend (compositions of the core's ops).
+ * float64, on every backend (compositions of the core's ops; QR, eigh and svd through the backend's
+ * kernels where it has them, as the cpu backend does).
  *
  * @example
  * ```ts

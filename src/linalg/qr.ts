@@ -1,5 +1,7 @@
 /**
- * The QR decomposition by Householder reflections.
+ * The QR decomposition by Householder reflections: the backend's `qr`
+ * kernel where it has one (the cpu backend's: LAPACK's blocked algorithm in
+ * float64), else one batched reflection of tensor ops per column.
  * @module
  */
 
@@ -9,7 +11,8 @@ import { zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
 import { forwardScope } from "../storage.ts";
-import { triSolve } from "./triangular.ts";
+import { solveTriangular } from "./triangular.ts";
+import { kernelQr } from "./host.ts";
 import type { Tensor } from "../tensor.ts";
 import { indices, matrixScale, mT, requireMatrix } from "./util.ts";
 
@@ -46,6 +49,9 @@ export function qr(A: Tensor, options: QrOptions = {}): [Tensor, Tensor] {
   const batch = A.shape.slice(0, -2);
   const [q, r] = noGrad(() =>
     forwardScope(() => {
+      // The kernel's Q has min(m, n) columns unless complete: all that is read of it below.
+      const fast = kernelQr(A, mode === "complete");
+      if (fast) return fast;
       const rows = indices(m, A).unsqueeze(-1);
       // The reflections' norms square A's entries: scaled to 1 and back, |A| near float
       // range's ends neither overflows nor underflows.
@@ -77,20 +83,26 @@ export function qr(A: Tensor, options: QrOptions = {}): [Tensor, Tensor] {
       reducedR.clone(),
     ]
   );
+  const backward = ([gq, gr]: (Tensor | null)[]) => {
+    if (mode === "complete" && m > n && gq) {
+      throw new RangeError(
+        `${op}: The QR decomposition is not differentiable when mode='complete' and nrows > ncols.`,
+      );
+    }
+    const gQ = mode === "r" ? null : gq;
+    const gR = gr && mode === "complete" ? gr.narrow(-2, 0, k) : gr;
+    // Q and R are the outputs (whose node is this one), so that under createGraph the gradient
+    // is differentiable; mode "r" returns no Q to carry that graph (first order only).
+    const [Q, R] = mode === "r"
+      ? [reducedQ, reducedR]
+      : [outputs[0].narrow(-1, 0, k), outputs[1].narrow(-2, 0, k)];
+    return [qrBackward(Q, R, gQ, gR, m, n)];
+  };
   return record(
     op,
     [A],
     outputs,
-    firstOrderOnly(op, [A], ([gq, gr]) => {
-      if (mode === "complete" && m > n && gq) {
-        throw new RangeError(
-          `${op}: The QR decomposition is not differentiable when mode='complete' and nrows > ncols.`,
-        );
-      }
-      const gQ = mode === "r" ? null : gq;
-      const gR = gr && mode === "complete" ? gr.narrow(-2, 0, k) : gr;
-      return [qrBackward(reducedQ, reducedR, gQ, gR, m, n)];
-    }),
+    mode === "r" ? firstOrderOnly(op, [A], backward) : backward,
   ) as [Tensor, Tensor];
 }
 
@@ -124,6 +136,6 @@ function qrBackward(
   const upper = mm!.triu();
   const sym = upper.add(mT(upper.triu(1)));
   const inner = gq ? gq.add(q.matmul(sym)) : q.matmul(sym);
-  // X R⁻ᵀ: a right solve with the lower-triangular Rᵀ.
-  return triSolve(mT(r), inner, false, false, false);
+  // X R⁻ᵀ: a right solve with the lower-triangular Rᵀ (recorded, for createGraph).
+  return solveTriangular(mT(r), inner, { upper: false, left: false });
 }

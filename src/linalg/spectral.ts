@@ -1,9 +1,13 @@
 /**
- * Symmetric eigendecomposition (`eigh`, `eigvalsh`) by cyclic Jacobi and the
- * singular value decomposition (`svd`, `svdvals`) by one-sided Jacobi, with
- * PyTorch's analytic gradients; `pinv` and `matrixRank` on top of them.
+ * Symmetric eigendecomposition (`eigh`, `eigvalsh`) and the singular value
+ * decomposition (`svd`, `svdvals`), with PyTorch's analytic gradients;
+ * `pinv` and `matrixRank` on top of them. By the backend's `eigh` / `svd`
+ * kernels where it has them (the cpu backend: LAPACK's algorithms in
+ * float64, see `src/backends/cpu/kernels/linalg.ts`); elsewhere by cyclic
+ * Jacobi and one-sided Jacobi composed of tensor ops. NaN or ±inf input is
+ * refused at the next read, as PyTorch refuses it.
  *
- * Both sweep the pairs of indices in round-robin order, n/2 disjoint pairs
+ * Both Jacobi methods sweep the pairs of indices in round-robin order, n/2 disjoint pairs
  * per round, so each round is one batched rotation `J` (a few tensor ops
  * and matmuls) rather than n/2 separate ones. The number of sweeps is
  * fixed (Jacobi converges quadratically), so nothing waits for the device.
@@ -11,7 +15,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { firstOrderOnly } from "../autograd/recompute.ts";
+import { recording } from "../autograd/recompute.ts";
 import { tensor, zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
@@ -19,6 +23,7 @@ import { forwardScope } from "../storage.ts";
 import type { DType } from "../dtype.ts";
 import type { Tensor } from "../tensor.ts";
 import { qr } from "./qr.ts";
+import { kernelEigh, kernelSvd, refuseNonFinite } from "./host.ts";
 import { matrixScale, mT, requireMatrix, requireSquare } from "./util.ts";
 
 /** One round of the round-robin schedule: `partner[i]` (i itself when resting). */
@@ -112,10 +117,13 @@ function eighForward(op: string, A: Tensor, options: EighOptions): [Tensor, Tens
     throw new RangeError(`${op}: Expected UPLO argument to be 'L' or 'U', but got ${String(UPLO)}`);
   }
   const n = requireSquare(op, A);
+  refuseNonFinite("linalg.eigh", A, UPLO);
   return noGrad(() =>
     forwardScope(() => {
       const identity = eye(n, { dtype: A.dtype, device: A.device });
       const lower = UPLO === "L" ? A.tril() : mT(A.triu());
+      const fast = kernelEigh(lower);
+      if (fast) return fast;
       const symmetric = lower.add(mT(lower.tril(-1)));
       let a = symmetric;
       let v = identity.expand([...A.shape]);
@@ -153,31 +161,26 @@ function eighBackward(l: Tensor, v: Tensor, gl: Tensor | null, gv: Tensor | null
 /**
  * The eigenvalues (ascending) and orthonormal eigenvectors (columns) of
  * each symmetric matrix in `A`, as `torch.linalg.eigh`: only the triangle
- * `UPLO` names is read. By cyclic Jacobi; an eigenvector's sign is
- * arbitrary (as LAPACK's, though not necessarily the same one). Gradients
+ * `UPLO` names is read. By the backend's kernel (cpu: tridiagonal QL) or
+ * cyclic Jacobi; an eigenvector's sign is arbitrary (as LAPACK's, though
+ * not necessarily the same one). Gradients
  * are PyTorch's (infinite where eigenvalues repeat and V is used).
  */
 export function eigh(A: Tensor, options: EighOptions = {}): [Tensor, Tensor] {
   const op = "linalg.eigh";
   const [l, v] = eighForward(op, A, options);
-  return record(
-    op,
-    [A],
-    [l, v],
-    firstOrderOnly("linalg.eigh", [A], ([gl, gv]) => [eighBackward(l, v, gl, gv)]),
-  );
+  // L and V are the outputs (whose node is this one): differentiable under createGraph.
+  return record(op, [A], [l, v], ([gl, gv]) => [eighBackward(l, v, gl, gv)]);
 }
 
 /** The eigenvalues (ascending) of each symmetric matrix in `A`, as `torch.linalg.eigvalsh`. */
 export function eigvalsh(A: Tensor, options: EighOptions = {}): Tensor {
   const op = "linalg.eigvalsh";
   const [l, v] = eighForward(op, A, options);
-  return record(
-    op,
-    [A],
-    l,
-    firstOrderOnly("linalg.eigh", [A], ([gl]) => [eighBackward(l, v, gl, null)]),
-  );
+  // V is an output of the node too (as in PyTorch, which runs eigh when A requires grad), so
+  // that the gradient, made from it, is differentiable under createGraph.
+  record(op, [A], [l, v], ([gl, gv]) => [eighBackward(l, v, gl, gv)]);
+  return l;
 }
 
 /** U `[..., m, k]`, S `[..., k]`, V `[..., n, k]` of `A` (`[..., m, n]`), no gradient. */
@@ -187,8 +190,11 @@ function svdForward(a: Tensor): [Tensor, Tensor, Tensor] {
     const [u, s, v] = svdForward(mT(a));
     return [v, s, u];
   }
+  refuseNonFinite("linalg.svd", a);
   return noGrad(() =>
     forwardScope(() => {
+      const fast = kernelSvd(a);
+      if (fast) return [fast[0], fast[1], mT(fast[2])];
       const identity = eye(n, { dtype: a.dtype, device: a.device });
       // G = UᵀU squares A's entries: scaled to 1 (S scaled back), |A| near either end of the
       // float range neither overflows nor underflows.
@@ -279,7 +285,8 @@ function complete(u: Tensor): Tensor {
  * The singular value decomposition `A = U diag(S) Vh` of each matrix in
  * `A` (`[..., m, n]`), as `torch.linalg.svd`: S descending; with
  * `fullMatrices` (the default) U and Vh are square, their extra columns
- * (rows) an orthonormal completion. By one-sided Jacobi; a singular
+ * (rows) an orthonormal completion. By the backend's kernel (cpu:
+ * Golub–Kahan) or one-sided Jacobi; a singular
  * pair's signs are arbitrary (as LAPACK's, though not necessarily the
  * same). Gradients are PyTorch's (through the first k = min(m, n) columns
  * of U and rows of Vh).
@@ -297,21 +304,25 @@ export function svd(A: Tensor, options: SvdOptions = {}): [Tensor, Tensor, Tenso
     )
   );
   const k = Math.min(m, n);
-  return record(
-    op,
-    [A],
-    outputs,
-    firstOrderOnly(op, [A], ([gu, gs, gvh]) => [
+  return record(op, [A], outputs, ([gu, gs, gvh]) => {
+    // Under createGraph, from the outputs (whose node is this one), so that the gradient is
+    // differentiable; else from the reduced factors, as computed.
+    const [U, Vh] = !recording()
+      ? [u, vh]
+      : fullMatrices
+      ? [outputs[0].narrow(-1, 0, k), outputs[2].narrow(-2, 0, k)]
+      : [outputs[0], outputs[2]];
+    return [
       svdBackward(
-        u,
+        U,
         s,
-        vh,
+        Vh,
         gu && fullMatrices ? gu.narrow(-1, 0, k) : gu,
         gs,
         gvh && fullMatrices ? gvh.narrow(-2, 0, k) : gvh,
       ),
-    ]),
-  ) as [Tensor, Tensor, Tensor];
+    ];
+  }) as [Tensor, Tensor, Tensor];
 }
 
 /** The singular values (descending) of each matrix in `A`, as `torch.linalg.svdvals`. */
@@ -319,12 +330,10 @@ export function svdvals(A: Tensor): Tensor {
   const op = "linalg.svdvals";
   requireMatrix(op, A);
   const [u, s, v] = svdForward(A);
-  return record(
-    op,
-    [A],
-    s,
-    firstOrderOnly("linalg.svd", [A], ([gs]) => [svdBackward(u, s, mT(v), null, gs, null)]),
-  );
+  // U and V are outputs of the node too (as in PyTorch, which runs svd when A requires grad),
+  // so that the gradient, made from them, is differentiable under createGraph.
+  record(op, [A], [s, u, v], ([gs, gu, gv]) => [svdBackward(u, s, mT(v), gu, gs, gv && mT(gv))]);
+  return s;
 }
 
 /** Options of {@link pinv} and {@link matrixRank}. */
@@ -377,30 +386,26 @@ export function pinv(A: Tensor, options: PinvOptions = {}): Tensor {
       return v.mul(scale.unsqueeze(-2)).matmul(mT(u));
     })
   );
-  return record(
-    op,
-    [A],
-    p,
-    firstOrderOnly(op, [A], ([g]) => {
-      // PyTorch's pinv_backward, arranged so the products stay small.
-      const ph = mT(p);
-      const gh = mT(g!);
-      if (m <= n) {
-        const k = gh.matmul(p);
-        const kph = k.matmul(ph);
-        return [
-          mT(p.matmul(k)).neg().add(kph).sub(A.matmul(p).matmul(kph))
-            .add(ph.matmul(p).matmul(gh.sub(k.matmul(A)))),
-        ];
-      }
-      const k = p.matmul(gh);
-      const phk = ph.matmul(k);
+  // The output (whose node is this one) and A: differentiable under createGraph.
+  return record(op, [A], p, ([g]) => {
+    // PyTorch's pinv_backward, arranged so the products stay small.
+    const ph = mT(p);
+    const gh = mT(g!);
+    if (m <= n) {
+      const k = gh.matmul(p);
+      const kph = k.matmul(ph);
       return [
-        mT(k.matmul(p)).neg().add(phk).sub(phk.matmul(p).matmul(A))
-          .add(gh.sub(A.matmul(k)).matmul(p).matmul(ph)),
+        mT(p.matmul(k)).neg().add(kph).sub(A.matmul(p).matmul(kph))
+          .add(ph.matmul(p).matmul(gh.sub(k.matmul(A)))),
       ];
-    }),
-  );
+    }
+    const k = p.matmul(gh);
+    const phk = ph.matmul(k);
+    return [
+      mT(k.matmul(p)).neg().add(phk).sub(phk.matmul(p).matmul(A))
+        .add(gh.sub(A.matmul(k)).matmul(p).matmul(ph)),
+    ];
+  });
 }
 
 /**

@@ -25,6 +25,9 @@ import {
 } from "../ops/factory.ts";
 import { formatShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
+import { device } from "../device.ts";
+import { qr } from "../linalg/qr.ts";
+import { eye } from "../ops_composite/mod.ts";
 import { Tensor } from "../tensor.ts";
 
 /**
@@ -354,8 +357,9 @@ export interface OrthogonalOptions {
  * Fills `tensor` with a (semi-)orthogonal matrix, as `torch.nn.init.orthogonal_`: the tensor is
  * viewed as [size(0), numel / size(0)], and its rows (when fewer than its columns) or its columns
  * are orthonormal, times `gain`. The matrix is uniformly distributed over the orthogonal ones
- * (Haar), as PyTorch's QR of a normal matrix with the signs of R's diagonal; it is computed by
- * Gram-Schmidt in float64 on the host, so the numbers differ from PyTorch's.
+ * (Haar), as PyTorch's QR of a normal matrix with the signs of R's diagonal; the normal matrix is
+ * drawn in float64 on the host and decomposed on the cpu device, so the numbers differ from
+ * PyTorch's.
  */
 export function orthogonal_(tensor: Tensor, options: OrthogonalOptions = {}): Tensor {
   checkTensor("orthogonal_", tensor, true);
@@ -376,33 +380,19 @@ export function orthogonal_(tensor: Tensor, options: OrthogonalOptions = {}): Te
   const n = Math.max(rows, cols);
   const k = Math.min(rows, cols);
   const normal = hostNormal();
-  // q[j] is column j, length n.
-  const q: Float64Array[] = [];
-  for (let j = 0; j < k; j++) {
-    const v = new Float64Array(n);
-    for (let i = 0; i < n; i++) v[i] = normal();
-    // Gram-Schmidt twice ("twice is enough") for orthogonality to rounding in float64; the
-    // positive norm is the positive diagonal of R, PyTorch's sign correction.
-    for (let pass = 0; pass < 2; pass++) {
-      for (const u of q) {
-        let dot = 0;
-        for (let i = 0; i < n; i++) dot += u[i] * v[i];
-        for (let i = 0; i < n; i++) v[i] -= dot * u[i];
-      }
-    }
-    let norm = 0;
-    for (let i = 0; i < n; i++) norm += v[i] * v[i];
-    norm = Math.sqrt(norm);
-    for (let i = 0; i < n; i++) v[i] /= norm;
-    q.push(v);
-  }
-  const out = new Float64Array(numel);
-  for (let r = 0; r < rows; r++) {
-    for (let c = 0; c < cols; c++) {
-      out[r * cols + c] = gain * (rows >= cols ? q[c][r] : q[r][c]);
-    }
-  }
-  return fromHostValues(tensor, out);
+  const drawn = new Float64Array(n * k);
+  for (let j = 0; j < k; j++) for (let i = 0; i < n; i++) drawn[i * k + j] = normal();
+  // PyTorch's recipe: Q of the normal matrix's QR, its columns times the signs of R's diagonal.
+  // On the cpu device, whose qr kernel runs LAPACK's blocked algorithm in float64 (Gram-Schmidt
+  // in TypeScript took 4.6 s at 1024 x 1024).
+  return fill(tensor, () => {
+    const host = device("cpu");
+    const [q, r] = qr(tensorFrom(drawn, { shape: [n, k], dtype: "float64", device: host }));
+    const diagonal = r.mul(eye(k, { dtype: "float64", device: host })).sum(-1);
+    const columns = q.mul(diagonal.ge(0).mul(2 * gain).sub(gain));
+    const out = rows >= cols ? columns : columns.transpose(0, 1);
+    return out.reshape([...tensor.shape]).to(tensor.dtype).to(tensor.device);
+  });
 }
 
 /** Options of {@link truncNormal_}. */

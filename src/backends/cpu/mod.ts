@@ -20,6 +20,7 @@ import { batchNormBackward } from "./kernels/batch_norm_backward.ts";
 import { binary } from "./kernels/binary.ts";
 import { cast } from "./kernels/cast.ts";
 import { copy } from "./kernels/copy.ts";
+import { ctcAlpha, ctcAlphaBackward } from "./kernels/ctc_alpha.ts";
 import { crossEntropy } from "./kernels/cross_entropy.ts";
 import { crossEntropyBackward } from "./kernels/cross_entropy_backward.ts";
 import { crossEntropyReduced } from "./kernels/cross_entropy_reduced.ts";
@@ -50,9 +51,11 @@ export type { MatmulKernel };
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
+import { segmentReduce } from "./kernels/segment_reduce.ts";
 import { sgd } from "./kernels/sgd.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { sort } from "./kernels/sort.ts";
+import { eigh, qr, svd } from "./kernels/linalg.ts";
 import { unary } from "./kernels/unary.ts";
 import { where } from "./kernels/where.ts";
 import { HostPool } from "./pool.ts";
@@ -96,6 +99,9 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
   crossEntropyReduced,
   crossEntropyReducedBackward,
   sort,
+  segmentReduce,
+  ctcAlpha,
+  ctcAlphaBackward,
 };
 
 /**
@@ -127,7 +133,7 @@ class CpuDevice implements DeviceImpl<TypedArray> {
       (blas
         ? `${blas.name} matmul on ${threads} thread${plural})`
         : `${matmulKernel(kernel)} matmul on ${threads} thread${plural})`);
-    this.kernels = blas
+    const kernels: KernelTable<TypedArray> = blas
       ? {
         ...KERNELS,
         matmul: (args) =>
@@ -140,6 +146,14 @@ class CpuDevice implements DeviceImpl<TypedArray> {
         matmul: (args) => matmul(args, threads, kernel),
         addmm: (args) => addmm(args, threads, kernel),
       };
+    // The decompositions' block products go through this device's own matmul (BLAS or not).
+    const product = kernels.matmul;
+    this.kernels = {
+      ...kernels,
+      eigh: (args) => eigh(args, product),
+      svd: (args) => svd(args, product),
+      qr: (args) => qr(args, product),
+    };
   }
 
   allocate(numel: number, dtype: DType): TypedArray {

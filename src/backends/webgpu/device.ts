@@ -37,6 +37,7 @@ import { addmm, DEFAULT_MATMUL_TUNING, matmul, type MatmulTuning } from "./kerne
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
+import { segmentReduce } from "./kernels/segment_reduce.ts";
 import { softmax } from "./kernels/softmax.ts";
 import { sort } from "./kernels/sort.ts";
 import { unary } from "./kernels/unary.ts";
@@ -109,6 +110,7 @@ export class WebGPUDevice implements DeviceImpl<GPUBuffer> {
       crossEntropyReducedBackward: (args) => crossEntropyReducedBackward(rt, args),
       maxPool2d: (args) => maxPool2d(rt, args),
       sort: (args) => sort(rt, args),
+      segmentReduce: (args) => segmentReduce(rt, args),
       ...(fitsBatchNorm
         ? {
           batchNorm: (args: BatchNormArgs<GPUBuffer>) => batchNorm(rt, args),

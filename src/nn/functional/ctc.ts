@@ -3,16 +3,19 @@
  * classification loss, composed from tensor ops. The forward variables
  * (alphas) of all samples advance together in log space, a handful of
  * batched ops per time step, so every backend runs it and autograd gives the
- * gradient; a zero-valued node adds PyTorch's extra `exp(log_probs)` term.
+ * gradient (a backend with the optional `ctcAlpha` kernels, as cpu, runs the
+ * recursion and its gradient in one launch each); a zero-valued node adds
+ * PyTorch's extra `exp(log_probs)` term.
  * @module
  */
 
 import { noGrad, record } from "../../autograd.ts";
-import { firstOrderOnly } from "../../autograd/recompute.ts";
+import { recomputedBackward, recording } from "../../autograd/recompute.ts";
 import { checkLater } from "../../ops/check.ts";
 import { arangeOn, full, tensor } from "../../ops/factory.ts";
 import { gatherInRange, where } from "../../ops/indexing.ts";
 import { reduceKeepdim } from "../../ops/reduce.ts";
+import { empty, hasKernel, launch } from "../../ops/util.ts";
 import { cat, stack } from "../../ops/view.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
@@ -273,17 +276,22 @@ function ctcUnscoped(
     reading,
     gatherInRange(lp, 2, extP.reshape([1, N, P]).expand([T, N, P])),
     0,
-  ).unbind(0);
-  let alpha = rows[0].add(startAdd);
-  const alphas = [alpha];
-  for (let t = 1; t < steps; t++) {
-    alpha = logSumExpOver(gatherInRange(alpha, 1, sources).reshape([N, 3, P]), 1).add(rows[t]);
-    alphas.push(alpha);
+  );
+  // The alphas of every frame, [steps, N, P], or the composition's list of them.
+  let alphas: Tensor | Tensor[];
+  let alpha: Tensor;
+  if (hasKernel(device, "ctcAlpha") && hasKernel(device, "ctcAlphaBackward")) {
+    alphas = kernelAlphas(steps < T ? rows.narrow(0, 0, steps) : rows, startAdd, sources);
+    alpha = alphas.select(0, steps - 1);
+  } else {
+    alphas = composedAlphas(rows.unbind(0), startAdd, sources, steps);
+    alpha = alphas[steps - 1];
   }
   // Each sample's alphas at its last input frame.
   if (!(il.range && il.range[0] === steps)) {
     const last = noGrad(() => il.device.sub(1).clamp(0).reshape([1, N, 1]).expand([1, N, P]));
-    alpha = gatherInRange(stack(alphas), 0, last).reshape([N, P]);
+    const all = Array.isArray(alphas) ? stack(alphas) : alphas;
+    alpha = gatherInRange(all, 0, last).reshape([N, P]);
   }
   let nll = logSumExpOver(alpha.add(endAdd), 1).neg();
   // No input at all: only the empty target has an alignment.
@@ -300,6 +308,63 @@ function ctcUnscoped(
 }
 
 /**
+ * The alphas of frames 0 to `steps - 1` from `rows` (each [N, P]): the
+ * first plus `startAdd`, then each the log-sum-exp of its three predecessors
+ * (`sources`, [N, 3P]) in the frame before, plus its row.
+ */
+function composedAlphas(
+  rows: readonly Tensor[],
+  startAdd: Tensor,
+  sources: Tensor,
+  steps: number,
+): Tensor[] {
+  const [N, P] = rows[0].shape;
+  let alpha = rows[0].add(startAdd);
+  const alphas = [alpha];
+  for (let t = 1; t < steps; t++) {
+    alpha = logSumExpOver(gatherInRange(alpha, 1, sources).reshape([N, 3, P]), 1).add(rows[t]);
+    alphas.push(alpha);
+  }
+  return alphas;
+}
+
+/**
+ * {@link composedAlphas} of `rows` [steps, N, P] in one launch of the backend's `ctcAlpha`,
+ * [steps, N, P], and its gradient in one of `ctcAlphaBackward`; under createGraph the
+ * composition is re-run and differentiated instead, so second derivatives stay exact.
+ */
+function kernelAlphas(rows: Tensor, startAdd: Tensor, sources: Tensor): Tensor {
+  const [steps, batch, states] = rows.shape;
+  const device = rows.device;
+  const shape = { steps, batch, states, dtype: rows.dtype };
+  const sourcesBuffer = sources.storage.buffer("ctcAlpha");
+  const out = empty(rows.shape, rows.dtype, device);
+  launch(device, "ctcAlpha", {
+    x: rows.storage.buffer("ctcAlpha"),
+    // The same start for every sample, [1, P], as the kernel's [N, P].
+    start: noGrad(() => startAdd.expand([batch, states])).storage.buffer("ctcAlpha"),
+    sources: sourcesBuffer,
+    out: out.storage.buffer(),
+    ...shape,
+  });
+  return record("ctcLoss", [rows], out, ([g]) => {
+    if (recording()) {
+      const again = () => stack(composedAlphas(rows.unbind(0), startAdd, sources, steps));
+      return recomputedBackward([rows], again, g!);
+    }
+    const gx = empty(rows.shape, rows.dtype, device);
+    launch(device, "ctcAlphaBackward", {
+      alpha: out.storage.buffer("ctcAlphaBackward"),
+      sources: sourcesBuffer,
+      g: g!.storage.buffer("ctcAlphaBackward"),
+      out: gx.storage.buffer(),
+      ...shape,
+    });
+    return [gx];
+  });
+}
+
+/**
  * Zeros [N] whose gradient is the term PyTorch's CTC gradient has beyond the
  * loss's own: `exp(lp) · g` at t < the input length (NaN for an impossible
  * alignment, 0 with `zeroInfinity`), which makes it the logits' gradient
@@ -308,18 +373,15 @@ function ctcUnscoped(
 function pytorchTerm(lp: Tensor, ilCol: Tensor, impossible: Tensor, zeroInfinity: boolean): Tensor {
   const [T, N] = lp.shape;
   const zeros = full([N], 0, { dtype: lp.dtype, device: lp.device });
-  return record(
-    "ctcLoss",
-    [lp],
-    zeros,
-    firstOrderOnly("ctcLoss", [lp], ([g]) => {
-      const reading = arangeOn(T, lp.device).reshape([T, 1, 1]).lt(ilCol.reshape([1, N, 1]));
-      const bad = impossible.reshape([1, N, 1]);
-      let coef = g!.reshape([1, N, 1]);
-      if (zeroInfinity) coef = where(bad, 0, coef);
-      let grad = lp.exp().mul(coef);
-      if (!zeroInfinity) grad = where(bad, NaN, grad);
-      return [where(reading, grad, 0)];
-    }),
-  );
+  // Recorded ops of lp and g: under createGraph the term is differentiable too (PyTorch 1.13
+  // has no double backward for ctc_loss).
+  return record("ctcLoss", [lp], zeros, ([g]) => {
+    const reading = arangeOn(T, lp.device).reshape([T, 1, 1]).lt(ilCol.reshape([1, N, 1]));
+    const bad = impossible.reshape([1, N, 1]);
+    let coef = g!.reshape([1, N, 1]);
+    if (zeroInfinity) coef = where(bad, 0, coef);
+    let grad = lp.exp().mul(coef);
+    if (!zeroInfinity) grad = where(bad, NaN, grad);
+    return [where(reading, grad, 0)];
+  });
 }

@@ -3,16 +3,17 @@
  * maxima of bags of embedding rows, composed from the lookup of
  * {@link embedding} and tensor ops: the bag of each index is worked out on
  * the device from the offsets (nothing is read back), and every backend
- * runs it forward and backward.
+ * runs it forward and backward. The optional `segmentReduce` kernel, where
+ * the backend has one (cpu, webgpu), reduces the bags in one pass instead.
  * @module
  */
 
 import { noGrad, record } from "../../autograd.ts";
-import { firstOrderOnly } from "../../autograd/recompute.ts";
 import { checkLater } from "../../ops/check.ts";
 import { arangeOn, full } from "../../ops/factory.ts";
-import { scatterAddRaw, where } from "../../ops/indexing.ts";
-import { cat, stack } from "../../ops/view.ts";
+import { gatherInRange, scatterAddRaw, scatterToIndex, where } from "../../ops/indexing.ts";
+import { empty, hasKernel, launch } from "../../ops/util.ts";
+import { cat, checkIndexRange, stack } from "../../ops/view.ts";
 import { formatShape, sameShape } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
@@ -68,8 +69,8 @@ export interface EmbeddingBagOptions {
  * running to the end, or to the extra last offset with
  * `includeLastOffset`; indices after it belong to no bag). Gives [B, dim];
  * an empty bag (or one of padding only) gives zeros. In mode `"max"` the
- * gradient of each maximum goes to the row it came from (different rows
- * tying for a maximum share it). `offsets` must start at 0, never decrease
+ * gradient of each maximum goes to the row it came from, the first of its
+ * bag on ties (as PyTorch's); a NaN is the maximum of its column. `offsets` must start at 0, never decrease
  * and end at most at N, as PyTorch requires: that is checked on the device,
  * and the next read on it rejects when they do not.
  */
@@ -162,6 +163,21 @@ export function embeddingBag(
 
   return forwardScope(() => {
     const flat = input.reshape([n]);
+    const fused = hasKernel(weight.device, "segmentReduce");
+    if ((mode === "max" || fused) && bags > 0 && n > 0) {
+      const bounds = noGrad(() => bagBounds(input, offsets, n, bags, includeLastOffset));
+      if (mode === "max") return bagMax(flat, weight, bounds, paddingIdx, maxNorm, normType);
+      checkRows(flat, weight, maxNorm, normType);
+      const index = noGrad(() => paddingIdx === null ? flat : where(flat.eq(paddingIdx), -1, flat));
+      // Made now, while the input is sure to be alive, if a weight's gradient will need it.
+      const positions = psw?.requiresGrad
+        ? noGrad(() =>
+          input.ndim === 2 ? bagsOfRows(input) : bagsOfOffsets(offsets!, n, bags, includeLastOffset)
+        )
+        : null;
+      const bag = { index, bounds, mode, rows, positions };
+      return reduceBags(weight, psw === null ? null : psw.reshape([n]), bag, false);
+    }
     const rowsOf = lookup(flat, weight, paddingIdx, maxNorm, normType);
     if (bags === 0 || n === 0) {
       // Zeros that still reach weight (with zero gradient), as PyTorch's output does.
@@ -178,13 +194,6 @@ export function embeddingBag(
       noGrad(() =>
         segmentSum(full([n, 1], 1, { dtype: weight.dtype, device: weight.device }), bagOf, bags)
       );
-    if (mode === "max") {
-      const values = padding === null ? rowsOf : where(padding.reshape([n, 1]), -Infinity, rowsOf);
-      const best = input.ndim === 2
-        ? values.reshape([bags, input.shape[1], dim]).max(1)
-        : segmentMax(values, segment, offsets!, bags, includeLastOffset);
-      return where(noGrad(() => count().gt(0)), best, 0);
-    }
     const src = psw === null ? rowsOf : rowsOf.mul(psw.reshape([n, 1]));
     const summed = segmentSum(src, bagOf, bags);
     if (mode === "sum") return summed;
@@ -207,20 +216,22 @@ function lookup(
 ): Tensor {
   const picked = noGrad(() => embedding(flat, weight, { maxNorm, normType }));
   const num = weight.shape[0];
-  // The gradient is linear in g alone: its node needs no saved input.
-  return record(
-    "embeddingBag",
-    [weight],
-    picked,
-    firstOrderOnly("embeddingBag", [], ([g]) => {
-      const [n, d] = g!.shape;
-      const rows = flat.reshape([n, 1]);
-      // Out-of-range indices (reported by the lookup's check) are skipped by the scatter.
-      const index = (paddingIdx === null ? rows : where(rows.eq(paddingIdx), -1, rows))
-        .expand([n, d]);
-      return [scatterAddRaw(g!, index, 0, num)];
-    }),
-  );
+  // The gradient is linear in g alone: its node needs no saved input, and under createGraph
+  // its own gradient is gg's rows picked back (gather, the scatter's adjoint, recorded too).
+  return record("embeddingBag", [weight], picked, ([g]) => {
+    const [n, d] = g!.shape;
+    const rows = flat.reshape([n, 1]);
+    // Out-of-range indices (reported by the lookup's check) are skipped by the scatter.
+    const index = (paddingIdx === null ? rows : where(rows.eq(paddingIdx), -1, rows))
+      .expand([n, d]);
+    const scattered = noGrad(() => scatterAddRaw(g!, index, 0, num));
+    return [
+      record("embeddingBagBackward", [g!], scattered, ([gg]) => {
+        const skipped = noGrad(() => index.lt(0).add(index.ge(num)).gt(0));
+        return [where(skipped, 0, gatherInRange(gg!, 0, noGrad(() => index.clamp(0, num - 1))))];
+      }),
+    ];
+  });
 }
 
 /**
@@ -230,7 +241,8 @@ function lookup(
  */
 function segmentSum(src: Tensor, bagOf: Tensor, bags: number): Tensor {
   const [n, d] = src.shape;
-  const index = noGrad(() => bagOf.reshape([n, 1]).expand([n, d]).add(0));
+  // expand copies: the index is contiguous as the scatter reads it.
+  const index = noGrad(() => bagOf.reshape([n, 1]).expand([n, d]));
   const out = noGrad(() => scatterAddRaw(src, index, 0, bags + 1));
   const sums = record("embeddingBag", [src], out, ([g]) => [g!.indexSelect(0, bagOf)]);
   return sums.narrow(0, 0, bags);
@@ -265,45 +277,188 @@ function bagsOfOffsets(
   return where(arangeOn(n, device).ge(offsets.select(0, bags)), bags, bag);
 }
 
-/**
- * The largest value per bag and column of `values` [n, d] (-inf for padding), [bags, d], for a
- * 1-D input: a segmented scan in ⌈log₂ n⌉ steps, each taking at every position the maximum of
- * its window and the window `s` before it when both lie in one bag, so position i ends holding
- * the maximum of its bag up to i, and a bag's maximum is read at its last position. Built from
- * `maximum` and `where`, so the gradient reaches the row the maximum came from (ties between
- * different positions share it, as `maximum`'s; a row repeated in a bag gets it once in all).
- * An empty bag reads a neighbour's value, which the caller replaces by 0.
- */
-function segmentMax(
-  values: Tensor,
-  segment: Tensor,
-  offsets: Tensor,
+/** Where each bag starts and ends, int32 [bags + 1]: a 2-D input's rows are bags of one length. */
+function bagBounds(
+  input: Tensor,
+  offsets: Tensor | null,
+  n: number,
   bags: number,
   includeLastOffset: boolean,
 ): Tensor {
-  const [n, d] = values.shape;
-  const device = values.device;
-  let best = values;
-  for (let s = 1; s < n; s *= 2) {
-    const before = cat([
-      full([s, d], -Infinity, { dtype: values.dtype, device }),
-      best.narrow(0, 0, n - s),
-    ]);
-    const together = noGrad(() =>
-      segment.narrow(0, s, n - s).eq(segment.narrow(0, 0, n - s)).reshape([n - s, 1])
-    );
-    const joined = noGrad(() =>
-      cat([full([s, 1], 0, { dtype: "int32", device }), together.to("int32")])
-    );
-    best = where(joined, best.maximum(before), best);
-  }
-  const last = noGrad(() => {
-    const ends = includeLastOffset
-      ? offsets.narrow(0, 1, bags)
-      : cat([offsets.narrow(0, 1, bags - 1), full([1], n, { dtype: "int32", device })]);
-    return ends.sub(1).clamp(0, n - 1);
+  const device = input.device;
+  if (input.ndim === 2) return arangeOn(bags + 1, device).mul(input.shape[1]);
+  if (includeLastOffset) return offsets!;
+  return cat([offsets!, full([1], n, { dtype: "int32", device })]);
+}
+
+/**
+ * Mode `"max"`: the row of each bag's first maximum per column (padding left out), then those
+ * values gathered from `weight`, so the gradient of a maximum goes to the one row it came from
+ * (as PyTorch's, ties to the first) by gather's differentiable adjoint, never through [n, dim]
+ * rows; an empty bag (or one of padding only) gives 0.
+ */
+function bagMax(
+  flat: Tensor,
+  weight: Tensor,
+  bounds: Tensor,
+  paddingIdx: number | null,
+  maxNorm: number | null,
+  normType: number,
+): Tensor {
+  const rows = weight.shape[0];
+  checkRows(flat, weight, maxNorm, normType);
+  const [values, winners] = noGrad(() => {
+    const index = paddingIdx === null ? flat : where(flat.eq(paddingIdx), -1, flat);
+    if (hasKernel(weight.device, "segmentReduce")) return kernelArgmax(weight, index, bounds);
+    // A winner of -1 (an empty bag) gathers 0 and its gradient is skipped, as the kernel's.
+    const found = composedArgmax(weight, index, bounds);
+    return [gatherInRange(weight, 0, found), found];
   });
-  return best.indexSelect(0, last);
+  return record(
+    "embeddingBag",
+    [weight],
+    values,
+    ([g]) => [scatterToIndex(g!, 0, winners, rows, "embeddingBag")],
+  );
+}
+
+/** The renorm in place of the rows `flat` looks up (`maxNorm`), or else their index check. */
+function checkRows(flat: Tensor, weight: Tensor, maxNorm: number | null, normType: number): void {
+  const rows = weight.shape[0];
+  if (maxNorm !== null) {
+    noGrad(() => embedding(flat, weight, { maxNorm, normType })).dispose();
+    return;
+  }
+  checkIndexRange(
+    flat,
+    rows,
+    (bad) =>
+      `embeddingBag: index ${bad} is out of range for weight with ${rows} rows (0 to ${rows - 1})`,
+  );
+}
+
+/** What {@link reduceBags} reduces: positions, their rows (-1: skipped) and their bags. */
+interface Bags {
+  /** int32 [n]: each position's row of the table, -1 for padding. */
+  readonly index: Tensor;
+  /** int32 [bags + 1]: bag b is positions bounds[b] to bounds[b + 1]. */
+  readonly bounds: Tensor;
+  readonly mode: "sum" | "mean";
+  /** Rows of the table. */
+  readonly rows: number;
+  /** The bag of each position, int32 [n] (`bags`: none), where a weight's gradient needs it. */
+  readonly positions: Tensor | null;
+}
+
+/**
+ * Modes `"sum"` and `"mean"` by the backend's `segmentReduce`: the bags of the table `x` [rows,
+ * dim] (each row times its position's weight), or with `transpose` the adjoint, bag rows `x`
+ * [bags, dim] added into a table at their positions' rows. Each is the other's gradient, so
+ * gradients of every order stay one pass over the rows, where the composition makes five; a
+ * weight's gradient is the row-dot of its position's table row and bag row, composed.
+ */
+function reduceBags(x: Tensor, weights: Tensor | null, bag: Bags, transpose: boolean): Tensor {
+  const { index, bounds, mode, rows } = bag;
+  const size = bounds.shape[0] - 1;
+  const out = empty([transpose ? rows : size, x.shape[1]], x.dtype, x.device);
+  launch(x.device, "segmentReduce", {
+    x: x.storage.buffer("embeddingBag"),
+    index: index.storage.buffer("embeddingBag"),
+    bounds: bounds.storage.buffer("embeddingBag"),
+    weights: weights === null ? null : weights.storage.buffer("embeddingBag"),
+    out: out.storage.buffer(),
+    indices: null,
+    mode,
+    transpose,
+    rows,
+    count: index.shape[0],
+    size,
+    inner: x.shape[1],
+    dtype: x.dtype,
+  });
+  return record("embeddingBag", [x, weights], out, ([g]) => [
+    reduceBags(g!, weights, bag, !transpose),
+    weights?.requiresGrad ? positionDots(transpose ? g! : x, transpose ? x : g!, bag) : null,
+  ]);
+}
+
+/** Each position's row of `table` dotted with its bag's row of `bagRows`, 0 where it has none. */
+function positionDots(table: Tensor, bagRows: Tensor, bag: Bags): Tensor {
+  const { index, rows } = bag;
+  const size = bagRows.shape[0];
+  const [valid, at, of] = noGrad(() => {
+    const of = bag.positions!;
+    const valid = index.ge(0).mul(index.lt(rows)).mul(of.lt(size));
+    return [valid, index.clamp(0, rows - 1), of.clamp(0, size - 1)];
+  });
+  return where(valid, table.indexSelect(0, at).mul(bagRows.indexSelect(0, of)).sum(1), 0);
+}
+
+/** {@link SegmentReduceArgs}' maxima and their rows by the backend's kernel, each [segments, columns]. */
+function kernelArgmax(x: Tensor, index: Tensor, bounds: Tensor): [Tensor, Tensor] {
+  const [rows, inner] = x.shape;
+  const size = bounds.shape[0] - 1;
+  const values = empty([size, inner], x.dtype, x.device);
+  const indices = empty([size, inner], "int32", x.device);
+  launch(x.device, "segmentReduce", {
+    x: x.storage.buffer("embeddingBag"),
+    index: index.storage.buffer("embeddingBag"),
+    bounds: bounds.storage.buffer("embeddingBag"),
+    weights: null,
+    out: values.storage.buffer(),
+    indices: indices.storage.buffer(),
+    mode: "max",
+    transpose: false,
+    rows,
+    count: index.shape[0],
+    size,
+    inner,
+    dtype: x.dtype,
+  });
+  return [values, indices];
+}
+
+/**
+ * {@link SegmentReduceArgs}' max mode from tensor ops, for backends without the kernel: a segmented scan
+ * in ⌈log₂ n⌉ steps, each keeping at every position the winner of its window or, when both lie
+ * in one segment and the later is not strictly better, of the window `s` before, so position i
+ * ends holding the first maximum of its segment up to i; a segment's is read at its last position.
+ */
+function composedArgmax(x: Tensor, index: Tensor, bounds: Tensor): Tensor {
+  const [rows, d] = x.shape;
+  const n = index.shape[0];
+  const size = bounds.shape[0] - 1;
+  const device = x.device;
+  const clamped = bounds.clamp(0, n);
+  const starts = clamped.narrow(0, 0, size);
+  const ends = clamped.narrow(0, 1, size);
+  // Equal for the positions of one segment (a tail after the last end only looks back).
+  const segment = scatterAddRaw(full([size], 1, { dtype: "int32", device }), starts, 0, n + 1)
+    .cumsum(0).narrow(0, 0, n);
+  const valid = index.ge(0).mul(index.lt(rows)).reshape([n, 1]);
+  let values = x.indexSelect(0, index.clamp(0, rows - 1));
+  let at = where(valid, arangeOn(n, device).reshape([n, 1]), -1).expand([n, d]);
+  for (let s = 1; s < n; s *= 2) {
+    const [nextValues, nextAt] = tidy(() => {
+      const before = cat([full([s, d], 0, { dtype: x.dtype, device }), values.narrow(0, 0, n - s)]);
+      const beforeAt = cat([full([s, d], -1, { dtype: "int32", device }), at.narrow(0, 0, n - s)]);
+      const together = cat([
+        full([s, 1], 0, { dtype: "int32", device }),
+        segment.narrow(0, s, n - s).eq(segment.narrow(0, 0, n - s)).to("int32").reshape([n - s, 1]),
+      ]);
+      // Greater, or NaN over a number.
+      const better = values.gt(before).add(values.ne(values).mul(before.eq(before)));
+      const later = beforeAt.lt(0).add(at.ge(0).mul(better)).gt(0);
+      const keepBefore = together.mul(later.eq(0));
+      return [where(keepBefore, before, values), where(keepBefore, beforeAt, at)];
+    });
+    values.dispose();
+    at.dispose();
+    [values, at] = [nextValues, nextAt];
+  }
+  const found = at.indexSelect(0, ends.sub(1).clamp(0, n - 1));
+  const row = index.indexSelect(0, found.clamp(0).reshape([size * d])).reshape([size, d]);
+  return where(ends.gt(starts).reshape([size, 1]).mul(found.ge(0)), row, -1);
 }
 
 /**

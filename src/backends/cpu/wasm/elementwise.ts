@@ -10,7 +10,13 @@
 import type { WindowView } from "../../backend.ts";
 import { residentMemory } from "../kernels/matmul.ts";
 import { decodeBase64 } from "./load.ts";
-import { ADAM_SUMS_WASM, BATCH_NORM_WASM, ELEMENTWISE_WASM, MAX_POOL_WASM } from "./modules.ts";
+import {
+  ADAM_SUMS_WASM,
+  BATCH_NORM_WASM,
+  ELEMENTWISE_WASM,
+  MAX_POOL_WASM,
+  SEGMENT_WASM,
+} from "./modules.ts";
 
 /** A binary op's number in `elementwise.wat`. */
 export const WASM_BINARY_OPS = {
@@ -69,6 +75,13 @@ export interface ElementwiseLoops {
   readonly adam: (...args: number[]) => void;
   /** x, out, outer, size, inner: float64 column sums rounded to float32. */
   readonly sum_columns: (...args: number[]) => void;
+  /**
+   * `segment.wat`: out, x, index, weights, weighted, start, end, rows, inner: one bag's sum,
+   * giving the positions counted.
+   */
+  readonly segment_sum: (...args: number[]) => number;
+  /** The same arguments and a divisor: one bag's row added at its positions' rows. */
+  readonly segment_scatter: (...args: number[]) => void;
 }
 
 /** A window's sizes in the order `im2col` and `col2im` take them after `planes`. */
@@ -80,7 +93,7 @@ export function windowParams(v: WindowView): number[] {
 }
 
 /**
- * The modules, compiled once (null: no SIMD or no WebAssembly here). Four
+ * The modules, compiled once (null: no SIMD or no WebAssembly here). Five
  * modules, each under the 4 KB that browsers compile synchronously.
  */
 let compiled: WebAssembly.Module[] | null | undefined;
@@ -98,9 +111,13 @@ export function residentLoops(...arrays: ArrayBufferView[]): ElementwiseLoops | 
   if (made !== undefined) return made;
   if (compiled === undefined) {
     try {
-      const sources = [ELEMENTWISE_WASM, BATCH_NORM_WASM, MAX_POOL_WASM, ADAM_SUMS_WASM].map(
-        decodeBase64,
-      );
+      const sources = [
+        ELEMENTWISE_WASM,
+        BATCH_NORM_WASM,
+        MAX_POOL_WASM,
+        ADAM_SUMS_WASM,
+        SEGMENT_WASM,
+      ].map(decodeBase64);
       compiled = sources.every((bytes) => WebAssembly.validate(bytes))
         ? sources.map((bytes) => new WebAssembly.Module(bytes))
         : null;
