@@ -196,6 +196,93 @@ Deno.test("eigh kernel: repeated eigenvalues (n = 24, three values 8 times) and 
   await assertTensor(l2, [...spread].sort((x, y) => x - y), { atol: 1e-8, rtol: 1e-12 });
 });
 
+Deno.test("eigh kernel: graded matrices (entries 1 down to 1e-180, either way round) converge", async () => {
+  // A[i][j] = f·10^(-9(i+j)): QL chasing from the tiny end lost its bulge to underflow before
+  // reaching the large end, so no sweep changed anything and eigh gave NaN (LAPACK's steqr
+  // turns such a block round first). PyTorch's eigenvalues, to absolute accuracy ‖A‖·eps.
+  const n = 11;
+  const f = floats([n, n], 3);
+  const entries: number[] = [];
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      entries.push(f[Math.max(i, j) * n + Math.min(i, j)] * 10 ** (-9 * (i + j)));
+    }
+  }
+  const graded = tensor(entries, { shape: [n, n], dtype: "float64" });
+  const expected = [
+    -6.940961131603217e-36,
+    -9.21190829075886e-72,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    5.161699573073357e-54,
+    3.235346288898112e-19,
+    2.566577434539795,
+  ];
+  for (const a of [graded, graded.flip([0, 1])]) {
+    const [l, v] = linalg.eigh(a);
+    const values = Array.from(await l.data());
+    assert.ok(values.every(Number.isFinite), `eigenvalues ${values}`);
+    await assertTensor(l.sort().values, expected.sort((x, y) => x - y), { atol: 1e-15, rtol: 0 });
+    assert.ok(await orthogonality(v) < 1e-14);
+    assert.ok(await relative(a, v.mul(l.unsqueeze(-2)).matmul(mT(v))) < 1e-14);
+  }
+  // Entries 1 down to 1e-290: turned round, the block deflates at its far end for more than 30
+  // sweeps before its first eigenvalue does (LAPACK's budget is 30n sweeps in all).
+  const m = 40;
+  const g = floats([m, m], 4);
+  const deep: number[] = [];
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < m; j++) {
+      deep.push(g[Math.max(i, j) * m + Math.min(i, j)] * 10 ** (-3.7 * (i + j)));
+    }
+  }
+  const a = tensor(deep, { shape: [m, m], dtype: "float64" });
+  const [l, v] = linalg.eigh(a);
+  assert.ok(Array.from(await l.data()).every(Number.isFinite), "40 x 40: finite eigenvalues");
+  assert.ok(await orthogonality(v) < 1e-14);
+  assert.ok(await relative(a, v.mul(l.unsqueeze(-2)).matmul(mT(v))) < 1e-14);
+  // All ones: the reflectors of rounding noise leave subnormal off-diagonals, negligible below
+  // √(smallest normal) as in steqr (QL on them stalled).
+  for (const k of [42, 44]) {
+    const [lo, vo] = linalg.eigh(
+      tensor(new Array(k * k).fill(1), { shape: [k, k], dtype: "float64" }),
+    );
+    const expected = new Array(k).fill(0);
+    expected[k - 1] = k;
+    await assertTensor(lo, expected, { atol: 1e-13, rtol: 0 });
+    assert.ok(await orthogonality(vo) < 1e-14, `ones ${k}: orthogonal`);
+  }
+  // Subnormal off-diagonals beside an entry of 1 (their rotations gave NaN).
+  for (const t of [1e-320, 3e-310]) {
+    const sub = [[1, 0, 0, 0], [0, 0, t, 0], [0, t, 0, 2 * t], [0, 0, 2 * t, t / 2]];
+    const [ls, vs] = linalg.eigh(tensor(sub, { dtype: "float64" }));
+    await assertTensor(ls, [0, 0, 0, 1], { atol: 1e-15, rtol: 0 });
+    assert.ok(await orthogonality(vs) < 1e-15, `${t}: orthogonal`);
+  }
+});
+
+Deno.test("qr and svd kernels: columns of 1e-158 beside ones of 1 keep the reflectors orthogonal", async () => {
+  // A reflector's ‖x‖² of entries below 1e-154 is subnormal (a few bits) or 0: the reflector
+  // was then not orthogonal, and Q·R missed A by 1e-7. LAPACK's larfg scales the norm.
+  for (const [m, n] of [[4, 6], [6, 4], [5, 5], [40, 40]]) {
+    const f = floats([m, n], 5);
+    const scaled = f.map((x, i) => x * 10 ** (i % n === 0 ? -158 : i % n === 1 ? -150 : 0));
+    const a = tensor(scaled, { shape: [m, n], dtype: "float64" });
+    const [q, r] = linalg.qr(a, { mode: "complete" });
+    assert.ok(await orthogonality(q) < 1e-14, `${m}x${n}: Q orthogonal`);
+    assert.ok(await relative(a, q.matmul(r)) < 1e-15, `${m}x${n}: A = QR`);
+    const [u, s, vh] = linalg.svd(a);
+    assert.ok(await orthogonality(u) < 1e-14 && await orthogonality(mT(vh)) < 1e-14, `${m}x${n}`);
+    const k = Math.min(m, n);
+    const rebuilt = u.narrow(-1, 0, k).mul(s.unsqueeze(-2)).matmul(vh.narrow(-2, 0, k));
+    assert.ok(await relative(a, rebuilt) < 1e-14, `${m}x${n}: A = USVh`);
+  }
+});
+
 Deno.test("eigh, svd and qr kernels: zero matrices, 1x1, and the unread triangle of eigh", async () => {
   const zero = tensor(new Array(12).fill(0), { shape: [3, 4], dtype: "float64" });
   const [l, v] = linalg.eigh(zero.narrow(-1, 0, 3));

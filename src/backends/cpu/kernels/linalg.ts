@@ -23,6 +23,16 @@ const BLOCK = 32;
 
 const EPS = 2.220446049250313e-16;
 
+/** larfg's `safmin` (2⁻⁹⁶⁹): a reflector's entries are scaled up by {@link UP} below it. */
+const SMALL = 2 ** -969;
+const UP = 2 ** 600;
+
+/**
+ * √(smallest normal float64): an off-diagonal below it is negligible whatever its neighbours
+ * (steqr's `safmin` term; A is scaled to a largest |entry| of 1), as QL on subnormals stalls.
+ */
+const TINY = 1.4916681462400413e-154;
+
 /** Products of at most this many multiply-adds are computed here rather than by `product`. */
 const SMALL_PRODUCT = 4096;
 
@@ -107,17 +117,29 @@ function load(
  * LAPACK's `larfg` on `x[at + t·stride]`, t < len (t = 0 is α): makes H =
  * I - τvvᵀ with Hx = βe₀, v₀ = 1 and v's other entries written over x's;
  * returns τ and leaves β at x[at]. β = -sign(α)·‖x‖ (sign(0) = 1); τ = 0
- * (H = I, β = α) when x is zero past α.
+ * (H = I, β = α) when x is exactly zero past α.
  */
 function reflector(x: Float64Array, at: number, len: number, stride: number): number {
-  let tail = 0;
-  for (let t = 1, p = at + stride; t < len; t++, p += stride) tail += x[p] * x[p];
-  if (tail === 0) return 0;
+  let big = 0;
+  for (let t = 1, p = at + stride; t < len; t++, p += stride) big = Math.max(big, Math.abs(x[p]));
+  if (big === 0) return 0;
+  big = Math.max(big, Math.abs(x[at]));
+  // Near the subnormals α - β and β carry few bits, and H = I - τvvᵀ is then not orthogonal:
+  // x scaled up by powers of 2 (exact) first, β scaled back at the end, as larfg does.
+  let scaled = 0;
+  for (; big < SMALL; scaled++, big *= UP) {
+    for (let t = 0, p = at; t < len; t++, p += stride) x[p] *= UP;
+  }
   const alpha = x[at];
-  const beta = alpha >= 0 ? -Math.sqrt(alpha * alpha + tail) : Math.sqrt(alpha * alpha + tail);
+  // Squares of entries below 1e-154 are subnormal or 0: summed relative to the largest (nrm2).
+  let sum = 0;
+  for (let t = 0, p = at; t < len; t++, p += stride) sum += (x[p] / big) * (x[p] / big);
+  const norm = big * Math.sqrt(sum);
+  let beta = alpha >= 0 ? -norm : norm;
   const tau = (beta - alpha) / beta;
   const inv = 1 / (alpha - beta);
   for (let t = 1, p = at + stride; t < len; t++, p += stride) x[p] *= inv;
+  for (; scaled > 0; scaled--) beta /= UP;
   x[at] = beta;
   return tau;
 }
@@ -362,19 +384,29 @@ function tridiagonalize(
 /**
  * Implicit QL with Wilkinson's shift on the tridiagonal (`d`, `e`), the
  * rotations applied to the rows of `zt` [n, n] (eigenvectors kept as rows).
- * False when an eigenvalue takes more than 30 sweeps (LAPACK's limit).
+ * False past 30n sweeps in all (LAPACK's limit).
  */
 function tridiagonalQl(d: Float64Array, e: Float64Array, zt: Float64Array, n: number): boolean {
   const cs = new Float64Array(n), sn = new Float64Array(n);
+  // For the whole matrix, as steqr's: a graded block may deflate at its far end for a while.
+  let sweeps = 30 * n;
   for (let l = 0; l < n; l++) {
     let iter = 0;
     let m: number;
     do {
       for (m = l; m < n - 1; m++) {
-        if (Math.abs(e[m]) <= EPS * (Math.abs(d[m]) + Math.abs(d[m + 1]))) break;
+        const x = Math.abs(e[m]);
+        if (x <= EPS * (Math.abs(d[m]) + Math.abs(d[m + 1])) || x < TINY) break;
       }
       if (m === l) break;
-      if (iter++ === 30) return false;
+      if (iter === 0 && Math.abs(d[m]) < Math.abs(d[l])) {
+        // Large end at l: turned round (as steqr picks QR there), else the sweep from the
+        // small end loses its bulge to underflow before l and nothing ever converges.
+        reverse(d, e, zt, n, l, m);
+        continue;
+      }
+      iter++;
+      if (sweeps-- === 0) return false;
       let g = (d[l + 1] - d[l]) / (2 * e[l]);
       let r = Math.hypot(g, 1);
       g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
@@ -409,6 +441,25 @@ function tridiagonalQl(d: Float64Array, e: Float64Array, zt: Float64Array, n: nu
     } while (m !== l);
   }
   return true;
+}
+
+/** Block l..m of the tridiagonal (`d`, `e`) in reverse order, `zt`'s rows l..m to match. */
+function reverse(
+  d: Float64Array,
+  e: Float64Array,
+  zt: Float64Array,
+  n: number,
+  l: number,
+  m: number,
+): void {
+  d.subarray(l, m + 1).reverse();
+  e.subarray(l, m).reverse();
+  const row = new Float64Array(n);
+  for (let i = l, j = m; i < j; i++, j--) {
+    row.set(zt.subarray(i * n, i * n + n));
+    zt.copyWithin(i * n, j * n, j * n + n);
+    zt.set(row, j * n);
+  }
 }
 
 /** Flips row `i` of `x` [*, n] (and `also`'s row) so that its largest |entry| is positive. */
