@@ -878,9 +878,9 @@ function cases(): Case<KernelName>[] {
     });
   }
   {
-    // segmentReduce max: ties (the first wins), NaN (the first NaN wins), -inf, rows skipped
-    // (-1 and 9 out of range), an empty segment, a segment of skipped rows only, and bounds
-    // past either end (clamped).
+    // segmentReduce max: ties (the first wins), NaN (kept only where first, as PyTorch's), -inf,
+    // rows skipped (-1 and 9 out of range), an empty segment, a segment of skipped rows only,
+    // and bounds past either end (clamped).
     const rows = 6;
     const inner = 3;
     const x = f32([
@@ -905,7 +905,7 @@ function cases(): Case<KernelName>[] {
           const r = index[i];
           if (r < 0 || r >= rows) continue;
           const v = x[r * inner + c];
-          const wins = best === null || v > best || (Number.isNaN(v) && !Number.isNaN(best));
+          const wins = best === null || v > best;
           if (wins) [best, indices[s * inner + c]] = [v, r];
         }
         values[s * inner + c] = best ?? 0;

@@ -169,6 +169,48 @@ Deno.test("embeddingBag max: ties go to the first row, as PyTorch 1.13", async (
   }
 });
 
+// PyTorch 1.13 (cpu and cuda) replaces a bag's held maximum only by a greater value: a NaN is
+// kept where it comes first (padding skipped) and never wins later.
+const NAN_MAX = {
+  weight: [[1, 2], [NaN, 0], [5, NaN], [1, 3]],
+  input: [0, 1, 2, 3, 1, 0, 3, 0, 2, 1, 3],
+  offsets: [0, 4, 6, 8],
+  // torch.nn.functional.embedding_bag(..., mode="max"), then backward of g = 1..8 as [4, 2].
+  want: {
+    none: {
+      out: [[5, 3], [NaN, 2], [1, 3], [5, NaN]],
+      grad: [[0, 4], [3, 0], [8, 8], [5, 8]],
+    },
+    padding0: {
+      out: [[NaN, 3], [NaN, 0], [1, 3], [5, NaN]],
+      grad: [[0, 0], [4, 4], [7, 8], [5, 8]],
+    },
+  },
+};
+
+backendTest(
+  "embeddingBag max: a NaN wins only as its bag's first value, as PyTorch 1.13",
+  async (device) => {
+    for (const d of device.backend === "cpu" ? [device, COMPOSED] : [device]) {
+      for (const [key, paddingIdx] of [["none", null], ["padding0", 0]] as const) {
+        const weight = tensor(NAN_MAX.weight, { device: d, requiresGrad: true });
+        const out = F.embeddingBag(i32(NAN_MAX.input, d), weight, i32(NAN_MAX.offsets, d), {
+          mode: "max",
+          paddingIdx,
+        });
+        const g = tensor([[1, 2], [3, 4], [5, 6], [7, 8]], { device: d });
+        out.mul(g).sum().backward();
+        const what = `${d.backend} ${key}`;
+        assertClose(await out.toArray() as number[][], NAN_MAX.want[key].out, { atol: 0, what });
+        assertClose(await weight.grad!.toArray() as number[][], NAN_MAX.want[key].grad, {
+          atol: 0,
+          what: `${what} weight gradient`,
+        });
+      }
+    }
+  },
+);
+
 backendTest("embeddingBag max: every backend equals the cpu kernel", async (device) => {
   for (const c of BAG_CASES) {
     const [out, grad] = await bagMax(c, CPU);
@@ -319,6 +361,132 @@ backendTest("embeddingBag sum and mean: every backend equals the cpu kernel", as
     }
   }
 });
+
+// llvmpipe (Mesa's gallivm, the webgpu adapter of these tests) ends any shader loop after 65535
+// iterations, nested loops' iterations counted together: a kernel invocation that walks a whole
+// long bag, or every bag of a column, stops early without an error.
+backendTest(
+  "embeddingBag: a bag of 70,001 positions, every mode (no loop past 65535)",
+  async (device) => {
+    const n = 70001;
+    // Row 0 everywhere but the last position, row 1: sum n + 1, mean (n + 1) / n, max 2 (the last).
+    const index = i32(Array.from({ length: n }, (_, i) => (i === n - 1 ? 1 : 0)), device);
+    for (const mode of ["sum", "mean", "max"] as const) {
+      const weight = tensor([[1], [2]], { device, requiresGrad: true });
+      const out = F.embeddingBag(index, weight, i32([0], device), { mode });
+      const want = mode === "sum" ? n + 1 : mode === "mean" ? Math.fround(n + 1) / n : 2;
+      assertClose(await out.toArray() as number[][], [[want]], { atol: 0, rtol: 1e-6, what: mode });
+      out.sum().backward();
+      const grad = mode === "sum" ? [[n - 1], [1]] : mode === "mean" ? [[(n - 1) / n], [1 / n]] : [
+        [0],
+        [1],
+      ];
+      // Mean's row 0 adds 1/n 70,000 times in float32 (as PyTorch's backward): 5e-4 off.
+      assertClose(await weight.grad!.toArray() as number[][], grad, {
+        atol: 0,
+        rtol: mode === "mean" ? 2e-3 : 0,
+        what: `${mode} weight gradient`,
+      });
+    }
+  },
+);
+
+backendTest(
+  "embeddingBag sum and mean: 20,000 bags of 2, the weight gradient (no loop past 65535)",
+  async (device) => {
+    const bags = 20000;
+    // Positions cycle through rows 0, 1, 2: row r is looked up 13,334, 13,333, 13,333 times.
+    const index = i32(Array.from({ length: 2 * bags }, (_, i) => i % 3), device);
+    const offsets = i32(Array.from({ length: bags }, (_, b) => 2 * b), device);
+    for (const mode of ["sum", "mean"] as const) {
+      const weight = tensor([[1, 2, 3, 4, 5], [0, 1, 0, 1, 0], [2, 2, 2, 2, 2]], {
+        device,
+        requiresGrad: true,
+      });
+      F.embeddingBag(index, weight, offsets, { mode }).sum().backward();
+      const per = mode === "sum" ? 1 : 0.5;
+      const want = [13334, 13333, 13333].map((k) => Array(5).fill(k * per));
+      assertClose(await weight.grad!.toArray() as number[][], want, {
+        atol: 0,
+        rtol: 0,
+        what: mode,
+      });
+    }
+  },
+);
+
+backendTest(
+  "embeddingBag max: 70,000 bags, the weight gradient (no loop past 65535)",
+  async (device) => {
+    // The maxima's gradient is a scatter-add of [70000, dim] into the table (webgpu: an invocation
+    // per table element or per column, each walking every bag). Rows [3, 2] take the first variant,
+    // [300, 4] the second.
+    const bags = 70000;
+    for (const [rows, dim] of [[3, 2], [300, 4]]) {
+      const index = i32(Array.from({ length: bags }, (_, i) => i % rows), device);
+      const offsets = i32(Array.from({ length: bags }, (_, b) => b), device);
+      const values = Array.from(
+        { length: rows },
+        (_, r) => Array.from({ length: dim }, (_, c) => r + c),
+      );
+      const weight = tensor(values, { device, requiresGrad: true });
+      F.embeddingBag(index, weight, offsets, { mode: "max" }).sum().backward();
+      const want = values.map((row, r) =>
+        row.map(() => Math.floor(bags / rows) + (r < bags % rows ? 1 : 0))
+      );
+      assertClose(await weight.grad!.toArray() as number[][], want, {
+        atol: 0,
+        rtol: 0,
+        what: `[${rows}, ${dim}]`,
+      });
+    }
+  },
+);
+
+backendTest(
+  "embeddingBag sum: perSampleWeights get 0 at padding with a NaN padding row, as PyTorch",
+  async (device) => {
+    // PyTorch 1.13: out [[0.5, 1], [-3, 1]], weight grad [[0.5, 1], [0, 0], [-3, -4]], psw grad
+    // [5, 0, 5, 0] (the composition multiplied the padding row, NaN and inf, by a zero gradient).
+    for (const d of device.backend === "cpu" ? [device, COMPOSED] : [device]) {
+      const weight = tensor([[1, 2], [NaN, Infinity], [3, -1]], { device: d, requiresGrad: true });
+      const psw = tensor([0.5, 2, -1, 4], { device: d, requiresGrad: true });
+      const out = F.embeddingBag(i32([0, 1, 2, 1], d), weight, i32([0, 2], d), {
+        mode: "sum",
+        perSampleWeights: psw,
+        paddingIdx: 1,
+      });
+      out.mul(tensor([[1, 2], [3, 4]], { device: d })).sum().backward();
+      const what = d.backend;
+      assertClose(await out.toArray() as number[][], [[0.5, 1], [-3, 1]], { atol: 0, what });
+      assertClose(await weight.grad!.toArray() as number[][], [[0.5, 1], [0, 0], [-3, -4]], {
+        atol: 0,
+        what: `${what} weight gradient`,
+      });
+      assertClose(await psw.grad!.toArray() as number[], [5, 0, 5, 0], {
+        atol: 0,
+        what: `${what} perSampleWeights gradient`,
+      });
+    }
+  },
+);
+
+backendTest(
+  "embeddingBag sum: an empty input still gives perSampleWeights a gradient",
+  async (device) => {
+    // PyTorch 1.13: per_sample_weights.grad is tensor([]) (the weight's, zeros).
+    const weight = tensor([[1, 2], [3, 4]], { device, requiresGrad: true });
+    const psw = tensor([], { device, requiresGrad: true });
+    const out = F.embeddingBag(i32([], device), weight, i32([0, 0], device), {
+      mode: "sum",
+      perSampleWeights: psw,
+    });
+    out.sum().backward();
+    assert.deepEqual(await out.toArray(), [[0, 0], [0, 0]]);
+    assert.deepEqual(await psw.grad?.toArray(), []);
+    assert.deepEqual(await weight.grad?.toArray(), [[0, 0], [0, 0]]);
+  },
+);
 
 Deno.test("embeddingBag sum: an index out of range is an error naming it", async () => {
   for (const device of [CPU, COMPOSED]) {

@@ -721,12 +721,12 @@ export interface SortArgs<B = DeviceBuffer> extends AxisView {
 /**
  * `segmentReduce` (optional): embeddingBag's bags in one pass. Position i is row `index[i]`
  * of the table; segment s is positions [bounds[s], bounds[s + 1]) (clamped into [0, count]),
- * skipping rows outside [0, rows). "max": `out[s, c]` is the first maximum of column c (a
- * value replaces the held one when greater, or NaN over a number) and `indices[s, c]` its
- * row; 0 and -1 when empty. "sum": 0 plus each row times `weights[i]` (if given), in order,
- * each step rounded to the dtype; "mean" divides that by the rows counted. `transpose` (sum,
- * mean): the adjoint, `x` [size, inner] and `out` [rows, inner] = 0 plus x[s] times that
- * factor at each position's row, in order. Float `x` only.
+ * skipping rows outside [0, rows). "max": `out[s, c]` is the first maximum of column c (only
+ * a greater value replaces the held one, as PyTorch's: a NaN stays where first, never wins
+ * later), `indices[s, c]` its row; 0 and -1 when empty. "sum": 0 plus each row times
+ * `weights[i]` (if given), in order, each step rounded to the dtype; "mean" divides that by
+ * the rows counted. `transpose` (sum, mean): the adjoint, `x` [size, inner] and `out` [rows,
+ * inner] = 0 plus x[s] times that factor at each position's row, in order. Float `x` only.
  */
 export interface SegmentReduceArgs<B = DeviceBuffer> {
   /** Read, [rows, inner]; [size, inner] with `transpose`. */

@@ -70,7 +70,8 @@ export interface EmbeddingBagOptions {
  * `includeLastOffset`; indices after it belong to no bag). Gives [B, dim];
  * an empty bag (or one of padding only) gives zeros. In mode `"max"` the
  * gradient of each maximum goes to the row it came from, the first of its
- * bag on ties (as PyTorch's); a NaN is the maximum of its column. `offsets` must start at 0, never decrease
+ * bag on ties, and a NaN only where it is its bag's first value in that column (a later one
+ * never wins), as PyTorch's. `offsets` must start at 0, never decrease
  * and end at most at N, as PyTorch requires: that is checked on the device,
  * and the next read on it rejects when they do not.
  */
@@ -180,8 +181,9 @@ export function embeddingBag(
     }
     const rowsOf = lookup(flat, weight, paddingIdx, maxNorm, normType);
     if (bags === 0 || n === 0) {
-      // Zeros that still reach weight (with zero gradient), as PyTorch's output does.
-      return rowsOf.sum(0).unsqueeze(0).mul(0).expand([bags, dim]).add(0);
+      // Zeros that still reach weight and perSampleWeights (with zero gradients), as PyTorch's.
+      const zeros = rowsOf.sum(0).unsqueeze(0).mul(0).expand([bags, dim]);
+      return zeros.add(psw === null ? 0 : psw.reshape([n]).narrow(0, 0, 0).sum());
     }
     // The bag of each position; `bags` (no bag) for padding and a tail after the closing offset.
     const segment = noGrad(() =>
@@ -194,7 +196,11 @@ export function embeddingBag(
       noGrad(() =>
         segmentSum(full([n, 1], 1, { dtype: weight.dtype, device: weight.device }), bagOf, bags)
       );
-    const src = psw === null ? rowsOf : rowsOf.mul(psw.reshape([n, 1]));
+    // Rows in no bag (padding, a tail) are zeroed before the product: their weights' gradient,
+    // the row times a zero, would be NaN for an inf or NaN row (PyTorch's is 0).
+    const src = psw === null
+      ? rowsOf
+      : where(noGrad(() => bagOf.eq(bags).reshape([n, 1])), 0, rowsOf).mul(psw.reshape([n, 1]));
     const summed = segmentSum(src, bagOf, bags);
     if (mode === "sum") return summed;
     return summed.div(noGrad(() => count().clamp(1)));
@@ -436,7 +442,17 @@ function composedArgmax(x: Tensor, index: Tensor, bounds: Tensor): Tensor {
   const segment = scatterAddRaw(full([size], 1, { dtype: "int32", device }), starts, 0, n + 1)
     .cumsum(0).narrow(0, 0, n);
   const valid = index.ge(0).mul(index.lt(rows)).reshape([n, 1]);
-  let values = x.indexSelect(0, index.clamp(0, rows - 1));
+  // Keys compared in place of the values: PyTorch keeps a NaN only where it comes first (a
+  // value replaces the held one only when greater), so a NaN is +inf at its segment's first
+  // valid position and -inf elsewhere; ties keep the earlier, so the keys pick PyTorch's rows.
+  const counted = valid.reshape([n]).to("int32");
+  const upTo = counted.cumsum(0);
+  const startOf = starts.indexSelect(0, segment.sub(1).clamp(0, size - 1)).clamp(0, n - 1);
+  const first = valid.mul(
+    upTo.sub(upTo.sub(counted).indexSelect(0, startOf)).eq(1).reshape([n, 1]),
+  );
+  const looked = x.indexSelect(0, index.clamp(0, rows - 1));
+  let values = where(looked.ne(looked), where(first, Infinity, -Infinity).to(x.dtype), looked);
   let at = where(valid, arangeOn(n, device).reshape([n, 1]), -1).expand([n, d]);
   for (let s = 1; s < n; s *= 2) {
     const [nextValues, nextAt] = tidy(() => {
@@ -446,8 +462,7 @@ function composedArgmax(x: Tensor, index: Tensor, bounds: Tensor): Tensor {
         full([s, 1], 0, { dtype: "int32", device }),
         segment.narrow(0, s, n - s).eq(segment.narrow(0, 0, n - s)).to("int32").reshape([n - s, 1]),
       ]);
-      // Greater, or NaN over a number.
-      const better = values.gt(before).add(values.ne(values).mul(before.eq(before)));
+      const better = values.gt(before);
       const later = beforeAt.lt(0).add(at.ge(0).mul(better)).gt(0);
       const keepBefore = together.mul(later.eq(0));
       return [where(keepBefore, before, values), where(keepBefore, beforeAt, at)];

@@ -160,8 +160,9 @@ function segmentMax(
       for (let c = 0; c < inner; c++) {
         const v = x[from + c];
         const b = out[o + c];
-        // Greater, or NaN over a number (v !== v: v is NaN); ties keep the first.
-        if (v > b || (v !== v && b === b)) {
+        // Only a greater value replaces the held one, as PyTorch's: ties keep the first, and a
+        // NaN is kept where it came first but never wins later.
+        if (v > b) {
           out[o + c] = v;
           indices![o + c] = r;
         }

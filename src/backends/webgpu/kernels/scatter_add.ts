@@ -4,8 +4,8 @@
  * (ascending source index), by one of two variants chosen per shape:
  * - per output element: each sums its own matches over the index axis,
  *   `count` reads per output element (plenty of parallelism, quadratic work);
- * - per column (o, i): one invocation zeroes its column and adds every
- *   source of it in turn, `size + count` steps (linear work, only
+ * - per column (o, i): one invocation adds every source of its column in
+ *   turn (zeroed by a pass before), `size + count` steps (linear work, only
  *   `outer · inner` invocations). A max pool's gradient is this shape:
  *   `size` = H·W inputs per plane, `count` = OH·OW maxima, one column per
  *   plane.
@@ -39,6 +39,13 @@ export function scatterByColumn(
   return byColumn < byElement;
 }
 
+/**
+ * Sources one invocation adds in one dispatch (word 4 numbers the chunk): llvmpipe silently
+ * ends a shader loop after 65535 iterations, so longer sums take several dispatches, in order,
+ * the running sum kept in `out`.
+ */
+const CHUNK = 16384;
+
 function byElementWgsl(t: "f32" | "i32"): string {
   return PARAMS_WGSL + storage(1, "src", t, false) + storage(2, "index", "i32", false) +
     storage(3, "out", t, true) + main1d(WG) +
@@ -48,8 +55,10 @@ function byElementWgsl(t: "f32" | "i32"): string {
 ${coordinates("idx", ["o", "row", "i"], ["size", "inner"])}
   let r = i32(row);
   let first = o * count * inner + i;
+  let chunk = pu(4u) * ${CHUNK}u;
   var acc = ${literals(t).zero};
-  for (var j = 0u; j < count; j++) {
+  if (chunk > 0u) { acc = out[idx]; }
+  for (var j = chunk; j < min(count, chunk + ${CHUNK}u); j++) {
     let k = first + j * inner;
     if (index[k] == r) { acc += src[k]; }
   }
@@ -59,7 +68,8 @@ ${coordinates("idx", ["o", "row", "i"], ["size", "inner"])}
 }
 
 function byColumnWgsl(t: "f32" | "i32"): string {
-  // Word 0 is the column count here; the invocation owns column (o, i).
+  // Word 0 is the column count here; the invocation owns column (o, i), sources j of word 4's
+  // chunk; `out` is zeroed before the first.
   return PARAMS_WGSL + storage(1, "src", t, false) + storage(2, "index", "i32", false) +
     storage(3, "out", t, true) + main1d(WG) +
     `  let size = pu(1u);
@@ -67,9 +77,9 @@ function byColumnWgsl(t: "f32" | "i32"): string {
   let inner = pu(3u);
 ${coordinates("idx", ["o", "i"], ["inner"])}
   let dst = o * size * inner + i;
-  for (var r = 0u; r < size; r++) { out[dst + r * inner] = ${literals(t).zero}; }
   let first = o * count * inner + i;
-  for (var j = 0u; j < count; j++) {
+  let chunk = pu(4u) * ${CHUNK}u;
+  for (var j = chunk; j < min(count, chunk + ${CHUNK}u); j++) {
     let k = first + j * inner;
     let r = index[k];
     if (r >= 0 && u32(r) < size) {
@@ -91,14 +101,40 @@ export function scatterAdd(rt: Runtime, args: ScatterAddArgs<GPUBuffer>): void {
   if (numel === 0) return;
   const t = wgslType(dtype);
   const byColumn = scatterByColumn(args, rt.isCpuAdapter);
-  const work = byColumn ? outer * inner : numel;
+  if (!byColumn) {
+    for (let chunk = 0; chunk === 0 || chunk * CHUNK < count; chunk++) {
+      rt.dispatch({
+        name: "scatterAdd",
+        key: `scatterAdd_element_${t}`,
+        wgsl: () => byElementWgsl(t),
+        signature: "rrw",
+        buffers: [src, index, out],
+        params: [numel, size, count, inner, chunk],
+        groups: groups2d(Math.ceil(numel / WG)),
+      });
+    }
+    return;
+  }
   rt.dispatch({
     name: "scatterAdd",
-    key: `scatterAdd_${byColumn ? "column" : "element"}_${t}`,
-    wgsl: () => (byColumn ? byColumnWgsl(t) : byElementWgsl(t)),
-    signature: "rrw",
-    buffers: [src, index, out],
-    params: [work, size, count, inner],
-    groups: groups2d(Math.ceil(work / WG)),
+    key: `scatterAdd_zero_${t}`,
+    wgsl: () =>
+      PARAMS_WGSL + storage(1, "out", t, true) + main1d(WG) +
+      `  out[idx] = ${literals(t).zero};\n}\n`,
+    signature: "w",
+    buffers: [out],
+    params: [numel],
+    groups: groups2d(Math.ceil(numel / WG)),
   });
+  for (let chunk = 0; chunk * CHUNK < count; chunk++) {
+    rt.dispatch({
+      name: "scatterAdd",
+      key: `scatterAdd_column_${t}`,
+      wgsl: () => byColumnWgsl(t),
+      signature: "rrw",
+      buffers: [src, index, out],
+      params: [outer * inner, size, count, inner, chunk],
+      groups: groups2d(Math.ceil((outer * inner) / WG)),
+    });
+  }
 }
