@@ -172,6 +172,10 @@ Deno.test("cpu BLAS: products equal the WebAssembly kernel's to float32 rounding
       [3, 8, 5, 7, "b"],
       [2, 4, 6, 0, ""],
       [1, 0, 6, 3, ""],
+      // m ≥ 256: B transposed is copied untransposed before BLAS runs it.
+      [3, 300, 6, 20, ""],
+      [3, 300, 6, 20, "b"],
+      [2, 256, 5, 0, ""],
     ] as const
   ) {
     for (const transA of [false, true]) {

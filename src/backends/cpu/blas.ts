@@ -66,10 +66,11 @@ export interface Blas {
    * Computes `args`' product (row-major operands as the contract stores
    * them) and adds `bias` to every row afterwards (rounded as the composed
    * add rounds it). Runs on the calling thread, with up to `threads`
-   * threads of the library's own (OpenBLAS: its process-wide count is set
-   * to `threads` first when it differs, so a Worker rank's 1 and the main
-   * thread's every core each hold for their own products; should both
-   * compute at once, OpenBLAS serialises its multi-threaded calls).
+   * threads of the library's own (one for products of at most 2^19
+   * multiply-adds; OpenBLAS: its process-wide count is set first when it
+   * differs, so a Worker rank's 1 and the main thread's every core each
+   * hold for their own products; should both compute at once, OpenBLAS
+   * serialises its multi-threaded calls).
    */
   matmul(args: MatmulArgs<TypedArray>, threads: number, bias?: TypedArray): void;
   /**
@@ -188,7 +189,8 @@ function open(): Blas | null {
           },
         }
         : null,
-      matmul: (args, threads, bias) => {
+      matmul: (args, maxThreads, bias) => {
+        const threads = args.m * args.n * args.k <= ONE_THREAD_MAX ? 1 : maxThreads;
         if (set && get && get() !== threads) set(threads);
         gemm(args.dtype === "float64" ? dgemm : sgemm, args, bias);
       },
@@ -197,8 +199,105 @@ function open(): Blas | null {
   return null;
 }
 
+/**
+ * A product with B transposed runs with B copied into its untransposed
+ * layout first (see {@link untransposeB}) when B is small (n·k ≤
+ * `UNTRANSPOSE_MAX_B` elements) next to many rows (m ≥ `UNTRANSPOSE_MIN_M`,
+ * so the copy is at most 1/256 of the product's multiply-adds) and the
+ * product is small (m·n·k ≤ `UNTRANSPOSE_MAX`): OpenBLAS 0.3.21
+ * (Cooperlake) ran those up to 1.5x faster untransposed, on one thread and
+ * on two (32 × 432·32·64 on 2 threads: 1.07 / 0.82, 0.93 / 0.71). Timed on
+ * one thread on a shared 2-core machine (load 1.6-2.5), batch × m·n·k,
+ * medians ms per batched call, as given / copied first (copy included), two
+ * runs:
+ *
+ * - in the rule: 32 × 432·32·64 (convTranspose3d's weight gradient) 0.85 /
+ *   0.80 and 0.94 / 0.72, 32 × 432·16·64 0.37 / 0.32 and 0.40 / 0.34, 16 ×
+ *   1024·32·16 0.24 / 0.19 and 0.26 / 0.20, 8 × 1000·30·32 0.29 / 0.19 and
+ *   0.28 / 0.20, 32 × 2048·8·8 0.31 / 0.20 and 0.32 / 0.21, 32 × 288·16·64
+ *   0.26 / 0.29 and 0.28 / 0.25, 32 × 256·16·16 0.082 / 0.081;
+ * - a bigger B lost: 32 × 300·48·64 0.92 / 1.39 and 1.04 / 1.27, 16 ×
+ *   320·56·56 0.42 / 0.66, 32 × 256·60·64 0.93 / 1.40; so did fewer rows
+ *   (32 × 16·81·256, conv3d's weight gradient: 0.35 / 0.87 on 2 threads)
+ *   and products on 2 threads (8 × 2048·16·32: 0.47 / 0.59; 32 ×
+ *   64·576·784, conv2d's weight gradient: 24.4 / 37.3);
+ * - A transposed (Linear's weight gradient, conv's input gradient) ran as
+ *   fast as untransposed: copying it first lost everywhere tried (32 ×
+ *   64·576·16 0.42 / 0.71; 8 × 64·576·16 with A shared 0.095 / 0.099).
+ */
+const UNTRANSPOSE_MIN_M = 256;
+const UNTRANSPOSE_MAX_B = 2048;
+const UNTRANSPOSE_MAX = 1 << 20;
+
+/**
+ * Products of at most this many multiply-adds (per batch entry) run on one
+ * BLAS thread: OpenBLAS splits products over 2^18 over its threads, and
+ * inside a training step on a busy machine the second thread's start cost
+ * more than it saved (a transposed B made it worse: OpenBLAS runs small
+ * untransposed products in a single-threaded direct kernel instead, so for
+ * 32 × 16·81·256 with B transposed a call took 9.5 ms on 2 threads, 0.60 on
+ * 1, 0.23 untransposed, at load 3.4). Each step timed interleaved with the
+ * same code on 2 threads (2 cores, load 2.4-3.3, medians ms): conv3d 3 ->
+ * 16 32³ k 3 s 2 (its three products 32 × 331,776 multiply-adds) 5.11 ->
+ * 4.82 and 4.79 -> 4.40, conv2d [4, 16, 14, 14] k 3 0.91 -> 0.85, MLP
+ * 2-64-64-3 b128 0.42 -> 0.37; bigger products unchanged (bench/NOTES.md,
+ * 2026-11-27 12:00-13:00). Not measured on an idle machine with more
+ * cores, where 2^19 multiply-adds (~50 µs on one core) may still gain from
+ * a second thread: hence a bound 2x OpenBLAS's own, not more.
+ */
+const ONE_THREAD_MAX = 1 << 19;
+
 /** One product per batch entry (CBLAS has no batched call); then the bias. */
 function gemm(fn: GemmFn, args: MatmulArgs<TypedArray>, bias?: TypedArray): void {
+  const { transB, m, n, k } = args;
+  const copyB = transB && m >= UNTRANSPOSE_MIN_M && n * k <= UNTRANSPOSE_MAX_B &&
+    m * n * k <= UNTRANSPOSE_MAX;
+  gemmAsGiven(fn, copyB ? untransposeB(args) : args);
+  if (bias !== undefined) addBiasRows(args.out, bias, args.batch * args.m, args.n);
+}
+
+/**
+ * `args` with B (stored [n, k] per entry) copied into its untransposed
+ * [k, n] layout, once where it is broadcast (batch stride 0): the same sums
+ * of the same products.
+ */
+function untransposeB(args: MatmulArgs<TypedArray>): MatmulArgs<TypedArray> {
+  const { b, batch, n, k, bBatchStride, dtype } = args;
+  const count = bBatchStride === 0 ? 1 : batch;
+  const copy = dtype === "float64"
+    ? new Float64Array(count * k * n)
+    : new Float32Array(count * k * n);
+  for (let i = 0; i < count; i++) transposeInto(b, i * bBatchStride, n, k, copy, i * k * n);
+  return { ...args, b: copy, bBatchStride: count === 1 ? 0 : k * n, transB: false };
+}
+
+/**
+ * `x`'s [rows, cols] matrix at `offset` into `out` at `outOffset` as
+ * [cols, rows], in 32 × 32 tiles (both sides stay in cache).
+ */
+function transposeInto(
+  x: TypedArray,
+  offset: number,
+  rows: number,
+  cols: number,
+  out: TypedArray,
+  outOffset: number,
+): void {
+  const tile = 32;
+  for (let i0 = 0; i0 < rows; i0 += tile) {
+    const i1 = Math.min(rows, i0 + tile);
+    for (let j0 = 0; j0 < cols; j0 += tile) {
+      const j1 = Math.min(cols, j0 + tile);
+      for (let i = i0; i < i1; i++) {
+        const from = offset + i * cols;
+        for (let j = j0; j < j1; j++) out[outOffset + j * rows + i] = x[from + j];
+      }
+    }
+  }
+}
+
+/** The products as `args` lays them out, one BLAS call per batch entry. */
+function gemmAsGiven(fn: GemmFn, args: MatmulArgs<TypedArray>): void {
   const { a, b, out, batch, m, n, k, aBatchStride, bBatchStride, transA, transB } = args;
   const lda = transA ? m : k;
   const ldb = transB ? k : n;
@@ -226,5 +325,4 @@ function gemm(fn: GemmFn, args: MatmulArgs<TypedArray>, bias?: TypedArray): void
       n,
     );
   }
-  if (bias !== undefined) addBiasRows(out, bias, batch * m, n);
 }
