@@ -27,3 +27,4 @@ export * from "./objects.ts";
 export * from "./p2p.ts";
 export * from "./spawn.ts";
 export * from "./ddp.ts";
+export * as optim from "./optim.ts";
