@@ -1,8 +1,8 @@
 /**
  * Optimizers, as `torch.optim`: `SGD`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`,
  * `Adamax`, `NAdam`, `RAdam`, `Adadelta`, `Rprop`, `ASGD`, `LBFGS` (whose step is async),
- * the `Optimizer` base class, and the learning-rate schedules of
- * `lrScheduler`.
+ * the `Optimizer` base class, the learning-rate schedules of
+ * `lrScheduler`, and Stochastic Weight Averaging (`swaUtils`).
  *
  * @example
  * ```ts
@@ -29,3 +29,4 @@ export * from "./rprop.ts";
 export * from "./asgd.ts";
 export * from "./lbfgs.ts";
 export * as lrScheduler from "./lr_scheduler.ts";
+export * as swaUtils from "./swa_utils.ts";
