@@ -203,7 +203,7 @@ backendTest("convTranspose and interpolate: errors name the shapes and values", 
   );
   assert.throws(
     () => F.interpolate(img, { size: 4, mode: "cubic" as nn.functional.InterpolateMode }),
-    /interpolate: mode must be one of "nearest", "linear", "bilinear", "trilinear", "bicubic", "area", got "cubic"/,
+    /interpolate: mode must be one of "nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area", got "cubic"/,
   );
   assert.throws(
     () => F.interpolate(img, { size: 4, mode: "linear" }),
