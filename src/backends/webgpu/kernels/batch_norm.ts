@@ -5,6 +5,15 @@
  * one shifted pass is float64, and a one-pass variance in float32 cancels
  * when the mean is large against the spread. A third pass normalizes.
  * Each channel's values are taken relative to its first value throughout.
+ *
+ * llvmpipe (Mesa's gallivm) silently ends a shader loop after 65535
+ * iterations, those of the loops nested in it counted too: a lane walking
+ * a channel of a few million values stopped part way. So where a lane
+ * would walk more than {@link CHUNK} steps, each pass takes several
+ * dispatches of at most that many ({@link channelWalk}), each lane's
+ * running sum kept between them in two of the channel's own output
+ * elements (no further binding: the backward already needs nine), the
+ * same adds in the same order as one dispatch.
  * @module
  */
 
@@ -22,6 +31,9 @@ export const CHANNEL_WG = 64;
  */
 const ROW_MIN = 32;
 
+/** Steps a lane walks in one dispatch (a quarter of llvmpipe's loop limit). */
+const CHUNK = 16384;
+
 /** The parameter words of {@link channelLoop}: outer, channels, inner. */
 export const CHANNEL_PARAMS_WGSL = `
   let outer = pu(0u); let channels = pu(1u); let inner = pu(2u);
@@ -33,11 +45,13 @@ export const CHANNEL_PARAMS_WGSL = `
 /**
  * A WGSL loop running `body` once per element of channel `c` of
  * [outer, channels, inner] in this invocation's share, with the element's
- * offset in `at`.
+ * offset in `at`; `chunked`: only the share of the range [`begin`, `end`)
+ * (of `o` walking rows, else of the flat index) of {@link CHUNK_WGSL}.
  */
-export function channelLoop(rows: boolean, body: string): string {
+export function channelLoop(rows: boolean, body: string, chunked = false): string {
+  const [from, to] = chunked ? ["begin", "end"] : ["0u", rows ? "outer" : "outer * inner"];
   return rows
-    ? `  for (var o = 0u; o < outer; o++) {
+    ? `  for (var o = ${from}; o < ${to}; o++) {
     let row = (o * channels + c) * inner;
     for (var i = lid; i < inner; i += ${CHANNEL_WG}u) {
       let at = row + i;
@@ -45,7 +59,7 @@ ${body}
     }
   }
 `
-    : `  for (var j = lid; j < outer * inner; j += ${CHANNEL_WG}u) {
+    : `  for (var j = ${from} + lid; j < ${to}; j += ${CHANNEL_WG}u) {
     let o = j / inner;
     let at = (o * channels + c) * inner + (j - o * inner);
 ${body}
@@ -57,6 +71,46 @@ ${body}
 export function channelRows(inner: number): boolean {
   return inner >= ROW_MIN;
 }
+
+/** How a lane walks a channel: by rows, and in which dispatches. */
+export interface ChannelWalk {
+  /** Rows of the last dims (else one flat range). */
+  readonly rows: boolean;
+  /** The ranges [from, to) of one dispatch each (of `o`, or the flat index); null: one. */
+  readonly chunks: readonly (readonly [number, number])[] | null;
+}
+
+/** The {@link ChannelWalk} of [outer, channels, inner], at most {@link CHUNK} steps a lane. */
+export function channelWalk(outer: number, inner: number): ChannelWalk {
+  // A single row longer than a dispatch's walk goes flat (only ranges of rows are split).
+  const rows = channelRows(inner) && inner <= CHANNEL_WG * CHUNK;
+  const units = rows ? outer : Math.ceil((outer * inner) / CHANNEL_WG);
+  // A row costs the outer loop's step and the inner loop's (nested loops count together).
+  const per = rows ? 1 + Math.ceil(inner / CHANNEL_WG) : 1;
+  if (units * per <= CHUNK) return { rows, chunks: null };
+  const step = Math.max(1, Math.floor(CHUNK / per));
+  const chunks: [number, number][] = [];
+  for (let u = 0; u < units; u += step) {
+    const end = Math.min(units, u + step);
+    chunks.push(
+      rows ? [u, end] : [u * CHANNEL_WG, Math.min(outer * inner, end * CHANNEL_WG)],
+    );
+  }
+  return { rows, chunks };
+}
+
+/**
+ * The words of a chunked walk's dispatch (4: the pass, 5 and 6: `begin`, `end`) and `slotX`,
+ * `slotY`: the offsets of channel `c`'s elements 2·lid and 2·lid + 1 (a chunked channel has
+ * far more than 2·{@link CHANNEL_WG}), where a lane keeps its running sums between dispatches.
+ */
+export const CHUNK_WGSL = `
+  let phase = pu(4u); let begin = pu(5u); let end = pu(6u);
+  let o0 = (2u * lid) / inner;
+  let slotX = (o0 * channels + c) * inner + (2u * lid - o0 * inner);
+  let o1 = (2u * lid + 1u) / inner;
+  let slotY = (o1 * channels + c) * inner + (2u * lid + 1u - o1 * inner);
+`;
 
 /**
  * `<name>(v, lid)`: the workgroup's sum of every invocation's `v` (a tree
@@ -109,6 +163,50 @@ ${channelLoop(rows, "      out[at] = ((x[at] - shift) - centeredMean) * scale + 
 `;
 }
 
+/**
+ * {@link batchNormWgsl} a range at a time: pass 0 sums the values, 1 the centered squares
+ * (each lane's running sum in `out` at its slots), 2 normalizes. The last pass's dispatches run
+ * with the range holding the slots last, as every one reads them.
+ */
+function batchNormChunkedWgsl(rows: boolean): string {
+  return PARAMS_WGSL + storage(1, "x", "f32", false) + storage(2, "weight", "f32", false) +
+    storage(3, "bias", "f32", false) + storage(4, "mean", "f32", true) +
+    storage(5, "invstd", "f32", true) + storage(6, "variance", "f32", true) +
+    storage(7, "out", "f32", true) + workgroupSumWgsl("sumOfValues", "f32") +
+    workgroupSumWgsl("sumOfSquares", "f32") + mainPerWorkgroup(CHANNEL_WG) +
+    CHANNEL_PARAMS_WGSL + CHUNK_WGSL +
+    `  let n = f32(outer * inner);
+  let shift = x[c * inner];
+  let px = out[slotX];
+  let py = out[slotY];
+  // Every lane has read its sums before any lane writes the slots' elements.
+  storageBarrier();
+  if (phase == 0u) {
+    var s = select(0.0, px, begin > 0u);
+${channelLoop(rows, "      s += x[at] - shift;", true)}    out[slotX] = s;
+    return;
+  }
+  let centeredMean = sumOfValues(px, lid) / n;
+  if (phase == 1u) {
+    var q = select(0.0, py, begin > 0u);
+${
+      channelLoop(rows, "      let d = (x[at] - shift) - centeredMean;\n      q += d * d;", true)
+    }    out[slotY] = q;
+    return;
+  }
+  let v = sumOfSquares(py, lid) / n;
+  let inv = 1.0 / sqrt(v + pf(3u));
+  if (lid == 0u && begin == 0u) {
+    mean[c] = shift + centeredMean;
+    variance[c] = v;
+    invstd[c] = inv;
+  }
+  let scale = inv * weight[c];
+  let b = bias[c];
+${channelLoop(rows, "      out[at] = ((x[at] - shift) - centeredMean) * scale + b;", true)}}
+`;
+}
+
 /** Records the batch norm of {@link BatchNormArgs}. */
 export function batchNorm(rt: Runtime, args: BatchNormArgs<GPUBuffer>): void {
   const { x, weight, bias, mean, invstd, variance, out, outer, channels, inner, dtype } = args;
@@ -116,7 +214,23 @@ export function batchNorm(rt: Runtime, args: BatchNormArgs<GPUBuffer>): void {
     throw new Error(`${rt.name} batchNorm does not support dtype ${dtype}`);
   }
   if (channels === 0) return;
-  const rows = channelRows(inner);
+  const { rows, chunks } = channelWalk(outer, inner);
+  if (chunks) {
+    for (const phase of [0, 1, 2]) {
+      for (const [from, to] of phase === 2 ? [...chunks].reverse() : chunks) {
+        rt.dispatch({
+          name: "batchNorm",
+          key: `batch_norm_chunked_${rows ? "rows" : "flat"}`,
+          wgsl: () => batchNormChunkedWgsl(rows),
+          signature: "rrrwwww",
+          buffers: [x, weight, bias, mean, invstd, variance, out],
+          params: [outer, channels, inner, f32Bits(args.eps), phase, from, to],
+          groups: groups2d(channels),
+        });
+      }
+    }
+    return;
+  }
   rt.dispatch({
     name: "batchNorm",
     key: `batch_norm_${rows ? "rows" : "flat"}`,

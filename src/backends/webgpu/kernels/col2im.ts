@@ -8,7 +8,14 @@
 import type { Col2imArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-import { rowRange, walkRows, WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
+import {
+  rowPiece,
+  rowPieces,
+  rowRange,
+  walkRows,
+  WINDOW_PARAMS_WGSL,
+  windowParams,
+} from "./im2col.ts";
 
 const WG = 256;
 
@@ -32,7 +39,10 @@ export function col2im(rt: Runtime, layout: Col2imArgs<GPUBuffer>): void {
   const { x: cols, out } = layout;
   const { batch, channels, height, width } = layout;
   const rows = walkRows(rt);
-  const count = batch * channels * height * (rows ? 1 : width);
+  const piece = rowPiece(1 + layout.kernelH * (1 + layout.kernelW));
+  const count = rows
+    ? rowPieces(batch * channels * height, width, piece)
+    : batch * channels * height * width;
   if (count * width === 0) return;
   const t = wgslType(layout.dtype);
   const unit = layout.strideH === 1 && layout.strideW === 1;
@@ -42,7 +52,7 @@ export function col2im(rt: Runtime, layout: Col2imArgs<GPUBuffer>): void {
     wgsl: () =>
       PARAMS_WGSL + storage(1, "cols", t, false) + storage(2, "out", t, true) + main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
-${rowRange(rows, ["plane", "hu", "wFirst"], ["u32(H)", "u32(W)"])}  let h = i32(hu);
+${rowRange(rows, ["plane", "hu", "wFirst"], ["u32(H)", "u32(W)"], 13)}  let h = i32(hu);
   let taps = OH * OW;
   for (var wu = first; wu < end; wu++) {
     let w = i32(wu);
@@ -66,7 +76,7 @@ ${rowRange(rows, ["plane", "hu", "wFirst"], ["u32(H)", "u32(W)"])}  let h = i32(
 `,
     signature: "rw",
     buffers: [cols, out],
-    params: [count, ...windowParams(layout)],
+    params: [count, ...windowParams(layout), piece],
     groups: groups2d(Math.ceil(count / WG)),
   });
 }

@@ -6,12 +6,20 @@
  * weights. One dispatch instead of four (per-row kernel, two sums, a
  * division); a training batch has hundreds of rows, not millions, so one
  * workgroup is enough.
+ *
+ * llvmpipe silently ends a shader loop after 65535 iterations, nested
+ * loops counted together: where an invocation's rows times their classes
+ * would walk more than {@link CHUNK} steps, the per-row kernel (chunked for
+ * long rows) runs instead and its losses and weights are summed by `reduce`.
  * @module
  */
 
 import type { CrossEntropyReducedArgs } from "../../backend.ts";
-import { i32Bits, type Runtime } from "../runtime.ts";
-import { mainTiles, MAX_NAN_WGSL, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { groups2d, i32Bits, type Runtime } from "../runtime.ts";
+import { main1d, mainTiles, MAX_NAN_WGSL, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { crossEntropy } from "./cross_entropy.ts";
+import { reduce } from "./reduce.ts";
+import { CHUNK } from "./softmax.ts";
 
 const WG = 64;
 
@@ -20,6 +28,11 @@ export function crossEntropyReduced(rt: Runtime, args: CrossEntropyReducedArgs<G
   const { logits, target, probs, loss, weightSum, rows, classes, dtype } = args;
   if (wgslType(dtype) !== "f32") {
     throw new Error(`${rt.name} crossEntropyReduced does not support dtype ${dtype}`);
+  }
+  // The loop steps of the busiest invocation: its rows, three walks over the classes each.
+  if (Math.ceil(rows / WG) * (3 * classes + 1) > CHUNK) {
+    byRows(rt, args);
+    return;
   }
   // Params: rows, classes, ignoreIndex, mean. (`target` is a WGSL keyword: `labels`.)
   rt.dispatch({
@@ -75,4 +88,36 @@ var<workgroup> weightPart: array<f32, ${WG}>;
     params: [rows, classes, i32Bits(args.ignoreIndex), args.mean ? 1 : 0],
     groups: [1, 1, 1],
   });
+}
+
+/** {@link crossEntropyReduced} by the per-row kernel and two sums (no long loop anywhere). */
+function byRows(rt: Runtime, args: CrossEntropyReducedArgs<GPUBuffer>): void {
+  const { loss, weightSum, rows, dtype } = args;
+  const losses = rt.storage.acquire(Math.max(rows, 1) * 4);
+  const weights = rt.storage.acquire(Math.max(rows, 1) * 4);
+  crossEntropy(rt, { ...args, losses, weights });
+  reduce(rt, { op: "sum", x: losses, out: loss, outer: 1, size: rows, inner: 1, dtype });
+  reduce(rt, { op: "sum", x: weights, out: weightSum, outer: 1, size: rows, inner: 1, dtype });
+  if (args.mean) {
+    // Every row ignored: 0 / 0, NaN as PyTorch's mean (made explicitly, as above).
+    rt.dispatch({
+      name: "crossEntropyReduced",
+      key: "cross_entropy_reduced_mean",
+      wgsl: () =>
+        PARAMS_WGSL + MAX_NAN_WGSL + storage(1, "weightSum", "f32", false) +
+        storage(2, "loss", "f32", true) + main1d(1) +
+        `  let w = weightSum[0];
+  loss[0] = select(nanF32(), loss[0] / w, w > 0.0);
+}
+`,
+      signature: "rw",
+      buffers: [weightSum, loss],
+      params: [1],
+      groups: groups2d(1),
+    });
+  }
+  // Later kernels that reuse these buffers are recorded after this one, so
+  // queue order makes the early release safe.
+  rt.release(losses);
+  rt.release(weights);
 }

@@ -49,10 +49,29 @@ export function walkRows(rt: Runtime): boolean {
   return rt.isCpuAdapter;
 }
 
+/** Loop steps one invocation takes in one walk (a quarter of llvmpipe's loop limit). */
+const CHUNK = 16384;
+
+/**
+ * The length of the pieces a walked row is cut into: llvmpipe (Mesa's gallivm) silently ends a
+ * shader loop after 65535 iterations, those of nested loops counted too, so an invocation
+ * walking a row of 70,000 (or of 6,000 3x3 windows) stopped part way. `steps`: the loop steps
+ * per element of the row (1 + the window loops' for the pools and col2im).
+ */
+export function rowPiece(steps: number): number {
+  return Math.max(1, Math.floor(CHUNK / steps));
+}
+
+/** Invocations {@link rowRange} needs for `rows` rows of `length` cut in pieces of `piece`. */
+export function rowPieces(rows: number, length: number, piece: number): number {
+  return rows * Math.max(1, Math.ceil(length / piece));
+}
+
 /**
  * WGSL decoding `idx` over `names` (extents as in `coordinates`), the last
- * one walked: with `rows`, `idx` counts rows of the last dim and the
- * invocation covers all of it; otherwise `idx` is one element. Defines the
+ * one walked: with `rows`, `idx` counts pieces of rows of the last dim (of
+ * the length in parameter word `pieceWord`, from {@link rowPiece}) and the
+ * invocation covers its piece; otherwise `idx` is one element. Defines the
  * outer names, `rowAt` (the flat index of the row's first element) and
  * `first`/`end`, the range of the last dim to cover.
  */
@@ -60,13 +79,17 @@ export function rowRange(
   rows: boolean,
   names: readonly string[],
   extents: readonly string[],
+  pieceWord: number,
 ): string {
   const last = extents[extents.length - 1];
   if (rows) {
-    return coordinates("idx", names.slice(0, -1), extents.slice(0, -1)) +
-      `  let rowAt = idx * (${last});
-  let first = 0u;
-  let end = ${last};
+    return `  let piece = pu(${pieceWord}u);
+  let pieces = max(1u, ((${last}) + piece - 1u) / piece);
+  let rowIdx = idx / pieces;
+  let first = (idx - rowIdx * pieces) * piece;
+  let end = min(${last}, first + piece);
+` + coordinates("rowIdx", names.slice(0, -1), extents.slice(0, -1)) +
+      `  let rowAt = rowIdx * (${last});
 `;
   }
   const lastName = names[names.length - 1];
@@ -81,7 +104,10 @@ export function im2col(rt: Runtime, layout: Im2colArgs<GPUBuffer>): void {
   const { x, out: cols } = layout;
   const { batch, channels, kernelH, kernelW, outH, outW } = layout;
   const rows = walkRows(rt);
-  const count = batch * channels * kernelH * kernelW * outH * (rows ? 1 : outW);
+  const piece = rowPiece(1);
+  const count = rows
+    ? rowPieces(batch * channels * kernelH * kernelW * outH, outW, piece)
+    : batch * channels * kernelH * kernelW * outH * outW;
   if (count * outW === 0) return;
   // The pad value's bits in the tensor's dtype (cols holds raw words).
   const padBits = new Uint32Array(toHost(layout.dtype, [layout.padValue]).buffer)[0];
@@ -93,7 +119,7 @@ export function im2col(rt: Runtime, layout: Im2colArgs<GPUBuffer>): void {
       main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
 ${
-        rowRange(rows, ["plane", "ki", "kj", "oh", "ow"], ["KH", "KW", "OH", "OW"])
+        rowRange(rows, ["plane", "ki", "kj", "oh", "ow"], ["KH", "KW", "OH", "OW"], 14)
       }  let h = i32(oh) * SH - PH + i32(ki) * DH;
   let pad = pu(13u);
   if (h < 0 || h >= H) {
@@ -112,7 +138,7 @@ ${
 `,
     signature: "rw",
     buffers: [x, cols],
-    params: [count, ...windowParams(layout), padBits],
+    params: [count, ...windowParams(layout), padBits, piece],
     groups: groups2d(Math.ceil(count / WG)),
   });
 }

@@ -138,7 +138,16 @@ interface RbVariant {
    * layer's bias gradient beside its weight gradient.
    */
   rowSums: boolean;
+  /**
+   * The sum over k is split over dispatches (words 6 and 7: this one's [kFrom, kTo)), each
+   * adding its steps to what `out` (and `sums`) hold, the bias and activation only in the one
+   * ending at k: llvmpipe silently ends a shader loop after 65535 iterations.
+   */
+  split: boolean;
 }
+
+/** Reduction loop steps an invocation takes in one dispatch (a quarter of llvmpipe's limit). */
+const K_STEPS = 16384;
 
 /**
  * The `gelu` kernel's function (`x Φ(x)`, NaN kept) per value and per vec4,
@@ -183,6 +192,26 @@ function registerWgsl(v: RbVariant): string {
   for (const i of rows) {
     for (const q of groups) s += `  var acc${i}_${q} = vec4<f32>(0.0);\n`;
     if (v.rowSums) s += `  var rs${i} = 0.0;\n`;
+  }
+  if (v.split) {
+    // Later dispatches of a split sum go on from what the earlier ones stored.
+    s += `  let kFrom = pu(6u);
+  let kTo = pu(7u);
+  let last = kTo == k;
+  if (kFrom > 0u) {
+    let ob = bt * m * n;
+`;
+    for (const i of rows) {
+      s += `    let or${i} = ob + min(row + ${i}u, m - 1u) * n;\n`;
+      for (const q of groups) {
+        const at = (j: number) => `out[or${i} + min(col + ${4 * q + j}u, n - 1u)]`;
+        s += v.vecOut
+          ? `    if (col + ${4 * q}u < n) { acc${i}_${q} = out[(or${i} + col) / 4u + ${q}u]; }\n`
+          : `    acc${i}_${q} = vec4<f32>(${lanes.map(at).join(", ")});\n`;
+      }
+      if (v.rowSums) s += `    rs${i} = sums[min(row + ${i}u, m - 1u)];\n`;
+    }
+    s += "  }\n";
   }
   if (v.transA) {
     if (v.vecAT) {
@@ -241,13 +270,15 @@ function registerWgsl(v: RbVariant): string {
   if (v.k4) {
     // Four reduction steps per iteration: vec4 loads along k where the
     // layout allows (A rows, or B columns when B is transposed).
-    s += `  let k4 = k / 4u;
-  for (var kq = 0u; kq < k4; kq++) {
-    let kk = kq * 4u;
-`;
+    s += (v.split
+      ? "  for (var kq = kFrom / 4u; kq < kTo / 4u; kq++) {\n"
+      : "  let k4 = k / 4u;\n  for (var kq = 0u; kq < k4; kq++) {\n") +
+      "    let kk = kq * 4u;\n";
     if (v.vecBT) {
       for (const q of groups) {
-        for (const j of lanes) s += `    let t${q}${j} = b[bq${q}${j} + kq];\n`;
+        for (const j of lanes) {
+          s += `    let t${q}${j} = b[bq${q}${j} + kq];\n`;
+        }
         for (const e of lanes) {
           const c = "xyzw"[e];
           s +=
@@ -255,7 +286,9 @@ function registerWgsl(v: RbVariant): string {
         }
       }
     } else {
-      for (const e of lanes) s += loadAllB(e ? `kk + ${e}u` : "kk", `b${e}`);
+      for (const e of lanes) {
+        s += loadAllB(e ? `kk + ${e}u` : "kk", `b${e}`);
+      }
     }
     if (v.vecA) {
       for (const i of rows) {
@@ -267,11 +300,16 @@ function registerWgsl(v: RbVariant): string {
         s += "    }\n";
       }
     } else {
-      for (const e of lanes) s += perK(e ? `kk + ${e}u` : "kk", `b${e}`);
+      for (const e of lanes) {
+        s += perK(e ? `kk + ${e}u` : "kk", `b${e}`);
+      }
     }
     s += "  }\n";
   } else {
-    s += "  for (var kk = 0u; kk < k; kk++) {\n" + loadAllB("kk", "bv") +
+    s += (v.split
+      ? "  for (var kk = kFrom; kk < kTo; kk++) {\n"
+      : "  for (var kk = 0u; kk < k; kk++) {\n") +
+      loadAllB("kk", "bv") +
       perK("kk", "bv") + "  }\n";
   }
   if (v.rowSums) {
@@ -287,7 +325,14 @@ function registerWgsl(v: RbVariant): string {
       s += `  let bv${q} = vec4<f32>(${lanes.map(at).join(", ")});\n`;
     }
   }
-  const result = (i: number, q: number) => v.bias ? `(acc${i}_${q} + bv${q})` : `acc${i}_${q}`;
+  const result = (i: number, q: number) =>
+    !v.bias
+      ? `acc${i}_${q}`
+      : v.split
+      ? `select(acc${i}_${q}, acc${i}_${q} + bv${q}, last)`
+      : `(acc${i}_${q} + bv${q})`;
+  // A split sum's activation is stored by its last dispatch only.
+  const onlyLast = (act: string) => act && v.split ? ` if (last) {${act} }` : act;
   for (const i of rows) {
     s += `  if (row + ${i}u < m) {\n    let o = oBase + (row + ${i}u) * n + col;\n`;
     for (const q of groups) {
@@ -299,7 +344,9 @@ function registerWgsl(v: RbVariant): string {
           ? ` let p = pre[${at}]; act[${at}] = r * vec4<f32>(geluDerivative(p.x), ` +
             "geluDerivative(p.y), geluDerivative(p.z), geluDerivative(p.w));"
           : "";
-        s += `    if (col + ${4 * q}u < n) { let r = ${result(i, q)}; out[${at}] = r;${act} }\n`;
+        s += `    if (col + ${4 * q}u < n) { let r = ${result(i, q)}; out[${at}] = r;${
+          onlyLast(act)
+        } }\n`;
       } else {
         for (const j of lanes) {
           const at = `o + ${4 * q + j}u`;
@@ -310,7 +357,7 @@ function registerWgsl(v: RbVariant): string {
             : "";
           s += `    if (col + ${4 * q + j}u < n) { let r = ${result(i, q)}.${
             "xyzw"[j]
-          }; out[${at}] = r;${act} }\n`;
+          }; out[${at}] = r;${onlyLast(act)} }\n`;
         }
       }
     }
@@ -558,6 +605,8 @@ function product(
   let wgsl: () => string;
   let gx: number;
   let gy: number;
+  // The k steps of one dispatch (all of k but for a split register sum).
+  let kSpan = Math.max(k, 1);
   if (variant === "register") {
     const { wgX, wgY } = matmulOptions;
     const workgroups = ([r, c]: readonly [number, number]) =>
@@ -592,9 +641,11 @@ function product(
       bias: bias !== null,
       act: epilogue,
       rowSums: sums !== null,
+      split: (vecA || vecBT ? k / 4 : k) > K_STEPS,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
     wgsl = () => registerWgsl(v);
+    if (v.split) kSpan = K_STEPS * (v.k4 ? 4 : 1);
     gx = Math.ceil(Math.ceil(n / cols) / wgX);
     gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {
@@ -608,15 +659,17 @@ function product(
   }
   for (let b0 = 0; b0 < batch; b0 += MAX_GROUPS) {
     const nb = Math.min(MAX_GROUPS, batch - b0);
-    rt.dispatch({
-      name,
-      key,
-      wgsl,
-      signature: "rrw" + (bias ? "r" : "") + (act ? "w" : "") + (sums ? "w" : "") +
-        (pre ? "r" : ""),
-      buffers: [a, b, out, ...[bias, act, sums, pre].filter((x) => x !== null)],
-      params: [m, n, k, aBatchStride, bBatchStride, b0],
-      groups: [gx, gy, nb],
-    });
+    for (let kFrom = 0; kFrom === 0 || kFrom < k; kFrom += kSpan) {
+      rt.dispatch({
+        name,
+        key,
+        wgsl,
+        signature: "rrw" + (bias ? "r" : "") + (act ? "w" : "") + (sums ? "w" : "") +
+          (pre ? "r" : ""),
+        buffers: [a, b, out, ...[bias, act, sums, pre].filter((x) => x !== null)],
+        params: [m, n, k, aBatchStride, bBatchStride, b0, kFrom, Math.min(k, kFrom + kSpan)],
+        groups: [gx, gy, nb],
+      });
+    }
   }
 }

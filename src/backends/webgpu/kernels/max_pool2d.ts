@@ -8,7 +8,14 @@
 import type { MaxPool2dArgs } from "../../backend.ts";
 import { groups2d, type Runtime } from "../runtime.ts";
 import { IS_NAN_WGSL, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-import { rowRange, walkRows, WINDOW_PARAMS_WGSL, windowParams } from "./im2col.ts";
+import {
+  rowPiece,
+  rowPieces,
+  rowRange,
+  walkRows,
+  WINDOW_PARAMS_WGSL,
+  windowParams,
+} from "./im2col.ts";
 
 const WG = 256;
 
@@ -35,7 +42,10 @@ export function maxPool2d(rt: Runtime, args: MaxPool2dArgs<GPUBuffer>): void {
   // On CPU adapters one invocation per output row (plane, oh), walking ow
   // (see `walkRows`).
   const rows = walkRows(rt);
-  const count = batch * channels * outH * (rows ? 1 : outW);
+  const piece = rowPiece(1 + args.kernelH * (1 + args.kernelW));
+  const count = rows
+    ? rowPieces(batch * channels * outH, outW, piece)
+    : batch * channels * outH * outW;
   if (count * outW === 0) return;
   rt.dispatch({
     name: "maxPool2d",
@@ -44,7 +54,7 @@ export function maxPool2d(rt: Runtime, args: MaxPool2dArgs<GPUBuffer>): void {
       PARAMS_WGSL + BEATS_WGSL + storage(1, "x", "f32", false) +
       storage(2, "out", "f32", true) + storage(3, "indices", "i32", true) + main1d(WG) +
       `${WINDOW_PARAMS_WGSL}
-${rowRange(rows, ["plane", "oh", "owFirst"], ["OH", "OW"])}  let base = plane * u32(H * W);
+${rowRange(rows, ["plane", "oh", "owFirst"], ["OH", "OW"], 13)}  let base = plane * u32(H * W);
   let h0 = i32(oh) * SH - PH;
   for (var ow = first; ow < end; ow++) {
     let w0 = i32(ow) * SW - PW;
@@ -74,7 +84,7 @@ ${rowRange(rows, ["plane", "oh", "owFirst"], ["OH", "OW"])}  let base = plane * 
 `,
     signature: "rww",
     buffers: [x, out, indices],
-    params: [count, ...windowParams(args)],
+    params: [count, ...windowParams(args), piece],
     groups: groups2d(Math.ceil(count / WG)),
   });
 }
