@@ -18,6 +18,26 @@ function cubicNear(x: number, a: number): number {
   return ((a + 2) * x - (a + 3)) * x * x + 1;
 }
 
+/**
+ * What every one-dim resampling matrix starts from: rounding to the dtype
+ * (PyTorch's float32 kernels round positions and weights), a zero [out, in]
+ * matrix, and PyTorch's source step: (in - 1) / (out - 1) with
+ * `alignCorners`, else 1 / factor when a factor was given, else in / out.
+ */
+export function resampleSetup(
+  inSize: number,
+  out: number,
+  factor: number | undefined,
+  alignCorners: boolean,
+  dtype: string,
+): { round: (v: number) => number; values: number[]; scale: number } {
+  const round = dtype === "float32" ? Math.fround : (v: number) => v;
+  const scale = alignCorners
+    ? (out > 1 ? round((inSize - 1) / (out - 1)) : 0)
+    : round(factor !== undefined ? 1 / factor : inSize / out);
+  return { round, values: new Array<number>(out * inSize).fill(0), scale };
+}
+
 /** The cubic convolution kernel at 1 <= |x| < 2 (PyTorch's `cubic_convolution2`). */
 function cubicFar(x: number, a: number): number {
   return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
@@ -47,11 +67,7 @@ export function bicubicMatrix(
   alignCorners: boolean,
   dtype: string,
 ): number[] {
-  const round = dtype === "float32" ? Math.fround : (v: number) => v;
-  const values = new Array<number>(out * inSize).fill(0);
-  const scale = alignCorners
-    ? (out > 1 ? round((inSize - 1) / (out - 1)) : 0)
-    : round(factor !== undefined ? 1 / factor : inSize / out);
+  const { round, values, scale } = resampleSetup(inSize, out, factor, alignCorners, dtype);
   for (let i = 0; i < out; i++) {
     const src = alignCorners ? round(scale * i) : round(round(scale * (i + 0.5)) - 0.5);
     const i0 = Math.floor(src);
@@ -112,11 +128,7 @@ export function antialiasMatrix(
   alignCorners: boolean,
   dtype: string,
 ): number[] {
-  const round = dtype === "float32" ? Math.fround : (v: number) => v;
-  const values = new Array<number>(out * inSize).fill(0);
-  const scale = alignCorners
-    ? (out > 1 ? round((inSize - 1) / (out - 1)) : 0)
-    : round(factor !== undefined ? 1 / factor : inSize / out);
+  const { round, values, scale } = resampleSetup(inSize, out, factor, alignCorners, dtype);
   const taps = mode === "bilinear" ? 2 : 4;
   const support = round(scale >= 1 ? taps * 0.5 * scale : taps * 0.5);
   const invScale = scale >= 1 ? round(1 / scale) : 1;

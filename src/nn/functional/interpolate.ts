@@ -23,7 +23,7 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
-import { antialiasMatrix, areaMatrix, bicubicMatrix } from "./bicubic.ts";
+import { antialiasMatrix, areaMatrix, bicubicMatrix, resampleSetup } from "./bicubic.ts";
 
 /** How {@link interpolate} computes an output element. */
 export type InterpolateMode =
@@ -341,11 +341,7 @@ function linearMatrix(
   alignCorners: boolean,
   dtype: string,
 ): number[] {
-  const round = dtype === "float32" ? Math.fround : (v: number) => v;
-  const values = new Array<number>(out * inSize).fill(0);
-  const scale = alignCorners
-    ? (out > 1 ? round((inSize - 1) / (out - 1)) : 0)
-    : round(factor !== undefined ? 1 / factor : inSize / out);
+  const { round, values, scale } = resampleSetup(inSize, out, factor, alignCorners, dtype);
   for (let i = 0; i < out; i++) {
     const src = alignCorners ? scale * i : Math.max(scale * (i + 0.5) - 0.5, 0);
     const i0 = Math.trunc(src);
