@@ -74,6 +74,16 @@ interface Tracked {
 export const MAX_GROUPS = 65535;
 
 /**
+ * The most loop steps one invocation takes in one dispatch; a longer walk
+ * takes several dispatches that carry its running state. llvmpipe (Mesa's
+ * gallivm, our CI's adapter on GL and Vulkan) silently ends a shader loop
+ * after 65,535 iterations, those of nested loops counted together, and the
+ * invocation returns what it has so far; a quarter of that leaves room for
+ * a kernel's inner loops.
+ */
+export const LOOP_STEPS = 16384;
+
+/**
  * Splits `n` workgroups over x and y so neither exceeds the per-dimension
  * limit; shaders recover the linear id from `num_workgroups`.
  */

@@ -9,7 +9,7 @@
  * llvmpipe (Mesa's gallivm) silently ends a shader loop after 65535
  * iterations, those of the loops nested in it counted too: a lane walking
  * a channel of a few million values stopped part way. So where a lane
- * would walk more than {@link CHUNK} steps, each pass takes several
+ * would walk more than {@link LOOP_STEPS} steps, each pass takes several
  * dispatches of at most that many ({@link channelWalk}), each lane's
  * running sum kept between them in two of the channel's own output
  * elements (no further binding: the backward already needs nine), the
@@ -18,7 +18,7 @@
  */
 
 import type { BatchNormArgs } from "../../backend.ts";
-import { f32Bits, groups2d, type Runtime } from "../runtime.ts";
+import { f32Bits, groups2d, LOOP_STEPS, type Runtime } from "../runtime.ts";
 import { mainPerWorkgroup, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 /** Invocations per channel (within WebGPU's compatibility-mode limits). */
@@ -30,9 +30,6 @@ export const CHANNEL_WG = 64;
  * element (llvmpipe has no vector integer division: ~8x slower per element).
  */
 const ROW_MIN = 32;
-
-/** Steps a lane walks in one dispatch (a quarter of llvmpipe's loop limit). */
-const CHUNK = 16384;
 
 /** The parameter words of {@link channelLoop}: outer, channels, inner. */
 export const CHANNEL_PARAMS_WGSL = `
@@ -80,15 +77,15 @@ export interface ChannelWalk {
   readonly chunks: readonly (readonly [number, number])[] | null;
 }
 
-/** The {@link ChannelWalk} of [outer, channels, inner], at most {@link CHUNK} steps a lane. */
+/** The {@link ChannelWalk} of [outer, channels, inner], at most {@link LOOP_STEPS} steps a lane. */
 export function channelWalk(outer: number, inner: number): ChannelWalk {
   // A single row longer than a dispatch's walk goes flat (only ranges of rows are split).
-  const rows = channelRows(inner) && inner <= CHANNEL_WG * CHUNK;
+  const rows = channelRows(inner) && inner <= CHANNEL_WG * LOOP_STEPS;
   const units = rows ? outer : Math.ceil((outer * inner) / CHANNEL_WG);
   // A row costs the outer loop's step and the inner loop's (nested loops count together).
   const per = rows ? 1 + Math.ceil(inner / CHANNEL_WG) : 1;
-  if (units * per <= CHUNK) return { rows, chunks: null };
-  const step = Math.max(1, Math.floor(CHUNK / per));
+  if (units * per <= LOOP_STEPS) return { rows, chunks: null };
+  const step = Math.max(1, Math.floor(LOOP_STEPS / per));
   const chunks: [number, number][] = [];
   for (let u = 0; u < units; u += step) {
     const end = Math.min(units, u + step);

@@ -1,16 +1,16 @@
 /**
  * `crossEntropy` (optional fused kernel): per-row loss `log Σ exp(x) - x[t]`
  * against class indices and the row's softmax, one invocation per row.
- * Rows of more than {@link CHUNK} classes (past llvmpipe's silent limit of
+ * Rows of more than {@link LOOP_STEPS} classes (past llvmpipe's silent limit of
  * 65535 loop iterations per invocation a row's walk stopped part way) take
  * softmax's chunked column walk, then one invocation per row for the loss.
  * @module
  */
 
 import type { CrossEntropyArgs } from "../../backend.ts";
-import { groups2d, i32Bits, type Runtime } from "../runtime.ts";
+import { groups2d, i32Bits, LOOP_STEPS, type Runtime } from "../runtime.ts";
 import { main1d, MAX_NAN_WGSL, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
-import { CHUNK, columnSoftmax } from "./softmax.ts";
+import { columnSoftmax } from "./softmax.ts";
 
 const WG = 64;
 
@@ -21,7 +21,7 @@ export function crossEntropy(rt: Runtime, args: CrossEntropyArgs<GPUBuffer>): vo
     throw new Error(`${rt.name} crossEntropy does not support dtype ${dtype}`);
   }
   if (rows === 0) return;
-  if (classes > CHUNK) {
+  if (classes > LOOP_STEPS) {
     longRows(rt, args);
     return;
   }
@@ -58,7 +58,7 @@ export function crossEntropy(rt: Runtime, args: CrossEntropyArgs<GPUBuffer>): vo
   });
 }
 
-/** {@link crossEntropy} of rows longer than {@link CHUNK}, the same operations in the same order. */
+/** {@link crossEntropy} of rows longer than {@link LOOP_STEPS}, the same operations in the same order. */
 function longRows(rt: Runtime, args: CrossEntropyArgs<GPUBuffer>): void {
   const { logits, target, losses, weights, probs, rows, classes } = args;
   const [m, s] = columnSoftmax(rt, logits, probs, {

@@ -9,17 +9,16 @@
  *
  * llvmpipe silently ends a shader loop after 65535 iterations, nested
  * loops counted together: where an invocation's rows times their classes
- * would walk more than {@link CHUNK} steps, the per-row kernel (chunked for
+ * would walk more than {@link LOOP_STEPS} steps, the per-row kernel (chunked for
  * long rows) runs instead and its losses and weights are summed by `reduce`.
  * @module
  */
 
 import type { CrossEntropyReducedArgs } from "../../backend.ts";
-import { groups2d, i32Bits, type Runtime } from "../runtime.ts";
+import { groups2d, i32Bits, LOOP_STEPS, type Runtime } from "../runtime.ts";
 import { main1d, mainTiles, MAX_NAN_WGSL, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 import { crossEntropy } from "./cross_entropy.ts";
 import { reduce } from "./reduce.ts";
-import { CHUNK } from "./softmax.ts";
 
 const WG = 64;
 
@@ -30,7 +29,7 @@ export function crossEntropyReduced(rt: Runtime, args: CrossEntropyReducedArgs<G
     throw new Error(`${rt.name} crossEntropyReduced does not support dtype ${dtype}`);
   }
   // The loop steps of the busiest invocation: its rows, three walks over the classes each.
-  if (Math.ceil(rows / WG) * (3 * classes + 1) > CHUNK) {
+  if (Math.ceil(rows / WG) * (3 * classes + 1) > LOOP_STEPS) {
     byRows(rt, args);
     return;
   }

@@ -6,7 +6,7 @@
 
 import type { Im2colArgs, WindowView } from "../../backend.ts";
 import { toHost } from "../../../dtype.ts";
-import { groups2d, type Runtime } from "../runtime.ts";
+import { groups2d, LOOP_STEPS, type Runtime } from "../runtime.ts";
 import { coordinates, main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
 const WG = 256;
@@ -49,9 +49,6 @@ export function walkRows(rt: Runtime): boolean {
   return rt.isCpuAdapter;
 }
 
-/** Loop steps one invocation takes in one walk (a quarter of llvmpipe's loop limit). */
-const CHUNK = 16384;
-
 /**
  * The length of the pieces a walked row is cut into: llvmpipe (Mesa's gallivm) silently ends a
  * shader loop after 65535 iterations, those of nested loops counted too, so an invocation
@@ -59,7 +56,7 @@ const CHUNK = 16384;
  * per element of the row (1 + the window loops' for the pools and col2im).
  */
 export function rowPiece(steps: number): number {
-  return Math.max(1, Math.floor(CHUNK / steps));
+  return Math.max(1, Math.floor(LOOP_STEPS / steps));
 }
 
 /** Invocations {@link rowRange} needs for `rows` rows of `length` cut in pieces of `piece`. */

@@ -16,7 +16,7 @@
  */
 
 import type { AddmmArgs, MatmulArgs } from "../../backend.ts";
-import { MAX_GROUPS, type Runtime } from "../runtime.ts";
+import { LOOP_STEPS, MAX_GROUPS, type Runtime } from "../runtime.ts";
 import { IS_NAN_WGSL, mainGrid, mainTiles, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 import { GELU_DERIVATIVE_WGSL, NORMAL_CDF_WGSL } from "./math.ts";
 
@@ -145,9 +145,6 @@ interface RbVariant {
    */
   split: boolean;
 }
-
-/** Reduction loop steps an invocation takes in one dispatch (a quarter of llvmpipe's limit). */
-const K_STEPS = 16384;
 
 /**
  * The `gelu` kernel's function (`x Φ(x)`, NaN kept) per value and per vec4,
@@ -641,11 +638,11 @@ function product(
       bias: bias !== null,
       act: epilogue,
       rowSums: sums !== null,
-      split: (vecA || vecBT ? k / 4 : k) > K_STEPS,
+      split: (vecA || vecBT ? k / 4 : k) > LOOP_STEPS,
     };
     key = `matmul_rb_${JSON.stringify(v)}`;
     wgsl = () => registerWgsl(v);
-    if (v.split) kSpan = K_STEPS * (v.k4 ? 4 : 1);
+    if (v.split) kSpan = LOOP_STEPS * (v.k4 ? 4 : 1);
     gx = Math.ceil(Math.ceil(n / cols) / wgX);
     gy = Math.ceil(Math.ceil(m / rows) / wgY);
   } else {

@@ -13,7 +13,7 @@
  */
 
 import type { ScatterAddArgs } from "../../backend.ts";
-import { groups2d, type Runtime } from "../runtime.ts";
+import { groups2d, LOOP_STEPS, type Runtime } from "../runtime.ts";
 import { coordinates, literals, main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
 
 const WG = 256;
@@ -39,13 +39,6 @@ export function scatterByColumn(
   return byColumn < byElement;
 }
 
-/**
- * Sources one invocation adds in one dispatch (word 4 numbers the chunk): llvmpipe silently
- * ends a shader loop after 65535 iterations, so longer sums take several dispatches, in order,
- * the running sum kept in `out`.
- */
-const CHUNK = 16384;
-
 function byElementWgsl(t: "f32" | "i32"): string {
   return PARAMS_WGSL + storage(1, "src", t, false) + storage(2, "index", "i32", false) +
     storage(3, "out", t, true) + main1d(WG) +
@@ -55,10 +48,10 @@ function byElementWgsl(t: "f32" | "i32"): string {
 ${coordinates("idx", ["o", "row", "i"], ["size", "inner"])}
   let r = i32(row);
   let first = o * count * inner + i;
-  let chunk = pu(4u) * ${CHUNK}u;
+  let chunk = pu(4u) * ${LOOP_STEPS}u;
   var acc = ${literals(t).zero};
   if (chunk > 0u) { acc = out[idx]; }
-  for (var j = chunk; j < min(count, chunk + ${CHUNK}u); j++) {
+  for (var j = chunk; j < min(count, chunk + ${LOOP_STEPS}u); j++) {
     let k = first + j * inner;
     if (index[k] == r) { acc += src[k]; }
   }
@@ -78,8 +71,8 @@ function byColumnWgsl(t: "f32" | "i32"): string {
 ${coordinates("idx", ["o", "i"], ["inner"])}
   let dst = o * size * inner + i;
   let first = o * count * inner + i;
-  let chunk = pu(4u) * ${CHUNK}u;
-  for (var j = chunk; j < min(count, chunk + ${CHUNK}u); j++) {
+  let chunk = pu(4u) * ${LOOP_STEPS}u;
+  for (var j = chunk; j < min(count, chunk + ${LOOP_STEPS}u); j++) {
     let k = first + j * inner;
     let r = index[k];
     if (r >= 0 && u32(r) < size) {
@@ -102,7 +95,7 @@ export function scatterAdd(rt: Runtime, args: ScatterAddArgs<GPUBuffer>): void {
   const t = wgslType(dtype);
   const byColumn = scatterByColumn(args, rt.isCpuAdapter);
   if (!byColumn) {
-    for (let chunk = 0; chunk === 0 || chunk * CHUNK < count; chunk++) {
+    for (let chunk = 0; chunk === 0 || chunk * LOOP_STEPS < count; chunk++) {
       rt.dispatch({
         name: "scatterAdd",
         key: `scatterAdd_element_${t}`,
@@ -126,7 +119,7 @@ export function scatterAdd(rt: Runtime, args: ScatterAddArgs<GPUBuffer>): void {
     params: [numel],
     groups: groups2d(Math.ceil(numel / WG)),
   });
-  for (let chunk = 0; chunk * CHUNK < count; chunk++) {
+  for (let chunk = 0; chunk * LOOP_STEPS < count; chunk++) {
     rt.dispatch({
       name: "scatterAdd",
       key: `scatterAdd_column_${t}`,

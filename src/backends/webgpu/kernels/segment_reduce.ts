@@ -10,20 +10,17 @@
  * llvmpipe (Mesa's gallivm) silently ends a shader loop after 65535
  * iterations, those of the loops nested in it counted too: a bag longer than
  * that, or a column's walk over 20,000 bags of 2, stopped part way. So no
- * invocation walks more than {@link CHUNK} positions in one dispatch; longer
+ * invocation walks more than {@link LOOP_STEPS} positions in one dispatch; longer
  * walks take several, the running sum (maximum and its row) carried in the
  * output, so the adds stay in the cpu loop's order.
  * @module
  */
 
 import type { SegmentReduceArgs } from "../../backend.ts";
-import { groups2d, type Runtime } from "../runtime.ts";
+import { groups2d, LOOP_STEPS, type Runtime } from "../runtime.ts";
 import { coordinates, main1d, PARAMS_WGSL, storage } from "../wgsl.ts";
 
 const WG = 256;
-
-/** Positions an invocation walks in one dispatch (a quarter of llvmpipe's loop limit). */
-const CHUNK = 16384;
 
 /**
  * Positions [first, to) of segment `s` walked in dispatch number `step` (word 4), its bounds
@@ -33,8 +30,8 @@ function spanWgsl(s: string): string {
   return `  let start = u32(clamp(bounds[${s}], 0, count));
   let end = u32(clamp(bounds[${s} + 1u], 0, count));
   let step = pu(4u);
-  let first = start + step * ${CHUNK}u;
-  let to = min(end, first + ${CHUNK}u);
+  let first = start + step * ${LOOP_STEPS}u;
+  let to = min(end, first + ${LOOP_STEPS}u);
 `;
 }
 
@@ -47,7 +44,7 @@ export function segmentReduce(rt: Runtime, args: SegmentReduceArgs<GPUBuffer>): 
 
 /** Dispatches a segment's walk takes: its positions lie within the `count`. */
 function passesOf(count: number): number {
-  return Math.max(1, Math.ceil(count / CHUNK));
+  return Math.max(1, Math.ceil(count / LOOP_STEPS));
 }
 
 function segmentMax(rt: Runtime, args: SegmentReduceArgs<GPUBuffer>): void {
@@ -260,8 +257,8 @@ ${spanWgsl("s")}  if (step > 0u && first >= end) { return; }
   let count = pu(2u);
   let inner = pu(0u);
   let c = idx;
-  let first = pu(4u) * ${CHUNK}u;
-  let to = min(count, first + ${CHUNK}u);
+  let first = pu(4u) * ${LOOP_STEPS}u;
+  let to = min(count, first + ${LOOP_STEPS}u);
   for (var i = first; i < to; i++) {
     let s = seg[i];
     let r = index[i];

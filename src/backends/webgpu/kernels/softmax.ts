@@ -6,14 +6,14 @@
  * iterations: an invocation walking a longer strided axis (or a workgroup
  * lane a contiguous row of over 4M) stopped part way. Such axes take the
  * chunked path: the running maximum, then the running sum, carried in
- * buffers over dispatches of at most {@link CHUNK} steps each, then the
+ * buffers over dispatches of at most {@link LOOP_STEPS} steps each, then the
  * outputs likewise (the same operations in the same order as the serial
  * walk).
  * @module
  */
 
 import type { SoftmaxArgs } from "../../backend.ts";
-import { groups2d, type Runtime } from "../runtime.ts";
+import { groups2d, LOOP_STEPS, type Runtime } from "../runtime.ts";
 import {
   coordinates,
   main1d,
@@ -29,8 +29,6 @@ const WG = 256;
 const ROW_WG = 64;
 /** Rows at least this long get a workgroup each. */
 const ROW_MIN = 128;
-/** Steps an invocation walks in one dispatch (a quarter of llvmpipe's loop limit). */
-export const CHUNK = 16384;
 
 function finish(log: boolean, v: string): string {
   return log ? `${v} - m - log(s)` : `exp(${v} - m) / s`;
@@ -111,8 +109,8 @@ function columnWgsl(log: boolean): string {
     `  let size = pu(1u);
   let inner = pu(2u);
   let phase = pu(3u);
-  let r0 = pu(4u) * ${CHUNK}u;
-  let r1 = min(size, r0 + ${CHUNK}u);
+  let r0 = pu(4u) * ${LOOP_STEPS}u;
+  let r1 = min(size, r0 + ${LOOP_STEPS}u);
 ${coordinates("idx", ["o", "i"], ["inner"])}  let base = o * size * inner + i;
   if (phase == 0u) {
     var mv = x[base];
@@ -139,7 +137,7 @@ ${coordinates("idx", ["o", "i"], ["inner"])}  let base = o * size * inner + i;
 
 /**
  * Softmax (log-softmax with `log`) of every column (o, i) of the [outer, size, inner] view `x`
- * into `out`, by dispatches of at most {@link CHUNK} steps per invocation: the serial walk's
+ * into `out`, by dispatches of at most {@link LOOP_STEPS} steps per invocation: the serial walk's
  * operations in its order. Returns each column's maximum `m` and sum of exp(x - m) `s`, fresh
  * storage buffers of outer · inner floats that the caller releases.
  */
@@ -154,7 +152,7 @@ export function columnSoftmax(
   const m = rt.storage.acquire(count * 4);
   const s = rt.storage.acquire(count * 4);
   for (const phase of [0, 1, 2]) {
-    for (let chunk = 0; chunk * CHUNK < size; chunk++) {
+    for (let chunk = 0; chunk * LOOP_STEPS < size; chunk++) {
       rt.dispatch({
         name: log ? "logSoftmax" : "softmax",
         key: `softmax_column_${log}`,
@@ -179,7 +177,7 @@ export function softmax(rt: Runtime, layout: SoftmaxArgs<GPUBuffer>): void {
   const name = log ? "logSoftmax" : "softmax";
   const row = inner === 1 && size >= ROW_MIN;
   // Past these the serial walk (or a row lane's) would exceed llvmpipe's loop limit.
-  if (row ? size > ROW_WG * CHUNK : size > CHUNK) {
+  if (row ? size > ROW_WG * LOOP_STEPS : size > LOOP_STEPS) {
     const [m, s] = columnSoftmax(rt, x, out, layout);
     // Later kernels that reuse these buffers are recorded after this one, so
     // queue order makes the early release safe.
