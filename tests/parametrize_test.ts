@@ -13,7 +13,13 @@
 
 import assert from "node:assert/strict";
 import { autograd, type Device, nn, noGrad, randn, type Tensor, tensor, zeros } from "../mod.ts";
-import { assertTensor, backendTest, fixtureTensor, type FixtureValues } from "./harness.ts";
+import {
+  assertClose,
+  assertTensor,
+  backendTest,
+  fixtureTensor,
+  type FixtureValues,
+} from "./harness.ts";
 import { check, CPU0, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_parametrize.json" with { type: "json" };
 
@@ -544,6 +550,55 @@ Deno.test("stateless.functionalCall: tied weights (PyTorch 1.13; tieWeights as 2
     /multiple values for keys '0.weight', '1.weight', which are tied/,
   );
   assert.equal(b.weight, a.weight);
+});
+
+Deno.test("stateless.functionalCall: strict counts every name of a tied tensor (PyTorch 2.0)", () => {
+  const a = new nn.Linear(2, 2, { bias: false });
+  const b = new nn.Linear(2, 2, { bias: false });
+  b.weight = a.weight;
+  const net = new nn.Sequential(a, b);
+  const x = tensor([[1, 2]]);
+  const id = nn.init.eye_(zeros([2, 2]));
+  // check_keys against named_tensors(remove_duplicate=False): the tied name is missing...
+  assert.throws(
+    () => stateless.functionalCall(net, { "0.weight": id }, [x], { strict: true }),
+    /Error\(s\) in reparametrizing for Sequential:\n\tMissing key\(s\): '1\.weight'\./,
+  );
+  // ...unless tieWeights fills it in, which strict then accepts.
+  const y = stateless.functionalCall(net, { "0.weight": id }, [x], {
+    strict: true,
+    tieWeights: true,
+  }) as Tensor;
+  assert.deepEqual([...y.shape], [1, 2]);
+  stateless.functionalCall(net, { "0.weight": id, "1.weight": id }, [x], { strict: true });
+  // Sorted, as PyTorch's.
+  assert.throws(
+    () =>
+      stateless.functionalCall(net, { "z": id, "0.weight": id, "a": id }, [x], {
+        strict: true,
+        tieWeights: true,
+      }),
+    /Unexpected key\(s\): 'a', 'z'\.$/,
+  );
+});
+
+Deno.test("stateless.functionalCall: a parametrized buffer by its state-dict name", async () => {
+  class Double extends nn.Module {
+    override forward(x: Tensor): Tensor {
+      return x.mul(2);
+    }
+    rightInverse(x: Tensor): Tensor {
+      return x.div(2);
+    }
+  }
+  const bn = new nn.BatchNorm1d(3).eval();
+  parametrize.registerParametrization(bn, "running_var", new Double());
+  const x = tensor([[1, 2, 3], [-1, 0, 4]]);
+  // PyTorch swaps module.running_var, so BatchNorm reads the given tensor (field runningVar here).
+  const y = stateless.functionalCall(bn, { running_var: tensor([4, 4, 4]) }, [x]) as Tensor;
+  assertClose(await y.data(), [...await x.div(Math.sqrt(4 + 1e-5)).data()], { atol: 1e-6 });
+  assert.ok(parametrize.isParametrized(bn, "running_var"));
+  assert.deepEqual([...await (bn.runningVar as Tensor).data()], [1, 1, 1]);
 });
 
 // ---------------------------------------------------------------- errors

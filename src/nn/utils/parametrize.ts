@@ -411,6 +411,18 @@ function keyOf(module: Module, name: string): string {
   return (proto && keysOf(proto).get(name)) ?? name;
 }
 
+/**
+ * @internal The field of `module` holding the parametrized tensor whose state-dict name is
+ * `name` (a buffer's field may differ: `runningVar` for `running_var`), if it has one; for
+ * `stateless.functionalCall`, which swaps what that field reads.
+ */
+export function _parametrizedField(module: Module, name: string): string | undefined {
+  const proto = ownProto(module);
+  if (!proto) return undefined;
+  for (const [field, key] of keysOf(proto)) if (key === name) return field;
+  return undefined;
+}
+
 function injectProperty(proto: object, field: string, name: string): void {
   keysOf(proto).set(field, name);
   Object.defineProperty(proto, field, {

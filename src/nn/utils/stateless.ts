@@ -7,12 +7,14 @@
 
 import { Tensor } from "../../tensor.ts";
 import { Module } from "../module.ts";
+import { _parametrizedField } from "./parametrize.ts";
 
 /** Options of {@link functionalCall}. */
 export interface FunctionalCallOptions {
   /**
    * Require the names to be exactly the module's parameters and buffers (PyTorch 2.0's
-   * `strict`): a missing or an unexpected name throws, naming them all. Default false: any
+   * `strict`), a tied tensor under each of its names (those {@link tieWeights} fills in
+   * count): a missing or an unexpected name throws, naming them all. Default false: any
    * subset, and a name the module does not have is set as an attribute for the call (as
    * PyTorch 1.13).
    */
@@ -35,19 +37,37 @@ function kindOf(value: unknown): string {
 /** The field of `m` that `name` (a field, or a buffer's state-dict name) names. */
 function fieldOf(m: Module, name: string): string {
   if (Object.hasOwn(m, name) || name in m) return name;
+  const parametrized = _parametrizedField(m, name);
+  if (parametrized !== undefined) return parametrized;
   const buffer = m.namedBuffers("", false).find(([n]) => n === name)?.[1];
   const fields = m as unknown as Fields;
   return (buffer && Object.keys(m).find((k) => fields[k] === buffer)) ?? name;
 }
 
+/**
+ * Every name of every parameter and buffer, a tied tensor or a shared submodule under each of
+ * its names (PyTorch's `named_tensors(remove_duplicate=False)`, which `strict` checks against).
+ */
+function allNames(module: Module): string[] {
+  const out: string[] = [];
+  const path = new Set<Module>();
+  const visit = (m: Module, prefix: string) => {
+    if (path.has(m)) return;
+    path.add(m);
+    for (const [n] of m.namedParameters("", false)) out.push(prefix + n);
+    for (const [n] of m.namedBuffers("", false)) out.push(prefix + n);
+    for (const [n, child] of m.namedChildren()) visit(child, `${prefix}${n}.`);
+    path.delete(m);
+  };
+  visit(module, "");
+  return out;
+}
+
 function checkStrict(module: Module, names: string[]): void {
-  const expected = new Set([
-    ...module.namedParameters().map(([n]) => n),
-    ...module.namedBuffers().map(([n]) => n),
-  ]);
+  const expected = new Set(allNames(module));
   const given = new Set(names);
-  const unexpected = names.filter((n) => !expected.has(n));
-  const missing = [...expected].filter((n) => !given.has(n));
+  const unexpected = [...given].filter((n) => !expected.has(n)).sort();
+  const missing = [...expected].filter((n) => !given.has(n)).sort();
   const lines = [
     ...unexpected.length > 0
       ? [`Unexpected key(s): ${unexpected.map((n) => `'${n}'`).join(", ")}.`]
