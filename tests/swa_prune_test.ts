@@ -282,6 +282,43 @@ backendTest(
   },
 );
 
+backendTest(
+  "updateBn: a dict batch (or an array whose first entry is not a Tensor) goes to the model as is, as PyTorch",
+  async (device) => {
+    const c = fixtures.update_bn;
+    // PyTorch's update_bn takes batch[0] of a list or tuple and passes anything else (a DataLoader's
+    // collated dict) to model(input) unchanged.
+    class DictNet extends nn.Module {
+      net = bnNet2();
+      override forward(batch: unknown): Tensor {
+        const { x } = batch as { x: Tensor };
+        return this.net.forward(x) as Tensor;
+      }
+    }
+    class PairNet extends nn.Module {
+      net = bnNet2();
+      override forward(pair: unknown): Tensor {
+        return this.net.forward((pair as Tensor[])[0]) as Tensor;
+      }
+    }
+    const initial = stateOf(c.initial_state as Record<string, Values>, device);
+    const batches = c.batches.map((b) => fixtureTensor(b, device));
+    const dict = new DictNet().to(device);
+    dict.net.loadStateDict(initial);
+    updateBn(batches.map((x) => ({ x })), dict);
+    await assertState(dict.net, c.state_after as Record<string, Values>, device, "dict batches");
+    const pair = new PairNet().to(device);
+    pair.net.loadStateDict(initial);
+    updateBn(batches.map((x) => [[x, x], zeros([1])]), pair);
+    await assertState(pair.net, c.state_after as Record<string, Values>, device, "nested batches");
+    // PyTorch's input.to(device) fails on a dict: named here.
+    assert.throws(
+      () => updateBn([{ x: batches[0] }], dict, { device }),
+      /updateBn: batch 0 is an Object, not a Tensor: options\.device moves only Tensor batches/,
+    );
+  },
+);
+
 Deno.test("updateBn: no BatchNorm leaves the model alone; bad batches are named", () => {
   const m = new nn.Linear(2, 2).eval();
   updateBn([zeros([1, 2])], m);

@@ -186,8 +186,11 @@ export interface UpdateBnOptions {
   device?: Device | string;
 }
 
-/** A batch of {@link updateBn}'s loader: a tensor, or an array whose first entry is the input. */
-export type UpdateBnBatch = Tensor | readonly unknown[];
+/**
+ * A batch of {@link updateBn}'s loader: a tensor, an array whose first entry
+ * is the input, or another object the model takes (a collated dict).
+ */
+export type UpdateBnBatch = Tensor | readonly unknown[] | Readonly<Record<string, unknown>>;
 
 /**
  * Recomputes the running statistics of every BatchNorm layer of `model` in
@@ -197,7 +200,9 @@ export type UpdateBnBatch = Tensor | readonly unknown[];
  * `momentum` null (the cumulative average over the batches), then each
  * layer's momentum and the model's training mode (`model.train(wasTraining)`,
  * as PyTorch, for the whole tree) are restored. A batch that is an array
- * passes its first entry. A model without BatchNorm layers is left alone.
+ * passes its first entry; any other object (a collated dict) is passed as
+ * is, as PyTorch (`device` then moves only Tensor inputs). A model without
+ * BatchNorm layers is left alone.
  * BatchNorm layers that do not track running statistics are skipped (PyTorch
  * raises on them).
  */
@@ -238,17 +243,27 @@ export function updateBn(
     for (const batch of loader) {
       let input: unknown = batch;
       if (Array.isArray(batch)) input = batch[0];
-      if (!(input instanceof Tensor)) {
+      // PyTorch passes any other input (a collated dict, a list of tensors) to the model as is.
+      if (input === null || typeof input !== "object") {
         throw new TypeError(
-          `updateBn: batch ${index} must be a Tensor or an array whose first entry is one, got ${
+          `updateBn: batch ${index} must be a Tensor, an object the model takes, or an array whose first entry is one, got ${
             kindOf(input)
           }`,
+        );
+      }
+      if (options.device !== undefined && !(input instanceof Tensor)) {
+        throw new TypeError(
+          `updateBn: batch ${index} is ${
+            kindOf(input)
+          }, not a Tensor: options.device moves only Tensor batches (PyTorch's input.to(device))`,
         );
       }
       const x = input;
       noGrad(() =>
         tidy(() => {
-          model.forward(options.device === undefined ? x : x.to(options.device));
+          model.forward(
+            x instanceof Tensor && options.device !== undefined ? x.to(options.device) : x,
+          );
         })
       );
       index++;
@@ -262,7 +277,10 @@ export function updateBn(
 function kindOf(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return `a ${(value as object).constructor?.name ?? "object"}`;
+  if (typeof value === "object") {
+    const name = (value as object).constructor?.name ?? "Object";
+    return `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`;
+  }
   return typeof value;
 }
 
