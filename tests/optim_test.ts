@@ -475,3 +475,17 @@ backendTest(
     await assertTensor(p, ref, { atol: 1e-6, rtol: 1e-5 });
   },
 );
+
+Deno.test("a parameter group's params may be a single Tensor, as in PyTorch; a non-iterable is refused", async () => {
+  const w = tensor([1, 2], { requiresGrad: true });
+  const opt = new optim.SGD([{ params: w }], { lr: 0.5 });
+  assert.equal(opt.paramGroups[0].params.length, 1);
+  assert.equal(opt.paramGroups[0].params[0], w);
+  w.sum().backward();
+  opt.step();
+  assert.deepEqual(Array.from(await w.data()), [0.5, 1.5]);
+  assert.throws(
+    () => new optim.SGD([{ params: 3 as unknown as Tensor[] }], { lr: 0.1 }),
+    /SGD: a parameter group needs a "params" iterable/,
+  );
+});

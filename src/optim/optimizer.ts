@@ -20,8 +20,8 @@ export type OptionValue = number | boolean | null | readonly number[];
 
 /** A parameter group as given to a constructor: parameters plus options overriding the defaults. */
 export type ParamGroupInput<O> = Partial<O> & {
-  /** The group's parameters. */
-  params: Iterable<Tensor>;
+  /** The group's parameters (a single Tensor is one parameter, as in PyTorch). */
+  params: Iterable<Tensor> | Tensor;
 };
 
 /** A parameter group: its parameters and its complete hyperparameters (editable, e.g. `lr`). */
@@ -176,7 +176,7 @@ export abstract class Optimizer<
     const name = this.constructor.name;
     if (
       group === null || typeof group !== "object" || !group.params ||
-      !(Symbol.iterator in Object(group.params))
+      !(group.params instanceof Tensor || Symbol.iterator in Object(group.params))
     ) {
       throw new TypeError(`${name}: a parameter group needs a "params" iterable`);
     }
