@@ -17,15 +17,7 @@ import { Module, type Parameter } from "../nn/module.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { mapTensors } from "../nested.ts";
-import {
-  borrowHost,
-  giveBackHost,
-  orderAfter,
-  readFlat,
-  readFlatInto,
-  runOnHost,
-  writeFlat,
-} from "./host.ts";
+import { borrowHost, broadcastFlat, giveBackHost, readFlatInto } from "./host.ts";
 import {
   allReduceViaHost,
   type CollectiveCall,
@@ -136,29 +128,7 @@ function assignBuckets(params: readonly Parameter[], capBytes: number): Bucket[]
 function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: number): void {
   const byDType = new Map<DType, Tensor[]>();
   for (const t of tensors) byDType.set(t.dtype, [...(byDType.get(t.dtype) ?? []), t]);
-  for (const [dtype, list] of byDType) {
-    const call = group.call({ kind: "broadcast", dtype, shapes: list.map((t) => t.shape), src });
-    if (group.rank === src) {
-      const values = readFlat(list, "DistributedDataParallel");
-      const sent = runOnHost(group, call, values, async (host) => {
-        await group.backend.broadcast(call, host);
-        giveBackHost(host);
-      });
-      orderAfter(list[0].device, sent);
-      continue;
-    }
-    const numel = list.reduce((n, t) => n + t.numel(), 0);
-    const result = runOnHost(
-      group,
-      call,
-      Promise.resolve(borrowHost(dtype, numel)),
-      async (host) => {
-        await group.backend.broadcast(call, host);
-        return host;
-      },
-    );
-    writeFlat(list, result);
-  }
+  for (const list of byDType.values()) broadcastFlat(group, list, src, "DistributedDataParallel");
 }
 
 /**

@@ -168,3 +168,39 @@ export function runOnHost<T>(
   values.catch(() => {});
   return group.run(call, async () => body(await values));
 }
+
+/**
+ * Broadcasts `tensors` (one device, one dtype) from rank `src` in one
+ * collective through the host, in stream order: `src` reads them back and
+ * sends, every other rank receives into a borrowed array and writes them;
+ * every rank must pass tensors of the same shapes. `op` names the caller in
+ * errors.
+ */
+export function broadcastFlat(
+  group: ProcessGroup,
+  tensors: readonly Tensor[],
+  src: number,
+  op: string,
+): void {
+  const dtype = tensors[0].dtype;
+  const call = group.call({ kind: "broadcast", dtype, shapes: tensors.map((t) => t.shape), src });
+  if (group.rank === src) {
+    const sent = runOnHost(group, call, readFlat(tensors, op), async (host) => {
+      await group.backend.broadcast(call, host);
+      giveBackHost(host);
+    });
+    orderAfter(tensors[0].device, sent);
+    return;
+  }
+  const numel = tensors.reduce((n, t) => n + t.numel(), 0);
+  const received = runOnHost(
+    group,
+    call,
+    Promise.resolve(borrowHost(dtype, numel)),
+    async (host) => {
+      await group.backend.broadcast(call, host);
+      return host;
+    },
+  );
+  writeFlat(tensors, received);
+}

@@ -22,7 +22,7 @@ import {
 import { torchKey } from "../optim/util.ts";
 import { LBFGS } from "../optim/lbfgs.ts";
 import { DistributedError, type DistributedGroup } from "./backend.ts";
-import { borrowHost, giveBackHost, orderAfter, readFlat, runOnHost, writeFlat } from "./host.ts";
+import { broadcastFlat, orderAfter } from "./host.ts";
 import { gatherObject } from "./objects.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
@@ -421,29 +421,7 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
     this.#partition.forEach((groups, src) => {
       const shard = groups.flat();
       if (shard.length === 0) return;
-      const dtype = shard[0].dtype;
-      const shapes = shard.map((p) => p.shape);
-      const call = group.call({ kind: "broadcast", dtype, shapes, src });
-      const op = "ZeroRedundancyOptimizer.step";
-      if (group.rank === src) {
-        const sent = runOnHost(group, call, readFlat(shard, op), async (host) => {
-          await group.backend.broadcast(call, host);
-          giveBackHost(host);
-        });
-        orderAfter(shard[0].device, sent);
-        return;
-      }
-      const numel = shard.reduce((n, p) => n + p.numel(), 0);
-      const received = runOnHost(
-        group,
-        call,
-        Promise.resolve(borrowHost(dtype, numel)),
-        async (host) => {
-          await group.backend.broadcast(call, host);
-          return host;
-        },
-      );
-      writeFlat(shard, received);
+      broadcastFlat(group, shard, src, "ZeroRedundancyOptimizer.step");
     });
   }
 
