@@ -191,9 +191,9 @@ export class Tensor {
     this.#storage.markModified();
   }
 
-  /** @internal Replaces the storage (same numel and dtype). */
-  _setStorage(storage: Storage): void {
-    this.#storage = storage;
+  /** @internal Replaces the storage (same numel and dtype), or with `shape` the data (nn's lazy materialize). */
+  _setStorage(storage: Storage, shape?: Shape): void {
+    [this.#storage, this.#shape] = [storage, shape ? Object.freeze([...shape]) : this.#shape];
   }
 
   // ---- reading (the only awaits) ----

@@ -33,6 +33,7 @@ export * from "./pool_extra.ts";
 export * from "./parameter_containers.ts";
 export * from "./bilinear.ts";
 export * from "./embedding_bag.ts";
+export * from "./lazy.ts";
 export * as functional from "./functional.ts";
 export * as init from "./init.ts";
 export * as utils from "./utils/mod.ts";

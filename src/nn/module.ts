@@ -26,6 +26,7 @@ import type {
   StateDictPreHook,
 } from "./hook_handle.ts";
 import { hooksOf, registerHook, settled, trackModule } from "./hooks.ts";
+import { isLazy, refuseLazy } from "./lazy_state.ts";
 
 export * from "./hook_handle.ts";
 export * from "./global_hooks.ts";
@@ -302,6 +303,12 @@ function keyErrors(keys: IncompatibleKeys): string[] {
       : [],
   ];
 }
+
+/** PyTorch's error for an uninitialized value loaded into an initialized tensor. */
+const LAZY_INTO_INITIALIZED = "Can't access the shape of an uninitialized parameter or buffer. " +
+  "This error usually happens in `load_state_dict` when trying to load an uninitialized " +
+  "parameter into an initialized one. Call `forward` to initialize the parameters before " +
+  "accessing their attributes.";
 
 function snakeToCamel(name: string): string {
   return name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
@@ -945,7 +952,8 @@ export class Module {
     const keepVars = options.keepVars ?? false;
     let out: Record<string, Tensor> = {};
     walkState(this, prefix, {
-      entry: (key, t) => void (out[key] = keepVars ? t : t.detach()),
+      // An uninitialized tensor is listed as itself, as PyTorch's lazy `_save_to_state_dict`.
+      entry: (key, t) => void (out[key] = keepVars || isLazy(t) ? t : t.detach()),
       enter: (m, p) => {
         for (const hook of hooksOf(m, "stateDictPre")) {
           settled("state-dict pre-hook", m, hook(m, p, keepVars));
@@ -995,6 +1003,14 @@ export class Module {
         }`,
       );
     }
+    // PyTorch's `_lazy_load_hook`: an uninitialized parameter or buffer takes the shape of the
+    // value it is given, before any check (an uninitialized value leaves it uninitialized).
+    for (const [key, target] of stateEntries(this)) {
+      const value: unknown = Object.hasOwn(stateDict, key) ? stateDict[key] : undefined;
+      if (isLazy(target) && value instanceof Tensor && !isLazy(value)) {
+        noGrad(() => target.materialize(value.shape));
+      }
+    }
     const entries = stateEntries(this);
     const expected = new Set(entries.map(([k]) => k));
     const problems: string[] = [];
@@ -1005,6 +1021,8 @@ export class Module {
         problems.push(
           `value for "${key}" is not a Tensor (got ${value === null ? "null" : typeof value})`,
         );
+      } else if (isLazy(value) || isLazy(target)) {
+        if (!isLazy(target)) problems.push(`${LAZY_INTO_INITIALIZED} (key "${key}")`);
       } else if (!sameShape(value.shape, target.shape)) {
         problems.push(
           `size mismatch for "${key}": copying a tensor of shape ${
@@ -1038,7 +1056,7 @@ export class Module {
             continue;
           }
           const value = stateDict[key];
-          if (value.storage === target.storage) continue;
+          if (value.storage === target.storage || isLazy(value) || isLazy(target)) continue;
           target._assign(value.dtype === target.dtype ? value : value.to(target.dtype));
         }
       })
@@ -1086,6 +1104,7 @@ export class Module {
    * The original module is not modified.
    */
   _replicateWith(mapTensor: ReplicateTensorFn): this {
+    refuseLazy([...this.parameters(), ...this.buffers()], "DataParallel");
     const modules = new Map<Module, Module>();
     const tensors = new Map<Tensor, Tensor>();
     const map = (t: Tensor, kind: "parameter" | "buffer", name: string): Tensor => {

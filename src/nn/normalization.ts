@@ -203,7 +203,8 @@ export abstract class BatchNormBase extends Module {
       x,
       { ...stats, weight: this.weight, bias: this.bias },
       useBatchStats && !valuesOnOtherRanks,
-      this.numFeatures,
+      // 0: a lazy norm loaded from a state dict, whose tensors' shapes are checked instead.
+      this.numFeatures === 0 ? undefined : this.numFeatures,
       this.inputRanks ?? undefined,
     );
     const tracked = update ? this.numBatchesTracked : null;

@@ -118,8 +118,12 @@ export abstract class InstanceNormBase extends Module {
     }
     const batched = x.ndim === rank + 1;
     const channels = x.shape[batched ? 1 : 0];
-    // Without weight or statistics PyTorch never reads numFeatures: any channel count works.
-    if ((this.affine || this.trackRunningStats) && channels !== this.numFeatures) {
+    // Without weight or statistics PyTorch never reads numFeatures: any channel count works
+    // (nor with 0, a lazy norm loaded from a state dict: its tensors' shapes are checked instead).
+    if (
+      (this.affine || this.trackRunningStats) && this.numFeatures !== 0 &&
+      channels !== this.numFeatures
+    ) {
       throw new RangeError(
         `${this.layerName}: expected input's size at dim=${
           batched ? 1 : 0

@@ -10,6 +10,7 @@ import type { Module } from "../nn/module.ts";
 import type { Tensor } from "../tensor.ts";
 import { checkModuleOn, type DeviceLike, resolveDevices } from "./devices.ts";
 import { Broadcast } from "./functions.ts";
+import { refuseLazy } from "../nn/lazy_state.ts";
 import * as comm from "./comm.ts";
 
 /** Options of {@link replicate}. */
@@ -35,6 +36,7 @@ export function replicate<M extends Module>(
   if (others.length === 0) return [module];
   const params = module.parameters();
   const buffers = module.buffers();
+  refuseLazy([...params, ...buffers], "DataParallel");
   const differentiable = isGradEnabled() && !options.detach;
   // Only parameters that require grad join the graph (PyTorch's Broadcast
   // marks the copies of the others non-differentiable): a frozen backbone
