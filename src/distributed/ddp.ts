@@ -8,14 +8,18 @@
 
 import {
   isGradEnabled,
+  noGrad,
   queueBackwardCallback,
   registerPostAccumulateGradHook,
 } from "../autograd.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
 import { type DType, dtypeSize, type TypedArray } from "../dtype.ts";
 import { Module, type Parameter } from "../nn/module.ts";
+import { refuseLazy } from "../nn/lazy_state.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
+import { cat } from "../ops/view.ts";
+import { checkBucketTensor, type CommHook, GradBucket } from "./grad_bucket.ts";
 import { mapTensors } from "../nested.ts";
 import { borrowHost, broadcastFlat, giveBackHost, readFlatInto } from "./host.ts";
 import {
@@ -203,6 +207,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   #pass: Pass | null = null;
   /** Parameters that got a gradient since the last synchronised backward (noSync passes too). */
   readonly #usedSinceSync = new Set<Parameter>();
+  /** The communication hook and its state, once registered. */
+  #hook: { state: unknown; hook: CommHook<unknown> } | null = null;
+  /** Whether a backward pass through this wrapper has ended (a hook comes too late then). */
+  #trained = false;
 
   /** Wraps `module` (already on this rank's device) and makes every rank start from rank 0's state. */
   constructor(module: M, options: DistributedDataParallelOptions = {}) {
@@ -218,6 +226,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       );
     }
     const named = module.namedParameters();
+    refuseLazy(named.map(([, p]) => p), "DistributedDataParallel");
     const seen = new Set<Parameter>();
     const params: Parameter[] = [];
     const names = new Map<Parameter, string>();
@@ -311,6 +320,46 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     }
     this.#syncing = previous;
     return result;
+  }
+
+  /**
+   * Replaces the averaging all-reduce of the gradients with `hook` (PyTorch's
+   * `register_comm_hook`): at the end of every backward pass that
+   * synchronises (not inside {@link noSync}), `hook(state, bucket)` is called
+   * for each bucket in bucket order (bucket 0 holds the last parameters) and
+   * returns the bucket's reduced flat gradient (same shape, dtype and
+   * device as `bucket.buffer()`), which is written into the parameters'
+   * `.grad`. The hook runs collectives itself (`allReduce` on the buffer,
+   * say), the same ones in the same order on every rank; they are
+   * stream-ordered, so it returns the tensor without awaiting (PyTorch's
+   * Future). Ready-made hooks: `distributed.algorithms.ddpCommHooks`. One
+   * hook per wrapper (a second is PyTorch's error), registered before the
+   * first backward through this wrapper (an error here: PyTorch 1.13 takes
+   * a late hook silently, after its buckets were built without it).
+   *
+   * With `findUnusedParameters`, a parameter without a gradient on this
+   * rank counts as zeros in the buffer, and one no rank used keeps its
+   * `.grad` untouched, as without a hook.
+   */
+  registerCommHook<S>(state: S, hook: CommHook<S>): void {
+    if (typeof hook !== "function") {
+      throw new TypeError(
+        `DistributedDataParallel.registerCommHook: communication hook must be callable, got ${
+          hook === null ? "null" : typeof hook
+        }`,
+      );
+    }
+    if (this.#hook) {
+      throw new Error(
+        "DistributedDataParallel.registerCommHook: register_comm_hook or register_builtin_comm_hook can only be called once",
+      );
+    }
+    if (this.#trained) {
+      throw new Error(
+        "DistributedDataParallel.registerCommHook: a backward pass already ran through this wrapper; register the communication hook before training starts",
+      );
+    }
+    this.#hook = { state, hook: hook as CommHook<unknown> };
   }
 
   /** The wrapped module's state dict (its own keys, no `module.` prefix; options passed on). */
@@ -497,10 +546,39 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     return new Set(params.filter((_, i) => parts.some((b) => (b[i >> 5] >>> (i & 31)) & 1)));
   }
 
+  /**
+   * Hands every bucket's flat gradient to the communication hook, in bucket
+   * order, and writes what it returns into the gradients of the parameters
+   * `written`. Everything stays in stream order: the hook's collectives and
+   * these writes run once backward's kernels have.
+   */
+  #runHook(
+    state: unknown,
+    hook: CommHook<unknown>,
+    written: (p: Parameter) => boolean,
+  ): void {
+    const last = this.#buckets.length - 1;
+    this.#buckets.forEach(({ params }, index) => {
+      const flat = cat(params.map((p) => (p.grad ?? p.zerosLike()).reshape([-1])));
+      const bucket = new GradBucket(index, flat, params, index === last);
+      const result = hook(state, bucket);
+      checkBucketTensor(result, bucket, "DistributedDataParallel: the communication hook's result");
+      let at = 0;
+      for (const p of params) {
+        const n = p.numel();
+        if (written(p)) {
+          (p.grad ??= p.zerosLike()).copy_(result.narrow(0, at, n).reshape(p.shape));
+        }
+        at += n;
+      }
+    });
+  }
+
   #finishPass(): void {
     const pass = this.#pass;
     this.#pass = null;
     this.#armed = false;
+    if (pass) this.#trained = true;
     if (!pass?.syncing) return;
     const unused = [...this.#names.keys()].filter((p) => !pass.ready.has(p));
     if (unused.length > 0 && !this.findUnusedParameters) {
@@ -513,6 +591,11 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     }
     const usedAnywhere = this.findUnusedParameters ? this.#usedAnywhere(pass) : null;
     this.#usedSinceSync.clear();
+    if (this.#hook) {
+      const { state, hook } = this.#hook;
+      noGrad(() => this.#runHook(state, hook, (p) => !usedAnywhere || usedAnywhere.has(p)));
+      return;
+    }
     // One collective per dtype and step, whatever the number of buckets:
     // every exchange is a meeting of the ranks, and on a busy machine the
     // meeting, not the bytes, is what costs. The averages land in stream

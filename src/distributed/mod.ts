@@ -27,4 +27,6 @@ export * from "./objects.ts";
 export * from "./p2p.ts";
 export * from "./spawn.ts";
 export * from "./ddp.ts";
+export * from "./grad_bucket.ts";
 export * as optim from "./optim.ts";
+export * as algorithms from "./algorithms.ts";
