@@ -12,12 +12,14 @@ import assert from "node:assert/strict";
 import {
   type Device,
   distributed,
+  fromSafetensors,
   manualSeed,
   nn,
   ones,
   optim,
   type Tensor,
   tensor,
+  toSafetensors,
   zeros,
 } from "../mod.ts";
 import {
@@ -160,10 +162,13 @@ for (const [i, c] of fixtures.load.entries()) {
       assert.equal(m.constructor.name, c.class_after_load);
       assert.equal(m.hasUninitializedParams(), c.uninitialized_after_load);
       assert.deepEqual(Object.values(m.stateDict()).map(kindOf), c.kinds_after_load);
-      // The strict load materializes before it fails, as PyTorch's pre-hook does.
+      // A strict load that fails writes nothing (multigrad's rule; PyTorch's pre-hook would
+      // have materialized and copied the weight): the module stays as it was made.
       const strict = makeLazy(c.cls, c.args, c.options, device);
+      const before = Object.values(strict.stateDict()).map(kindOf);
       assert.throws(() => strict.loadStateDict(state), /missing key\(s\) in state dict: "bias"/);
-      assert.deepEqual(Object.values(strict.stateDict()).map(kindOf), c.kinds_after_load);
+      assert.deepEqual(Object.values(strict.stateDict()).map(kindOf), before);
+      assert.ok(strict.hasUninitializedParams());
       return;
     }
     m.loadStateDict(state);
@@ -468,4 +473,96 @@ Deno.test("a conv whose in_channels is not divisible by groups shows them in its
   assert.ok(m.hasUninitializedParams());
   m.call(ones([2, 4, 2, 2, 2]));
   assert.equal(String(m), "Conv3d(4, 6, kernel_size=(1, 1, 1), stride=(1, 1, 1), groups=2)");
+});
+
+// Found in review: the lazy tensors were materialized (with uninitialized memory) before the
+// checks, so a load that threw left a module whose next forward silently used garbage weights.
+Deno.test("a loadStateDict that throws leaves a lazy module uninitialized", async () => {
+  const m = new nn.LazyLinear(2, { device: REF });
+  const good = new nn.Linear(3, 2, { device: REF }).stateDict();
+  assert.throws(
+    () => m.loadStateDict({ ...good, extra: zeros([1], { device: REF }) }),
+    /unexpected key\(s\) in state dict: "extra"/,
+  );
+  assert.ok(m.hasUninitializedParams(), "weight and bias stay uninitialized");
+  assert.equal(String(m), "LazyLinear(in_features=0, out_features=2, bias=True)");
+  // The first forward then initializes as usual, and a later good load copies the values.
+  m.call(ones([1, 3], { device: REF }));
+  assert.deepEqual([...m.weight.shape], [2, 3]);
+  const again = new nn.LazyLinear(2, { device: REF });
+  again.loadStateDict(good);
+  await assertSame(again.weight, good.weight, "weight");
+  await assertSame(again.bias!, good.bias, "bias");
+  const bn = new nn.LazyBatchNorm1d({ device: REF });
+  const stats = new nn.BatchNorm1d(3, { device: REF }).stateDict();
+  assert.throws(
+    () => bn.loadStateDict({ ...stats, num_batches_tracked: zeros([2], { device: REF }) }),
+    /size mismatch for "num_batches_tracked"/,
+  );
+  assert.ok(bn.hasUninitializedParams());
+});
+
+// Found in review: saving an unmaterialized model failed with "uninitialized parameter in data",
+// naming neither the call nor the entry. torch.save pickles the UninitializedParameter; a
+// safetensors file cannot hold a tensor without a shape, so the save refuses, naming the key.
+Deno.test("toSafetensors of an unmaterialized model names the uninitialized entry", async () => {
+  const m = new nn.Sequential(new nn.Linear(2, 2, { device: REF }), new nn.LazyLinear(3));
+  await assert.rejects(
+    () => toSafetensors(m.stateDict()),
+    (e: Error) =>
+      e instanceof TypeError &&
+      /^toSafetensors: the tensor for "1\.weight" is an uninitialized parameter or buffer/.test(
+        e.message,
+      ) && /dummy forward/.test(e.message),
+  );
+  await assert.rejects(
+    () => toSafetensors({ model: m.stateDict(), epoch: 1 }),
+    /^TypeError: toSafetensors: the tensor at "model\.1\.weight" is an uninitialized/,
+  );
+  // Once materialized it saves, and the file loads back into a fresh lazy model.
+  m.call(ones([1, 2], { device: REF }));
+  const bytes = await toSafetensors(m.stateDict());
+  const fresh = new nn.Sequential(new nn.Linear(2, 2, { device: REF }), new nn.LazyLinear(3));
+  fresh.loadStateDict(fromSafetensors(bytes, { device: REF }));
+  assert.equal(String(fresh.at(1)), "LazyLinear(in_features=0, out_features=3, bias=True)");
+  await assertSame((fresh.at(1) as nn.Linear).weight, (m.at(1) as nn.Linear).weight, "weight");
+});
+
+// Found in review: an optimizer's state dict loaded before the model's (its parameters still
+// uninitialized) failed with the "load_state_dict ... uninitialized parameter into an initialized
+// one" error; PyTorch loads it (its state is cast, not shape-checked) and the step after works.
+Deno.test("an optimizer's state dict loads into a lazy model's optimizer before the model's", async () => {
+  manualSeed(11);
+  const src = new nn.Linear(3, 2, { device: REF });
+  const srcOpt = new optim.Adam(src.parameters(), { lr: 0.1 });
+  const x = tensor([[1, -2, 0.5], [0.25, 1, -1]], { device: REF });
+  src.call(x).pow(2).sum().backward();
+  srcOpt.step();
+  const lazy = new nn.LazyLinear(2, { device: REF });
+  const lazyOpt = new optim.Adam(lazy.parameters(), { lr: 0.1 });
+  lazyOpt.loadStateDict(srcOpt.stateDict());
+  lazy.loadStateDict(src.stateDict());
+  for (const [m, o] of [[src, srcOpt], [lazy, lazyOpt]] as const) {
+    o.zeroGrad();
+    m.call(x).pow(2).sum().backward();
+    o.step();
+  }
+  await assertSame(lazy.weight, src.weight, "weight after a step");
+  await assertSame(lazy.bias!, src.bias!, "bias after a step");
+});
+
+// Found in review: both failed with the generic "Can't access the shape" error; PyTorch names them.
+Deno.test("weightNorm and spectralNorm refuse a lazy module with PyTorch's errors", () => {
+  assert.throws(
+    () => nn.utils.weightNorm(new nn.LazyLinear(2)),
+    /The module passed to `WeightNorm` can't have uninitialized parameters\. Make sure to run the dummy forward before applying weight normalization/,
+  );
+  assert.throws(
+    () => nn.utils.spectralNorm(new nn.LazyConv2d(2, 3)),
+    /The module passed to `SpectralNorm` can't have uninitialized parameters\. Make sure to run the dummy forward before applying spectral normalization/,
+  );
+  const m = new nn.LazyLinear(2);
+  m.call(ones([1, 3]));
+  nn.utils.weightNorm(m);
+  assert.deepEqual([...m.call(ones([1, 3])).shape], [1, 2]);
 });

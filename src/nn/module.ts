@@ -1003,14 +1003,6 @@ export class Module {
         }`,
       );
     }
-    // PyTorch's `_lazy_load_hook`: an uninitialized parameter or buffer takes the shape of the
-    // value it is given, before any check (an uninitialized value leaves it uninitialized).
-    for (const [key, target] of stateEntries(this)) {
-      const value: unknown = Object.hasOwn(stateDict, key) ? stateDict[key] : undefined;
-      if (isLazy(target) && value instanceof Tensor && !isLazy(value)) {
-        noGrad(() => target.materialize(value.shape));
-      }
-    }
     const entries = stateEntries(this);
     const expected = new Set(entries.map(([k]) => k));
     const problems: string[] = [];
@@ -1056,7 +1048,10 @@ export class Module {
             continue;
           }
           const value = stateDict[key];
-          if (value.storage === target.storage || isLazy(value) || isLazy(target)) continue;
+          if (value.storage === target.storage || isLazy(value)) continue;
+          // PyTorch's `_lazy_load_hook`: an uninitialized tensor takes the value's shape; only
+          // once every check passed, so a load that throws leaves it uninitialized.
+          if (isLazy(target)) target.materialize(value.shape);
           target._assign(value.dtype === target.dtype ? value : value.to(target.dtype));
         }
       })

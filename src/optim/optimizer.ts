@@ -10,6 +10,7 @@ import { enableGrad, noGrad, zeroGrads } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { full } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
+import { isLazy } from "../nn/lazy_state.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -427,7 +428,9 @@ export abstract class Optimizer<
           );
         }
         if (v instanceof Tensor) {
-          if (!sameShape(v.shape, p.shape)) {
+          // An uninitialized (lazy) parameter has no shape yet: its state is taken as it is,
+          // as PyTorch's (its step comes after the forward that materializes it).
+          if (!isLazy(p) && !sameShape(v.shape, p.shape)) {
             throw new RangeError(
               `${name}: state "${k}" of parameter ${key} has shape ${
                 formatShape(v.shape)
@@ -467,7 +470,7 @@ export abstract class Optimizer<
 
 /** `v`'s values in new persistent state on `p`'s device, in `p`'s dtype (no zero fill first). */
 function stateCopy(v: Tensor, p: Tensor): Tensor {
-  const t = empty(p.shape, p.dtype, p.device);
+  const t = empty(isLazy(p) ? v.shape : p.shape, p.dtype, p.device);
   t.storage.persistent = true;
   t._assign(v.dtype === p.dtype ? v : v.to(p.dtype));
   return t;

@@ -35,6 +35,22 @@ function describe(value: unknown): string {
 }
 
 /**
+ * Throws where `t` has no shape to write: an uninitialized lazy parameter or
+ * buffer (nn's, whose `shape` throws), named by `where` (`for "key"`, `at
+ * "path"`). serialization does not import nn, so it asks the tensor itself.
+ */
+export function checkHasShape(op: string, t: Tensor, where: string): void {
+  try {
+    void t.shape;
+  } catch {
+    throw new TypeError(
+      `${op}: the tensor ${where} is an uninitialized parameter or buffer (a lazy module's, ` +
+        "before its first forward) and has no shape to save; run a dummy forward pass first",
+    );
+  }
+}
+
+/**
  * The entries and structure of `checkpoint`: tensors by dotted path (a tensor
  * met twice is stored once) and the JSON of everything with tensors replaced
  * by `{"$tensor": name}`. `op` names the caller in errors.
@@ -58,6 +74,7 @@ export function flattenCheckpoint(
     const where = path.length ? `"${path.join(".")}"` : "the top level";
     if (value instanceof Tensor) {
       if (value.storage.disposed) throw new Error(`${op}: the tensor at ${where} was disposed`);
+      checkHasShape(op, value, `at ${where}`);
       let name = names.get(value);
       if (name === undefined) {
         name = path.join(".");

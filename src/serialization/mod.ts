@@ -11,6 +11,7 @@ import { fromHost } from "../ops/factory.ts";
 import { Tensor } from "../tensor.ts";
 import { isPlainObject } from "../util.ts";
 import {
+  checkHasShape,
   flattenCheckpoint,
   isFlatStateDict,
   STRUCTURE_KEY,
@@ -46,6 +47,7 @@ function checkStateDict(
       );
     }
     if (value.storage.disposed) throw new Error(`${op}: the tensor for "${key}" was disposed`);
+    checkHasShape(op, value, `for "${key}"`);
   }
 }
 

@@ -24,6 +24,7 @@ import { Tensor } from "../../tensor.ts";
 import { ConvTranspose1d, ConvTranspose2d, ConvTranspose3d } from "../conv.ts";
 import { normalize } from "../functional/normalize.ts";
 import type { RemovableHandle } from "../hook_handle.ts";
+import { isLazy } from "../lazy_state.ts";
 import { type Module, Parameter } from "../module.ts";
 import {
   checkModule,
@@ -166,6 +167,12 @@ export function spectralNorm<M extends Module>(module: M, options: SpectralNormO
     );
   }
   checkOwnParameter(op, module, name, weight);
+  if (isLazy(weight)) {
+    throw new RangeError(
+      `${op}: The module passed to \`SpectralNorm\` can't have uninitialized parameters. ` +
+        "Make sure to run the dummy forward before applying spectral normalization",
+    );
+  }
   if (weight.ndim === 0) {
     throw new RangeError(
       `${op}: the parameter "${name}" of ${module.constructor.name} has shape [], ` +

@@ -22,6 +22,7 @@ import { noGrad } from "../../autograd.ts";
 import { normalizeDim } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import { Tensor } from "../../tensor.ts";
+import { isLazy } from "../lazy_state.ts";
 import { type Module, Parameter } from "../module.ts";
 import {
   checkModule,
@@ -103,6 +104,12 @@ export function weightNorm<M extends Module>(module: M, options: WeightNormOptio
   }
   const weight = (module as unknown as Fields)[name];
   checkOwnParameter(op, module, name, weight);
+  if (isLazy(weight)) {
+    throw new RangeError(
+      `${op}: The module passed to \`WeightNorm\` can't have uninitialized parameters. ` +
+        "Make sure to run the dummy forward before applying weight normalization",
+    );
+  }
   const requested = options.dim === undefined ? 0 : options.dim;
   let dim: number | null;
   if (requested === null || requested === -1) {
