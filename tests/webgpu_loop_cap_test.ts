@@ -122,6 +122,19 @@ pastCap(
   (d) => affineBatchNorm(d, [34000, 2, 32], 21),
   { rtol: 1e-3, atol: 1e-3 },
 );
+// The unchunked kernel walks the channel three times, and llvmpipe's count runs over every loop
+// of the invocation, each loop's exit check included: 8,192 rows of 64 cost 3 steps a row (the
+// row's, the inner loop's one step and its exit), 73,728 in all, though no walk alone is near.
+pastCap(
+  "batchNorm with 8,192 rows of 64 (three unchunked walks of one row step each)",
+  (d) => affineBatchNorm(d, [8192, 1, 64], 32),
+  { rtol: 1e-3, atol: 1e-3 },
+);
+pastCap(
+  "batchNorm with 5,461 rows of 128 (three unchunked walks of two row steps each)",
+  (d) => affineBatchNorm(d, [5461, 1, 128], 33),
+  { rtol: 1e-3, atol: 1e-3 },
+);
 pastCap(
   "batchNorm with N·H·W = 4,200,000 per channel (flat walk)",
   (d) => affineBatchNorm(d, [4200000, 1], 22),

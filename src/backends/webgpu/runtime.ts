@@ -77,9 +77,10 @@ export const MAX_GROUPS = 65535;
  * The most loop steps one invocation takes in one dispatch; a longer walk
  * takes several dispatches that carry its running state. llvmpipe (Mesa's
  * gallivm, our CI's adapter on GL and Vulkan) silently ends a shader loop
- * after 65,535 iterations, those of nested loops counted together, and the
- * invocation returns what it has so far; a quarter of that leaves room for
- * a kernel's inner loops.
+ * after 65,535 iterations, those of every loop the invocation has run so
+ * far counted together (nested or one after another, each loop's exit check
+ * one more), and the invocation returns what it has so far; a quarter of
+ * that leaves room for a kernel's inner loops and its other walks.
  */
 export const LOOP_STEPS = 16384;
 

@@ -82,8 +82,10 @@ export function channelWalk(outer: number, inner: number): ChannelWalk {
   // A single row longer than a dispatch's walk goes flat (only ranges of rows are split).
   const rows = channelRows(inner) && inner <= CHANNEL_WG * LOOP_STEPS;
   const units = rows ? outer : Math.ceil((outer * inner) / CHANNEL_WG);
-  // A row costs the outer loop's step and the inner loop's (nested loops count together).
-  const per = rows ? 1 + Math.ceil(inner / CHANNEL_WG) : 1;
+  // A row costs the outer loop's step, the inner loop's steps and its exit check: llvmpipe
+  // counts every loop of the invocation together, exits too (the unchunked kernels walk the
+  // channel two or three times, so 1 + ceil(inner / 64) let rows of 64 or 128 run past 65,535).
+  const per = rows ? 2 + Math.ceil(inner / CHANNEL_WG) : 1;
   if (units * per <= LOOP_STEPS) return { rows, chunks: null };
   const step = Math.max(1, Math.floor(LOOP_STEPS / per));
   const chunks: [number, number][] = [];
