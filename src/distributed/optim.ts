@@ -53,8 +53,10 @@ export interface ZeroRedundancyOptions<O extends object, P> {
   parametersAsBucketView?: boolean;
   /**
    * Overlap the step with DDP's gradient all-reduce through a DDP
-   * communication hook. multigrad's `DistributedDataParallel` has no
-   * communication hooks, so `true` is an error; default false.
+   * communication hook (PyTorch's `ddp_zero_hook` functions). multigrad's
+   * DDP runs its all-reduce, and any communication hook, once backward has
+   * ended (one meeting of the ranks per step), so a step inside the hook
+   * would overlap nothing: `true` is an error; default false.
    */
   overlapWithDdp?: boolean;
 }
@@ -232,7 +234,7 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
     }
     if (overlapWithDdp) {
       throw new Error(
-        `${name}: overlapWithDdp needs DistributedDataParallel communication hooks (PyTorch's register_comm_hook with the ddp_zero_hook functions), which multigrad's DistributedDataParallel does not have; leave overlapWithDdp false and call step() after backward()`,
+        `${name}: overlapWithDdp is not supported: multigrad's DistributedDataParallel reduces the gradients (and runs communication hooks) once backward has ended, so a step inside a hook would overlap nothing; leave overlapWithDdp false and call step() after backward()`,
       );
     }
     const defaults: Record<string, unknown> = {};
