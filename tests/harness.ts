@@ -186,6 +186,16 @@ export function shapeOf(values: FixtureValues): number[] {
   return Array.isArray(values) ? [values.length, ...shapeOf(values[0])] : [];
 }
 
+/** Asserts that `t` exists and has the shape and (within `options`) the values of `expected`. */
+export async function assertFixture(
+  t: Tensor | null,
+  expected: FixtureValues,
+  options: CloseOptions = {},
+): Promise<void> {
+  assert.ok(t, `${options.what ?? "tensor"}: missing`);
+  await assertTensor(t, decodeFixture(expected), { ...options, shape: shapeOf(expected) });
+}
+
 /** A tensor of nested fixture values on `device` (float32 unless told). */
 export function fixtureTensor(
   values: FixtureValues,

@@ -9,15 +9,8 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, nn, type Tensor, tensor } from "../mod.ts";
-import {
-  assertTensor,
-  backendTest,
-  decodeFixture,
-  fixtureTensor,
-  type FixtureValues,
-  shapeOf,
-} from "./harness.ts";
+import { type Device, nn, tensor } from "../mod.ts";
+import { assertFixture, assertTensor, backendTest, fixtureTensor } from "./harness.ts";
 import { check, CPU0 as CPU, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_interpolate_modes.json" with { type: "json" };
 
@@ -27,23 +20,13 @@ function tol(device: Device) {
   return device.backend === "cpu" ? { atol: 2e-5, rtol: 1e-4 } : { atol: 2e-4, rtol: 2e-4 };
 }
 
-async function expectTensor(
-  t: Tensor | null,
-  expected: FixtureValues,
-  what: string,
-  closeness: { atol: number; rtol: number },
-): Promise<void> {
-  assert.ok(t, `${what}: missing`);
-  await assertTensor(t, decodeFixture(expected), { ...closeness, what, shape: shapeOf(expected) });
-}
-
 for (const c of fixtures.interpolate) {
   backendTest(`interpolate ${c.name}: output and gradient equal PyTorch's`, async (device) => {
     const x = fixtureTensor(c.input, device, { requiresGrad: true });
     const out = F.interpolate(x, c.options as nn.functional.InterpolateOptions);
-    await expectTensor(out, c.output, "output", tol(device));
+    await assertFixture(out, c.output, { ...tol(device), what: "output" });
     out.mul(fixtureTensor(c.g, device)).sum().backward();
-    await expectTensor(x.grad, c.grad, "input gradient", tol(device));
+    await assertFixture(x.grad, c.grad, { ...tol(device), what: "input gradient" });
   });
 }
 
@@ -55,9 +38,9 @@ for (const c of fixtures.float64) {
     const out = F.interpolate(x, c.options as nn.functional.InterpolateOptions);
     assert.equal(out.dtype, "float64");
     const tight = { atol: 1e-12, rtol: 1e-12 };
-    await expectTensor(out, c.output, "output", tight);
+    await assertFixture(out, c.output, { ...tight, what: "output" });
     out.mul(fixtureTensor(c.g, CPU, { dtype: "float64" })).sum().backward();
-    await expectTensor(x.grad, c.grad, "input gradient", tight);
+    await assertFixture(x.grad, c.grad, { ...tight, what: "input gradient" });
   });
 }
 
@@ -68,9 +51,9 @@ for (const c of fixtures.modules) {
     assert.deepEqual(Object.keys(m.stateDict()), c.keys);
     const x = fixtureTensor(c.input, device, { requiresGrad: true });
     const out = m.forward(x);
-    await expectTensor(out, c.output, "output", tol(device));
+    await assertFixture(out, c.output, { ...tol(device), what: "output" });
     out.mul(fixtureTensor(c.g, device)).sum().backward();
-    await expectTensor(x.grad, c.grad, "input gradient", tol(device));
+    await assertFixture(x.grad, c.grad, { ...tol(device), what: "input gradient" });
   });
 }
 

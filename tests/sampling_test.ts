@@ -13,9 +13,9 @@
 import assert from "node:assert/strict";
 import { type Device, manualSeed, nn, type Tensor, tensor, zeros } from "../mod.ts";
 import {
+  assertFixture,
   assertTensor,
   backendTest,
-  decodeFixture,
   fixtureTensor,
   type FixtureValues,
   shapeOf,
@@ -29,18 +29,13 @@ function tol(device: Device) {
   return device.backend === "cpu" ? { atol: 2e-5, rtol: 1e-4 } : { atol: 2e-4, rtol: 2e-4 };
 }
 
-async function expectTensor(
+function expectTensor(
   t: Tensor | null,
   expected: FixtureValues,
   device: Device,
   what: string,
 ): Promise<void> {
-  assert.ok(t, `${what}: missing`);
-  await assertTensor(t, decodeFixture(expected), {
-    ...tol(device),
-    what,
-    shape: shapeOf(expected),
-  });
+  return assertFixture(t, expected, { ...tol(device), what });
 }
 
 for (const c of fixtures.interpolate) {
