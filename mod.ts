@@ -28,6 +28,9 @@ export * from "./src/ops/mod.ts";
 export * from "./src/ops_composite/mod.ts";
 // The composite `normal` also takes tensors (`torch.normal(mean, std)`) and the core's forms.
 export { normal } from "./src/ops_composite/mod.ts";
+// `torch.pdist` is `nn.functional.pdist`.
+export { pdist } from "./src/nn/functional/nn_gaps.ts";
+export type { PdistOptions } from "./src/nn/functional/nn_gaps.ts";
 export {
   backendNames,
   defaultDevice,
@@ -67,6 +70,28 @@ export * as parallel from "./src/parallel/mod.ts";
 export * as nn from "./src/namespaces/nn.ts";
 export * as optim from "./src/optim/mod.ts";
 export * as linalg from "./src/linalg/mod.ts";
+// torch.* linear algebra beside torch.linalg (older names and conventions; Tensor methods too).
+export {
+  choleskyInverse,
+  choleskySolve,
+  inverse,
+  logdet,
+  lu,
+  luSolve,
+  luUnpack,
+  matrixExp,
+  pinverse,
+  svd,
+  triangularSolve,
+} from "./src/linalg/torch_level.ts";
+export type {
+  CholeskyFactorOptions,
+  LuUnpackOptions,
+  TorchLuOptions,
+  TorchSvdOptions,
+  TriangularSolveOptions,
+} from "./src/linalg/torch_level.ts";
+export * as special from "./src/namespaces/special.ts";
 export * as autograd from "./src/autograd/mod.ts";
 export * as distributions from "./src/distributions/mod.ts";
 export * as data from "./src/namespaces/data.ts";

@@ -61,7 +61,7 @@
  * pass forward and one scatter backward, where five passes over the looked-up
  * rows were 5-7x PyTorch. Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6360;
+export const CORE_BUDGET = 7200;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

@@ -22,12 +22,14 @@ import type * as transfer from "./ops/transfer.ts";
 import type * as factory from "./ops/factory.ts";
 import type * as inplace from "./ops/inplace.ts";
 import type * as composite from "./ops_composite/mod.ts";
+import type * as torchLinalg from "./linalg/torch_level.ts";
 import type { TensorLike } from "./ops/util.ts";
 import type { VarianceOptions } from "./ops/reduce.ts";
 
 /**
  * The operations Tensor's methods call. The ops modules install them
- * (`src/ops/install.ts`, `src/ops_composite/install.ts`), so that this file
+ * (`src/ops/install.ts`, `src/ops_composite/install.ts`,
+ * `src/linalg/torch_level.ts`), so that this file
  * imports no op: the ops depend on Tensor, never the reverse.
  */
 export type TensorOps =
@@ -40,7 +42,8 @@ export type TensorOps =
   & Pick<typeof transfer, "copyInto" | "toDevice">
   & Pick<typeof factory, "full">
   & Pick<typeof inplace, "add_" | "copy_" | "fill_" | "mul_" | "zero_">
-  & typeof composite;
+  & typeof composite
+  & Omit<typeof torchLinalg, "luUnpack">;
 
 /** Stands in until the ops are installed: any method call says what is missing. */
 const notInstalled = new Proxy({}, {
@@ -409,7 +412,7 @@ export class Tensor {
     return ops.minimum(this, other);
   }
   /** Clamps into [min, max]. */
-  clamp(min?: number, max?: number): Tensor {
+  clamp(min?: TensorLike, max?: TensorLike): Tensor {
     return ops.clamp(this, min, max);
   }
   /** -this. */
@@ -516,6 +519,186 @@ export class Tensor {
   ge(other: TensorLike): Tensor {
     return ops.compare("ge", this, other);
   }
+  /** 1 where greater (`torch.greater`). */
+  greater(other: TensorLike): Tensor {
+    return ops.greater(this, other);
+  }
+  /** 1 where greater or equal (`torch.greater_equal`). */
+  greaterEqual(other: TensorLike): Tensor {
+    return ops.greaterEqual(this, other);
+  }
+  /** 1 where less (`torch.less`). */
+  less(other: TensorLike): Tensor {
+    return ops.less(this, other);
+  }
+  /** 1 where less or equal (`torch.less_equal`). */
+  lessEqual(other: TensorLike): Tensor {
+    return ops.lessEqual(this, other);
+  }
+  /** 1 where not equal (`torch.not_equal`). */
+  notEqual(other: TensorLike): Tensor {
+    return ops.notEqual(this, other);
+  }
+  /** 1 where both are nonzero (`torch.logical_and`). */
+  logicalAnd(other: TensorLike): Tensor {
+    return ops.logicalAnd(this, other);
+  }
+  /** 1 where either is nonzero (`torch.logical_or`). */
+  logicalOr(other: TensorLike): Tensor {
+    return ops.logicalOr(this, other);
+  }
+  /** 1 where exactly one is nonzero (`torch.logical_xor`). */
+  logicalXor(other: TensorLike): Tensor {
+    return ops.logicalXor(this, other);
+  }
+  /** 1 where zero (`torch.logical_not`). */
+  logicalNot(): Tensor {
+    return ops.logicalNot(this);
+  }
+  /** Bitwise AND of int32 tensors (`torch.bitwise_and`). */
+  bitwiseAnd(other: TensorLike): Tensor {
+    return ops.bitwiseAnd(this, other);
+  }
+  /** Bitwise OR of int32 tensors (`torch.bitwise_or`). */
+  bitwiseOr(other: TensorLike): Tensor {
+    return ops.bitwiseOr(this, other);
+  }
+  /** Bitwise XOR of int32 tensors (`torch.bitwise_xor`). */
+  bitwiseXor(other: TensorLike): Tensor {
+    return ops.bitwiseXor(this, other);
+  }
+  /** Bitwise NOT of an int32 tensor (`torch.bitwise_not`). */
+  bitwiseNot(): Tensor {
+    return ops.bitwiseNot(this);
+  }
+  /** this << other on int32, count modulo 32 (`torch.bitwise_left_shift`). */
+  bitwiseLeftShift(other: TensorLike): Tensor {
+    return ops.bitwiseLeftShift(this, other);
+  }
+  /** this >> other on int32, arithmetic (`torch.bitwise_right_shift`). */
+  bitwiseRightShift(other: TensorLike): Tensor {
+    return ops.bitwiseRightShift(this, other);
+  }
+  /** 1 where close to `other` (`torch.isclose`). */
+  isclose(other: TensorLike, options?: composite.IscloseOptions): Tensor {
+    return ops.isclose(this, other, options);
+  }
+  /** Whether all are close to `other` (async, `torch.allclose`). */
+  allclose(other: TensorLike, options?: composite.IscloseOptions): Promise<boolean> {
+    return ops.allclose(this, other, options);
+  }
+  /** Whether `other` has this shape and these values (async, `torch.equal`). */
+  equal(other: Tensor): Promise<boolean> {
+    return ops.equal(this, other);
+  }
+  /** 1 where -inf (`torch.isneginf`). */
+  isneginf(): Tensor {
+    return ops.isneginf(this);
+  }
+  /** 1 where +inf (`torch.isposinf`). */
+  isposinf(): Tensor {
+    return ops.isposinf(this);
+  }
+  /** 1 everywhere: there are no complex dtypes (`torch.isreal`). */
+  isreal(): Tensor {
+    return ops.isreal(this);
+  }
+  /** Remainder with the divisor's sign (`torch.remainder`). */
+  remainder(other: TensorLike): Tensor {
+    return ops.remainder(this, other);
+  }
+  /** Remainder with the dividend's sign (`torch.fmod`). */
+  fmod(other: TensorLike): Tensor {
+    return ops.fmod(this, other);
+  }
+  /** Rounded-down quotient (`torch.floor_divide`). */
+  floorDivide(other: TensorLike): Tensor {
+    return ops.floorDivide(this, other);
+  }
+  /** |this| with the sign of `other` (`torch.copysign`). */
+  copysign(other: TensorLike): Tensor {
+    return ops.copysign(this, other);
+  }
+  /** Heaviside step with `values` at 0 (`torch.heaviside`). */
+  heaviside(values: TensorLike): Tensor {
+    return ops.heaviside(this, values);
+  }
+  /** Maximum ignoring NaN (`torch.fmax`). */
+  fmax(other: TensorLike): Tensor {
+    return ops.fmax(this, other);
+  }
+  /** Minimum ignoring NaN (`torch.fmin`). */
+  fmin(other: TensorLike): Tensor {
+    return ops.fmin(this, other);
+  }
+  /** this ** exponent in float64 (`torch.float_power`). */
+  floatPower(exponent: TensorLike): Tensor {
+    return ops.floatPower(this, exponent);
+  }
+  /** this * 2 ** other (`torch.ldexp`). */
+  ldexp(other: TensorLike): Tensor {
+    return ops.ldexp(this, other);
+  }
+  /** Greatest common divisor of int32 tensors (`torch.gcd`). */
+  gcd(other: TensorLike): Tensor {
+    return ops.gcd(this, other);
+  }
+  /** Least common multiple of int32 tensors (`torch.lcm`). */
+  lcm(other: TensorLike): Tensor {
+    return ops.lcm(this, other);
+  }
+  /** Angle of (other, this) (`torch.atan2`). */
+  atan2(other: TensorLike): Tensor {
+    return ops.atan2(this, other);
+  }
+  /** Angle of (other, this) (`torch.arctan2`). */
+  arctan2(other: TensorLike): Tensor {
+    return ops.arctan2(this, other);
+  }
+  /** sqrt(this² + other²) (`torch.hypot`). */
+  hypot(other: TensorLike): Tensor {
+    return ops.hypot(this, other);
+  }
+  /** log(e^this + e^other) (`torch.logaddexp`). */
+  logaddexp(other: TensorLike): Tensor {
+    return ops.logaddexp(this, other);
+  }
+  /** log2(2^this + 2^other) (`torch.logaddexp2`). */
+  logaddexp2(other: TensorLike): Tensor {
+    return ops.logaddexp2(this, other);
+  }
+  /** log(cumsum(exp(this), dim)) (`torch.logcumsumexp`). */
+  logcumsumexp(dim: number): Tensor {
+    return ops.logcumsumexp(this, dim);
+  }
+  /** this * other (`torch.multiply`). */
+  multiply(other: TensorLike): Tensor {
+    return ops.multiply(this, other);
+  }
+  /** this - alpha * other (`torch.subtract`). */
+  subtract(other: TensorLike, options?: composite.SubtractOptions): Tensor {
+    return ops.subtract(this, other, options);
+  }
+  /** this / other, optionally rounded (`torch.divide`). */
+  divide(other: TensorLike, options?: composite.DivideOptions): Tensor {
+    return ops.divide(this, other, options);
+  }
+  /** this / other (`torch.true_divide`). */
+  trueDivide(other: TensorLike): Tensor {
+    return ops.trueDivide(this, other);
+  }
+  /** Clamped below by `min` (`torch.clamp_min`). */
+  clampMin(min: TensorLike): Tensor {
+    return ops.clampMin(this, min);
+  }
+  /** Clamped above by `max` (`torch.clamp_max`). */
+  clampMax(max: TensorLike): Tensor {
+    return ops.clampMax(this, max);
+  }
+  /** Clamps into [min, max] (`torch.clip`). */
+  clip(min?: TensorLike, max?: TensorLike): Tensor {
+    return ops.clip(this, min, max);
+  }
   /** Rounded toward zero. */
   trunc(): Tensor {
     return ops.trunc(this);
@@ -527,6 +710,150 @@ export class Tensor {
   /** The error function. */
   erf(): Tensor {
     return ops.erf(this);
+  }
+  /** Tangent (`torch.tan`). */
+  tan(): Tensor {
+    return ops.tan(this);
+  }
+  /** Arcsine (`torch.asin`). */
+  asin(): Tensor {
+    return ops.asin(this);
+  }
+  /** Arccosine (`torch.acos`). */
+  acos(): Tensor {
+    return ops.acos(this);
+  }
+  /** Arctangent (`torch.atan`). */
+  atan(): Tensor {
+    return ops.atan(this);
+  }
+  /** Hyperbolic sine (`torch.sinh`). */
+  sinh(): Tensor {
+    return ops.sinh(this);
+  }
+  /** Hyperbolic cosine (`torch.cosh`). */
+  cosh(): Tensor {
+    return ops.cosh(this);
+  }
+  /** Inverse hyperbolic sine (`torch.asinh`). */
+  asinh(): Tensor {
+    return ops.asinh(this);
+  }
+  /** Inverse hyperbolic cosine (`torch.acosh`). */
+  acosh(): Tensor {
+    return ops.acosh(this);
+  }
+  /** Inverse hyperbolic tangent (`torch.atanh`). */
+  atanh(): Tensor {
+    return ops.atanh(this);
+  }
+  /** Alias of `asin`. */
+  arcsin(): Tensor {
+    return ops.arcsin(this);
+  }
+  /** Alias of `acos`. */
+  arccos(): Tensor {
+    return ops.arccos(this);
+  }
+  /** Alias of `atan`. */
+  arctan(): Tensor {
+    return ops.arctan(this);
+  }
+  /** Alias of `asinh`. */
+  arcsinh(): Tensor {
+    return ops.arcsinh(this);
+  }
+  /** Alias of `acosh`. */
+  arccosh(): Tensor {
+    return ops.arccosh(this);
+  }
+  /** Alias of `atanh`. */
+  arctanh(): Tensor {
+    return ops.arctanh(this);
+  }
+  /** Base-2 logarithm (`torch.log2`). */
+  log2(): Tensor {
+    return ops.log2(this);
+  }
+  /** Base-10 logarithm (`torch.log10`). */
+  log10(): Tensor {
+    return ops.log10(this);
+  }
+  /** 2 ** this (`torch.exp2`). */
+  exp2(): Tensor {
+    return ops.exp2(this);
+  }
+  /** 1 - erf, accurate in the tail (`torch.erfc`). */
+  erfc(): Tensor {
+    return ops.erfc(this);
+  }
+  /** The inverse error function (`torch.erfinv`). */
+  erfinv(): Tensor {
+    return ops.erfinv(this);
+  }
+  /** log |Γ(this)| (`torch.lgamma`). */
+  lgamma(): Tensor {
+    return ops.lgamma(this);
+  }
+  /** The digamma function (`torch.digamma`). */
+  digamma(): Tensor {
+    return ops.digamma(this);
+  }
+  /** Modified Bessel function I₀ (`torch.i0`). */
+  i0(): Tensor {
+    return ops.i0(this);
+  }
+  /** sin(πx)/(πx), 1 at 0 (`torch.sinc`). */
+  sinc(): Tensor {
+    return ops.sinc(this);
+  }
+  /** Degrees to radians (`torch.deg2rad`). */
+  deg2rad(): Tensor {
+    return ops.deg2rad(this);
+  }
+  /** Radians to degrees (`torch.rad2deg`). */
+  rad2deg(): Tensor {
+    return ops.rad2deg(this);
+  }
+  /** The sign (`torch.sgn`). */
+  sgn(): Tensor {
+    return ops.sgn(this);
+  }
+  /** 1 where the sign bit is set (`torch.signbit`). */
+  signbit(): Tensor {
+    return ops.signbit(this);
+  }
+  /** This tensor (`torch.positive`). */
+  positive(): Tensor {
+    return ops.positive(this);
+  }
+  /** -this (`torch.negative`). */
+  negative(): Tensor {
+    return ops.negative(this);
+  }
+  /** |this| (`torch.absolute`). */
+  absolute(): Tensor {
+    return ops.absolute(this);
+  }
+  /** Rounded toward zero (`torch.fix`). */
+  fix(): Tensor {
+    return ops.fix(this);
+  }
+  /** The n-th derivative of digamma (`torch.polygamma(n, this)`). */
+  polygamma(n: number): Tensor {
+    return ops.polygamma(n, this);
+  }
+  /** Multivariate log-gamma of dimension `p` (`torch.mvlgamma`). */
+  mvlgamma(p: number): Tensor {
+    return ops.mvlgamma(this, p);
+  }
+  /** log(this/(1 - this)), clamped into [eps, 1 - eps] when given (`torch.logit`). */
+  logit(options?: composite.LogitOptions): Tensor {
+    return ops.logit(this, options);
+  }
+  /** this · log(other), 0 where this is 0 (`torch.xlogy`). */
+  xlogy(other: TensorLike): Tensor {
+    return ops.xlogy(this, other);
   }
   /** 1 where NaN (in this dtype: there is no bool). */
   isnan(): Tensor {
@@ -631,6 +958,106 @@ export class Tensor {
   topk(k: number, dim = -1, largest = true, sorted = true): composite.ValuesIndices {
     return ops.topk(this, k, dim, largest, sorted);
   }
+  /** The lower median of all elements (0-d), or `[values, indices]` along `dim`. */
+  median(): Tensor;
+  /** `[values, indices]` of the lower median along `dim`. */
+  median(dim: number, keepdim?: boolean): composite.ValuesIndices;
+  median(dim?: number, keepdim = false): Tensor | composite.ValuesIndices {
+    return dim === undefined ? ops.median(this) : ops.median(this, dim, keepdim);
+  }
+  /** {@link Tensor.median} ignoring NaN. */
+  nanmedian(): Tensor;
+  /** `[values, indices]` of the lower median along `dim`, ignoring NaN. */
+  nanmedian(dim: number, keepdim?: boolean): composite.ValuesIndices;
+  nanmedian(dim?: number, keepdim = false): Tensor | composite.ValuesIndices {
+    return dim === undefined ? ops.nanmedian(this) : ops.nanmedian(this, dim, keepdim);
+  }
+  /** `[values, indices]` of the most frequent value along `dim`. */
+  mode(dim = -1, keepdim = false): composite.ValuesIndices {
+    return ops.mode(this, dim, keepdim);
+  }
+  /** The `q`-quantiles (over all elements, or along `options.dim`). */
+  quantile(q: number | Tensor, options: composite.QuantileOptions = {}): Tensor {
+    return ops.quantile(this, q, options);
+  }
+  /** {@link Tensor.quantile} ignoring NaN. */
+  nanquantile(q: number | Tensor, options: composite.QuantileOptions = {}): Tensor {
+    return ops.nanquantile(this, q, options);
+  }
+  /** Sum over `dim` (all when omitted), NaN counted as zero. */
+  nansum(dim?: number | readonly number[], keepdim = false): Tensor {
+    return ops.nansum(this, dim, keepdim);
+  }
+  /** Mean over `dim` (all when omitted) of the non-NaN elements. */
+  nanmean(dim?: number | readonly number[], keepdim = false): Tensor {
+    return ops.nanmean(this, dim, keepdim);
+  }
+  /** The number of nonzero elements over `dim` (all when omitted), int32. */
+  countNonzero(dim?: number | readonly number[]): Tensor {
+    return ops.countNonzero(this, dim);
+  }
+  /** The covariance matrix of the variables in the rows (observations in the columns). */
+  cov(options: composite.CovOptions = {}): Tensor {
+    return ops.cov(this, options);
+  }
+  /** The Pearson correlation coefficients of the variables in the rows. */
+  corrcoef(): Tensor {
+    return ops.corrcoef(this);
+  }
+  /** The slices along `dim` with `p`-norm above `maxnorm` scaled to norm `maxnorm`. */
+  renorm(p: number, dim: number, maxnorm: number): Tensor {
+    return ops.renorm(this, p, dim, maxnorm);
+  }
+  /** {@link renorm} in place (recorded as PyTorch's on a non-leaf). */
+  renorm_(p: number, dim: number, maxnorm: number): this {
+    // From a copy: renorm's backward needs the values this write replaces.
+    ops.copy_(this, ops.renorm(ops.clone(this), p, dim, maxnorm));
+    return this;
+  }
+  /** The `p`-norm of `this - other`. */
+  dist(other: Tensor, p = 2): Tensor {
+    return ops.dist(this, other, p);
+  }
+  /** The inverse of each square matrix. */
+  inverse(): Tensor {
+    return ops.inverse(this);
+  }
+  /** The log of each square matrix's determinant (NaN where negative). */
+  logdet(): Tensor {
+    return ops.logdet(this);
+  }
+  /** The pseudo-inverse (`rcond` default 1e-15). */
+  pinverse(options: { rcond?: number } = {}): Tensor {
+    return ops.pinverse(this, options);
+  }
+  /** The solution of `AX = this` from the Cholesky factor `L` of `A`. */
+  choleskySolve(L: Tensor, options: torchLinalg.CholeskyFactorOptions = {}): Tensor {
+    return ops.choleskySolve(this, L, options);
+  }
+  /** The inverse of `A` from this, its Cholesky factor. */
+  choleskyInverse(options: torchLinalg.CholeskyFactorOptions = {}): Tensor {
+    return ops.choleskyInverse(this, options);
+  }
+  /** `[solution, clonedCoefficient]` of `AX = this` for triangular `A` (upper by default). */
+  triangularSolve(A: Tensor, options: torchLinalg.TriangularSolveOptions = {}): [Tensor, Tensor] {
+    return ops.triangularSolve(this, A, options);
+  }
+  /** `[U, S, V]` with `this = U diag(S) Vᵀ` (`torch.svd`'s convention). */
+  svd(options: torchLinalg.TorchSvdOptions = {}): [Tensor, Tensor, Tensor] {
+    return ops.svd(this, options);
+  }
+  /** `[LU, pivots]` (and `infos` with `getInfos`) of the LU factorization. */
+  lu(options: torchLinalg.TorchLuOptions = {}): Tensor[] {
+    return ops.lu(this, options);
+  }
+  /** The solution of `A X = this` from `A`'s LU factors. */
+  luSolve(LU: Tensor, pivots: Tensor): Tensor {
+    return ops.luSolve(this, LU, pivots);
+  }
+  /** The matrix exponential of each square matrix. */
+  matrixExp(): Tensor {
+    return ops.matrixExp(this);
+  }
 
   // ---- linear algebra and activations ----
 
@@ -641,6 +1068,191 @@ export class Tensor {
   /** this[i] * other[j] of two 1-D tensors. */
   outer(other: Tensor): Tensor {
     return ops.outer(this, other);
+  }
+  /** Matrix product of two 2-D tensors (`torch.mm`). */
+  mm(other: Tensor): Tensor {
+    return ops.mm(this, other);
+  }
+  /** Batched matrix product of two 3-D tensors with equal batches (`torch.bmm`). */
+  bmm(other: Tensor): Tensor {
+    return ops.bmm(this, other);
+  }
+  /** Matrix times vector (`torch.mv`). */
+  mv(vec: Tensor): Tensor {
+    return ops.mv(this, vec);
+  }
+  /** Dot product of two 1-D tensors (`torch.dot`). */
+  dot(other: Tensor): Tensor {
+    return ops.dot(this, other);
+  }
+  /** As {@link dot} (`torch.vdot`). */
+  vdot(other: Tensor): Tensor {
+    return ops.vdot(this, other);
+  }
+  /** Sum of products over the last dims (`torch.inner`). */
+  inner(other: Tensor): Tensor {
+    return ops.inner(this, other);
+  }
+  /** `beta·this + alpha·(mat1 @ mat2)` (`torch.addmm`). */
+  addmm(mat1: Tensor, mat2: Tensor, options?: composite.AddProductOptions): Tensor {
+    return ops.addmm(this, mat1, mat2, options);
+  }
+  /** `beta·this + alpha·(mat @ vec)` (`torch.addmv`). */
+  addmv(mat: Tensor, vec: Tensor, options?: composite.AddProductOptions): Tensor {
+    return ops.addmv(this, mat, vec, options);
+  }
+  /** `beta·this + alpha·Σ_b batch1[b] @ batch2[b]` (`torch.addbmm`). */
+  addbmm(batch1: Tensor, batch2: Tensor, options?: composite.AddProductOptions): Tensor {
+    return ops.addbmm(this, batch1, batch2, options);
+  }
+  /** `beta·this + alpha·bmm(batch1, batch2)` (`torch.baddbmm`). */
+  baddbmm(batch1: Tensor, batch2: Tensor, options?: composite.AddProductOptions): Tensor {
+    return ops.baddbmm(this, batch1, batch2, options);
+  }
+  /** `beta·this + alpha·outer(vec1, vec2)` (`torch.addr`). */
+  addr(vec1: Tensor, vec2: Tensor, options?: composite.AddProductOptions): Tensor {
+    return ops.addr(this, vec1, vec2, options);
+  }
+  /** {@link addmm} in place (this is the input; recorded as PyTorch's on a non-leaf). */
+  addmm_(mat1: Tensor, mat2: Tensor, options?: composite.AddProductOptions): this {
+    ops.copy_(this, ops.addmm(this, mat1, mat2, options));
+    return this;
+  }
+  /** {@link addmv} in place. */
+  addmv_(mat: Tensor, vec: Tensor, options?: composite.AddProductOptions): this {
+    ops.copy_(this, ops.addmv(this, mat, vec, options));
+    return this;
+  }
+  /** {@link addbmm} in place. */
+  addbmm_(batch1: Tensor, batch2: Tensor, options?: composite.AddProductOptions): this {
+    ops.copy_(this, ops.addbmm(this, batch1, batch2, options));
+    return this;
+  }
+  /** {@link baddbmm} in place. */
+  baddbmm_(batch1: Tensor, batch2: Tensor, options?: composite.AddProductOptions): this {
+    ops.copy_(this, ops.baddbmm(this, batch1, batch2, options));
+    return this;
+  }
+  /** {@link addr} in place. */
+  addr_(vec1: Tensor, vec2: Tensor, options?: composite.AddProductOptions): this {
+    ops.copy_(this, ops.addr(this, vec1, vec2, options));
+    return this;
+  }
+  /** As {@link outer} (`torch.ger`). */
+  ger(other: Tensor): Tensor {
+    return ops.ger(this, other);
+  }
+  /** Dims `source` moved to `destination` (`torch.movedim`). */
+  movedim(source: number | readonly number[], destination: number | readonly number[]): Tensor {
+    return ops.movedim(this, source, destination);
+  }
+  /** As {@link movedim} (`torch.moveaxis`). */
+  moveaxis(source: number | readonly number[], destination: number | readonly number[]): Tensor {
+    return ops.moveaxis(this, source, destination);
+  }
+  /** As {@link transpose} (`torch.swapaxes`). */
+  swapaxes(dim0: number, dim1: number): Tensor {
+    return ops.swapaxes(this, dim0, dim1);
+  }
+  /** As {@link transpose} (`torch.swapdims`). */
+  swapdims(dim0: number, dim1: number): Tensor {
+    return ops.swapdims(this, dim0, dim1);
+  }
+  /** As {@link expand} (`torch.broadcast_to`). */
+  broadcastTo(shape: readonly number[]): Tensor {
+    return ops.broadcastTo(this, shape);
+  }
+  /** Cut into sections or at indices along `dim` (`torch.tensor_split`). */
+  tensorSplit(indicesOrSections: number | readonly number[], dim = 0): Tensor[] {
+    return ops.tensorSplit(this, indicesOrSections, dim);
+  }
+  /** Split along dim 1 (dim 0 of 1-D) (`torch.hsplit`). */
+  hsplit(sections: number | readonly number[]): Tensor[] {
+    return ops.hsplit(this, sections);
+  }
+  /** Split along dim 0 (`torch.vsplit`). */
+  vsplit(sections: number | readonly number[]): Tensor[] {
+    return ops.vsplit(this, sections);
+  }
+  /** Split along dim 2 (`torch.dsplit`). */
+  dsplit(sections: number | readonly number[]): Tensor[] {
+    return ops.dsplit(this, sections);
+  }
+  /** Dim `dim` expanded into `sizes` (`torch.unflatten`). */
+  unflatten(dim: number, sizes: readonly number[]): Tensor {
+    return ops.unflatten(this, dim, sizes);
+  }
+  /** Flattened to 1-D (`torch.ravel`). */
+  ravel(): Tensor {
+    return ops.ravel(this);
+  }
+  /** Reversed along dim 1 (`torch.fliplr`). */
+  fliplr(): Tensor {
+    return ops.fliplr(this);
+  }
+  /** Reversed along dim 0 (`torch.flipud`). */
+  flipud(): Tensor {
+    return ops.flipud(this);
+  }
+  /** Diagonal `offset` of the planes of `dim1`, `dim2`, as the last dim (`torch.diagonal`). */
+  diagonal(offset = 0, dim1 = 0, dim2 = 1): Tensor {
+    return ops.diagonal(this, offset, dim1, dim2);
+  }
+  /** The last dim on the diagonal of new dims `dim1`, `dim2` (`torch.diag_embed`). */
+  diagEmbed(offset = 0, dim1 = -2, dim2 = -1): Tensor {
+    return ops.diagEmbed(this, offset, dim1, dim2);
+  }
+  /** Flattened onto a diagonal (`torch.diagflat`). */
+  diagflat(offset = 0): Tensor {
+    return ops.diagflat(this, offset);
+  }
+  /** The `n`-th forward difference along `dim` (`torch.diff`). */
+  diff(n = 1, dim = -1, options?: composite.DiffOptions): Tensor {
+    return ops.diff(this, n, dim, options);
+  }
+  /** Each element repeated in place (`torch.repeat_interleave`). */
+  repeatInterleave(
+    repeats: number | readonly number[] | Tensor,
+    dim?: number,
+    options?: composite.RepeatInterleaveOptions,
+  ): Tensor {
+    return ops.repeatInterleave(this, repeats, dim, options);
+  }
+  /** Elements at flat int32 indices (`torch.take`). */
+  take(index: Tensor): Tensor {
+    return ops.take(this, index);
+  }
+  /** Values at int32 `indices` along `dim` (`torch.take_along_dim`). */
+  takeAlongDim(indices: Tensor, dim?: number): Tensor {
+    return ops.takeAlongDim(this, indices, dim);
+  }
+  /** The slice at `index` along `dim` replaced by `src` (`torch.select_scatter`). */
+  selectScatter(src: Tensor, dim: number, index: number): Tensor {
+    return ops.selectScatter(this, src, dim, index);
+  }
+  /** A slice along a dim replaced by `src` (`torch.slice_scatter`). */
+  sliceScatter(src: Tensor, options?: composite.SliceScatterOptions): Tensor {
+    return ops.sliceScatter(this, src, options);
+  }
+  /** A diagonal replaced by `src` (`torch.diagonal_scatter`). */
+  diagonalScatter(src: Tensor, offset = 0, dim1 = 0, dim2 = 1): Tensor {
+    return ops.diagonalScatter(this, src, offset, dim1, dim2);
+  }
+  /** Kronecker product (`torch.kron`). */
+  kron(other: Tensor): Tensor {
+    return ops.kron(this, other);
+  }
+  /** Diagonal of a 2-D tensor, or the matrix with a 1-D tensor on it (`torch.diag`). */
+  diag(diagonal = 0): Tensor {
+    return ops.diag(this, diagonal);
+  }
+  /** Sum of the main diagonal of a 2-D tensor (`torch.trace`). */
+  trace(): Tensor {
+    return ops.trace(this);
+  }
+  /** Rotated by 90° `k` times in the plane of `dims` (`torch.rot90`). */
+  rot90(k = 1, dims: readonly number[] = [0, 1]): Tensor {
+    return ops.rot90(this, k, dims);
   }
   /** Softmax along `dim`. */
   softmax(dim: number): Tensor {
@@ -765,6 +1377,131 @@ export class Tensor {
   /** Picks entries along `dim` by int32 indices. */
   indexSelect(dim: number, indices: Tensor): Tensor {
     return ops.indexSelect(this, dim, indices);
+  }
+  /** Indices of the nonzero elements, `[n, ndim]` int32 or one per dim with `asTuple` (async). */
+  nonzero(options?: { asTuple?: false }): Promise<Tensor>;
+  /** {@link nonzero} as one 1-D index tensor per dim. */
+  nonzero(options: { asTuple: true }): Promise<Tensor[]>;
+  nonzero(options: composite.NonzeroOptions = {}): Promise<Tensor | Tensor[]> {
+    return ops.nonzero(this, options);
+  }
+  /** Indices of the nonzero elements as `[n, ndim]` int32 (`torch.argwhere`; async). */
+  argwhere(): Promise<Tensor> {
+    return ops.argwhere(this);
+  }
+  /** The elements where `mask` is nonzero, 1-D (`torch.masked_select`; async). */
+  maskedSelect(mask: Tensor): Promise<Tensor> {
+    return ops.maskedSelect(this, mask);
+  }
+  /** The masked places filled in order from `source` (`torch.masked_scatter`, out of place). */
+  maskedScatter(mask: Tensor, source: Tensor): Tensor {
+    return ops.maskedScatter(this, mask, source);
+  }
+  /** `src` (or a number) written along `dim` at `index` (`torch.scatter`, out of place). */
+  scatter(
+    dim: number,
+    index: Tensor,
+    src: Tensor | number,
+    options?: composite.ScatterOptions,
+  ): Tensor {
+    return ops.scatter(this, dim, index, src, options);
+  }
+  /** `src` added along `dim` at `index` (`torch.scatter_add`, out of place). */
+  scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor {
+    return ops.scatterAdd(this, dim, index, src);
+  }
+  /** `src` reduced along `dim` at `index` (`torch.scatter_reduce`, out of place). */
+  scatterReduce(
+    dim: number,
+    index: Tensor,
+    src: Tensor,
+    reduce: composite.ScatterReduction,
+    options?: composite.ScatterReduceOptions,
+  ): Tensor {
+    return ops.scatterReduce(this, dim, index, src, reduce, options);
+  }
+  /** `this[indices] = values` (`torch.index_put`, out of place; `accumulate` adds). */
+  indexPut(
+    indices: readonly Tensor[],
+    values: Tensor,
+    options?: composite.IndexPutOptions,
+  ): Tensor {
+    return ops.indexPut(this, indices, values, options);
+  }
+  /** `source`'s slices reduced into those `index` names along `dim` (`torch.index_reduce`). */
+  indexReduce(
+    dim: number,
+    index: Tensor,
+    source: Tensor,
+    reduce: "prod" | "mean" | "amax" | "amin",
+    options?: composite.ScatterReduceOptions,
+  ): Tensor {
+    return ops.indexReduce(this, dim, index, source, reduce, options);
+  }
+  /** `source` written at flat positions `index` (`torch.put`, out of place). */
+  put(index: Tensor, source: Tensor, options?: composite.IndexPutOptions): Tensor {
+    return ops.put(this, index, source, options);
+  }
+  /** `alpha·source` added to the slices `index` names along `dim` (`torch.index_add`). */
+  indexAdd(
+    dim: number,
+    index: Tensor,
+    source: Tensor,
+    options?: composite.IndexAddOptions,
+  ): Tensor {
+    return ops.indexAdd(this, dim, index, source, options);
+  }
+  /** The slices `index` names along `dim` replaced by `source`'s (`torch.index_copy`). */
+  indexCopy(dim: number, index: Tensor, source: Tensor): Tensor {
+    return ops.indexCopy(this, dim, index, source);
+  }
+  /** The slices `index` names along `dim` set to `value` (`torch.index_fill`). */
+  indexFill(dim: number, index: Tensor, value: number): Tensor {
+    return ops.indexFill(this, dim, index, value);
+  }
+  /** The sorted unique elements (slices), with inverse/counts as asked (`torch.unique`; async). */
+  unique(
+    options?: composite.UniqueOptions & { returnInverse?: false; returnCounts?: false },
+  ): Promise<Tensor>;
+  /** {@link unique} with the inverse indices and/or counts. */
+  unique(options: composite.UniqueOptions): Promise<composite.UniqueResult>;
+  unique(options: composite.UniqueOptions = {}): Promise<Tensor | composite.UniqueResult> {
+    return ops.unique(this, options);
+  }
+  /** Runs of equal consecutive elements collapsed (`torch.unique_consecutive`; async). */
+  uniqueConsecutive(
+    options?: composite.UniqueConsecutiveOptions & { returnInverse?: false; returnCounts?: false },
+  ): Promise<Tensor>;
+  /** {@link uniqueConsecutive} with the inverse indices and/or counts. */
+  uniqueConsecutive(options: composite.UniqueConsecutiveOptions): Promise<composite.UniqueResult>;
+  uniqueConsecutive(
+    options: composite.UniqueConsecutiveOptions = {},
+  ): Promise<Tensor | composite.UniqueResult> {
+    return ops.uniqueConsecutive(this, options);
+  }
+  /** `[values, indices]` of the `k`-th smallest along `dim` (`torch.kthvalue`). */
+  kthvalue(k: number, dim = -1, keepdim = false): composite.ValuesIndices {
+    return ops.kthvalue(this, k, dim, keepdim);
+  }
+  /** `[values, indices]` of the running maximum along `dim` (`torch.cummax`). */
+  cummax(dim: number): composite.ValuesIndices {
+    return ops.cummax(this, dim);
+  }
+  /** `[values, indices]` of the running minimum along `dim` (`torch.cummin`). */
+  cummin(dim: number): composite.ValuesIndices {
+    return ops.cummin(this, dim);
+  }
+  /** `[min, max]` over `dim` (all elements when omitted) (`torch.aminmax`). */
+  aminmax(options?: composite.AminmaxOptions): composite.MinMax {
+    return ops.aminmax(this, options);
+  }
+  /** Sorted along dim 0 (`torch.msort`). */
+  msort(): Tensor {
+    return ops.msort(this);
+  }
+  /** `[hist, binEdges]` of the elements (`torch.histogram`). */
+  histogram(bins: number | Tensor, options?: composite.HistogramOptions): composite.Histogram {
+    return ops.histogram(this, bins, options);
   }
 
   /** `Tensor(shape=[2, 3], dtype=float32, device=cpu:0)`. */

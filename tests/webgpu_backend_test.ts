@@ -369,6 +369,16 @@ function binaryRef(op: BinaryOp, int: boolean): (a: number, b: number) => number
       return (a, b) => b2(a > b);
     case "ge":
       return (a, b) => b2(a >= b);
+    case "bitwiseAnd":
+      return (a, b) => a & b;
+    case "bitwiseOr":
+      return (a, b) => a | b;
+    case "bitwiseXor":
+      return (a, b) => a ^ b;
+    case "leftShift":
+      return (a, b) => a << b;
+    case "rightShift":
+      return (a, b) => a >> b;
   }
 }
 
@@ -471,7 +481,9 @@ test("binary int32 ops, div truncates toward zero", async () => {
     bStrides: [1],
     dtype: "int32" as const,
   };
-  for (const op of BINARY_OPS.filter((o) => o !== "pow")) {
+  // The bitwise ops are int32 only (shift counts modulo 32, as the contract says).
+  const bitwise: BinaryOp[] = ["bitwiseAnd", "bitwiseOr", "bitwiseXor", "leftShift", "rightShift"];
+  for (const op of [...BINARY_OPS.filter((o) => o !== "pow"), ...bitwise]) {
     d.kernels.binary({ op: op, a: a, b: b, out: out, ...layout });
     const got = await d.read(out, 0, fa.length, "int32");
     const f = binaryRef(op, true);

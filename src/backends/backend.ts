@@ -82,7 +82,9 @@ export type UnaryOp =
  * Elementwise functions of two operands. Comparisons give 1 or 0 in the
  * operands' dtype (false with a NaN operand, except `ne`). `div` on int32
  * truncates toward zero; `pow` is float only, with `pow(x, 0) = pow(1, y) = 1`
- * even for NaN; `maximum` and `minimum` propagate NaN.
+ * even for NaN; `maximum` and `minimum` propagate NaN. The bitwise ops are
+ * int32 only; shift counts are taken modulo 32 (as PyTorch 1.13's cpu
+ * kernels, x86's rule) and `rightShift` is arithmetic (fills with the sign).
  */
 export type BinaryOp =
   | "add"
@@ -97,7 +99,12 @@ export type BinaryOp =
   | "lt"
   | "le"
   | "gt"
-  | "ge";
+  | "ge"
+  | "bitwiseAnd"
+  | "bitwiseOr"
+  | "bitwiseXor"
+  | "leftShift"
+  | "rightShift";
 
 /**
  * Reductions over the middle axis of an [outer, size, inner] view. `argmax`

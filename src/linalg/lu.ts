@@ -20,7 +20,7 @@ import { failLater, indices, mT, requireSquare } from "./util.ts";
  * ≥ k, one-hot (`[..., n]`), and whether it is row k (`[...]`). The first
  * such row wins, as LAPACK's `i?amax`.
  */
-function pivotRow(column: Tensor, rows: Tensor, k: number): [Tensor, Tensor] {
+export function pivotRow(column: Tensor, rows: Tensor, k: number): [Tensor, Tensor] {
   return noGrad(() => {
     const p = column.abs().where(rows.ge(k), -1).argmax(-1, true).to(column.dtype);
     return [rows.eq(p), p.squeeze(-1).eq(k)];
@@ -28,7 +28,7 @@ function pivotRow(column: Tensor, rows: Tensor, k: number): [Tensor, Tensor] {
 }
 
 /** `m` with rows k and the one-hot `p`'s swapped (`m`: `[..., n, w]`, `p`: `[..., n]`). */
-function swapRows(m: Tensor, p: Tensor, rows: Tensor, k: number): Tensor {
+export function swapRows(m: Tensor, p: Tensor, rows: Tensor, k: number): Tensor {
   const rowK = m.narrow(-2, k, 1);
   const rowP = p.unsqueeze(-2).matmul(m);
   return m.add(rows.eq(k).sub(p).unsqueeze(-1).mul(rowP.sub(rowK)));
@@ -140,7 +140,7 @@ export function slogdet(A: Tensor): [Tensor, Tensor] {
  * without gradient, and the 1-based index of the first zero pivot of each
  * matrix (0 when none).
  */
-function gaussJordan(a: Tensor, b: Tensor): [Tensor, Tensor] {
+export function gaussJordan(a: Tensor, b: Tensor): [Tensor, Tensor] {
   return noGrad(() =>
     forwardScope(() => {
       const n = a.shape.at(-1)!;
@@ -164,7 +164,7 @@ function gaussJordan(a: Tensor, b: Tensor): [Tensor, Tensor] {
 }
 
 /** The batch shape `A` and `B` broadcast to, and both expanded to it. */
-function broadcastBatch(op: string, a: Tensor, b: Tensor): [Tensor, Tensor] {
+export function broadcastBatch(op: string, a: Tensor, b: Tensor): [Tensor, Tensor] {
   const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2), op);
   return [
     a.expand([...batch, ...a.shape.slice(-2)]),

@@ -1,6 +1,7 @@
 /**
  * `torch.linalg`: norms, determinants, inverses, linear solves, the
- * Cholesky, QR, symmetric eigen- and singular value decompositions, batched over leading dims, float32 and
+ * Cholesky, LU, LDLᵀ, QR, symmetric eigen- and singular value decompositions, least squares, the
+ * matrix exponential, batched over leading dims, float32 and
  * float64, on every backend (compositions of the core's ops; QR, eigh and svd through the backend's
  * kernels where it has them, as the cpu backend does).
  *
@@ -27,3 +28,9 @@ export type { MatrixNormOptions, VectorNormOptions } from "./norms.ts";
 export { cross, multiDot } from "./products.ts";
 export { eigh, eigvalsh, matrixRank, pinv, svd, svdvals } from "./spectral.ts";
 export type { EighOptions, PinvOptions, SvdOptions } from "./spectral.ts";
+export { choleskyEx, householderProduct, invEx, ldlFactor, ldlFactorEx } from "./decompositions.ts";
+export { ldlSolve, lu, luFactor, luFactorEx, luSolve, solveEx } from "./decompositions.ts";
+export type { CheckErrorsOptions, LdlFactorOptions, LuFactorOptions } from "./decompositions.ts";
+export type { LuSolveOptions, LuUnpackOptions, SolveExOptions } from "./decompositions.ts";
+export { cond, lstsq, matrixExp, tensorinv, tensorsolve, vander, vecdot } from "./extra.ts";
+export type { LstsqOptions, LstsqResult } from "./extra.ts";

@@ -106,7 +106,20 @@ export interface CholeskyOptions {
  * symmetric one, `½(S + Sᵀ)` with `S = L⁻ᵀ Φ(Lᵀ gL) L⁻¹`.
  */
 export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
-  const op = "linalg.cholesky";
+  return choleskyInfo("linalg.cholesky", A, options, true)[0];
+}
+
+/**
+ * {@link cholesky} and its LAPACK `info` (`[...]`, the order of the first
+ * leading minor that is not positive-definite, 0 when none); the failure
+ * raised at the next read only when `check`.
+ */
+export function choleskyInfo(
+  op: string,
+  A: Tensor,
+  options: CholeskyOptions,
+  check: boolean,
+): [Tensor, Tensor] {
   const { upper = false } = options;
   const n = requireSquare(op, A);
   const [l, info] = noGrad(() =>
@@ -127,16 +140,18 @@ export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
       return [l, info];
     })
   );
-  failLater(
-    op,
-    info,
-    A.ndim > 2,
-    (i) =>
-      `The factorization could not be completed because the input is not positive-definite (the leading minor of order ${i} is not positive-definite).`,
-  );
+  if (check) {
+    failLater(
+      op,
+      info,
+      A.ndim > 2,
+      (i) =>
+        `The factorization could not be completed because the input is not positive-definite (the leading minor of order ${i} is not positive-definite).`,
+    );
+  }
   const out = upper ? mT(l) : l;
   // Solves (recorded) and the output (whose node is this one): differentiable under createGraph.
-  return record(op, [A], out, ([g]) => {
+  const result = record(op, [A], out, ([g]) => {
     const [lo, gl] = upper ? [mT(out), mT(g!)] : [out, g!];
     // Φ: the lower triangle with the diagonal halved.
     const inner = mT(lo).matmul(gl);
@@ -145,4 +160,5 @@ export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
     const s = solveTriangular(lo, right, { upper: false, left: false });
     return [s.add(mT(s)).mul(0.5)];
   });
+  return [result, info];
 }

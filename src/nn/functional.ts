@@ -44,6 +44,8 @@ export * from "./functional/pool_extra.ts";
 export * from "./functional/bilinear.ts";
 export * from "./functional/embedding_bag.ts";
 export * from "./functional/volumetric.ts";
+export * from "./functional/nn_gaps.ts";
+export * from "./functional/pool_gaps.ts";
 
 // ---------------------------------------------------------------- activations
 

@@ -34,6 +34,8 @@ export * from "./parameter_containers.ts";
 export * from "./bilinear.ts";
 export * from "./embedding_bag.ts";
 export * from "./lazy.ts";
+export * from "./nn_gaps.ts";
+export * from "./adaptive_log_softmax.ts";
 export * as functional from "./functional.ts";
 export * as init from "./init.ts";
 export * as utils from "./utils/mod.ts";

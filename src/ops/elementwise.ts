@@ -8,7 +8,7 @@ import type { BinaryOp, UnaryOp } from "../backends/backend.ts";
 import { isGradEnabled, record } from "../autograd.ts";
 import { type DType, isFloat, promoteTypes } from "../dtype.ts";
 import { broadcastShapes, broadcastStrides, numelOf, sameShape, type Shape } from "../shape.ts";
-import type { Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
 import {
   asTensor,
   commonDevice,
@@ -344,11 +344,13 @@ function tieSplit(g: Tensor, x: Tensor, y: Tensor, wins: "gt" | "lt"): [Tensor, 
 }
 
 /**
- * Clamps into [min, max] (either may be omitted). As in PyTorch, the gradient
- * passes where `min <= x <= max`, bounds included (unlike {@link maximum}'s
- * tie split).
+ * Clamps into [min, max] (either may be omitted; numbers or tensors that
+ * broadcast). As in PyTorch, the gradient passes where `min <= x <= max`,
+ * bounds included (unlike {@link maximum}'s tie split); a tensor bound gets
+ * it where it is the result (`max` also wherever `max < min`).
  */
-export function clamp(x: Tensor, min?: number, max?: number): Tensor {
+export function clamp(x: Tensor, min?: TensorLike, max?: TensorLike): Tensor {
+  if (min instanceof Tensor || max instanceof Tensor) return clampTensor(x, min, max);
   let out = x;
   if (min !== undefined) out = binaryRaw("maximum", ...operands("clamp", out, min));
   if (max !== undefined) out = binaryRaw("minimum", ...operands("clamp", out, max));
@@ -358,6 +360,34 @@ export function clamp(x: Tensor, min?: number, max?: number): Tensor {
     const hi = max === undefined ? null : compare("le", x, max);
     const mask = lo && hi ? mul(lo, hi) : (lo ?? hi)!;
     return [mul(g!, mask)];
+  });
+}
+
+/** {@link clamp} with a tensor bound: PyTorch's `clamp.Tensor` and its gradients. */
+function clampTensor(x: Tensor, min?: TensorLike, max?: TensorLike): Tensor {
+  const inputs = [x, min, max].filter((b): b is Tensor => b instanceof Tensor);
+  let out = x;
+  if (min !== undefined) out = binaryRaw("maximum", ...operands("clamp", out, min));
+  if (max !== undefined) out = binaryRaw("minimum", ...operands("clamp", out, max));
+  return record("clamp", inputs, out, ([g]) => {
+    const pass = (mask: Tensor | null, t: TensorLike) =>
+      t instanceof Tensor && t.requiresGrad && mask ? sumTo(g!.where(mask, 0), t.shape) : null;
+    const lo = min === undefined ? null : compare("ge", x, min);
+    const hi = max === undefined ? null : compare("le", x, max);
+    const inRange = lo && hi ? mul(lo, hi) : (lo ?? hi)!;
+    const minWins = min === undefined ? null : compare("lt", x, min);
+    const maxWins = max === undefined ? null : compare("gt", x, max);
+    // Where min > max the result is max: min gets nothing there (NaN bounds: neither).
+    const both = min !== undefined && max !== undefined;
+    const minBelowMax = both ? compare("lt", min, max) : null;
+    const maxBelowMin = both ? compare("lt", max, min) : null;
+    return [
+      x.requiresGrad ? sumTo(g!.where(inRange, 0), x.shape) : null,
+      ...(min instanceof Tensor ? [pass(both ? mul(minWins!, minBelowMax!) : minWins, min)] : []),
+      ...(max instanceof Tensor
+        ? [pass(both ? maximum(maxWins!, maxBelowMin!) : maxWins, max)]
+        : []),
+    ];
   });
 }
 

@@ -152,7 +152,7 @@ function softPlusMax(x: Tensor, y: Tensor, soft: (d: Tensor) => Tensor): Tensor 
 }
 
 /** int32 division by zero is an error in PyTorch: checked at the next read of the device. */
-function checkNoZeroDivisor(op: string, y: Tensor): void {
+export function checkNoZeroDivisor(op: string, y: Tensor): void {
   if (isFloat(y.dtype) || y.numel() === 0) return;
   const known = y.storage.knownRange;
   const message = `${op}: integer division by zero (divisor of shape ${formatShape(y.shape)})`;
@@ -180,7 +180,7 @@ function exactProduct(a: Tensor, b: Tensor): [Tensor, Tensor] {
 }
 
 /** The remainder rounded toward zero, no graph: `x - trunc(x/y)·y`, on its sign fixed. */
-function truncRemainder(x: Tensor, y: Tensor): Tensor {
+export function truncRemainder(x: Tensor, y: Tensor): Tensor {
   if (!isFloat(x.dtype)) return x.sub(binaryRaw("div", x, y).mul(y)); // the int32 kernel truncates
   const quotient = x.div(y);
   const q = quotient.ceil().where(quotient.lt(0), quotient.floor());

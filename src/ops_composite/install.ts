@@ -6,10 +6,46 @@
  */
 
 import { installTensorOps } from "../tensor.ts";
+import * as scatterOps from "./scatter.ts";
+import * as dataShape from "./data_shape.ts";
+import * as order from "./order.ts";
+import * as indexOps from "./index_ops.ts";
 import * as rearrange from "./rearrange.ts";
 import * as scan from "./scan.ts";
 import * as reduce from "./reduce.ts";
 import * as elementwise from "./elementwise.ts";
 import * as sort from "./sort.ts";
+import * as structure from "./structure.ts";
+import * as products from "./products.ts";
+import * as shapeOps from "./shape_ops.ts";
+import * as structureMore from "./structure_more.ts";
+import * as stats from "./stats.ts";
+import * as statistics from "./statistics.ts";
+import * as binary from "./binary.ts";
+import * as binaryExtra from "./binary_extra.ts";
+import * as logical from "./logical.ts";
+import * as unaryMath from "./unary_math.ts";
+import * as specialFunctions from "./special_functions.ts";
 
-installTensorOps({ ...rearrange, ...scan, ...reduce, ...elementwise, ...sort });
+installTensorOps({
+  ...scatterOps,
+  ...dataShape,
+  ...order,
+  ...indexOps,
+  ...rearrange,
+  ...scan,
+  ...reduce,
+  ...elementwise,
+  ...sort,
+  ...structure,
+  ...products,
+  ...shapeOps,
+  ...structureMore,
+  ...stats,
+  ...statistics,
+  ...binary,
+  ...binaryExtra,
+  ...logical,
+  ...unaryMath,
+  ...specialFunctions,
+});

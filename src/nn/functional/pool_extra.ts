@@ -133,7 +133,7 @@ export interface MaxUnpoolOptions<S> {
  * exactly; unequal ones (not from a pool) give about their mean, where
  * PyTorch keeps one of them (the last on cpu; which one is undefined on cuda).
  */
-function maxUnpool(
+export function maxUnpool(
   op: string,
   input: Tensor,
   indices: Tensor,

@@ -40,6 +40,17 @@ function binaryFunction(
       return (a, b) => +(a > b);
     case "ge":
       return (a, b) => +(a >= b);
+    // JavaScript's shifts take the count modulo 32, as the contract asks.
+    case "bitwiseAnd":
+      return (a, b) => a & b;
+    case "bitwiseOr":
+      return (a, b) => a | b;
+    case "bitwiseXor":
+      return (a, b) => a ^ b;
+    case "leftShift":
+      return (a, b) => a << b;
+    case "rightShift":
+      return (a, b) => a >> b;
   }
 }
 

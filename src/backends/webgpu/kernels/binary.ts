@@ -60,6 +60,23 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
       return t === "f32"
         ? "if (isNan(a) || isNan(b)) { return a + b; } return min(a, b);"
         : "return min(a, b);";
+    case "bitwiseAnd":
+      if (t === "i32") return "return a & b;";
+      break;
+    case "bitwiseOr":
+      if (t === "i32") return "return a | b;";
+      break;
+    case "bitwiseXor":
+      if (t === "i32") return "return a ^ b;";
+      break;
+    // The count modulo 32, as the contract asks: masked here too, since SPIR-V and GLSL leave
+    // counts >= 32 undefined should a WGSL translator not mask them. >> on i32 is arithmetic.
+    case "leftShift":
+      if (t === "i32") return "return a << (bitcast<u32>(b) & 31u);";
+      break;
+    case "rightShift":
+      if (t === "i32") return "return a >> (bitcast<u32>(b) & 31u);";
+      break;
     case "pow":
       if (t !== "f32") break;
       // pow(x, 0) = pow(1, y) = 1 even for NaN (as C and PyTorch); any other
