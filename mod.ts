@@ -24,6 +24,7 @@ for (const { name, factory, priority } of BUILTIN_BACKENDS) {
 
 export { Tensor } from "./src/tensor.ts";
 export type { NestedNumbers } from "./src/tensor.ts";
+export type { TensorMethods } from "./src/ops_composite/tensor_methods.ts";
 export * from "./src/ops/mod.ts";
 export * from "./src/ops_composite/mod.ts";
 // The composite `normal` also takes tensors (`torch.normal(mean, std)`) and the core's forms.
@@ -91,6 +92,39 @@ export type {
   TorchSvdOptions,
   TriangularSolveOptions,
 } from "./src/linalg/torch_level.ts";
+// torch.* conveniences (their Tensor methods are installed by the same module).
+export {
+  asStrided,
+  cholesky,
+  cross,
+  det,
+  frexp,
+  isFloatingPoint,
+  isNonzero,
+  isSameSize,
+  matrixPower,
+  narrowCopy,
+  prelu,
+  qr,
+  slogdet,
+  splitWithSizes,
+} from "./src/namespaces/tensor_methods.ts";
+export type { NewTensorData, NewTensorOptions } from "./src/namespaces/tensor_methods.ts";
+// `manualSeed` here also records the seed for `initialSeed`.
+export {
+  areDeterministicAlgorithmsEnabled,
+  inferenceMode,
+  initialSeed,
+  isDeterministicAlgorithmsWarnOnlyEnabled,
+  isInferenceModeEnabled,
+  isTensor,
+  manualSeed,
+  numel,
+  seed,
+  setGradEnabled,
+  useDeterministicAlgorithms,
+} from "./src/ops_composite/torch_utils.ts";
+export type { DeterministicOptions } from "./src/ops_composite/torch_utils.ts";
 export * as special from "./src/namespaces/special.ts";
 export * as autograd from "./src/autograd/mod.ts";
 export * as distributions from "./src/distributions/mod.ts";

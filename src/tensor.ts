@@ -23,7 +23,9 @@ import type * as factory from "./ops/factory.ts";
 import type * as inplace from "./ops/inplace.ts";
 import type * as composite from "./ops_composite/mod.ts";
 import type * as torchLinalg from "./linalg/torch_level.ts";
+import type * as tensorMethods from "./namespaces/tensor_methods.ts";
 import type { TensorLike } from "./ops/util.ts";
+import type { TensorMethods } from "./ops_composite/tensor_methods.ts";
 import type { VarianceOptions } from "./ops/reduce.ts";
 
 /**
@@ -43,7 +45,8 @@ export type TensorOps =
   & Pick<typeof factory, "full">
   & Pick<typeof inplace, "add_" | "copy_" | "fill_" | "mul_" | "zero_">
   & typeof composite
-  & Omit<typeof torchLinalg, "luUnpack">;
+  & Omit<typeof torchLinalg, "luUnpack">
+  & typeof tensorMethods;
 
 /** Stands in until the ops are installed: any method call says what is missing. */
 const notInstalled = new Proxy({}, {
@@ -59,6 +62,24 @@ let ops: TensorOps = notInstalled;
 /** @internal Adds implementations of Tensor's methods (`src/ops/install.ts`, `src/ops_composite/`). */
 export function installTensorOps(table: Partial<TensorOps>): void {
   ops = Object.assign(Object.create(ops), table);
+}
+
+/**
+ * @internal Gives Tensor the methods of {@link TensorMethods}, which only
+ * call an op with the tensor first: `t.name(...args)` is
+ * `ops[table.name](t, ...args)`. Declared outside the core
+ * (`src/ops_composite/tensor_methods.ts`) so that the core stays small.
+ */
+export function installTensorMethods(table: Readonly<Record<string, keyof TensorOps>>): void {
+  for (const [name, op] of Object.entries(table)) {
+    Object.defineProperty(Tensor.prototype, name, {
+      value(this: Tensor, ...args: unknown[]): unknown {
+        return (ops[op] as (self: Tensor, ...rest: unknown[]) => unknown)(this, ...args);
+      },
+      writable: true,
+      configurable: true,
+    });
+  }
 }
 
 /** Nested arrays of numbers as `toArray()` gives them. */
@@ -110,6 +131,182 @@ export class Tensor {
   /** Number of elements. */
   numel(): number {
     return this.#storage.numel;
+  }
+  // ---- conveniences (src/ops_composite/tensor_utils.ts, src/namespaces/tensor_methods.ts) ----
+
+  /** Number of elements (`Tensor.nelement`, as {@link numel}). */
+  nelement(): number {
+    return this.numel();
+  }
+  /** Number of dimensions (`Tensor.dim`, as {@link ndim}). */
+  dim(): number {
+    return this.ndim;
+  }
+  /** Always true: multigrad's tensors are contiguous (a transpose is a copy). */
+  isContiguous(): boolean {
+    return true;
+  }
+  /** This tensor (already contiguous; see {@link isContiguous}). */
+  contiguous(): Tensor {
+    return this;
+  }
+  /** Converted to float32 (`Tensor.float`). */
+  float(): Tensor {
+    return this.to("float32");
+  }
+  /** Converted to float64 (`Tensor.double`; cpu only). */
+  double(): Tensor {
+    return this.to("float64");
+  }
+  /** Converted to int32 (`Tensor.int`). */
+  int(): Tensor {
+    return this.to("int32");
+  }
+  /** Converted to int32, multigrad's integer dtype (`Tensor.long`, int64 in PyTorch). */
+  long(): Tensor {
+    return this.to("int32");
+  }
+  /** A copy on `cpu:0` (this tensor if it is there already). */
+  cpu(): Tensor {
+    return this.to("cpu:0");
+  }
+  /** PyTorch's type name (`"torch.FloatTensor"`), or with `dtype` a converted tensor. */
+  type(): string;
+  /** Converted to `dtype` (a dtype or a name such as `"torch.DoubleTensor"`). */
+  type(dtype: DType | string): Tensor;
+  type(dtype?: DType | string): string | Tensor {
+    return dtype === undefined ? ops.type(this) : ops.type(this, dtype);
+  }
+  /** The contiguous strides in elements, or the stride of `dim`. */
+  stride(): number[];
+  /** The stride of `dim` in elements. */
+  stride(dim: number): number;
+  stride(dim?: number): number | number[] {
+    return dim === undefined ? ops.stride(this) : ops.stride(this, dim);
+  }
+  /** Bytes per element (4, or 8 for float64). */
+  elementSize(): number {
+    return ops.elementSize(this);
+  }
+  /** -1 on cpu, else the device index (`Tensor.get_device`). */
+  getDevice(): number {
+    return ops.getDevice(this);
+  }
+  /** Whether the dtype is floating-point. */
+  isFloatingPoint(): boolean {
+    return ops.isFloatingPoint(this);
+  }
+  /** Whether the dtype is signed (every multigrad dtype is). */
+  isSigned(): boolean {
+    return ops.isSigned(this);
+  }
+  /** Whether `other` has the same shape. */
+  isSameSize(other: Tensor): boolean {
+    return ops.isSameSize(this, other);
+  }
+  /** Whether the single element is nonzero (async; rejects unless one element). */
+  isNonzero(): Promise<boolean> {
+    return ops.isNonzero(this);
+  }
+  /** The values as nested arrays (async; `Tensor.tolist`). */
+  tolist(): Promise<NestedNumbers> {
+    return ops.tolist(this);
+  }
+  /** Zeros of `size` with this dtype and device unless told. */
+  newZeros(size: readonly number[], options?: tensorMethods.NewTensorOptions): Tensor {
+    return ops.newZeros(this, size, options);
+  }
+  /** Ones of `size` with this dtype and device unless told. */
+  newOnes(size: readonly number[], options?: tensorMethods.NewTensorOptions): Tensor {
+    return ops.newOnes(this, size, options);
+  }
+  /** `fillValue` in `size` with this dtype and device unless told. */
+  newFull(
+    size: readonly number[],
+    fillValue: number,
+    options?: tensorMethods.NewTensorOptions,
+  ): Tensor {
+    return ops.newFull(this, size, fillValue, options);
+  }
+  /** A tensor of `size` (zeros) with this dtype and device unless told. */
+  newEmpty(size: readonly number[], options?: tensorMethods.NewTensorOptions): Tensor {
+    return ops.newEmpty(this, size, options);
+  }
+  /** `data` as a new tensor with this dtype and device unless told. */
+  newTensor(data: tensorMethods.NewTensorData, options?: tensorMethods.NewTensorOptions): Tensor {
+    return ops.newTensor(this, data, options);
+  }
+  /** Summed down to `size`, which broadcasts to this shape. */
+  sumToSize(size: readonly number[]): Tensor {
+    return ops.sumToSize(this, size);
+  }
+  /** Sliding windows of `size`, `step` apart, along `dim` (a last dim of `size`). */
+  unfold(dim: number, size: number, step: number): Tensor {
+    return ops.unfold(this, dim, size, step);
+  }
+  /** The elements at `storageOffset + Σ i·stride` in row-major order, as a tensor of `size`. */
+  asStrided(size: readonly number[], stride: readonly number[], storageOffset = 0): Tensor {
+    return ops.asStrided(this, size, stride, storageOffset);
+  }
+  /** Split along `dim` into pieces of `splitSizes` (summing to that dim's size). */
+  splitWithSizes(splitSizes: readonly number[], dim = 0): Tensor[] {
+    return ops.splitWithSizes(this, splitSizes, dim);
+  }
+  /** `length` elements from `start` along `dim`, as a new tensor. */
+  narrowCopy(dim: number, start: number, length: number): Tensor {
+    return ops.narrowCopy(this, dim, start, length);
+  }
+  /** `[mantissa, exponent]` with mantissa in [0.5, 1) and an int32 exponent. */
+  frexp(): [Tensor, Tensor] {
+    return ops.frexp(this);
+  }
+  /** 0 where `-lambd <= x <= lambd`, else `x`. */
+  hardshrink(lambd = 0.5): Tensor {
+    return ops.hardshrink(this, lambd);
+  }
+  /** `x` where positive, else `weight · x` (per channel). */
+  prelu(weight: Tensor): Tensor {
+    return ops.prelu(this, weight);
+  }
+  /** The determinant of each square matrix. */
+  det(): Tensor {
+    return ops.det(this);
+  }
+  /** `[sign, logabsdet]` of each determinant. */
+  slogdet(): [Tensor, Tensor] {
+    return ops.slogdet(this);
+  }
+  /** The matrix to the integer power `n`. */
+  matrixPower(n: number): Tensor {
+    return ops.matrixPower(this, n);
+  }
+  /** Cross product with `other` along `dim` (default: the first dim of size 3). */
+  cross(other: Tensor, dim?: number): Tensor {
+    return ops.cross(this, other, dim);
+  }
+  /** The Cholesky factor (lower unless `upper`; `torch.cholesky`). */
+  cholesky(upper = false): Tensor {
+    return ops.cholesky(this, upper);
+  }
+  /** `[Q, R]` (reduced unless `some` is false; `torch.qr`). */
+  qr(some = true): [Tensor, Tensor] {
+    return ops.qr(this, some);
+  }
+  /** Counts of each non-negative int32 value (`torch.bincount`). */
+  bincount(options?: composite.BincountOptions): Tensor {
+    return ops.bincount(this, options);
+  }
+  /** A histogram of `bins` equal bins over [min, max] (`torch.histc`). */
+  histc(options?: composite.HistcOptions): Tensor {
+    return ops.histc(this, options);
+  }
+  /** `numSamples` indices drawn from each row's weights (`torch.multinomial`). */
+  multinomial(numSamples: number, options?: composite.MultinomialOptions): Tensor {
+    return ops.multinomial(this, numSamples, options);
+  }
+  /** 1 with probability given by each element, else 0 (`torch.bernoulli`). */
+  bernoulli(): Tensor {
+    return ops.bernoulli(this);
   }
   /** The shape, or the size of one dim. */
   size(): readonly number[];
@@ -519,186 +716,6 @@ export class Tensor {
   ge(other: TensorLike): Tensor {
     return ops.compare("ge", this, other);
   }
-  /** 1 where greater (`torch.greater`). */
-  greater(other: TensorLike): Tensor {
-    return ops.greater(this, other);
-  }
-  /** 1 where greater or equal (`torch.greater_equal`). */
-  greaterEqual(other: TensorLike): Tensor {
-    return ops.greaterEqual(this, other);
-  }
-  /** 1 where less (`torch.less`). */
-  less(other: TensorLike): Tensor {
-    return ops.less(this, other);
-  }
-  /** 1 where less or equal (`torch.less_equal`). */
-  lessEqual(other: TensorLike): Tensor {
-    return ops.lessEqual(this, other);
-  }
-  /** 1 where not equal (`torch.not_equal`). */
-  notEqual(other: TensorLike): Tensor {
-    return ops.notEqual(this, other);
-  }
-  /** 1 where both are nonzero (`torch.logical_and`). */
-  logicalAnd(other: TensorLike): Tensor {
-    return ops.logicalAnd(this, other);
-  }
-  /** 1 where either is nonzero (`torch.logical_or`). */
-  logicalOr(other: TensorLike): Tensor {
-    return ops.logicalOr(this, other);
-  }
-  /** 1 where exactly one is nonzero (`torch.logical_xor`). */
-  logicalXor(other: TensorLike): Tensor {
-    return ops.logicalXor(this, other);
-  }
-  /** 1 where zero (`torch.logical_not`). */
-  logicalNot(): Tensor {
-    return ops.logicalNot(this);
-  }
-  /** Bitwise AND of int32 tensors (`torch.bitwise_and`). */
-  bitwiseAnd(other: TensorLike): Tensor {
-    return ops.bitwiseAnd(this, other);
-  }
-  /** Bitwise OR of int32 tensors (`torch.bitwise_or`). */
-  bitwiseOr(other: TensorLike): Tensor {
-    return ops.bitwiseOr(this, other);
-  }
-  /** Bitwise XOR of int32 tensors (`torch.bitwise_xor`). */
-  bitwiseXor(other: TensorLike): Tensor {
-    return ops.bitwiseXor(this, other);
-  }
-  /** Bitwise NOT of an int32 tensor (`torch.bitwise_not`). */
-  bitwiseNot(): Tensor {
-    return ops.bitwiseNot(this);
-  }
-  /** this << other on int32, count modulo 32 (`torch.bitwise_left_shift`). */
-  bitwiseLeftShift(other: TensorLike): Tensor {
-    return ops.bitwiseLeftShift(this, other);
-  }
-  /** this >> other on int32, arithmetic (`torch.bitwise_right_shift`). */
-  bitwiseRightShift(other: TensorLike): Tensor {
-    return ops.bitwiseRightShift(this, other);
-  }
-  /** 1 where close to `other` (`torch.isclose`). */
-  isclose(other: TensorLike, options?: composite.IscloseOptions): Tensor {
-    return ops.isclose(this, other, options);
-  }
-  /** Whether all are close to `other` (async, `torch.allclose`). */
-  allclose(other: TensorLike, options?: composite.IscloseOptions): Promise<boolean> {
-    return ops.allclose(this, other, options);
-  }
-  /** Whether `other` has this shape and these values (async, `torch.equal`). */
-  equal(other: Tensor): Promise<boolean> {
-    return ops.equal(this, other);
-  }
-  /** 1 where -inf (`torch.isneginf`). */
-  isneginf(): Tensor {
-    return ops.isneginf(this);
-  }
-  /** 1 where +inf (`torch.isposinf`). */
-  isposinf(): Tensor {
-    return ops.isposinf(this);
-  }
-  /** 1 everywhere: there are no complex dtypes (`torch.isreal`). */
-  isreal(): Tensor {
-    return ops.isreal(this);
-  }
-  /** Remainder with the divisor's sign (`torch.remainder`). */
-  remainder(other: TensorLike): Tensor {
-    return ops.remainder(this, other);
-  }
-  /** Remainder with the dividend's sign (`torch.fmod`). */
-  fmod(other: TensorLike): Tensor {
-    return ops.fmod(this, other);
-  }
-  /** Rounded-down quotient (`torch.floor_divide`). */
-  floorDivide(other: TensorLike): Tensor {
-    return ops.floorDivide(this, other);
-  }
-  /** |this| with the sign of `other` (`torch.copysign`). */
-  copysign(other: TensorLike): Tensor {
-    return ops.copysign(this, other);
-  }
-  /** Heaviside step with `values` at 0 (`torch.heaviside`). */
-  heaviside(values: TensorLike): Tensor {
-    return ops.heaviside(this, values);
-  }
-  /** Maximum ignoring NaN (`torch.fmax`). */
-  fmax(other: TensorLike): Tensor {
-    return ops.fmax(this, other);
-  }
-  /** Minimum ignoring NaN (`torch.fmin`). */
-  fmin(other: TensorLike): Tensor {
-    return ops.fmin(this, other);
-  }
-  /** this ** exponent in float64 (`torch.float_power`). */
-  floatPower(exponent: TensorLike): Tensor {
-    return ops.floatPower(this, exponent);
-  }
-  /** this * 2 ** other (`torch.ldexp`). */
-  ldexp(other: TensorLike): Tensor {
-    return ops.ldexp(this, other);
-  }
-  /** Greatest common divisor of int32 tensors (`torch.gcd`). */
-  gcd(other: TensorLike): Tensor {
-    return ops.gcd(this, other);
-  }
-  /** Least common multiple of int32 tensors (`torch.lcm`). */
-  lcm(other: TensorLike): Tensor {
-    return ops.lcm(this, other);
-  }
-  /** Angle of (other, this) (`torch.atan2`). */
-  atan2(other: TensorLike): Tensor {
-    return ops.atan2(this, other);
-  }
-  /** Angle of (other, this) (`torch.arctan2`). */
-  arctan2(other: TensorLike): Tensor {
-    return ops.arctan2(this, other);
-  }
-  /** sqrt(this² + other²) (`torch.hypot`). */
-  hypot(other: TensorLike): Tensor {
-    return ops.hypot(this, other);
-  }
-  /** log(e^this + e^other) (`torch.logaddexp`). */
-  logaddexp(other: TensorLike): Tensor {
-    return ops.logaddexp(this, other);
-  }
-  /** log2(2^this + 2^other) (`torch.logaddexp2`). */
-  logaddexp2(other: TensorLike): Tensor {
-    return ops.logaddexp2(this, other);
-  }
-  /** log(cumsum(exp(this), dim)) (`torch.logcumsumexp`). */
-  logcumsumexp(dim: number): Tensor {
-    return ops.logcumsumexp(this, dim);
-  }
-  /** this * other (`torch.multiply`). */
-  multiply(other: TensorLike): Tensor {
-    return ops.multiply(this, other);
-  }
-  /** this - alpha * other (`torch.subtract`). */
-  subtract(other: TensorLike, options?: composite.SubtractOptions): Tensor {
-    return ops.subtract(this, other, options);
-  }
-  /** this / other, optionally rounded (`torch.divide`). */
-  divide(other: TensorLike, options?: composite.DivideOptions): Tensor {
-    return ops.divide(this, other, options);
-  }
-  /** this / other (`torch.true_divide`). */
-  trueDivide(other: TensorLike): Tensor {
-    return ops.trueDivide(this, other);
-  }
-  /** Clamped below by `min` (`torch.clamp_min`). */
-  clampMin(min: TensorLike): Tensor {
-    return ops.clampMin(this, min);
-  }
-  /** Clamped above by `max` (`torch.clamp_max`). */
-  clampMax(max: TensorLike): Tensor {
-    return ops.clampMax(this, max);
-  }
-  /** Clamps into [min, max] (`torch.clip`). */
-  clip(min?: TensorLike, max?: TensorLike): Tensor {
-    return ops.clip(this, min, max);
-  }
   /** Rounded toward zero. */
   trunc(): Tensor {
     return ops.trunc(this);
@@ -1069,50 +1086,6 @@ export class Tensor {
   outer(other: Tensor): Tensor {
     return ops.outer(this, other);
   }
-  /** Matrix product of two 2-D tensors (`torch.mm`). */
-  mm(other: Tensor): Tensor {
-    return ops.mm(this, other);
-  }
-  /** Batched matrix product of two 3-D tensors with equal batches (`torch.bmm`). */
-  bmm(other: Tensor): Tensor {
-    return ops.bmm(this, other);
-  }
-  /** Matrix times vector (`torch.mv`). */
-  mv(vec: Tensor): Tensor {
-    return ops.mv(this, vec);
-  }
-  /** Dot product of two 1-D tensors (`torch.dot`). */
-  dot(other: Tensor): Tensor {
-    return ops.dot(this, other);
-  }
-  /** As {@link dot} (`torch.vdot`). */
-  vdot(other: Tensor): Tensor {
-    return ops.vdot(this, other);
-  }
-  /** Sum of products over the last dims (`torch.inner`). */
-  inner(other: Tensor): Tensor {
-    return ops.inner(this, other);
-  }
-  /** `beta·this + alpha·(mat1 @ mat2)` (`torch.addmm`). */
-  addmm(mat1: Tensor, mat2: Tensor, options?: composite.AddProductOptions): Tensor {
-    return ops.addmm(this, mat1, mat2, options);
-  }
-  /** `beta·this + alpha·(mat @ vec)` (`torch.addmv`). */
-  addmv(mat: Tensor, vec: Tensor, options?: composite.AddProductOptions): Tensor {
-    return ops.addmv(this, mat, vec, options);
-  }
-  /** `beta·this + alpha·Σ_b batch1[b] @ batch2[b]` (`torch.addbmm`). */
-  addbmm(batch1: Tensor, batch2: Tensor, options?: composite.AddProductOptions): Tensor {
-    return ops.addbmm(this, batch1, batch2, options);
-  }
-  /** `beta·this + alpha·bmm(batch1, batch2)` (`torch.baddbmm`). */
-  baddbmm(batch1: Tensor, batch2: Tensor, options?: composite.AddProductOptions): Tensor {
-    return ops.baddbmm(this, batch1, batch2, options);
-  }
-  /** `beta·this + alpha·outer(vec1, vec2)` (`torch.addr`). */
-  addr(vec1: Tensor, vec2: Tensor, options?: composite.AddProductOptions): Tensor {
-    return ops.addr(this, vec1, vec2, options);
-  }
   /** {@link addmm} in place (this is the input; recorded as PyTorch's on a non-leaf). */
   addmm_(mat1: Tensor, mat2: Tensor, options?: composite.AddProductOptions): this {
     ops.copy_(this, ops.addmm(this, mat1, mat2, options));
@@ -1137,122 +1110,6 @@ export class Tensor {
   addr_(vec1: Tensor, vec2: Tensor, options?: composite.AddProductOptions): this {
     ops.copy_(this, ops.addr(this, vec1, vec2, options));
     return this;
-  }
-  /** As {@link outer} (`torch.ger`). */
-  ger(other: Tensor): Tensor {
-    return ops.ger(this, other);
-  }
-  /** Dims `source` moved to `destination` (`torch.movedim`). */
-  movedim(source: number | readonly number[], destination: number | readonly number[]): Tensor {
-    return ops.movedim(this, source, destination);
-  }
-  /** As {@link movedim} (`torch.moveaxis`). */
-  moveaxis(source: number | readonly number[], destination: number | readonly number[]): Tensor {
-    return ops.moveaxis(this, source, destination);
-  }
-  /** As {@link transpose} (`torch.swapaxes`). */
-  swapaxes(dim0: number, dim1: number): Tensor {
-    return ops.swapaxes(this, dim0, dim1);
-  }
-  /** As {@link transpose} (`torch.swapdims`). */
-  swapdims(dim0: number, dim1: number): Tensor {
-    return ops.swapdims(this, dim0, dim1);
-  }
-  /** As {@link expand} (`torch.broadcast_to`). */
-  broadcastTo(shape: readonly number[]): Tensor {
-    return ops.broadcastTo(this, shape);
-  }
-  /** Cut into sections or at indices along `dim` (`torch.tensor_split`). */
-  tensorSplit(indicesOrSections: number | readonly number[], dim = 0): Tensor[] {
-    return ops.tensorSplit(this, indicesOrSections, dim);
-  }
-  /** Split along dim 1 (dim 0 of 1-D) (`torch.hsplit`). */
-  hsplit(sections: number | readonly number[]): Tensor[] {
-    return ops.hsplit(this, sections);
-  }
-  /** Split along dim 0 (`torch.vsplit`). */
-  vsplit(sections: number | readonly number[]): Tensor[] {
-    return ops.vsplit(this, sections);
-  }
-  /** Split along dim 2 (`torch.dsplit`). */
-  dsplit(sections: number | readonly number[]): Tensor[] {
-    return ops.dsplit(this, sections);
-  }
-  /** Dim `dim` expanded into `sizes` (`torch.unflatten`). */
-  unflatten(dim: number, sizes: readonly number[]): Tensor {
-    return ops.unflatten(this, dim, sizes);
-  }
-  /** Flattened to 1-D (`torch.ravel`). */
-  ravel(): Tensor {
-    return ops.ravel(this);
-  }
-  /** Reversed along dim 1 (`torch.fliplr`). */
-  fliplr(): Tensor {
-    return ops.fliplr(this);
-  }
-  /** Reversed along dim 0 (`torch.flipud`). */
-  flipud(): Tensor {
-    return ops.flipud(this);
-  }
-  /** Diagonal `offset` of the planes of `dim1`, `dim2`, as the last dim (`torch.diagonal`). */
-  diagonal(offset = 0, dim1 = 0, dim2 = 1): Tensor {
-    return ops.diagonal(this, offset, dim1, dim2);
-  }
-  /** The last dim on the diagonal of new dims `dim1`, `dim2` (`torch.diag_embed`). */
-  diagEmbed(offset = 0, dim1 = -2, dim2 = -1): Tensor {
-    return ops.diagEmbed(this, offset, dim1, dim2);
-  }
-  /** Flattened onto a diagonal (`torch.diagflat`). */
-  diagflat(offset = 0): Tensor {
-    return ops.diagflat(this, offset);
-  }
-  /** The `n`-th forward difference along `dim` (`torch.diff`). */
-  diff(n = 1, dim = -1, options?: composite.DiffOptions): Tensor {
-    return ops.diff(this, n, dim, options);
-  }
-  /** Each element repeated in place (`torch.repeat_interleave`). */
-  repeatInterleave(
-    repeats: number | readonly number[] | Tensor,
-    dim?: number,
-    options?: composite.RepeatInterleaveOptions,
-  ): Tensor {
-    return ops.repeatInterleave(this, repeats, dim, options);
-  }
-  /** Elements at flat int32 indices (`torch.take`). */
-  take(index: Tensor): Tensor {
-    return ops.take(this, index);
-  }
-  /** Values at int32 `indices` along `dim` (`torch.take_along_dim`). */
-  takeAlongDim(indices: Tensor, dim?: number): Tensor {
-    return ops.takeAlongDim(this, indices, dim);
-  }
-  /** The slice at `index` along `dim` replaced by `src` (`torch.select_scatter`). */
-  selectScatter(src: Tensor, dim: number, index: number): Tensor {
-    return ops.selectScatter(this, src, dim, index);
-  }
-  /** A slice along a dim replaced by `src` (`torch.slice_scatter`). */
-  sliceScatter(src: Tensor, options?: composite.SliceScatterOptions): Tensor {
-    return ops.sliceScatter(this, src, options);
-  }
-  /** A diagonal replaced by `src` (`torch.diagonal_scatter`). */
-  diagonalScatter(src: Tensor, offset = 0, dim1 = 0, dim2 = 1): Tensor {
-    return ops.diagonalScatter(this, src, offset, dim1, dim2);
-  }
-  /** Kronecker product (`torch.kron`). */
-  kron(other: Tensor): Tensor {
-    return ops.kron(this, other);
-  }
-  /** Diagonal of a 2-D tensor, or the matrix with a 1-D tensor on it (`torch.diag`). */
-  diag(diagonal = 0): Tensor {
-    return ops.diag(this, diagonal);
-  }
-  /** Sum of the main diagonal of a 2-D tensor (`torch.trace`). */
-  trace(): Tensor {
-    return ops.trace(this);
-  }
-  /** Rotated by 90° `k` times in the plane of `dims` (`torch.rot90`). */
-  rot90(k = 1, dims: readonly number[] = [0, 1]): Tensor {
-    return ops.rot90(this, k, dims);
   }
   /** Softmax along `dim`. */
   softmax(dim: number): Tensor {
@@ -1385,80 +1242,6 @@ export class Tensor {
   nonzero(options: composite.NonzeroOptions = {}): Promise<Tensor | Tensor[]> {
     return ops.nonzero(this, options);
   }
-  /** Indices of the nonzero elements as `[n, ndim]` int32 (`torch.argwhere`; async). */
-  argwhere(): Promise<Tensor> {
-    return ops.argwhere(this);
-  }
-  /** The elements where `mask` is nonzero, 1-D (`torch.masked_select`; async). */
-  maskedSelect(mask: Tensor): Promise<Tensor> {
-    return ops.maskedSelect(this, mask);
-  }
-  /** The masked places filled in order from `source` (`torch.masked_scatter`, out of place). */
-  maskedScatter(mask: Tensor, source: Tensor): Tensor {
-    return ops.maskedScatter(this, mask, source);
-  }
-  /** `src` (or a number) written along `dim` at `index` (`torch.scatter`, out of place). */
-  scatter(
-    dim: number,
-    index: Tensor,
-    src: Tensor | number,
-    options?: composite.ScatterOptions,
-  ): Tensor {
-    return ops.scatter(this, dim, index, src, options);
-  }
-  /** `src` added along `dim` at `index` (`torch.scatter_add`, out of place). */
-  scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor {
-    return ops.scatterAdd(this, dim, index, src);
-  }
-  /** `src` reduced along `dim` at `index` (`torch.scatter_reduce`, out of place). */
-  scatterReduce(
-    dim: number,
-    index: Tensor,
-    src: Tensor,
-    reduce: composite.ScatterReduction,
-    options?: composite.ScatterReduceOptions,
-  ): Tensor {
-    return ops.scatterReduce(this, dim, index, src, reduce, options);
-  }
-  /** `this[indices] = values` (`torch.index_put`, out of place; `accumulate` adds). */
-  indexPut(
-    indices: readonly Tensor[],
-    values: Tensor,
-    options?: composite.IndexPutOptions,
-  ): Tensor {
-    return ops.indexPut(this, indices, values, options);
-  }
-  /** `source`'s slices reduced into those `index` names along `dim` (`torch.index_reduce`). */
-  indexReduce(
-    dim: number,
-    index: Tensor,
-    source: Tensor,
-    reduce: "prod" | "mean" | "amax" | "amin",
-    options?: composite.ScatterReduceOptions,
-  ): Tensor {
-    return ops.indexReduce(this, dim, index, source, reduce, options);
-  }
-  /** `source` written at flat positions `index` (`torch.put`, out of place). */
-  put(index: Tensor, source: Tensor, options?: composite.IndexPutOptions): Tensor {
-    return ops.put(this, index, source, options);
-  }
-  /** `alpha·source` added to the slices `index` names along `dim` (`torch.index_add`). */
-  indexAdd(
-    dim: number,
-    index: Tensor,
-    source: Tensor,
-    options?: composite.IndexAddOptions,
-  ): Tensor {
-    return ops.indexAdd(this, dim, index, source, options);
-  }
-  /** The slices `index` names along `dim` replaced by `source`'s (`torch.index_copy`). */
-  indexCopy(dim: number, index: Tensor, source: Tensor): Tensor {
-    return ops.indexCopy(this, dim, index, source);
-  }
-  /** The slices `index` names along `dim` set to `value` (`torch.index_fill`). */
-  indexFill(dim: number, index: Tensor, value: number): Tensor {
-    return ops.indexFill(this, dim, index, value);
-  }
   /** The sorted unique elements (slices), with inverse/counts as asked (`torch.unique`; async). */
   unique(
     options?: composite.UniqueOptions & { returnInverse?: false; returnCounts?: false },
@@ -1479,31 +1262,22 @@ export class Tensor {
   ): Promise<Tensor | composite.UniqueResult> {
     return ops.uniqueConsecutive(this, options);
   }
-  /** `[values, indices]` of the `k`-th smallest along `dim` (`torch.kthvalue`). */
-  kthvalue(k: number, dim = -1, keepdim = false): composite.ValuesIndices {
-    return ops.kthvalue(this, k, dim, keepdim);
-  }
-  /** `[values, indices]` of the running maximum along `dim` (`torch.cummax`). */
-  cummax(dim: number): composite.ValuesIndices {
-    return ops.cummax(this, dim);
-  }
-  /** `[values, indices]` of the running minimum along `dim` (`torch.cummin`). */
-  cummin(dim: number): composite.ValuesIndices {
-    return ops.cummin(this, dim);
-  }
-  /** `[min, max]` over `dim` (all elements when omitted) (`torch.aminmax`). */
-  aminmax(options?: composite.AminmaxOptions): composite.MinMax {
-    return ops.aminmax(this, options);
-  }
-  /** Sorted along dim 0 (`torch.msort`). */
-  msort(): Tensor {
-    return ops.msort(this);
-  }
-  /** `[hist, binEdges]` of the elements (`torch.histogram`). */
-  histogram(bins: number | Tensor, options?: composite.HistogramOptions): composite.Histogram {
-    return ops.histogram(this, bins, options);
-  }
 
+  // ---- in place: the trailing-underscore variants (src/ops_composite/inplace_*.ts) ----
+
+  /** {@link tril} in place. */
+  tril_(diagonal = 0): this {
+    return ops.tril_(this, diagonal) as this;
+  }
+  /** {@link triu} in place. */
+  triu_(diagonal = 0): this {
+    return ops.triu_(this, diagonal) as this;
+  }
+  /** Sets {@link requiresGrad} (default true) and returns this tensor (`requires_grad_`). */
+  requiresGrad_(requiresGrad = true): this {
+    this.requiresGrad = requiresGrad;
+    return this;
+  }
   /** `Tensor(shape=[2, 3], dtype=float32, device=cpu:0)`. */
   toString(): string {
     return `Tensor(shape=${formatShape(this.shape)}, dtype=${this.dtype}, device=${this.device}${
@@ -1511,3 +1285,10 @@ export class Tensor {
     })`;
   }
 }
+
+/**
+ * Tensor's methods that only call an op (`torch.Tensor.tan`,
+ * `Tensor.scatter_`, ...): declared by {@link TensorMethods}, installed with
+ * the ops.
+ */
+export interface Tensor extends TensorMethods {}

@@ -288,21 +288,27 @@ backendTest("binary ops: isclose on int32 compares in float32, as PyTorch", asyn
   assert.equal(await a.narrow(0, 1, 1).allclose(b.narrow(0, 1, 1)), false);
 });
 
-backendTest("binary ops: fmax and fmin give the first operand on ties (signed zeros)", async (d) => {
-  const x = tensor([-0, 0, 1], { device: d, requiresGrad: true });
-  const y = tensor([0, -0, 1], { device: d, requiresGrad: true });
-  const signs = async (t: Tensor) => [...await t.data()].map((v) => Object.is(v, -0) ? "-0" : v);
-  assert.deepEqual(await signs(mg.fmax(x, y)), ["-0", 0, 1]);
-  assert.deepEqual(await signs(mg.fmin(x, y)), ["-0", 0, 1]);
-  mg.fmax(x, y).mul(tensor([1, 2, 3], { device: d })).sum().backward();
-  assert.deepEqual([...await x.grad!.data()], [1, 2, 3]);
-  assert.deepEqual([...await y.grad!.data()], [0, 0, 0]);
-});
+backendTest(
+  "binary ops: fmax and fmin give the first operand on ties (signed zeros)",
+  async (d) => {
+    const x = tensor([-0, 0, 1], { device: d, requiresGrad: true });
+    const y = tensor([0, -0, 1], { device: d, requiresGrad: true });
+    const signs = async (t: Tensor) => [...await t.data()].map((v) => Object.is(v, -0) ? "-0" : v);
+    assert.deepEqual(await signs(mg.fmax(x, y)), ["-0", 0, 1]);
+    assert.deepEqual(await signs(mg.fmin(x, y)), ["-0", 0, 1]);
+    mg.fmax(x, y).mul(tensor([1, 2, 3], { device: d })).sum().backward();
+    assert.deepEqual([...await x.grad!.data()], [1, 2, 3]);
+    assert.deepEqual([...await y.grad!.data()], [0, 0, 0]);
+  },
+);
 
 backendTest("binary ops: floatPower and ldexp round as PyTorch", async (d) => {
   if (d.backend !== "cpu") return; // float64 operands or results: cpu only
   // float_power casts each operand to float64 (not to the other's dtype first).
-  const odd = mg.floatPower(tensor([-1, 2], { device: d }), tensor([16777217, 1], { dtype: "int32" }));
+  const odd = mg.floatPower(
+    tensor([-1, 2], { device: d }),
+    tensor([16777217, 1], { dtype: "int32" }),
+  );
   assert.deepEqual([...await odd.data()], [-1, 2]);
   assert.deepEqual([...await tensor([16777217, 3], { dtype: "int32" }).floatPower(1).data()], [
     16777217,
@@ -317,6 +323,26 @@ backendTest("binary ops: floatPower and ldexp round as PyTorch", async (d) => {
   assert.deepEqual([lone.dtype, ...await lone.data()], ["float32", 16, 32]);
   const halves = mg.ldexp(f64([1, 1]), tensor([0.5, -1.5]));
   assert.deepEqual([...await halves.data()], [1.4142135381698608, 0.3535533845424652]);
+});
+
+backendTest("binary ops: ldexp by a number gives float32 for int32 input", async (d) => {
+  // As PyTorch's ldexp(x, tensor(3)): the power is a float, so the product is.
+  const scaled = tensor([1, -2], { dtype: "int32", device: d }).ldexp(3);
+  assert.deepEqual([scaled.dtype, ...await scaled.data()], ["float32", 8, -16]);
+  const halved = mg.ldexp(tensor([3], { device: d }), -1);
+  assert.deepEqual([halved.dtype, ...await halved.data()], ["float32", 1.5]);
+});
+
+backendTest("binary ops: subtract and rsub scale a number operand by alpha", async (d) => {
+  const f = tensor([1, 2], { device: d });
+  assert.deepEqual([...await mg.subtract(f, 2, { alpha: 3 }).data()], [-5, -4]);
+  assert.deepEqual([...await f.subtract(2, { alpha: 3 }).data()], [-5, -4]);
+  assert.deepEqual([...await mg.rsub(f, 2, { alpha: 3 }).data()], [-1, -4]);
+  // A float alpha is refused only where the result is int32 (PyTorch checks the common dtype).
+  const i = tensor([1, 5], { dtype: "int32", device: d });
+  const mixed = mg.subtract(i, 2.5, { alpha: 0.5 });
+  assert.deepEqual([mixed.dtype, ...await mixed.data()], ["float32", -0.25, 3.75]);
+  assert.throws(() => mg.subtract(i, 2, { alpha: 0.5 }), /alpha must be an integer .* 0\.5/);
 });
 
 // ------------------------------------------------------- gradient checks (float64, cpu)

@@ -646,18 +646,21 @@ backendTest(
 
 // ------------------------------------------------ review s14 regressions (PyTorch 1.13 numbers)
 
-backendTest("scatterReduce prod: a zero's gradient when the input is ±inf or NaN", async (device) => {
-  for (const v of [-Infinity, Infinity, NaN]) {
-    const x = tensor([v], { device, requiresGrad: true });
-    const src = tensor([-2, 1.5, 0, -3], { device, requiresGrad: true });
-    const index = tensor([0, 0, 0, 0], { device, dtype: "int32" });
-    const out = scatterReduce(x, 0, index, src, "prod", { includeSelf: false });
-    out.sum().backward();
-    assert.deepEqual(await out.toArray(), [0]);
-    assert.deepEqual(await x.grad!.toArray(), [0]);
-    assert.deepEqual(await src.grad!.toArray(), [-0, 0, 9, -0]);
-  }
-});
+backendTest(
+  "scatterReduce prod: a zero's gradient when the input is ±inf or NaN",
+  async (device) => {
+    for (const v of [-Infinity, Infinity, NaN]) {
+      const x = tensor([v], { device, requiresGrad: true });
+      const src = tensor([-2, 1.5, 0, -3], { device, requiresGrad: true });
+      const index = tensor([0, 0, 0, 0], { device, dtype: "int32" });
+      const out = scatterReduce(x, 0, index, src, "prod", { includeSelf: false });
+      out.sum().backward();
+      assert.deepEqual(await out.toArray(), [0]);
+      assert.deepEqual(await x.grad!.toArray(), [0]);
+      assert.deepEqual(await src.grad!.toArray(), [-0, 0, 9, -0]);
+    }
+  },
+);
 
 backendTest(
   "scatterReduce includeSelf false: the input's gradient is 0 where written, even at NaN/inf",
@@ -685,18 +688,21 @@ backendTest(
   },
 );
 
-backendTest("maskedScatter: the input broadcasts to the mask's shape, as PyTorch", async (device) => {
-  const x = tensor([1, 2, 3], { device, requiresGrad: true });
-  const mask = tensor([[1, 0, 1], [1, 1, 0]], { device, dtype: "int32" });
-  const source = tensor([1, 2, 3, 4, 5, 6], { device, requiresGrad: true });
-  const out = maskedScatter(x, mask, source);
-  assert.deepEqual(await out.toArray(), [[1, 2, 2], [3, 4, 3]]);
-  out.mul(tensor([[1, 2, 3], [4, 5, 6]], { device })).sum().backward();
-  assert.deepEqual(await x.grad!.toArray(), [0, 2, 6]);
-  assert.deepEqual(await source.grad!.toArray(), [1, 3, 4, 5, 0, 0]);
-  const empty = maskedScatter(tensor([[7]], { device }), tensor([[]], { device }), source);
-  assert.deepEqual([...empty.shape], [1, 0]);
-});
+backendTest(
+  "maskedScatter: the input broadcasts to the mask's shape, as PyTorch",
+  async (device) => {
+    const x = tensor([1, 2, 3], { device, requiresGrad: true });
+    const mask = tensor([[1, 0, 1], [1, 1, 0]], { device, dtype: "int32" });
+    const source = tensor([1, 2, 3, 4, 5, 6], { device, requiresGrad: true });
+    const out = maskedScatter(x, mask, source);
+    assert.deepEqual(await out.toArray(), [[1, 2, 2], [3, 4, 3]]);
+    out.mul(tensor([[1, 2, 3], [4, 5, 6]], { device })).sum().backward();
+    assert.deepEqual(await x.grad!.toArray(), [0, 2, 6]);
+    assert.deepEqual(await source.grad!.toArray(), [1, 3, 4, 5, 0, 0]);
+    const empty = maskedScatter(tensor([[7]], { device }), tensor([[]], { device }), source);
+    assert.deepEqual([...empty.shape], [1, 0]);
+  },
+);
 
 Deno.test("unique with dim: zero-size dims other than dim are errors, as PyTorch", async () => {
   for (const fn of [unique, uniqueConsecutive]) {
@@ -729,4 +735,76 @@ backendTest("isin against no test elements finds nothing, not even inf or NaN", 
   const none = tensor([], { device });
   assert.deepEqual(await isin(e, none).toArray(), [0, 0, 0, 0]);
   assert.deepEqual(await isin(e, none, { invert: true }).toArray(), [1, 1, 1, 1]);
+});
+
+backendTest("scatterReduce int32 mean is exact beyond 2^24 and rounds down", async (device) => {
+  const i = (v: number[]) => tensor(v, { device, dtype: "int32" });
+  const big = 100000001;
+  assert.deepEqual(await scatterReduce(i([big]), 0, i([0]), i([big]), "mean").toArray(), [big]);
+  const three = scatterReduce(i([0, 5]), 0, i([0, 0, 0]), i([big, big, big]), "mean", {
+    includeSelf: false,
+  });
+  assert.deepEqual(await three.toArray(), [big, 5]);
+  // -7 / 3 and -7 / 2 round toward -inf, as PyTorch's floor division.
+  assert.deepEqual(await scatterReduce(i([0]), 0, i([0, 0]), i([-3, -4]), "mean").toArray(), [-3]);
+  const without = scatterReduce(i([0]), 0, i([0, 0]), i([-3, -4]), "mean", { includeSelf: false });
+  assert.deepEqual(await without.toArray(), [-4]);
+});
+
+backendTest(
+  "scatter: 0-d and 1-D operands mix, an empty index of any shape writes nothing",
+  async (device) => {
+    const i = (v: number[] | number[][] | number) =>
+      tensor(v as number[], { device, dtype: "int32" });
+    assert.deepEqual(
+      await scatter(tensor(5, { device }), 0, i([0]), tensor([2], { device })).toArray(),
+      2,
+    );
+    const prod = scatterReduce(tensor(5, { device }), 0, i([0]), tensor([2], { device }), "prod");
+    assert.deepEqual([prod.shape, await prod.toArray()], [[], 10]);
+    const x = tensor([5, 6], { device, requiresGrad: true });
+    const s = tensor(7, { device, requiresGrad: true });
+    const out = scatterAdd(x, 0, i(1), s);
+    assert.deepEqual(await out.toArray(), [5, 13]);
+    out.mul(tensor([1, 2], { device })).sum().backward();
+    assert.deepEqual([await x.grad!.toArray(), await s.grad!.toArray()], [[1, 2], 2]);
+    const ones = tensor([[1, 1, 1], [1, 1, 1]], { device });
+    const none = tensor([], { device, dtype: "int32" });
+    assert.deepEqual(await scatter(ones, 0, none, tensor([9, 9, 9, 9], { device })).toArray(), [
+      [1, 1, 1],
+      [1, 1, 1],
+    ]);
+    assert.deepEqual(await scatter(ones, -2, none, 3).toArray(), [[1, 1, 1], [1, 1, 1]]);
+    assert.throws(() => scatter(ones, 2, none, 3), /dim/);
+    assert.throws(
+      () => scatter(ones, 0, i([[1]]), tensor([[[1]]], { device })),
+      /index \(shape \[1, 1\]\) and src \(shape \[1, 1, 1\]\) must have as many dims/,
+    );
+  },
+);
+
+Deno.test("indexReduce: an index out of range is an error even when nothing is moved", () => {
+  const empty = tensor([], { shape: [2, 0] });
+  assert.throws(
+    () =>
+      indexReduce(
+        empty,
+        0,
+        tensor([1, 2], { dtype: "int32" }),
+        tensor([], { shape: [2, 0] }),
+        "amax",
+      ),
+    /indexReduce: index 2 is out of range for dim 0 of size 2 \(shape \[2, 0\]\)/,
+  );
+  assert.throws(
+    () =>
+      indexReduce(
+        empty,
+        0,
+        tensor([-1], { dtype: "int32" }),
+        tensor([], { shape: [1, 0] }),
+        "prod",
+      ),
+    /indexReduce: index -1 is out of range for dim 0 of size 2/,
+  );
 });

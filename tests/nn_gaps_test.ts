@@ -85,6 +85,8 @@ backendTest(
     assert.equal(new nn.FeatureAlphaDropout().toString(), c.repr_default);
     const x = fixtureTensor(c.input, device);
     await expectFixture(F.featureAlphaDropout(x, 1, true), c.p1, device, "p = 1");
+    const x1 = fixtureTensor(c.input1d, device);
+    await expectFixture(F.featureAlphaDropout(x1, 1, true), c.p1_1d, device, "p = 1, 1-D");
     const m = new nn.FeatureAlphaDropout(0.5).eval();
     assert.equal(m.forward(x), x);
     manualSeed(3);
@@ -177,6 +179,61 @@ backendTest("FractionalMaxPool2d/3d modules: repr, _random_samples buffer", asyn
   assert.deepEqual([...await draw()], [...await draw()]);
 });
 
+Deno.test("fractionalMaxPool3d: output + kernel - 1 must stay below the input, as 1.13", () => {
+  // 1.13's 3-d check is strict where its 2-d one allows equality.
+  for (const c of fixtures.fractional.errors3d) {
+    assert.ok(c.error, "PyTorch rejects every case");
+    const [n, ch, d, h, w] = c.shape;
+    assert.throws(
+      () =>
+        F.fractionalMaxPool3d(randn([n, ch, d, h, w]), c.kernel as number, {
+          outputSize: c.outputSize as [number, number, number],
+          randomSamples: rand([n, ch, 3]),
+        }),
+      /too large for input of shape .*output \+ kernel - 1 = \d+ >= \d+/,
+    );
+  }
+  const x = randn([1, 1, 4, 5, 6]);
+  assert.deepEqual(F.fractionalMaxPool3d(x, 2, { outputSize: [2, 3, 4] }).shape, [1, 1, 2, 3, 4]);
+});
+
+backendTest(
+  "fractionalMaxPool2d/3d accept what PyTorch's functional form accepts",
+  async (device) => {
+    // outputSize wins over outputRatio, a ratio of 1 and an output size of 0 pass.
+    for (const c of fixtures.fractional.lenient) {
+      const x = fixtureTensor(c.input, device);
+      const options = {
+        outputSize: c.outputSize as [number, number, number] | null,
+        outputRatio: c.outputRatio,
+        returnIndices: true as const,
+        randomSamples: fixtureTensor(c.samples, device),
+      };
+      const [out, indices] = c.dims === 2
+        ? F.fractionalMaxPool2d(x, c.kernel, {
+          ...options,
+          outputSize: options.outputSize as [number, number] | null,
+        })
+        : F.fractionalMaxPool3d(x, c.kernel, options);
+      assert.deepEqual(out.shape, c.outShape);
+      assert.deepEqual(indices.shape, c.outShape);
+      assert.equal(indices.dtype, "int32");
+      await assertTensor(out, decodeFixture(c.output), { ...tol(device), what: "output" });
+      await assertTensor(indices, decodeFixture(c.indices), { what: "indices" });
+    }
+  },
+);
+
+Deno.test("fractionalMaxPool2d: an empty non-batch dim is an error, as PyTorch", () => {
+  for (const c of fixtures.fractional.empty) {
+    const run = () => F.fractionalMaxPool2d(randn(c.shape), 1, { outputSize: [1, 3] });
+    if (c.error) {
+      const dim = c.shape.findIndex((s, i) => i > 0 && s === 0);
+      assert.throws(run, new RegExp(`non-zero size .*\\[${c.shape.join(", ")}\\].* dim ${dim}`));
+    } else assert.deepEqual(run().shape, c.outShape);
+  }
+});
+
 for (const [k, c] of fixtures.with_indices.entries()) {
   backendTest(`${c.fn} case ${k}: output, indices, gradient`, async (device) => {
     const x = fixtureTensor(c.input, device, { requiresGrad: true });
@@ -234,7 +291,7 @@ for (const [k, c] of fixtures.adaptive_softmax.entries()) {
       const target = fixtureTensor(c.target, device, { dtype: "int32" });
       const { output, loss } = m.forward(x, target);
       await expectFixture(output, c.output, device, "output");
-      await assertTensor(loss, [c.loss], { ...tol(device), what: "loss" });
+      await assertTensor(loss, decodeFixture([c.loss]), { ...tol(device), what: "loss" });
       output.mul(fixtureTensor(c.g, device)).sum().add(loss.mul(0.5)).backward();
       await expectFixture(x.grad!, c.grad_input, device, "input grad");
       for (const [name, p] of m.namedParameters()) {
@@ -301,7 +358,8 @@ for (const c of fixtures.cross_map_lrn) {
 }
 
 for (const c of fixtures.pdist) {
-  backendTest(`pdist p=${c.p} (rows ${shapeOf(c.input)[0]}) equals PyTorch's`, async (device) => {
+  const rows = `rows ${shapeOf(c.input)[0]}${"special" in c ? ", inf and NaN" : ""}`;
+  backendTest(`pdist p=${c.p} (${rows}) equals PyTorch's`, async (device) => {
     const x = fixtureTensor(c.input, device, { requiresGrad: true });
     const p = Number(c.p);
     const out = F.pdist(x, { p });
@@ -476,8 +534,15 @@ Deno.test("nn gaps: bad input is an error naming the value", () => {
     () => F.fractionalMaxPool2d(x, 2, { outputSize: 5 }),
     /output \+ kernel - 1 = 6 > 5/,
   );
-  assert.throws(() => F.fractionalMaxPool2d(x, 2, {}), /exactly one of outputSize and outputRatio/);
-  assert.throws(() => F.fractionalMaxPool2d(x, 2, { outputRatio: 1.5 }), /outputRatio .*1.5/);
+  assert.throws(() => F.fractionalMaxPool2d(x, 2, {}), /outputSize or outputRatio, got neither/);
+  assert.throws(() => F.fractionalMaxPool2d(x, 2, { outputRatio: 1.5 }), /= 8 > 5/);
+  assert.throws(() => F.fractionalMaxPool2d(x, 2, { outputRatio: -0.5 }), /outputRatio .*-0.5/);
+  assert.throws(() => F.fractionalMaxPool2d(x, 2, { outputSize: -1 }), /outputSize .*-1/);
+  assert.throws(
+    () => new nn.FractionalMaxPool2d(2, { outputSize: 2, outputRatio: 0.5 }),
+    /exactly one of/,
+  );
+  assert.throws(() => new nn.FractionalMaxPool2d(2, { outputRatio: 1 }), /between 0 and 1, got 1/);
   assert.throws(
     () => F.fractionalMaxPool2d(x, 2, { outputSize: 2, randomSamples: rand([1, 2, 3]) }),
     /randomSamples of shape \[1, 2, 3\] must be \[1, 2, 2\]/,

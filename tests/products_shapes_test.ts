@@ -637,6 +637,15 @@ Deno.test("selectScatter of a float64 src into float32 gives float32 and a float
   assertClose(await x.grad!.data(), [0, 2, 0, 4]);
 });
 
+backendTest("take from an empty tensor is an error at once, as PyTorch's", (device) => {
+  // An index computed on the device (no host-known range) is refused all the same.
+  const index = tensor([1], { dtype: "int32", device }).sub(1);
+  assert.throws(
+    () => mg.take(mg.zeros([2, 0], { device }), index),
+    /take: cannot take 1 elements from an empty tensor \(shape \[2, 0\]\)/,
+  );
+});
+
 Deno.test("unflatten and repeatInterleave along a dim of a 0-d tensor name the problem", () => {
   assert.throws(() => mg.unflatten(mg.zeros([]), 0, [1]), /unflatten: .*0-d/);
   assert.throws(

@@ -1,6 +1,6 @@
 /**
- * Gamma and Beta, as `torch.distributions`, with the special functions
- * they need (`lgamma`, `digamma`, `xlogy`) composed from the core's ops.
+ * Gamma and Beta, as `torch.distributions` (their `lgamma`, `digamma` and
+ * `xlogy` are `torch.special`'s, re-exported here for the other distributions).
  * Draws use Marsaglia and Tsang's method with a fixed number of rounds on
  * the device, and carry no gradient (see {@link Gamma.hasRsample}).
  * @module
@@ -10,6 +10,7 @@ import type { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
 import { rand, randn, stack } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
+import { digamma, lgamma, xlogy } from "../ops_composite/special_functions.ts";
 import {
   broadcastAll,
   checkParam,
@@ -22,59 +23,9 @@ import {
   type Param,
 } from "./distribution.ts";
 
-/** How far `lgamma`/`digamma` shift x up before the asymptotic series (error below 1e-13). */
-const SHIFT = 8;
-const HALF_LOG_2PI = 0.5 * Math.log(2 * Math.PI);
-
-/** `Σ_{k<SHIFT} f(x + k)` by the recurrence's terms. */
-function shiftSum(x: Tensor, f: (t: Tensor) => Tensor): Tensor {
-  let s = f(x);
-  for (let k = 1; k < SHIFT; k++) s = s.add(f(x.add(k)));
-  return s;
-}
-
-/**
- * `log Γ(x)` for x > 0 (`torch.lgamma` there): Stirling's series at x + 8
- * and the recurrence down; differentiable (its derivative is
- * {@link digamma} to the same accuracy).
- */
-export function lgamma(x: Tensor): Tensor {
-  return forwardScope(() => {
-    const z = x.add(SHIFT);
-    const r = z.reciprocal();
-    const r2 = r.square();
-    // 1/(12z) - 1/(360z³) + 1/(1260z⁵) - 1/(1680z⁷) + 1/(1188z⁹)
-    const series = r.mul(
-      r2.mul(r2.mul(r2.mul(r2.div(1188).sub(1 / 1680)).add(1 / 1260)).sub(1 / 360)).add(1 / 12),
-    );
-    const stirling = z.sub(0.5).mul(z.log()).sub(z).add(HALF_LOG_2PI).add(series);
-    return stirling.sub(shiftSum(x, (t) => t.log()));
-  });
-}
-
-/** `ψ(x) = d/dx log Γ(x)` for x > 0 (`torch.digamma` there), the same way. */
-export function digamma(x: Tensor): Tensor {
-  return forwardScope(() => {
-    const z = x.add(SHIFT);
-    const r2 = z.reciprocal().square();
-    // log z - 1/(2z) - 1/(12z²) + 1/(120z⁴) - 1/(252z⁶) + 1/(240z⁸) - 1/(132z¹⁰)
-    const series = r2.mul(
-      r2.mul(r2.mul(r2.mul(r2.div(-132).add(1 / 240)).sub(1 / 252)).add(1 / 120)).sub(1 / 12),
-    );
-    const asym = z.log().sub(z.reciprocal().mul(0.5)).add(series);
-    return asym.sub(shiftSum(x, (t) => t.reciprocal()));
-  });
-}
-
-/**
- * `a·log b`, 0 where a is 0 (`torch.xlogy`); the gradient in `a` is
- * `log b`, except 0 where a is 0 and b ≤ 0, as PyTorch.
- */
-export function xlogy(a: Tensor, b: Tensor): Tensor {
-  const keep = noGrad(() => a.ne(0).add(b.gt(0)).gt(0));
-  const safe = b.where(keep, 1);
-  return a.mul(safe.log()).where(keep, 0);
-}
+// One implementation of the special functions: torch.special's (accurate near
+// lgamma's zeros, in float32 too); re-exported for the other distributions.
+export { digamma, lgamma, xlogy };
 
 /** The rounds of Marsaglia–Tsang proposals per draw (acceptance ≥ 95% each). */
 const ROUNDS = 10;

@@ -26,6 +26,28 @@ function register<P extends Distribution, Q extends Distribution>(
   registry.push([p, q, fn as (p: never, q: never) => Tensor]);
 }
 
+/**
+ * Registers `fn` as `klDivergence(p, q)` for `p` of class `P` (or a
+ * subclass) and `q` of class `Q`, as `torch.distributions.register_kl`;
+ * the most specific registered pair wins (nearest `P` first, then `Q`).
+ */
+export function registerKl<P extends Distribution, Q extends Distribution>(
+  P: Ctor<P>,
+  Q: Ctor<Q>,
+  fn: (p: P, q: Q) => Tensor,
+): void {
+  register(P, Q, fn);
+}
+
+/** How many prototype steps from `x`'s class up to `C` (Infinity when not an instance). */
+function depth(x: object, C: Ctor<Distribution>): number {
+  let n = 0;
+  for (let proto = Object.getPrototypeOf(x); proto; proto = Object.getPrototypeOf(proto), n++) {
+    if (proto === C.prototype) return n;
+  }
+  return Infinity;
+}
+
 /** `where(mask, value, t)` with a mask computed without gradient. */
 function fill(t: Tensor, mask: Tensor, value: number): Tensor {
   return t.where(noGrad(() => mask.eq(0)), value);
@@ -136,9 +158,18 @@ export function klDivergence(p: Distribution, q: Distribution): Tensor {
       );
     }
   }
+  let best: ((p: never, q: never) => Tensor) | undefined;
+  let bestDepth = [Infinity, Infinity];
   for (const [P, Q, fn] of registry) {
-    if (p instanceof P && q instanceof Q) return forwardScope(() => fn(p as never, q as never));
+    const [dp, dq] = [depth(p, P), depth(q, Q)];
+    if (dp === Infinity || dq === Infinity) continue;
+    // Later registrations of the same pair replace earlier ones, as PyTorch's dict.
+    if (dp < bestDepth[0] || (dp === bestDepth[0] && dq <= bestDepth[1])) {
+      best = fn;
+      bestDepth = [dp, dq];
+    }
   }
+  if (best) return forwardScope(() => best(p as never, q as never));
   throw new TypeError(
     `klDivergence: no KL divergence is registered for ${p.name} and ${q.name}`,
   );

@@ -18,7 +18,9 @@
 
 import "../ops_composite/mod.ts";
 
-export { constraints, Distribution } from "./distribution.ts";
+export { Distribution } from "./distribution.ts";
+export { constraints, eventDimOf } from "./constraints.ts";
+export type { EventConstraint } from "./constraints.ts";
 export type { Constraint, DistributionOptions, Param } from "./distribution.ts";
 export { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
 export { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
@@ -27,4 +29,37 @@ export { Independent } from "./independent.ts";
 export { Beta, Gamma } from "./gamma.ts";
 export { MultivariateNormal } from "./multivariate_normal.ts";
 export type { MultivariateNormalOptions } from "./multivariate_normal.ts";
-export { klDivergence } from "./kl.ts";
+export { klDivergence, registerKl } from "./kl.ts";
+export * from "./transforms.ts";
+export * as transforms from "./transforms.ts";
+export { TransformedDistribution } from "./transformed.ts";
+export {
+  Cauchy,
+  Gumbel,
+  HalfCauchy,
+  HalfNormal,
+  Kumaraswamy,
+  LogisticNormal,
+  LogNormal,
+  Pareto,
+  Weibull,
+} from "./continuous_more.ts";
+export {
+  ExpRelaxedCategorical,
+  LogitRelaxedBernoulli,
+  OneHotCategoricalStraightThrough,
+  RelaxedBernoulli,
+  RelaxedOneHotCategorical,
+} from "./relaxed.ts";
+import "./kl_more.ts";
+export { Binomial, Geometric, Multinomial, NegativeBinomial, Poisson } from "./discrete_more.ts";
+export {
+  Chi2,
+  ContinuousBernoulli,
+  FisherSnedecor,
+  StudentT,
+  VonMises,
+} from "./continuous_extra.ts";
+export type { ContinuousBernoulliOptions } from "./continuous_extra.ts";
+export { Dirichlet, LowRankMultivariateNormal, MixtureSameFamily } from "./multivariate_more.ts";
+import "./kl_families.ts";

@@ -9,6 +9,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
+import { checkLater } from "../ops/check.ts";
 import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
 import { cat, stack } from "../ops/view.ts";
@@ -68,7 +69,8 @@ function factor(a: Tensor): [Tensor, Tensor, Tensor] {
     const below = rows.gt(j).unsqueeze(-1);
     const l = u.narrow(-1, j, 1).mul(below).div(pivot.where(nonzero, 1));
     u = u.sub(l.mul(u.narrow(-2, j, 1).mul(cols.gt(j))));
-    u = u.add(l.sub(u.narrow(-1, j, 1).mul(below)).mul(cols.eq(j)));
+    // The multipliers are stored in column j below the pivot (selected, not added: exact).
+    u = l.where(below.mul(cols.eq(j)), u);
   }
   const piv = k === 0
     ? zeros([...batch, 0], { dtype: "int32", device: a.device })
@@ -105,12 +107,19 @@ export function luFactorEx(
 }
 
 /**
- * `[LU, pivots]` of {@link luFactorEx}, as `torch.linalg.lu_factor`. A
- * singular matrix is fine (a zero on U's diagonal), as in PyTorch 1.13's
- * `lu_factor`, which only checks for invalid input.
+ * `[LU, pivots]` of {@link luFactorEx}, as `torch.linalg.lu_factor`: an
+ * exactly zero pivot (a singular matrix) fails at the next read with
+ * PyTorch's error (`luFactorEx` and `lu` do not fail).
  */
 export function luFactor(A: Tensor, options: LuFactorOptions = {}): [Tensor, Tensor] {
-  const [LU, pivots] = luFactorEx(A, options);
+  const [LU, pivots, info] = luFactorEx(A, options);
+  failLater(
+    "torch.linalg.lu_factor",
+    info,
+    A.ndim > 2,
+    (i) =>
+      `U[${i},${i}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)`,
+  );
   return [LU, pivots];
 }
 
@@ -125,8 +134,8 @@ export interface LuUnpackOptions {
 /**
  * `[P, L, U]` (with `A = P L U`) from the packed `LU` and `pivots` of
  * {@link luFactor}, as `torch.lu_unpack`: P `[..., m, m]`, L
- * `[..., m, k]` (unit lower), U `[..., k, n]`, k = min(m, n).
- * Differentiable in `LU`.
+ * `[..., m, k]` (unit lower), U `[..., k, n]`, k = min(m, n); pivots
+ * outside 1..m fail at the next read, as PyTorch's. Differentiable in `LU`.
  */
 export function luUnpack(
   LU: Tensor,
@@ -147,6 +156,16 @@ export function luUnpack(
       `${op}: LU_pivots (shape ${formatShape(pivots.shape)}) does not fit LU_data (shape ${
         formatShape(LU.shape)
       }): expected its last dim to be min(m, n) = ${k}`,
+    );
+  }
+  if (unpackPivots && pivots.numel() > 0) {
+    // The pivots' values are only known on the device: checked at the next read, as PyTorch's.
+    checkLater(
+      noGrad(() => pivots.lt(1).add(pivots.gt(m)).sum().reshape([1])),
+      (host) =>
+        host[0] > 0
+          ? "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you properly pass the result of lu_factor?"
+          : null,
     );
   }
   const none = () => zeros([0], { dtype: LU.dtype, device: LU.device });
@@ -250,6 +269,42 @@ export function luSolve(
 const asInfo = (info: Tensor) => noGrad(() => info.to("int32"));
 
 /**
+ * `gaussJordan`'s solution with NaN in each matrix where it met a zero
+ * pivot (`info` nonzero): there its numbers are no solution, and the `*Ex`
+ * functions report LAPACK's `info`, which need not see that pivot.
+ */
+const unsolved = (x: Tensor, info: Tensor) =>
+  noGrad(() => x.where(info.eq(0).unsqueeze(-1).unsqueeze(-1), NaN));
+
+/**
+ * {@link invEx}'s inverse, PyTorch's `info` and the elimination's own
+ * (nonzero where the inverse is NaN), for `cond`.
+ */
+export function invWithInfo(A: Tensor, checkErrors = false): [Tensor, Tensor, Tensor] {
+  const op = "linalg.inv_ex";
+  const n = requireSquare(op, A);
+  const [raw, own] = gaussJordan(
+    A,
+    noGrad(() => eye(n, { dtype: A.dtype, device: A.device }).expand([...A.shape])),
+  );
+  if (checkErrors) {
+    failLater(
+      op,
+      own,
+      A.ndim > 2,
+      (i) =>
+        `The diagonal element ${i} is zero, the inversion could not be completed because the input matrix is singular.`,
+    );
+  }
+  const x = unsolved(raw, own);
+  const inverse = record(op, [A], x, ([g]) => {
+    const xt = mT(inverse);
+    return [xt.matmul(g!).matmul(xt).neg()];
+  });
+  return [inverse, own.numel() === 0 ? asInfo(own) : transposedInfo(A), own];
+}
+
+/**
  * PyTorch's `info` for `inv_ex` and `solve_ex`: they factor `Aᵀ` (a
  * row-major `A` is LAPACK's column-major `Aᵀ`), so theirs is the first zero
  * pivot of that factorization, which can differ from `A`'s.
@@ -260,31 +315,13 @@ const transposedInfo = (a: Tensor) => noGrad(() => forwardScope(() => factor(mT(
  * `[inverse, info]` of each square matrix in `A`, as
  * `torch.linalg.inv_ex`: `info` (int32) is the 1-based index of the first
  * zero pivot of the LU factorization of `Aᵀ`, as PyTorch's (0 when
- * invertible); a singular matrix gives inf/NaN in the
- * inverse and no error unless `checkErrors`. The gradient is
+ * invertible); a singular matrix gives NaN in the inverse (PyTorch's
+ * inf/NaN) and no error unless `checkErrors`. The gradient is
  * {@link inv}'s.
  */
 export function invEx(A: Tensor, options: CheckErrorsOptions = {}): [Tensor, Tensor] {
-  const op = "linalg.inv_ex";
-  const n = requireSquare(op, A);
-  const [x, info] = gaussJordan(
-    A,
-    noGrad(() => eye(n, { dtype: A.dtype, device: A.device }).expand([...A.shape])),
-  );
-  if (options.checkErrors) {
-    failLater(
-      op,
-      info,
-      A.ndim > 2,
-      (i) =>
-        `The diagonal element ${i} is zero, the inversion could not be completed because the input matrix is singular.`,
-    );
-  }
-  const inverse = record(op, [A], x, ([g]) => {
-    const xt = mT(inverse);
-    return [xt.matmul(g!).matmul(xt).neg()];
-  });
-  return [inverse, info.numel() === 0 ? asInfo(info) : transposedInfo(A)];
+  const [inverse, info] = invWithInfo(A, options.checkErrors ?? false);
+  return [inverse, info];
 }
 
 /** Options of {@link solveEx}. */
@@ -298,7 +335,7 @@ export interface SolveExOptions extends CheckErrorsOptions {
  * (shapes, broadcasting and gradients as there) and `info` (int32, the
  * 1-based index of the first zero pivot of each `Aᵀ`'s LU as PyTorch's, 0
  * when none); a
- * singular `A` gives inf/NaN and no error unless `checkErrors`.
+ * singular `A` gives NaN and no error unless `checkErrors`.
  */
 export function solveEx(A: Tensor, B: Tensor, options: SolveExOptions = {}): [Tensor, Tensor] {
   const op = "linalg.solve_ex";
@@ -322,7 +359,8 @@ export function solveEx(A: Tensor, B: Tensor, options: SolveExOptions = {}): [Te
   }
   const [solved, info] = forwardScope(() => {
     const [ae, be] = left ? broadcastBatch(op, A, b) : broadcastBatch(op, mT(A), mT(b));
-    const [x, info] = gaussJordan(ae, be);
+    const [raw, info] = gaussJordan(ae, be);
+    const x = unsolved(raw, info);
     return [left ? x : mT(x), info];
   });
   if (checkErrors) {
@@ -383,6 +421,14 @@ export function householderProduct(A: Tensor, tau: Tensor): Tensor {
       `${op}: Expected tau to have one dimension less than input, but got tau.ndim equal to ${tau.ndim} and input.ndim is equal to ${A.ndim}`,
     );
   }
+  const batch = A.shape.slice(0, -2);
+  if (tau.shape.slice(0, -1).some((s, i) => s !== batch[i])) {
+    throw new RangeError(
+      `${op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got ${
+        formatShape(tau.shape.slice(0, -1))
+      } (input shape ${formatShape(A.shape)})`,
+    );
+  }
   if (n < k) {
     throw new RangeError(
       `${op}: input.shape[-1] must be greater than or equal to tau.shape[-1] (${n} < ${k})`,
@@ -390,6 +436,12 @@ export function householderProduct(A: Tensor, tau: Tensor): Tensor {
   }
   if (tau.dtype !== A.dtype) {
     throw new TypeError(`${op}: tau dtype ${tau.dtype} does not match input dtype ${A.dtype}`);
+  }
+  if (k === 0) {
+    // No reflectors: the identity's columns, with zero gradients as PyTorch's.
+    const like = { dtype: A.dtype, device: A.device };
+    const q = noGrad(() => eye(m, n, like).expand([...A.shape]).clone());
+    return record(op, [A, tau], q, () => [zeros([...A.shape], like), zeros([...tau.shape], like)]);
   }
   return forwardScope(() => {
     const v = A.tril(-1).add(noGrad(() => eye(m, n, { dtype: A.dtype, device: A.device })));

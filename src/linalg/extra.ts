@@ -15,7 +15,7 @@ import { norm } from "../ops_composite/reduce.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { invEx } from "./decompositions.ts";
+import { invWithInfo } from "./decompositions.ts";
 import { solve } from "./lu.ts";
 import { matrixNorm } from "./norms.ts";
 import { matrixRank, pinv, svdvals } from "./spectral.ts";
@@ -95,9 +95,13 @@ export function cond(A: Tensor, p: number | "fro" | "nuc" = 2): Tensor {
       return (p === 2 ? hi.div(lo) : lo.div(hi)).squeeze(-1);
     }
     requireSquare(op, A);
-    const [inverse, info] = invEx(A);
-    const value = matrixNorm(A, { ord: p }).mul(matrixNorm(inverse, { ord: p }));
-    return value.where(noGrad(() => info.eq(0)), Infinity);
+    const [inverse, info, own] = invWithInfo(A);
+    // The NaN inverse of a matrix the elimination found singular is masked (its svd would fail).
+    const invertible = noGrad(() => own.eq(0).unsqueeze(-1).unsqueeze(-1));
+    const value = matrixNorm(A, { ord: p }).mul(
+      matrixNorm(inverse.where(invertible, 0), { ord: p }),
+    );
+    return value.where(noGrad(() => info.eq(0).mul(own.eq(0))), Infinity);
   });
 }
 
@@ -227,7 +231,8 @@ export interface LstsqResult {
  * The least-squares solution of `AX = B`, as `torch.linalg.lstsq`
  * (`A` `[..., m, n]`, `B` `[..., m, k]` or `[..., m]`): the
  * minimum-norm solution through the pseudo-inverse (with singular values
- * below `rcond`·σmax cut), differentiable in `A` and `B`. The outputs each
+ * below `rcond`·σmax cut; gels ignores `rcond`), differentiable in `A` and
+ * `B`; residuals `[..., k]` (`[..., 1]` for a vector `B`, as PyTorch's). The outputs each
  * driver fills are PyTorch's; residuals are given for every A with m > n
  * (PyTorch leaves them empty for a rank-deficient A, a shape it only
  * knows after reading the rank).
@@ -265,7 +270,8 @@ export function lstsq(A: Tensor, B: Tensor, options: LstsqOptions = {}): LstsqRe
     );
   }
   const eps = A.dtype === "float64" ? Number.EPSILON : 2 ** -23;
-  const rtol = options.rcond !== undefined && options.rcond > 0
+  // gels (QR, A assumed of full rank) ignores rcond, as LAPACK's.
+  const rtol = options.rcond !== undefined && options.rcond > 0 && driver !== "gels"
     ? options.rcond
     : eps * Math.max(m, n);
   return forwardScope(() => {
@@ -281,7 +287,7 @@ export function lstsq(A: Tensor, B: Tensor, options: LstsqOptions = {}): LstsqRe
     const singularValues = driver === "gelsd" || driver === "gelss" ? svdvals(A) : empty();
     return {
       solution: vector ? x.squeeze(-1) : x,
-      residuals: vector && residuals.numel() > 0 ? residuals.squeeze(-1) : residuals,
+      residuals,
       rank,
       singularValues,
     };

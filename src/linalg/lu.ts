@@ -27,11 +27,17 @@ export function pivotRow(column: Tensor, rows: Tensor, k: number): [Tensor, Tens
   });
 }
 
-/** `m` with rows k and the one-hot `p`'s swapped (`m`: `[..., n, w]`, `p`: `[..., n]`). */
+/**
+ * `m` with rows k and the one-hot `p`'s swapped (`m`: `[..., n, w]`, `p`:
+ * `[..., n]`). Selected, not computed (`row + (other - row)` rounds away a
+ * row much smaller than the other, and `0 · inf` would spread NaN), so the
+ * interchange is exact, as LAPACK's.
+ */
 export function swapRows(m: Tensor, p: Tensor, rows: Tensor, k: number): Tensor {
   const rowK = m.narrow(-2, k, 1);
-  const rowP = p.unsqueeze(-2).matmul(m);
-  return m.add(rows.eq(k).sub(p).unsqueeze(-1).mul(rowP.sub(rowK)));
+  const atP = p.unsqueeze(-1);
+  const rowP = m.where(atP, 0).sum(-2, true);
+  return rowP.where(rows.eq(k).unsqueeze(-1), rowK.where(atP, m));
 }
 
 /**
@@ -154,9 +160,10 @@ export function gaussJordan(a: Tensor, b: Tensor): [Tensor, Tensor] {
         const zero = pivot.eq(0);
         info = info.add(zero.reshape(info.shape).mul(info.eq(0)).mul(k + 1));
         const pivotRow_ = m.narrow(-2, k, 1).div(pivot.where(zero.eq(0), 1));
-        // Row k minus (pivot - 1)·(row k / pivot) is row k / pivot; the others lose their column k.
-        const factors = m.narrow(-1, k, 1).sub(rows.eq(k).unsqueeze(-1));
-        m = m.sub(factors.mul(pivotRow_));
+        // Row k becomes row k / pivot (selected: computing it as a difference cancels); the
+        // others lose their column k.
+        const others = rows.ne(k).unsqueeze(-1);
+        m = m.sub(m.narrow(-1, k, 1).mul(pivotRow_)).where(others, pivotRow_);
       }
       return [m.narrow(-1, n, b.shape.at(-1)!), info];
     })

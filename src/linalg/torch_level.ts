@@ -149,7 +149,8 @@ export function triangularSolve(
   return forwardScope(() => {
     const a = transpose ? mT(A) : A;
     const x = solveTriangular(a, B, { upper: transpose ? !upper : upper, unitriangular });
-    return [x, A.clone()];
+    // The coefficient comes back broadcast to the solution's batch, as PyTorch's.
+    return [x, A.expand([...x.shape.slice(0, -2), ...A.shape.slice(-2)]).clone()];
   });
 }
 

@@ -20,8 +20,15 @@
 import "../ops_composite/mod.ts";
 import type { Tensor } from "../tensor.ts";
 import { noGrad, record } from "../autograd.ts";
-import { round as roundHalfEven, sigmoid } from "../ops/elementwise.ts";
+import {
+  expm1 as expm1Float,
+  log1p as log1pFloat,
+  round as roundHalfEven,
+  sigmoid,
+} from "../ops/elementwise.ts";
+import { logsumexp as logsumexpFloat } from "../ops/reduce.ts";
 import { isFloat } from "../dtype.ts";
+import { toFloat } from "../ops_composite/special_functions.ts";
 import { formatShape } from "../shape.ts";
 
 export {
@@ -49,12 +56,48 @@ export { digamma as psi, mvlgamma as multigammaln } from "../ops_composite/speci
 export { exp2, logit, sinc } from "../ops_composite/unary_math.ts";
 export type { LogitOptions } from "../ops_composite/unary_math.ts";
 export { erf } from "../ops_composite/elementwise.ts";
-export { expm1, log1p } from "../ops/elementwise.ts";
-export { logsumexp } from "../ops/reduce.ts";
+export {
+  airyAi,
+  besselJ0,
+  besselJ1,
+  besselY0,
+  besselY1,
+  chebyshevPolynomialT,
+  chebyshevPolynomialU,
+  chebyshevPolynomialV,
+  chebyshevPolynomialW,
+  hermitePolynomialH,
+  hermitePolynomialHe,
+  laguerrePolynomialL,
+  legendrePolynomialP,
+  MAX_POLYNOMIAL_DEGREE,
+  modifiedBesselI0,
+  modifiedBesselI1,
+  modifiedBesselK0,
+  modifiedBesselK1,
+  scaledModifiedBesselK0,
+  scaledModifiedBesselK1,
+  shiftedChebyshevPolynomialT,
+  shiftedChebyshevPolynomialU,
+  shiftedChebyshevPolynomialV,
+  shiftedChebyshevPolynomialW,
+  sphericalBesselJ0,
+} from "../ops_composite/special_more.ts";
+export type { PolynomialFunction } from "../ops_composite/special_more.ts";
 export { logSoftmax, softmax } from "../ops/softmax.ts";
 
-/** The logistic sigmoid `1/(1 + e^-x)`, as `torch.special.expit`. */
-export const expit = (x: Tensor): Tensor => sigmoid(x);
+/** The logistic sigmoid `1/(1 + e^-x)`, as `torch.special.expit` (int32 gives float32). */
+export const expit = (x: Tensor): Tensor => sigmoid(toFloat(x));
+
+/** `log(1 + x)`, as `torch.special.log1p` (int32 gives float32). */
+export const log1p = (x: Tensor): Tensor => log1pFloat(toFloat(x));
+
+/** `e^x - 1`, as `torch.special.expm1` (int32 gives float32). */
+export const expm1 = (x: Tensor): Tensor => expm1Float(toFloat(x));
+
+/** `log Σ exp` over `dim`, as `torch.special.logsumexp` (int32 gives float32). */
+export const logsumexp = (x: Tensor, dim: number | number[], keepdim = false): Tensor =>
+  logsumexpFloat(toFloat(x), dim, keepdim);
 
 /** Options of {@link round}. */
 export interface RoundOptions {

@@ -14,9 +14,20 @@ import { type FactoryOptions, Linear, ModuleList, Sequential } from "./layers.ts
 import { Module } from "./module.ts";
 import { checkCount, checkFloatInput, checkTensor, sameDevice } from "./util.ts";
 
+/**
+ * Python's float `a // b` for positive operands: `(a - a % b) / b` rounded,
+ * which can be one below `Math.floor(a / b)` (`11 // 1.1` is 9, `11 / 1.1`
+ * is 10), so that the projection widths are PyTorch's.
+ */
+function pyFloorDiv(a: number, b: number): number {
+  const div = (a - (a % b)) / b;
+  const floor = Math.floor(div);
+  return div - floor > 0.5 ? floor + 1 : floor;
+}
+
 /** Options of {@link AdaptiveLogSoftmaxWithLoss}. */
 export interface AdaptiveLogSoftmaxWithLossOptions extends FactoryOptions {
-  /** Each cluster's projection is `inFeatures / divValue^(i+1)` wide, rounded down (default 4). */
+  /** Each cluster's projection is `inFeatures // divValue^(i+1)` wide, Python's floor division (default 4). */
   divValue?: number;
   /** Give the head a bias (default false). */
   headBias?: boolean;
@@ -102,7 +113,7 @@ export class AdaptiveLogSoftmaxWithLoss extends Module {
     this.head = new Linear(inFeatures, this.headSize, { ...factory, bias: this.headBias });
     const tails: Module[] = [];
     for (let i = 0; i < this.nClusters; i++) {
-      const hsz = Math.floor(inFeatures / divValue ** (i + 1));
+      const hsz = pyFloorDiv(inFeatures, divValue ** (i + 1));
       const osz = this.cutoffs[i + 1] - this.cutoffs[i];
       tails.push(
         new Sequential(
@@ -201,7 +212,10 @@ export class AdaptiveLogSoftmaxWithLoss extends Module {
       for (let i = 0; i < this.nClusters; i++) {
         const inCluster = clusterOf.eq(i + 1);
         column = where(inCluster, this.shortlistSize + i, column);
-        const logp = (this.cluster(i).forward(x) as Tensor).logSoftmax(1);
+        // Other rows enter as zeros: PyTorch runs a cluster on its own rows
+        // only, so a non-finite row must not reach this cluster's gradients.
+        const rows = where(inCluster, x, 0);
+        const logp = (this.cluster(i).forward(rows) as Tensor).logSoftmax(1);
         const local = where(inCluster, t.sub(this.cutoffs[i]), 0);
         output = where(inCluster, logp.gather(1, local), output ?? 0);
       }

@@ -270,7 +270,10 @@ export class CrossMapLRN2d extends Module {
 
   /** `3, alpha=0.0001, beta=0.75, k=1`. */
   override extraRepr(): string {
+    // alpha and beta default to floats in PyTorch, k to the int 1.
     const num = (v: number) => (Number.isInteger(v) ? String(v) : pyFloat(v));
-    return `${this.size}, alpha=${num(this.alpha)}, beta=${num(this.beta)}, k=${num(this.k)}`;
+    return `${this.size}, alpha=${pyFloat(this.alpha)}, beta=${pyFloat(this.beta)}, k=${
+      num(this.k)
+    }`;
   }
 }

@@ -1,6 +1,8 @@
 /**
  * In-place operations, as PyTorch's trailing-underscore methods: `zero_`,
- * `fill_`, `copy_`, `add_`, `mul_`. Each writes into the tensor's own
+ * `fill_`, `copy_`, `add_`, `mul_`, and {@link inPlace}, which writes any
+ * out-of-place op back in place (the other `_` methods, in
+ * `src/ops_composite/inplace_variants.ts`). Each writes into the tensor's own
  * memory (views sharing it see the change) and bumps its version counter,
  * so a backward that saved the old values raises instead of computing a
  * wrong gradient. On a non-leaf (or with an operand) that requires grad,
@@ -20,12 +22,12 @@ import { toDevice } from "./transfer.ts";
 
 /**
  * Throws unless autograd lets `t` change in place now. When the change must
- * be recorded (grad mode on, `t` or `other` requires grad), returns `t`'s
+ * be recorded (grad mode on, `t` or an operand requires grad), returns `t`'s
  * history before it: a tensor on the same memory made by `t`'s old node.
  */
-function checkInPlace(op: string, t: Tensor, other?: unknown): Tensor | null {
+function checkInPlace(op: string, t: Tensor, ...others: unknown[]): Tensor | null {
   if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected a Tensor, got ${typeof t}`);
-  const tracked = t.requiresGrad || (other instanceof Tensor && other.requiresGrad);
+  const tracked = t.requiresGrad || others.some((o) => o instanceof Tensor && o.requiresGrad);
   if (!isGradEnabled() || !tracked) return null;
   const what = `${op}: a${t.isLeaf ? " leaf" : ""} tensor (shape ${
     formatShape(t.shape)
@@ -120,6 +122,46 @@ export function copy_(t: Tensor, src: Tensor): Tensor {
   return t;
 }
 
+/**
+ * Writes `compute(self)` back into `t` in place, with the autograd rules of
+ * the in-place ops above: `self` is `t` (its history, when the change is
+ * recorded); `operands` are the other tensors the result depends on. The
+ * result must keep `t`'s shape, and a float result is refused in an int `t`
+ * (PyTorch's can_cast). Unless `savesSelf` is false, a recorded op gets a
+ * copy of `t`'s old values, since its backward may read what the write replaces.
+ */
+export function inPlace(
+  op: string,
+  t: Tensor,
+  operands: readonly unknown[],
+  compute: (self: Tensor) => Tensor,
+  savesSelf = true,
+): Tensor {
+  const old = checkInPlace(op, t, ...operands);
+  const result = old ? compute(savesSelf ? old.clone() : old) : noGrad(() => compute(t));
+  if (!sameShape(result.shape, t.shape)) {
+    throw new RangeError(
+      `${op}: the result of shape ${formatShape(result.shape)} does not fit the tensor's shape ${
+        formatShape(t.shape)
+      } (the other operands may only broadcast to it)`,
+    );
+  }
+  if (isFloat(result.dtype) && !isFloat(t.dtype)) {
+    throw new TypeError(
+      `${op}: the result type ${result.dtype} cannot be stored in the ${t.dtype} tensor`,
+    );
+  }
+  if (result.storage === t.storage) return t; // the op changed nothing
+  const value = cast(result, t.dtype);
+  t._assign(value);
+  // The out-of-place op's node becomes t's: its inputs are t's old history and the operands.
+  if (value.gradFn) t._attach(value.gradFn, value.outputIndex);
+  else recordOverwrite(op, t, old, null); // a result without gradient (eq_, floor_ of ints)
+  // Unrecorded, nothing reads them after the copy; recorded, the backward may (exp_ saves its output).
+  if (!old) [value, result].forEach((x) => x.dispose());
+  return t;
+}
+
 /** The result of `op(t, other)` written back into `t`, which keeps its shape and dtype. */
 function updateInPlace(
   op: string,
@@ -128,7 +170,6 @@ function updateInPlace(
   compute: (a: Tensor, b: TensorLike) => Tensor,
   savesSelf = false,
 ): Tensor {
-  const old = checkInPlace(op, t, other);
   const otherDtype = other instanceof Tensor
     ? other.dtype
     : Number.isInteger(other)
@@ -146,23 +187,13 @@ function updateInPlace(
     ? toDevice(other, t.device)
     : other;
   // mul_'s gradient for `other` reads the old values, which the write below replaces.
-  const self = savesSelf && other instanceof Tensor && other.requiresGrad ? old?.clone() : old;
-  const result = old ? compute(self!, b) : noGrad(() => compute(t, b));
-  if (!sameShape(result.shape, t.shape)) {
-    throw new RangeError(
-      `${op}: the result of shape ${formatShape(result.shape)} does not fit the tensor's shape ${
-        formatShape(t.shape)
-      } (the other operand may only broadcast to it)`,
-    );
-  }
-  const value = cast(result, t.dtype);
-  t._assign(value);
-  // The out-of-place op's node becomes t's: its inputs are t's old history and `other`.
-  if (value.gradFn) t._attach(value.gradFn, value.outputIndex);
-  // Freed once the copy has run.
-  value.dispose();
-  result.dispose();
-  return t;
+  return inPlace(
+    op,
+    t,
+    [other],
+    (a) => compute(a, b),
+    savesSelf && other instanceof Tensor && other.requiresGrad,
+  );
 }
 
 /** Options of {@link add_}. */

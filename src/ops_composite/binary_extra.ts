@@ -170,10 +170,13 @@ export function floatPower(input: TensorLike, exponent: TensorLike): Tensor {
  */
 export function ldexp(input: TensorLike, other: TensorLike): Tensor {
   checkPair("ldexp", input, other);
-  if (typeof other === "number") return mul(input, 2 ** other);
-  // The power in the exponent's own float dtype, as PyTorch's (so a float64 input times
-  // 2^200 from an int32 exponent is inf, the power being float32).
-  const exponent = isFloat(other.dtype) ? other : cast(other, "float32");
+  // The power in the exponent's own float dtype (float32 for int32 or a number), as PyTorch's
+  // (so a float64 input times 2^200 from an int32 exponent is inf, the power being float32).
+  const exponent = typeof other === "number"
+    ? scalar(other, "float32", (input as Tensor).device)
+    : isFloat(other.dtype)
+    ? other
+    : cast(other, "float32");
   return mul(input, pow(scalar(2, exponent.dtype, exponent.device), exponent));
 }
 
@@ -279,11 +282,15 @@ export function subtract(
   options: SubtractOptions = {},
 ): Tensor {
   const { alpha = 1 } = options;
-  const ints = [input, other].every((t) => typeof t === "number" || !isFloat(t.dtype));
+  // PyTorch checks alpha against the common dtype: int32 only if no operand is float.
+  const ints = [input, other].every((t) =>
+    typeof t === "number" ? Number.isInteger(t) : !isFloat(t.dtype)
+  );
   if (ints && !Number.isInteger(alpha)) {
     throw new TypeError(`subtract: alpha must be an integer for int32 operands, got ${alpha}`);
   }
-  return sub(input, alpha === 1 ? other : mul(other, alpha));
+  if (alpha === 1) return sub(input, other);
+  return sub(input, typeof other === "number" ? other * alpha : mul(other, alpha));
 }
 
 /** `other - alpha·input` (the operands reversed), as `torch.rsub`. */

@@ -238,13 +238,32 @@ export async function unique(
   uniqueArgs("unique", x, options.dim);
   const host = await x.data();
   const { count, key } = slicesOf(x, host, options.dim);
-  const keys = Array.from({ length: count }, (_, i) => key(i));
-  const order = keys.map((_, i) => i).sort((a, b) => compareKeys(keys[a], keys[b]) || a - b);
   const groups: number[][] = [];
-  for (const i of order) {
-    const last = groups.at(-1);
-    if (last && sameKey(keys[last[0]], keys[i])) last.push(i);
-    else groups.push([i]);
+  if (options.dim === undefined) {
+    // Elements, not slices: the numbers compared directly (a key array each is ~5x slower).
+    const order = new Uint32Array(count).map((_, i) => i);
+    order.sort((a, b) => {
+      const u = host[a];
+      const v = host[b];
+      if (u < v) return -1;
+      if (u > v) return 1;
+      // Equal, or NaN (after every number; NaNs among themselves by position).
+      const nan = Number(Number.isNaN(u)) - Number(Number.isNaN(v));
+      return nan || a - b;
+    });
+    for (const i of order) {
+      const last = groups.at(-1);
+      if (last && host[last[0]] === host[i]) last.push(i);
+      else groups.push([i]);
+    }
+  } else {
+    const keys = Array.from({ length: count }, (_, i) => key(i));
+    const order = keys.map((_, i) => i).sort((a, b) => compareKeys(keys[a], keys[b]) || a - b);
+    for (const i of order) {
+      const last = groups.at(-1);
+      if (last && sameKey(keys[last[0]], keys[i])) last.push(i);
+      else groups.push([i]);
+    }
   }
   return uniqueResult("unique", x, options.dim, groups, count, options);
 }

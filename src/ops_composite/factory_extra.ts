@@ -42,7 +42,8 @@ export interface LogspaceOptions extends TensorOptions {
 
 /**
  * `steps` values `base ** e` for exponents evenly spaced from `start` to
- * `end`, as `torch.logspace` (float32 unless told; int32 truncates).
+ * `end`, as `torch.logspace` (float32 unless told; int32 truncates start,
+ * end and the powers, as PyTorch's cpu kernel).
  */
 export function logspace(
   start: number,
@@ -57,18 +58,24 @@ export function logspace(
   const base = options.base ?? 10;
   if (typeof base !== "number") throw new TypeError(`logspace: base must be a number, got ${base}`);
   const { dtype, device } = resolveFactory(options, "float32");
-  const single = dtype === "float32";
-  const round = single ? Math.fround : (v: number) => v;
-  const [s, e] = [round(start), round(end)];
-  const step = round((e - s) / (n - 1));
+  // As PyTorch's cpu kernel: start and end in the dtype (int32 truncates), the step and the
+  // exponents in float64, the first half counting up from start, the second down from end.
+  const int = dtype === "int32";
+  const cast = int ? Math.trunc : dtype === "float32" ? Math.fround : (v: number) => v;
+  const [s, e] = [cast(start), cast(end)];
+  const step = cast(e - s) / (n - 1);
   const half = Math.floor(n / 2);
+  // A double to int32 as C++'s cast on x86: out of range (and NaN) is INT_MIN.
+  const toInt = (v: number) => {
+    const t = Math.trunc(v);
+    return t >= -2147483648 && t <= 2147483647 ? t : -2147483648;
+  };
   const values = allocHost(dtype, n);
-  // As PyTorch's kernel: the first half counts up from start, the second down from end.
   for (let i = 0; i < n; i++) {
-    const exponent = i < half ? round(s + step * i) : round(e - step * (n - 1 - i));
-    values[i] = dtype === "int32" ? Math.trunc(base ** exponent) : base ** exponent;
+    const power = base ** (i < half ? s + step * i : e - step * (n - 1 - i));
+    values[i] = int ? toInt(power) : power;
   }
-  if (n === 1) values[0] = dtype === "int32" ? Math.trunc(base ** s) : base ** s;
+  if (n === 1) values[0] = int ? toInt(base ** start) : base ** start;
   return finish(fromHost(values, [n], device), options);
 }
 
@@ -151,7 +158,8 @@ export function hammingWindow(length: number, options: HammingWindowOptions = {}
 export function blackmanWindow(length: number, options: WindowOptions = {}): Tensor {
   return window("blackman_window", length, options, (n, N) => {
     const w = Math.PI * n / (N - 1);
-    return 0.42 - 0.5 * Math.cos(2 * w) + 0.08 * Math.cos(4 * w);
+    // PyTorch's order of terms, which makes the ends exactly 0.
+    return 0.08 * Math.cos(4 * w) - 0.5 * Math.cos(2 * w) + 0.42;
   });
 }
 

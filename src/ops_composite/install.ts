@@ -5,7 +5,8 @@
  * @module
  */
 
-import { installTensorOps } from "../tensor.ts";
+import { installTensorMethods, installTensorOps } from "../tensor.ts";
+import { TENSOR_METHOD_OPS } from "./tensor_methods.ts";
 import * as scatterOps from "./scatter.ts";
 import * as dataShape from "./data_shape.ts";
 import * as order from "./order.ts";
@@ -26,6 +27,8 @@ import * as binaryExtra from "./binary_extra.ts";
 import * as logical from "./logical.ts";
 import * as unaryMath from "./unary_math.ts";
 import * as specialFunctions from "./special_functions.ts";
+import * as inplaceVariants from "./inplace_variants.ts";
+import * as inplaceRandom from "./inplace_random.ts";
 
 installTensorOps({
   ...scatterOps,
@@ -48,4 +51,7 @@ installTensorOps({
   ...logical,
   ...unaryMath,
   ...specialFunctions,
+  ...inplaceVariants,
+  ...inplaceRandom,
 });
+installTensorMethods(TENSOR_METHOD_OPS);

@@ -128,3 +128,6 @@ export {
   polygamma,
   xlogy,
 } from "./special_functions.ts";
+// In-place variants (PyTorch's trailing-underscore methods) and random fills.
+export * from "./inplace_variants.ts";
+export * from "./inplace_random.ts";

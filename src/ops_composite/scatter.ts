@@ -18,6 +18,7 @@ import { gatherInRange, scatterAddRaw, where } from "../ops/indexing.ts";
 import { checkLater } from "../ops/check.ts";
 import { cat, checkIndexRange, narrow, stack } from "../ops/view.ts";
 import { commonDevice } from "../ops/util.ts";
+import { floorDivide } from "./binary.ts";
 import { argsort, sort } from "./sort.ts";
 import { scan } from "./scan.ts";
 import { searchsorted } from "./index_ops.ts";
@@ -37,7 +38,7 @@ function requireTensor(op: string, t: unknown, name: string): asserts t is Tenso
 
 /**
  * Checks a scatter's operands as PyTorch does (index int32 with the input's
- * number of dims, no larger than `src` in any dim nor than the input in any
+ * number of dims unless empty, no larger than `src` in any dim nor than the input in any
  * dim but `dim`; `src` of the input's dtype; indices in range) and returns
  * the dim.
  */
@@ -53,14 +54,19 @@ function scatterArgs(op: string, x: Tensor, dim: number, index: Tensor, src: Ten
   if (src.dtype !== x.dtype) {
     throw new TypeError(`${op}: src is ${src.dtype}, the input ${x.dtype}; they must match`);
   }
-  if (index.ndim !== x.ndim || src.ndim !== x.ndim) {
+  // As PyTorch: an empty index writes nothing whatever its shape, and a 0-d tensor counts as 1-D.
+  if (index.numel() === 0) return d;
+  const dims = (t: Tensor) => Math.max(t.ndim, 1);
+  if (dims(index) !== dims(x) || dims(src) !== dims(x)) {
     throw new RangeError(
       `${op}: index (shape ${formatShape(index.shape)}) and src (shape ${
         formatShape(src.shape)
       }) must have as many dims as the input (shape ${formatShape(x.shape)})`,
     );
   }
-  const fits = index.shape.every((n, k) => n <= src.shape[k] && (k === d || n <= x.shape[k]));
+  const sizes = (t: Tensor) => (t.ndim === 0 ? [1] : t.shape);
+  const [xs, ss] = [sizes(x), sizes(src)];
+  const fits = sizes(index).every((n, k) => n <= ss[k] && (k === d || n <= xs[k]));
   if (!fits) {
     throw new RangeError(
       `${op}: index of shape ${formatShape(index.shape)} does not fit src of shape ${
@@ -160,14 +166,11 @@ function scatterCore(
       }
       let out: Tensor;
       if (mode === "assign" || !includeSelf) {
-        out = mode === "mean" ? reduced.div(counts.maximum(1)) : reduced;
-        if (mode === "mean" && !isFloat(x.dtype)) out = out.floor().to(x.dtype);
+        out = mode === "mean" ? mean(reduced, counts.maximum(1)) : reduced;
         out = out.where(hit, x);
       } else if (mode === "sum") out = x.add(reduced);
-      else if (mode === "mean") {
-        out = x.add(reduced).div(counts.add(1));
-        if (!isFloat(x.dtype)) out = out.floor().to(x.dtype);
-      } else {
+      else if (mode === "mean") out = mean(x.add(reduced), counts.add(1));
+      else {
         const both = mode === "prod"
           ? x.mul(reduced)
           : mode === "amax"
@@ -178,6 +181,11 @@ function scatterCore(
       return [out, counts];
     })
   );
+}
+
+/** `sum / count`, for int32 rounded down as PyTorch (in integers: a float32 quotient is inexact past 2^24). */
+function mean(sum: Tensor, count: Tensor): Tensor {
+  return isFloat(sum.dtype) ? sum.div(count) : floorDivide(sum, count);
 }
 
 /** `t` narrowed to `shape` (no larger in any dim); the gradient pads back. */
@@ -200,20 +208,13 @@ function scatterOp(
   includeSelf: boolean,
 ): Tensor {
   const d = scatterArgs(op, x, dim, index, src);
-  if (x.ndim === 0) {
-    const one = scatterOp(
-      op,
-      x.reshape([1]),
-      0,
-      index.reshape([1]),
-      src.reshape([1]),
-      mode,
-      includeSelf,
-    );
-    return one.reshape([]);
+  if (index.numel() === 0) return x.clone();
+  if (x.ndim === 0 || index.ndim === 0 || src.ndim === 0) {
+    const flat = (t: Tensor) => (t.ndim === 0 ? t.reshape([1]) : t);
+    const one = scatterOp(op, flat(x), 0, flat(index), flat(src), mode, includeSelf);
+    return one.reshape(x.shape);
   }
   const part = trimmed(src, index.shape);
-  if (index.numel() === 0) return x.clone();
   const [out, counts] = scatterCore(x, d, index, part, mode, includeSelf);
   // The counts are the backward's alone: without one, they go now rather than at GC.
   if (!isGradEnabled() || !(x.requiresGrad || part.requiresGrad)) counts.dispose();
@@ -272,7 +273,8 @@ export interface ScatterOptions {
  * 0, and so on), as `torch.scatter` (out of place): `src` a tensor of `x`'s
  * dtype, or a number written at every index. `index` is int32 with `x`'s
  * number of dims, no larger than `src` in any dim nor than `x` in any dim
- * but `dim`. Where an index repeats, the last source along `dim` wins (as
+ * but `dim` (as PyTorch, a 0-d tensor counts as 1-D, and an empty index
+ * writes nothing whatever its shape). Where an index repeats, the last source along `dim` wins (as
  * PyTorch's cpu kernel; PyTorch leaves it unspecified). With `reduce`
  * ("add" or "multiply") the sources combine with `x`'s value instead, as
  * {@link scatterReduce}'s sum and prod. The gradient is `g` where `x` was
@@ -402,6 +404,15 @@ export function indexReduce(
     );
     return flat.reshape([]);
   }
+  // Checked before spreading: spread over an empty slice, a bad index would go unseen.
+  checkIndexRange(
+    index,
+    x.shape[d],
+    (bad) =>
+      `indexReduce: index ${bad} is out of range for dim ${d} of size ${x.shape[d]} (shape ${
+        formatShape(x.shape)
+      })`,
+  );
   const spread = noGrad(() => index.reshape(want.map((n, i) => (i === d ? n : 1))).expand(want));
   spread.storage.knownRange = index.storage.knownRange;
   return scatterOp("indexReduce", x, d, spread, source, reduce, options.includeSelf ?? true);

@@ -26,10 +26,11 @@ function requireTensor(op: string, x: unknown, name = "input"): asserts x is Ten
 /** Integer tensors compute in float32, as PyTorch's default dtype. */
 const floating = (x: Tensor): Tensor => isFloat(x.dtype) ? x : x.to("float32");
 
-/** `x` narrowed along `d` to `[start, end)` (negative ends count from the back). */
+/** `x` narrowed along `d` to `[start, end)` (negative ends count from the back; clamped, as Python's). */
 function slice(x: Tensor, d: number, start: number, end = x.shape[d]): Tensor {
   const n = x.shape[d];
-  const [s, e] = [start < 0 ? n + start : start, end < 0 ? n + end : end];
+  const clamp = (i: number) => Math.min(n, Math.max(0, i < 0 ? n + i : i));
+  const [s, e] = [clamp(start), clamp(end)];
   return x.narrow(d, s, Math.max(0, e - s));
 }
 
@@ -80,7 +81,8 @@ function checkWeights(w: Tensor | undefined, name: string, observations: number,
  * The covariance matrix of the variables in the rows of `x` (observations
  * in the columns; a 1-D `x` is one variable), as `torch.cov`: a 0-d tensor
  * for one variable. `{ correction, fweights, aweights }` as PyTorch; a
- * normalizer at or below zero divides by zero (inf/NaN), as PyTorch's.
+ * normalizer at or below zero divides by zero (inf/NaN), as PyTorch's;
+ * weights that sum to zero fail at the next read, as PyTorch's error.
  * Integer input gives float32.
  */
 export function cov(x: Tensor, options: CovOptions = {}): Tensor {
@@ -99,6 +101,15 @@ export function cov(x: Tensor, options: CovOptions = {}): Tensor {
   const observations = x.ndim < 2 ? x.numel() : x.shape[1];
   checkWeights(fweights, "fweights", observations, x);
   checkWeights(aweights, "aweights", observations, x);
+  if (fweights !== undefined || aweights !== undefined) {
+    // A zero total weight (no observations included) is only known on the device.
+    const zero = noGrad(() => {
+      const f = fweights?.to(aweights?.dtype ?? "float32");
+      const w = f === undefined ? aweights! : aweights === undefined ? f : f.mul(aweights);
+      return w.sum().eq(0).reshape([1]);
+    });
+    checkLater(zero, (host) => host[0] ? "cov(): weights sum to zero, can't be normalized" : null);
+  }
   return forwardScope(() => {
     const v = floating(x.ndim < 2 ? x.reshape([1, x.numel()]) : x);
     let w: Tensor | undefined = fweights?.to(v.dtype);
@@ -242,7 +253,7 @@ function trapezoidArgs(
  * `torch.trapezoid`: at sample points `x` (1-D of `y.shape[dim]` values,
  * or broadcastable to `y`) or spaced `dx` apart
  * (`trapezoid(y, { dx, dim })`, default 1 and -1). Integer `y` gives
- * float32; no samples give 0.
+ * float32; no samples give 0 (in `y`'s dtype, as PyTorch's).
  */
 export function trapezoid(
   y: Tensor,
@@ -253,7 +264,7 @@ export function trapezoid(
   return forwardScope(() => {
     const yf = floating(y);
     if (y.shape[d] === 0) {
-      return zeros(y.shape.filter((_, i) => i !== d), { dtype: yf.dtype, device: y.device });
+      return zeros(y.shape.filter((_, i) => i !== d), { dtype: y.dtype, device: y.device });
     }
     if (xs === undefined) {
       const ends = yf.select(d, 0).add(yf.select(d, -1 + y.shape[d]));
@@ -286,7 +297,6 @@ export function cumulativeTrapezoid(
   const [xs, dx, d] = trapezoidArgs("cumulative_trapezoid", y, x, options);
   return forwardScope(() => {
     const yf = floating(y);
-    if (y.shape[d] === 0) return zeros([...y.shape], { dtype: yf.dtype, device: y.device });
     const pairs = slice(yf, d, 1).add(slice(yf, d, 0, -1));
     if (xs === undefined) return pairs.mul(dx / 2).cumsum(d);
     return spacings("cumulative_trapezoid", y, xs, d).mul(pairs).cumsum(d).div(2);

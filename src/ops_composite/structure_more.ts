@@ -321,7 +321,8 @@ export interface DiffOptions {
 
 /**
  * The `n`-th forward difference along `dim`, as `torch.diff`: each pass
- * gives `x[i+1] - x[i]`, one shorter (empty once nothing is left).
+ * gives `x[i+1] - x[i]`, one shorter (empty once nothing is left); with
+ * `n = 0`, `x` itself (`prepend` and `append` checked, not added), as PyTorch.
  */
 export function diff(x: Tensor, n = 1, dim = -1, options: DiffOptions = {}): Tensor {
   requireTensor("diff", x);
@@ -369,7 +370,8 @@ export interface RepeatInterleaveOptions {
  * repeated `repeats` times in place, as `torch.repeat_interleave`.
  * `repeats` is a number, one count per element (an array), or an int32
  * tensor of counts: multigrad never reads device values synchronously, so
- * a tensor needs `outputSize` (the counts' sum).
+ * a tensor needs `outputSize` (the counts' sum; a negative count or another
+ * sum is an error at once for counts from the host, else at the next read).
  */
 export function repeatInterleave(
   x: Tensor,
@@ -492,6 +494,13 @@ export function take(x: Tensor, index: Tensor): Tensor {
   requireTensor("take", x);
   requireIndexTensor("take", index, x);
   const n = x.numel();
+  if (n === 0 && index.numel() > 0) {
+    throw new RangeError(
+      `take: cannot take ${index.numel()} elements from an empty tensor (shape ${
+        formatShape(x.shape)
+      })`,
+    );
+  }
   const known = index.storage.knownRange;
   if (known && index.numel() > 0 && (known[0] < -n || known[1] >= n)) {
     const bad = known[0] < -n ? known[0] : known[1];

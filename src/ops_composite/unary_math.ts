@@ -116,7 +116,8 @@ export function acosh(x: Tensor): Tensor {
   return elementwise("acosh", x, (v) => {
     const t = v.clamp(undefined, LARGE).sub(1);
     const mid = t.add(t.mul(t.add(2)).sqrt()).log1p();
-    return mid.where(v.le(LARGE), v.log().add(Math.LN2));
+    // Below 1 (down to -inf, where t(t + 2) overflows or log1p(t + √…) is finite) NaN.
+    return mid.where(v.le(LARGE), v.log().add(Math.LN2)).where(v.ge(1), NaN);
   }, (g, v) => g.mul(v.square().sub(1).rsqrt()));
 }
 
@@ -145,6 +146,9 @@ export const arccosh: (x: Tensor) => Tensor = acosh;
 /** Alias of {@link atanh} (`torch.arctanh`). */
 export const arctanh: (x: Tensor) => Tensor = atanh;
 
+const MIN_NORMAL_32 = 1.1754943508222875e-38;
+const MIN_NORMAL_64 = 2.2250738585072014e-308;
+
 /**
  * `log(x)·scale`, exact at the powers of `base` (where the product rounds
  * off an integer: `base^n` is rebuilt and compared).
@@ -157,7 +161,10 @@ function logBase(name: string, x: Tensor, base: number): Tensor {
     const value = v.sub(1).where(near, 0).log1p().where(near, v.log()).mul(scale);
     const n = value.round();
     const power = pow(base, n);
-    return n.where(power.eq(v).mul(value.abs().ne(Infinity)), value);
+    let exact = power.eq(v).mul(value.abs().ne(Infinity));
+    // A subnormal near 10ⁿ is not 10ⁿ to float precision (its log10 is not n).
+    if (base !== 2) exact = exact.mul(v.ge(v.dtype === "float64" ? MIN_NORMAL_64 : MIN_NORMAL_32));
+    return n.where(exact, value);
   }, (g, v) => g.div(v.mul(Math.log(base))));
 }
 
@@ -181,6 +188,21 @@ export function exp2(x: Tensor): Tensor {
   );
 }
 
+/** d/dp sinc's series `Σ_k (-1)^k·2k·p^(2k-1)/(2k+1)!` over p^(2k-2), highest first. */
+const SINC_SERIES = Array.from({ length: 9 }, (_, i) => {
+  const k = 9 - i;
+  let f = 1;
+  for (let j = 2; j <= 2 * k + 1; j++) f *= j;
+  return (k % 2 === 0 ? 2 : -2) * k / f;
+});
+
+/** Horner's rule over `coefficients` (highest power first). */
+function horner(t: Tensor, coefficients: readonly number[]): Tensor {
+  let p = t.mul(0).add(coefficients[0]);
+  for (const c of coefficients.slice(1)) p = p.mul(t).add(c);
+  return p;
+}
+
 /**
  * The normalized sinc `sin(πx)/(πx)`, 1 at 0, as `torch.sinc`. Gradient
  * PyTorch's `(πx·cos πx - sin πx)/(πx²)`, 0 at 0.
@@ -191,11 +213,15 @@ export function sinc(x: Tensor): Tensor {
     const p = v.where(nonzero, 1).mul(Math.PI);
     return p.sin().div(p).where(nonzero, 1);
   }, (g, v) => {
-    const nonzero = v.ne(0);
-    const safe = v.where(nonzero, 1);
+    // Below |πx| = 1 by its Taylor series: the quotient cancels there (and is 0/0
+    // once πx² underflows); PyTorch's float32 loses digits there too.
+    const near = v.abs().lt(1 / Math.PI);
+    const safe = v.where(near.eq(0), 1);
     const p = safe.mul(Math.PI);
     const d = p.mul(p.cos()).sub(p.sin()).div(p.mul(safe));
-    return g.mul(d.where(nonzero, 0));
+    const t = v.mul(Math.PI).where(near, 0);
+    const series = horner(t.square(), SINC_SERIES).mul(t).mul(Math.PI);
+    return g.mul(d.where(near.eq(0), series));
   });
 }
 

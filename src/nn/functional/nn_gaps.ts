@@ -5,7 +5,7 @@
  * @module
  */
 
-import { noGrad } from "../../autograd.ts";
+import { noGrad, record } from "../../autograd.ts";
 import { isFloat } from "../../dtype.ts";
 import { rand, tensor } from "../../ops/factory.ts";
 import { where } from "../../ops/indexing.ts";
@@ -83,6 +83,8 @@ export function featureAlphaDropout(x: Tensor, p = 0.5, training = false): Tenso
     );
   }
   if (!training || p === 0 || x.numel() === 0) return x;
+  // As ATen, p = 1 zeroes any input before the rank check.
+  if (p === 1) return x.mul(0);
   if (x.ndim < 2) {
     throw new RangeError(
       `${op}: feature dropout requires at least 2 dimensions in the input, got shape ${
@@ -90,7 +92,6 @@ export function featureAlphaDropout(x: Tensor, p = 0.5, training = false): Tenso
       }`,
     );
   }
-  if (p === 1) return x.mul(0);
   const a = 1 / Math.sqrt((ALPHA * ALPHA * p + 1) * (1 - p));
   const shape = x.shape.map((n, i) => (i < 2 ? n : 1));
   const [scale, shift] = noGrad(() =>
@@ -146,19 +147,30 @@ export function pdist(input: Tensor, options: PdistOptions = {}): Tensor {
 /** ATen's pdist norms of each row of `d`, with its backward's zero cases. */
 function rowNorm(d: Tensor, p: number): Tensor {
   const m = d.shape[1];
-  if (p === 0) {
-    // A count: gradient 0 everywhere, as ATen's zero-norm backward.
-    return d.ne(0).to(d.dtype).sum(1).add(d.mul(0).sum(1));
-  }
   const magnitude = d.abs();
-  if (m === 0) return magnitude.sum(1);
-  if (p === Infinity) {
-    // Value the largest |d|; gradient sign(d) at every element tied with it.
-    const largest = magnitude.detach().amax(1, true);
-    const tied = magnitude.detach().eq(largest).to(d.dtype);
-    return magnitude.sub(magnitude.detach()).mul(tied).sum(1).add(largest.squeeze(1));
+  if (p === 0) {
+    // ATen's min(ceil(|d|), 1): an infinite difference counts 1, NaN stays
+    // NaN; the gradient is 0 everywhere (|d| < 0 never holds: no inf · 0).
+    const m = magnitude.detach();
+    return where(m.gt(0), 1, m).sum(1).add(where(m.lt(0), d, 0).sum(1));
   }
-  if (p === 1) return magnitude.sum(1);
+  if (m === 0) return magnitude.sum(1);
+  // ATen's backward sign: sign(d), NaN for NaN.
+  const sign = () => where(d.isnan(), d, d.sign()).detach();
+  if (p === 1) {
+    const dist = magnitude.detach().sum(1);
+    return record("pdist", [d], dist, ([g]) => [g!.unsqueeze(1).mul(sign())]);
+  }
+  if (p === Infinity) {
+    // Value the largest |d|; ATen's gradient sign(d) at every element tied
+    // with it, NaN where |d| - dist is NaN (an infinite or NaN distance).
+    const dist = magnitude.detach().amax(1, true);
+    const gap = magnitude.detach().sub(dist);
+    const tied = where(gap.isnan(), gap, where(gap.eq(0), 1, 0));
+    return record("pdist", [d], dist.squeeze(1), ([g]) => [
+      g!.unsqueeze(1).mul(sign()).mul(tied),
+    ]);
+  }
   let powered: Tensor;
   if (p === 2) powered = d.mul(d);
   else if (p < 1) {

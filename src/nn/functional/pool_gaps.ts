@@ -8,7 +8,7 @@
  * @module
  */
 
-import { arangeOn, rand } from "../../ops/factory.ts";
+import { arangeOn, rand, zeros } from "../../ops/factory.ts";
 import { gatherInRange } from "../../ops/indexing.ts";
 import { cat } from "../../ops/view.ts";
 import { formatShape } from "../../shape.ts";
@@ -195,9 +195,9 @@ export function adaptiveMaxPool3dWithIndices(
 
 /** Options of {@link fractionalMaxPool2d} and {@link fractionalMaxPool3d}. */
 export interface FractionalMaxPoolOptions<S, R> {
-  /** The output's spatial size (this or `outputRatio`). */
+  /** The output's spatial size (this or `outputRatio`; this one wins when both are given). */
   outputSize?: S | null;
-  /** The output's size as a fraction in (0, 1) of the input's (rounded down). */
+  /** The output's size as a fraction of the input's, rounded down (the module takes (0, 1)). */
   outputRatio?: R | null;
   /** Also return each maximum's flat position in its input plane (default false). */
   returnIndices?: boolean;
@@ -233,48 +233,51 @@ function fractional(
   options: FractionalMaxPoolOptions<number | readonly number[], number | readonly number[]>,
 ): Tensor | PoolWithIndices {
   const x = batched(op, input, dims + 2);
+  // As ATen: only the first dim of the input as given may be empty.
+  const empty = input.shape.findIndex((s, i) => i > 0 && s === 0);
+  if (empty > 0) {
+    throw new RangeError(
+      `${op}: expected input to have non-zero size for non-batch dimensions, got shape ${
+        formatShape(input.shape)
+      } with dim ${empty} empty`,
+    );
+  }
   const list = (name: string, v: number | readonly number[], min: number) =>
     dims === 2 ? pair(op, name, v, min) : triple(op, name, v, min);
   const kernel = list("kernelSize", kernelSize, 1);
   const spatial = x.shape.slice(2);
   const [n, c] = x.shape;
   let out: number[];
-  if ((options.outputSize == null) === (options.outputRatio == null)) {
-    throw new RangeError(
-      `${op}: give exactly one of outputSize and outputRatio, got ${
-        JSON.stringify({ outputSize: options.outputSize, outputRatio: options.outputRatio })
-      }`,
-    );
+  // As PyTorch's functional form: outputSize wins when both are given, and
+  // any ratio or size passes whose windows fit (0 gives an empty output).
+  if (options.outputSize == null && options.outputRatio == null) {
+    throw new RangeError(`${op}: give outputSize or outputRatio, got neither`);
   }
   if (options.outputSize != null) {
-    out = list("outputSize", options.outputSize, 1);
+    out = list("outputSize", options.outputSize, 0);
   } else {
     const r = options.outputRatio!;
     const ratio = typeof r === "number" ? spatial.map(() => r) : [...r];
-    if (ratio.length !== dims || !ratio.every((v) => v > 0 && v < 1)) {
+    if (ratio.length !== dims || !ratio.every((v) => v >= 0 && Number.isFinite(v))) {
       throw new RangeError(
         `${op}: outputRatio must be ${
           dims === 2 ? "a number or pair" : "a number or triple"
-        } in (0, 1), got ${JSON.stringify(r)}`,
+        } >= 0, got ${JSON.stringify(r)}`,
       );
     }
     out = spatial.map((s, d) => Math.trunc(s * ratio[d]));
   }
   spatial.forEach((s, d) => {
-    if (out[d] + kernel[d] - 1 > s) {
+    // PyTorch 1.13's 3-d check is strict (a last window may not end at the
+    // input's end), its 2-d one is not.
+    const reach = out[d] + kernel[d] - 1;
+    if (dims === 3 ? reach >= s : reach > s) {
       throw new RangeError(
         `${op}: kernel ${JSON.stringify(kernel)} and output size ${
           JSON.stringify(out)
         } are too large for input of shape ${formatShape(input.shape)} (dim ${
           d + 2
-        }: output + kernel - 1 = ${out[d] + kernel[d] - 1} > ${s})`,
-      );
-    }
-    if (out[d] < 1) {
-      throw new RangeError(
-        `${op}: output size ${JSON.stringify(out)} for input of shape ${
-          formatShape(input.shape)
-        } is empty`,
+        }: output + kernel - 1 = ${reach} ${dims === 3 ? ">=" : ">"} ${s})`,
       );
     }
   });
@@ -294,6 +297,16 @@ function fractional(
         `${op}: randomSamples (${samples.dtype} on ${samples.device}) must match the input (${x.dtype} on ${x.device})`,
       );
     }
+  }
+  const unbatch = (t: Tensor) => (input.ndim === dims + 1 ? t.squeeze(0) : t);
+  if (out.includes(0)) {
+    return forwardScope(() => {
+      let y = x;
+      out.forEach((o, d) => (y = y.narrow(2 + d, 0, o)));
+      const empty = unbatch(y.clone());
+      const indices = unbatch(zeros([...y.shape], { dtype: "int32", device: x.device }));
+      return options.returnIndices ? [empty, indices] : empty;
+    });
   }
   return forwardScope(() => {
     samples ??= rand([n, c, dims], { dtype: x.dtype, device: x.device });
@@ -335,7 +348,6 @@ function fractional(
       index = gatherInRange(gatherInRange(index, axis, tapIndex).reshape(windows), axis + 1, winner)
         .squeeze(axis + 1);
     }
-    const unbatch = (t: Tensor) => (input.ndim === dims + 1 ? t.squeeze(0) : t);
     return options.returnIndices ? [unbatch(y), unbatch(index)] : unbatch(y);
   });
 }
@@ -379,7 +391,8 @@ export function fractionalMaxPool2d(
 /**
  * Fractional max pooling of [N, C, D, H, W] (or [C, D, H, W]), as
  * `torch.nn.functional.fractional_max_pool3d` (see
- * {@link fractionalMaxPool2d}; indices are flat d·H·W + h·W + w).
+ * {@link fractionalMaxPool2d}; indices are flat d·H·W + h·W + w). As
+ * PyTorch 1.13, each output size + kernel - 1 must be below the input size.
  */
 export function fractionalMaxPool3d(
   input: Tensor,

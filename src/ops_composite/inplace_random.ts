@@ -1,0 +1,190 @@
+/**
+ * PyTorch's random in-place fills (`uniform_`, `normal_`, `bernoulli_`,
+ * `exponential_`, `cauchy_`, `geometric_`, `logNormal_`, `random_`), drawn
+ * from the global seeded generator (`manualSeed` makes them repeat). The
+ * draw itself records no graph: like `copy_` of a constant, a recorded fill
+ * gives the old values no gradient, and a leaf that requires grad is refused
+ * unless inside `noGrad` (as `nn.init` runs), as in PyTorch. The numbers are
+ * multigrad's generator's, not PyTorch's: only their distribution matches.
+ * @module
+ */
+
+import { noGrad } from "../autograd.ts";
+import { isFloat } from "../dtype.ts";
+import { cast } from "../ops/elementwise.ts";
+import { inPlace } from "../ops/inplace.ts";
+import { normal, uniform } from "../ops/factory.ts";
+import { expand } from "../ops/view.ts";
+import { Tensor } from "../tensor.ts";
+import { bernoulli } from "./random.ts";
+
+/** Writes `draw(shape, options)` (a float sample of `t`'s shape) into `t`. */
+function fillWith(
+  op: string,
+  t: Tensor,
+  floatOnly: boolean,
+  draw: (
+    shape: number[],
+    options: { dtype: "float32" | "float64"; device: Tensor["device"] },
+  ) => Tensor,
+): Tensor {
+  if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected a Tensor, got ${typeof t}`);
+  if (floatOnly && !isFloat(t.dtype)) {
+    throw new TypeError(`${op}: needs a floating-point tensor, got ${t.dtype}`);
+  }
+  const dtype = t.dtype === "float64" ? "float64" : "float32";
+  // A sample without history: recorded, the old values get no gradient (as copy_ of a constant).
+  const sample = () => noGrad(() => cast(draw([...t.shape], { dtype, device: t.device }), t.dtype));
+  return inPlace(op, t, [], sample, false);
+}
+
+function checkNumber(op: string, name: string, value: number): void {
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new TypeError(`${op}: ${name} must be a number, got ${String(value)}`);
+  }
+}
+
+/** Options of {@link uniform_}. */
+export interface UniformFillOptions {
+  /** Lower bound, included (default 0). */
+  from?: number;
+  /** Upper bound, excluded (default 1). */
+  to?: number;
+}
+
+/** Fills `t` with U[from, to) in place (`Tensor.uniform_`; float tensors). */
+export function uniform_(t: Tensor, options: UniformFillOptions = {}): Tensor {
+  const { from = 0, to = 1 } = options;
+  checkNumber("uniform_", "from", from);
+  checkNumber("uniform_", "to", to);
+  if (from > to) {
+    throw new RangeError(`uniform_: expects a [from, to) range, but found from=${from} > to=${to}`);
+  }
+  return fillWith("uniform_", t, true, (shape, o) => uniform(shape, from, to, o));
+}
+
+/** Options of {@link normal_} and {@link logNormal_}. */
+export interface NormalFillOptions {
+  /** Mean (default 0; for `logNormal_`, of the log, default 1). */
+  mean?: number;
+  /** Standard deviation (default 1; for `logNormal_`, of the log, default 2). */
+  std?: number;
+}
+
+/** Fills `t` with N(mean, std²) in place (`Tensor.normal_`; float tensors). */
+export function normal_(t: Tensor, options: NormalFillOptions = {}): Tensor {
+  const { mean = 0, std = 1 } = options;
+  checkNumber("normal_", "mean", mean);
+  checkNumber("normal_", "std", std);
+  if (std < 0) throw new RangeError(`normal_: expects std >= 0, but found std=${std}`);
+  return fillWith("normal_", t, true, (shape, o) => normal(shape, mean, std, o));
+}
+
+/** Fills `t` with exp(N(mean, std²)) in place (`Tensor.log_normal_`; float tensors). */
+export function logNormal_(t: Tensor, options: NormalFillOptions = {}): Tensor {
+  const { mean = 1, std = 2 } = options;
+  checkNumber("logNormal_", "mean", mean);
+  checkNumber("logNormal_", "std", std);
+  if (!(std > 0)) throw new RangeError(`logNormal_: expects std > 0, but found std=${std}`);
+  return fillWith("logNormal_", t, true, (shape, o) => normal(shape, mean, std, o).exp());
+}
+
+/**
+ * 1 with probability `p` (a number, or a float tensor that broadcasts to
+ * `t`'s shape), else 0, in place (`Tensor.bernoulli_`; any dtype).
+ */
+export function bernoulli_(t: Tensor, p: number | Tensor = 0.5): Tensor {
+  if (p instanceof Tensor) {
+    if (!(t instanceof Tensor)) {
+      throw new TypeError(`bernoulli_: expected a Tensor, got ${typeof t}`);
+    }
+    return fillWith("bernoulli_", t, false, (shape) => bernoulli(expand(p, shape)));
+  }
+  checkNumber("bernoulli_", "p", p);
+  if (!(p >= 0 && p <= 1)) throw new RangeError(`bernoulli_: expects p in [0, 1], but got p=${p}`);
+  return fillWith("bernoulli_", t, false, (shape, o) => uniform(shape, 0, 1, o).lt(p));
+}
+
+/** Fills `t` with Exp(lambd) draws (density `lambd·e^(-lambd·x)`) in place (float tensors). */
+export function exponential_(t: Tensor, lambd = 1): Tensor {
+  checkNumber("exponential_", "lambd", lambd);
+  if (lambd < 0) throw new RangeError(`exponential_: expects lambd >= 0, but found lambd=${lambd}`);
+  // 1 - u lies in (0, 1], so the log is finite.
+  return fillWith(
+    "exponential_",
+    t,
+    true,
+    (shape, o) => uniform(shape, 0, 1, o).neg().log1p().neg().div(lambd),
+  );
+}
+
+/** Fills `t` with Cauchy(median, sigma) draws in place (`Tensor.cauchy_`; float tensors). */
+export function cauchy_(t: Tensor, median = 0, sigma = 1): Tensor {
+  checkNumber("cauchy_", "median", median);
+  checkNumber("cauchy_", "sigma", sigma);
+  return fillWith(
+    "cauchy_",
+    t,
+    true,
+    (shape, o) => uniform(shape, -0.5, 0.5, o).mul(Math.PI).tan().mul(sigma).add(median),
+  );
+}
+
+/**
+ * Fills `t` with the number of Bernoulli(p) trials up to the first success
+ * (1, 2, ...) in place (`Tensor.geometric_`; any dtype).
+ */
+export function geometric_(t: Tensor, p: number): Tensor {
+  checkNumber("geometric_", "p", p);
+  if (!(p > 0 && p < 1)) {
+    throw new RangeError(`geometric_: expects p in (0, 1), but got p=${p}`);
+  }
+  return fillWith(
+    "geometric_",
+    t,
+    false,
+    (shape, o) => uniform(shape, 0, 1, o).neg().log1p().div(Math.log1p(-p)).ceil().clamp(1),
+  );
+}
+
+/**
+ * Fills `t` with integers drawn uniformly from [from, to) in place
+ * (`Tensor.random_`): `random_(t)` draws from [0, 2^mantissa] (2^24 for
+ * float32, 2^53 for float64, 2^31 - 1 for int32), `random_(t, to)` from
+ * [0, to). The draws are scaled uniform floats, so a range wider than 2^24
+ * (2^53 for float64) reaches only some of its integers.
+ */
+export function random_(t: Tensor, fromOrTo?: number, to?: number): Tensor {
+  if (!(t instanceof Tensor)) throw new TypeError(`random_: expected a Tensor, got ${typeof t}`);
+  let from = 0;
+  let end: number;
+  if (to !== undefined) [from, end] = [fromOrTo ?? 0, to];
+  else if (fromOrTo !== undefined) end = fromOrTo;
+  else {end = t.dtype === "float32"
+      ? 2 ** 24 + 1
+      : t.dtype === "float64"
+      ? 2 ** 53 + 1
+      : 2 ** 31 - 1;}
+  for (const [name, v] of [["from", from], ["to", end]] as const) {
+    if (typeof v !== "number" || !Number.isInteger(v)) {
+      throw new TypeError(`random_: ${name} must be an integer, got ${String(v)}`);
+    }
+  }
+  if (from >= end) {
+    throw new RangeError(
+      `random_: expects 'from' to be less than 'to', but got from=${from} >= to=${end}`,
+    );
+  }
+  if (t.dtype === "int32" && (from < -(2 ** 31) || end > 2 ** 31)) {
+    throw new RangeError(`random_: [${from}, ${end}) does not fit the int32 tensor`);
+  }
+  // The largest draw, end - 1, as the sample's float dtype holds it without rounding up.
+  let last = end - 1;
+  while (t.dtype !== "float64" && Math.fround(last) > end - 1) last--;
+  return fillWith(
+    "random_",
+    t,
+    false,
+    (shape, o) => uniform(shape, from, end, o).floor().clamp(from, last),
+  );
+}
