@@ -99,6 +99,8 @@ export {
   cross,
   det,
   frexp,
+  igamma,
+  igammac,
   isFloatingPoint,
   isNonzero,
   isSameSize,
@@ -108,17 +110,14 @@ export {
   qr,
   slogdet,
   splitWithSizes,
-} from "./src/namespaces/tensor_methods.ts";
-export type { NewTensorData, NewTensorOptions } from "./src/namespaces/tensor_methods.ts";
-// `manualSeed` here also records the seed for `initialSeed`.
+} from "./src/namespaces/upper_methods.ts";
+export type { NewTensorData, NewTensorOptions } from "./src/namespaces/upper_methods.ts";
 export {
   areDeterministicAlgorithmsEnabled,
   inferenceMode,
-  initialSeed,
   isDeterministicAlgorithmsWarnOnlyEnabled,
   isInferenceModeEnabled,
   isTensor,
-  manualSeed,
   numel,
   seed,
   setGradEnabled,

@@ -23,7 +23,7 @@ import type * as factory from "./ops/factory.ts";
 import type * as inplace from "./ops/inplace.ts";
 import type * as composite from "./ops_composite/mod.ts";
 import type * as torchLinalg from "./linalg/torch_level.ts";
-import type * as tensorMethods from "./namespaces/tensor_methods.ts";
+import type * as tensorMethods from "./namespaces/upper_methods.ts";
 import type { TensorLike } from "./ops/util.ts";
 import type { TensorMethods } from "./ops_composite/tensor_methods.ts";
 import type { VarianceOptions } from "./ops/reduce.ts";
@@ -132,7 +132,7 @@ export class Tensor {
   numel(): number {
     return this.#storage.numel;
   }
-  // ---- conveniences (src/ops_composite/tensor_utils.ts, src/namespaces/tensor_methods.ts) ----
+  // ---- conveniences (src/ops_composite/tensor_utils.ts, src/namespaces/upper_methods.ts) ----
 
   /** Number of elements (`Tensor.nelement`, as {@link numel}). */
   nelement(): number {
@@ -184,89 +184,9 @@ export class Tensor {
   stride(dim?: number): number | number[] {
     return dim === undefined ? ops.stride(this) : ops.stride(this, dim);
   }
-  /** Bytes per element (4, or 8 for float64). */
-  elementSize(): number {
-    return ops.elementSize(this);
-  }
   /** -1 on cpu, else the device index (`Tensor.get_device`). */
   getDevice(): number {
     return ops.getDevice(this);
-  }
-  /** Whether the dtype is floating-point. */
-  isFloatingPoint(): boolean {
-    return ops.isFloatingPoint(this);
-  }
-  /** Whether the dtype is signed (every multigrad dtype is). */
-  isSigned(): boolean {
-    return ops.isSigned(this);
-  }
-  /** Whether `other` has the same shape. */
-  isSameSize(other: Tensor): boolean {
-    return ops.isSameSize(this, other);
-  }
-  /** Whether the single element is nonzero (async; rejects unless one element). */
-  isNonzero(): Promise<boolean> {
-    return ops.isNonzero(this);
-  }
-  /** The values as nested arrays (async; `Tensor.tolist`). */
-  tolist(): Promise<NestedNumbers> {
-    return ops.tolist(this);
-  }
-  /** Zeros of `size` with this dtype and device unless told. */
-  newZeros(size: readonly number[], options?: tensorMethods.NewTensorOptions): Tensor {
-    return ops.newZeros(this, size, options);
-  }
-  /** Ones of `size` with this dtype and device unless told. */
-  newOnes(size: readonly number[], options?: tensorMethods.NewTensorOptions): Tensor {
-    return ops.newOnes(this, size, options);
-  }
-  /** `fillValue` in `size` with this dtype and device unless told. */
-  newFull(
-    size: readonly number[],
-    fillValue: number,
-    options?: tensorMethods.NewTensorOptions,
-  ): Tensor {
-    return ops.newFull(this, size, fillValue, options);
-  }
-  /** A tensor of `size` (zeros) with this dtype and device unless told. */
-  newEmpty(size: readonly number[], options?: tensorMethods.NewTensorOptions): Tensor {
-    return ops.newEmpty(this, size, options);
-  }
-  /** `data` as a new tensor with this dtype and device unless told. */
-  newTensor(data: tensorMethods.NewTensorData, options?: tensorMethods.NewTensorOptions): Tensor {
-    return ops.newTensor(this, data, options);
-  }
-  /** Summed down to `size`, which broadcasts to this shape. */
-  sumToSize(size: readonly number[]): Tensor {
-    return ops.sumToSize(this, size);
-  }
-  /** Sliding windows of `size`, `step` apart, along `dim` (a last dim of `size`). */
-  unfold(dim: number, size: number, step: number): Tensor {
-    return ops.unfold(this, dim, size, step);
-  }
-  /** The elements at `storageOffset + Σ i·stride` in row-major order, as a tensor of `size`. */
-  asStrided(size: readonly number[], stride: readonly number[], storageOffset = 0): Tensor {
-    return ops.asStrided(this, size, stride, storageOffset);
-  }
-  /** Split along `dim` into pieces of `splitSizes` (summing to that dim's size). */
-  splitWithSizes(splitSizes: readonly number[], dim = 0): Tensor[] {
-    return ops.splitWithSizes(this, splitSizes, dim);
-  }
-  /** `length` elements from `start` along `dim`, as a new tensor. */
-  narrowCopy(dim: number, start: number, length: number): Tensor {
-    return ops.narrowCopy(this, dim, start, length);
-  }
-  /** `[mantissa, exponent]` with mantissa in [0.5, 1) and an int32 exponent. */
-  frexp(): [Tensor, Tensor] {
-    return ops.frexp(this);
-  }
-  /** 0 where `-lambd <= x <= lambd`, else `x`. */
-  hardshrink(lambd = 0.5): Tensor {
-    return ops.hardshrink(this, lambd);
-  }
-  /** `x` where positive, else `weight · x` (per channel). */
-  prelu(weight: Tensor): Tensor {
-    return ops.prelu(this, weight);
   }
   /** The determinant of each square matrix. */
   det(): Tensor {
@@ -307,6 +227,58 @@ export class Tensor {
   /** 1 with probability given by each element, else 0 (`torch.bernoulli`). */
   bernoulli(): Tensor {
     return ops.bernoulli(this);
+  }
+  /** The last two dims swapped (`Tensor.mT`). */
+  get mT(): Tensor {
+    return ops.mT(this);
+  }
+  /** The conjugate transpose of each matrix: {@link mT}, as every tensor is real. */
+  get mH(): Tensor {
+    return ops.mH(this);
+  }
+  /** The dims reversed (a matrix transposed). */
+  get T(): Tensor {
+    return ops.T(this);
+  }
+  /** The conjugate transpose of a matrix (2-D only). */
+  get H(): Tensor {
+    return ops.H(this);
+  }
+  /** Number of dimensions (`Tensor.ndimension`). */
+  ndimension(): number {
+    return this.ndim;
+  }
+  /** Always 0: every tensor starts at its storage's first element. */
+  storageOffset(): number {
+    return 0;
+  }
+  /** Always false: multigrad has no complex dtype. */
+  isComplex(): boolean {
+    return false;
+  }
+  /** This tensor (the conjugate of a real tensor, as PyTorch returns it). */
+  conj(): Tensor {
+    return this;
+  }
+  /** This tensor (no lazy conjugation to resolve). */
+  resolveConj(): Tensor {
+    return this;
+  }
+  /** This tensor (no lazy negation to resolve). */
+  resolveNeg(): Tensor {
+    return this;
+  }
+  /** Always false (no lazy conjugation). */
+  isConj(): boolean {
+    return false;
+  }
+  /** Always false (no lazy negation). */
+  isNeg(): boolean {
+    return false;
+  }
+  /** Always false: `inferenceMode` makes ordinary tensors (it is `noGrad`). */
+  isInference(): boolean {
+    return false;
   }
   /** The shape, or the size of one dim. */
   size(): readonly number[];
@@ -728,149 +700,9 @@ export class Tensor {
   erf(): Tensor {
     return ops.erf(this);
   }
-  /** Tangent (`torch.tan`). */
-  tan(): Tensor {
-    return ops.tan(this);
-  }
-  /** Arcsine (`torch.asin`). */
-  asin(): Tensor {
-    return ops.asin(this);
-  }
-  /** Arccosine (`torch.acos`). */
-  acos(): Tensor {
-    return ops.acos(this);
-  }
-  /** Arctangent (`torch.atan`). */
-  atan(): Tensor {
-    return ops.atan(this);
-  }
-  /** Hyperbolic sine (`torch.sinh`). */
-  sinh(): Tensor {
-    return ops.sinh(this);
-  }
-  /** Hyperbolic cosine (`torch.cosh`). */
-  cosh(): Tensor {
-    return ops.cosh(this);
-  }
-  /** Inverse hyperbolic sine (`torch.asinh`). */
-  asinh(): Tensor {
-    return ops.asinh(this);
-  }
-  /** Inverse hyperbolic cosine (`torch.acosh`). */
-  acosh(): Tensor {
-    return ops.acosh(this);
-  }
-  /** Inverse hyperbolic tangent (`torch.atanh`). */
-  atanh(): Tensor {
-    return ops.atanh(this);
-  }
-  /** Alias of `asin`. */
-  arcsin(): Tensor {
-    return ops.arcsin(this);
-  }
-  /** Alias of `acos`. */
-  arccos(): Tensor {
-    return ops.arccos(this);
-  }
-  /** Alias of `atan`. */
-  arctan(): Tensor {
-    return ops.arctan(this);
-  }
-  /** Alias of `asinh`. */
-  arcsinh(): Tensor {
-    return ops.arcsinh(this);
-  }
-  /** Alias of `acosh`. */
-  arccosh(): Tensor {
-    return ops.arccosh(this);
-  }
-  /** Alias of `atanh`. */
-  arctanh(): Tensor {
-    return ops.arctanh(this);
-  }
-  /** Base-2 logarithm (`torch.log2`). */
-  log2(): Tensor {
-    return ops.log2(this);
-  }
-  /** Base-10 logarithm (`torch.log10`). */
-  log10(): Tensor {
-    return ops.log10(this);
-  }
-  /** 2 ** this (`torch.exp2`). */
-  exp2(): Tensor {
-    return ops.exp2(this);
-  }
-  /** 1 - erf, accurate in the tail (`torch.erfc`). */
-  erfc(): Tensor {
-    return ops.erfc(this);
-  }
-  /** The inverse error function (`torch.erfinv`). */
-  erfinv(): Tensor {
-    return ops.erfinv(this);
-  }
-  /** log |Γ(this)| (`torch.lgamma`). */
-  lgamma(): Tensor {
-    return ops.lgamma(this);
-  }
-  /** The digamma function (`torch.digamma`). */
-  digamma(): Tensor {
-    return ops.digamma(this);
-  }
-  /** Modified Bessel function I₀ (`torch.i0`). */
-  i0(): Tensor {
-    return ops.i0(this);
-  }
-  /** sin(πx)/(πx), 1 at 0 (`torch.sinc`). */
-  sinc(): Tensor {
-    return ops.sinc(this);
-  }
-  /** Degrees to radians (`torch.deg2rad`). */
-  deg2rad(): Tensor {
-    return ops.deg2rad(this);
-  }
-  /** Radians to degrees (`torch.rad2deg`). */
-  rad2deg(): Tensor {
-    return ops.rad2deg(this);
-  }
-  /** The sign (`torch.sgn`). */
-  sgn(): Tensor {
-    return ops.sgn(this);
-  }
-  /** 1 where the sign bit is set (`torch.signbit`). */
-  signbit(): Tensor {
-    return ops.signbit(this);
-  }
-  /** This tensor (`torch.positive`). */
-  positive(): Tensor {
-    return ops.positive(this);
-  }
-  /** -this (`torch.negative`). */
-  negative(): Tensor {
-    return ops.negative(this);
-  }
-  /** |this| (`torch.absolute`). */
-  absolute(): Tensor {
-    return ops.absolute(this);
-  }
-  /** Rounded toward zero (`torch.fix`). */
-  fix(): Tensor {
-    return ops.fix(this);
-  }
   /** The n-th derivative of digamma (`torch.polygamma(n, this)`). */
   polygamma(n: number): Tensor {
     return ops.polygamma(n, this);
-  }
-  /** Multivariate log-gamma of dimension `p` (`torch.mvlgamma`). */
-  mvlgamma(p: number): Tensor {
-    return ops.mvlgamma(this, p);
-  }
-  /** log(this/(1 - this)), clamped into [eps, 1 - eps] when given (`torch.logit`). */
-  logit(options?: composite.LogitOptions): Tensor {
-    return ops.logit(this, options);
-  }
-  /** this · log(other), 0 where this is 0 (`torch.xlogy`). */
-  xlogy(other: TensorLike): Tensor {
-    return ops.xlogy(this, other);
   }
   /** 1 where NaN (in this dtype: there is no bool). */
   isnan(): Tensor {

@@ -65,6 +65,14 @@ function build(kind: string, p: Record<string, Tensor>, n: Num = {}): D.Distribu
       return new D.ContinuousBernoulli({ probs: p.probs, logits: p.logits });
     case "LowRankMultivariateNormal":
       return new D.LowRankMultivariateNormal(p.loc, p.covFactor, p.covDiag);
+    case "Wishart:cov":
+      return new D.Wishart(p.df, { covarianceMatrix: p.matrix });
+    case "Wishart:prec":
+      return new D.Wishart(p.df, { precisionMatrix: p.matrix });
+    case "Wishart:tril":
+      return new D.Wishart(p.df, { scaleTril: p.matrix });
+    case "LKJCholesky":
+      return new D.LKJCholesky(n.dim, p.concentration);
     case "MultivariateNormal":
       return new D.MultivariateNormal(p.loc, { scaleTril: p.scaleTril });
     case "Mixture:Normal":
@@ -132,6 +140,7 @@ interface Case {
   kind: string;
   params: Params;
   numbers: Num;
+  float64Only: boolean;
   value: FixtureValues;
   probs: FixtureValues | null;
   out: Record<string, Entry>;
@@ -166,12 +175,19 @@ const LOOSE: Record<string, number> = {
   FisherSnedecor: 10,
   ContinuousBernoulli: 30,
   LowRankMultivariateNormal: 10,
+  "Wishart:cov": 30,
+  "Wishart:prec": 30,
+  "Wishart:tril": 30,
+  LKJCholesky: 10,
 };
 
 for (const c of FIXTURES.cases) {
+  const edge = c.float64Only ? " at probabilities 0 and 1 (float64)" : "";
   backendTest(
-    `distributions ${c.kind}(${Object.keys(c.params)}) matches PyTorch`,
+    `distributions ${c.kind}(${Object.keys(c.params)}) matches PyTorch${edge}`,
     async (device) => {
+      // clamp_probs' eps is the dtype's: float32 cannot give float64's numbers at 0 and 1.
+      if (c.float64Only && dtypeOf(device) !== "float64") return;
       const dtype = dtypeOf(device);
       const t = tol(device, LOOSE[c.kind] ?? 1);
       for (const [name, e] of Object.entries(c.out)) {
@@ -186,7 +202,12 @@ for (const c of FIXTURES.cases) {
         y.mul(fixtureTensor(e.weight, device, { dtype })).sum().backward();
         for (const [k, g] of Object.entries(e.grads!)) {
           const grad = p[k].grad;
-          const expected = decodeFixture(g);
+          let expected = decodeFixture(g);
+          if (c.kind === "Wishart:tril" && k === "matrix") {
+            // PyTorch's cholesky_solve backward hands the unread upper triangle of scale_tril a
+            // gradient; it has no effect on the output, so ours is 0 there.
+            expected = Array.from(await fixtureTensor(g, REF, { dtype: "float64" }).tril().data());
+          }
           if (grad === null) {
             assert.ok(expected.every((v) => v === 0), `${what}: no gradient for ${k}`);
           } else {
@@ -234,6 +255,13 @@ Deno.test("distributions families: reprs match PyTorch", () => {
     String(new D.LowRankMultivariateNormal(ones([3]).mul(0), ones([3, 2]), ones([3]))),
     FIXTURES.reprs.LowRankMultivariateNormal,
   );
+  const eye2 = tensor([[1, 0], [0, 1]]);
+  assert.equal(String(new D.Wishart(3, { covarianceMatrix: eye2 })), FIXTURES.reprs.Wishart);
+  assert.equal(
+    String(new D.Wishart(tensor([3, 4]), { scaleTril: eye2.expand([2, 2, 2]) })),
+    FIXTURES.reprs.WishartTensor,
+  );
+  assert.equal(String(new D.LKJCholesky(3, 0.5)), FIXTURES.reprs.LKJCholesky);
   const mix = new D.MixtureSameFamily(
     new D.Categorical({ probs: ones([3]) }),
     new D.Normal(ones([3]).mul(0), ones([3])),
@@ -335,6 +363,37 @@ backendTest("distributions families: sample moments", async (device) => {
     ),
     "MixtureSameFamily of Independent",
   );
+});
+
+backendTest("distributions families: Wishart and LKJCholesky draws", async (device) => {
+  const f = (v: number[]) => tensor(v, { device });
+  await checkMoments(
+    new D.Wishart(f([7, 12]), { covarianceMatrix: f([2, 0.5, 0.5, 1]).reshape([2, 2]) }),
+    "Wishart",
+    0.15,
+  );
+  // dim 2: L = [[1, 0], [r, √(1 - r²)]] with (r + 1)/2 ~ Beta(η, η): E r = 0, Var r = 1/(2η + 1).
+  manualSeed(9);
+  const eta = [0.5, 1, 4];
+  const l = new D.LKJCholesky(2, f(eta)).sample([N]);
+  assert.deepEqual([...l.shape], [N, 3, 2, 2]);
+  const r = await l.narrow(-2, 1, 1).narrow(-1, 0, 1).reshape([N, 3]).data();
+  for (let j = 0; j < 3; j++) {
+    let m = 0, v = 0;
+    for (let i = 0; i < N; i++) m += r[i * 3 + j] / N;
+    for (let i = 0; i < N; i++) v += (r[i * 3 + j] - m) ** 2 / (N - 1);
+    const want = 1 / (2 * eta[j] + 1);
+    assert.ok(Math.abs(m) <= 5 * Math.sqrt(want / N), `LKJ E r: ${m}`);
+    assert.ok(Math.abs(v - want) <= 0.1 * want, `LKJ Var r: ${v} vs ${want}`);
+  }
+  // Larger draws are Cholesky factors of correlation matrices (rows of unit length).
+  const big = new D.LKJCholesky(5, 1.5).sample([50]);
+  const rows = await big.square().sum(-1).data();
+  assertClose(rows, new Array(rows.length).fill(1), { what: "LKJ row norms", atol: 1e-5 });
+  const upper = await big.triu(1).abs().sum().data();
+  assert.equal(upper[0], 0, "LKJ draws are lower triangular");
+  const lp = await new D.LKJCholesky(5, 1.5).logProb(big).data();
+  assert.ok(lp.every(Number.isFinite), "LKJ logProb of its draws is finite");
 });
 
 backendTest("distributions families: the moment check rejects a wrong sampler", async (device) => {
@@ -525,6 +584,30 @@ check(
   { tol: 1e-5 },
 );
 
+check(
+  "Wishart logProb/entropy/mean/variance",
+  (df, a, b) => {
+    const eye3 = tensor([[1, 0, 0], [0, 1, 0], [0, 0, 1]], { dtype: "float64" });
+    const cov = a.matmul(a.transpose(-1, -2)).add(eye3);
+    const x = b.matmul(b.transpose(-1, -2)).add(eye3);
+    const d = new D.Wishart(pos(df).add(3), { covarianceMatrix: cov });
+    return d.logProb(x).add(d.entropy()).add(d.mean.sum([-2, -1])).add(d.variance.sum([-2, -1]));
+  },
+  [inp([2], 34), inp([3, 3], 35, -1, 1), inp([2, 3, 3], 36, -1, 1)],
+  { tol: 1e-5 },
+);
+check(
+  "LKJCholesky logProb",
+  (c, x) => {
+    // A correlation Cholesky factor from unconstrained x: rows normalized, positive diagonal.
+    const l = x.tril(-1).add(pos(x.diagonal(0, -2, -1)).diagEmbed());
+    const corr = l.div(l.square().sum(-1, true).sqrt());
+    return new D.LKJCholesky(3, pos(c)).logProb(corr);
+  },
+  [inp([2], 37), inp([2, 3, 3], 38)],
+  { tol: 1e-5 },
+);
+
 // ---------------------------------------------------------------- errors
 
 Deno.test("distributions families: bad input is a clear error", async () => {
@@ -582,6 +665,26 @@ Deno.test("distributions families: bad input is a clear error", async () => {
   assert.throws(
     () => new D.MixtureSameFamily(new D.Categorical({ probs: t([1]) }), new D.Normal(0, 1)),
     /at least one batch dim/,
+  );
+  const eye2 = t([1, 0, 0, 1]).reshape([2, 2]);
+  assert.throws(
+    () => new D.Wishart(0.5, { covarianceMatrix: eye2 }),
+    /Wishart: df must be greater than p - 1 = 1, got 0.5/,
+  );
+  assert.throws(() => new D.Wishart(3, {}), /exactly one of covarianceMatrix/);
+  assert.throws(
+    () => new D.Wishart(3, { covarianceMatrix: t([1, 2, 3]) }),
+    /Wishart: covarianceMatrix must be a batch of square matrices, got shape \[3\]/,
+  );
+  assert.throws(() => new D.LKJCholesky(1), /LKJCholesky: dim must be an integer >= 2, got 1/);
+  assert.throws(
+    () => new D.LKJCholesky(3, -1),
+    /LKJCholesky: concentration must satisfy x > 0, got -1/,
+  );
+  assert.throws(() => new D.LKJCholesky(3).mean, /LKJCholesky.mean: not implemented/);
+  await assert.rejects(
+    new D.Wishart(3, { covarianceMatrix: t([1, 2, 2, 1]).reshape([2, 2]) }).mean.data(),
+    /Wishart: covarianceMatrix must be positive definite \(batch element 0 is not\)/,
   );
   // Tensor parameters are checked on the device: the next read rejects naming the value.
   await assert.rejects(
@@ -642,3 +745,21 @@ Deno.test("distributions families: number parameters and Chi2 as a Gamma", async
     what: "Binomial(10, 0.3) at 3",
   });
 });
+
+backendTest(
+  "distributions families: number parameters follow the partner's device",
+  async (device) => {
+    const dtype = dtypeOf(device);
+    const g = new D.Gamma(tensor([1.5, 3], { device, dtype }), tensor([0.5, 2], { device, dtype }));
+    const kl = D.klDivergence(new D.Chi2(3), g);
+    assert.equal(kl.device, device);
+    const klT = D.klDivergence(new D.Chi2(tensor([3, 3], { device, dtype })), g);
+    assertClose(await kl.data(), await klT.data(), { what: "KL(Chi2(3), Gamma)", atol: 1e-5 });
+    const lp = new D.Poisson(2.5).logProb(tensor([0, 3], { device, dtype }));
+    assert.equal(lp.device, device);
+    assertClose(await lp.data(), [-2.5, 3 * Math.log(2.5) - 2.5 - Math.log(6)], {
+      what: "Poisson(2.5).logProb",
+      atol: 1e-5,
+    });
+  },
+);

@@ -627,6 +627,22 @@ backendTest("distributions more: number parameters follow the value's device", a
   assertClose(await kl.data(), await klT.data(), { what: "KL with number parameters" });
 });
 
+backendTest(
+  "distributions more: a transformed cdf checks the base's support at the inverse image, as PyTorch",
+  async (device) => {
+    // PyTorch validates the inverse image against the base (log 0 = -inf is a real number), so
+    // cdf at the boundary of an open support is 0 there; logProb still checks the support.
+    const x = tensor([0, 1], { device });
+    const s = (v: number) => tensor(v, { device });
+    assertClose(await new D.LogNormal(s(0), s(1)).cdf(x).data(), [0, 0.5], { what: "LogNormal" });
+    const w = await new D.Weibull(s(1), s(2)).cdf(x).data();
+    assertClose(w, [0, 1 - Math.exp(-1)], { what: "Weibull" });
+    await assert.rejects(new D.LogNormal(s(0), s(1)).logProb(x).data(), /LogNormal.logProb/);
+    // A value whose inverse image leaves the base's support is refused, as PyTorch (log -1 = NaN).
+    await assert.rejects(new D.LogNormal(s(0), s(1)).cdf(tensor([-1], { device })).data(), /cdf/);
+  },
+);
+
 // ---------------------------------------------------------------- constraints
 
 backendTest("distributions more: constraints", async (device) => {

@@ -17,6 +17,7 @@ import {
   type Device,
   type DType,
   manualSeed,
+  nn,
   noGrad,
   type Tensor,
   tensor,
@@ -176,6 +177,30 @@ backendTest("in-place refusals: leaves that require grad, aliased views, bad typ
   const plain = tensor([[-1, 2], [3, -4]], { device });
   plain.reshape([4]).relu_();
   return plain.toArray().then((v) => assert.deepEqual(v, [[0, 2], [3, 0]]));
+});
+
+backendTest("in-place on a copy where PyTorch has a view is refused, not lost", async (device) => {
+  // PyTorch writes these through to w; here they are copies, so the change would be lost.
+  const w = tensor([[1, 2, 3], [4, 5, 6]], { device });
+  const refused = /is a copy made by (narrow|permute|expand).* would not reach the tensor it/;
+  assert.throws(() => noGrad(() => w.narrow(0, 0, 1).zero_()), refused);
+  assert.throws(() => w.select(0, 1).fill_(7), refused);
+  assert.throws(() => w.t().mul_(2), refused);
+  assert.throws(() => w.transpose(0, 1).exp_(), refused);
+  assert.throws(() => w.unbind(0)[0].add_(1), refused);
+  assert.throws(() => w.split(1, 1)[2].copy_(tensor([0, 0], { device })), refused);
+  assert.throws(() => w.diagonal().clamp_(0, 1), refused);
+  assert.throws(() => w.narrow(1, 0, 1).expand([2, 4]).uniform_(), refused);
+  // Recorded on a non-leaf: PyTorch would change `a` and its gradient.
+  const x = tensor([[1, 2], [3, 4]], { device, requiresGrad: true });
+  const a = x.mul(1);
+  assert.throws(() => a.t().exp_(), refused);
+  assert.deepEqual(await w.toArray(), [[1, 2, 3], [4, 5, 6]]);
+  // A copy asked for as one (clone) changes freely, and so does a parameter made from a copy.
+  assert.deepEqual(await w.t().clone().mul_(2).toArray(), [[2, 8], [4, 10], [6, 12]]);
+  const p = new nn.Parameter(w.t());
+  noGrad(() => p.mul_(2));
+  assert.deepEqual(await p.toArray(), [[2, 8], [4, 10], [6, 12]]);
 });
 
 backendTest("in-place errors name the bad dtype, shape or value", (device) => {

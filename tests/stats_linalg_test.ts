@@ -670,50 +670,64 @@ backendTest("review: cov rejects weights that sum to zero, as PyTorch", async (d
   ]);
 });
 
-backendTest("review: logspace with int32 truncates start and end first, as PyTorch", async (device) => {
-  const at = (s: number, e: number, n: number, base: number) =>
-    mg.logspace(s, e, n, { base, dtype: "int32", device }).toArray();
-  // torch.logspace(2.5, 30, 3, 3.5, dtype=torch.int32): exponents 2, 16, 30; overflow is INT_MIN.
-  assert.deepEqual(await at(2.5, 30, 3, 3.5), [12, 507094277, -2147483648]);
-  assert.deepEqual(await at(-1.3, 5, 5, 2), [0, 1, 4, 11, 32]);
-  assert.deepEqual(await at(2.5, -1, 8, 10), [100, 37, 13, 5, 1, 0, 0, 0]);
-  // float32: PyTorch's exponents are float start + double step (no float rounding of either).
-  assert.deepEqual(await mg.logspace(0.1, 7.3, 7, { device }).toArray(), [
-    1.258925437927246,
-    19.952625274658203,
-    316.22784423828125,
-    5011.873046875,
-    79432.84375,
-    1258925.875,
-    19952632.0,
-  ]);
-});
+backendTest(
+  "review: logspace with int32 truncates start and end first, as PyTorch",
+  async (device) => {
+    const at = (s: number, e: number, n: number, base: number) =>
+      mg.logspace(s, e, n, { base, dtype: "int32", device }).toArray();
+    // torch.logspace(2.5, 30, 3, 3.5, dtype=torch.int32): exponents 2, 16, 30; overflow is INT_MIN.
+    assert.deepEqual(await at(2.5, 30, 3, 3.5), [12, 507094277, -2147483648]);
+    assert.deepEqual(await at(-1.3, 5, 5, 2), [0, 1, 4, 11, 32]);
+    assert.deepEqual(await at(2.5, -1, 8, 10), [100, 37, 13, 5, 1, 0, 0, 0]);
+    // float32: PyTorch's exponents are float start + double step (no float rounding of either).
+    assert.deepEqual(await mg.logspace(0.1, 7.3, 7, { device }).toArray(), [
+      1.258925437927246,
+      19.952625274658203,
+      316.22784423828125,
+      5011.873046875,
+      79432.84375,
+      1258925.875,
+      19952632.0,
+    ]);
+  },
+);
 
-backendTest("review: linalg.luFactor fails at the next read on a zero pivot, as PyTorch's", async (device) => {
-  const [LU] = linalg.luFactor(tensor([[1, 2], [2, 4]], { device }));
-  await assert.rejects(
-    () => LU.data(),
-    /torch.linalg.lu_factor: U\[2,2\] is zero and using it on lu_solve would result in a division by zero/,
-  );
-  const [batched] = linalg.luFactor(mg.zeros([3, 2, 1], { device }));
-  await assert.rejects(() => batched.data(), /\(Batch element 0\): U\[1,1\] is zero/);
-  // lu_factor_ex, lu and torch.lu do not fail.
-  const [, , info] = linalg.luFactorEx(tensor([[1, 2], [2, 4]], { device }));
-  assert.equal(await info.item(), 2);
-});
+backendTest(
+  "review: linalg.luFactor fails at the next read on a zero pivot, as PyTorch's",
+  async (device) => {
+    const [LU] = linalg.luFactor(tensor([[1, 2], [2, 4]], { device }));
+    await assert.rejects(
+      () => LU.data(),
+      /torch.linalg.lu_factor: U\[2,2\] is zero and using it on lu_solve would result in a division by zero/,
+    );
+    const [batched] = linalg.luFactor(mg.zeros([3, 2, 1], { device }));
+    await assert.rejects(() => batched.data(), /\(Batch element 0\): U\[1,1\] is zero/);
+    // lu_factor_ex, lu and torch.lu do not fail.
+    const [, , info] = linalg.luFactorEx(tensor([[1, 2], [2, 4]], { device }));
+    assert.equal(await info.item(), 2);
+  },
+);
 
-backendTest("review: lstsq ignores rcond for gels and keeps the vector residuals' dim", async (device) => {
-  const a = tensor([[1, 0], [0, 1e-3], [1, 1]], { device });
-  const b = tensor([[1], [2], [3]], { device });
-  // torch.linalg.lstsq(a, b, rcond=0.5, driver="gels").solution
-  const gels = linalg.lstsq(a, b, { rcond: 0.5, driver: "gels" });
-  assertClose(await gels.solution.data(), [0.9980016350746155, 2.0039963722229004], { rtol: 1e-4 });
-  const v = linalg.lstsq(a, tensor([1, 2, 3], { device }), { driver: "gelsd" });
-  assert.deepEqual(v.residuals.shape, [1]);
-  assert.deepEqual(linalg.lstsq(a, tensor([1, 2, 3], { device }), { driver: "gels" }).residuals.shape, [
-    1,
-  ]);
-});
+backendTest(
+  "review: lstsq ignores rcond for gels and keeps the vector residuals' dim",
+  async (device) => {
+    const a = tensor([[1, 0], [0, 1e-3], [1, 1]], { device });
+    const b = tensor([[1], [2], [3]], { device });
+    // torch.linalg.lstsq(a, b, rcond=0.5, driver="gels").solution
+    const gels = linalg.lstsq(a, b, { rcond: 0.5, driver: "gels" });
+    assertClose(await gels.solution.data(), [0.9980016350746155, 2.0039963722229004], {
+      rtol: 1e-4,
+    });
+    const v = linalg.lstsq(a, tensor([1, 2, 3], { device }), { driver: "gelsd" });
+    assert.deepEqual(v.residuals.shape, [1]);
+    assert.deepEqual(
+      linalg.lstsq(a, tensor([1, 2, 3], { device }), { driver: "gels" }).residuals.shape,
+      [
+        1,
+      ],
+    );
+  },
+);
 
 backendTest("review: invEx and cond never return a finite non-inverse", async (device) => {
   // float32 rank 2: Gauss–Jordan meets an exact zero pivot, LAPACK (on Aᵀ) does not.
@@ -739,7 +753,7 @@ backendTest("review: invEx and cond never return a finite non-inverse", async (d
   assert.ok(s.every((v) => !Number.isFinite(v) || Math.abs(v) > 1e6), `${s}`);
 });
 
-backendTest("review: trapezoid's empty cases keep PyTorch's dtype and graph", async (device) => {
+backendTest("review: trapezoid's empty cases keep PyTorch's dtype and graph", (device) => {
   const yi = mg.zeros([2, 0], { dtype: "int32", device });
   assert.equal(mg.trapezoid(yi).dtype, "int32");
   assert.equal(mg.trapezoid(yi, mg.zeros([0], { device })).dtype, "int32");
@@ -751,7 +765,8 @@ backendTest("review: trapezoid's empty cases keep PyTorch's dtype and graph", as
   assert.deepEqual(y.grad?.shape, [2, 0]);
   // cumulative_trapezoid checks x even with no samples (trapezoid returns 0 first), as PyTorch.
   assert.throws(
-    () => mg.cumulativeTrapezoid(mg.zeros([4, 0, 2], { device }), mg.ones([1], { device }), { dim: 1 }),
+    () =>
+      mg.cumulativeTrapezoid(mg.zeros([4, 0, 2], { device }), mg.ones([1], { device }), { dim: 1 }),
     /cumulative_trapezoid: There must be one `x` value for each sample point \(x has 1, y has 0/,
   );
   const ye = mg.zeros([1, 0], { device, requiresGrad: true });
@@ -760,66 +775,99 @@ backendTest("review: trapezoid's empty cases keep PyTorch's dtype and graph", as
   assert.deepEqual(xe.grad?.shape, [0]);
 });
 
-backendTest("review: householderProduct with no reflectors is differentiable (zeros)", async (device) => {
-  const a = mg.ones([3, 2], { device, requiresGrad: true });
-  const tau = mg.zeros([0], { device, requiresGrad: true });
-  const q = linalg.householderProduct(a, tau);
-  assertClose(await q.data(), [1, 0, 0, 1, 0, 0]);
-  q.sum().backward();
-  assertClose(await a.grad!.data(), [0, 0, 0, 0, 0, 0]);
-  assert.deepEqual(tau.grad?.shape, [0]);
-  // tau's batch dims must equal A's (PyTorch does not broadcast them).
-  for (const batch of [[1], [3]]) {
-    assert.throws(
-      () => linalg.householderProduct(mg.ones([2, 4, 3], { device }), mg.ones([...batch, 2], { device })),
-      new RegExp(`Expected batch dimensions of tau to be equal to input.shape\\[:-2\\], but got \\[${batch[0]}\\]`),
-    );
+backendTest(
+  "review: householderProduct with no reflectors is differentiable (zeros)",
+  async (device) => {
+    const a = mg.ones([3, 2], { device, requiresGrad: true });
+    const tau = mg.zeros([0], { device, requiresGrad: true });
+    const q = linalg.householderProduct(a, tau);
+    assertClose(await q.data(), [1, 0, 0, 1, 0, 0]);
+    q.sum().backward();
+    assertClose(await a.grad!.data(), [0, 0, 0, 0, 0, 0]);
+    assert.deepEqual(tau.grad?.shape, [0]);
+    // tau's batch dims must equal A's (PyTorch does not broadcast them).
+    for (const batch of [[1], [3]]) {
+      assert.throws(
+        () =>
+          linalg.householderProduct(
+            mg.ones([2, 4, 3], { device }),
+            mg.ones([...batch, 2], { device }),
+          ),
+        new RegExp(
+          `Expected batch dimensions of tau to be equal to input.shape\\[:-2\\], but got \\[${
+            batch[0]
+          }\\]`,
+        ),
+      );
+    }
+  },
+);
+
+backendTest(
+  "review: luUnpack rejects pivots out of range at the next read, as PyTorch",
+  async (device) => {
+    const LU = mg.ones([2, 3, 3], { device });
+    for (const bad of [[1, 2, 7], [1, 0, 3]]) {
+      const [P] = mg.luUnpack(LU, tensor([[1, 2, 3], bad], { dtype: "int32", device }));
+      await assert.rejects(
+        () => P.data(),
+        /pivots passed to lu_unpack must be between 1 and LU.size\(-2\) inclusive/,
+      );
+    }
+    const [P] = mg.luUnpack(LU, tensor([[3, 3, 3], [2, 2, 3]], { dtype: "int32", device }));
+    assert.deepEqual(await P.toArray(), [
+      [[0, 1, 0], [0, 0, 1], [1, 0, 0]],
+      [[0, 1, 0], [1, 0, 0], [0, 0, 1]],
+    ]);
+  },
+);
+
+backendTest(
+  "review: triangularSolve's cloned coefficient has the broadcast batch, as PyTorch",
+  (device) => {
+    const [x, a] = mg.triangularSolve(mg.ones([2, 3, 2], { device }), mg.eye(3, { device }));
+    assert.deepEqual([x.shape, a.shape], [[2, 3, 2], [2, 3, 3]]);
+  },
+);
+
+backendTest(
+  "review: blackmanWindow's ends are exactly 0, as PyTorch's (its order of terms)",
+  async (device) => {
+    const w = await mg.blackmanWindow(6, { periodic: false, device }).data();
+    assert.deepEqual([w[0], w[5]], [0, 0]);
+  },
+);
+
+backendTest(
+  "review: LU's row interchanges are exact (rows of very different scale)",
+  async (device) => {
+    // A swap as row + (other - row) loses the small row to rounding: U[0, 1] came out 0.
+    const a = tensor([[1e-3, 1e10], [1, 1]], { device });
+    const [LU, pivots] = linalg.luFactor(a);
+    assert.deepEqual(await pivots.toArray(), [2, 2]);
+    assertClose(await LU.data(), [1, 1, 1e-3, 1e10], { rtol: 1e-6 });
+    assertClose(await linalg.lu(a)[2].data(), [1, 1, 0, 1e10], { rtol: 1e-6 });
+    // L's multipliers are stored, not computed as column + (l - column): 0.5 came out 0.
+    const big = linalg.luFactor(tensor([[2e10, 1], [1e10, 3]], { device }))[0];
+    assertClose(await big.data(), [2e10, 1, 0.5, 2.5], { rtol: 1e-6 });
+    // torch.linalg.solve(a, [1, 1]) = [1, 9.99e-11]; the inexact swap gave 5.96e-8.
+    assertClose(await linalg.solve(a, tensor([1, 1], { device })).data(), [1, 9.99e-11], {
+      rtol: 1e-4,
+      atol: 0,
+    });
+    assertClose(await linalg.solveEx(a, tensor([1, 1], { device }))[0].data(), [1, 9.99e-11], {
+      rtol: 1e-4,
+      atol: 0,
+    });
+  },
+);
+
+backendTest("review: cond of empty matrices is 0 for p ±2, as PyTorch", async (device) => {
+  for (const shape of [[0, 0], [2, 0, 0], [3, 0], [2, 0, 3]]) {
+    for (const p of [2, -2]) {
+      const c = linalg.cond(mg.zeros(shape, { device }), p);
+      assert.deepEqual(c.shape, shape.slice(0, -2));
+      assert.deepEqual(Array.from(await c.data()), new Array(c.numel()).fill(0));
+    }
   }
-});
-
-backendTest("review: luUnpack rejects pivots out of range at the next read, as PyTorch", async (device) => {
-  const LU = mg.ones([2, 3, 3], { device });
-  for (const bad of [[1, 2, 7], [1, 0, 3]]) {
-    const [P] = mg.luUnpack(LU, tensor([[1, 2, 3], bad], { dtype: "int32", device }));
-    await assert.rejects(
-      () => P.data(),
-      /pivots passed to lu_unpack must be between 1 and LU.size\(-2\) inclusive/,
-    );
-  }
-  const [P] = mg.luUnpack(LU, tensor([[3, 3, 3], [2, 2, 3]], { dtype: "int32", device }));
-  assert.deepEqual(await P.toArray(), [
-    [[0, 1, 0], [0, 0, 1], [1, 0, 0]],
-    [[0, 1, 0], [1, 0, 0], [0, 0, 1]],
-  ]);
-});
-
-backendTest("review: triangularSolve's cloned coefficient has the broadcast batch, as PyTorch", (device) => {
-  const [x, a] = mg.triangularSolve(mg.ones([2, 3, 2], { device }), mg.eye(3, { device }));
-  assert.deepEqual([x.shape, a.shape], [[2, 3, 2], [2, 3, 3]]);
-});
-
-backendTest("review: blackmanWindow's ends are exactly 0, as PyTorch's (its order of terms)", async (device) => {
-  const w = await mg.blackmanWindow(6, { periodic: false, device }).data();
-  assert.deepEqual([w[0], w[5]], [0, 0]);
-});
-
-backendTest("review: LU's row interchanges are exact (rows of very different scale)", async (device) => {
-  // A swap as row + (other - row) loses the small row to rounding: U[0, 1] came out 0.
-  const a = tensor([[1e-3, 1e10], [1, 1]], { device });
-  const [LU, pivots] = linalg.luFactor(a);
-  assert.deepEqual(await pivots.toArray(), [2, 2]);
-  assertClose(await LU.data(), [1, 1, 1e-3, 1e10], { rtol: 1e-6 });
-  assertClose(await linalg.lu(a)[2].data(), [1, 1, 0, 1e10], { rtol: 1e-6 });
-  // L's multipliers are stored, not computed as column + (l - column): 0.5 came out 0.
-  const big = linalg.luFactor(tensor([[2e10, 1], [1e10, 3]], { device }))[0];
-  assertClose(await big.data(), [2e10, 1, 0.5, 2.5], { rtol: 1e-6 });
-  // torch.linalg.solve(a, [1, 1]) = [1, 9.99e-11]; the inexact swap gave 5.96e-8.
-  assertClose(await linalg.solve(a, tensor([1, 1], { device })).data(), [1, 9.99e-11], {
-    rtol: 1e-4,
-    atol: 0,
-  });
-  assertClose(await linalg.solveEx(a, tensor([1, 1], { device }))[0].data(), [1, 9.99e-11], {
-    rtol: 1e-4,
-    atol: 0,
-  });
 });

@@ -58,6 +58,9 @@ const RUN: Record<string, Run> = {
     m ? x.cross(y, a[0] as number | undefined) : mg.cross(x, y, a[0] as number | undefined),
   cholesky: ([x], a, m) => m ? x.cholesky(a[0] as boolean) : mg.cholesky(x, a[0] as boolean),
   qr: ([x], a, m) => (m ? x.qr(a[0] as boolean) : mg.qr(x, a[0] as boolean)),
+  orgqr: ([x, tau]) => x.orgqr(tau),
+  igamma: ([a, x], _, m) => (m ? a.igamma(x) : mg.igamma(a, x)),
+  igammac: ([a, x], _, m) => (m ? a.igammac(x) : mg.igammac(a, x)),
   histc: ([x], a) => x.histc(a[0] as mg.HistcOptions),
   bincount: ([x], a) => x.bincount(a[0] as mg.BincountOptions),
 };
@@ -72,7 +75,7 @@ function input(t: FixtureTensor, device: Device, requiresGrad: boolean): Tensor 
 }
 
 const CASES = fixtures.cases as unknown as Case[];
-const LINALG = new Set(["det", "slogdet", "matrixPower", "cholesky", "qr"]);
+const LINALG = new Set(["det", "slogdet", "matrixPower", "cholesky", "qr", "orgqr"]);
 /** The fixture fns that are torch.* functions too (the others are methods only). */
 const FUNCTIONS = new Set([
   ...LINALG,
@@ -82,6 +85,8 @@ const FUNCTIONS = new Set([
   "narrowCopy",
   "frexp",
   "prelu",
+  "igamma",
+  "igammac",
 ]);
 
 for (const c of CASES) {
@@ -200,6 +205,40 @@ backendTest("tensor utils: isNonzero as PyTorch (async)", async (device) => {
     /more than one value is ambiguous \(shape \[2\]\)/,
   );
   await assert.rejects(mg.zeros([0], { device }).isNonzero(), /no values is ambiguous/);
+});
+
+backendTest("tensor utils: matrix transposes and the real-number no-ops", async (device) => {
+  const x = mg.arange(24, { device }).float().reshape([2, 3, 4]);
+  const swapped = await x.transpose(1, 2).toArray();
+  for (const t of [x.mT, x.mH, x.adjoint()]) {
+    assert.deepEqual(t.shape, [2, 4, 3]);
+    assert.deepEqual(await t.toArray(), swapped);
+  }
+  assert.deepEqual(await x.T.toArray(), await x.permute([2, 1, 0]).toArray());
+  const m = x.select(0, 1);
+  assert.deepEqual(await m.H.toArray(), await m.t().toArray());
+  assert.deepEqual(await m.T.toArray(), await m.t().toArray());
+  const v = tensor([1, 2, 3], { device });
+  assert.equal(v.T, v);
+  assert.throws(
+    () => v.mT,
+    /mT is only supported on matrices or batches of matrices, got a 1-D tensor \(shape \[3\]\)/,
+  );
+  assert.throws(() => v.adjoint(), /adjoint\(\) is only supported on matrices/);
+  assert.throws(() => x.H, /H is only supported on matrices \(2-D tensors\), got a 3-D tensor/);
+  // Gradients flow through the transposes.
+  const w = mg.ones([2, 3], { device, requiresGrad: true });
+  w.mT.mul(tensor([[1, 2], [3, 4], [5, 6]], { device })).sum().backward();
+  assert.deepEqual(await w.grad!.toArray(), [[1, 3, 5], [2, 4, 6]]);
+  assert.equal(x.ndimension(), 3);
+  assert.equal(x.storageOffset(), 0);
+  assert.equal(x.isComplex(), false);
+  assert.equal(x.isConj(), false);
+  assert.equal(x.isNeg(), false);
+  assert.equal(x.isInference(), false);
+  assert.equal(x.conj(), x);
+  assert.equal(x.resolveConj(), x);
+  assert.equal(x.resolveNeg(), x);
 });
 
 // ---- torch-level utilities ----
@@ -343,6 +382,15 @@ check("cholesky method upper", (a) => {
   const spd = a.matmul(a.transpose(0, 1)).add(mg.eye(3, { dtype: "float64" }).mul(3));
   return spd.cholesky(true);
 }, [inp([3, 3], 915)]);
+check("igamma other", (x) => mg.igamma(tensor([0.5, 2, 3.5], { dtype: "float64" }), x), [{
+  shape: [3],
+  values: [0.7, 1.5, 4],
+}]);
+check("igammac method other", (x) => tensor([1, 2.5, 0.8], { dtype: "float64" }).igammac(x), [{
+  shape: [3],
+  values: [0.2, 3, 1.1],
+}]);
+check("T and mT", (x) => x.T.mul(x.mT.sum()), [inp([2, 3], 917)]);
 check("qr method", (a) => {
   const [q, r] = a.qr();
   return q.sum().add(r.sum());

@@ -58,13 +58,13 @@ export class Chi2 extends Gamma {
   get df(): Tensor {
     return this.concentration.mul(2);
   }
-  /** `df`. */
-  protected override params(): Record<string, Tensor> {
-    return { df: this.df };
+  /** `Chi2(df: ...)`, as PyTorch. */
+  override toString(): string {
+    return `Chi2(df: torch.Size([${this.concentration.shape.join(", ")}]))`;
   }
-  /** A Chi2 from its number parameter. */
-  protected override remake([df]: number[]): Distribution {
-    return new Chi2(df, { validateArgs: this.validateArgs });
+  /** A Chi2 from its number parameters (`concentration = df/2`, `rate`). */
+  protected override remake([concentration]: number[]): Distribution {
+    return new Chi2(concentration * 2, { validateArgs: this.validateArgs });
   }
 }
 
@@ -185,23 +185,24 @@ export class FisherSnedecor extends Distribution {
   }
   /** `df2/(df2 - 2)` where `df2 > 2`, else NaN. */
   get mean(): Tensor {
-    const df2 = this.df2;
-    const safe = df2.where(noGrad(() => df2.gt(2)), 3);
-    return nanWhere(safe.div(safe.sub(2)), () => df2.le(2));
+    const df2 = nanWhere(this.df2, () => this.df2.le(2));
+    return df2.div(df2.sub(2));
   }
-  /** `(df1 - 2)/df1 · df2/(df2 + 2)` where `df1 > 2`, else NaN. */
+  /** `(df1 - 2)/df1 · df2/(df2 + 2)` where `df1 > 2`, else NaN (zero gradients there, as PyTorch). */
   get mode(): Tensor {
     const [df1, df2] = [this.df1, this.df2];
     const safe = df1.where(noGrad(() => df1.gt(2)), 3);
-    return nanWhere(safe.sub(2).div(safe).mul(df2.div(df2.add(2))), () => df1.le(2));
+    return nanWhere(safe.sub(2).div(safe).mul(df2).div(df2.add(2)), () => df1.le(2));
   }
-  /** `2·df2²(df1 + df2 - 2)/(df1(df2 - 2)²(df2 - 4))` where `df2 > 4`, else NaN. */
+  /**
+   * `2·df2²(df1 + df2 - 2)/(df1(df2 - 2)²(df2 - 4))` where `df2 > 4`, else
+   * NaN (with NaN gradients in df1 there, as PyTorch).
+   */
   get variance(): Tensor {
-    const [df1, df2] = [this.df1, this.df2];
-    const safe = df2.where(noGrad(() => df2.gt(4)), 5);
-    const v = safe.square().mul(2).mul(df1.add(safe).sub(2))
-      .div(df1.mul(safe.sub(2).square()).mul(safe.sub(4)));
-    return nanWhere(v, () => df2.le(4));
+    const df1 = this.df1;
+    const df2 = nanWhere(this.df2, () => this.df2.le(4));
+    return df2.square().mul(2).mul(df1.add(df2).sub(2))
+      .div(df1.mul(df2.sub(2).square()).mul(df2.sub(4)));
   }
   /** `(X₁/df1)/(X₂/df2)` of χ² draws, clamped to the smallest normal number, without gradient. */
   override sample(sampleShape: number[] = []): Tensor {

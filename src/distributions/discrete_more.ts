@@ -6,7 +6,7 @@
  * @module
  */
 
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
 import { arange, full, rand } from "../ops/mod.ts";
 import { poisson } from "../ops_composite/mod.ts";

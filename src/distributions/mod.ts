@@ -62,4 +62,6 @@ export {
 } from "./continuous_extra.ts";
 export type { ContinuousBernoulliOptions } from "./continuous_extra.ts";
 export { Dirichlet, LowRankMultivariateNormal, MixtureSameFamily } from "./multivariate_more.ts";
+export { LKJCholesky, Wishart } from "./matrix_families.ts";
+export type { WishartOptions } from "./matrix_families.ts";
 import "./kl_families.ts";

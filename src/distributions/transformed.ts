@@ -11,6 +11,7 @@ import type { Device } from "../device.ts";
 import { noGrad } from "../autograd.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import {
+  checkMaskLater,
   checkParam,
   type Constraint,
   Distribution,
@@ -169,14 +170,27 @@ export class TransformedDistribution extends Distribution {
     if (sign === 1) return value;
     return value.sub(0.5).mul(sign).add(0.5);
   }
-  /** The base's cdf at the inverse image (flipped for a decreasing chain). */
+  /**
+   * The base's cdf at the inverse image (flipped for a decreasing chain);
+   * as PyTorch, the inverse image is checked against the base's support, so
+   * that the boundary of an open support is accepted (LogNormal's cdf at 0).
+   */
   override cdf(value: Tensor): Tensor {
     const d = this.withNumbersOn(value?.device);
     if (d !== this) return d.cdf(value);
     this.checkValue("cdf", value);
-    this.validateSample("cdf", value, this.like());
     let x = value;
     for (const t of [...this.transforms].reverse()) x = t.inv.call(x);
+    if (this.validateArgs) {
+      const support = this.baseDist.support;
+      const shown = sameShape(x.shape, value.shape) ? value : x;
+      checkMaskLater(
+        noGrad(() => support.check(x)),
+        shown,
+        (i, v) =>
+          `${this.name}.cdf: value must map into the support of ${this.baseDist.name} (${support.name}), got ${v} at index ${i}`,
+      );
+    }
     return this.monotonize(this.baseDist.cdf(x));
   }
   /** The transforms applied to the base's icdf (of the flipped probability for a decreasing chain). */

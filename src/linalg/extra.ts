@@ -90,6 +90,10 @@ export function cond(A: Tensor, p: number | "fro" | "nuc" = 2): Tensor {
   }
   return forwardScope(() => {
     if (p === 2 || p === -2) {
+      // No singular values: 0, as PyTorch's.
+      if (Math.min(...A.shape.slice(-2)) === 0) {
+        return zeros(A.shape.slice(0, -2), { dtype: A.dtype, device: A.device });
+      }
       const s = svdvals(A);
       const [hi, lo] = [s.narrow(-1, 0, 1), s.narrow(-1, s.shape.at(-1)! - 1, 1)];
       return (p === 2 ? hi.div(lo) : lo.div(hi)).squeeze(-1);

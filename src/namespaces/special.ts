@@ -5,8 +5,10 @@
  * PyTorch's names in camelCase (`log_ndtr` → `logNdtr`). Every function is
  * elementwise (except `logsumexp`, `softmax`, `logSoftmax`), differentiable
  * as in PyTorch (`zeta` and gammainc's `a` not, as there), and runs on
- * every backend. The Bessel functions of other kinds and the orthogonal
- * polynomials of `torch.special` are not here yet.
+ * every backend. PyTorch 1.13's Bessel and Airy functions and orthogonal
+ * polynomials (`besselJ0` … `legendrePolynomialP`) are here too, without
+ * gradients as in 1.13 (a tensor of polynomial degrees makes the result a
+ * Promise).
  *
  * @example
  * ```ts

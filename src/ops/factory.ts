@@ -211,6 +211,7 @@ export function arangeOn(size: number, device: Device): Tensor {
 const MAX_ARRAY = 2 ** 32 - 1;
 
 let seedState = BigInt(Date.now()) & 0xffffffffffffffffn;
+let startSeed = seedState;
 
 /** Seeds every random factory (rand, randn, dropout, shuffles that use it). */
 export function manualSeed(seed: number): void {
@@ -218,6 +219,16 @@ export function manualSeed(seed: number): void {
     throw new RangeError(`manualSeed: the seed must be a finite number, got ${seed}`);
   }
   seedState = BigInt.asUintN(64, BigInt(Math.trunc(seed)));
+  startSeed = seedState;
+}
+
+/**
+ * The seed the generator last started from (`torch.initial_seed`): the last
+ * {@link manualSeed}'s, as a 64-bit unsigned value (exact up to 2^53), else
+ * the time-based one chosen at startup.
+ */
+export function initialSeed(): number {
+  return Number(startSeed);
 }
 
 /**

@@ -16,7 +16,7 @@ import { isFloat, promoteTypes } from "../dtype.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { add, cast, mul } from "./elementwise.ts";
-import { expand } from "./view.ts";
+import { expand, viewCopies } from "./view.ts";
 import { launch, type TensorLike } from "./util.ts";
 import { toDevice } from "./transfer.ts";
 
@@ -27,6 +27,15 @@ import { toDevice } from "./transfer.ts";
  */
 function checkInPlace(op: string, t: Tensor, ...others: unknown[]): Tensor | null {
   if (!(t instanceof Tensor)) throw new TypeError(`${op}: expected a Tensor, got ${typeof t}`);
+  // PyTorch would write through to the source; a parameter (persistent) made from one is its own.
+  const copiedBy = viewCopies.get(t.storage);
+  if (copiedBy && !t.storage.persistent) {
+    throw new Error(
+      `${op}: the tensor (shape ${
+        formatShape(t.shape)
+      }) is a copy made by ${copiedBy} (multigrad's views other than reshape copy), so an in-place change would not reach the tensor it came from as in PyTorch. Write into that tensor instead (sliceScatter, indexCopy_, indexPut_, maskedFill_), or clone() first to change a separate copy.`,
+    );
+  }
   const tracked = t.requiresGrad || others.some((o) => o instanceof Tensor && o.requiresGrad);
   if (!isGradEnabled() || !tracked) return null;
   const what = `${op}: a${t.isLeaf ? " leaf" : ""} tensor (shape ${

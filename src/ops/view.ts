@@ -65,6 +65,13 @@ export function reshape(x: Tensor, shape: readonly number[], op = "reshape"): Te
   return out;
 }
 
+/**
+ * Memory holding a copy where PyTorch returns a view (narrow, permute,
+ * expand, and select, transpose, split, diagonal... built on them), with the
+ * op's name: an in-place change to it would not reach its source (see inplace.ts).
+ */
+export const viewCopies: WeakMap<object, string> = new WeakMap();
+
 /** Strided copy of `x` read with `xStrides` into a new contiguous tensor of `shape`. */
 function gatherCopy(
   x: Tensor,
@@ -74,6 +81,7 @@ function gatherCopy(
   op: string,
 ): Tensor {
   const out = empty(shape, x.dtype, x.device);
+  if (op !== "clone") viewCopies.set(out.storage, op);
   if (out.numel() === 0) return out;
   const src = x.storage.buffer(op);
   const dst = out.storage.buffer();

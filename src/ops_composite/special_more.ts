@@ -53,7 +53,7 @@ const SQRT_TWO_OVER_PI = 0.797884560802865355879892119868763737;
 const PI_OVER_4 = 0.785398163397448309615660845819875721;
 const THREE_PI_OVER_4 = 2.356194490192344928846982537459627163;
 
-/** `c` in the shape, dtype and device of `t` (not `t·0 + c`, which is NaN where t is infinite). */
+/** `c` in the shape, dtype and device of `t` (`t·0 + c` would be NaN where t is infinite). */
 const fill = (t: Tensor, c: number): Tensor =>
   full([...t.shape], c, { dtype: t.dtype, device: t.device });
 
@@ -63,7 +63,10 @@ const over = (c: number, t: Tensor): Tensor => fill(t, c).div(t);
 /** `atZero` where x is 0, NaN where it is below (the poles of Y and K). */
 const pole = (x: Tensor, atZero: number): Tensor => fill(x, atZero).where(x.eq(0), NaN);
 
-/** `forward(x)` (x in float) with no graph and its intermediates freed: PyTorch 1.13 has no gradient here. */
+/**
+ * `forward(x)` (x in float) with no graph and its intermediates freed:
+ * PyTorch 1.13 defines no gradient for these functions.
+ */
 function unary(input: Tensor, forward: (x: Tensor) => Tensor): Tensor {
   const x = toFloat(input);
   return noGrad(() => forwardScope(() => forward(x)));
@@ -349,7 +352,10 @@ function airyForward(x: Tensor): Tensor {
     .where(x.le(103.892), 0).where(x.abs().ne(Infinity), NaN).where(x.eq(x), NaN);
 }
 
-/** The Airy function Ai(x), as `torch.special.airy_ai` (NaN at ±inf, as PyTorch). Not differentiable. */
+/**
+ * The Airy function Ai(x), as `torch.special.airy_ai` (NaN at ±inf and 0
+ * beyond 103.892, as PyTorch). Not differentiable.
+ */
 export function airyAi(x: Tensor): Tensor {
   return unary(x, airyForward);
 }
@@ -372,19 +378,27 @@ interface Degree {
   fixed: boolean;
 }
 
-/** `(value, old)` where k ≤ the degree may still advance, else `old`. */
+/** 2⁶³: degrees from here on (and NaN) are outside int64. */
+const INT64_RANGE = 2 ** 63;
+
+/** A polynomial evaluated at x (float) for the degree(s) `d`. */
 type Recurrence = (x: Tensor, d: Degree) => Tensor;
 
-/** The degree as a float tensor of x's dtype, truncated, with NaN and ±inf as a negative degree (PyTorch's int64 cast on x86 gives INT64_MIN). */
+/**
+ * The degree as a float tensor of x's dtype, truncated toward 0; NaN, ±inf
+ * and |n| ≥ 2⁶³ become a negative degree (PyTorch's cast to int64 gives
+ * INT64_MIN for them on x86, so its result there is 0).
+ */
 function degreeTensor(n: Tensor, x: Tensor): Tensor {
   const t = n.dtype === x.dtype ? n : cast(n, x.dtype);
-  return t.trunc().where(t.abs().ne(Infinity), -1).where(t.eq(t), -1);
+  return t.trunc().where(t.abs().lt(INT64_RANGE), -1);
 }
 
 function checkDegree(op: string, steps: number): void {
   if (steps > MAX_POLYNOMIAL_DEGREE) {
     throw new RangeError(
-      `${op}: the degree n = ${steps} is above the largest supported, ${MAX_POLYNOMIAL_DEGREE} (each step of the recurrence is a tensor op)`,
+      `${op}: the degree n = ${steps} is above the largest supported, ` +
+        `${MAX_POLYNOMIAL_DEGREE} (each step of the recurrence is a tensor op)`,
     );
   }
 }
@@ -401,7 +415,10 @@ function evaluate(x: Tensor, n: Tensor, steps: number, fixed: boolean, body: Rec
   return noGrad(() => forwardScope(() => body(x, { n: degreeTensor(n, x), steps, fixed })));
 }
 
-/** The polynomial for a number degree (sync) or a tensor of degrees (async: its largest entry bounds the loop). */
+/**
+ * The polynomial for a number degree (sync) or a tensor of degrees (async:
+ * its largest entry, read back, is the loop's length).
+ */
 function polynomial(
   op: string,
   x: Tensor | number,
@@ -414,7 +431,7 @@ function polynomial(
         `${op}: expected at least one Tensor operand, got the numbers ${x} and ${n}`,
       );
     }
-    const steps = Number.isFinite(n) ? Math.max(Math.trunc(n), 0) : 0;
+    const steps = Math.abs(n) < INT64_RANGE ? Math.max(Math.trunc(n), 0) : 0;
     checkDegree(op, steps);
     const [a, b] = polynomialOperands(op, x, n);
     return evaluate(a, b, steps, true, body);
@@ -455,7 +472,7 @@ function recurrence(
   return q.where(d.n.ge(1), fill(p0, 1)).where(d.n.ge(0), 0);
 }
 
-/** Which Chebyshev polynomial, and PyTorch's threshold above which it uses the closed form. */
+/** Which Chebyshev polynomial: of the first, second, third or fourth kind. */
 type Chebyshev = "t" | "u" | "v" | "w";
 
 /**
@@ -470,7 +487,9 @@ function chebyshevBody(kind: Chebyshev, shifted: boolean, closedFrom: number): R
     const twoY = y.add(y);
     const p1 = kind === "t" ? y : kind === "u" ? twoY : kind === "v" ? twoY.sub(1) : twoY.add(1);
     let value = recurrence(d, fill(y, 1), p1, (_k, q, p) => twoY.mul(q).sub(p));
-    // Inside (-1, 1) for large n: cos(nθ), sin((n+1)θ)/sin θ, cos((n+½)θ)/cos(θ/2), sin((n+½)θ)/sin(θ/2).
+    if (d.fixed && d.steps <= closedFrom) return edges(kind, shifted, x, n, value);
+    // Inside (-1, 1) for large n: cos(nθ), sin((n+1)θ)/sin θ,
+    // cos((n+½)θ)/cos(θ/2), sin((n+½)θ)/sin(θ/2).
     const theta = y.clamp(-1, 1).acos();
     const twoN1 = n.mul(2).add(1);
     const parity = (v: Tensor) => v.where(even(n), v.neg());
@@ -486,32 +505,47 @@ function chebyshevBody(kind: Chebyshev, shifted: boolean, closedFrom: number): R
       closed = n.add(0.5).mul(theta).cos().div(half.cos()).where(half.sin().ne(1), parity(twoN1));
     } else {
       const half = theta.div(2);
-      const edge = shifted
-        ? parity(n.mul(0).add(1))
-        : twoN1.where(y.gt(0), parity(n.mul(0).add(1)));
+      const edge = shifted ? parity(fill(n, 1)) : twoN1.where(y.gt(0), parity(fill(n, 1)));
       closed = n.add(0.5).mul(theta).sin().div(half.sin()).where(half.cos().ne(1), edge);
     }
     value = closed.where(n.gt(closedFrom).mul(y.abs().lt(1)), value);
-    // The edges: y = 1 and y = -1 (for the shifted ones x = 1 and x = 0 exactly).
-    const [top, bottom] = shifted ? [x.eq(1), x.eq(0)] : [x.eq(1), x.eq(-1)];
-    const one = n.mul(0).add(1);
-    const [atTop, atBottom] = kind === "t"
-      ? [one, parity(one)]
-      : kind === "u"
-      ? [n.add(1), parity(n.add(1))]
-      : kind === "v"
-      ? [one, parity(twoN1)]
-      : [twoN1, parity(one)];
-    value = atTop.where(top, atBottom.where(bottom, value));
-    return value.where(n.ge(0), 0);
+    return edges(kind, shifted, x, n, value);
   };
 }
 
-/** Types of the polynomial functions: a tensor degree makes the result async (the loop's length is its largest entry). */
+/**
+ * PyTorch's values of a Chebyshev polynomial at y = 1 and y = -1 (tested on
+ * x: 1 and -1, or 1 and 0 when `shifted`), and 0 for n < 0, over `value`.
+ */
+function edges(
+  kind: Chebyshev,
+  shifted: boolean,
+  x: Tensor,
+  n: Tensor,
+  value: Tensor,
+): Tensor {
+  const [top, bottom] = shifted ? [x.eq(1), x.eq(0)] : [x.eq(1), x.eq(-1)];
+  const one = fill(n, 1);
+  const twoN1 = n.mul(2).add(1);
+  const parity = (v: Tensor) => v.where(even(n), v.neg());
+  const [atTop, atBottom] = kind === "t"
+    ? [one, parity(one)]
+    : kind === "u"
+    ? [n.add(1), parity(n.add(1))]
+    : kind === "v"
+    ? [one, parity(twoN1)]
+    : [twoN1, parity(one)];
+  return atTop.where(top, atBottom.where(bottom, value)).where(n.ge(0), 0);
+}
+
+/**
+ * The signature of the polynomial functions: a tensor of degrees makes the
+ * result a Promise (the loop's length is its largest entry, read back).
+ */
 export interface PolynomialFunction {
   /** With a number degree n (truncated toward 0; below 0 gives 0). */
   (x: Tensor, n: number): Tensor;
-  /** With a tensor of degrees (broadcast against x): async, as the recurrence's length is read from it. */
+  /** With a tensor of degrees (broadcast against x): async, the loop's length read from it. */
   (x: Tensor | number, n: Tensor): Promise<Tensor>;
 }
 

@@ -8,9 +8,10 @@
  * @module
  */
 
-import type { Tensor, TensorOps } from "../tensor.ts";
+import type { NestedNumbers, Tensor, TensorOps } from "../tensor.ts";
 import type { TensorLike } from "../ops/util.ts";
 import type * as composite from "./mod.ts";
+import type * as tensorUtils from "./tensor_utils.ts";
 
 /** Methods of {@link Tensor} that call an op of the same meaning with the tensor first. */
 export interface TensorMethods {
@@ -466,6 +467,126 @@ export interface TensorMethods {
   logNormal_(options?: composite.NormalFillOptions): this;
   /** Fills with integers from [from, to) in place (`random_(to)`: [0, to)). */
   random_(fromOrTo?: number, to?: number): this;
+  /** Tangent (`torch.tan`). */
+  tan(): Tensor;
+  /** Arcsine (`torch.asin`). */
+  asin(): Tensor;
+  /** Arccosine (`torch.acos`). */
+  acos(): Tensor;
+  /** Arctangent (`torch.atan`). */
+  atan(): Tensor;
+  /** Hyperbolic sine (`torch.sinh`). */
+  sinh(): Tensor;
+  /** Hyperbolic cosine (`torch.cosh`). */
+  cosh(): Tensor;
+  /** Inverse hyperbolic sine (`torch.asinh`). */
+  asinh(): Tensor;
+  /** Inverse hyperbolic cosine (`torch.acosh`). */
+  acosh(): Tensor;
+  /** Inverse hyperbolic tangent (`torch.atanh`). */
+  atanh(): Tensor;
+  /** Alias of `asin`. */
+  arcsin(): Tensor;
+  /** Alias of `acos`. */
+  arccos(): Tensor;
+  /** Alias of `atan`. */
+  arctan(): Tensor;
+  /** Alias of `asinh`. */
+  arcsinh(): Tensor;
+  /** Alias of `acosh`. */
+  arccosh(): Tensor;
+  /** Alias of `atanh`. */
+  arctanh(): Tensor;
+  /** Base-2 logarithm (`torch.log2`). */
+  log2(): Tensor;
+  /** Base-10 logarithm (`torch.log10`). */
+  log10(): Tensor;
+  /** 2 ** this (`torch.exp2`). */
+  exp2(): Tensor;
+  /** 1 - erf, accurate in the tail (`torch.erfc`). */
+  erfc(): Tensor;
+  /** The inverse error function (`torch.erfinv`). */
+  erfinv(): Tensor;
+  /** log |Γ(this)| (`torch.lgamma`). */
+  lgamma(): Tensor;
+  /** The digamma function (`torch.digamma`). */
+  digamma(): Tensor;
+  /** Modified Bessel function I₀ (`torch.i0`). */
+  i0(): Tensor;
+  /** sin(πx)/(πx), 1 at 0 (`torch.sinc`). */
+  sinc(): Tensor;
+  /** Degrees to radians (`torch.deg2rad`). */
+  deg2rad(): Tensor;
+  /** Radians to degrees (`torch.rad2deg`). */
+  rad2deg(): Tensor;
+  /** The sign (`torch.sgn`). */
+  sgn(): Tensor;
+  /** 1 where the sign bit is set (`torch.signbit`). */
+  signbit(): Tensor;
+  /** This tensor (`torch.positive`). */
+  positive(): Tensor;
+  /** -this (`torch.negative`). */
+  negative(): Tensor;
+  /** |this| (`torch.absolute`). */
+  absolute(): Tensor;
+  /** Rounded toward zero (`torch.fix`). */
+  fix(): Tensor;
+  /** Multivariate log-gamma of dimension `p` (`torch.mvlgamma`). */
+  mvlgamma(p: number): Tensor;
+  /** log(this/(1 - this)), clamped into [eps, 1 - eps] when given (`torch.logit`). */
+  logit(options?: composite.LogitOptions): Tensor;
+  /** this · log(other), 0 where this is 0 (`torch.xlogy`). */
+  xlogy(other: TensorLike): Tensor;
+  /** Bytes per element (4, or 8 for float64). */
+  elementSize(): number;
+  /** Whether the dtype is floating-point. */
+  isFloatingPoint(): boolean;
+  /** Whether the dtype is signed (every multigrad dtype is). */
+  isSigned(): boolean;
+  /** Whether `other` has the same shape. */
+  isSameSize(other: Tensor): boolean;
+  /** Whether the single element is nonzero (async; rejects unless one element). */
+  isNonzero(): Promise<boolean>;
+  /** The values as nested arrays (async; `Tensor.tolist`). */
+  tolist(): Promise<NestedNumbers>;
+  /** Zeros of `size` with this dtype and device unless told. */
+  newZeros(size: readonly number[], options?: tensorUtils.NewTensorOptions): Tensor;
+  /** Ones of `size` with this dtype and device unless told. */
+  newOnes(size: readonly number[], options?: tensorUtils.NewTensorOptions): Tensor;
+  /** `fillValue` in `size` with this dtype and device unless told. */
+  newFull(
+    size: readonly number[],
+    fillValue: number,
+    options?: tensorUtils.NewTensorOptions,
+  ): Tensor;
+  /** A tensor of `size` (zeros) with this dtype and device unless told. */
+  newEmpty(size: readonly number[], options?: tensorUtils.NewTensorOptions): Tensor;
+  /** `data` as a new tensor with this dtype and device unless told. */
+  newTensor(data: tensorUtils.NewTensorData, options?: tensorUtils.NewTensorOptions): Tensor;
+  /** Summed down to `size`, which broadcasts to this shape. */
+  sumToSize(size: readonly number[]): Tensor;
+  /** Sliding windows of `size`, `step` apart, along `dim` (a last dim of `size`). */
+  unfold(dim: number, size: number, step: number): Tensor;
+  /** The elements at `storageOffset + Σ i·stride` in row-major order, as a tensor of `size`. */
+  asStrided(size: readonly number[], stride: readonly number[], storageOffset?: number): Tensor;
+  /** Split along `dim` into pieces of `splitSizes` (summing to that dim's size). */
+  splitWithSizes(splitSizes: readonly number[], dim?: number): Tensor[];
+  /** `length` elements from `start` along `dim`, as a new tensor. */
+  narrowCopy(dim: number, start: number, length: number): Tensor;
+  /** `[mantissa, exponent]` with mantissa in [0.5, 1) and an int32 exponent. */
+  frexp(): [Tensor, Tensor];
+  /** 0 where `-lambd <= x <= lambd`, else `x`. */
+  hardshrink(lambd?: number): Tensor;
+  /** `x` where positive, else `weight · x` (per channel). */
+  prelu(weight: Tensor): Tensor;
+  /** The product of the Householder reflectors given by this and `tau` (`linalg.householderProduct`). */
+  orgqr(tau: Tensor): Tensor;
+  /** The regularized lower incomplete gamma function of (this, other). */
+  igamma(other: TensorLike): Tensor;
+  /** The regularized upper incomplete gamma function of (this, other). */
+  igammac(other: TensorLike): Tensor;
+  /** {@link mH} as a method. */
+  adjoint(): Tensor;
 }
 
 /** The op (a key of the installed op table) each of {@link TensorMethods} calls. */
@@ -677,4 +798,62 @@ export const TENSOR_METHOD_OPS = {
   geometric_: "geometric_",
   logNormal_: "logNormal_",
   random_: "random_",
+  tan: "tan",
+  asin: "asin",
+  acos: "acos",
+  atan: "atan",
+  sinh: "sinh",
+  cosh: "cosh",
+  asinh: "asinh",
+  acosh: "acosh",
+  atanh: "atanh",
+  arcsin: "arcsin",
+  arccos: "arccos",
+  arctan: "arctan",
+  arcsinh: "arcsinh",
+  arccosh: "arccosh",
+  arctanh: "arctanh",
+  log2: "log2",
+  log10: "log10",
+  exp2: "exp2",
+  erfc: "erfc",
+  erfinv: "erfinv",
+  lgamma: "lgamma",
+  digamma: "digamma",
+  i0: "i0",
+  sinc: "sinc",
+  deg2rad: "deg2rad",
+  rad2deg: "rad2deg",
+  sgn: "sgn",
+  signbit: "signbit",
+  positive: "positive",
+  negative: "negative",
+  absolute: "absolute",
+  fix: "fix",
+  mvlgamma: "mvlgamma",
+  logit: "logit",
+  xlogy: "xlogy",
+  elementSize: "elementSize",
+  isFloatingPoint: "isFloatingPoint",
+  isSigned: "isSigned",
+  isSameSize: "isSameSize",
+  isNonzero: "isNonzero",
+  tolist: "tolist",
+  newZeros: "newZeros",
+  newOnes: "newOnes",
+  newFull: "newFull",
+  newEmpty: "newEmpty",
+  newTensor: "newTensor",
+  sumToSize: "sumToSize",
+  unfold: "unfold",
+  asStrided: "asStrided",
+  splitWithSizes: "splitWithSizes",
+  narrowCopy: "narrowCopy",
+  frexp: "frexp",
+  hardshrink: "hardshrink",
+  prelu: "prelu",
+  orgqr: "orgqr",
+  igamma: "igamma",
+  igammac: "igammac",
+  adjoint: "adjoint",
 } as const satisfies { readonly [K in keyof TensorMethods]: keyof TensorOps };

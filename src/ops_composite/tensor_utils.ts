@@ -296,7 +296,7 @@ export function unfold(x: Tensor, dim: number, size: number, step: number): Tens
   const count = Math.floor((n - size) / step) + 1;
   const index = new Int32Array(count * size);
   for (let w = 0; w < count; w++) {
-    for (let j = 0; j < size; j++) index[w * size + j] = w * size + j;
+    for (let j = 0; j < size; j++) index[w * size + j] = w * step + j;
   }
   return forwardScope(() => {
     const picked = indexSelect(x, d, tensor(index, { device: x.device }));
@@ -423,9 +423,59 @@ export function frexp(x: Tensor): [Tensor, Tensor] {
       // log2 may be off by one ulp at powers of two: the mantissa's range settles it.
       const guess = log2(safe).floor().add(1);
       const m = scale(safe, guess);
-      const fixed = guess;
+      const fixed = guess.add(m.ge(1)).sub(m.lt(0.5));
       return where(regular, fixed, 0);
     });
     return [scale(x, e), e.to("int32")];
   });
+}
+
+// ---- matrix views and real-number no-ops ----
+
+function requireMatrices(op: string, x: Tensor, exactlyTwo = false): void {
+  if (exactlyTwo ? x.ndim !== 2 : x.ndim < 2) {
+    throw new RangeError(
+      `${op} is only supported on matrices${
+        exactlyTwo ? " (2-D tensors)" : " or batches of matrices"
+      }, got a ${x.ndim}-D tensor (shape ${formatShape(x.shape)})`,
+    );
+  }
+}
+
+/** The last two dims swapped (`Tensor.mT`; a copy). */
+export function mT(x: Tensor): Tensor {
+  requireTensor("mT", x);
+  requireMatrices("mT", x);
+  return x.transpose(-2, -1);
+}
+
+/** The conjugate transpose of each matrix (`Tensor.mH`): {@link mT}, as every tensor is real. */
+export function mH(x: Tensor): Tensor {
+  requireTensor("mH", x);
+  requireMatrices("mH", x);
+  return x.transpose(-2, -1);
+}
+
+/** {@link mH} (`Tensor.adjoint`). */
+export function adjoint(x: Tensor): Tensor {
+  requireTensor("adjoint", x);
+  requireMatrices("adjoint()", x);
+  return x.transpose(-2, -1);
+}
+
+/**
+ * The dims reversed (`Tensor.T`): a matrix transposed, a 0-d or 1-D tensor
+ * itself, more dims reversed (deprecated in PyTorch for ndim > 2, still allowed).
+ */
+export function T(x: Tensor): Tensor {
+  requireTensor("T", x);
+  if (x.ndim < 2) return x;
+  return x.permute(x.shape.map((_, i) => x.ndim - 1 - i));
+}
+
+/** The conjugate transpose of a matrix (`Tensor.H`; 2-D only, as PyTorch). */
+export function H(x: Tensor): Tensor {
+  requireTensor("H", x);
+  requireMatrices("H", x, true);
+  return x.transpose(0, 1);
 }

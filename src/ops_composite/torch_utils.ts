@@ -1,14 +1,13 @@
 /**
- * torch-level utilities: `isTensor`, `numel`, the seeds (`seed`,
- * `initialSeed`, and the `manualSeed` that records what it was given),
- * grad modes (`setGradEnabled`, `inferenceMode`) and the deterministic
+ * torch-level utilities: `isTensor`, `numel`, `seed` (`manualSeed` and
+ * `initialSeed` are the core's), grad modes (`setGradEnabled`, `inferenceMode`) and the deterministic
  * algorithms switch.
  * @module
  */
 
 import { isGradEnabled, noGrad, setGradEnabled as setGradMode } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
-import { getRngState, manualSeed as seedGenerator } from "../ops/factory.ts";
+import { manualSeed } from "../ops/factory.ts";
 
 /** Whether `obj` is a multigrad Tensor (`torch.is_tensor`). */
 export function isTensor(obj: unknown): obj is Tensor {
@@ -23,18 +22,6 @@ export function numel(x: Tensor): number {
   return x.numel();
 }
 
-// The generator's state before any draw is the seed it started from (time-based).
-let initial = Number(BigInt(`0x${getRngState().slice("splitmix64:".length)}`));
-
-/**
- * Seeds every random factory (rand, randn, dropout, shuffles that use it),
- * as `torch.manual_seed`, and remembers the seed for {@link initialSeed}.
- */
-export function manualSeed(seed: number): void {
-  seedGenerator(seed);
-  initial = Number(BigInt.asUintN(64, BigInt(Math.trunc(seed))));
-}
-
 /**
  * Seeds the generator with a fresh non-deterministic seed and returns it,
  * as `torch.seed` (an integer below 2^53, so the number holds it exactly).
@@ -44,17 +31,6 @@ export function seed(): number {
   const fresh = (words[0] & 0x1fffff) * 2 ** 32 + words[1];
   manualSeed(fresh);
   return fresh;
-}
-
-/**
- * The seed the generator last started from, as `torch.initial_seed`: the
- * one given to {@link manualSeed} or made by {@link seed}, else the
- * time-based one chosen at startup. A negative seed reads back as its
- * 64-bit two's complement (`manualSeed(-1)` → 2^64 - 1, as PyTorch), which a
- * number holds only approximately above 2^53.
- */
-export function initialSeed(): number {
-  return initial;
 }
 
 /**

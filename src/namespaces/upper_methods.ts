@@ -1,7 +1,8 @@
 /**
  * Tensor methods whose functions live above the composite ops (linalg's
  * `det`, `slogdet`, `matrixPower`, `cross`, `cholesky`, `qr` with
- * `torch.*`'s conventions, nn.functional's `hardshrink` and `prelu`) and
+ * `torch.*`'s conventions, and `orgqr`), nn.functional's `hardshrink` and
+ * `prelu`, special's incomplete gamma functions as `igamma`/`igammac`) and
  * the method-only conveniences of `../ops_composite/tensor_utils.ts`
  * (`newZeros`, `type`, `stride`, `unfold`, ...): installed on Tensor here,
  * where every layer may be imported (see `TensorOps` in `../tensor.ts`).
@@ -14,18 +15,25 @@ import * as lu from "../linalg/lu.ts";
 import { cross as linalgCross } from "../linalg/products.ts";
 import { cholesky as linalgCholesky } from "../linalg/triangular.ts";
 import { qr as linalgQr } from "../linalg/qr.ts";
+import { householderProduct } from "../linalg/decompositions.ts";
 import { hardshrink as shrink, prelu as preluOf } from "../nn/functional/activation_extra.ts";
+import { gammainc, gammaincc } from "../ops_composite/special_functions.ts";
+import type { TensorLike } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 
 export {
+  adjoint,
   asStrided,
   elementSize,
   frexp,
   getDevice,
+  H,
   isFloatingPoint,
   isNonzero,
   isSameSize,
   isSigned,
+  mH,
+  mT,
   narrowCopy,
   newEmpty,
   newFull,
@@ -35,6 +43,7 @@ export {
   splitWithSizes,
   stride,
   sumToSize,
+  T,
   tolist,
   type,
   unfold,
@@ -108,6 +117,24 @@ export function prelu(x: Tensor, weight: Tensor): Tensor {
   return preluOf(x, weight);
 }
 
+/**
+ * The product of the Householder reflectors of `A` and `tau`
+ * (`Tensor.orgqr`; see `linalg.householderProduct`).
+ */
+export function orgqr(A: Tensor, tau: Tensor): Tensor {
+  return householderProduct(A, tau);
+}
+
+/** The regularized lower incomplete gamma function (`torch.igamma`; see `special.gammainc`). */
+export function igamma(input: TensorLike, other: TensorLike): Tensor {
+  return gammainc(input, other);
+}
+
+/** The regularized upper incomplete gamma function (`torch.igammac`; see `special.gammaincc`). */
+export function igammac(input: TensorLike, other: TensorLike): Tensor {
+  return gammaincc(input, other);
+}
+
 installTensorOps({
   ...tensorUtils,
   det,
@@ -118,4 +145,7 @@ installTensorOps({
   qr,
   hardshrink,
   prelu,
+  orgqr,
+  igamma,
+  igammac,
 });

@@ -1,0 +1,261 @@
+/**
+ * `special`'s Bessel, Airy and orthogonal-polynomial functions (besselJ0 …
+ * legendrePolynomialP) against PyTorch 1.13
+ * (tests/fixtures/torch_special_more.json: every branch of PyTorch's
+ * algorithms, ±0, ±1, ±inf, NaN, poles, n < 0, fractional n, a tensor of
+ * degrees broadcast against x) on every backend in float32 and on cpu in
+ * float64; int32 promotion; no gradient (as PyTorch 1.13); errors naming
+ * the bad value.
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import type * as mg from "../mod.ts";
+import { special, type Tensor, tensor } from "../mod.ts";
+import { assertClose, backendTest, decodeFixture, type FixtureValues, REF } from "./harness.ts";
+import fixtures from "./fixtures/torch_special_more.json" with { type: "json" };
+
+const UNARY: Record<string, (x: Tensor) => Tensor> = {
+  besselJ0: special.besselJ0,
+  besselJ1: special.besselJ1,
+  besselY0: special.besselY0,
+  besselY1: special.besselY1,
+  modifiedBesselI0: special.modifiedBesselI0,
+  modifiedBesselI1: special.modifiedBesselI1,
+  modifiedBesselK0: special.modifiedBesselK0,
+  modifiedBesselK1: special.modifiedBesselK1,
+  scaledModifiedBesselK0: special.scaledModifiedBesselK0,
+  scaledModifiedBesselK1: special.scaledModifiedBesselK1,
+  sphericalBesselJ0: special.sphericalBesselJ0,
+  airyAi: special.airyAi,
+};
+
+const POLYNOMIALS: Record<string, special.PolynomialFunction> = {
+  chebyshevPolynomialT: special.chebyshevPolynomialT,
+  chebyshevPolynomialU: special.chebyshevPolynomialU,
+  chebyshevPolynomialV: special.chebyshevPolynomialV,
+  chebyshevPolynomialW: special.chebyshevPolynomialW,
+  shiftedChebyshevPolynomialT: special.shiftedChebyshevPolynomialT,
+  shiftedChebyshevPolynomialU: special.shiftedChebyshevPolynomialU,
+  shiftedChebyshevPolynomialV: special.shiftedChebyshevPolynomialV,
+  shiftedChebyshevPolynomialW: special.shiftedChebyshevPolynomialW,
+  hermitePolynomialH: special.hermitePolynomialH,
+  hermitePolynomialHe: special.hermitePolynomialHe,
+  laguerrePolynomialL: special.laguerrePolynomialL,
+  legendrePolynomialP: special.legendrePolynomialP,
+};
+
+interface UnaryCase {
+  name: string;
+  x: FixtureValues;
+  out: FixtureValues;
+  out64: FixtureValues;
+  requires_grad: boolean;
+}
+
+interface PolynomialCase {
+  name: string;
+  x: FixtureValues;
+  n: FixtureValues;
+  out: FixtureValues;
+  out64: FixtureValues;
+}
+
+const shapeOf = (v: FixtureValues): number[] =>
+  Array.isArray(v) ? [v.length, ...shapeOf(v[0])] : [];
+
+/**
+ * float32 within a few ulp of PyTorch's float32 on the cpu (same algorithm,
+ * same operation order); the GPU's exp/log/sin/cos are looser.
+ */
+function tol32(device: mg.Device) {
+  return device.backend === "cpu" ? { atol: 1e-6, rtol: 1e-5 } : { atol: 2e-5, rtol: 2e-4 };
+}
+
+/**
+ * Each element close to PyTorch's float32 value or to its float64 value of
+ * the same input: where float32 itself is off (sin of a large argument, a
+ * recurrence that cancels), either is an honest answer.
+ */
+function assertNear(
+  actual: ArrayLike<number>,
+  torch32: FixtureValues,
+  torch64: FixtureValues,
+  options: { atol: number; rtol: number; what: string },
+): void {
+  const [a, e32, e64] = [Array.from(actual), decodeFixture(torch32), decodeFixture(torch64)];
+  const picked = a.map((v, i) => {
+    const near = (e: number) =>
+      Object.is(v, e) || (Number.isNaN(v) && Number.isNaN(e)) || v === e ||
+      Math.abs(v - e) <= options.atol + options.rtol * Math.abs(e);
+    return near(e32[i]) ? e32[i] : near(Math.fround(e64[i])) ? Math.fround(e64[i]) : e32[i];
+  });
+  assertClose(a, picked, options);
+}
+
+for (const c of fixtures.unary as UnaryCase[]) {
+  backendTest(`special more fixture: ${c.name} float32`, async (device) => {
+    const x = tensor(decodeFixture(c.x), { device, requiresGrad: true });
+    const out = UNARY[c.name](x);
+    assert.equal(out.dtype, "float32");
+    assert.equal(out.requiresGrad, c.requires_grad, `${c.name}: requiresGrad as PyTorch`);
+    assertNear(await out.data(), c.out, c.out64, { ...tol32(device), what: c.name });
+  });
+}
+
+Deno.test("special more fixture: float64 outputs (cpu)", async () => {
+  for (const c of fixtures.unary as UnaryCase[]) {
+    const x = tensor(decodeFixture(c.x), { device: REF, dtype: "float64" });
+    const out = UNARY[c.name](x);
+    assert.equal(out.dtype, "float64");
+    assertClose(await out.data(), decodeFixture(c.out64), {
+      atol: 1e-14,
+      rtol: 1e-12,
+      what: `${c.name} float64`,
+    });
+  }
+});
+
+const polyLabel = (c: PolynomialCase) =>
+  `${c.name}(n = ${Array.isArray(c.n) ? "tensor" : JSON.stringify(c.n)})`;
+
+async function evaluatePolynomial(
+  c: PolynomialCase,
+  device: mg.Device,
+  dtype: "float32" | "float64",
+): Promise<Tensor> {
+  const fn = POLYNOMIALS[c.name];
+  const x = tensor(decodeFixture(c.x), { shape: shapeOf(c.x), device, dtype });
+  if (!Array.isArray(c.n)) return fn(x, decodeFixture(c.n)[0]);
+  return await fn(x, tensor(decodeFixture(c.n), { device, dtype }));
+}
+
+/**
+ * Each element within a few times PyTorch's own float32 error of the true
+ * value (its float64 result of the same input), plus a few ulp: the
+ * recurrences cancel (Hermite at large n) and the closed forms amplify
+ * acos's rounding by n (and by 1/sin θ next to ±1), so float32 rounding
+ * differences between two correct implementations grow with the
+ * conditioning; PyTorch's own error measures it.
+ */
+function assertAsGoodAsTorch(
+  actual: ArrayLike<number>,
+  torch32: FixtureValues,
+  torch64: FixtureValues,
+  options: { atol: number; rtol: number; what: string; degree: number },
+): void {
+  const [a, e32, e64] = [Array.from(actual), decodeFixture(torch32), decodeFixture(torch64)];
+  // The closed forms' phase (n + ½)·acos(y) carries a few ulp times n.
+  const phase = 4 * (options.degree + 1) * 2 ** -23;
+  a.forEach((v, i) => {
+    const [t32, t64] = [e32[i], Math.fround(e64[i])];
+    if (Object.is(v, t32) || (Number.isNaN(v) && Number.isNaN(t32))) return;
+    const slack = Number.isFinite(t32) ? 4 * Math.abs(t32 - e64[i]) : 0;
+    const tol = options.atol + phase + options.rtol * Math.abs(t64) + slack;
+    if (!(Math.abs(v - t64) <= tol)) {
+      assert.fail(
+        `${options.what}: element ${i} is ${v}, PyTorch float32 ${t32}, float64 ${
+          e64[i]
+        } (tolerance ${tol})`,
+      );
+    }
+  });
+}
+
+for (const name of Object.keys(POLYNOMIALS)) {
+  backendTest(`special more fixture: ${name} float32`, async (device) => {
+    for (const c of (fixtures.polynomial as PolynomialCase[]).filter((p) => p.name === name)) {
+      const out = await evaluatePolynomial(c, device, "float32");
+      assert.equal(out.dtype, "float32");
+      assert.deepEqual([...out.shape], shapeOf(c.out), polyLabel(c));
+      assertAsGoodAsTorch(await out.data(), c.out, c.out64, {
+        ...tol32(device),
+        what: polyLabel(c),
+        degree: Math.max(...decodeFixture(c.n).filter(Number.isFinite)),
+      });
+    }
+  });
+}
+
+Deno.test("special more fixture: polynomials float64 (cpu)", async () => {
+  for (const c of fixtures.polynomial as PolynomialCase[]) {
+    const out = await evaluatePolynomial(c, REF, "float64");
+    assert.equal(out.dtype, "float64");
+    assertClose(await out.data(), decodeFixture(c.out64), {
+      atol: 1e-12,
+      rtol: 1e-12,
+      what: `${polyLabel(c)} float64`,
+    });
+  }
+});
+
+backendTest(
+  "special more: a tensor of degrees with a number x, and int32 input",
+  async (device) => {
+    const n = tensor([0, 1, 2, 3, -1], { device, dtype: "int32" });
+    const t = await special.chebyshevPolynomialT(0.5, n);
+    assert.equal(t.dtype, "float32");
+    assertClose(await t.data(), [1, 0.5, -0.5, -1, 0], { atol: 1e-6, what: "T_n(0.5)" });
+    const h = special.hermitePolynomialH(tensor([0, 1, 2], { device, dtype: "int32" }), 3);
+    assert.equal(h.dtype, "float32");
+    // H_3(x) = 8x³ - 12x
+    assertClose(await h.data(), [0, -4, 40], { what: "H_3 of int32" });
+    const j = special.besselJ0(tensor([0, 1], { device, dtype: "int32" }));
+    assert.equal(j.dtype, "float32");
+    assertClose(await j.data(), [1, 0.7651976865579666], { atol: 1e-6, what: "J0 of int32" });
+    // A float64 degree tensor widens float32 x, as PyTorch's promotion.
+    if (device.backend === "cpu") {
+      const wide = await special.legendrePolynomialP(
+        tensor([0.5], { device }),
+        tensor([2], { device, dtype: "float64" }),
+      );
+      assert.equal(wide.dtype, "float64");
+      assertClose(await wide.data(), [-0.125], { atol: 1e-15, what: "P_2(0.5)" });
+    }
+  },
+);
+
+Deno.test("special more: no gradient, as PyTorch 1.13 (backward raises)", () => {
+  const x = tensor([0.5, 1.5], { requiresGrad: true });
+  for (const [name, fn] of Object.entries(UNARY)) {
+    const out = fn(x);
+    assert.equal(out.requiresGrad, false, name);
+    assert.throws(() => out.sum().backward(), /does not require grad/, name);
+  }
+  for (const [name, fn] of Object.entries(POLYNOMIALS)) {
+    const out = fn(x, 3);
+    assert.equal(out.requiresGrad, false, name);
+    assert.throws(() => out.sum().backward(), /does not require grad/, name);
+  }
+  assert.equal(x.grad, null);
+});
+
+Deno.test("special more: errors name the bad value", async () => {
+  assert.throws(
+    () => special.hermitePolynomialH(tensor([1]), 5000),
+    (e: Error) =>
+      e instanceof RangeError && /hermitePolynomialH/.test(e.message) && /5000/.test(e.message),
+  );
+  await assert.rejects(
+    () => special.legendrePolynomialP(tensor([1]), tensor([1, 9000.5])),
+    (e: Error) =>
+      e instanceof RangeError && /legendrePolynomialP/.test(e.message) && /9000/.test(e.message),
+  );
+  assert.throws(
+    () => special.chebyshevPolynomialT(0.5 as unknown as Tensor, 3),
+    (e: Error) => e instanceof TypeError && /0\.5/.test(e.message) && /\b3\b/.test(e.message),
+  );
+  assert.throws(
+    () => special.laguerrePolynomialL(tensor([1, 2, 3]), tensor([1, 2]) as unknown as number),
+    (e: Error) => /\[3\]/.test(e.message) && /\[2\]/.test(e.message),
+  );
+});
+
+Deno.test("special more: degrees outside int64 (NaN, ±inf, 1e30) give 0, as PyTorch on x86", async () => {
+  const x = tensor([0.5, 2]);
+  for (const n of [Infinity, NaN, 1e30, -Infinity]) {
+    assert.deepEqual([...await special.hermitePolynomialH(x, n).data()], [0, 0], `n = ${n}`);
+  }
+  const t = await special.chebyshevPolynomialT(x, tensor([1e30, 2]));
+  assert.deepEqual([...await t.data()], [0, 7]);
+});
