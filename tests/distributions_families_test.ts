@@ -318,6 +318,13 @@ async function checkMoments(d: D.Distribution, what: string, vtol = 0.1): Promis
 backendTest("distributions families: sample moments", async (device) => {
   const f = (v: number[]) => tensor(v, { device });
   await checkMoments(new D.Binomial(7, { probs: f([0.1, 0.5, 0.93]) }), "Binomial");
+  // n·min(p, 1 - p) below 10 (waiting times) and above (BTRS), p above ½ (flipped), p at 0 and 1.
+  await checkMoments(
+    new D.Binomial(f([5, 40, 200, 1000, 30, 12, 0]), {
+      probs: f([0.3, 0.6, 0.1, 0.97, 0, 1, 0.5]),
+    }),
+    "Binomial with tensor totalCount",
+  );
   await checkMoments(new D.Geometric({ probs: f([0.2, 0.6, 1]) }), "Geometric");
   await checkMoments(
     new D.NegativeBinomial(f([2, 5.5]), { probs: f([0.3, 0.6]) }),
@@ -364,6 +371,25 @@ backendTest("distributions families: sample moments", async (device) => {
     "MixtureSameFamily of Independent",
   );
 });
+
+backendTest(
+  "distributions families: Binomial draws by exact masses",
+  async (device) => {
+    manualSeed(21);
+    // BTRS (n·p = 20), flipped BTRS (n·(1 - p) = 12) and waiting times (n·p = 3).
+    const n = [200, 60, 10];
+    const d = new D.Binomial(tensor(n, { device }), { probs: tensor([0.1, 0.8, 0.3], { device }) });
+    const x = await d.sample([N]).data();
+    const ks = [20, 48, 3];
+    const pk = await d.logProb(tensor(ks, { device })).exp().data();
+    for (let j = 0; j < 3; j++) {
+      let hits = 0;
+      for (let i = 0; i < N; i++) if (x[i * 3 + j] === ks[j]) hits++;
+      const se = Math.sqrt(pk[j] * (1 - pk[j]) / N);
+      assert.ok(Math.abs(hits / N - pk[j]) <= 5 * se, `P(X = ${ks[j]}): ${hits / N} vs ${pk[j]}`);
+    }
+  },
+);
 
 backendTest("distributions families: Wishart and LKJCholesky draws", async (device) => {
   const f = (v: number[]) => tensor(v, { device });
@@ -617,8 +643,8 @@ Deno.test("distributions families: bad input is a clear error", async () => {
   assert.throws(() => new D.Binomial(3, { probs: 1.5 }), /Binomial: probs .* got 1.5/);
   assert.throws(() => new D.Binomial(3, { probs: 0.5, logits: 0 }), /either probs or logits/);
   assert.throws(
-    () => new D.Binomial(t([3, 4]), { probs: t([0.5, 0.2]) }).sample(),
-    /Binomial.sample: needs totalCount as a number .* shape \[2\]/,
+    () => new D.Binomial(t([3, 4]), { probs: t([0.5, 0.2]) }).entropy(),
+    /Binomial.entropy: needs totalCount as a number .* shape \[2\]/,
   );
   assert.throws(
     () => new D.Geometric({ probs: 0 }),

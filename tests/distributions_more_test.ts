@@ -686,6 +686,23 @@ backendTest("distributions more: constraints", async (device) => {
   assert.deepEqual(await all(par.support.check(tensor([1.5, 1.5], { device }))), [1, 0]);
 });
 
+backendTest("distributions more: constraints at infinities and NaN, as PyTorch", async (device) => {
+  const C = D.constraints;
+  const all = async (m: Tensor) => Array.from(await m.data());
+  // Infinity is not an integer (PyTorch: inf % 1 is NaN).
+  const ints = tensor([Infinity, 3, -0, NaN], { device });
+  assert.deepEqual(await all(C.nonnegativeInteger.check(ints)), [0, 1, 1, 0]);
+  assert.deepEqual(await all(C.positiveInteger.check(ints)), [0, 1, 0, 0]);
+  // Equal infinities are close (isclose), NaN is not.
+  const inf = tensor([[[1, Infinity], [Infinity, 1]], [[1, NaN], [NaN, 1]]], { device });
+  assert.deepEqual(await all(C.symmetric.check(inf)), [1, 1, 1, 1, 0, 0, 0, 0]);
+  // Non-finite matrices are not positive (semi)definite, and checking them is no error.
+  assert.deepEqual(await all(C.positiveSemidefinite.check(inf)), Array(8).fill(0));
+  assert.deepEqual(await all(C.positiveDefinite.check(inf)), Array(8).fill(0));
+  const mixed = tensor([[[2, 1], [1, 2]], [[1, NaN], [2, 1]]], { device });
+  assert.deepEqual(await all(C.positiveSemidefinite.check(mixed)), [1, 1, 1, 1, 0, 0, 0, 0]);
+});
+
 // ---------------------------------------------------------------- gradient checks (float64, cpu)
 
 const pos = (t: Tensor) => t.abs().add(0.3);

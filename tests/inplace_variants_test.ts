@@ -203,17 +203,52 @@ backendTest("in-place on a copy where PyTorch has a view is refused, not lost", 
   assert.deepEqual(await p.toArray(), [[2, 8], [4, 10], [6, 12]]);
 });
 
-backendTest("in-place errors name the bad dtype, shape or value", (device) => {
+backendTest("unrecorded in-place ops free their intermediates at once", async (device) => {
+  // An optimizer-style loop under noGrad must not hold one temporary per step until GC.
+  const p = tensor([[0.5, -2, 3], [1, 0.25, -1]], { device });
+  const m = tensor([1, 2, 3], { device });
+  const step = () =>
+    noGrad(() => p.clamp_(-1, 1).lerp_(m, 0.5).addcmul_(m, m, { value: -0.1 }).normal_());
+  step(); // a first step may make what later ones reuse
+  await p.data();
+  const before = device.memory().bytesInUse;
+  for (let i = 0; i < 20; i++) step();
+  await p.data();
+  assert.equal(device.memory().bytesInUse, before);
+});
+
+backendTest("in-place errors name the bad dtype, shape or value", async (device) => {
   const ints = tensor([1, 2, 3], { dtype: "int32", device });
   assert.throws(() => ints.sqrt_(), /sqrt: expected a floating-point tensor, got int32/);
   assert.throws(() => ints.div_(2), /div_: the result type float32 cannot be stored in the int32/);
   assert.throws(() => ints.clamp_(0.5), /clamp_: the result type float32 .* int32/);
+  // 0.5 · alpha 2 is an integer, but PyTorch's result type is float all the same.
+  assert.throws(
+    () => ints.sub_(0.5, { alpha: 2 }),
+    /sub_: the result type float32 cannot be stored in the int32 tensor/,
+  );
+  assert.throws(() => ints.clamp_(), /clamp_: at least one of min or max must be given/);
+  assert.throws(() => ints.clip_(undefined, undefined), /clip_: at least one of min or max/);
   assert.throws(() => ints.uniform_(), /uniform_: needs a floating-point tensor, got int32/);
   const x = tensor([1, 2, 3], { device });
   assert.throws(
     () => x.sub_(tensor([[1, 2, 3], [4, 5, 6]], { device })),
     /sub_: the result of shape \[2, 3\] does not fit the tensor's shape \[3\]/,
   );
+  // Refused before any work: a division by zero in the refused op must not surface at a later read.
+  const zeroDivisor = tensor([[1, 0, 1], [1, 1, 1]], { dtype: "int32", device });
+  assert.throws(
+    () => ints.floorDivide_(zeroDivisor),
+    /floorDivide_: the result of shape \[2, 3\] does not fit the tensor's shape \[3\]/,
+  );
+  assert.throws(() => x.lerp_(x, tensor([[0.5], [1]], { device })), /lerp_: the result of shape/);
+  assert.throws(
+    () => x.clamp_(undefined, zeros([2, 1], { device })),
+    /clamp_: the result of shape/,
+  );
+  assert.throws(() => x.maskedFill_(zeroDivisor, 1), /maskedFill_: the result of shape \[2, 3\]/);
+  assert.throws(() => x.addcmul_(x, zeros([2, 1], { device })), /addcmul_: the result of shape/);
+  assert.deepEqual(await tensor([5, 6], { device }).add(1).toArray(), [6, 7]);
   assert.throws(
     () => x.addcdiv_(ints, ints),
     /addcdiv: integer division is not supported \(tensor1 and tensor2 are int32 and int32\)/,

@@ -259,3 +259,39 @@ Deno.test("special more: degrees outside int64 (NaN, ±inf, 1e30) give 0, as PyT
   const t = await special.chebyshevPolynomialT(x, tensor([1e30, 2]));
   assert.deepEqual([...await t.data()], [0, 7]);
 });
+
+Deno.test("special more: a long recurrence keeps a few steps in memory, not all n (review)", async () => {
+  // Each step's tensors used to stay until the whole polynomial returned:
+  // P_1000 of 10⁴ float32 values peaked at ~160 MB (n·numel·4 bytes·4).
+  const backend = REF.backendDevice;
+  const x = tensor(Array.from({ length: 10_000 }, (_, i) => i / 5_000 - 1), { device: REF });
+  const degrees = (top: number) =>
+    tensor(Array.from({ length: 10_000 }, (_, i) => i % (top + 1)), { device: REF });
+  /** The most bytes in use above the start while `run` computes. */
+  async function peakOf(run: () => Tensor | Promise<Tensor>): Promise<number> {
+    const allocate = backend.allocate;
+    const base = REF.memory().bytesInUse;
+    let peak = base;
+    backend.allocate = (numel, dtype) => {
+      const buffer = allocate.call(backend, numel, dtype);
+      peak = Math.max(peak, REF.memory().bytesInUse);
+      return buffer;
+    };
+    try {
+      (await run()).dispose();
+    } finally {
+      backend.allocate = allocate;
+    }
+    return peak - base;
+  }
+  const [n10, n1000] = [degrees(10), degrees(1000)];
+  const cases: [string, () => Tensor | Promise<Tensor>, () => Tensor | Promise<Tensor>][] = [
+    ["P_n", () => special.legendrePolynomialP(x, 10), () => special.legendrePolynomialP(x, 1000)],
+    ["U_n", () => special.chebyshevPolynomialU(x, n10), () => special.chebyshevPolynomialU(x, n1000)],
+  ];
+  for (const [what, short, long] of cases) {
+    const [a, b] = [await peakOf(short), await peakOf(long)];
+    // The same few tensors of x's size (40 kB each) whatever the degree.
+    assert.ok(b <= a + 4 * 4 * 10_000, `${what}: peak ${b} bytes at n = 1000, ${a} at n = 10`);
+  }
+});

@@ -871,3 +871,18 @@ backendTest("review: cond of empty matrices is 0 for p ±2, as PyTorch", async (
     }
   }
 });
+
+Deno.test("review: cov and gradient promote to float64 weights and coordinates, as PyTorch", () => {
+  const x = mg.randn([2, 4]);
+  const aw = mg.rand([4], { dtype: "float64" });
+  assert.equal(mg.cov(x, { aweights: aw }).dtype, "float64");
+  assert.equal(mg.cov(x.to("int32"), { aweights: aw }).dtype, "float64");
+  assert.equal(mg.cov(x.to("float64"), { aweights: mg.rand([4]) }).dtype, "float64");
+  const coords = [mg.arange(2, { dtype: "float64" }), mg.arange(4)];
+  assert.deepEqual(mg.gradient(x, { spacing: coords }).map((g) => g.dtype), ["float64", "float32"]);
+  const ints = mg.arange(4, { dtype: "int32" });
+  assert.equal(
+    mg.gradient(ints, { spacing: [mg.arange(4, { dtype: "float64" })] })[0].dtype,
+    "float64",
+  );
+});

@@ -286,6 +286,33 @@ Deno.test("torch utils: setGradEnabled and inferenceMode", () => {
   assert.throws(() => mg.inferenceMode(5 as unknown as () => void), /expected a function/);
 });
 
+Deno.test("torch utils: inferenceMode nests and restores the grad mode on throw", () => {
+  const modes = () => [mg.isGradEnabled(), mg.isInferenceModeEnabled()];
+  mg.inferenceMode(() => {
+    mg.inferenceMode(() => assert.deepEqual(modes(), [false, true]));
+    assert.deepEqual(modes(), [false, true]);
+  });
+  assert.throws(() =>
+    mg.inferenceMode(() =>
+      mg.inferenceMode(() => {
+        throw new Error("boom");
+      })
+    ), /boom/);
+  assert.deepEqual(modes(), [true, false]);
+  // Inside noGrad, leaving inferenceMode keeps noGrad's mode.
+  mg.noGrad(() => {
+    mg.inferenceMode(() => assert.deepEqual(modes(), [false, true]));
+    assert.deepEqual(modes(), [false, false]);
+  });
+  assert.deepEqual(modes(), [true, false]);
+  // An async fn is refused by the name the caller used, and leaves no mode behind.
+  assert.throws(
+    () => mg.inferenceMode(() => Promise.resolve(1)),
+    /^TypeError: inferenceMode\(fn\): fn returned a Promise/,
+  );
+  assert.deepEqual(modes(), [true, false]);
+});
+
 Deno.test("torch utils: useDeterministicAlgorithms records its flag", () => {
   assert.equal(mg.areDeterministicAlgorithmsEnabled(), false);
   mg.useDeterministicAlgorithms(true);

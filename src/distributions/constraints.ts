@@ -39,9 +39,10 @@ function allOver(mask: Tensor, n: number, like: Tensor): Tensor {
   return m.expand([...like.shape]);
 }
 
-/** 1 where `x` is an integer, as a 0/1 tensor. */
+/** 1 where `x` is an integer, as a 0/1 tensor (not ±inf: PyTorch's `inf % 1` is NaN). */
 function isInteger(x: Tensor): Tensor {
-  return x.eq(x.floor());
+  const whole = x.eq(x.floor());
+  return x.dtype === "int32" ? whole : whole.mul(x.abs().lt(Infinity));
 }
 
 function make(
@@ -177,12 +178,18 @@ function squareMask(x: Tensor): Tensor {
   return x.mul(0).add(square ? 1 : 0);
 }
 
-/** Symmetric square matrices (within 1e-6 + 1e-5 relative, as `isclose`). */
+/** Symmetric square matrices (within 1e-6 + 1e-5 relative, or equal infinities, as `isclose`). */
 function symmetricMask(x: Tensor): Tensor {
   const sq = squareMask(x);
   if (x.ndim < 2 || x.shape[x.ndim - 1] !== x.shape[x.ndim - 2]) return sq;
   const t = x.transpose(-1, -2);
-  return allOver(x.sub(t).abs().le(t.abs().mul(1e-5).add(1e-6)), 2, x);
+  const close = x.sub(t).abs().le(t.abs().mul(1e-5).add(1e-6));
+  return allOver(close.add(x.eq(t)).gt(0), 2, x);
+}
+
+/** 1 where every entry of the matrix is finite (repeated over the matrix). */
+function finiteMask(x: Tensor): Tensor {
+  return allOver(x.abs().lt(Infinity), 2, x);
 }
 
 /**
@@ -311,8 +318,10 @@ export const constraints = {
     (x) => {
       const sym = symmetricMask(x);
       if (x.ndim < 2 || x.shape[x.ndim - 1] !== x.shape[x.ndim - 2]) return sym;
-      const [, info] = choleskyEx(x.detach());
-      return sym.mul(info.eq(0).to(x.dtype).unsqueeze(-1).unsqueeze(-1));
+      // Non-finite matrices are not positive definite; the factorization sees zeros instead.
+      const finite = finiteMask(x);
+      const [, info] = choleskyEx(x.detach().where(finite, 0));
+      return sym.mul(finite).mul(info.eq(0).to(x.dtype).unsqueeze(-1).unsqueeze(-1));
     },
     () => true,
     { eventDim: 2 },
@@ -323,8 +332,10 @@ export const constraints = {
     (x) => {
       const sym = symmetricMask(x);
       if (x.ndim < 2 || x.shape[x.ndim - 1] !== x.shape[x.ndim - 2]) return sym;
-      const nonneg = eigvalsh(x.detach()).ge(0).amin(-1, true).unsqueeze(-1);
-      return sym.mul(nonneg);
+      // eigvalsh refuses non-finite input: such matrices are not semidefinite (as PyTorch's answer).
+      const finite = finiteMask(x);
+      const nonneg = eigvalsh(x.detach().where(finite, 0)).ge(0).amin(-1, true).unsqueeze(-1);
+      return sym.mul(finite).mul(nonneg);
     },
     () => true,
     { eventDim: 2 },

@@ -66,15 +66,103 @@ function checkCount(op: string, raw: Param, value: Tensor): void {
   checkParam(op, "totalCount", raw, value, allConstraints.nonnegativeInteger);
 }
 
+/** Rounds of geometric waiting times per draw where `n·q < 10` (P(X ≥ 40) below 1e-12). */
+const INVERSION_ROUNDS = 40;
+/** Rounds of BTRS proposals per draw where `n·q >= 10` (acceptance above 0.75 each). */
+const BTRS_ROUNDS = 16;
+/** `stirling_approx_tail(k)` for k = 0..9: `log k! - (k + ½) log(k + 1) + (k + 1) - ½ log 2π`. */
+const STIRLING_TAIL = [
+  0.08106146679532726,
+  0.04134069595540929,
+  0.02767792568499834,
+  0.02079067210376509,
+  0.01664469118982119,
+  0.01387612882307075,
+  0.01189670994589177,
+  0.01041126526197209,
+  0.009255462182712733,
+  0.008330563433362871,
+];
+
+/** The error of Stirling's approximation of `log k!` (PyTorch's `stirling_approx_tail`). */
+function stirlingTail(k: Tensor): Tensor {
+  const kp1 = k.add(1);
+  const sq = kp1.square();
+  const series = sq.reciprocal().div(-1260).add(1 / 360).div(sq).neg().add(1 / 12).div(kp1);
+  let table = k.mul(0);
+  STIRLING_TAIL.forEach((v, i) => table = table.add(k.eq(i).mul(v)));
+  return series.where(k.gt(9), table);
+}
+
+/**
+ * Binomial draws of `count` trials with probability `prob` (same shape),
+ * as PyTorch's sampler: with `q = min(p, 1 - p)`, Hörmann's BTRS rejection
+ * where `n·q >= 10`, else geometric waiting times, each a fixed number of
+ * rounds on every element (a draw none of whose rounds is accepted takes
+ * the rounded mean; probability below 1e-10).
+ */
+function binomialDraws(count: Tensor, prob: Tensor): Tensor {
+  const shape = [...count.shape];
+  const opts = { dtype: prob.dtype, device: prob.device };
+  const flip = prob.gt(0.5);
+  const q = prob.neg().add(1).where(flip, prob);
+  // Geometric waiting times: the successes are the waits that fit in n trials.
+  const logq = q.neg().log1p();
+  let sum = full(shape, 0, opts);
+  let inverted = full(shape, 0, opts);
+  let open = full(shape, 1, opts);
+  for (let i = 0; i < INVERSION_ROUNDS; i++) {
+    const geom = rand(shape, opts).log().div(logq).ceil();
+    sum = sum.add(geom).where(open.gt(0), sum);
+    const fits = sum.le(count).mul(open);
+    inverted = inverted.add(fits);
+    open = fits;
+  }
+  // BTRS.
+  const n = count;
+  const stddev = n.mul(q).mul(q.neg().add(1)).sqrt();
+  const b = stddev.mul(2.53).add(1.15);
+  const a = b.mul(0.0248).add(q.mul(0.01)).sub(0.0873);
+  const c = n.mul(q).add(0.5);
+  const vr = b.reciprocal().mul(-4.2).add(0.92);
+  const r = q.div(q.neg().add(1));
+  const alpha = b.reciprocal().mul(5.1).add(2.83).mul(stddev);
+  const m = n.add(1).mul(q).floor();
+  const fixed = m.add(0.5).mul(m.add(1).div(r.mul(n.sub(m).add(1))).log())
+    .add(stirlingTail(m)).add(stirlingTail(n.sub(m)));
+  let btrs = c.sub(0.5).round();
+  let pending = full(shape, 1, opts);
+  for (let i = 0; i < BTRS_ROUNDS; i++) {
+    const u = rand(shape, opts).sub(0.5);
+    const v = rand(shape, opts);
+    const us = u.abs().neg().add(0.5);
+    const k = a.mul(2).div(us).add(b).mul(u).add(c).floor();
+    const inRange = k.ge(0).mul(k.le(n));
+    const quick = us.ge(0.07).mul(v.le(vr));
+    const kk = k.clamp(0).minimum(n);
+    const lhs = v.mul(alpha).div(a.div(us.square()).add(b)).log();
+    const bound = fixed.add(n.add(1).mul(n.sub(m).add(1).div(n.sub(kk).add(1)).log()))
+      .add(kk.add(0.5).mul(r.mul(n.sub(kk).add(1)).div(kk.add(1)).log()))
+      .sub(stirlingTail(kk)).sub(stirlingTail(n.sub(kk)));
+    const accept = inRange.mul(quick.add(lhs.le(bound)).gt(0)).mul(pending);
+    btrs = k.where(accept.gt(0), btrs);
+    pending = pending.mul(accept.eq(0));
+  }
+  const drawn = inverted.where(n.mul(q).lt(10), btrs);
+  const out = n.sub(drawn).where(flip, drawn);
+  // n = 0 or p = 0 give 0, p = 1 gives n (PyTorch's first cases).
+  return out.where(n.gt(0).mul(prob.gt(0)), 0).where(prob.lt(1), n);
+}
+
 /**
  * The binomial distribution of `totalCount` trials with success
  * probability `probs` (or log-odds `logits`), as
  * `torch.distributions.Binomial(total_count, probs=, logits=)`.
  *
- * Draws sum `totalCount` Bernoulli draws, so {@link sample} needs
- * `totalCount` as a number (a tensor `totalCount` would have to be read
- * from the device first); {@link entropy} too, as PyTorch needs one count
- * for every element.
+ * Draws by PyTorch's algorithms (BTRS rejection or geometric waiting
+ * times) in a fixed number of rounds on the device. {@link entropy} needs
+ * `totalCount` as a number: PyTorch needs one count for every element,
+ * which a tensor `totalCount` would have to be read from the device for.
  *
  * @example
  * ```ts
@@ -137,17 +225,11 @@ export class Binomial extends Distribution {
     const p = this.probs;
     return this.totalCount.mul(p).mul(p.neg().add(1));
   }
-  /** Counts of successes among `totalCount` Bernoulli draws (float, as PyTorch). */
+  /** Binomial counts by PyTorch's algorithms (float, as PyTorch), without gradient. */
   override sample(sampleShape: number[] = []): Tensor {
-    const count = this.requireCount("sample");
     const shape = this.extendedShape(sampleShape);
     return noGrad(() =>
-      forwardScope(() => {
-        const p = this.probs;
-        if (count === 0) return full(shape, 0, { dtype: p.dtype, device: p.device });
-        const u = rand([count, ...shape], { dtype: p.dtype, device: p.device });
-        return u.lt(p).sum(0);
-      })
+      forwardScope(() => binomialDraws(this.totalCount.expand(shape), this.probs.expand(shape)))
     );
   }
   /** `log C(n, k) + k·logit - n·log(1 + e^logit)`, computed as PyTorch. */

@@ -50,11 +50,9 @@ function mvdigamma(x: Tensor, p: number): Tensor {
 const positiveDefinite: Constraint = {
   name: "positive definite",
   check: (x) => {
-    const n = x.shape[x.ndim - 1];
     const sym = allConstraints.symmetric.check(x);
     const [, info] = choleskyInfo("Wishart", x, {}, false);
-    const ok = info.eq(0).reshape([...info.shape, 1, 1]).expand([...x.shape]);
-    return sym.mul(ok).mul(x.mul(0).add(n > 0 ? 1 : 0));
+    return sym.mul(info.eq(0).reshape([...info.shape, 1, 1]).expand([...x.shape]));
   },
   holds: () => true,
 };

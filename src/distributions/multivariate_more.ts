@@ -7,7 +7,7 @@
 
 import { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
-import { randn } from "../ops/mod.ts";
+import { arange, randn } from "../ops/mod.ts";
 import { eye } from "../ops_composite/mod.ts";
 import { cholesky, solveTriangular } from "../linalg/mod.ts";
 import { forwardScope } from "../storage.ts";
@@ -79,6 +79,27 @@ export class Dirichlet extends Distribution {
   /** `α/Σα`. */
   get mean(): Tensor {
     return this.concentration.div(this.concentration.sum(-1, true));
+  }
+  /**
+   * `(α - 1)⁺/Σ(α - 1)⁺`; where every α < 1 (the density is unbounded at
+   * every vertex) the first vertex, and NaN where the α - 1 sum to 0 otherwise,
+   * as PyTorch.
+   */
+  get mode(): Tensor {
+    return forwardScope(() => {
+      const c = this.concentration;
+      const k = c.shape[c.ndim - 1];
+      // clamp(min=0) as PyTorch's backward: a NaN gradient stays out of the clamped entries.
+      const below = c.sub(1);
+      const cm1 = below.where(noGrad(() => below.ge(0)), 0);
+      const allBelow = noGrad(() => c.lt(1).amin(-1, true));
+      // Those rows take the vertex: a safe sum keeps 0/0's NaN out of their gradient.
+      const mode = cm1.div(cm1.sum(-1, true).where(allBelow.eq(0), 1));
+      const first = noGrad(() =>
+        arange(0, k, 1, { dtype: c.dtype, device: c.device }).eq(0).to(c.dtype).expand([...c.shape])
+      );
+      return first.where(allBelow.gt(0).expand([...c.shape]), mode);
+    });
   }
   /** `α(α₀ - α)/(α₀²(α₀ + 1))` with `α₀ = Σα`. */
   get variance(): Tensor {

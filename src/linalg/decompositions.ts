@@ -67,9 +67,10 @@ function factor(a: Tensor): [Tensor, Tensor, Tensor] {
       info.add(nonzero.eq(0).reshape(batch).to("int32").mul(info.eq(0)).mul(j + 1))
     );
     const below = rows.gt(j).unsqueeze(-1);
-    const l = u.narrow(-1, j, 1).mul(below).div(pivot.where(nonzero, 1));
-    u = u.sub(l.mul(u.narrow(-2, j, 1).mul(cols.gt(j))));
-    // The multipliers are stored in column j below the pivot (selected, not added: exact).
+    const l = u.narrow(-1, j, 1).div(pivot.where(nonzero, 1));
+    // Only the trailing block is updated and the multipliers go to column j below the pivot,
+    // both selected, not masked by multiplying: exact elsewhere, and an inf spreads no NaN.
+    u = u.sub(l.mul(u.narrow(-2, j, 1))).where(below.mul(cols.gt(j)), u);
     u = l.where(below.mul(cols.eq(j)), u);
   }
   const piv = k === 0

@@ -239,7 +239,9 @@ export interface LstsqResult {
  * `B`; residuals `[..., k]` (`[..., 1]` for a vector `B`, as PyTorch's). The outputs each
  * driver fills are PyTorch's; residuals are given for every A with m > n
  * (PyTorch leaves them empty for a rank-deficient A, a shape it only
- * knows after reading the rank).
+ * knows after reading the rank). Where `rcond` cuts singular values the
+ * gradient is that of the cut solution (PyTorch's backward ignores
+ * `rcond`).
  */
 export function lstsq(A: Tensor, B: Tensor, options: LstsqOptions = {}): LstsqResult {
   const op = "torch.linalg.lstsq";

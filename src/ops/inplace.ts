@@ -19,6 +19,7 @@ import { add, cast, mul } from "./elementwise.ts";
 import { expand, viewCopies } from "./view.ts";
 import { launch, type TensorLike } from "./util.ts";
 import { toDevice } from "./transfer.ts";
+import { tidy } from "../storage.ts";
 
 /**
  * Throws unless autograd lets `t` change in place now. When the change must
@@ -147,7 +148,10 @@ export function inPlace(
   savesSelf = true,
 ): Tensor {
   const old = checkInPlace(op, t, ...operands);
-  const result = old ? compute(savesSelf ? old.clone() : old) : noGrad(() => compute(t));
+  // Unrecorded, nothing but the result outlives the op: its intermediates go at once.
+  const result = old
+    ? compute(savesSelf ? old.clone() : old)
+    : noGrad(() => tidy(() => compute(t)));
   if (!sameShape(result.shape, t.shape)) {
     throw new RangeError(
       `${op}: the result of shape ${formatShape(result.shape)} does not fit the tensor's shape ${

@@ -42,7 +42,7 @@ import {
 import { maskedFill, tril, triu } from "../ops/indexing.ts";
 import { tensor } from "../ops/factory.ts";
 import { isFloat } from "../dtype.ts";
-import { formatShape } from "../shape.ts";
+import { broadcastShapes, formatShape, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { TensorLike } from "../ops/util.ts";
 import { erf, frac, lerp, nanToNum, type NanToNumOptions, trunc } from "./elementwise.ts";
@@ -72,12 +72,43 @@ export type InPlaceUnaryOp = (t: Tensor) => Tensor;
 /** A binary in-place op: overwrites `t` with its result with `other` (broadcast to `t`'s shape). */
 export type InPlaceBinaryOp = (t: Tensor, other: TensorLike) => Tensor;
 
+/**
+ * Refuses, before any work is queued, operands that would broadcast `t` to a
+ * bigger shape (PyTorch checks first too: a refused op must leave no pending
+ * deferred check, such as an int division by zero, to fail a later read).
+ */
+function fits(op: string, t: unknown, operands: readonly unknown[]): void {
+  if (!(t instanceof Tensor)) return; // inPlace names it
+  for (const o of operands) {
+    if (!(o instanceof Tensor)) continue;
+    const shape = broadcastShapes(t.shape, o.shape, op);
+    if (!sameShape(shape, t.shape)) {
+      throw new RangeError(
+        `${op}: the result of shape ${formatShape(shape)} does not fit the tensor's shape ${
+          formatShape(t.shape)
+        } (the other operands may only broadcast to it)`,
+      );
+    }
+  }
+}
+/** {@link inPlace} of an elementwise op, its operands checked first by {@link fits}. */
+function elementwise(
+  op: string,
+  t: Tensor,
+  operands: readonly unknown[],
+  compute: (self: Tensor) => Tensor,
+  savesSelf = true,
+): Tensor {
+  fits(op, t, operands);
+  return inPlace(op, t, operands, compute, savesSelf);
+}
+
 // savesSelf false: the op's backward never reads `t`'s old values, so they need no copy.
 const unary = (op: string, f: (x: Tensor) => Tensor, savesSelf = true): InPlaceUnaryOp => (t) =>
   inPlace(op, t, [], f, savesSelf);
 const binary =
   (op: string, f: (x: Tensor, y: TensorLike) => Tensor, savesSelf = true): InPlaceBinaryOp =>
-  (t, other) => inPlace(op, t, [other], (self) => f(self, other), savesSelf);
+  (t, other) => elementwise(op, t, [other], (self) => f(self, other), savesSelf);
 // Comparisons and logical ops give 1/0, which any dtype holds (an int `t` compared with a float
 // is no float result), and have no gradient.
 const predicate = (op: string, f: (x: Tensor, y: TensorLike) => Tensor): InPlaceBinaryOp =>
@@ -190,11 +221,20 @@ export const nanToNum_ = (t: Tensor, options?: NanToNumOptions): Tensor =>
 // ---- binary (other broadcasts to t's shape) ----
 
 /** `t = t - alpha · other` in place. */
-export const sub_ = (t: Tensor, other: TensorLike, options?: SubtractOptions): Tensor =>
-  inPlace("sub_", t, [other], (x) => subtract(x, other, options), false);
+export const sub_ = (t: Tensor, other: TensorLike, options?: SubtractOptions): Tensor => {
+  // A float scalar makes a float result (PyTorch's), even when alpha makes the product whole.
+  if (typeof other === "number" && !Number.isInteger(other) && t instanceof Tensor) {
+    if (!isFloat(t.dtype)) {
+      throw new TypeError(
+        `sub_: the result type float32 cannot be stored in the ${t.dtype} tensor`,
+      );
+    }
+  }
+  return elementwise("sub_", t, [other], (x) => subtract(x, other, options), false);
+};
 /** `t = t / other` in place (`roundingMode` as `divide`; int tensors need one). */
 export const div_ = (t: Tensor, other: TensorLike, options?: DivideOptions): Tensor =>
-  inPlace("div_", t, [other], (x) => divide(x, other, options));
+  elementwise("div_", t, [other], (x) => divide(x, other, options));
 /** `t = t ** exponent` in place. */
 export const pow_: InPlaceBinaryOp = binary("pow_", pow);
 /** Python's `%` (the divisor's sign) in place. */
@@ -251,22 +291,29 @@ export const bitwiseRightShift_: InPlaceBinaryOp = predicate(
   bitwiseRightShift,
 );
 
-/** Clamps into [min, max] in place (either bound may be omitted, or a tensor). */
+function clampWith(op: string, t: Tensor, min?: TensorLike, max?: TensorLike): Tensor {
+  if (min === undefined && max === undefined) {
+    throw new RangeError(`${op}: at least one of min or max must be given`);
+  }
+  return elementwise(op, t, [min, max], (x) => clamp(x, min, max));
+}
+
+/** Clamps into [min, max] in place (either bound, not both, may be omitted; or a tensor). */
 export const clamp_ = (t: Tensor, min?: TensorLike, max?: TensorLike): Tensor =>
-  inPlace("clamp_", t, [min, max], (x) => clamp(x, min, max));
+  clampWith("clamp_", t, min, max);
 /** {@link clamp_} (`Tensor.clip_`). */
 export const clip_ = (t: Tensor, min?: TensorLike, max?: TensorLike): Tensor =>
-  inPlace("clip_", t, [min, max], (x) => clamp(x, min, max));
+  clampWith("clip_", t, min, max);
 /** `t = max(t, min)` in place. */
 export const clampMin_: InPlaceBinaryOp = binary("clampMin_", (x, m) => clamp(x, m));
 /** `t = min(t, max)` in place. */
 export const clampMax_: InPlaceBinaryOp = binary("clampMax_", (x, m) => clamp(x, undefined, m));
 /** `t = t + weight · (end - t)` in place. */
 export const lerp_ = (t: Tensor, end: Tensor, weight: TensorLike): Tensor =>
-  inPlace("lerp_", t, [end, weight], (x) => lerp(x, end, weight));
+  elementwise("lerp_", t, [end, weight], (x) => lerp(x, end, weight));
 /** `value` where `mask` is nonzero, in place (mask broadcasts to `t`'s shape). */
 export const maskedFill_ = (t: Tensor, mask: Tensor, value: number | Tensor): Tensor =>
-  inPlace("maskedFill_", t, [mask, value], (x) => maskedFill(x, mask, value), false);
+  elementwise("maskedFill_", t, [mask, value], (x) => maskedFill(x, mask, value), false);
 /** Zeroes the entries above diagonal `diagonal` of the last two dims, in place. */
 export const tril_ = (t: Tensor, diagonal = 0): Tensor =>
   inPlace("tril_", t, [], (x) => tril(x, diagonal), false);
@@ -335,7 +382,13 @@ export const addcmul_ = (
   tensor2: Tensor,
   options?: AddcOptions,
 ): Tensor =>
-  inPlace("addcmul_", t, [tensor1, tensor2], (x) => addcmul(x, tensor1, tensor2, options), false);
+  elementwise(
+    "addcmul_",
+    t,
+    [tensor1, tensor2],
+    (x) => addcmul(x, tensor1, tensor2, options),
+    false,
+  );
 /** {@link addcdiv} written into `t` in place. */
 export const addcdiv_ = (
   t: Tensor,
@@ -343,7 +396,13 @@ export const addcdiv_ = (
   tensor2: Tensor,
   options?: AddcOptions,
 ): Tensor =>
-  inPlace("addcdiv_", t, [tensor1, tensor2], (x) => addcdiv(x, tensor1, tensor2, options), false);
+  elementwise(
+    "addcdiv_",
+    t,
+    [tensor1, tensor2],
+    (x) => addcdiv(x, tensor1, tensor2, options),
+    false,
+  );
 
 // ---- indexing ----
 

@@ -461,13 +461,18 @@ function recurrence(
   let p = p0;
   let q = p1;
   for (let k = 1; k < d.steps; k++) {
-    const r = next(k, q, p);
-    if (d.fixed) {
-      [p, q] = [q, r];
-    } else {
+    // Each step in its own scope, and the pair it drops freed: otherwise
+    // the enclosing scope holds every step's tensors (memory ∝ n·numel).
+    const [nextP, nextQ] = forwardScope(() => {
+      const r = next(k, q, p);
+      if (d.fixed) return [q, r];
       const go = d.n.gt(k);
-      [p, q] = [q.where(go, p), r.where(go, q)];
+      return [q.where(go, p), r.where(go, q)];
+    });
+    for (const old of [p, q]) {
+      if (old !== p0 && old !== p1 && old !== nextP && old !== nextQ) old.dispose();
     }
+    [p, q] = [nextP, nextQ];
   }
   return q.where(d.n.ge(1), fill(p0, 1)).where(d.n.ge(0), 0);
 }

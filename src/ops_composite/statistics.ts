@@ -6,7 +6,7 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import { isFloat } from "../dtype.ts";
+import { isFloat, promoteTypes } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -111,7 +111,9 @@ export function cov(x: Tensor, options: CovOptions = {}): Tensor {
     checkLater(zero, (host) => host[0] ? "cov(): weights sum to zero, can't be normalized" : null);
   }
   return forwardScope(() => {
-    const v = floating(x.ndim < 2 ? x.reshape([1, x.numel()]) : x);
+    const flat = floating(x.ndim < 2 ? x.reshape([1, x.numel()]) : x);
+    // float64 aweights promote the result, as PyTorch's.
+    const v = aweights === undefined ? flat : flat.to(promoteTypes(flat.dtype, aweights.dtype));
     let w: Tensor | undefined = fweights?.to(v.dtype);
     if (aweights !== undefined) w = w === undefined ? aweights.to(v.dtype) : w.mul(aweights);
     let c: Tensor;
@@ -390,7 +392,11 @@ export function gradient(x: Tensor, options: GradientOptions = {}): Tensor[] {
         }
       } else {
         const shape = x.shape.map((_, k) => k === d ? -1 : 1);
-        const h = floating(s).to(f.dtype);
+        // float64 coordinates promote this dim's result, as PyTorch's.
+        const dtype = promoteTypes(f.dtype, floating(s).dtype);
+        const h = floating(s).to(dtype);
+        const promoted = f.to(dtype);
+        const at = (start: number, end?: number) => slice(promoted, d, start, end);
         const dx = slice(h, 0, 1).sub(slice(h, 0, 0, -1));
         const [dx1, dx2] = [slice(dx, 0, 0, -1), slice(dx, 0, 1)];
         const sum = dx1.add(dx2);

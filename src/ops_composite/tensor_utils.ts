@@ -420,8 +420,12 @@ export function frexp(x: Tensor): [Tensor, Tensor] {
       const a = x.abs();
       const regular = isfinite(x).mul(a.ne(0));
       const safe = where(regular, a, 1);
+      // webgpu's log2 is not exact below the smallest normal (it may even flush to 0): a first
+      // guess no lower than that normal's exponent scales a subnormal into the normal range,
+      // where a second log2 finds the rest.
+      const first = log2(safe).floor().add(1).clampMin(x.dtype === "float32" ? -125 : -1021);
+      const guess = first.add(log2(scale(safe, first)).floor().add(1));
       // log2 may be off by one ulp at powers of two: the mantissa's range settles it.
-      const guess = log2(safe).floor().add(1);
       const m = scale(safe, guess);
       const fixed = guess.add(m.ge(1)).sub(m.lt(0.5));
       return where(regular, fixed, 0);

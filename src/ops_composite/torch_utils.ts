@@ -50,6 +50,8 @@ let inferenceDepth = 0;
  * Runs `fn` (synchronous) without recording the graph, as
  * `torch.inference_mode()`. multigrad has no separate inference tensors:
  * this is `noGrad`, and {@link isInferenceModeEnabled} reports it inside.
+ * Unlike PyTorch's, an `enableGrad` inside turns recording back on (and
+ * the mode off).
  */
 export function inferenceMode<T>(fn: () => T): T {
   if (typeof fn !== "function") {
@@ -57,7 +59,17 @@ export function inferenceMode<T>(fn: () => T): T {
   }
   inferenceDepth++;
   try {
-    return noGrad(fn);
+    return noGrad(() => {
+      const out = fn();
+      // noGrad refuses it too, but under its own name.
+      if (out instanceof Promise) {
+        out.catch(() => {});
+        throw new TypeError(
+          "inferenceMode(fn): fn returned a Promise; the grad mode cannot span an await",
+        );
+      }
+      return out;
+    });
   } finally {
     inferenceDepth--;
   }
