@@ -7,6 +7,7 @@ import { cat } from "../ops/view.ts";
 import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
+import { cheapestChain } from "../ops_composite/products.ts";
 
 /**
  * The product of a chain of matrices, as `torch.linalg.multi_dot`: the
@@ -50,24 +51,7 @@ export function multiDot(tensors: readonly Tensor[]): Tensor {
         );
       }
     }
-    // cost[i][j]: the fewest multiplications for mats i..j; split[i][j]: where it splits.
-    const dims = [mats[0].shape[0], ...mats.map((t) => t.shape[1])];
-    const n = mats.length;
-    const cost = Array.from({ length: n }, () => new Array<number>(n).fill(0));
-    const split = Array.from({ length: n }, () => new Array<number>(n).fill(0));
-    for (let len = 1; len < n; len++) {
-      for (let i = 0; i + len < n; i++) {
-        const j = i + len;
-        cost[i][j] = Infinity;
-        for (let s = i; s < j; s++) {
-          const c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1];
-          if (c < cost[i][j]) [cost[i][j], split[i][j]] = [c, s];
-        }
-      }
-    }
-    const chain = (i: number, j: number): Tensor =>
-      i === j ? mats[i] : chain(i, split[i][j]).matmul(chain(split[i][j] + 1, j));
-    let out = chain(0, last);
+    let out = cheapestChain(mats);
     if (tensors[last].ndim === 1) out = out.squeeze(-1);
     if (tensors[0].ndim === 1) out = out.squeeze(0);
     return out;

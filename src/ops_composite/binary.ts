@@ -33,7 +33,7 @@ function floats(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
 }
 
 /** Records `out = f(x, y)` with the gradients `gx`, `gy` (before summing broadcast dims). */
-function recordBinary(
+export function recordBinary(
   op: string,
   x: Tensor,
   y: Tensor,

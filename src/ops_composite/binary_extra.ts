@@ -8,35 +8,18 @@
  * @module
  */
 
-import { noGrad, record } from "../autograd.ts";
+import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
-import { binaryRaw, cast, clamp, div, mul, operands, pow, sub, sumTo } from "../ops/elementwise.ts";
+import { binaryRaw, cast, clamp, div, mul, operands, pow, sub } from "../ops/elementwise.ts";
 import { commonDevice, scalar, type TensorLike } from "../ops/util.ts";
-import { atan2, checkNoZeroDivisor, floorDivide, truncRemainder } from "./binary.ts";
+import { atan2, checkNoZeroDivisor, floorDivide, recordBinary, truncRemainder } from "./binary.ts";
 import { trunc } from "./elementwise.ts";
 
 /** `fn` with no graph, its intermediates freed at once. */
 const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
-
-/** Records `out = f(x, y)` with the gradients `gx`, `gy` (before summing broadcast dims). */
-function recordBinary(
-  op: string,
-  x: Tensor,
-  y: Tensor,
-  out: Tensor,
-  grads: (g: Tensor) => [Tensor, Tensor],
-): Tensor {
-  return record(op, [x, y], out, ([g]) => {
-    const [gx, gy] = grads(g!);
-    return [
-      x.requiresGrad ? sumTo(gx, x.shape) : null,
-      y.requiresGrad ? sumTo(gy, y.shape) : null,
-    ];
-  });
-}
 
 /** Both operands as `op` needs them: promoted, and int32 or float as `kind` says. */
 function typed(op: string, a: TensorLike, b: TensorLike, kind: "int" | "float" | "any") {

@@ -334,8 +334,17 @@ export function chainMatmul(...matrices: Tensor[]): Tensor {
       );
     }
   });
-  // The classic dynamic program for the cheapest order, as PyTorch's multi_dot.
+  return forwardScope(() => cheapestChain(matrices));
+}
+
+/**
+ * The product of 2-D `matrices` (shapes already checked to chain) in the
+ * order that needs the fewest multiplications: the classic dynamic program,
+ * as PyTorch's `multi_dot`. Shared with `linalg.multiDot`.
+ */
+export function cheapestChain(matrices: readonly Tensor[]): Tensor {
   const n = matrices.length;
+  // cost[i][j]: the fewest multiplications for matrices i..j; split[i][j]: where it splits.
   const dims = [matrices[0].shape[0], ...matrices.map((t) => t.shape[1])];
   const cost = Array.from({ length: n }, () => new Array<number>(n).fill(0));
   const split = Array.from({ length: n }, () => new Array<number>(n).fill(0));
@@ -351,5 +360,5 @@ export function chainMatmul(...matrices: Tensor[]): Tensor {
   }
   const chain = (i: number, j: number): Tensor =>
     i === j ? matrices[i] : matmul(chain(i, split[i][j]), chain(split[i][j] + 1, j));
-  return forwardScope(() => chain(0, n - 1));
+  return chain(0, n - 1);
 }
