@@ -257,13 +257,77 @@ const dependent: EventConstraint = {
   holds: () => true,
 };
 
+/** The type of {@link constraints}: PyTorch's constraint objects and constraint factories. */
+export interface Constraints {
+  /** Any number except NaN. */
+  readonly real: Constraint;
+  /** `x > 0`. */
+  readonly positive: Constraint;
+  /** `x >= 0`. */
+  readonly nonnegative: Constraint;
+  /** `0 <= x <= 1`. */
+  readonly unitInterval: Constraint;
+  /** 0 or 1. */
+  readonly boolean: Constraint;
+  /** Cannot be checked: depends on other parameters. */
+  readonly dependent: EventConstraint;
+  /** Integers `>= 0`. */
+  readonly nonnegativeInteger: EventConstraint;
+  /** Integers `>= 1`. */
+  readonly positiveInteger: EventConstraint;
+  /** Real vectors. */
+  readonly realVector: EventConstraint;
+  /** One-hot vectors along the last dim. */
+  readonly oneHot: EventConstraint;
+  /** Nonnegative vectors summing to 1 along the last dim. */
+  readonly simplex: EventConstraint;
+  /** Lower-triangular square matrices. */
+  readonly lowerTriangular: EventConstraint;
+  /** Lower-triangular square matrices with a positive diagonal. */
+  readonly lowerCholesky: EventConstraint;
+  /** Lower Cholesky factors whose rows have unit length. */
+  readonly corrCholesky: EventConstraint;
+  /** Square matrices. */
+  readonly square: EventConstraint;
+  /** Symmetric square matrices. */
+  readonly symmetric: EventConstraint;
+  /** Symmetric positive-definite matrices. */
+  readonly positiveDefinite: EventConstraint;
+  /** Symmetric positive-semidefinite matrices. */
+  readonly positiveSemidefinite: EventConstraint;
+  /** `x > lower`. */
+  readonly greaterThan: (lower: number | Tensor) => EventConstraint;
+  /** `x >= lower`. */
+  readonly greaterThanEq: (lower: number | Tensor) => EventConstraint;
+  /** `x < upper`. */
+  readonly lessThan: (upper: number | Tensor) => EventConstraint;
+  /** `lower <= x <= upper`. */
+  readonly interval: (lower: number | Tensor, upper: number | Tensor) => EventConstraint;
+  /** `lower <= x < upper`. */
+  readonly halfOpenInterval: (lower: number | Tensor, upper: number | Tensor) => EventConstraint;
+  /** Integers in `[lower, upper]`. */
+  readonly integerInterval: (lower: number, upper: number) => EventConstraint;
+  /** Nonnegative integer vectors summing to at most `upperBound`. */
+  readonly multinomial: (upperBound: number) => EventConstraint;
+  /** `c` over its rightmost `reinterpretedBatchNdims` more dims together. */
+  readonly independent: (c: Constraint, reinterpretedBatchNdims: number) => EventConstraint;
+  /** Constraints on consecutive slices along `dim`. */
+  readonly cat: (
+    cseq: readonly Constraint[],
+    dim?: number,
+    lengths?: readonly number[],
+  ) => EventConstraint;
+  /** Constraints on each slice along `dim`. */
+  readonly stack: (cseq: readonly Constraint[], dim?: number) => EventConstraint;
+}
+
 /**
  * The constraints PyTorch names (`constraints.real`, `.positive`,
  * `.greaterThan(0)`, `.simplex`, `.independent(c, 1)`, ...). Every `check`
  * returns a 0/1 tensor of the value's shape: event constraints repeat
  * their verdict over the event dims.
  */
-export const constraints = {
+export const constraints: Constraints = {
   ...base,
   /** Cannot be checked: depends on other parameters. */
   dependent,
@@ -360,4 +424,4 @@ export const constraints = {
   cat: catConstraint,
   /** Constraints on each slice along `dim`. */
   stack: stackConstraint,
-} as const;
+};

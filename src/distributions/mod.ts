@@ -20,7 +20,7 @@ import "../ops_composite/mod.ts";
 
 export { Distribution } from "./distribution.ts";
 export { constraints, eventDimOf } from "./constraints.ts";
-export type { EventConstraint } from "./constraints.ts";
+export type { Constraints, EventConstraint } from "./constraints.ts";
 export type { Constraint, DistributionOptions, Param } from "./distribution.ts";
 export { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
 export { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
