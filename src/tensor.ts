@@ -188,22 +188,6 @@ export class Tensor {
   getDevice(): number {
     return ops.getDevice(this);
   }
-  /** The determinant of each square matrix. */
-  det(): Tensor {
-    return ops.det(this);
-  }
-  /** `[sign, logabsdet]` of each determinant. */
-  slogdet(): [Tensor, Tensor] {
-    return ops.slogdet(this);
-  }
-  /** The matrix to the integer power `n`. */
-  matrixPower(n: number): Tensor {
-    return ops.matrixPower(this, n);
-  }
-  /** Cross product with `other` along `dim` (default: the first dim of size 3). */
-  cross(other: Tensor, dim?: number): Tensor {
-    return ops.cross(this, other, dim);
-  }
   /** The Cholesky factor (lower unless `upper`; `torch.cholesky`). */
   cholesky(upper = false): Tensor {
     return ops.cholesky(this, upper);
@@ -211,22 +195,6 @@ export class Tensor {
   /** `[Q, R]` (reduced unless `some` is false; `torch.qr`). */
   qr(some = true): [Tensor, Tensor] {
     return ops.qr(this, some);
-  }
-  /** Counts of each non-negative int32 value (`torch.bincount`). */
-  bincount(options?: composite.BincountOptions): Tensor {
-    return ops.bincount(this, options);
-  }
-  /** A histogram of `bins` equal bins over [min, max] (`torch.histc`). */
-  histc(options?: composite.HistcOptions): Tensor {
-    return ops.histc(this, options);
-  }
-  /** `numSamples` indices drawn from each row's weights (`torch.multinomial`). */
-  multinomial(numSamples: number, options?: composite.MultinomialOptions): Tensor {
-    return ops.multinomial(this, numSamples, options);
-  }
-  /** 1 with probability given by each element, else 0 (`torch.bernoulli`). */
-  bernoulli(): Tensor {
-    return ops.bernoulli(this);
   }
   /** The last two dims swapped (`Tensor.mT`). */
   get mT(): Tensor {
@@ -821,91 +789,11 @@ export class Tensor {
   nanmedian(dim?: number, keepdim = false): Tensor | composite.ValuesIndices {
     return dim === undefined ? ops.nanmedian(this) : ops.nanmedian(this, dim, keepdim);
   }
-  /** `[values, indices]` of the most frequent value along `dim`. */
-  mode(dim = -1, keepdim = false): composite.ValuesIndices {
-    return ops.mode(this, dim, keepdim);
-  }
-  /** The `q`-quantiles (over all elements, or along `options.dim`). */
-  quantile(q: number | Tensor, options: composite.QuantileOptions = {}): Tensor {
-    return ops.quantile(this, q, options);
-  }
-  /** {@link Tensor.quantile} ignoring NaN. */
-  nanquantile(q: number | Tensor, options: composite.QuantileOptions = {}): Tensor {
-    return ops.nanquantile(this, q, options);
-  }
-  /** Sum over `dim` (all when omitted), NaN counted as zero. */
-  nansum(dim?: number | readonly number[], keepdim = false): Tensor {
-    return ops.nansum(this, dim, keepdim);
-  }
-  /** Mean over `dim` (all when omitted) of the non-NaN elements. */
-  nanmean(dim?: number | readonly number[], keepdim = false): Tensor {
-    return ops.nanmean(this, dim, keepdim);
-  }
-  /** The number of nonzero elements over `dim` (all when omitted), int32. */
-  countNonzero(dim?: number | readonly number[]): Tensor {
-    return ops.countNonzero(this, dim);
-  }
-  /** The covariance matrix of the variables in the rows (observations in the columns). */
-  cov(options: composite.CovOptions = {}): Tensor {
-    return ops.cov(this, options);
-  }
-  /** The Pearson correlation coefficients of the variables in the rows. */
-  corrcoef(): Tensor {
-    return ops.corrcoef(this);
-  }
-  /** The slices along `dim` with `p`-norm above `maxnorm` scaled to norm `maxnorm`. */
-  renorm(p: number, dim: number, maxnorm: number): Tensor {
-    return ops.renorm(this, p, dim, maxnorm);
-  }
   /** {@link renorm} in place (recorded as PyTorch's on a non-leaf). */
   renorm_(p: number, dim: number, maxnorm: number): this {
     // From a copy: renorm's backward needs the values this write replaces.
     ops.copy_(this, ops.renorm(ops.clone(this), p, dim, maxnorm));
     return this;
-  }
-  /** The `p`-norm of `this - other`. */
-  dist(other: Tensor, p = 2): Tensor {
-    return ops.dist(this, other, p);
-  }
-  /** The inverse of each square matrix. */
-  inverse(): Tensor {
-    return ops.inverse(this);
-  }
-  /** The log of each square matrix's determinant (NaN where negative). */
-  logdet(): Tensor {
-    return ops.logdet(this);
-  }
-  /** The pseudo-inverse (`rcond` default 1e-15). */
-  pinverse(options: { rcond?: number } = {}): Tensor {
-    return ops.pinverse(this, options);
-  }
-  /** The solution of `AX = this` from the Cholesky factor `L` of `A`. */
-  choleskySolve(L: Tensor, options: torchLinalg.CholeskyFactorOptions = {}): Tensor {
-    return ops.choleskySolve(this, L, options);
-  }
-  /** The inverse of `A` from this, its Cholesky factor. */
-  choleskyInverse(options: torchLinalg.CholeskyFactorOptions = {}): Tensor {
-    return ops.choleskyInverse(this, options);
-  }
-  /** `[solution, clonedCoefficient]` of `AX = this` for triangular `A` (upper by default). */
-  triangularSolve(A: Tensor, options: torchLinalg.TriangularSolveOptions = {}): [Tensor, Tensor] {
-    return ops.triangularSolve(this, A, options);
-  }
-  /** `[U, S, V]` with `this = U diag(S) Vᵀ` (`torch.svd`'s convention). */
-  svd(options: torchLinalg.TorchSvdOptions = {}): [Tensor, Tensor, Tensor] {
-    return ops.svd(this, options);
-  }
-  /** `[LU, pivots]` (and `infos` with `getInfos`) of the LU factorization. */
-  lu(options: torchLinalg.TorchLuOptions = {}): Tensor[] {
-    return ops.lu(this, options);
-  }
-  /** The solution of `A X = this` from `A`'s LU factors. */
-  luSolve(LU: Tensor, pivots: Tensor): Tensor {
-    return ops.luSolve(this, LU, pivots);
-  }
-  /** The matrix exponential of each square matrix. */
-  matrixExp(): Tensor {
-    return ops.matrixExp(this);
   }
 
   // ---- linear algebra and activations ----

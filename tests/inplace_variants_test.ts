@@ -319,6 +319,15 @@ backendTest("random fills: distributions, seeding, int tensors", async (device) 
   assert.deepEqual([...new Set(vals)].sort((a, b) => a - b), [-3, -2, -1, 0, 1, 2, 3]);
   [, , vals] = await moments(zeros([1000], { device }).random_());
   assert.ok(vals.every((u) => Number.isInteger(u) && u >= 0 && u <= 2 ** 24), "random_()");
+  // Ranges wider than a float32 draw's 24 bits still reach every integer (odd ones too).
+  [m, , vals] = await moments(zeros([n], { dtype: "int32", device }).random_());
+  near(m, 2 ** 30, 2 ** 31 / Math.sqrt(12), "int32 random_() mean");
+  const odd = vals.filter((u) => u % 2 !== 0).length / n;
+  assert.ok(Math.abs(odd - 0.5) < 0.02, `int32 random_() odd fraction ${odd}`);
+  assert.ok(vals.every((u) => u >= 0 && u <= 2 ** 31 - 1), "int32 random_() range");
+  [, , vals] = await moments(zeros([n], { dtype: "int32", device }).random_(-5, 2 ** 30));
+  assert.ok(Math.abs(vals.filter((u) => u % 2 !== 0).length / n - 0.5) < 0.02, "odd, wide range");
+  assert.ok(vals.every((u) => u >= -5 && u < 2 ** 30), "random_(-5, 2^30) range");
   // manualSeed makes the fills repeat.
   manualSeed(5);
   const first = await zeros([6], { device }).normal_().exponential_().data();

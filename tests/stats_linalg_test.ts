@@ -886,3 +886,13 @@ Deno.test("review: cov and gradient promote to float64 weights and coordinates, 
     "float64",
   );
 });
+
+backendTest(
+  "review: an inf in LU's input stays where LAPACK keeps it (no NaN spread)",
+  async (device) => {
+    // torch.linalg.lu_factor_ex([[2, inf], [1, 1]]): LU [[2, inf], [0.5, -inf]], pivots [1, 2].
+    const [LU, pivots] = linalg.luFactorEx(tensor([[2, Infinity], [1, 1]], { device }));
+    assert.deepEqual(await LU.toArray(), [[2, Infinity], [0.5, -Infinity]]);
+    assert.deepEqual(await pivots.toArray(), [1, 2]);
+  },
+);

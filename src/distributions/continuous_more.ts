@@ -33,7 +33,11 @@ import { TransformedDistribution } from "./transformed.ts";
 /** The Euler–Mascheroni constant γ. */
 const EULER = 0.5772156649015329;
 
-/** `icdf`'s argument must be a probability (PyTorch checks it against the unit interval). */
+/**
+ * `icdf`'s argument must be a probability: PyTorch 1.13 does not check it (NaN, or for
+ * Cauchy an extrapolated number, outside [0, 1]); as this package's other families, a
+ * value outside is an error rather than a silently wrong number.
+ */
 function checkProb(d: Distribution, op: string, value: Tensor, like: Tensor): void {
   if (value?.device !== like.device) {
     throw new TypeError(`${d.name}.${op}: value must be a Tensor on ${like.device}`);

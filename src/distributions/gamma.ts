@@ -2,7 +2,8 @@
  * Gamma and Beta, as `torch.distributions` (their `lgamma`, `digamma` and
  * `xlogy` are `torch.special`'s, re-exported here for the other distributions).
  * Draws use Marsaglia and Tsang's method with a fixed number of rounds on
- * the device, and carry no gradient (see {@link Gamma.hasRsample}).
+ * the device; `rsample` differentiates them implicitly in the concentrations
+ * as PyTorch (./gamma_grad.ts).
  * @module
  */
 
@@ -11,6 +12,7 @@ import { noGrad } from "../autograd.ts";
 import { rand, randn, stack } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
 import { digamma, lgamma, xlogy } from "../ops_composite/special_functions.ts";
+import { attachDirichletGrad, attachGammaGrad } from "./gamma_grad.ts";
 import {
   broadcastAll,
   checkParam,
@@ -78,12 +80,20 @@ export function standardGamma(alpha: Tensor): Tensor {
 }
 
 /**
+ * {@link standardGamma}'s draws, differentiable in `alpha` by implicit
+ * reparameterization (PyTorch's `_standard_gamma` and its backward
+ * `_standard_gamma_grad`).
+ */
+export function rsampleStandardGamma(alpha: Tensor): Tensor {
+  return attachGammaGrad(alpha, standardGamma(alpha));
+}
+
+/**
  * The gamma distribution of `concentration` α and `rate` β (density
  * `βᵅ xᵅ⁻¹ e^{-βx} / Γ(α)`), as `torch.distributions.Gamma`.
  *
- * Unlike PyTorch, draws carry no gradient: `hasRsample` is false and
- * `rsample` throws (PyTorch differentiates its draws implicitly through
- * the CDF in α).
+ * `rsample` is differentiable in both parameters: in β as a product, in α
+ * implicitly through the CDF (`dx/dα = -(∂F/∂α)/p`), as PyTorch.
  */
 export class Gamma extends Distribution {
   /** The shape α. */
@@ -114,10 +124,21 @@ export class Gamma extends Distribution {
   get variance(): Tensor {
     return this.concentration.div(this.rate.square());
   }
+  /** True: draws are differentiable in both parameters. */
+  override get hasRsample(): boolean {
+    return true;
+  }
   /** Marsaglia–Tsang draws divided by the rate, without gradient. */
   override sample(sampleShape: number[] = []): Tensor {
     const shape = this.extendedShape(sampleShape);
     return noGrad(() => standardGamma(this.concentration.expand(shape)).div(this.rate));
+  }
+  /** The same draws, differentiable in α (implicitly) and β. */
+  override rsample(sampleShape: number[] = []): Tensor {
+    const shape = this.extendedShape(sampleShape);
+    return forwardScope(() =>
+      rsampleStandardGamma(this.concentration.expand(shape)).div(this.rate)
+    );
   }
   /** `α log β + (α - 1) log x - βx - log Γ(α)`. */
   logProb(value: Tensor): Tensor {
@@ -146,7 +167,8 @@ export class Gamma extends Distribution {
 /**
  * The beta distribution on [0, 1] with `concentration1` (α, of x) and
  * `concentration0` (β, of 1 - x), as `torch.distributions.Beta`. Draws are
- * `X/(X + Y)` of gamma draws, without gradient (see {@link Gamma}).
+ * `X/(X + Y)` of gamma draws; `rsample` differentiates them as the first
+ * coordinate of a two-component Dirichlet, as PyTorch.
  */
 export class Beta extends Distribution {
   /** α. */
@@ -178,16 +200,37 @@ export class Beta extends Distribution {
     const total = this.concentration1.add(this.concentration0);
     return this.concentration1.mul(this.concentration0).div(total.square().mul(total.add(1)));
   }
+  /** True: draws are differentiable in both concentrations. */
+  override get hasRsample(): boolean {
+    return true;
+  }
   /** `X/(X + Y)` with `X ~ Gamma(α)`, `Y ~ Gamma(β)`, without gradient. */
   override sample(sampleShape: number[] = []): Tensor {
+    return noGrad(() => forwardScope(() => this.draws(sampleShape).select(-1, 0)));
+  }
+  /**
+   * The same draws, differentiable in α and β through PyTorch's Dirichlet
+   * gradient of `[X, Y]/(X + Y)` at `[α, β]`.
+   */
+  override rsample(sampleShape: number[] = []): Tensor {
+    const shape = this.extendedShape(sampleShape);
+    return forwardScope(() => {
+      const c = stack([this.concentration1.expand(shape), this.concentration0.expand(shape)], -1);
+      return attachDirichletGrad(c, this.draws(sampleShape)).select(-1, 0);
+    });
+  }
+  /** `[X, Y]/(X + Y)` (the last dim), each clamped as PyTorch's Dirichlet draws. */
+  private draws(sampleShape: number[]): Tensor {
     const shape = this.extendedShape(sampleShape);
     return noGrad(() =>
       forwardScope(() => {
-        // X/(X + Y) = sigmoid(log X - log Y): X and Y may both underflow for small α, β.
+        // X/(X + Y) = sigmoid(log X - log Y): X and Y may both underflow for small α, β;
+        // Y/(X + Y) apart, as 1 - X/(X + Y) loses its digits where it is small.
         const lx = logStandardGamma(this.concentration1.expand(shape));
         const ly = logStandardGamma(this.concentration0.expand(shape));
         const dtype = this.concentration1.dtype;
-        return lx.sub(ly).sigmoid().clamp(tiny(dtype), 1 - eps(dtype) / 2);
+        const clamp = (t: Tensor) => t.sigmoid().clamp(tiny(dtype), 1 - eps(dtype) / 2);
+        return stack([clamp(lx.sub(ly)), clamp(ly.sub(lx))], -1);
       })
     );
   }

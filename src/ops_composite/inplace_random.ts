@@ -148,11 +148,31 @@ export function geometric_(t: Tensor, p: number): Tensor {
 }
 
 /**
+ * Uniform integers in [0, 2^bits) in `dtype` (int32 up to 31 bits, float64
+ * up to 53), built from 24-bit pieces: one float32 draw holds only 24.
+ */
+function uniformBits(
+  shape: number[],
+  bits: number,
+  o: { device: Tensor["device"] },
+  dtype: "int32" | "float64",
+): Tensor {
+  let v: Tensor | null = null;
+  for (let left = bits; left > 0; left -= 24) {
+    const k = Math.min(24, left);
+    const piece = cast(uniform(shape, 0, 2 ** k, { device: o.device }).floor(), dtype);
+    v = v ? v.mul(2 ** k).add(piece) : piece;
+  }
+  return v!;
+}
+
+/**
  * Fills `t` with integers drawn uniformly from [from, to) in place
  * (`Tensor.random_`): `random_(t)` draws from [0, 2^mantissa] (2^24 for
- * float32, 2^53 for float64, 2^31 - 1 for int32), `random_(t, to)` from
- * [0, to). The draws are scaled uniform floats, so a range wider than 2^24
- * (2^53 for float64) reaches only some of its integers.
+ * float32, 2^53 for float64) or [0, 2^31 - 1] for int32, `random_(t, to)`
+ * from [0, to). A float32 range wider than 2^24, or an int32 one wider than
+ * 2^31, reaches only some of its integers; within them, as PyTorch, a draw
+ * of 31 (int32) or 53 (float64) bits is reduced modulo the range.
  */
 export function random_(t: Tensor, fromOrTo?: number, to?: number): Tensor {
   if (!(t instanceof Tensor)) throw new TypeError(`random_: expected a Tensor, got ${typeof t}`);
@@ -160,11 +180,7 @@ export function random_(t: Tensor, fromOrTo?: number, to?: number): Tensor {
   let end: number;
   if (to !== undefined) [from, end] = [fromOrTo ?? 0, to];
   else if (fromOrTo !== undefined) end = fromOrTo;
-  else {end = t.dtype === "float32"
-      ? 2 ** 24 + 1
-      : t.dtype === "float64"
-      ? 2 ** 53 + 1
-      : 2 ** 31 - 1;}
+  else end = t.dtype === "float32" ? 2 ** 24 + 1 : t.dtype === "float64" ? 2 ** 53 + 1 : 2 ** 31;
   for (const [name, v] of [["from", from], ["to", end]] as const) {
     if (typeof v !== "number" || !Number.isInteger(v)) {
       throw new TypeError(`random_: ${name} must be an integer, got ${String(v)}`);
@@ -181,6 +197,15 @@ export function random_(t: Tensor, fromOrTo?: number, to?: number): Tensor {
   // The largest draw, end - 1, as the sample's float dtype holds it without rounding up.
   let last = end - 1;
   while (t.dtype !== "float64" && Math.fround(last) > end - 1) last--;
+  const range = end - from;
+  const bits = t.dtype === "int32" ? 31 : t.dtype === "float64" ? 53 : 0;
+  if (range > 2 ** 24 && range <= 2 ** bits) {
+    const dtype = t.dtype === "int32" ? "int32" : "float64";
+    return fillWith("random_", t, false, (shape, o) => {
+      const v = uniformBits(shape, bits, o, dtype);
+      return (range === 2 ** bits ? v : v.remainder(range)).add(from);
+    });
+  }
   return fillWith(
     "random_",
     t,

@@ -174,7 +174,11 @@ function y1Forward(x: Tensor): Tensor {
 function kForward(x: Tensor, order: 0 | 1, scaled: boolean): Tensor {
   const s = x.where(x.gt(0), 1).clamp(undefined, 2);
   const series = chbevl(s.mul(s).sub(2), order === 0 ? K0_A : K1_A);
-  const logHalf = s.mul(0.5).log();
+  // PyTorch's K₀ takes log(0.5·x) in double, exact for float32's subnormals too.
+  const half = s.mul(0.5).log();
+  const logHalf = order === 0 && !scaled && s.dtype === "float32"
+    ? half.where(s.ge(2 ** -125), s.log().sub(Math.LN2))
+    : half;
   let near = order === 0 ? series.sub(logHalf.mul(i0(s))) : logHalf.mul(i1(s)).add(series.div(s));
   if (scaled) near = near.mul(s.exp());
   const b = x.clamp(2);
@@ -219,26 +223,41 @@ export function besselY1(x: Tensor): Tensor {
   return unary(x, y1Forward);
 }
 
-/** PyTorch's modified_bessel_i* give NaN at ±inf (e^|x| over √|x|: inf/inf). */
-const nanAtInfinity = (x: Tensor, value: Tensor) => value.where(x.abs().ne(Infinity), NaN);
+/**
+ * The largest |x| whose e^|x| is finite in each float dtype (ln of its
+ * maximum, as the float32 or float64 comparison sees it).
+ */
+const EXP_LIMIT = { float32: 88.72283172607422, float64: 709.782712893384 };
+
+/**
+ * PyTorch's modified_bessel_i* compute e^|x|·series/√|x|: ±inf (the sign
+ * of `value`) once e^|x| overflows, NaN at ±inf (inf/inf).
+ */
+function overflowAsTorch(x: Tensor, value: Tensor): Tensor {
+  const limit = x.dtype === "float64" ? EXP_LIMIT.float64 : EXP_LIMIT.float32;
+  const a = x.abs();
+  const inf = fill(x, Infinity).where(value.ge(0), -Infinity);
+  return inf.where(a.gt(limit), value).where(a.ne(Infinity), NaN);
+}
 
 /**
  * The modified Bessel function of the first kind of order 0, as
  * `torch.special.modified_bessel_i0` (the values of `torch.special.i0`,
- * but NaN at ±inf as PyTorch gives there). Not differentiable (use
- * `special.i0` for a gradient).
+ * but +inf once e^|x| overflows, past 88.72 in float32, and NaN at ±inf,
+ * as PyTorch gives there). Not differentiable (use `special.i0` for a
+ * gradient).
  */
 export function modifiedBesselI0(x: Tensor): Tensor {
-  return unary(x, (v) => nanAtInfinity(v, i0(v)));
+  return unary(x, (v) => overflowAsTorch(v, i0(v)));
 }
 
 /**
  * The modified Bessel function of the first kind of order 1, as
- * `torch.special.modified_bessel_i1` (NaN at ±inf, as PyTorch). Not
- * differentiable (use `special.i1` for a gradient).
+ * `torch.special.modified_bessel_i1` (±inf once e^|x| overflows, NaN at
+ * ±inf, as PyTorch). Not differentiable (use `special.i1` for a gradient).
  */
 export function modifiedBesselI1(x: Tensor): Tensor {
-  return unary(x, (v) => nanAtInfinity(v, i1(v)));
+  return unary(x, (v) => overflowAsTorch(v, i1(v)));
 }
 
 /**

@@ -12,6 +12,7 @@ import type { NestedNumbers, Tensor, TensorOps } from "../tensor.ts";
 import type { TensorLike } from "../ops/util.ts";
 import type * as composite from "./mod.ts";
 import type * as tensorUtils from "./tensor_utils.ts";
+import type * as torchLinalg from "../linalg/torch_level.ts";
 
 /** Methods of {@link Tensor} that call an op of the same meaning with the tensor first. */
 export interface TensorMethods {
@@ -587,6 +588,62 @@ export interface TensorMethods {
   igammac(other: TensorLike): Tensor;
   /** {@link mH} as a method. */
   adjoint(): Tensor;
+  /** Counts of each non-negative int32 value (`torch.bincount`). */
+  bincount(options?: composite.BincountOptions): Tensor;
+  /** A histogram of `bins` equal bins over [min, max] (`torch.histc`). */
+  histc(options?: composite.HistcOptions): Tensor;
+  /** `[values, indices]` of the most frequent value along `dim`. */
+  mode(dim?: number, keepdim?: boolean): composite.ValuesIndices;
+  /** The `q`-quantiles (over all elements, or along `options.dim`). */
+  quantile(q: number | Tensor, options?: composite.QuantileOptions): Tensor;
+  /** {@link Tensor.quantile} ignoring NaN. */
+  nanquantile(q: number | Tensor, options?: composite.QuantileOptions): Tensor;
+  /** Sum over `dim` (all when omitted), NaN counted as zero. */
+  nansum(dim?: number | readonly number[], keepdim?: boolean): Tensor;
+  /** Mean over `dim` (all when omitted) of the non-NaN elements. */
+  nanmean(dim?: number | readonly number[], keepdim?: boolean): Tensor;
+  /** The number of nonzero elements over `dim` (all when omitted), int32. */
+  countNonzero(dim?: number | readonly number[]): Tensor;
+  /** The covariance matrix of the variables in the rows (observations in the columns). */
+  cov(options?: composite.CovOptions): Tensor;
+  /** The Pearson correlation coefficients of the variables in the rows. */
+  corrcoef(): Tensor;
+  /** The slices along `dim` with `p`-norm above `maxnorm` scaled to norm `maxnorm`. */
+  renorm(p: number, dim: number, maxnorm: number): Tensor;
+  /** The `p`-norm of `this - other`. */
+  dist(other: Tensor, p?: number): Tensor;
+  /** The inverse of each square matrix. */
+  inverse(): Tensor;
+  /** The log of each square matrix's determinant (NaN where negative). */
+  logdet(): Tensor;
+  /** The pseudo-inverse (`rcond` default 1e-15). */
+  pinverse(options?: { rcond?: number }): Tensor;
+  /** The solution of `AX = this` from the Cholesky factor `L` of `A`. */
+  choleskySolve(L: Tensor, options?: torchLinalg.CholeskyFactorOptions): Tensor;
+  /** The inverse of `A` from this, its Cholesky factor. */
+  choleskyInverse(options?: torchLinalg.CholeskyFactorOptions): Tensor;
+  /** `[solution, clonedCoefficient]` of `AX = this` for triangular `A` (upper by default). */
+  triangularSolve(A: Tensor, options?: torchLinalg.TriangularSolveOptions): [Tensor, Tensor];
+  /** `[LU, pivots]` (and `infos` with `getInfos`) of the LU factorization. */
+  lu(options?: torchLinalg.TorchLuOptions): Tensor[];
+  /** The solution of `A X = this` from `A`'s LU factors. */
+  luSolve(LU: Tensor, pivots: Tensor): Tensor;
+  /** The determinant of each square matrix. */
+  det(): Tensor;
+  /** `[sign, logabsdet]` of each determinant. */
+  slogdet(): [Tensor, Tensor];
+  /** The matrix to the integer power `n`. */
+  matrixPower(n: number): Tensor;
+  /** Cross product with `other` along `dim` (default: the first dim of size 3). */
+  cross(other: Tensor, dim?: number): Tensor;
+  /** `numSamples` indices drawn from each row's weights (`torch.multinomial`). */
+  multinomial(numSamples: number, options?: composite.MultinomialOptions): Tensor;
+  /** 1 with probability given by each element, else 0 (`torch.bernoulli`). */
+  bernoulli(): Tensor;
+  /** `[U, S, V]` with `this = U diag(S) Vᵀ` (`torch.svd`'s convention). */
+  svd(options?: torchLinalg.TorchSvdOptions): [Tensor, Tensor, Tensor];
+  /** The matrix exponential of each square matrix. */
+  matrixExp(): Tensor;
 }
 
 /** The op (a key of the installed op table) each of {@link TensorMethods} calls. */
@@ -856,4 +913,32 @@ export const TENSOR_METHOD_OPS = {
   igamma: "igamma",
   igammac: "igammac",
   adjoint: "adjoint",
+  bincount: "bincount",
+  histc: "histc",
+  mode: "mode",
+  quantile: "quantile",
+  nanquantile: "nanquantile",
+  nansum: "nansum",
+  nanmean: "nanmean",
+  countNonzero: "countNonzero",
+  cov: "cov",
+  corrcoef: "corrcoef",
+  renorm: "renorm",
+  dist: "dist",
+  inverse: "inverse",
+  logdet: "logdet",
+  pinverse: "pinverse",
+  choleskySolve: "choleskySolve",
+  choleskyInverse: "choleskyInverse",
+  triangularSolve: "triangularSolve",
+  lu: "lu",
+  luSolve: "luSolve",
+  det: "det",
+  slogdet: "slogdet",
+  matrixPower: "matrixPower",
+  cross: "cross",
+  multinomial: "multinomial",
+  bernoulli: "bernoulli",
+  svd: "svd",
+  matrixExp: "matrixExp",
 } as const satisfies { readonly [K in keyof TensorMethods]: keyof TensorOps };
