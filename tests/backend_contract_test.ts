@@ -1034,6 +1034,62 @@ function cases(): Case<KernelName>[] {
       reference: () => Promise.resolve([Float32Array.from(grad)]),
     });
   }
+  {
+    // scatterReduce, every mode with and without self: [2, 4, 2] sources into [2, 3, 2], indices
+    // out of range (skipped), a place no source reaches, ties, zeros of both signs and NaN; a
+    // host reference folding each place's values in order, rounding each step.
+    const [outer, size, count, inner] = [2, 3, 4, 2];
+    const self = f32([0, -0, 1, NaN, 2, -1, 0.5, 3, -0, 4, 1, -2]);
+    const x = f32([-0, 0, 2, 1, NaN, 5, 1, -3, 0.25, 2, 2, -0, 1.5, -1, 3, 0.75]);
+    const index = i32([0, 0, 2, 1, 0, -1, 2, 1, 1, 3, 1, 0, 2, 0, 1, 0]);
+    const modes = ["assign", "sum", "prod", "mean", "amax", "amin"] as const;
+    for (const mode of modes) {
+      for (const includeSelf of [true, false]) {
+        const want = self.slice();
+        const counts = new Int32Array(self.length);
+        for (let o = 0; o < outer; o++) {
+          for (let i = 0; i < inner; i++) {
+            for (let r = 0; r < size; r++) {
+              const k = (o * size + r) * inner + i;
+              const values: number[] = [];
+              for (let j = 0; j < count; j++) {
+                const at = (o * count + j) * inner + i;
+                if (index[at] === r) values.push(x[at]);
+              }
+              counts[k] = values.length;
+              if (values.length === 0) continue;
+              const fold = (a: number, v: number) =>
+                Math.fround(
+                  mode === "prod"
+                    ? a * v
+                    : mode === "amax"
+                    ? (v > a || v !== v ? v : a)
+                    : mode === "amin"
+                    ? (v < a || v !== v ? v : a)
+                    : mode === "assign"
+                    ? v
+                    : a + v,
+                );
+              const withSelf = includeSelf && mode !== "assign";
+              const first = withSelf ? self[k] : mode === "sum" || mode === "mean" ? 0 : null;
+              let acc = first === null ? values[0] : fold(first, values[0]);
+              for (const v of values.slice(1)) acc = fold(acc, v);
+              const n = values.length + (withSelf ? 1 : 0);
+              want[k] = mode === "mean" ? Math.fround(acc / n) : acc;
+            }
+          }
+        }
+        add({
+          kernel: "scatterReduce",
+          what: `scatterReduce ${mode}, includeSelf ${includeSelf}, [2, 4, 2] into [2, 3, 2]`,
+          buffers: { self, x, index, out: out(self.length), counts: out(self.length, "int32") },
+          outputs: ["out", "counts"],
+          args: { outer, size, count, inner, mode, includeSelf, dtype: "float32" },
+          reference: () => Promise.resolve([want, counts]),
+        });
+      }
+    }
+  }
   return list;
 }
 

@@ -391,6 +391,19 @@ backendTest(
   },
 );
 
+backendTest(
+  "distributions families: Binomial draws in float32 at large totalCount",
+  async (device) => {
+    // BTRS with n·p near 10 and n up to 1e9: float32 must not lose the bound's (n + 1)·log term.
+    await checkMoments(
+      new D.Binomial(tensor([1e7, 1e8, 1e9], { device }), {
+        probs: tensor([1e-6, 1e-7, 1e-8], { device }),
+      }),
+      "Binomial in float32 with totalCount up to 1e9",
+    );
+  },
+);
+
 backendTest("distributions families: Wishart and LKJCholesky draws", async (device) => {
   const f = (v: number[]) => tensor(v, { device });
   await checkMoments(
@@ -421,6 +434,32 @@ backendTest("distributions families: Wishart and LKJCholesky draws", async (devi
   const lp = await new D.LKJCholesky(5, 1.5).logProb(big).data();
   assert.ok(lp.every(Number.isFinite), "LKJ logProb of its draws is finite");
 });
+
+backendTest(
+  "distributions families: LKJCholesky correlations past the second row",
+  async (device) => {
+    // Every correlation of LKJ(η) in dim d has (r + 1)/2 ~ Beta(η - 1 + d/2, η - 1 + d/2), so
+    // Var r = 1/(2η + d - 1). PyTorch 1.13's onion draws row i with Beta(i - ½, ·) instead of
+    // Beta(i/2, ·), which widens every row past the second (e.g. 0.21 instead of 1/6 below).
+    manualSeed(12);
+    for (const [dim, eta] of [[3, 2], [5, 0.5]]) {
+      const l = new D.LKJCholesky(dim, tensor(eta, { device })).sample([N]);
+      const c = await l.matmul(l.transpose(-1, -2)).data();
+      const want = 1 / (2 * eta + dim - 1);
+      for (let a = 1; a < dim; a++) {
+        for (let b = 0; b < a; b++) {
+          let v = 0;
+          for (let i = 0; i < N; i++) v += c[i * dim * dim + a * dim + b] ** 2;
+          v /= N;
+          assert.ok(
+            Math.abs(v - want) <= 0.06 * want,
+            `dim ${dim}: Var r[${a},${b}] ${v} vs ${want}`,
+          );
+        }
+      }
+    }
+  },
+);
 
 backendTest("distributions families: the moment check rejects a wrong sampler", async (device) => {
   const wrong = new (class extends D.Poisson {
@@ -453,6 +492,20 @@ backendTest("distributions families: VonMises draws by circular moments", async 
     const se = Math.sqrt((c2 / N - mc * mc) / N) + 1e-3 / Math.sqrt(N);
     assert.ok(Math.abs(mc - (1 - circVar[j])) <= 5 * se, `E cos: ${mc} vs ${1 - circVar[j]}`);
     assert.ok(Math.abs(s / N) <= 5 * Math.sqrt(0.5 / N), `E sin: ${s / N}`);
+  }
+});
+
+backendTest("distributions families: VonMises draws at tiny concentration", async (device) => {
+  // κ → 0 is the uniform circle; the proposal's ρ must not cancel to 0 (which left every draw
+  // at loc: float32 at κ = 1e-6, float64 at 1e-9).
+  manualSeed(8);
+  for (const [k, dtype] of [[1e-6, "float32"], [1e-9, dtypeOf(device)]] as const) {
+    const x = await new D.VonMises(tensor([1], { device, dtype }), tensor([k], { device, dtype }))
+      .sample([N]).data();
+    let c = 0, s = 0;
+    for (const a of x) [c, s] = [c + Math.cos(a - 1), s + Math.sin(a - 1)];
+    const bound = 5 * Math.sqrt(0.5 / N);
+    assert.ok(Math.abs(c / N) <= bound && Math.abs(s / N) <= bound, `κ = ${k}: E cos ${c / N}`);
   }
 });
 
@@ -755,6 +808,37 @@ Deno.test("distributions families: bad input is a clear error", async () => {
   assert.throws(
     () => D.klDivergence(new D.StudentT(3), new D.StudentT(4)),
     /no KL divergence is registered for StudentT and StudentT/,
+  );
+});
+
+Deno.test("distributions families: Multinomial.logProb takes non-integer counts, as PyTorch", async () => {
+  // constraints.multinomial checks only x >= 0 and Σx <= totalCount (PyTorch's numbers).
+  const d = new D.Multinomial(3, { probs: tensor([0.5, 0.5], { dtype: "float64" }) });
+  const lp = await d.logProb(tensor([1.5, 1.5], { dtype: "float64" })).data();
+  assertClose(lp, [-0.8570478133976192], { atol: 1e-12, rtol: 1e-12 });
+  const e = new D.Multinomial(4, { probs: tensor([0.2, 0.8], { dtype: "float64" }) });
+  const lp2 = await e.logProb(tensor([0.5, 2.25], { dtype: "float64" })).data();
+  assertClose(lp2, [-0.6349960615540851], { atol: 1e-12, rtol: 1e-12 });
+  await assert.rejects(
+    () => d.logProb(tensor([1.5, 2], { dtype: "float64" })).data(),
+    /Multinomial.logProb: value must be within the support/,
+  );
+});
+
+Deno.test("distributions families: LowRankMultivariateNormal rejects NaN loc and covFactor", async () => {
+  // PyTorch checks loc (real_vector) and cov_factor (independent real) too, not only cov_diag.
+  const t = (v: number[] | number[][]) => tensor(v, { dtype: "float64" });
+  await assert.rejects(
+    () =>
+      new D.LowRankMultivariateNormal(t([NaN, 0]), t([[1], [1]]), t([1, 1])).logProb(t([0, 0]))
+        .data(),
+    /LowRankMultivariateNormal: loc must satisfy real, got NaN at index 0/,
+  );
+  await assert.rejects(
+    () =>
+      new D.LowRankMultivariateNormal(t([0, 0]), t([[1], [NaN]]), t([1, 1])).logProb(t([0, 0]))
+        .data(),
+    /LowRankMultivariateNormal: covFactor must satisfy real, got NaN at index 1/,
   );
 });
 

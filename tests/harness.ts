@@ -99,7 +99,8 @@ export function assertClose(
   for (let i = 0; i < a.length; i++) {
     if (Number.isNaN(e[i]) && Number.isNaN(a[i])) continue;
     if (e[i] === a[i]) continue;
-    const tol = atol + rtol * Math.abs(e[i]);
+    // An infinite expected value makes the relative tolerance infinite: only itself is close.
+    const tol = Number.isFinite(e[i]) ? atol + rtol * Math.abs(e[i]) : 0;
     if (!(Math.abs(a[i] - e[i]) <= tol)) {
       assert.fail(
         `${what}: element ${i} is ${a[i]}, expected ${e[i]} (tolerance ${tol}); actual starts ${

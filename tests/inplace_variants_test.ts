@@ -260,6 +260,8 @@ backendTest("in-place errors name the bad dtype, shape or value", async (device)
     /all dims must have the same length .* got shape \[2, 3, 3\]/,
   );
   assert.throws(() => x.uniform_({ from: 2, to: 1 }), /from=2 > to=1/);
+  assert.throws(() => x.uniform_({ from: -Infinity, to: 0 }), /from must be finite, got -Infinity/);
+  assert.throws(() => x.uniform_({ to: Infinity }), /to must be finite, got Infinity/);
   assert.throws(() => x.normal_({ std: -1 }), /std >= 0, but found std=-1/);
   assert.throws(() => x.logNormal_({ std: 0 }), /std > 0, but found std=0/);
   assert.throws(() => x.bernoulli_(1.5), /p in \[0, 1\], but got p=1.5/);

@@ -355,6 +355,25 @@ export interface ScatterAddArgs<B = DeviceBuffer> extends GatherView {
 }
 
 /**
+ * `scatterReduce` (optional), torch's `scatter_reduce` on {@link ScatterAddArgs}' view (indices
+ * out of range skipped): `out` is `self` with the sources sent to each place combined, in order
+ * along `count`, by `mode`: "assign", the last wins; "sum", "prod" (int32 wrapping), "mean" (that
+ * sum over the values combined, int32 rounded down); "amax", "amin", a NaN wins, else the first
+ * extreme. With `includeSelf` (not for "assign") `self` comes first, else the first source (sum,
+ * mean: 0 + it); places no source reaches keep `self`. Each step is rounded to the dtype.
+ */
+export interface ScatterReduceArgs<B = DeviceBuffer> extends ScatterAddArgs<B> {
+  /** Read, [outer, size, inner]. */
+  readonly self: B;
+  /** Written, int32 like `self`, the sources at each place; or null. */
+  readonly counts: B | null;
+  /** How one place's values combine. */
+  readonly mode: "assign" | "sum" | "prod" | "mean" | "amax" | "amin";
+  /** Whether `self` takes part. */
+  readonly includeSelf: boolean;
+}
+
+/**
  * The sliding windows of a 2-d convolution or pooling over an input
  * [batch, channels, height, width] (contiguous): output position
  * (oh, ow) and kernel tap (ki, kj) read input row
@@ -937,6 +956,8 @@ export interface KernelArgs<B = DeviceBuffer> {
   ctcAlpha: CtcAlphaArgs<B>;
   /** Optional. See {@link CtcAlphaBackwardArgs}. */
   ctcAlphaBackward: CtcAlphaBackwardArgs<B>;
+  /** Optional. See {@link ScatterReduceArgs}. */
+  scatterReduce: ScatterReduceArgs<B>;
 }
 
 /** A kernel's name. */
@@ -965,6 +986,7 @@ export const OPTIONAL_KERNELS = [
   "segmentReduce",
   "ctcAlpha",
   "ctcAlphaBackward",
+  "scatterReduce",
 ] as const;
 
 /** A kernel the core composes when a backend leaves it out. */
@@ -1169,6 +1191,14 @@ export const REBUILD: { readonly [K in KernelName]: Rebuild<K> } = {
     sources: u(x.sources, "ctcAlphaBackward.sources"),
     g: u(x.g, "ctcAlphaBackward.g"),
     out: u(x.out, "ctcAlphaBackward.out"),
+  }),
+  scatterReduce: (x, u) => ({
+    ...x,
+    self: u(x.self, "scatterReduce.self"),
+    x: u(x.x, "scatterReduce.x"),
+    index: u(x.index, "scatterReduce.index"),
+    out: u(x.out, "scatterReduce.out"),
+    counts: x.counts && u(x.counts, "scatterReduce.counts"),
   }),
 };
 

@@ -1,8 +1,8 @@
 /**
  * Chi2, StudentT, FisherSnedecor, VonMises and ContinuousBernoulli, as
  * `torch.distributions`. The gamma-based ones draw through the library's
- * Marsaglia–Tsang sampler and, as {@link Gamma} here, carry no gradient
- * through their draws; ContinuousBernoulli is reparameterized.
+ * Marsaglia–Tsang sampler and, as {@link Gamma}, are reparameterized
+ * (implicitly in their degrees of freedom); so is ContinuousBernoulli.
  * @module
  */
 
@@ -22,7 +22,7 @@ import {
   softplus,
 } from "./distribution.ts";
 import type { ProbsOrLogits } from "./discrete.ts";
-import { Gamma, standardGamma } from "./gamma.ts";
+import { Gamma, rsampleStandardGamma } from "./gamma.ts";
 
 const LOG_PI = Math.log(Math.PI);
 const LOG_2PI = Math.log(2 * Math.PI);
@@ -40,7 +40,7 @@ function nanWhere(t: Tensor, bad: () => Tensor): Tensor {
 /**
  * The chi-squared distribution of `df` degrees of freedom, as
  * `torch.distributions.Chi2`: `Gamma(df/2, 1/2)` (a {@link Gamma}, so the
- * Gamma KL pairs apply; draws carry no gradient).
+ * Gamma KL pairs and its `rsample` apply).
  */
 export class Chi2 extends Gamma {
   /** `df > 0`. */
@@ -70,9 +70,8 @@ export class Chi2 extends Gamma {
 
 /**
  * Student's t distribution of `df` degrees of freedom, location `loc` and
- * scale `scale`, as `torch.distributions.StudentT`. Unlike PyTorch it has
- * no `rsample`: its draws divide by a chi-squared draw, which carries no
- * gradient here (see {@link Gamma}).
+ * scale `scale`, as `torch.distributions.StudentT` (reparameterized: its
+ * chi-squared draw implicitly, see {@link Gamma}).
  */
 export class StudentT extends Distribution {
   /** The degrees of freedom. */
@@ -115,17 +114,19 @@ export class StudentT extends Distribution {
     const inf = v.where(noGrad(() => df.gt(2).add(df.le(1))), Infinity);
     return nanWhere(inf, () => df.le(1));
   }
-  /** `loc + scale·X/√(Z/df)` with X standard normal and Z ~ χ²(df), without gradient. */
-  override sample(sampleShape: number[] = []): Tensor {
+  /** True: draws are differentiable in every parameter. */
+  override get hasRsample(): boolean {
+    return true;
+  }
+  /** `loc + scale·X/√(Z/df)` with X standard normal and Z ~ χ²(df). */
+  override rsample(sampleShape: number[] = []): Tensor {
     const shape = this.extendedShape(sampleShape);
-    return noGrad(() =>
-      forwardScope(() => {
-        const opts = { dtype: this.df.dtype, device: this.df.device };
-        const x = randn(shape, opts);
-        const z = standardGamma(this.df.mul(0.5).expand(shape)).mul(2);
-        return this.loc.add(this.scale.mul(x.mul(z.div(this.df).rsqrt())));
-      })
-    );
+    return forwardScope(() => {
+      const opts = { dtype: this.df.dtype, device: this.df.device };
+      const x = randn(shape, opts);
+      const z = rsampleStandardGamma(this.df.mul(0.5).expand(shape)).mul(2);
+      return this.loc.add(this.scale.mul(x.mul(z.div(this.df).rsqrt())));
+    });
   }
   /** `-½(df + 1) log(1 + y²/df) - log Z` with `y = (x - loc)/scale`, as PyTorch. */
   logProb(value: Tensor): Tensor {
@@ -159,8 +160,8 @@ export class StudentT extends Distribution {
 
 /**
  * The F distribution of `df1` and `df2` degrees of freedom, as
- * `torch.distributions.FisherSnedecor` (a ratio of gamma draws, without
- * gradient here; PyTorch has no entropy for it either).
+ * `torch.distributions.FisherSnedecor` (a ratio of gamma draws,
+ * reparameterized as {@link Gamma}; PyTorch has no entropy for it either).
  */
 export class FisherSnedecor extends Distribution {
   /** The numerator's degrees of freedom. */
@@ -204,17 +205,19 @@ export class FisherSnedecor extends Distribution {
     return df2.square().mul(2).mul(df1.add(df2).sub(2))
       .div(df1.mul(df2.sub(2).square()).mul(df2.sub(4)));
   }
-  /** `(X₁/df1)/(X₂/df2)` of χ² draws, clamped to the smallest normal number, without gradient. */
-  override sample(sampleShape: number[] = []): Tensor {
+  /** True: draws are differentiable in both degrees of freedom. */
+  override get hasRsample(): boolean {
+    return true;
+  }
+  /** `(X₁/df1)/(X₂/df2)` of χ² draws, clamped to the smallest normal number. */
+  override rsample(sampleShape: number[] = []): Tensor {
     const shape = this.extendedShape(sampleShape);
-    return noGrad(() =>
-      forwardScope(() => {
-        const t = tiny(this.df1.dtype);
-        const x1 = standardGamma(this.df1.mul(0.5).expand(shape)).div(this.df1).clamp(t);
-        const x2 = standardGamma(this.df2.mul(0.5).expand(shape)).div(this.df2).clamp(t);
-        return x1.div(x2).clamp(t);
-      })
-    );
+    return forwardScope(() => {
+      const t = tiny(this.df1.dtype);
+      const x1 = rsampleStandardGamma(this.df1.mul(0.5).expand(shape)).div(this.df1).clamp(t);
+      const x2 = rsampleStandardGamma(this.df2.mul(0.5).expand(shape)).div(this.df2).clamp(t);
+      return x1.div(x2).clamp(t);
+    });
   }
   /** The log-density, as PyTorch's formula. */
   logProb(value: Tensor): Tensor {
@@ -340,7 +343,8 @@ export class VonMises extends Distribution {
         const opts = { dtype: this.loc.dtype, device: this.loc.device };
         const k = this.concentration.expand(shape);
         const tau = k.square().mul(4).add(1).sqrt().add(1);
-        const rho = tau.sub(tau.mul(2).sqrt()).div(k.mul(2));
+        // (τ - √(2τ))/(2κ) without the cancellation that makes it 0 (and the draws loc) for tiny κ.
+        const rho = k.mul(2).div(tau.add(tau.mul(2).sqrt()));
         const r = rho.square().add(1).div(rho.mul(2));
         let x = full(shape, 0, opts);
         let open = full(shape, 1, opts);

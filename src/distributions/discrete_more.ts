@@ -68,7 +68,7 @@ function checkCount(op: string, raw: Param, value: Tensor): void {
 
 /** Rounds of geometric waiting times per draw where `n·q < 10` (P(X ≥ 40) below 1e-12). */
 const INVERSION_ROUNDS = 40;
-/** Rounds of BTRS proposals per draw where `n·q >= 10` (acceptance above 0.75 each). */
+/** Rounds of BTRS proposals per draw where `n·q >= 10` (acceptance above 0.7 each). */
 const BTRS_ROUNDS = 16;
 /** `stirling_approx_tail(k)` for k = 0..9: `log k! - (k + ½) log(k + 1) + (k + 1) - ½ log 2π`. */
 const STIRLING_TAIL = [
@@ -99,7 +99,7 @@ function stirlingTail(k: Tensor): Tensor {
  * as PyTorch's sampler: with `q = min(p, 1 - p)`, Hörmann's BTRS rejection
  * where `n·q >= 10`, else geometric waiting times, each a fixed number of
  * rounds on every element (a draw none of whose rounds is accepted takes
- * the rounded mean; probability below 1e-10).
+ * the rounded mean; probability below 3e-9, at `n·q = 10`).
  */
 function binomialDraws(count: Tensor, prob: Tensor): Tensor {
   const shape = [...count.shape];
@@ -141,7 +141,8 @@ function binomialDraws(count: Tensor, prob: Tensor): Tensor {
     const quick = us.ge(0.07).mul(v.le(vr));
     const kk = k.clamp(0).minimum(n);
     const lhs = v.mul(alpha).div(a.div(us.square()).add(b)).log();
-    const bound = fixed.add(n.add(1).mul(n.sub(m).add(1).div(n.sub(kk).add(1)).log()))
+    // log1p of (k - m)/(n - k + 1), not log of a ratio near 1: float32 loses the latter at large n.
+    const bound = fixed.add(n.add(1).mul(kk.sub(m).div(n.sub(kk).add(1)).log1p()))
       .add(kk.add(0.5).mul(r.mul(n.sub(kk).add(1)).div(kk.add(1)).log()))
       .sub(stirlingTail(kk)).sub(stirlingTail(n.sub(kk)));
     const accept = inRange.mul(quick.add(lhs.le(bound)).gt(0)).mul(pending);
@@ -552,14 +553,9 @@ export class Multinomial extends Distribution {
   get logits(): Tensor {
     return this.categorical.logits;
   }
-  /** Nonnegative integer vectors summing to at most `totalCount`. */
+  /** Nonnegative vectors summing to at most `totalCount` (as PyTorch, integers are not checked). */
   get support(): Constraint {
-    const inner = allConstraints.multinomial(this.totalCount);
-    return {
-      name: inner.name,
-      check: (x) => inner.check(x).mul(x.eq(x.floor())),
-      holds: inner.holds,
-    };
+    return allConstraints.multinomial(this.totalCount);
   }
   /** `n·p`. */
   get mean(): Tensor {

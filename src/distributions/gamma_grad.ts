@@ -144,6 +144,50 @@ function powMinus15(t: Tensor): Tensor {
   return t.mul(t.sqrt()).reciprocal();
 }
 
+/**
+ * `log(1 + u) - u` without the cancellation of the two for small u: with
+ * `s = u/(2 + u)`, `log(1 + u) = 2·atanh(s)` and `2s - u = -u²/(2 + u)`.
+ */
+function log1pmx(u: Tensor): Tensor {
+  const s = u.div(u.add(2));
+  const s2 = s.square();
+  // |u| <= 1/2 gives s² <= 1/9: eleven terms of Σ s^2k/(2k + 3) leave under 1e-11 of it;
+  // beyond, log1p(u) - u is at least 0.09 in size and loses no digits.
+  let series = s2.mul(1 / 23).add(1 / 21);
+  for (let k = 8; k >= 0; k--) series = series.mul(s2).add(1 / (2 * k + 3));
+  const small = u.square().neg().div(u.add(2)).add(s.mul(s2).mul(series).mul(2));
+  return small.where(u.abs().le(0.5), u.log1p().sub(u));
+}
+
+/**
+ * `ψ(a + b) - ψ(a)` for a, b > 0 without subtracting the two digammas (which
+ * loses its digits in float32 where b ≪ a): both arguments moved up by 10
+ * through `ψ(z) = ψ(z + 1) - 1/z`, each step's difference
+ * `b/((a + k)(a + b + k))` exact, then the difference of the asymptotic
+ * series with each power's difference factored.
+ */
+function digammaDiff(a: Tensor, b: Tensor): Tensor {
+  let sum: Tensor | undefined;
+  for (let k = 0; k < 10; k++) {
+    const term = b.div(a.add(k).mul(a.add(b).add(k)));
+    sum = sum ? sum.add(term) : term;
+  }
+  const p = a.add(10);
+  const q = p.add(b);
+  const ip = p.reciprocal();
+  const iq = q.reciprocal();
+  const ip2 = ip.square();
+  const iq2 = iq.square();
+  // 1/p^2m - 1/q^2m = (1/p² - 1/q²)·Σ_j p^-2j q^-2(m-1-j), with 1/p² - 1/q² = b(p + q)/(p q)².
+  const d2 = b.mul(p.add(q)).mul(ip2).mul(iq2);
+  const d4 = d2.mul(ip2.add(iq2));
+  const d6 = d2.mul(ip2.square().add(ip2.mul(iq2)).add(iq2.square()));
+  const d8 = d2.mul(ip2.add(iq2)).mul(ip2.square().add(iq2.square()));
+  const asymptotic = b.div(p).log1p().add(b.mul(ip).mul(iq).mul(0.5))
+    .add(d2.div(12)).sub(d4.div(120)).add(d6.div(252)).sub(d8.div(240));
+  return sum!.add(asymptotic);
+}
+
 /** `dx/dα` for x < 0.8: the Taylor series of the lower incomplete gamma function. */
 function gammaGradSmallX(alpha: Tensor, x: Tensor): Tensor {
   let numer: Tensor | undefined;
@@ -174,7 +218,8 @@ function gammaGradLargeAlpha(alpha: Tensor, x: Tensor): Tensor {
   const denom = alpha.mul(8).sqrt();
   const term2 = denom.div(alpha.sub(x));
   const logRatio = x.div(alpha).log();
-  const term3 = powMinus15(x.sub(alpha).sub(alpha.mul(logRatio)));
+  // x - α - α·log(x/α), which cancels to second order near x = α.
+  const term3 = powMinus15(alpha.mul(log1pmx(x.sub(alpha).div(alpha))).neg());
   const term23 = term2.sub(term3).where(x.lt(alpha), term2.add(term3));
   const term1 = logRatio.mul(term23)
     .sub(alpha.reciprocal().mul(2).sqrt().mul(alpha.add(x)).div(alpha.sub(x).square()));
@@ -219,7 +264,7 @@ export function standardGammaGrad(alpha: Tensor, x: Tensor): Tensor {
  * PyTorch's `_beta_grad_alpha_small`.
  */
 function betaGradAlphaSmall(x: Tensor, alpha: Tensor, beta: Tensor): Tensor {
-  const factor = digamma(alpha).sub(digamma(alpha.add(beta))).sub(x.log());
+  const factor = digammaDiff(alpha, beta).add(x.log()).neg();
   let numer: Tensor | undefined;
   let series = alpha.reciprocal().mul(factor.add(alpha.reciprocal()));
   for (let i = 1; i <= 10; i++) {
@@ -236,7 +281,7 @@ function betaGradAlphaSmall(x: Tensor, alpha: Tensor, beta: Tensor): Tensor {
  * PyTorch's `_beta_grad_beta_small`.
  */
 function betaGradBetaSmall(x: Tensor, alpha: Tensor, beta: Tensor): Tensor {
-  const factor = digamma(alpha.add(beta)).sub(digamma(beta));
+  const factor = digammaDiff(beta, alpha);
   let numer: Tensor | undefined;
   let betas: Tensor | undefined;
   let dbetas: Tensor | undefined;
@@ -283,10 +328,16 @@ function betaGradAlphaMid(x: Tensor, alpha: Tensor, beta: Tensor): Tensor {
   const axbx = alpha.mul(xm1).add(beta.mul(x));
   const term1Den = alpha.mul(2).div(beta).sqrt().mul(total.mul(total.sqrt())).mul(axbx.square());
   const term1 = term1Num.div(term1Den);
-  const logA = alpha.div(total.mul(x)).log();
-  const term2 = logA.mul(0.5);
+  // With d = x - mean: log(α/(total·x)) = log1p(-d/x) and log(β/(total(1-x))) = log1p(d/(1-x));
+  // term4's base (a KL divergence, second order in d) is summed without its cancelling first order.
+  const d = axbx.div(total);
+  const v = d.neg().div(x);
+  const u = d.div(omx);
+  const term2 = v.log1p().mul(0.5);
   const term3 = alpha.mul(beta).mul(8).div(total).sqrt().div(axbx);
-  const term4 = powMinus15(beta.mul(beta.div(total.mul(omx)).log()).add(alpha.mul(logA)));
+  const base = beta.mul(log1pmx(u)).add(alpha.mul(log1pmx(v)))
+    .add(total.mul(d.square()).div(x.mul(omx)));
+  const term4 = powMinus15(base);
   const term1234 = term1.add(term2.mul(term3.add(term4.where(x.lt(mean), term4.neg()))));
   const tail = stirling.mul(prefactor).mul(term1234);
   const inBand = mean.sub(std.mul(0.1)).le(x).mul(x.le(mean.add(std.mul(0.1))));
@@ -313,7 +364,8 @@ function dirichletGradRational(x: Tensor, alpha: Tensor, total: Tensor): Tensor 
     }
     return out!;
   };
-  const approx = x.mul(digamma(total).sub(digamma(alpha))).div(total.sub(alpha));
+  const beta = total.sub(alpha);
+  const approx = x.mul(digammaDiff(alpha, beta)).div(beta);
   return sum(DIRICHLET_PQ[0]).div(sum(DIRICHLET_PQ[1])).mul(approx);
 }
 

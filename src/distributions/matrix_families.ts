@@ -1,7 +1,8 @@
 /**
  * Wishart and LKJCholesky, as `torch.distributions`: distributions over
  * positive-definite matrices and over Cholesky factors of correlation
- * matrices. Draws use the library's gamma sampler and carry no gradient.
+ * matrices. Draws use the library's gamma sampler; Wishart's are
+ * reparameterized (implicitly in df), LKJCholesky's carry no gradient.
  * @module
  */
 
@@ -26,7 +27,7 @@ import {
   type Param,
 } from "./distribution.ts";
 import { constraints as allConstraints } from "./constraints.ts";
-import { Beta, standardGamma } from "./gamma.ts";
+import { Beta, rsampleStandardGamma } from "./gamma.ts";
 
 const LOG2 = Math.LN2;
 
@@ -70,10 +71,9 @@ export interface WishartOptions extends DistributionOptions {
 /**
  * The Wishart distribution of `df` degrees of freedom (ν > p - 1) and a
  * `p × p` scale matrix Σ, as `torch.distributions.Wishart`. Draws by
- * Bartlett's decomposition without gradient: PyTorch's `rsample`
- * differentiates its chi-squared draws, which the library's {@link Gamma}
- * does not (so `hasRsample` is false), and PyTorch's retries of singular
- * draws are not needed as the chi-squared draws are clamped above eps.
+ * Bartlett's decomposition, differentiable in df (through the chi-squared
+ * draws, implicitly, see {@link Gamma}) and the scale; PyTorch's retries of
+ * singular draws are not needed as the chi-squared draws are clamped above eps.
  */
 export class Wishart extends Distribution {
   /** ν, of the batch shape. */
@@ -204,20 +204,22 @@ export class Wishart extends Distribution {
       return this.dfMatrix.mul(v.square().add(d.unsqueeze(-1).mul(d.unsqueeze(-2))));
     });
   }
-  /** Bartlett's `L·A·Aᵀ·Lᵀ` (A's diagonal √χ², below it standard normals), without gradient. */
-  override sample(sampleShape: number[] = []): Tensor {
+  /** True: draws are differentiable in df and the scale. */
+  override get hasRsample(): boolean {
+    return true;
+  }
+  /** Bartlett's `L·A·Aᵀ·Lᵀ` (A's diagonal √χ², below it standard normals). */
+  override rsample(sampleShape: number[] = []): Tensor {
     const shape = [...sampleShape, ...this.batchShape];
     const p = this.p;
-    return noGrad(() =>
-      forwardScope(() => {
-        const opts = { dtype: this.df.dtype, device: this.df.device };
-        const dfs = this.df.unsqueeze(-1).sub(arange(0, p, 1, opts)).expand([...shape, p]);
-        const chi = standardGamma(dfs.mul(0.5)).mul(2).sqrt().clamp(eps(opts.dtype));
-        const a = randn([...shape, p, p], opts).tril(-1).add(chi.diagEmbed());
-        const c = this.scaleTril.matmul(a);
-        return c.matmul(c.transpose(-1, -2));
-      })
-    );
+    return forwardScope(() => {
+      const opts = { dtype: this.df.dtype, device: this.df.device };
+      const dfs = this.df.unsqueeze(-1).sub(arange(0, p, 1, opts)).expand([...shape, p]);
+      const chi = rsampleStandardGamma(dfs.mul(0.5)).mul(2).sqrt().clamp(eps(opts.dtype));
+      const a = randn([...shape, p, p], opts).tril(-1).add(chi.diagEmbed());
+      const c = this.scaleTril.matmul(a);
+      return c.matmul(c.transpose(-1, -2));
+    });
   }
   /** `-ν(p log 2/2 + log|L|) - log Γ_p(ν/2) + (ν - p - 1)/2·log|X| - tr(Σ⁻¹X)/2`. */
   logProb(value: Tensor): Tensor {
@@ -272,7 +274,9 @@ export class Wishart extends Distribution {
  * The LKJ distribution over lower Cholesky factors of `dim × dim`
  * correlation matrices with shape `concentration` η (density ∝ `det(LLᵀ)^{η-1}`),
  * as `torch.distributions.LKJCholesky`; draws by the onion method, without
- * gradient (as PyTorch). PyTorch defines no mean or variance for it.
+ * gradient (as PyTorch), with the onion's Beta(i/2, ·) for row i where PyTorch
+ * 1.13 draws Beta(i - ½, ·), whose correlations past the second row are too
+ * wide. PyTorch defines no mean or variance for it.
  */
 export class LKJCholesky extends Distribution {
   /** The size of the matrices. */
@@ -297,9 +301,11 @@ export class LKJCholesky extends Distribution {
     }
     this.#beta = forwardScope(() => {
       const marginal = c.add(0.5 * (dim - 2));
-      // [0, 0, 1, ..., dim - 2], as PyTorch's cat([0], arange(dim - 1)).
+      // [0, 0, 1, ..., dim - 2], as PyTorch's cat([0], arange(dim - 1)). Row i's squared norm is
+      // Beta(i/2, marginal - (i - 1)/2) by the onion method; PyTorch 1.13's first parameter
+      // `offset + ½` (i - ½) gives rows past the second too wide correlations, so not here.
       const offset = arange(0, dim, 1, { dtype: c.dtype, device: c.device }).sub(1).clamp(0);
-      return new Beta(offset.add(0.5), marginal.unsqueeze(-1).sub(offset.mul(0.5)), {
+      return new Beta(offset.add(1).mul(0.5), marginal.unsqueeze(-1).sub(offset.mul(0.5)), {
         validateArgs: false,
       });
     });

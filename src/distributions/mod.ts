@@ -27,6 +27,7 @@ export { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
 export type { ProbsOrLogits } from "./discrete.ts";
 export { Independent } from "./independent.ts";
 export { Beta, Gamma } from "./gamma.ts";
+export { dirichletGrad, standardGammaGrad } from "./gamma_grad.ts";
 export { MultivariateNormal } from "./multivariate_normal.ts";
 export type { MultivariateNormalOptions } from "./multivariate_normal.ts";
 export { klDivergence, registerKl } from "./kl.ts";

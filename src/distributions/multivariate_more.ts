@@ -23,6 +23,7 @@ import {
 import { constraints as allConstraints } from "./constraints.ts";
 import { Categorical } from "./discrete.ts";
 import { standardGamma } from "./gamma.ts";
+import { attachDirichletGrad } from "./gamma_grad.ts";
 
 const LOG_2PI = Math.log(2 * Math.PI);
 
@@ -50,10 +51,9 @@ function requireTensor(op: string, name: string, t: unknown, ndim: number): Tens
 /**
  * The Dirichlet distribution on the probability simplex of
  * `concentration` α (last dim K, the dims before it the batch), as
- * `torch.distributions.Dirichlet`. Draws normalize gamma draws and carry
- * no gradient: PyTorch's `rsample` differentiates its gamma draws
- * implicitly, which the library's {@link Gamma} does not (so `hasRsample`
- * is false here).
+ * `torch.distributions.Dirichlet`. Draws normalize gamma draws; `rsample`
+ * differentiates them implicitly in the concentration, with PyTorch's
+ * `_dirichlet_grad`.
  */
 export class Dirichlet extends Distribution {
   /** α, `batchShape + [K]`. */
@@ -106,6 +106,15 @@ export class Dirichlet extends Distribution {
     const c = this.concentration;
     const total = c.sum(-1, true);
     return c.mul(total.sub(c)).div(total.square().mul(total.add(1)));
+  }
+  /** True: draws are differentiable in the concentration. */
+  override get hasRsample(): boolean {
+    return true;
+  }
+  /** The same draws, differentiable in the concentration (PyTorch's `_Dirichlet` backward). */
+  override rsample(sampleShape: number[] = []): Tensor {
+    const shape = this.extendedShape(sampleShape);
+    return attachDirichletGrad(this.concentration.expand(shape), this.sample(sampleShape));
   }
   /** Normalized gamma draws, without gradient. */
   override sample(sampleShape: number[] = []): Tensor {
@@ -254,6 +263,13 @@ export class LowRankMultivariateNormal extends Distribution {
     this.covFactor = covFactor.expand([...batch, n, m]);
     this.covDiag = covDiag.expand([...batch, n]);
     if (this.validateArgs) {
+      for (const [name, t] of [["loc", loc], ["covFactor", covFactor]] as const) {
+        checkMaskLater(
+          noGrad(() => t.eq(t)),
+          t,
+          (i, v) => `${op}: ${name} must satisfy real, got ${v} at index ${i}`,
+        );
+      }
       checkMaskLater(
         noGrad(() => covDiag.gt(0)),
         covDiag,

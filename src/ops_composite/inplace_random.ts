@@ -57,6 +57,10 @@ export function uniform_(t: Tensor, options: UniformFillOptions = {}): Tensor {
   const { from = 0, to = 1 } = options;
   checkNumber("uniform_", "from", from);
   checkNumber("uniform_", "to", to);
+  // PyTorch: "from/to is out of bounds" (the draw would be NaN).
+  for (const [name, v] of [["from", from], ["to", to]] as const) {
+    if (!Number.isFinite(v)) throw new RangeError(`uniform_: ${name} must be finite, got ${v}`);
+  }
   if (from > to) {
     throw new RangeError(`uniform_: expects a [from, to) range, but found from=${from} > to=${to}`);
   }

@@ -1,9 +1,10 @@
 /**
  * Writes by a data-dependent index, out of place: `scatter`, `scatterAdd`,
  * `scatterReduce`, `indexReduce`, `indexPut`, `put`, `maskedScatter`, and
- * membership (`isin`). All run on the scatter-add kernel, gathers, the sort
- * and elementwise kernels, so every backend runs them; reductions other
- * than a sum sort each column's targets and reduce the runs of equal
+ * membership (`isin`). A backend with the optional `scatterReduce` kernel
+ * (cpu) writes the scatters in one pass; the others compose them from the
+ * scatter-add kernel, gathers, the sort and elementwise kernels: reductions
+ * other than a sum sort each column's targets and reduce the runs of equal
  * targets by a segmented scan.
  * @module
  */
@@ -13,11 +14,11 @@ import { isFloat, promoteTypes } from "../dtype.ts";
 import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { full } from "../ops/factory.ts";
+import { arangeOn, full } from "../ops/factory.ts";
 import { gatherInRange, scatterAddRaw, where } from "../ops/indexing.ts";
 import { checkLater } from "../ops/check.ts";
-import { cat, checkIndexRange, narrow, stack } from "../ops/view.ts";
-import { commonDevice } from "../ops/util.ts";
+import { cat, checkIndexRange, gatherLayout, narrow, stack } from "../ops/view.ts";
+import { commonDevice, empty, hasKernel, launch } from "../ops/util.ts";
 import { floorDivide } from "./binary.ts";
 import { argsort, sort } from "./sort.ts";
 import { scan } from "./scan.ts";
@@ -120,7 +121,8 @@ function segmentedScan(
 /**
  * The raw scatter of `src` into `x` by `index` along `d` (shapes checked,
  * `src` trimmed to `index`'s shape), no graph: `[out, counts]`, counts the
- * number of sources written to each place (in `x`'s dtype).
+ * number of sources written to each place (int32 from the kernel, else in
+ * `x`'s dtype), null unless `keepCounts`.
  */
 function scatterCore(
   x: Tensor,
@@ -129,13 +131,29 @@ function scatterCore(
   src: Tensor,
   mode: Mode,
   includeSelf: boolean,
-): [Tensor, Tensor] {
+  keepCounts: boolean,
+): [Tensor, Tensor | null] {
   return noGrad(() =>
     tidy(() => {
       const size = x.shape[d];
-      // Indices of -1 (out of range: the kernel skips them) fill the places index does not reach.
+      // Indices of -1 (out of range: the kernels skip them) fill the places index does not reach.
       const at = padTo(index, x.shape, d, -1);
       const values = padTo(src, x.shape, d, 0);
+      if (hasKernel(x.device, "scatterReduce")) {
+        const out = empty([...x.shape], x.dtype, x.device);
+        const counts = keepCounts ? empty([...x.shape], "int32", x.device) : null;
+        launch(x.device, "scatterReduce", {
+          self: x.storage.buffer("scatterReduce"),
+          x: values.storage.buffer("scatterReduce"),
+          index: at.storage.buffer("scatterReduce"),
+          out: out.storage.buffer(),
+          counts: counts && counts.storage.buffer(),
+          mode,
+          includeSelf,
+          ...gatherLayout(at.shape, d, size, x.dtype),
+        });
+        return [out, counts];
+      }
       const ones = full([...at.shape], 1, { dtype: x.dtype, device: x.device });
       const counts = scatterAddRaw(ones, at, d, size);
       const hit = counts.ne(0);
@@ -162,7 +180,13 @@ function scatterCore(
         const end = last
           ? cat([last, full(endShape, 1, { dtype: "int32", device: x.device })], d)
           : null;
-        reduced = scatterAddRaw(sorted, end ? targets.where(end, -1) : targets, d, size);
+        // Where each place's run ends, scattered (int32: exact), then the values gathered from
+        // there: a scatter-add of the values would turn a -0 into 0 + -0 = +0. Places no source
+        // reaches get position 0, masked below.
+        const along = at.shape.map((_, i) => (i === d ? n : 1));
+        const positions = arangeOn(n, x.device).reshape(along).expand([...at.shape]);
+        const ends = scatterAddRaw(positions, end ? targets.where(end, -1) : targets, d, size);
+        reduced = gatherInRange(sorted, d, ends);
       }
       let out: Tensor;
       if (mode === "assign" || !includeSelf) {
@@ -171,14 +195,15 @@ function scatterCore(
       } else if (mode === "sum") out = x.add(reduced);
       else if (mode === "mean") out = mean(x.add(reduced), counts.add(1));
       else {
+        // reduced first: maximum and minimum return the second operand on ties; PyTorch keeps x.
         const both = mode === "prod"
           ? x.mul(reduced)
           : mode === "amax"
-          ? x.maximum(reduced)
-          : x.minimum(reduced);
+          ? reduced.maximum(x)
+          : reduced.minimum(x);
         out = both.where(hit, x);
       }
-      return [out, counts];
+      return [out, keepCounts ? counts : null];
     })
   );
 }
@@ -215,10 +240,11 @@ function scatterOp(
     return one.reshape(x.shape);
   }
   const part = trimmed(src, index.shape);
-  const [out, counts] = scatterCore(x, d, index, part, mode, includeSelf);
-  // The counts are the backward's alone: without one, they go now rather than at GC.
-  if (!isGradEnabled() || !(x.requiresGrad || part.requiresGrad)) counts.dispose();
+  // The counts are the backward's alone: without one, none are kept.
+  const keepCounts = isGradEnabled() && (x.requiresGrad || part.requiresGrad);
+  const [out, kept] = scatterCore(x, d, index, part, mode, includeSelf, keepCounts);
   return record(op, [x, part], out, ([g]) => {
+    const counts = kept!;
     const gathered = (t: Tensor) => gatherInRange(t, d, index);
     const notHit = () => counts.eq(0);
     let gx: Tensor | null = null;

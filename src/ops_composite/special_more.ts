@@ -138,7 +138,8 @@ function j1Forward(x: Tensor): Tensor {
   const r = over(5, b);
   const far = hankel(b, r.mul(r), [J1_PP, J1_PQ, J1_QP, J1_QQ], THREE_PI_OVER_4, "j");
   const value = near.where(a.le(5), far);
-  return value.where(x.ge(0), value.neg()).where(x.eq(x), NaN);
+  // At ±0 PyTorch's x·(…) keeps x's sign: J₁(-0) = -0.
+  return value.where(x.ge(0), value.neg()).where(x.ne(0), x).where(x.eq(x), NaN);
 }
 
 /** Y₀ (forward): -inf at 0, NaN below. */

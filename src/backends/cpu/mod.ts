@@ -51,6 +51,7 @@ export type { MatmulKernel };
 import { random } from "./kernels/random.ts";
 import { reduce } from "./kernels/reduce.ts";
 import { scatterAdd } from "./kernels/scatter_add.ts";
+import { scatterReduce } from "./kernels/scatter_reduce.ts";
 import { segmentReduce } from "./kernels/segment_reduce.ts";
 import { sgd } from "./kernels/sgd.ts";
 import { softmax } from "./kernels/softmax.ts";
@@ -102,6 +103,7 @@ const KERNELS: Omit<KernelTable<TypedArray>, "matmul" | "addmm"> = {
   segmentReduce,
   ctcAlpha,
   ctcAlphaBackward,
+  scatterReduce,
 };
 
 /**

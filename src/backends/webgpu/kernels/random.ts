@@ -11,6 +11,7 @@
 import { lowbias32, type RandomArgs } from "../../backend.ts";
 import { f32Bits, groups2d, type Runtime } from "../runtime.ts";
 import { main1d, PARAMS_WGSL, storage, wgslType } from "../wgsl.ts";
+import { SIN_COS_WGSL } from "./math.ts";
 
 const WG = 256;
 
@@ -35,14 +36,15 @@ fn uni(j: u32, key: u32) -> f32 {
 // cos(2πu) for u in [0, 1), folded with exact subtractions (u is a multiple
 // of 2^-24) to an argument of at most π/4, where sin and cos keep their
 // relative accuracy; cos(2πu) itself loses it near its zeros, where a 1-ulp
-// error in 2πu is a large relative error in the result.
-const COS_2PI = `
+// error in 2πu is a large relative error in the result. WGSL's builtins
+// promise only an absolute 2^-11 even there, so math.ts's sinCos does it.
+const COS_2PI = SIN_COS_WGSL + `
 fn cos2pi(u: f32) -> f32 {
   var x = select(u, 1.0 - u, u > 0.5);
   var sgn = 1.0;
   if (x > 0.25) { x = 0.5 - x; sgn = -1.0; }
-  if (x > 0.125) { return sgn * sin(6.283185307179586 * (0.25 - x)); }
-  return sgn * cos(6.283185307179586 * x);
+  if (x > 0.125) { return sgn * sinCos(6.283185307179586 * (0.25 - x), false); }
+  return sgn * sinCos(6.283185307179586 * x, true);
 }
 `;
 
