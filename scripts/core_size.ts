@@ -59,9 +59,22 @@
  * record with a mode, a transpose flag and optional weights, where a second
  * kernel would have taken ~35 lines): embeddingBag's sum and mean in one
  * pass forward and one scatter backward, where five passes over the looked-up
- * rows were 5-7x PyTorch. Raise it only with a reason in the commit.
+ * rows were 5-7x PyTorch; raised by 370 to 6,730 for PyTorch's everyday
+ * tensor surface: about 330 new ops (special functions, scatter/unique,
+ * products, in-place forms, ...) live in `src/ops_composite/` and their
+ * ~290 delegating Tensor methods are declared outside the core
+ * (`TensorMethods`, merged into Tensor's type; `installTensorMethods`, 17
+ * lines, puts them on the prototype), but the core grew by the methods that
+ * are more than a delegation (conversions such as `float()`/`long()`,
+ * overloaded `type()`/`stride()`, async ones, the in-place `addmm_` family:
+ * ~210 lines of `src/tensor.ts`), the generic recorded in-place op with the
+ * refusal of in-place ops on results that are copies where PyTorch has views
+ * (~70, `src/ops/inplace.ts`, `view.ts`), tensor bounds for `clamp` (34),
+ * the int32 bitwise ops and the optional `scatterReduce` kernel's record in
+ * the contract (30), and `initialSeed` (11). Raise it only with a reason in
+ * the commit.
  */
-export const CORE_BUDGET = 7200;
+export const CORE_BUDGET = 6730;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

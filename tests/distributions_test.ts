@@ -662,3 +662,20 @@ Deno.test("distributions lgamma and digamma against PyTorch's values", async () 
     9.21029037114285,
   ], { atol: 1e-12, rtol: 1e-12 });
 });
+
+Deno.test("mode of the first families, as PyTorch 1.13", async () => {
+  // Values printed by PyTorch 1.13 for the same parameters.
+  const d = D;
+  const same = async (t: Tensor, expected: unknown) =>
+    assert.deepEqual(JSON.stringify(await t.toArray()), JSON.stringify(expected));
+  await same(new d.Bernoulli({ probs: tensor([0.2, 0.5, 0.9]) }).mode, [0, null, 1]);
+  const probs = tensor([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]]);
+  await same(new d.Categorical({ probs }).mode, [1, 0]);
+  await same(new d.OneHotCategorical({ probs }).mode, [[0, 1, 0], [1, 0, 0]]);
+  await same(new d.Uniform(tensor([0]), tensor([2])).mode, [null]);
+  await same(new d.Exponential(tensor([2, 3])).mode, [0, 0]);
+  await same(new d.Gamma(tensor([0.5, 1, 3]), tensor([2, 2, 2])).mode, [0, 0, 1]);
+  const normal = new d.Normal(tensor([[1, 2]]), tensor([[1, 1]]));
+  await same(new d.Independent(normal, 1).mode, [[1, 2]]);
+  await same(new d.Laplace(tensor([3]), tensor([1])).mode, [3]);
+});

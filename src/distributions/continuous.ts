@@ -62,6 +62,10 @@ export class Normal extends Distribution {
     return true;
   }
   /** `loc`. */
+  get mode(): Tensor {
+    return this.loc;
+  }
+  /** `loc`. */
   get mean(): Tensor {
     return this.loc;
   }
@@ -168,6 +172,10 @@ export class Uniform extends Distribution {
   override get hasRsample(): boolean {
     return true;
   }
+  /** NaN: every point of the interval is a mode (PyTorch says NaN). */
+  get mode(): Tensor {
+    return this.high.mul(NaN);
+  }
   /** `(low + high)/2`. */
   get mean(): Tensor {
     return this.high.add(this.low).div(2);
@@ -240,6 +248,10 @@ export class Exponential extends Distribution {
   /** True. */
   override get hasRsample(): boolean {
     return true;
+  }
+  /** 0. */
+  get mode(): Tensor {
+    return this.rate.zerosLike();
   }
   /** `1/rate`. */
   get mean(): Tensor {
@@ -316,6 +328,10 @@ export class Laplace extends Distribution {
   /** True. */
   override get hasRsample(): boolean {
     return true;
+  }
+  /** `loc`. */
+  get mode(): Tensor {
+    return this.loc;
   }
   /** `loc`. */
   get mean(): Tensor {

@@ -99,6 +99,11 @@ export class Bernoulli extends Distribution {
   get support(): Constraint {
     return constraints.boolean;
   }
+  /** 1 where `probs > 1/2`, 0 below, NaN at 1/2 (a tie), as PyTorch. */
+  get mode(): Tensor {
+    const p = this.probs;
+    return p.ge(0.5).to(p.dtype).where(p.ne(0.5), NaN);
+  }
   /** `probs`. */
   get mean(): Tensor {
     return this.probs;
@@ -201,6 +206,10 @@ export class Categorical extends Distribution {
       check: (x) => x.ge(0).mul(x.lt(k)).mul(x.eq(x.round())),
       holds: (x) => Number.isInteger(x) && x >= 0 && x < k,
     };
+  }
+  /** The most probable category (the first on ties). */
+  get mode(): Tensor {
+    return this.probs.argmax(-1);
   }
   /** NaN (undefined for categories), as PyTorch. */
   get mean(): Tensor {
@@ -321,6 +330,13 @@ export class OneHotCategorical extends Distribution {
       },
       holds: () => true,
     };
+  }
+  /** The most probable category, one-hot (the first on ties). */
+  get mode(): Tensor {
+    const p = this.probs;
+    return p.argmax(-1, true).eq(
+      arange(0, p.shape[p.ndim - 1], 1, { dtype: "int32", device: p.device }),
+    ).to(p.dtype);
   }
   /** `probs`. */
   get mean(): Tensor {

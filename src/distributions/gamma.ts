@@ -116,6 +116,10 @@ export class Gamma extends Distribution {
   get support(): Constraint {
     return constraints.nonnegative;
   }
+  /** `max(α - 1, 0)/β`. */
+  get mode(): Tensor {
+    return this.concentration.sub(1).div(this.rate).clamp(0);
+  }
   /** `α/β`. */
   get mean(): Tensor {
     return this.concentration.div(this.rate);

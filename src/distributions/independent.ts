@@ -69,6 +69,14 @@ export class Independent extends Distribution {
   override get hasRsample(): boolean {
     return this.baseDist.hasRsample;
   }
+  /** The base's mode. */
+  get mode(): Tensor {
+    const mode = (this.baseDist as { readonly mode?: Tensor }).mode;
+    if (mode === undefined) {
+      throw new TypeError(`Independent.mode: ${this.baseDist.name} has no mode`);
+    }
+    return mode;
+  }
   /** The base's mean. */
   get mean(): Tensor {
     return this.baseDist.mean;

@@ -160,6 +160,10 @@ export class MultivariateNormal extends Distribution {
     return true;
   }
   /** `loc`. */
+  get mode(): Tensor {
+    return this.loc;
+  }
+  /** `loc`. */
   get mean(): Tensor {
     return this.loc;
   }

@@ -7,7 +7,11 @@
 import type { ModuleDict } from "../layers.ts";
 import { Module, Parameter } from "../module.ts";
 import { Tensor } from "../../tensor.ts";
-import { isParametrized, type ParametrizationList, registerParametrization } from "./parametrize.ts";
+import {
+  isParametrized,
+  type ParametrizationList,
+  registerParametrization,
+} from "./parametrize.ts";
 
 type Fields = Record<string, unknown>;
 
