@@ -21,6 +21,7 @@ import {
   fixtureTensor,
   type FixtureValues,
   REF,
+  sampleMoments,
   shapeOf,
 } from "./harness.ts";
 import { check, inp } from "./gradcheck.ts";
@@ -383,29 +384,12 @@ for (const c of FIXTURES.kl) {
 
 const N = 20000;
 
-/** Column means and variances of a `[n, ...]` draw. */
-async function moments(x: Tensor): Promise<{ mean: number[]; variance: number[] }> {
-  const [n, cols] = [x.shape[0], x.numel() / x.shape[0]];
-  const v = Array.from(await x.reshape([n, cols]).data());
-  const mean = Array.from({ length: cols }, (_, j) => {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += v[i * cols + j];
-    return s / n;
-  });
-  const variance = mean.map((m, j) => {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += (v[i * cols + j] - m) ** 2;
-    return s / (n - 1);
-  });
-  return { mean, variance };
-}
-
 /** Sample means within 5 standard errors, sample variances within `vtol` (relative). */
 async function checkMoments(d: D.Distribution, what: string, vtol = 0.1): Promise<void> {
   manualSeed(4321);
   const x = d.rsample([N]);
   assert.deepEqual([...x.shape], [N, ...d.batchShape, ...d.eventShape], `${what}: shape`);
-  const { mean, variance } = await moments(x);
+  const { mean, variance } = await sampleMoments(x);
   const mu = Array.from(await d.mean.data());
   const v = Array.from(await d.variance.data());
   for (let j = 0; j < mu.length; j++) {

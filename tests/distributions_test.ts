@@ -20,6 +20,7 @@ import {
   fixtureTensor,
   type FixtureValues,
   REF,
+  sampleMoments,
 } from "./harness.ts";
 import { check, inp } from "./gradcheck.ts";
 import { digamma, lgamma } from "../src/distributions/gamma.ts";
@@ -166,23 +167,6 @@ for (const c of FIXTURES.kl) {
 
 // ---------------------------------------------------------------- sampling
 
-/** Mean and variance of each of the `cols` columns of a [n, cols] draw. */
-async function moments(x: Tensor): Promise<{ mean: number[]; variance: number[] }> {
-  const [n, cols] = [x.shape[0], x.numel() / x.shape[0]];
-  const v = Array.from(await x.reshape([n, cols]).data());
-  const mean = Array.from({ length: cols }, (_, j) => {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += v[i * cols + j];
-    return s / n;
-  });
-  const variance = mean.map((m, j) => {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += (v[i * cols + j] - m) ** 2;
-    return s / (n - 1);
-  });
-  return { mean, variance };
-}
-
 const N = 20000;
 
 /** Checks sample moments within 5 standard errors of the true ones. */
@@ -190,7 +174,7 @@ async function checkMoments(d: D.Distribution, what: string): Promise<void> {
   manualSeed(1234);
   const x = d.sample([N]);
   assert.deepEqual([...x.shape], [N, ...d.batchShape, ...d.eventShape], `${what}: shape`);
-  const { mean, variance } = await moments(x);
+  const { mean, variance } = await sampleMoments(x);
   const mu = Array.from(await d.mean.data());
   const v = Array.from(await d.variance.data());
   for (let j = 0; j < mu.length; j++) {

@@ -123,6 +123,23 @@ export async function assertTensor(
   assertClose(await t.data(), expected, options);
 }
 
+/** Column means and (unbiased) variances of a `[n, ...]` draw, its trailing dims flattened. */
+export async function sampleMoments(x: Tensor): Promise<{ mean: number[]; variance: number[] }> {
+  const [n, cols] = [x.shape[0], x.numel() / x.shape[0]];
+  const v = Array.from(await x.reshape([n, cols]).data());
+  const mean = Array.from({ length: cols }, (_, j) => {
+    let s = 0;
+    for (let i = 0; i < n; i++) s += v[i * cols + j];
+    return s / n;
+  });
+  const variance = mean.map((m, j) => {
+    let s = 0;
+    for (let i = 0; i < n; i++) s += (v[i * cols + j] - m) ** 2;
+    return s / (n - 1);
+  });
+  return { mean, variance };
+}
+
 /** The cpu reference device every backend is compared with. */
 export const REF: Device = BACKENDS.get("cpu")![0];
 
@@ -180,6 +197,29 @@ export type FixtureValues = number | string | FixtureValues[];
 export function decodeFixture(values: FixtureValues): number[] {
   if (Array.isArray(values)) return values.flatMap(decodeFixture);
   return [typeof values === "string" ? Number(values) : values];
+}
+
+/**
+ * Asserts each element close to PyTorch's float32 value or to its float64
+ * value of the same input (rounded to float32): where PyTorch's float32 is
+ * itself off (erfinv near 1, sin of a large argument, a recurrence that
+ * cancels), the true value is an honest answer too.
+ */
+export function assertNear(
+  actual: ArrayLike<number>,
+  torch32: FixtureValues,
+  torch64: FixtureValues,
+  options: { atol: number; rtol: number; what: string },
+): void {
+  const [a, e32, e64] = [Array.from(actual), decodeFixture(torch32), decodeFixture(torch64)];
+  const picked = a.map((v, i) => {
+    // An infinite e is near only itself (its relative tolerance would be infinite).
+    const near = (e: number) =>
+      Object.is(v, e) || (Number.isNaN(v) && Number.isNaN(e)) ||
+      (Number.isFinite(e) && Math.abs(v - e) <= options.atol + options.rtol * Math.abs(e));
+    return near(e32[i]) ? e32[i] : near(Math.fround(e64[i])) ? Math.fround(e64[i]) : e32[i];
+  });
+  assertClose(a, picked, options);
 }
 
 /** The shape of nested fixture values (`[]` for a number). */

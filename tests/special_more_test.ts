@@ -12,7 +12,14 @@
 import assert from "node:assert/strict";
 import type * as mg from "../mod.ts";
 import { special, type Tensor, tensor } from "../mod.ts";
-import { assertClose, backendTest, decodeFixture, type FixtureValues, REF } from "./harness.ts";
+import {
+  assertClose,
+  assertNear,
+  backendTest,
+  decodeFixture,
+  type FixtureValues,
+  REF,
+} from "./harness.ts";
 import fixtures from "./fixtures/torch_special_more.json" with { type: "json" };
 
 const UNARY: Record<string, (x: Tensor) => Tensor> = {
@@ -70,27 +77,6 @@ const shapeOf = (v: FixtureValues): number[] =>
  */
 function tol32(device: mg.Device) {
   return device.backend === "cpu" ? { atol: 1e-6, rtol: 1e-5 } : { atol: 2e-5, rtol: 2e-4 };
-}
-
-/**
- * Each element close to PyTorch's float32 value or to its float64 value of
- * the same input: where float32 itself is off (sin of a large argument, a
- * recurrence that cancels), either is an honest answer.
- */
-function assertNear(
-  actual: ArrayLike<number>,
-  torch32: FixtureValues,
-  torch64: FixtureValues,
-  options: { atol: number; rtol: number; what: string },
-): void {
-  const [a, e32, e64] = [Array.from(actual), decodeFixture(torch32), decodeFixture(torch64)];
-  const picked = a.map((v, i) => {
-    const near = (e: number) =>
-      Object.is(v, e) || (Number.isNaN(v) && Number.isNaN(e)) || v === e ||
-      Math.abs(v - e) <= options.atol + options.rtol * Math.abs(e);
-    return near(e32[i]) ? e32[i] : near(Math.fround(e64[i])) ? Math.fround(e64[i]) : e32[i];
-  });
-  assertClose(a, picked, options);
 }
 
 for (const c of fixtures.unary as UnaryCase[]) {

@@ -14,7 +14,14 @@
 import assert from "node:assert/strict";
 import * as mg from "../mod.ts";
 import { special, type Tensor, tensor } from "../mod.ts";
-import { assertClose, backendTest, decodeFixture, type FixtureValues, REF } from "./harness.ts";
+import {
+  assertClose,
+  assertNear,
+  backendTest,
+  decodeFixture,
+  type FixtureValues,
+  REF,
+} from "./harness.ts";
 import { check, gradgradcheck, inp } from "./gradcheck.ts";
 import fixtures from "./fixtures/torch_special.json" with { type: "json" };
 
@@ -79,28 +86,6 @@ function tol32(device: mg.Device) {
 }
 
 const label = (c: UnaryCase) => `${c.name}${JSON.stringify(c.options)}`;
-
-/**
- * Each element close to PyTorch's float32 value or to the true value (its
- * float64 result of the same input): PyTorch's float32 is itself off by more
- * than its tolerance in places (erfinv near 1, trigamma near the poles).
- */
-function assertNear(
-  actual: ArrayLike<number>,
-  torch32: FixtureValues,
-  torch64: FixtureValues,
-  options: { atol: number; rtol: number; what: string },
-): void {
-  const [a, e32, e64] = [Array.from(actual), decodeFixture(torch32), decodeFixture(torch64)];
-  const picked = a.map((v, i) => {
-    // An infinite e is near only itself (its relative tolerance would be infinite).
-    const near = (e: number) =>
-      Object.is(v, e) || (Number.isNaN(v) && Number.isNaN(e)) ||
-      (Number.isFinite(e) && Math.abs(v - e) <= options.atol + options.rtol * Math.abs(e));
-    return near(e32[i]) ? e32[i] : near(Math.fround(e64[i])) ? Math.fround(e64[i]) : e32[i];
-  });
-  assertClose(a, picked, options);
-}
 
 for (const c of fixtures.unary as UnaryCase[]) {
   backendTest(`special fixture: ${label(c)} float32`, async (device) => {

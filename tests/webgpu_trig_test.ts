@@ -88,6 +88,19 @@ const SPECIAL = [
   ...nearMultiples(1e6, 6),
   ...nearMultiples(1e20, 6),
   ...nearMultiples(1e30, 6),
+  // The float32s nearest to a multiple of π/2 in their binades (an exhaustive search per
+  // binade), the first two the closest of all: |x| - nπ/2 is about 1.6e-9 and 2.0e-9.
+  ...[
+    7.729178919452902e28,
+    21999384576,
+    1.5458357838905804e29,
+    43998769152,
+    252.89820861816406,
+    4.638183382783466e25,
+    1522788990976,
+    8.11762663906456e22,
+    4.3865578967101227e33,
+  ].flatMap((x) => [x, -x]),
 ];
 
 function show(v: number): string {

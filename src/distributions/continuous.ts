@@ -121,8 +121,12 @@ export class Normal extends Distribution {
   }
 }
 
-/** `icdf`'s argument must be a probability (PyTorch checks it against the unit interval). */
-function checkProbArg(d: Distribution, op: string, value: Tensor, like: Tensor): void {
+/**
+ * `icdf`'s argument must be a probability (PyTorch checks it against the unit interval;
+ * where PyTorch 1.13 does not, a value outside is an error here rather than a silently
+ * wrong number).
+ */
+export function checkProbArg(d: Distribution, op: string, value: Tensor, like: Tensor): void {
   if (value?.device !== like.device) {
     throw new TypeError(`${d.name}.${op}: value must be a Tensor on ${like.device}`);
   }

@@ -18,7 +18,7 @@ import {
   eps,
   type Param,
 } from "./distribution.ts";
-import { Exponential, Normal, Uniform } from "./continuous.ts";
+import { checkProbArg, Exponential, Normal, Uniform } from "./continuous.ts";
 import { digamma, lgamma } from "./gamma.ts";
 import { constraints } from "./constraints.ts";
 import {
@@ -32,20 +32,6 @@ import { TransformedDistribution } from "./transformed.ts";
 
 /** The Euler–Mascheroni constant γ. */
 const EULER = 0.5772156649015329;
-
-/**
- * `icdf`'s argument must be a probability: PyTorch 1.13 does not check it (NaN, or for
- * Cauchy an extrapolated number, outside [0, 1]); as this package's other families, a
- * value outside is an error rather than a silently wrong number.
- */
-function checkProb(d: Distribution, op: string, value: Tensor, like: Tensor): void {
-  if (value?.device !== like.device) {
-    throw new TypeError(`${d.name}.${op}: value must be a Tensor on ${like.device}`);
-  }
-  if (d.validateArgs) {
-    checkParam(`${d.name}.${op}`, "value", value, value, constraints.unitInterval);
-  }
-}
 
 /**
  * The Cauchy (Lorentz) distribution of `loc` and `scale`, as
@@ -123,7 +109,7 @@ export class Cauchy extends Distribution {
   override icdf(value: Tensor): Tensor {
     const d = this.withNumbersOn(value?.device);
     if (d !== this) return d.icdf(value);
-    checkProb(this, "icdf", value, this.loc);
+    checkProbArg(this, "icdf", value, this.loc);
     return forwardScope(() => value.sub(0.5).mul(Math.PI).tan().mul(this.scale).add(this.loc));
   }
   /** `log(4π) + log scale`. */
@@ -272,8 +258,54 @@ function zeroLoc(scale: Tensor): Tensor {
   return full([], 0, { dtype: scale.dtype, device: scale.device });
 }
 
+/**
+ * `|x|` of a distribution symmetric about 0 with a `scale` (the base of
+ * {@link HalfNormal} and {@link HalfCauchy}): the base's density doubled
+ * on `x >= 0`, its cdf `2 F(x) - 1`.
+ */
+export abstract class HalfDistribution extends TransformedDistribution {
+  /** The underlying distribution's scale. */
+  abstract get scale(): Tensor;
+  /** `x >= 0`. */
+  override get support(): Constraint {
+    return constraints.nonnegative;
+  }
+  /** 0. */
+  get mode(): Tensor {
+    return this.scale.mul(0);
+  }
+  /** The base's log-density plus log 2 (-inf below 0). */
+  override logProb(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.logProb(value);
+    this.validateSample("logProb", value, this.scale);
+    return forwardScope(() => {
+      const lp = this.baseDist.logProb(value).add(Math.LN2);
+      return lp.where(noGrad(() => value.ge(0)), -Infinity);
+    });
+  }
+  /** `2 F(x) - 1` of the base. */
+  override cdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.cdf(value);
+    this.validateSample("cdf", value, this.scale);
+    return forwardScope(() => this.baseDist.cdf(value).mul(2).sub(1));
+  }
+  /** The base's icdf at `(p + 1)/2`. */
+  override icdf(value: Tensor): Tensor {
+    const d = this.withNumbersOn(value?.device);
+    if (d !== this) return d.icdf(value);
+    checkProbArg(this, "icdf", value, this.scale);
+    return forwardScope(() => this.baseDist.icdf(value.add(1).div(2)));
+  }
+  /** The base's entropy minus log 2. */
+  override entropy(): Tensor {
+    return this.baseDist.entropy().sub(Math.LN2);
+  }
+}
+
 /** The half-normal distribution: `|x|` of N(0, scale²), as `torch.distributions.HalfNormal`. */
-export class HalfNormal extends TransformedDistribution {
+export class HalfNormal extends HalfDistribution {
   /** `scale` must be positive. */
   constructor(scale: Param, options: DistributionOptions = {}) {
     const [s] = broadcastAll("HalfNormal", { scale });
@@ -286,62 +318,26 @@ export class HalfNormal extends TransformedDistribution {
   get scale(): Tensor {
     return (this.baseDist as Normal).scale;
   }
-  /** `x >= 0`. */
-  override get support(): Constraint {
-    return constraints.nonnegative;
-  }
   /** `scale·√(2/π)`. */
   override get mean(): Tensor {
     return this.scale.mul(Math.sqrt(2 / Math.PI));
-  }
-  /** 0. */
-  get mode(): Tensor {
-    return this.scale.mul(0);
   }
   /** `scale²·(1 - 2/π)`. */
   override get variance(): Tensor {
     return this.scale.square().mul(1 - 2 / Math.PI);
   }
-  /** The normal's log-density plus log 2 (-inf below 0). */
-  override logProb(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.logProb(value);
-    this.validateSample("logProb", value, this.scale);
-    return forwardScope(() => {
-      const lp = this.baseDist.logProb(value).add(Math.LN2);
-      return lp.where(noGrad(() => value.ge(0)), -Infinity);
-    });
-  }
-  /** `2 F(x) - 1` of the normal. */
-  override cdf(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.cdf(value);
-    this.validateSample("cdf", value, this.scale);
-    return forwardScope(() => this.baseDist.cdf(value).mul(2).sub(1));
-  }
-  /** The normal's icdf at `(p + 1)/2`. */
-  override icdf(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.icdf(value);
-    checkProb(this, "icdf", value, this.scale);
-    return forwardScope(() => this.baseDist.icdf(value.add(1).div(2)));
-  }
-  /** The normal's entropy minus log 2. */
-  override entropy(): Tensor {
-    return this.baseDist.entropy().sub(Math.LN2);
-  }
-  /** `scale`. */
   /** PyTorch's repr, which shows no parameters for this family: `HalfNormal()`. */
   override toString(): string {
     return "HalfNormal()";
   }
+  /** `scale`. */
   protected override params(): Record<string, Tensor> {
     return { scale: this.scale };
   }
 }
 
 /** The half-Cauchy distribution: `|x|` of Cauchy(0, scale), as `torch.distributions.HalfCauchy`. */
-export class HalfCauchy extends TransformedDistribution {
+export class HalfCauchy extends HalfDistribution {
   /** `scale` must be positive. */
   constructor(scale: Param, options: DistributionOptions = {}) {
     const [s] = broadcastAll("HalfCauchy", { scale });
@@ -354,10 +350,6 @@ export class HalfCauchy extends TransformedDistribution {
   get scale(): Tensor {
     return (this.baseDist as Cauchy).scale;
   }
-  /** `x >= 0`. */
-  override get support(): Constraint {
-    return constraints.nonnegative;
-  }
   /** Infinity, as PyTorch. */
   override get mean(): Tensor {
     return full(this.extendedShape(), Infinity, {
@@ -365,47 +357,15 @@ export class HalfCauchy extends TransformedDistribution {
       device: this.scale.device,
     });
   }
-  /** 0. */
-  get mode(): Tensor {
-    return this.scale.mul(0);
-  }
   /** Infinity (the Cauchy's), as PyTorch. */
   override get variance(): Tensor {
     return this.baseDist.variance;
   }
-  /** The Cauchy's log-density plus log 2 (-inf below 0). */
-  override logProb(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.logProb(value);
-    this.validateSample("logProb", value, this.scale);
-    return forwardScope(() => {
-      const lp = this.baseDist.logProb(value).add(Math.LN2);
-      return lp.where(noGrad(() => value.ge(0)), -Infinity);
-    });
-  }
-  /** `2 F(x) - 1` of the Cauchy. */
-  override cdf(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.cdf(value);
-    this.validateSample("cdf", value, this.scale);
-    return forwardScope(() => this.baseDist.cdf(value).mul(2).sub(1));
-  }
-  /** The Cauchy's icdf at `(p + 1)/2`. */
-  override icdf(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.icdf(value);
-    checkProb(this, "icdf", value, this.scale);
-    return forwardScope(() => this.baseDist.icdf(value.add(1).div(2)));
-  }
-  /** The Cauchy's entropy minus log 2. */
-  override entropy(): Tensor {
-    return this.baseDist.entropy().sub(Math.LN2);
-  }
-  /** `scale`. */
   /** PyTorch's repr, which shows no parameters for this family: `HalfCauchy()`. */
   override toString(): string {
     return "HalfCauchy()";
   }
+  /** `scale`. */
   protected override params(): Record<string, Tensor> {
     return { scale: this.scale };
   }

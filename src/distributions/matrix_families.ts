@@ -28,6 +28,7 @@ import {
 } from "./distribution.ts";
 import { constraints as allConstraints } from "./constraints.ts";
 import { Beta, rsampleStandardGamma } from "./gamma.ts";
+import { givenMatrix } from "./multivariate_normal.ts";
 
 const LOG2 = Math.LN2;
 
@@ -87,19 +88,7 @@ export class Wishart extends Distribution {
   /** `df > p - 1`; exactly one of the three matrices, batch dims broadcast with df's. */
   constructor(df: Param, options: WishartOptions) {
     const op = "Wishart";
-    const given = (["covarianceMatrix", "precisionMatrix", "scaleTril"] as const).filter((k) =>
-      options?.[k] !== undefined
-    );
-    if (given.length !== 1) {
-      throw new TypeError(
-        `${op}: exactly one of covarianceMatrix, precisionMatrix or scaleTril must be given, got ${
-          given.length === 0 ? "none" : given.join(", ")
-        }`,
-      );
-    }
-    const kind = given[0];
-    const m = options[kind]!;
-    if (!(m instanceof Tensor)) throw new TypeError(`${op}: ${kind} must be a Tensor`);
+    const [kind, m] = givenMatrix(op, options);
     if (m.dtype !== "float32" && m.dtype !== "float64") {
       throw new TypeError(`${op}: ${kind} must be a float tensor, got dtype ${m.dtype}`);
     }

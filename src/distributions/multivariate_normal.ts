@@ -32,6 +32,30 @@ export interface MultivariateNormalOptions extends DistributionOptions {
   scaleTril?: Tensor;
 }
 
+/**
+ * The one matrix of `covarianceMatrix`, `precisionMatrix` and `scaleTril`
+ * that `options` gives (MultivariateNormal's and Wishart's rule), with its name.
+ */
+export function givenMatrix(
+  op: string,
+  options: MultivariateNormalOptions,
+): ["covarianceMatrix" | "precisionMatrix" | "scaleTril", Tensor] {
+  const given = (["covarianceMatrix", "precisionMatrix", "scaleTril"] as const).filter((k) =>
+    options?.[k] !== undefined
+  );
+  if (given.length !== 1) {
+    throw new TypeError(
+      `${op}: exactly one of covarianceMatrix, precisionMatrix or scaleTril must be given, got ${
+        given.length === 0 ? "none" : given.join(", ")
+      }`,
+    );
+  }
+  const kind = given[0];
+  const m = options[kind]!;
+  if (!(m instanceof Tensor)) throw new TypeError(`${op}: ${kind} must be a Tensor`);
+  return [kind, m];
+}
+
 /** The diagonals of a batch of square matrices. */
 function diagonal(m: Tensor): Tensor {
   const n = m.shape[m.ndim - 1];
@@ -77,19 +101,7 @@ export class MultivariateNormal extends Distribution {
     if (loc.ndim < 1) {
       throw new RangeError(`${op}: loc must be at least one-dimensional, got shape []`);
     }
-    const given = (["covarianceMatrix", "precisionMatrix", "scaleTril"] as const).filter((k) =>
-      options?.[k] !== undefined
-    );
-    if (given.length !== 1) {
-      throw new TypeError(
-        `${op}: exactly one of covarianceMatrix, precisionMatrix or scaleTril must be given, got ${
-          given.length === 0 ? "none" : given.join(", ")
-        }`,
-      );
-    }
-    const kind = given[0];
-    const m = options[kind]!;
-    if (!(m instanceof Tensor)) throw new TypeError(`${op}: ${kind} must be a Tensor`);
+    const [kind, m] = givenMatrix(op, options);
     const n = loc.shape[loc.ndim - 1];
     if (m.ndim < 2 || m.shape[m.ndim - 1] !== n || m.shape[m.ndim - 2] !== n) {
       throw new RangeError(

@@ -17,7 +17,7 @@ import { eye } from "../ops_composite/factory.ts";
 import { formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { broadcastBatch, gaussJordan, pivotRow, swapRows } from "./lu.ts";
+import { broadcastBatch, gaussJordan, pivotRow, solveArgs, swapRows } from "./lu.ts";
 import { choleskyInfo, type CholeskyOptions, solveTriangular } from "./triangular.ts";
 import { failLater, indices, mT, requireMatrix, requireSquare } from "./util.ts";
 
@@ -341,23 +341,7 @@ export interface SolveExOptions extends CheckErrorsOptions {
 export function solveEx(A: Tensor, B: Tensor, options: SolveExOptions = {}): [Tensor, Tensor] {
   const op = "linalg.solve_ex";
   const { left = true, checkErrors = false } = options;
-  const n = requireSquare(op, A);
-  if (!(B instanceof Tensor)) throw new TypeError(`${op}: B must be a Tensor, got ${typeof B}`);
-  if (B.dtype !== A.dtype) {
-    throw new TypeError(
-      `${op}: Expected A and B to have the same dtype, got ${A.dtype} and ${B.dtype}`,
-    );
-  }
-  const vector = B.ndim === 1 ||
-    (B.ndim === A.ndim - 1 && B.shape.every((s, i) => s === A.shape[i]));
-  const b = vector ? B.unsqueeze(left ? -1 : -2) : B;
-  if (b.ndim < 2 || (left ? b.shape.at(-2) : b.shape.at(-1)) !== n) {
-    throw new RangeError(
-      `${op}: Incompatible shapes of A and B for the equation ${
-        left ? "AX = B" : "XA = B"
-      } (${n}x${n} and ${vector ? formatShape(B.shape) : b.shape.slice(-2).join("x")})`,
-    );
-  }
+  const { b, vector } = solveArgs(op, A, B, left);
   const [solved, info] = forwardScope(() => {
     const [ae, be] = left ? broadcastBatch(op, A, b) : broadcastBatch(op, mT(A), mT(b));
     const [raw, info] = gaussJordan(ae, be);

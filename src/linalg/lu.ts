@@ -12,7 +12,7 @@ import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
-import type { Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
 import { failLater, indices, mT, requireSquare } from "./util.ts";
 
 /**
@@ -222,6 +222,38 @@ export interface SolveOptions {
 }
 
 /**
+ * `B` of a solve checked against the square `A` (same dtype, `n` rows for
+ * `AX = B`, `n` columns for `XA = B`), as a matrix: a batch of vectors
+ * (`B` 1-D, or `A`'s shape without its last dim) gets a unit dim, and
+ * `vector` says so.
+ */
+export function solveArgs(
+  op: string,
+  A: Tensor,
+  B: Tensor,
+  left: boolean,
+): { b: Tensor; vector: boolean } {
+  const n = requireSquare(op, A);
+  if (!(B instanceof Tensor)) throw new TypeError(`${op}: B must be a Tensor, got ${typeof B}`);
+  if (B.dtype !== A.dtype) {
+    throw new TypeError(
+      `${op}: Expected A and B to have the same dtype, got ${A.dtype} and ${B.dtype}`,
+    );
+  }
+  const vector = B.ndim === 1 ||
+    (B.ndim === A.ndim - 1 && B.shape.every((s, i) => s === A.shape[i]));
+  const b = vector ? B.unsqueeze(left ? -1 : -2) : B;
+  if (b.ndim < 2 || (left ? b.shape.at(-2) : b.shape.at(-1)) !== n) {
+    throw new RangeError(
+      `${op}: Incompatible shapes of A and B for the equation ${
+        left ? "AX = B" : "XA = B"
+      } (${n}x${n} and ${vector ? formatShape(B.shape) : b.shape.slice(-2).join("x")})`,
+    );
+  }
+  return { b, vector };
+}
+
+/**
  * The solution of `AX = B` (or `XA = B` with `left: false`), as
  * `torch.linalg.solve`: `A` is `[..., n, n]`, `B` is `[..., n, k]` or a
  * batch of vectors `[..., n]` (when it is 1-D or has `A`'s shape without
@@ -232,23 +264,7 @@ export interface SolveOptions {
 export function solve(A: Tensor, B: Tensor, options: SolveOptions = {}): Tensor {
   const op = "linalg.solve";
   const { left = true } = options;
-  const n = requireSquare(op, A);
-  if (B.dtype !== A.dtype) {
-    throw new TypeError(
-      `${op}: Expected A and B to have the same dtype, got ${A.dtype} and ${B.dtype}`,
-    );
-  }
-  const vector = B.ndim === 1 ||
-    (B.ndim === A.ndim - 1 && B.shape.every((s, i) => s === A.shape[i]));
-  const b = vector ? B.unsqueeze(left ? -1 : -2) : B;
-  const sizeB = left ? b.shape.at(-2) : b.shape.at(-1);
-  if (b.ndim < 2 || sizeB !== n) {
-    throw new RangeError(
-      `${op}: Incompatible shapes of A and B for the equation ${
-        left ? "AX = B" : "XA = B"
-      } (${n}x${n} and ${vector ? formatShape(B.shape) : b.shape.slice(-2).join("x")})`,
-    );
-  }
+  const { b, vector } = solveArgs(op, A, B, left);
   const solved = forwardScope(() =>
     left ? solveLeft(op, A, b, "solve") : mT(solveLeft(op, mT(A), mT(b), "solve"))
   );

@@ -329,3 +329,16 @@ export function checkMaxNorm(
   }
   return { maxNorm, normType };
 }
+
+/** A dropout's input (a float tensor) and probability `p` (in [0, 1]), checked. */
+export function checkDropout(op: string, x: Tensor, p: number): void {
+  checkTensor(op, "input", x);
+  if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
+    throw new RangeError(`${op}: dropout probability has to be between 0 and 1, but got ${p}`);
+  }
+  if (!isFloat(x.dtype)) {
+    throw new TypeError(
+      `${op}: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`,
+    );
+  }
+}

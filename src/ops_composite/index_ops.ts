@@ -33,6 +33,12 @@ function indexArgs(op: string, x: Tensor, dim: number, index: Tensor): number {
   if (index.device !== x.device) {
     throw new TypeError(`${op}: index is on ${index.device}, the input on ${x.device}`);
   }
+  checkIndexInDim(op, index, x, d);
+  return d;
+}
+
+/** Checks every value of `index` in range for dim `d` of `x` (size 1 for a 0-D `x`). */
+export function checkIndexInDim(op: string, index: Tensor, x: Tensor, d: number): void {
   const size = x.ndim === 0 ? 1 : x.shape[d];
   checkIndexRange(
     index,
@@ -42,7 +48,6 @@ function indexArgs(op: string, x: Tensor, dim: number, index: Tensor): number {
         formatShape(x.shape)
       })`,
   );
-  return d;
 }
 
 /** `source` checked against `x` for an index op: `x`'s shape with `index.numel()` at `d`. */

@@ -17,12 +17,12 @@ import { Tensor } from "../tensor.ts";
 import { arangeOn, full } from "../ops/factory.ts";
 import { gatherInRange, scatterAddRaw, where } from "../ops/indexing.ts";
 import { checkLater } from "../ops/check.ts";
-import { cat, checkIndexRange, gatherLayout, narrow, stack } from "../ops/view.ts";
+import { cat, gatherLayout, narrow, stack } from "../ops/view.ts";
 import { commonDevice, empty, hasKernel, launch } from "../ops/util.ts";
 import { floorDivide } from "./binary.ts";
 import { argsort, sort } from "./sort.ts";
 import { scan } from "./scan.ts";
-import { searchsorted } from "./index_ops.ts";
+import { checkIndexInDim, searchsorted } from "./index_ops.ts";
 
 /** How {@link scatterReduce} and {@link indexReduce} combine the values written to one place. */
 export type ScatterReduction = "sum" | "prod" | "mean" | "amax" | "amin";
@@ -77,15 +77,7 @@ function scatterArgs(op: string, x: Tensor, dim: number, index: Tensor, src: Ten
       } (no larger in any dim but ${d})`,
     );
   }
-  const size = x.ndim === 0 ? 1 : x.shape[d];
-  checkIndexRange(
-    index,
-    size,
-    (bad) =>
-      `${op}: index ${bad} is out of range for dim ${d} of size ${size} (shape ${
-        formatShape(x.shape)
-      })`,
-  );
+  checkIndexInDim(op, index, x, d);
   return d;
 }
 
@@ -431,14 +423,7 @@ export function indexReduce(
     return flat.reshape([]);
   }
   // Checked before spreading: spread over an empty slice, a bad index would go unseen.
-  checkIndexRange(
-    index,
-    x.shape[d],
-    (bad) =>
-      `indexReduce: index ${bad} is out of range for dim ${d} of size ${x.shape[d]} (shape ${
-        formatShape(x.shape)
-      })`,
-  );
+  checkIndexInDim("indexReduce", index, x, d);
   const spread = noGrad(() => index.reshape(want.map((n, i) => (i === d ? n : 1))).expand(want));
   spread.storage.knownRange = index.storage.knownRange;
   return scatterOp("indexReduce", x, d, spread, source, reduce, options.includeSelf ?? true);

@@ -28,8 +28,8 @@ import { full } from "../ops/factory.ts";
 import { where } from "../ops/indexing.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { unshareHooks } from "../nn/hooks.ts";
-import { Module, Parameter } from "../nn/module.ts";
+import { deepCopy } from "../nn/deep_copy.ts";
+import { Module } from "../nn/module.ts";
 import { BatchNormBase } from "../nn/normalization.ts";
 import { LRScheduler, type SchedulerOptions } from "./lr_scheduler.ts";
 import type { AnyOptimizer } from "./optimizer.ts";
@@ -59,22 +59,6 @@ export interface AveragedModelOptions {
 /** The equally weighted running mean, PyTorch's default `avg_fn`. */
 function runningMean(averaged: Tensor, current: Tensor, numAveraged: Tensor): Tensor {
   return averaged.add(current.sub(averaged).div(numAveraged.add(1)));
-}
-
-/**
- * A deep copy of `model` (PyTorch's `copy.deepcopy`): fresh storage for
- * every parameter and buffer, the same classes and prototypes (so weight-
- * norm and pruning reparametrisations carry over), hooks copied.
- */
-function deepCopy<M extends Module>(model: M): M {
-  const copy = model._replicateWith((t, kind) => {
-    const c = t.detach().clone();
-    if (kind === "parameter") return new Parameter(c, t.requiresGrad);
-    c.storage.persistent = true;
-    return c;
-  });
-  for (const m of copy.modules()) unshareHooks(m);
-  return copy;
 }
 
 /**

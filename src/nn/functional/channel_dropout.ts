@@ -7,24 +7,11 @@
  */
 
 import { noGrad } from "../../autograd.ts";
-import { isFloat } from "../../dtype.ts";
 import { rand } from "../../ops/factory.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkTensor } from "../util.ts";
-
-function checkDropout(op: string, x: Tensor, p: number): void {
-  checkTensor(op, "input", x);
-  if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
-    throw new RangeError(`${op}: dropout probability has to be between 0 and 1, but got ${p}`);
-  }
-  if (!isFloat(x.dtype)) {
-    throw new TypeError(
-      `${op}: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`,
-    );
-  }
-}
+import { checkDropout } from "../util.ts";
 
 /**
  * ATen's `feature_dropout` on [N, C, ...]: one draw per (sample, channel),

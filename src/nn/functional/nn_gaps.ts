@@ -6,13 +6,12 @@
  */
 
 import { noGrad, record } from "../../autograd.ts";
-import { isFloat } from "../../dtype.ts";
 import { rand, tensor } from "../../ops/factory.ts";
 import { where } from "../../ops/indexing.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkFinite, checkFloatInput, checkTensor } from "../util.ts";
+import { checkDropout, checkFinite, checkFloatInput } from "../util.ts";
 import { interpolate, type InterpolateOptions } from "./interpolate.ts";
 
 /** Options of {@link rrelu}. */
@@ -73,15 +72,7 @@ const ALPHA = 1.7580993408473766;
  */
 export function featureAlphaDropout(x: Tensor, p = 0.5, training = false): Tensor {
   const op = "featureAlphaDropout";
-  checkTensor(op, "input", x);
-  if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
-    throw new RangeError(`${op}: dropout probability has to be between 0 and 1, but got ${p}`);
-  }
-  if (!isFloat(x.dtype)) {
-    throw new TypeError(
-      `${op}: expected a floating-point input, got ${x.dtype} (shape ${formatShape(x.shape)})`,
-    );
-  }
+  checkDropout(op, x, p);
   if (!training || p === 0 || x.numel() === 0) return x;
   // As ATen, p = 1 zeroes any input before the rank check.
   if (p === 1) return x.mul(0);

@@ -11,7 +11,7 @@ import { getRngState, ones, setRngState, zeros } from "../../ops/factory.ts";
 import { formatShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { unshareHooks } from "../hooks.ts";
+import { deepCopy } from "../deep_copy.ts";
 import { Module, Parameter } from "../module.ts";
 
 /** What the fusions read from a convolution or linear layer. */
@@ -38,22 +38,36 @@ function checkBn(op: string, bn: BatchNormLike): { mean: Tensor; variance: Tenso
   return { mean: bn.runningMean, variance: bn.runningVar };
 }
 
-/** A deep copy (fresh storage, same classes, hooks copied), as `copy.deepcopy`. */
-function deepCopy<M extends Module>(module: M): M {
-  const copy = module._replicateWith((t, kind) => {
-    const c = t.detach().clone();
-    if (kind === "parameter") return new Parameter(c, t.requiresGrad);
-    c.storage.persistent = true;
-    return c;
-  });
-  for (const m of copy.modules()) unshareHooks(m);
-  return copy;
-}
-
 function checkEval(op: string, layer: Module, bn: Module): void {
   if (layer.training || bn.training) {
     throw new Error(`${op}: fusion only for eval! Call .eval() on both modules first`);
   }
+}
+
+/**
+ * A deep copy of `layer` (both it and `bn` in evaluation mode, `bn` with
+ * running statistics) with the weight and bias that `fuse` makes of its own
+ * and `bn`'s.
+ */
+function fusedCopy<M extends Module>(
+  op: string,
+  layer: M,
+  bn: Module,
+  fuse: (
+    weight: Tensor,
+    bias: Tensor | null,
+    mean: Tensor,
+    variance: Tensor,
+    bn: BatchNormLike,
+  ) => [Parameter, Parameter],
+): M {
+  checkEval(op, layer, bn);
+  const b = bn as BatchNormLike;
+  const { mean, variance } = checkBn(op, b);
+  const fused = deepCopy(layer);
+  const f = fused as unknown as Weighted;
+  [f.weight, f.bias] = fuse(f.weight, f.bias, mean, variance, b);
+  return fused;
 }
 
 /** Options of {@link fuseConvBnWeights} and {@link fuseConvBnEval}. */
@@ -114,23 +128,13 @@ export function fuseConvBnEval<M extends Module>(
   bn: Module,
   options: FuseConvBnOptions = {},
 ): M {
-  const op = "fuseConvBnEval";
-  checkEval(op, conv, bn);
-  const b = bn as BatchNormLike;
-  const { mean, variance } = checkBn(op, b);
-  const fused = deepCopy(conv);
-  const f = fused as unknown as Weighted;
-  [f.weight, f.bias] = fuseConvBnWeights(
-    f.weight,
-    f.bias,
-    mean,
-    variance,
-    b.eps,
-    b.weight,
-    b.bias,
-    options,
+  return fusedCopy(
+    "fuseConvBnEval",
+    conv,
+    bn,
+    (w, bias, mean, variance, b) =>
+      fuseConvBnWeights(w, bias, mean, variance, b.eps, b.weight, b.bias, options),
   );
-  return fused;
 }
 
 /**
@@ -177,24 +181,12 @@ export function fuseLinearBnWeights(
  */
 export function fuseLinearBnEval<M extends Module>(linear: M, bn: Module): M {
   const op = "fuseLinearBnEval";
-  checkEval(op, linear, bn);
-  const b = bn as BatchNormLike;
-  const { mean, variance } = checkBn(op, b);
-  const fused = deepCopy(linear);
-  const f = fused as unknown as Weighted;
-  if (!b.weight || !b.bias) {
-    throw new TypeError(`${op}: the batch norm must be affine (weight and bias)`);
-  }
-  [f.weight, f.bias] = fuseLinearBnWeights(
-    f.weight,
-    f.bias,
-    mean,
-    variance,
-    b.eps,
-    b.weight,
-    b.bias,
-  );
-  return fused;
+  return fusedCopy(op, linear, bn, (w, bias, mean, variance, b) => {
+    if (!b.weight || !b.bias) {
+      throw new TypeError(`${op}: the batch norm must be affine (weight and bias)`);
+    }
+    return fuseLinearBnWeights(w, bias, mean, variance, b.eps, b.weight, b.bias);
+  });
 }
 
 /**
