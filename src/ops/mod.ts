@@ -16,17 +16,8 @@ export { cat, chunk, clone, expand, flatten, narrow, permute, reshape, split } f
 export { squeeze, stack, transpose, unbind, unsqueeze } from "./view.ts";
 export { linear, matmul } from "./linalg.ts";
 export { logSoftmax, softmax } from "./softmax.ts";
-export {
-  arange,
-  full,
-  getRngState,
-  initialSeed,
-  manualSeed,
-  normal,
-  ones,
-  rand,
-  randn,
-} from "./factory.ts";
+export { arange, full, getRngState, initialSeed, manualSeed } from "./factory.ts";
+export { normal, ones, rand, randn } from "./factory.ts";
 export { setRngState, tensor, uniform, zeros } from "./factory.ts";
 export { fullLike, onesLike, randLike, randnLike, zerosLike } from "./factory.ts";
 export type { NestedArray, RngState, TensorOptions } from "./factory.ts";
