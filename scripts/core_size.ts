@@ -62,7 +62,7 @@
  * rows were 5-7x PyTorch; raised by 370 to 6,730 for PyTorch's everyday
  * tensor surface: about 330 new ops (special functions, scatter/unique,
  * products, in-place forms, ...) live in `src/ops_composite/` and their
- * ~290 delegating Tensor methods are declared outside the core
+ * 274 delegating Tensor methods are declared outside the core
  * (`TensorMethods`, merged into Tensor's type; `installTensorMethods`, 17
  * lines, puts them on the prototype), but the core grew by the methods that
  * are more than a delegation (conversions such as `float()`/`long()`,
