@@ -16,9 +16,7 @@ import { binaryRaw, cast, operands, sumTo } from "../ops/elementwise.ts";
 import { checkLater } from "../ops/check.ts";
 import { requireFloat, type TensorLike } from "../ops/util.ts";
 import { cat, clone, narrow } from "../ops/view.ts";
-
-/** `fn` with no graph, its intermediates freed at once (not left to the garbage collector). */
-const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
+import { computed } from "./util.ts";
 
 function floats(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
   const [x, y] = operands(op, a, b);

@@ -8,18 +8,14 @@
  * @module
  */
 
-import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
-import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import { binaryRaw, cast, clamp, div, mul, operands, pow, sub } from "../ops/elementwise.ts";
 import { commonDevice, scalar, type TensorLike } from "../ops/util.ts";
 import { atan2, checkNoZeroDivisor, floorDivide, recordBinary, truncRemainder } from "./binary.ts";
 import { trunc } from "./elementwise.ts";
-
-/** `fn` with no graph, its intermediates freed at once. */
-const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
+import { computed } from "./util.ts";
 
 /** Both operands as `op` needs them: promoted, and int32 or float as `kind` says. */
 function typed(op: string, a: TensorLike, b: TensorLike, kind: "int" | "float" | "any") {

@@ -11,16 +11,11 @@
 import { noGrad } from "../autograd.ts";
 import type { TypedArray } from "../dtype.ts";
 import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { tensor } from "../ops/factory.ts";
 import { indexSelect } from "../ops/view.ts";
 import { commonDevice } from "../ops/util.ts";
-
-function requireTensor(op: string, t: unknown, name = "input"): asserts t is Tensor {
-  if (!(t instanceof Tensor)) {
-    throw new TypeError(`${op}: ${name} must be a Tensor, got ${typeof t}`);
-  }
-}
+import { requireTensor } from "./util.ts";
 
 /** int32 host values as a tensor on `device`. */
 function ints(values: ArrayLike<number>, shape: number[], device: Tensor["device"]): Tensor {
@@ -56,7 +51,7 @@ export async function nonzero(
   x: Tensor,
   options: NonzeroOptions = {},
 ): Promise<Tensor | Tensor[]> {
-  requireTensor("nonzero", x);
+  requireTensor("nonzero", x, "input");
   const host = await x.data();
   const at = positions(host);
   const shape = x.ndim === 0 && options.asTuple ? [1] : [...x.shape];
@@ -89,7 +84,7 @@ export function argwhere(x: Tensor): Promise<Tensor> {
  * flows back to them (summed over broadcasting).
  */
 export async function maskedSelect(x: Tensor, mask: Tensor): Promise<Tensor> {
-  requireTensor("maskedSelect", x);
+  requireTensor("maskedSelect", x, "input");
   requireTensor("maskedSelect", mask, "mask");
   commonDevice("maskedSelect", x, mask);
   const shape = [...broadcastShapes(x.shape, mask.shape, "maskedSelect")];
@@ -199,7 +194,7 @@ function uniqueResult(
 }
 
 function uniqueArgs(op: string, x: Tensor, dim: number | undefined): void {
-  requireTensor(op, x);
+  requireTensor(op, x, "input");
   if (dim !== undefined) {
     if (x.ndim === 0) {
       throw new RangeError(`${op}: a 0-d tensor has no dim ${dim} to take slices along`);

@@ -4,18 +4,15 @@
  * @module
  */
 
-import { isGradEnabled, noGrad, record } from "../autograd.ts";
+import { isGradEnabled, record } from "../autograd.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
-import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { binaryRaw, cast } from "../ops/elementwise.ts";
 import { full, ones, zeros } from "../ops/factory.ts";
 import { gatherInRange, scatterAddRaw } from "../ops/indexing.ts";
 import { checkLater } from "../ops/check.ts";
 import { checkIndexRange, indexSelect } from "../ops/view.ts";
-
-/** `fn` with no graph, its intermediates freed at once (not left to the garbage collector). */
-const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
+import { computed } from "./util.ts";
 
 /** The checked dim and index of an index op (a 1-D int32 index in range for `dim` of `x`). */
 function indexArgs(op: string, x: Tensor, dim: number, index: Tensor): number {

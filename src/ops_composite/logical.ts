@@ -13,15 +13,12 @@
 import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { formatShape, sameShape } from "../shape.ts";
-import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { cast, compare, operands } from "../ops/elementwise.ts";
 import { full } from "../ops/factory.ts";
 import { commonDevice, type TensorLike } from "../ops/util.ts";
 import { all } from "./reduce.ts";
-
-/** `fn` with no graph, its intermediates freed at once. */
-const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
+import { computed } from "./util.ts";
 
 /** 1 where `input == other`, else 0 (`torch.eq`). */
 export const eq = (input: TensorLike, other: TensorLike): Tensor => compare("eq", input, other);

@@ -19,16 +19,7 @@ import { sort, type ValuesIndices } from "./sort.ts";
 import { amax, amin } from "./reduce.ts";
 import { linspace } from "./factory.ts";
 import { searchsorted } from "./index_ops.ts";
-
-function requireTensor(op: string, t: unknown, name = "input"): asserts t is Tensor {
-  if (!(t instanceof Tensor)) {
-    throw new TypeError(`${op}: ${name} must be a Tensor, got ${typeof t}`);
-  }
-}
-
-function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
-  return Object.assign([values, indices] as const, { values, indices });
-}
+import { requireTensor, valuesIndices } from "./util.ts";
 
 /**
  * The `k`-th smallest value along `dim` (k from 1) and its index, as
@@ -37,7 +28,7 @@ function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
  * unspecified). The gradient goes to the index.
  */
 export function kthvalue(x: Tensor, k: number, dim = -1, keepdim = false): ValuesIndices {
-  requireTensor("kthvalue", x);
+  requireTensor("kthvalue", x, "input");
   const d = normalizeDim(dim, Math.max(x.ndim, 1), "kthvalue");
   const size = x.ndim === 0 ? 1 : x.shape[d];
   if (!Number.isInteger(k) || k < 1 || k > size) {
@@ -69,7 +60,7 @@ function runningBy(x: Tensor, d: number, combine: (a: Tensor, b: Tensor) => Tens
 }
 
 function cumulative(op: "cummax" | "cummin", x: Tensor, dim: number): ValuesIndices {
-  requireTensor(op, x);
+  requireTensor(op, x, "input");
   const d = normalizeDim(dim, Math.max(x.ndim, 1), op);
   if (x.ndim === 0) {
     return valuesIndices(clone(x), full([], 0, { dtype: "int32", device: x.device }));
@@ -137,7 +128,7 @@ export interface AminmaxOptions {
  * as {@link amin} and {@link amax} (PyTorch 1.13 has no gradient here).
  */
 export function aminmax(x: Tensor, options: AminmaxOptions = {}): MinMax {
-  requireTensor("aminmax", x);
+  requireTensor("aminmax", x, "input");
   const { dim, keepdim = false } = options;
   const d = dim === undefined ? undefined : normalizeDim(dim, Math.max(x.ndim, 1), "aminmax");
   const empty = x.numel() === 0 && (d === undefined || x.ndim === 0 || x.shape[d] === 0);
@@ -159,7 +150,7 @@ export function aminmax(x: Tensor, options: AminmaxOptions = {}): MinMax {
 
 /** `x` sorted along its first dim, as `torch.msort` (= `sort(x, 0).values`). */
 export function msort(x: Tensor): Tensor {
-  requireTensor("msort", x);
+  requireTensor("msort", x, "input");
   return sort(x, 0).values;
 }
 
@@ -199,7 +190,7 @@ export function histogram(
   bins: number | Tensor,
   options: HistogramOptions = {},
 ): Histogram {
-  requireTensor("histogram", x);
+  requireTensor("histogram", x, "input");
   requireFloat("histogram", x);
   const { range, weight, density = false } = options;
   if (weight !== undefined) {

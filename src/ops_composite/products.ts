@@ -9,11 +9,12 @@
 import { isFloat } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { matmul } from "../ops/linalg.ts";
 import { where } from "../ops/indexing.ts";
 import { ones } from "../ops/factory.ts";
 import { outer } from "./rearrange.ts";
+import { requireTensor } from "./util.ts";
 
 /** Options of the scaled products (`addmm`, `addmv`, `addr`, `addbmm`, `baddbmm`). */
 export interface AddProductOptions {
@@ -23,14 +24,8 @@ export interface AddProductOptions {
   alpha?: number;
 }
 
-function requireTensor(op: string, what: string, t: unknown): asserts t is Tensor {
-  if (!(t instanceof Tensor)) {
-    throw new TypeError(`${op}: ${what} must be a Tensor, got ${t === null ? "null" : typeof t}`);
-  }
-}
-
 function requireDims(op: string, what: string, t: unknown, ndim: number): asserts t is Tensor {
-  requireTensor(op, what, t);
+  requireTensor(op, t, what);
   if (t.ndim !== ndim) {
     const kind = ndim === 1 ? "1-D (a vector)" : ndim === 2 ? "2-D (a matrix)" : `${ndim}-D`;
     throw new RangeError(`${op}: ${what} must be ${kind}, got shape ${formatShape(t.shape)}`);
@@ -141,8 +136,8 @@ export function tensordot(
   b: Tensor,
   dims: number | readonly [number | readonly number[], number | readonly number[]] = 2,
 ): Tensor {
-  requireTensor("tensordot", "a", a);
-  requireTensor("tensordot", "b", b);
+  requireTensor("tensordot", a, "a");
+  requireTensor("tensordot", b, "b");
   const [da, db] = pairDims("tensordot", dims, a, b);
   // As PyTorch, a contracted dim of size 1 broadcasts against the other's (0 included).
   const sizes = da.map((d, i) => (a.shape[d] === 1 ? b.shape[db[i]] : a.shape[d]));
@@ -184,8 +179,8 @@ export function tensordot(
  * `a.shape[:-1] + b.shape[:-1]`; a 0-d operand multiplies the other.
  */
 export function inner(a: Tensor, b: Tensor): Tensor {
-  requireTensor("inner", "the first argument", a);
-  requireTensor("inner", "the second argument", b);
+  requireTensor("inner", a, "the first argument");
+  requireTensor("inner", b, "the second argument");
   if (a.ndim === 0 || b.ndim === 0) return a.mul(b);
   if (a.shape[a.ndim - 1] !== b.shape[b.ndim - 1]) {
     throw new RangeError(
@@ -204,7 +199,7 @@ function scaledSum(
   outShape: readonly number[],
   options: AddProductOptions,
 ): Tensor {
-  requireTensor(op, "input", input);
+  requireTensor(op, input, "input");
   const { beta = 1, alpha = 1 } = options ?? {};
   if (typeof beta !== "number" || typeof alpha !== "number") {
     throw new TypeError(`${op}: beta and alpha must be numbers, got ${beta} and ${alpha}`);

@@ -23,6 +23,7 @@ import { floorDivide } from "./binary.ts";
 import { argsort, sort } from "./sort.ts";
 import { scan } from "./scan.ts";
 import { checkIndexInDim, searchsorted } from "./index_ops.ts";
+import { requireTensor } from "./util.ts";
 
 /** How {@link scatterReduce} and {@link indexReduce} combine the values written to one place. */
 export type ScatterReduction = "sum" | "prod" | "mean" | "amax" | "amin";
@@ -30,12 +31,6 @@ export type ScatterReduction = "sum" | "prod" | "mean" | "amax" | "amin";
 type Mode = "assign" | ScatterReduction;
 
 const REDUCTIONS: readonly string[] = ["sum", "prod", "mean", "amax", "amin"];
-
-function requireTensor(op: string, t: unknown, name: string): asserts t is Tensor {
-  if (!(t instanceof Tensor)) {
-    throw new TypeError(`${op}: ${name} must be a Tensor, got ${typeof t}`);
-  }
-}
 
 /**
  * Checks a scatter's operands as PyTorch does (index int32 with the input's

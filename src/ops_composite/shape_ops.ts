@@ -12,12 +12,7 @@ import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { cat, narrow } from "../ops/view.ts";
 import { flip } from "./rearrange.ts";
-
-function requireTensor(op: string, t: unknown, what = "the input"): asserts t is Tensor {
-  if (!(t instanceof Tensor)) {
-    throw new TypeError(`${op}: ${what} must be a Tensor, got ${t === null ? "null" : typeof t}`);
-  }
-}
+import { requireTensor } from "./util.ts";
 
 function dimsOf(op: string, what: string, v: number | readonly number[]): number[] {
   const list = typeof v === "number" ? [v] : Array.isArray(v) ? [...v] : null;
@@ -38,7 +33,7 @@ export function movedim(
   source: number | readonly number[],
   destination: number | readonly number[],
 ): Tensor {
-  requireTensor("movedim", x);
+  requireTensor("movedim", x, "the input");
   const src = dimsOf("movedim", "source", source);
   const dst = dimsOf("movedim", "destination", destination);
   if (src.length !== dst.length) {
@@ -71,7 +66,7 @@ export const moveaxis = (
 
 /** Dims `dim0` and `dim1` swapped, as `torch.swapaxes` (= `transpose`). */
 export function swapaxes(x: Tensor, dim0: number, dim1: number): Tensor {
-  requireTensor("swapaxes", x);
+  requireTensor("swapaxes", x, "the input");
   return x.transpose(dim0, dim1);
 }
 
@@ -80,7 +75,7 @@ export const swapdims = (x: Tensor, dim0: number, dim1: number): Tensor => swapa
 
 /** `x` broadcast to `shape` (-1 keeps a dim), as `torch.broadcast_to` (= `expand`). */
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
-  requireTensor("broadcastTo", x);
+  requireTensor("broadcastTo", x, "the input");
   return x.expand(shape);
 }
 
@@ -210,7 +205,7 @@ export function tensorSplit(
   indicesOrSections: number | readonly number[],
   dim = 0,
 ): Tensor[] {
-  requireTensor("tensorSplit", x);
+  requireTensor("tensorSplit", x, "the input");
   if (x.ndim === 0) {
     throw new RangeError("tensorSplit: expected at least a 1-dimensional tensor, got a 0-d one");
   }
@@ -245,7 +240,7 @@ function directionalSplit(
   minDims: number,
   dim: number,
 ): Tensor[] {
-  requireTensor(op, x);
+  requireTensor(op, x, "the input");
   if (x.ndim < minDims) {
     throw new RangeError(
       `${op}: expected a tensor with at least ${minDims} dims, got shape ${formatShape(x.shape)}`,
@@ -278,7 +273,7 @@ export function dsplit(x: Tensor, sections: number | readonly number[]): Tensor[
 
 /** Dim `dim` expanded into `sizes` (one may be -1), as `torch.unflatten`. */
 export function unflatten(x: Tensor, dim: number, sizes: readonly number[]): Tensor {
-  requireTensor("unflatten", x);
+  requireTensor("unflatten", x, "the input");
   if (x.ndim === 0) {
     throw new RangeError("unflatten: expected a tensor with at least 1 dim, got a 0-d one");
   }
@@ -307,20 +302,20 @@ export function unflatten(x: Tensor, dim: number, sizes: readonly number[]): Ten
 
 /** `x` flattened to 1-D, as `torch.ravel`. */
 export function ravel(x: Tensor): Tensor {
-  requireTensor("ravel", x);
+  requireTensor("ravel", x, "the input");
   return x.reshape([x.numel()]);
 }
 
 /** Reversed along dim 0, as `torch.flipud` (≥ 1 dim). */
 export function flipud(x: Tensor): Tensor {
-  requireTensor("flipud", x);
+  requireTensor("flipud", x, "the input");
   if (x.ndim < 1) throw new RangeError("flipud: expected a tensor with at least 1 dim, got 0-d");
   return flip(x, 0);
 }
 
 /** Reversed along dim 1, as `torch.fliplr` (≥ 2 dims). */
 export function fliplr(x: Tensor): Tensor {
-  requireTensor("fliplr", x);
+  requireTensor("fliplr", x, "the input");
   if (x.ndim < 2) {
     throw new RangeError(
       `fliplr: expected a tensor with at least 2 dims, got shape ${formatShape(x.shape)}`,

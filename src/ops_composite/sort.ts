@@ -14,6 +14,7 @@ import { arange, full, tensor } from "../ops/factory.ts";
 import { gatherInRange, scatterToIndex } from "../ops/indexing.ts";
 import { cat, clone, indexSelect, narrow } from "../ops/view.ts";
 import { cachedConstant, empty, hasKernel, launch } from "../ops/util.ts";
+import { valuesIndices } from "./util.ts";
 
 /**
  * Values and their int32 indices, as PyTorch's `(values, indices)` named
@@ -25,10 +26,6 @@ export type ValuesIndices = readonly [values: Tensor, indices: Tensor] & {
   /** Where each value was along the dim (int32; PyTorch: int64). */
   readonly indices: Tensor;
 };
-
-function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
-  return Object.assign([values, indices] as const, { values, indices });
-}
 
 const constants = new Map<string, Tensor>();
 

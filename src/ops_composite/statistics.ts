@@ -16,12 +16,7 @@ import { cat } from "../ops/view.ts";
 import { requireFloat } from "../ops/util.ts";
 import { norm } from "./reduce.ts";
 import { diag } from "./structure.ts";
-
-function requireTensor(op: string, x: unknown, name = "input"): asserts x is Tensor {
-  if (!(x instanceof Tensor)) {
-    throw new TypeError(`${op}: ${name} must be a Tensor, got ${typeof x}`);
-  }
-}
+import { requireTensor } from "./util.ts";
 
 /** Integer tensors compute in float32, as PyTorch's default dtype. */
 const floating = (x: Tensor): Tensor => isFloat(x.dtype) ? x : x.to("float32");
@@ -86,7 +81,7 @@ function checkWeights(w: Tensor | undefined, name: string, observations: number,
  * Integer input gives float32.
  */
 export function cov(x: Tensor, options: CovOptions = {}): Tensor {
-  requireTensor("cov", x);
+  requireTensor("cov", x, "input");
   if (x.ndim > 2) {
     throw new RangeError(
       `cov(): expected input to have two or fewer dimensions but got an input with ${x.ndim} dimensions (shape ${
@@ -140,7 +135,7 @@ export function cov(x: Tensor, options: CovOptions = {}): Tensor {
  * clipped to [-1, 1] (a 0-d tensor of 1, or NaN, for one variable).
  */
 export function corrcoef(x: Tensor): Tensor {
-  requireTensor("corrcoef", x);
+  requireTensor("corrcoef", x, "input");
   if (x.ndim > 2) {
     throw new RangeError(
       `corrcoef(): expected input to have two or fewer dimensions but got an input with ${x.ndim} dimensions (shape ${
@@ -162,7 +157,7 @@ export function corrcoef(x: Tensor): Tensor {
  * `torch.renorm`; the gradient goes through the norms too, as PyTorch's.
  */
 export function renorm(x: Tensor, p: number, dim: number, maxnorm: number): Tensor {
-  requireTensor("renorm", x);
+  requireTensor("renorm", x, "input");
   requireFloat("renorm", x);
   if (x.ndim < 2) {
     throw new RangeError(
@@ -191,7 +186,7 @@ export function renorm(x: Tensor, p: number, dim: number, maxnorm: number): Tens
  * ±Infinity and any other number as `norm`).
  */
 export function dist(a: Tensor, b: Tensor, p = 2): Tensor {
-  requireTensor("dist", a);
+  requireTensor("dist", a, "input");
   requireTensor("dist", b, "other");
   requireFloat("dist", a);
   requireFloat("dist", b);
@@ -325,7 +320,7 @@ export interface GradientOptions {
  * float32.
  */
 export function gradient(x: Tensor, options: GradientOptions = {}): Tensor[] {
-  requireTensor("gradient", x);
+  requireTensor("gradient", x, "input");
   const { spacing = 1, edgeOrder = 1 } = options;
   if (edgeOrder !== 1 && edgeOrder !== 2) {
     throw new RangeError(

@@ -19,17 +19,7 @@ import { commonDevice, requireFloat } from "../ops/util.ts";
 import { argsort, sort, type ValuesIndices } from "./sort.ts";
 import { lerp } from "./elementwise.ts";
 import { scan } from "./scan.ts";
-import { dimList, keptShape } from "./util.ts";
-
-function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
-  return Object.assign([values, indices] as const, { values, indices });
-}
-
-function requireTensor(op: string, x: unknown, name = "input"): asserts x is Tensor {
-  if (!(x instanceof Tensor)) {
-    throw new TypeError(`${op}: ${name} must be a Tensor, got ${typeof x}`);
-  }
-}
+import { dimList, keptShape, requireTensor, valuesIndices } from "./util.ts";
 
 /** `shape` without dim `d` (a reduction without keepdim). */
 const dropped = (shape: readonly number[], d: number) => shape.filter((_, i) => i !== d);
@@ -76,7 +66,7 @@ function medianOp(
   dim: number | undefined,
   keepdim: boolean,
 ): Tensor | ValuesIndices {
-  requireTensor(op, x);
+  requireTensor(op, x, "input");
   const ignoreNan = op === "nanmedian";
   if (dim === undefined) {
     const flat = x.reshape([x.numel()]);
@@ -157,7 +147,7 @@ function quantileOp(
   q: number | Tensor,
   options: QuantileOptions,
 ): Tensor {
-  requireTensor(op, x);
+  requireTensor(op, x, "input");
   requireFloat(op, x);
   const { dim, keepdim = false, interpolation = "linear" } = options;
   if (!INTERPOLATIONS.includes(interpolation)) {
@@ -262,7 +252,7 @@ export function nanquantile(x: Tensor, q: number | Tensor, options: QuantileOpti
  * unspecified). The gradient goes to the index.
  */
 export function mode(x: Tensor, dim = -1, keepdim = false): ValuesIndices {
-  requireTensor("mode", x);
+  requireTensor("mode", x, "input");
   const d = normalizeDim(dim, x.ndim, "mode");
   if (x.ndim === 0) {
     return valuesIndices(clone(x), full([], 0, { dtype: "int32", device: x.device }));
@@ -320,7 +310,7 @@ function varianceAndMean(
   dim: number | readonly number[] | undefined,
   options: VarMeanOptions,
 ): readonly [Tensor, Tensor] {
-  requireTensor(op, x);
+  requireTensor(op, x, "input");
   requireFloat(op, x);
   const { unbiased, keepdim = false } = options;
   if (options.correction !== undefined && unbiased !== undefined) {
@@ -396,7 +386,7 @@ function sumDims(
  * `torch.nansum`; NaN elements get no gradient.
  */
 export function nansum(x: Tensor, dim?: number | readonly number[], keepdim = false): Tensor {
-  requireTensor("nansum", x);
+  requireTensor("nansum", x, "input");
   if (!isFloat(x.dtype)) return sumDims(x, dim, keepdim, "nansum");
   return sumDims(zeroNan(x, "nansum"), dim, keepdim, "nansum");
 }
@@ -415,7 +405,7 @@ function zeroNan(x: Tensor, op: string): Tensor {
  * omitted), as `torch.nanmean` (NaN where a slice is all NaN); float only.
  */
 export function nanmean(x: Tensor, dim?: number | readonly number[], keepdim = false): Tensor {
-  requireTensor("nanmean", x);
+  requireTensor("nanmean", x, "input");
   requireFloat("nanmean", x);
   const kept = noGrad(() => x.eq(x));
   return sumDims(zeroNan(x, "nanmean"), dim, keepdim, "nanmean")
@@ -427,7 +417,7 @@ export function nanmean(x: Tensor, dim?: number | readonly number[], keepdim = f
  * `torch.count_nonzero`: int32 (PyTorch: int64); NaN is nonzero.
  */
 export function countNonzero(x: Tensor, dim?: number | readonly number[]): Tensor {
-  requireTensor("countNonzero", x);
+  requireTensor("countNonzero", x, "input");
   return noGrad(() => sumDims(x.ne(0), dim, false, "countNonzero").to("int32"));
 }
 
@@ -460,7 +450,7 @@ function countBy(index: Tensor, weights: Tensor | null, size: number): Tensor {
  * input; the counts have its dtype. No gradient (as PyTorch).
  */
 export function histc(x: Tensor, options: HistcOptions = {}): Tensor {
-  requireTensor("histc", x);
+  requireTensor("histc", x, "input");
   requireFloat("histc", x);
   const { bins = 100, min = 0, max = 0 } = options;
   if (!Number.isInteger(bins) || bins <= 0) {
@@ -523,7 +513,7 @@ export interface BincountOptions {
  * sums have the weights' dtype.
  */
 export function bincount(x: Tensor, options: BincountOptions = {}): Tensor {
-  requireTensor("bincount", x);
+  requireTensor("bincount", x, "input");
   const { weights, minlength = 0 } = options;
   if (x.dtype !== "int32" || x.ndim !== 1) {
     throw new TypeError(

@@ -22,12 +22,7 @@ import { flip } from "./rearrange.ts";
 import { cumprod, cumsum } from "./scan.ts";
 import { diag } from "./structure.ts";
 import { searchsorted } from "./index_ops.ts";
-
-function requireTensor(op: string, t: unknown, what = "the input"): asserts t is Tensor {
-  if (!(t instanceof Tensor)) {
-    throw new TypeError(`${op}: ${what} must be a Tensor, got ${t === null ? "null" : typeof t}`);
-  }
-}
+import { requireTensor } from "./util.ts";
 
 function requireInteger(op: string, what: string, v: unknown): asserts v is number {
   if (!Number.isInteger(v)) throw new TypeError(`${op}: ${what} must be an integer, got ${v}`);
@@ -55,7 +50,7 @@ function lastTwo(x: Tensor, d1: number, d2: number): Tensor {
  * diagonal appended as the last dim (a copy, not a view).
  */
 export function diagonal(x: Tensor, offset = 0, dim1 = 0, dim2 = 1): Tensor {
-  requireTensor("diagonal", x);
+  requireTensor("diagonal", x, "the input");
   requireInteger("diagonal", "offset", offset);
   const [d1, d2] = twoDims("diagonal", x.ndim, dim1, dim2);
   return forwardScope(() => diagonalPlanes(lastTwo(x, d1, d2), offset));
@@ -79,7 +74,7 @@ function diagonalPlanes(t: Tensor, k: number): Tensor {
  * as `torch.diag_embed`.
  */
 export function diagEmbed(x: Tensor, offset = 0, dim1 = -2, dim2 = -1): Tensor {
-  requireTensor("diagEmbed", x);
+  requireTensor("diagEmbed", x, "the input");
   requireInteger("diagEmbed", "offset", offset);
   if (x.ndim === 0) {
     throw new RangeError("diagEmbed: expected a tensor with at least 1 dim, got a 0-d one");
@@ -115,7 +110,7 @@ function embedLast(x: Tensor, k: number): Tensor {
 
 /** `x` flattened, on diagonal `offset` of a square matrix, as `torch.diagflat`. */
 export function diagflat(x: Tensor, offset = 0): Tensor {
-  requireTensor("diagflat", x);
+  requireTensor("diagflat", x, "the input");
   return diag(x.reshape([x.numel()]), offset);
 }
 
@@ -246,7 +241,7 @@ export interface CombinationsOptions {
  * (`r = 0` gives an empty 1-D tensor, as PyTorch).
  */
 export function combinations(x: Tensor, options: CombinationsOptions = {}): Tensor {
-  requireTensor("combinations", x);
+  requireTensor("combinations", x, "the input");
   const { r = 2, withReplacement = false } = options ?? {};
   if (x.ndim !== 1) {
     throw new RangeError(
@@ -292,7 +287,7 @@ export interface VanderOptions {
  * gradient at 0 is finite, as PyTorch's.
  */
 export function vander(x: Tensor, options: VanderOptions = {}): Tensor {
-  requireTensor("vander", x);
+  requireTensor("vander", x, "the input");
   if (x.ndim !== 1) {
     throw new RangeError(`vander: x must be a 1-D tensor, got shape ${formatShape(x.shape)}`);
   }
@@ -325,7 +320,7 @@ export interface DiffOptions {
  * `n = 0`, `x` itself (`prepend` and `append` checked, not added), as PyTorch.
  */
 export function diff(x: Tensor, n = 1, dim = -1, options: DiffOptions = {}): Tensor {
-  requireTensor("diff", x);
+  requireTensor("diff", x, "the input");
   if (!Number.isInteger(n) || n < 0) {
     throw new RangeError(`diff: order n must be a non-negative integer, got ${n}`);
   }
@@ -379,7 +374,7 @@ export function repeatInterleave(
   dim?: number,
   options: RepeatInterleaveOptions = {},
 ): Tensor {
-  requireTensor("repeatInterleave", x);
+  requireTensor("repeatInterleave", x, "the input");
   if (dim !== undefined && x.ndim === 0) {
     throw new RangeError(`repeatInterleave: dim ${dim} given for a 0-d tensor (it has no dims)`);
   }
@@ -491,7 +486,7 @@ function requireIndexTensor(op: string, index: unknown, x: Tensor): asserts inde
  * from the end), in `index`'s shape, as `torch.take`.
  */
 export function take(x: Tensor, index: Tensor): Tensor {
-  requireTensor("take", x);
+  requireTensor("take", x, "the input");
   requireIndexTensor("take", index, x);
   const n = x.numel();
   if (n === 0 && index.numel() > 0) {
@@ -523,7 +518,7 @@ export function take(x: Tensor, index: Tensor): Tensor {
  * without `dim`, both are flattened.
  */
 export function takeAlongDim(x: Tensor, indices: Tensor, dim?: number): Tensor {
-  requireTensor("takeAlongDim", x);
+  requireTensor("takeAlongDim", x, "the input");
   requireIndexTensor("takeAlongDim", indices, x);
   if (dim === undefined) {
     return forwardScope(() =>
@@ -591,7 +586,7 @@ function requireSrcShape(op: string, src: Tensor, expected: readonly number[], x
  * without `dim`), as `torch.select_scatter`.
  */
 export function selectScatter(x: Tensor, src: Tensor, dim: number, index: number): Tensor {
-  requireTensor("selectScatter", x);
+  requireTensor("selectScatter", x, "the input");
   requireTensor("selectScatter", src, "src");
   if (x.ndim === 0) throw new RangeError("selectScatter: expected at least 1 dim, got a 0-d input");
   const d = normalizeDim(dim, x.ndim, "selectScatter");
@@ -628,7 +623,7 @@ export interface SliceScatterOptions {
  * `torch.slice_scatter`.
  */
 export function sliceScatter(x: Tensor, src: Tensor, options: SliceScatterOptions = {}): Tensor {
-  requireTensor("sliceScatter", x);
+  requireTensor("sliceScatter", x, "the input");
   requireTensor("sliceScatter", src, "src");
   if (x.ndim === 0) throw new RangeError("sliceScatter: expected at least 1 dim, got a 0-d input");
   const { dim = 0, start, end, step = 1 } = options ?? {};
@@ -662,7 +657,7 @@ export function diagonalScatter(
   dim1 = 0,
   dim2 = 1,
 ): Tensor {
-  requireTensor("diagonalScatter", x);
+  requireTensor("diagonalScatter", x, "the input");
   requireTensor("diagonalScatter", src, "src");
   requireInteger("diagonalScatter", "offset", offset);
   const [d1, d2] = twoDims("diagonalScatter", x.ndim, dim1, dim2);

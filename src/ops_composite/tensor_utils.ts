@@ -23,12 +23,7 @@ import { where } from "../ops/indexing.ts";
 import { indexSelect, narrow, split } from "../ops/view.ts";
 import { isfinite } from "./elementwise.ts";
 import { exp2, log2 } from "./unary_math.ts";
-
-function requireTensor(op: string, t: unknown, what = "the input"): asserts t is Tensor {
-  if (!(t instanceof Tensor)) {
-    throw new TypeError(`${op}: ${what} must be a Tensor, got ${t === null ? "null" : typeof t}`);
-  }
-}
+import { requireTensor } from "./util.ts";
 
 function requireInteger(op: string, what: string, v: unknown): asserts v is number {
   if (!Number.isInteger(v)) throw new TypeError(`${op}: ${what} must be an integer, got ${v}`);
@@ -66,7 +61,7 @@ export function newZeros(
   size: readonly number[],
   options: NewTensorOptions = {},
 ): Tensor {
-  requireTensor("newZeros", x);
+  requireTensor("newZeros", x, "the input");
   return full(sizeList("newZeros", "size", size), 0, like(x, options));
 }
 
@@ -76,7 +71,7 @@ export function newOnes(
   size: readonly number[],
   options: NewTensorOptions = {},
 ): Tensor {
-  requireTensor("newOnes", x);
+  requireTensor("newOnes", x, "the input");
   return full(sizeList("newOnes", "size", size), 1, like(x, options));
 }
 
@@ -90,7 +85,7 @@ export function newFull(
   fillValue: number,
   options: NewTensorOptions = {},
 ): Tensor {
-  requireTensor("newFull", x);
+  requireTensor("newFull", x, "the input");
   if (typeof fillValue !== "number") {
     throw new TypeError(`newFull: fillValue must be a number, got ${typeof fillValue}`);
   }
@@ -107,7 +102,7 @@ export function newEmpty(
   size: readonly number[],
   options: NewTensorOptions = {},
 ): Tensor {
-  requireTensor("newEmpty", x);
+  requireTensor("newEmpty", x, "the input");
   return full(sizeList("newEmpty", "size", size), 0, like(x, options));
 }
 
@@ -122,7 +117,7 @@ export function newTensor(
   data: NewTensorData,
   options: NewTensorOptions = {},
 ): Tensor {
-  requireTensor("newTensor", x);
+  requireTensor("newTensor", x, "the input");
   const { dtype, device, requiresGrad } = like(x, options);
   if (data instanceof Tensor) {
     const copy = noGrad(() => data.detach().to(dtype!).to(device!).clone());
@@ -157,7 +152,7 @@ export function type(x: Tensor): string;
 /** `x` converted to `dtype` (a dtype or a PyTorch type name). */
 export function type(x: Tensor, dtype: DType | string): Tensor;
 export function type(x: Tensor, dtype?: DType | string): string | Tensor {
-  requireTensor("type", x);
+  requireTensor("type", x, "the input");
   if (dtype === undefined) return TYPE_NAMES[x.dtype];
   const target = (DTYPES as readonly string[]).includes(dtype)
     ? dtype as DType
@@ -181,7 +176,7 @@ export function stride(x: Tensor): number[];
 /** The stride of `dim` (negative counts from the end). */
 export function stride(x: Tensor, dim: number): number;
 export function stride(x: Tensor, dim?: number): number | number[] {
-  requireTensor("stride", x);
+  requireTensor("stride", x, "the input");
   const strides = contiguousStrides(x.shape);
   if (dim === undefined) return strides;
   return strides[normalizeDim(dim, x.ndim, "stride", false)];
@@ -189,31 +184,31 @@ export function stride(x: Tensor, dim?: number): number | number[] {
 
 /** Bytes per element (`Tensor.element_size`): 4 for float32 and int32, 8 for float64. */
 export function elementSize(x: Tensor): number {
-  requireTensor("elementSize", x);
+  requireTensor("elementSize", x, "the input");
   return dtypeSize(x.dtype);
 }
 
 /** The device index as PyTorch's `Tensor.get_device`: -1 on cpu, else the index (`webgpu:1` → 1). */
 export function getDevice(x: Tensor): number {
-  requireTensor("getDevice", x);
+  requireTensor("getDevice", x, "the input");
   return x.device.backend === "cpu" ? -1 : x.device.index;
 }
 
 /** Whether `x`'s dtype is a floating-point one (`torch.is_floating_point`). */
 export function isFloatingPoint(x: Tensor): boolean {
-  requireTensor("isFloatingPoint", x);
+  requireTensor("isFloatingPoint", x, "the input");
   return isFloat(x.dtype);
 }
 
 /** Whether `x`'s dtype is signed (`Tensor.is_signed`): every multigrad dtype is. */
 export function isSigned(x: Tensor): boolean {
-  requireTensor("isSigned", x);
+  requireTensor("isSigned", x, "the input");
   return true;
 }
 
 /** Whether `x` and `other` have the same shape (`torch.is_same_size`). */
 export function isSameSize(x: Tensor, other: Tensor): boolean {
-  requireTensor("isSameSize", x);
+  requireTensor("isSameSize", x, "the input");
   requireTensor("isSameSize", other, "other");
   return sameShape(x.shape, other.shape);
 }
@@ -224,7 +219,7 @@ export function isSameSize(x: Tensor, other: Tensor): boolean {
  * element or with more than one is ambiguous: the promise rejects.
  */
 export async function isNonzero(x: Tensor): Promise<boolean> {
-  requireTensor("isNonzero", x);
+  requireTensor("isNonzero", x, "the input");
   const n = x.numel();
   if (n !== 1) {
     throw new RangeError(
@@ -238,7 +233,7 @@ export async function isNonzero(x: Tensor): Promise<boolean> {
 
 /** The values as nested arrays, as `Tensor.tolist` (async: it reads the data). */
 export function tolist(x: Tensor): Promise<NestedNumbers> {
-  requireTensor("tolist", x);
+  requireTensor("tolist", x, "the input");
   return x.toArray();
 }
 
@@ -249,7 +244,7 @@ export function tolist(x: Tensor): Promise<NestedNumbers> {
  * reverse of `expand`), as `Tensor.sum_to_size`.
  */
 export function sumToSize(x: Tensor, size: readonly number[]): Tensor {
-  requireTensor("sumToSize", x);
+  requireTensor("sumToSize", x, "the input");
   const target = sizeList("sumToSize", "size", size);
   const lead = x.ndim - target.length;
   const fits = lead >= 0 && target.every((n, i) => n === 1 || n === x.shape[lead + i]);
@@ -270,7 +265,7 @@ export function sumToSize(x: Tensor, size: readonly number[]): Tensor {
  * The result is a copy; overlapping windows add their gradients.
  */
 export function unfold(x: Tensor, dim: number, size: number, step: number): Tensor {
-  requireTensor("unfold", x);
+  requireTensor("unfold", x, "the input");
   requireInteger("unfold", "dim", dim);
   requireInteger("unfold", "size", size);
   requireInteger("unfold", "step", step);
@@ -319,7 +314,7 @@ export function asStrided(
   stride: readonly number[],
   storageOffset = 0,
 ): Tensor {
-  requireTensor("asStrided", x);
+  requireTensor("asStrided", x, "the input");
   const sizes = sizeList("asStrided", "size", size);
   if (!Array.isArray(stride) || stride.some((s) => !Number.isInteger(s))) {
     throw new TypeError(
@@ -374,7 +369,7 @@ export function asStrided(
  * that dim's size, as `torch.split_with_sizes`.
  */
 export function splitWithSizes(x: Tensor, splitSizes: readonly number[], dim = 0): Tensor[] {
-  requireTensor("splitWithSizes", x);
+  requireTensor("splitWithSizes", x, "the input");
   const sizes = sizeList("splitWithSizes", "splitSizes", splitSizes);
   requireInteger("splitWithSizes", "dim", dim);
   const d = normalizeDim(dim, x.ndim, "splitWithSizes", false);
@@ -396,7 +391,7 @@ export function splitWithSizes(x: Tensor, splitSizes: readonly number[], dim = 0
  * (`torch.narrow_copy`; multigrad's `narrow` copies as well).
  */
 export function narrowCopy(x: Tensor, dim: number, start: number, length: number): Tensor {
-  requireTensor("narrowCopy", x);
+  requireTensor("narrowCopy", x, "the input");
   return narrow(x, dim, start, length);
 }
 
@@ -406,7 +401,7 @@ export function narrowCopy(x: Tensor, dim: number, start: number, length: number
  * themselves and exponent 0. The mantissa's gradient is `g / 2^exponent`.
  */
 export function frexp(x: Tensor): [Tensor, Tensor] {
-  requireTensor("frexp", x);
+  requireTensor("frexp", x, "the input");
   if (!isFloat(x.dtype)) {
     throw new TypeError(`frexp: only floating-point dtypes are supported, got ${x.dtype}`);
   }
@@ -448,21 +443,21 @@ function requireMatrices(op: string, x: Tensor, exactlyTwo = false): void {
 
 /** The last two dims swapped (`Tensor.mT`; a copy). */
 export function mT(x: Tensor): Tensor {
-  requireTensor("mT", x);
+  requireTensor("mT", x, "the input");
   requireMatrices("mT", x);
   return x.transpose(-2, -1);
 }
 
 /** The conjugate transpose of each matrix (`Tensor.mH`): {@link mT}, as every tensor is real. */
 export function mH(x: Tensor): Tensor {
-  requireTensor("mH", x);
+  requireTensor("mH", x, "the input");
   requireMatrices("mH", x);
   return x.transpose(-2, -1);
 }
 
 /** {@link mH} (`Tensor.adjoint`). */
 export function adjoint(x: Tensor): Tensor {
-  requireTensor("adjoint", x);
+  requireTensor("adjoint", x, "the input");
   requireMatrices("adjoint()", x);
   return x.transpose(-2, -1);
 }
@@ -472,14 +467,14 @@ export function adjoint(x: Tensor): Tensor {
  * itself, more dims reversed (deprecated in PyTorch for ndim > 2, still allowed).
  */
 export function T(x: Tensor): Tensor {
-  requireTensor("T", x);
+  requireTensor("T", x, "the input");
   if (x.ndim < 2) return x;
   return x.permute(x.shape.map((_, i) => x.ndim - 1 - i));
 }
 
 /** The conjugate transpose of a matrix (`Tensor.H`; 2-D only, as PyTorch). */
 export function H(x: Tensor): Tensor {
-  requireTensor("H", x);
+  requireTensor("H", x, "the input");
   requireMatrices("H", x, true);
   return x.transpose(0, 1);
 }

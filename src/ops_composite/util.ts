@@ -5,8 +5,10 @@
  */
 
 import { noGrad } from "../autograd.ts";
+import { tidy } from "../storage.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
-import type { Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
+import type { ValuesIndices } from "./sort.ts";
 import { tensor } from "../ops/factory.ts";
 import { indexSelect } from "../ops/view.ts";
 
@@ -50,4 +52,19 @@ export function reorder(x: Tensor, dim: number, source: (i: number, n: number) =
   const index = new Int32Array(n);
   for (let i = 0; i < n; i++) index[i] = source(i, n);
   return noGrad(() => indexSelect(x, dim, tensor(index, { device: x.device })));
+}
+
+/** Throws a TypeError naming `op` and `what` unless `t` is a Tensor. */
+export function requireTensor(op: string, t: unknown, what: string): asserts t is Tensor {
+  if (!(t instanceof Tensor)) {
+    throw new TypeError(`${op}: ${what} must be a Tensor, got ${t === null ? "null" : typeof t}`);
+  }
+}
+
+/** `fn` with no graph, its intermediates freed at once. */
+export const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
+
+/** `[values, indices]`, also as `.values` and `.indices`, as PyTorch's named tuple. */
+export function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
+  return Object.assign([values, indices] as const, { values, indices });
 }
