@@ -28,6 +28,7 @@ import { sortSuite } from "./suites/sort.ts";
 import { linalgSuite } from "./suites/linalg.ts";
 import { ctcSuite, embeddingBagSuite } from "./suites/embedding_ctc.ts";
 import { conv3dSuite } from "./suites/conv3d.ts";
+import { dataWorkersSuite } from "./suites/data_workers.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
 import { runTargets, type TargetResult } from "./suites/targets.ts";
 import type { JaxjsPeer } from "./peers/jaxjs.ts";
@@ -49,6 +50,7 @@ export const SUITES: readonly Suite[] = [
   embeddingBagSuite,
   ctcSuite,
   conv3dSuite,
+  dataWorkersSuite,
 ];
 
 /** What `--json` writes. */

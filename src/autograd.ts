@@ -22,6 +22,8 @@ import {
 } from "./storage.ts";
 
 let gradEnabled = true;
+/** @internal Anomaly mode's hooks (`src/autograd/anomaly.ts`); unset, so free, while it is off. */
+export const anomaly: { trace?(): string; wrap?(node: Node, fn: BackwardFn): BackwardFn } = {};
 // The node whose backward runs now under createGraph (grad mode on).
 let applying: Node | null = null;
 
@@ -86,6 +88,8 @@ export class Node {
   hooks?: TensorHook[][];
   /** When it was recorded: memory changed in place later must not be read by its backward. */
   readonly recordedAt: number = now();
+  /** @internal Where its forward ran, kept in anomaly mode only. */
+  readonly trace?: string = anomaly.trace?.();
 
   /** Records `name` with its inputs, backward and output descriptions. */
   constructor(
@@ -106,7 +110,7 @@ export class Node {
         `${this.name}: backward through the graph a second time; its saved tensors were freed after the first backward (pass { retainGraph: true } to backward the first time)`,
       );
     }
-    const backward = this.#backward;
+    const backward = anomaly.wrap?.(this, this.#backward) ?? this.#backward;
     const outer = applying;
     applying = gradEnabled ? this : null; // createGraph: what it records needs this node's memory
     try {
@@ -351,12 +355,12 @@ function checkGrad(name: string, index: number, input: Tensor, g: Tensor): void 
 }
 
 /**
- * Adds this pass's gradient into a leaf's `.grad`, then runs the leaf's
+ * @internal Adds this pass's gradient into a leaf's `.grad`, then runs the leaf's
  * post-accumulate hooks. A gradient the engine did not make itself
  * (`owned` false) may be shared (a user's tensor, or one passed to two
  * inputs), so the leaf gets its own copy.
  */
-function accumulateLeaf(leaf: Tensor, grad: Tensor, owned: boolean): Tensor {
+export function accumulateLeaf(leaf: Tensor, grad: Tensor, owned: boolean): Tensor {
   const g = runHooks(leafHooks.get(leaf), grad);
   const value = g.dtype === leaf.dtype ? g : g.to(leaf.dtype);
   // Under createGraph a new sum (PyTorch's), so the old .grad's graph is not rewritten.

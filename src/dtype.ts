@@ -61,6 +61,26 @@ export function checkInt32(value: number, what: string): void {
   }
 }
 
+/**
+ * Throws, as PyTorch's `full` and `fill_` do, unless `dtype` holds `value` (±inf and NaN fit a
+ * float; fractions truncate to int32). `tensor([1e40])` is inf instead, as PyTorch's.
+ */
+export function checkFill(dtype: DType, value: number, what: string): void {
+  const max = { int32: 2147483647, float32: 3.4028234663852886e38, float64: Infinity }[dtype];
+  const min = dtype === "int32" ? -2147483648 : -max;
+  if (!(value >= min && value <= max) && (dtype === "int32" || Number.isFinite(value))) {
+    throw new RangeError(
+      `${what}: ${value} cannot be stored as ${dtype} without overflow (${min} to ${max})`,
+    );
+  }
+}
+
+let defaultFloat: DType = "float32";
+/** The dtype floating factories make unless told (`torch.get_default_dtype`); see `setDefaultDtype`. */
+export const getDefaultDtype = (): DType => defaultFloat;
+/** Sets {@link getDefaultDtype}'s dtype unchecked: the public, checked form is `setDefaultDtype`. */
+export const setDefaultFloat = (dtype: DType): DType => (defaultFloat = dtype);
+
 /** The dtype of a typed array. */
 export function dtypeOfArray(array: TypedArray): DType {
   if (array instanceof Float32Array) return "float32";

@@ -19,7 +19,7 @@
 import type { DeviceBuffer } from "./backends/backend.ts";
 import type { Device } from "./device.ts";
 import type { Tensor } from "./tensor.ts";
-import type { DType } from "./dtype.ts";
+import { type DType, getDefaultDtype } from "./dtype.ts";
 import { isPlainObject } from "./util.ts";
 
 interface Held {
@@ -111,7 +111,8 @@ export class Storage {
   aliased = false;
   /** [min, max] of int values written from the host, while they are unchanged. */
   knownRange: readonly [number, number] | null = null;
-  readonly #madeAt = ++clock;
+  /** The tick it was allocated at (see {@link now}). */
+  readonly madeAt: number = ++clock;
   #changedAt = 0;
 
   /** Takes ownership of `buffer`. */
@@ -131,10 +132,13 @@ export class Storage {
   /** Allocates fresh storage on `device`. */
   static allocate(device: Device, numel: number, dtype: DType): Storage {
     if (!device.backendDevice.dtypes.includes(dtype)) {
+      const cause = dtype !== "float32" && dtype === getDefaultDtype()
+        ? `; ${dtype} is the default dtype: setDefaultDtype("float32") sets it back (or pass a dtype)`
+        : "";
       throw new TypeError(
         `dtype ${dtype} is not supported on ${device} (supported: ${
           device.backendDevice.dtypes.join(", ")
-        })`,
+        })${cause}`,
       );
     }
     return new Storage(device, device.backendDevice.allocate(numel, dtype), numel, dtype);
@@ -153,7 +157,7 @@ export class Storage {
       );
     }
     const node = backwardOf;
-    if (node && this.#madeAt <= node.recordedAt && this.#changedAt > node.recordedAt) {
+    if (node && this.madeAt <= node.recordedAt && this.#changedAt > node.recordedAt) {
       const what = this.persistent ? "a parameter or buffer" : "a tensor";
       throw new Error(
         `${node.op} backward: ${what} it saved (${this.dtype}, ${this.numel} element${

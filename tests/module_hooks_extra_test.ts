@@ -525,7 +525,7 @@ Deno.test("global hooks reach modules made before and after, and DataParallel re
     const y = dp.forward(x);
     // One call per replica (the DataParallel module's own hook doubles once more).
     assert.deepEqual(devices.sort(), ["cpu:0", "cpu:0", "cpu:1"]);
-    assert.ok(seen.includes(dp));
+    assert.ok((seen as nn.Module[]).includes(dp));
     const plain = noGrad(() => x.matmul(before.weight.transpose(0, 1)).add(before.bias!).mul(4));
     assert.deepEqual(Array.from(await y.data()), Array.from(await plain.data()));
     // Replicas share the original's hook tables: its backward pre-hook runs on each of them.

@@ -154,3 +154,41 @@ backendTest("sin keeps -0 and maps NaN and ±inf to NaN", async (d) => {
   assert.deepEqual(c.slice(0, 2), [1, 1]);
   assert.ok([...s.slice(2), ...c.slice(2)].every(Number.isNaN), `non-finite: ${s} ${c}`);
 });
+
+backendTest(
+  "sin(x) = x and cos(x) = 1 exactly for |x| below 2^-12, subnormals included",
+  async (d) => {
+    if (d.backend === "cpu") return;
+    const limit = 2 ** -12;
+    // Subnormals (the smallest, a middle one, the largest), the smallest normal, tiny normals, and
+    // the float32s either side of 2^-12, where the guard hands over to the polynomials.
+    const tiny = [
+      fromBits(1),
+      fromBits(0x00012345),
+      fromBits(0x007fffff),
+      fromBits(0x00800000),
+      1e-30,
+      1e-10,
+      fromBits(bitsOf(limit) - 1),
+    ].flatMap((x) => [Math.fround(x), -Math.fround(x)]);
+    const edge = [limit, fromBits(bitsOf(limit) + 1)].flatMap((x) => [x, -x]);
+    const x = tensor([...tiny, ...edge], { device: d });
+    const [s, c] = await Promise.all([x.sin().data(), x.cos().data()]);
+    for (let i = 0; i < tiny.length; i++) {
+      assert.ok(Object.is(s[i], tiny[i]), `sin(${tiny[i]}) = ${s[i]}, expected x exactly`);
+      assert.equal(c[i], 1, `cos(${tiny[i]}) = ${c[i]}, expected 1`);
+    }
+    // At and past 2^-12 the polynomials run: sin(x) is still x to within an ulp, cos(x) is 1 - x²/2.
+    for (let i = tiny.length; i < tiny.length + edge.length; i++) {
+      const xi = [...tiny, ...edge][i];
+      assert.ok(Math.abs(ordinal(s[i] as number) - ordinal(Math.fround(Math.sin(xi)))) <= 1);
+      assert.ok(
+        Math.abs(ordinal(c[i] as number) - ordinal(Math.fround(Math.cos(xi)))) <= 1,
+        `cos(${xi}) = ${c[i]}`,
+      );
+    }
+    // The cpu reference agrees: PyTorch's sin of a subnormal is the subnormal itself.
+    const ref = await tensor(tiny, { device: REF }).sin().data();
+    assert.deepEqual([...ref], tiny);
+  },
+);

@@ -71,16 +71,6 @@ export function grad(
       `autograd.grad: expected at least one output and one input, got ${outs.length} and ${ins.length}`,
     );
   }
-  const given = options.gradOutputs === undefined
-    ? outs.map(() => null)
-    : Array.isArray(options.gradOutputs)
-    ? options.gradOutputs
-    : [options.gradOutputs];
-  if (given.length !== outs.length) {
-    throw new RangeError(
-      `autograd.grad: got ${given.length} gradOutputs for ${outs.length} outputs (one each, null for 1)`,
-    );
-  }
   ins.forEach((t, i) => {
     if (!t.requiresGrad) {
       throw new Error(
@@ -90,45 +80,7 @@ export function grad(
       );
     }
   });
-  const seeds = outs.map((out, i) => {
-    if (!out.requiresGrad) {
-      throw new Error(
-        `autograd.grad: element ${i} of tensors does not require grad and does not have a grad_fn (output ${
-          describe(out)
-        })`,
-      );
-    }
-    const g = given[i];
-    if (g === null || g === undefined) {
-      if (out.numel() !== 1) {
-        throw new Error(
-          `autograd.grad: grad can be implicitly created only for scalar outputs; output ${i} has shape ${
-            formatShape(out.shape)
-          }, pass gradOutputs`,
-        );
-      }
-      return full([...out.shape], 1, { dtype: out.dtype, device: out.device });
-    }
-    if (!(g instanceof Tensor)) {
-      throw new TypeError(
-        `autograd.grad: gradOutputs ${i} must be a Tensor or null, got ${typeof g}`,
-      );
-    }
-    if (!sameShape(g.shape, out.shape)) {
-      throw new RangeError(
-        `autograd.grad: mismatch in shape: gradOutputs[${i}] has a shape of ${
-          formatShape(g.shape)
-        } and outputs[${i}] has a shape of ${formatShape(out.shape)}`,
-      );
-    }
-    if (g.device !== out.device) {
-      throw new Error(
-        `autograd.grad: gradOutputs[${i}] is on ${g.device}, outputs[${i}] on ${out.device}`,
-      );
-    }
-    // As PyTorch: a gradient of another dtype is converted to the output's.
-    return g.dtype === out.dtype ? g : g.to(out.dtype);
-  });
+  const seeds = seedsFor(outs, options.gradOutputs, "autograd.grad");
   // The implicit seeds are not disposed: a gradient returned may share their memory (a reshape's).
   const result = backwardPass(outs, seeds, options, ins);
   result.forEach((g, i) => {
@@ -141,4 +93,66 @@ export function grad(
     }
   });
   return result;
+}
+
+/**
+ * @internal The seed of each output's backward: its entry of `gradOutputs`
+ * (checked, converted to the output's dtype), or 1 for a one-element output
+ * given null. `op` names the caller and `name` the gradients in errors.
+ */
+export function seedsFor(
+  outs: Tensor[],
+  gradOutputs: Tensor | null | undefined | readonly (Tensor | null | undefined)[],
+  op: string,
+  name = "gradOutputs",
+): Tensor[] {
+  const given = gradOutputs === undefined || gradOutputs === null
+    ? outs.map(() => null)
+    : Array.isArray(gradOutputs)
+    ? gradOutputs
+    : [gradOutputs];
+  if (given.length !== outs.length) {
+    throw new RangeError(
+      `${op}: got ${given.length} ${name} for ${outs.length} outputs (one each, null for 1)`,
+    );
+  }
+  return outs.map((out, i) => {
+    if (!out.requiresGrad) {
+      throw new Error(
+        `${op}: element ${i} of tensors does not require grad and does not have a grad_fn (output ${
+          describe(out)
+        })`,
+      );
+    }
+    const g = given[i];
+    if (g === null || g === undefined) {
+      if (out.numel() !== 1) {
+        throw new Error(
+          `${op}: grad can be implicitly created only for scalar outputs; output ${i} has shape ${
+            formatShape(out.shape)
+          }, pass ${name}`,
+        );
+      }
+      return full([...out.shape], 1, { dtype: out.dtype, device: out.device });
+    }
+    if (!(g instanceof Tensor)) {
+      throw new TypeError(
+        `${op}: ${name} ${i} must be a Tensor or null, got ${typeof g}`,
+      );
+    }
+    if (!sameShape(g.shape, out.shape)) {
+      throw new RangeError(
+        `${op}: mismatch in shape: ${name}[${i}] has a shape of ${
+          formatShape(g.shape)
+        } and outputs[${i}] has a shape of ${formatShape(out.shape)}`,
+      );
+    }
+    if (g.device !== out.device) {
+      throw new Error(
+        `${op}: ${name}[${i}] is on ${g.device}, outputs[${i}] on ${out.device}`,
+      );
+    }
+    // As PyTorch: a gradient of another dtype is converted to the output's.
+    return g.dtype === out.dtype ? g : g.to(out.dtype);
+  });
 }

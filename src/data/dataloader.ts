@@ -1,7 +1,8 @@
 /**
  * `DataLoader`: batches of a dataset, shuffled with its own seeded generator,
  * optionally copied to a device one batch ahead, as
- * `torch.utils.data.DataLoader` (single process).
+ * `torch.utils.data.DataLoader`, in the main thread or (`numWorkers`) in
+ * Web Workers.
  * @module
  */
 
@@ -17,6 +18,9 @@ import { Subset } from "./subset.ts";
 import { IterableDataset } from "./iterable.ts";
 import { isPlainObject, seededRandom } from "../util.ts";
 import { mapTensors } from "../nested.ts";
+import type { WorkerSource } from "./worker_source.ts";
+import { checkModuleRef, decodeValue, type ModuleRef, recipeOf } from "./worker_protocol.ts";
+import { WorkerPool } from "./worker_pool.ts";
 
 /**
  * The batch {@link defaultCollate} makes from samples of type `T`: tensors
@@ -159,6 +163,32 @@ export interface DataLoaderOptions<T, B> {
    * the current batch is handed out, so transfers overlap with compute.
    */
   device?: Device | string;
+  /**
+   * Load batches in this many Web Workers (default 0: in the main thread),
+   * as PyTorch's `num_workers`; iterate with `for await`. Each worker gets
+   * its own copy of the dataset (see {@link DataLoader}).
+   */
+  numWorkers?: number;
+  /** Batches requested ahead per worker (default 2; only with `numWorkers > 0`). */
+  prefetchFactor?: number;
+  /**
+   * Keep the workers (and their dataset copies) from one epoch to the next
+   * (default false; only with `numWorkers > 0`). They then live until
+   * `loader.shutdown()`: a live Worker keeps a Deno program running.
+   */
+  persistentWorkers?: boolean;
+  /**
+   * Run in each worker, after it is seeded and its dataset built, as
+   * PyTorch's `worker_init_fn`: a module export `(workerId, args)`, since a
+   * function cannot be sent to a Worker.
+   */
+  workerInitFn?: WorkerSource;
+  /**
+   * Milliseconds to wait for a batch from the workers before failing
+   * (default 0: forever), as PyTorch's `timeout` (in seconds there). The
+   * first batch's wait includes the workers' start-up.
+   */
+  timeout?: number;
 }
 
 function forEachTensor(value: unknown, fn: (t: Tensor) => void): void {
@@ -204,8 +234,8 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
 }
 
 /**
- * Iterates over a dataset in batches, as `torch.utils.data.DataLoader`
- * (single process). Iterating is synchronous (`for ... of`): operations never
+ * Iterates over a dataset in batches, as `torch.utils.data.DataLoader`.
+ * Without workers, iterating is synchronous (`for ... of`): operations never
  * await. Each iteration is one epoch; with `shuffle`, every epoch visits each
  * sample once in a new order drawn from the loader's seeded generator. A
  * `sampler` or `batchSampler` decides the order instead. An
@@ -222,12 +252,54 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
  * `tidy` scope active when they are handed out (even a prefetched one), or
  * call `dispose()` on them when done.
  *
+ * **Workers** (`numWorkers > 0`, PyTorch's `num_workers`): batches are
+ * loaded in that many Deno Web Workers and the loader is iterated with
+ * `for await`. Each worker needs its own copy of the dataset, as PyTorch's
+ * forked processes have one: a `TensorDataset` (and `Subset`s and
+ * `ConcatDataset`s of them) is copied to each worker by structured clone;
+ * any other dataset must say how to rebuild it, with a method
+ * `workerSource(): WorkerSource` naming a module's exported function
+ * `(args) => dataset` (see {@link WorkerSource}); anything else is refused
+ * with an error saying so. Requests go round-robin, `prefetchFactor` per
+ * worker ahead, and batches come back in the sampler's order (PyTorch's
+ * in-order default). The default collate runs in the worker (measured
+ * faster: one stacked tensor per field crosses, not one per sample; see
+ * bench/NOTES.md); a custom `collate` function runs in the main thread on
+ * the samples the workers send. Tensors cross as typed arrays and come
+ * back on the cpu (then `device` copies them, as without workers); other
+ * values cross by structured clone, so class instances arrive as plain
+ * objects. Each epoch draws a base seed (from `seed`'s own stream when
+ * given, else the global one) and worker i runs `manualSeed(base + i)`
+ * before building its dataset, so `rand`/`randn` augmentations differ per
+ * worker and repeat run to run; `Math.random` is not seeded (PyTorch does
+ * not seed NumPy either). {@link getWorkerInfo} tells a worker who it is.
+ * An `IterableDataset` is read in full by every worker (each batches its
+ * own copy, `dropLast` per worker): shard it with `getWorkerInfo()`, or
+ * each sample comes `numWorkers` times, as in PyTorch. A worker's `get`
+ * may return a Promise (awaited there; the main thread refuses one).
+ *
+ * An error in a worker's `get` is raised in the main thread when its batch
+ * is due, naming the worker, the batch and the sample index, with the
+ * original message, stack and kind; a worker that dies, closes itself, or
+ * (with `timeout`) takes too long is an error naming it. The end of an
+ * epoch, leaving the loop early and any error terminate every worker, so
+ * nothing keeps the program alive; `persistentWorkers` keeps them (and
+ * their datasets' state) across epochs, and early exits, until an error or
+ * {@link DataLoader.shutdown} (where PyTorch ends them when the loader is
+ * collected, a live Deno Worker keeps the program running: call it).
+ * Startup costs a worker a few hundred milliseconds (more when its
+ * dataset's module imports all of `mod.ts`), paid each epoch unless
+ * persistent.
+ *
  * @example
  * ```ts
  * const loader = new data.DataLoader(new data.TensorDataset(x, y), { batchSize: 30, shuffle: true, seed: 1 });
  * for (const [xb, yb] of loader) {
  *   tidy(() => { opt.zeroGrad(); lossFn.forward(model.forward(xb), yb).backward(); opt.step(); });
  * }
+ * // Two workers, each with its own copy of the dataset:
+ * const parallel = new data.DataLoader(new data.TensorDataset(x, y), { batchSize: 30, numWorkers: 2 });
+ * for await (const [xb, yb] of parallel) console.log(xb.shape, yb.shape);
  * ```
  */
 export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
@@ -245,9 +317,24 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
   readonly sampler: Iterable<number> | null;
   /** The batches of indices visited each epoch, when given. */
   readonly batchSampler: Iterable<readonly number[]> | null;
+  /** Web Workers that load the batches (0: the main thread does). */
+  readonly numWorkers: number;
+  /** Batches requested ahead per worker. */
+  readonly prefetchFactor: number;
+  /** Whether the workers outlive an epoch. */
+  readonly persistentWorkers: boolean;
+  /** Milliseconds to wait for a worker's batch (0: forever). */
+  readonly timeout: number;
   readonly #collate: ((samples: T[]) => B) | null;
   readonly #random: (() => number) | null;
   readonly #iterable: boolean;
+  readonly #initFn: ModuleRef | null;
+  /** Draws each worker epoch's base seed, apart from the shuffle's draws (so the order is the same as without workers). */
+  readonly #seeds: (() => number) | null;
+  /** The persistent workers, when started. */
+  #pool: WorkerPool | null = null;
+  /** Every pool with live Workers (for shutdown). */
+  readonly #pools = new Set<WorkerPool>();
 
   /** A loader over `dataset`. */
   constructor(dataset: Dataset<T> | IterableDataset<T>, options: DataLoaderOptions<T, B> = {}) {
@@ -338,6 +425,15 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
     this.device = options.device === undefined ? null : resolveDevice(options.device);
     this.#collate = options.collate ?? null;
     this.#random = options.seed === undefined ? null : seededRandom(Math.trunc(options.seed));
+    this.#seeds = options.seed === undefined
+      ? null
+      : seededRandom((Math.trunc(options.seed) ^ 0x5bd1e995) >>> 0);
+    const workers = checkWorkerOptions(options);
+    this.numWorkers = workers.numWorkers;
+    this.prefetchFactor = workers.prefetchFactor;
+    this.persistentWorkers = workers.persistentWorkers;
+    this.timeout = workers.timeout;
+    this.#initFn = workers.initFn;
   }
 
   /** Number of batches per epoch. */
@@ -425,6 +521,14 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
       if (samples.length > 0 && !this.dropLast) yield () => this.#make(null, false, samples);
       return;
     }
+    for (const { indices, contiguous } of this.#indexBatches()) {
+      yield () => this.#make(indices, contiguous);
+    }
+  }
+
+  /** This epoch's batches of dataset indices (map-style), and whether each is a contiguous run. */
+  *#indexBatches(): Generator<{ indices: Int32Array; contiguous: boolean }> {
+    const batchSize = this.batchSize;
     if (this.batchSampler !== null) {
       let b = 0;
       for (const batch of this.batchSampler) {
@@ -436,7 +540,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
           );
         }
         b++;
-        yield () => this.#make(indices, false);
+        yield { indices, contiguous: false };
       }
       return;
     }
@@ -446,7 +550,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
     const contiguous = !this.shuffle && this.sampler === null;
     for (let b = 0; b < count; b++) {
       const indices = order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize));
-      yield () => this.#make(indices, contiguous);
+      yield { indices, contiguous };
     }
   }
 
@@ -515,6 +619,11 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
    * ended early) is released.
    */
   *[Symbol.iterator](): Iterator<B> {
+    if (this.numWorkers > 0) {
+      throw new TypeError(
+        `DataLoader: with numWorkers=${this.numWorkers} batches come from Web Workers, which answer asynchronously: iterate with for await (const batch of loader), not for ... of`,
+      );
+    }
     const jobs = this.#jobs();
     const prefetch = this.device !== null;
     let ahead: { batch: B; owned: Tensor[] } | null = null;
@@ -556,4 +665,133 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
       jobs.return(undefined);
     }
   }
+
+  /**
+   * One epoch, asynchronously: `for await (const batch of loader)`. Without
+   * workers it hands out the batches of the synchronous iterator; with
+   * `numWorkers > 0` the workers load them (see {@link DataLoader}). A loop
+   * that leaves early, an error, or the end of the epoch ends the workers,
+   * unless `persistentWorkers` (then only an error or {@link shutdown} does).
+   */
+  async *[Symbol.asyncIterator](): AsyncIterator<B> {
+    if (this.numWorkers === 0) {
+      for (const batch of this) yield batch;
+      return;
+    }
+    // Persistent workers serve every epoch (a new epoch supersedes one left running, as
+    // PyTorch's reset of its one iterator); otherwise each epoch has its own, as each of
+    // PyTorch's iterators has, so two epochs may run side by side.
+    let pool = this.persistentWorkers ? this.#pool : null;
+    if (pool === null || pool.closed) {
+      const recipe = await recipeOf(this.dataset, this.numWorkers);
+      const base = this.#seeds ? Math.floor(this.#seeds() * 4294967296) : nextSeed();
+      pool = WorkerPool.start(recipe, {
+        numWorkers: this.numWorkers,
+        prefetchFactor: this.prefetchFactor,
+        timeout: this.timeout,
+        initFn: this.#initFn,
+        baseSeed: base,
+        collate: this.#collate === null,
+        iterable: this.#iterable,
+        batchSize: this.batchSize,
+        dropLast: this.dropLast,
+      });
+      if (this.persistentWorkers) this.#pool = pool;
+    }
+    this.#pools.add(pool);
+    const jobs = this.#iterable ? null : this.#indexBatches();
+    const indices = jobs && (function* () {
+      for (const job of jobs) yield job.indices;
+    })();
+    try {
+      for await (const payload of pool.epoch(indices, this.persistentWorkers)) {
+        yield this.#fromWorker(payload);
+      }
+    } finally {
+      indices?.return(undefined);
+      if (pool.closed) this.#pools.delete(pool);
+    }
+  }
+
+  /**
+   * A worker's reply as the batch handed out: its tensors rebuilt on the
+   * cpu (then copied to `device`); with a custom collate, the samples
+   * rebuilt and collated here.
+   */
+  #fromWorker(payload: unknown): B {
+    const custom = this.#collate;
+    const target = this.device;
+    const place = (batch: unknown) =>
+      target ? mapTensors(batch, (t) => (t.device === target ? t : t.to(target))) : batch;
+    if (custom) return noGrad(() => place(custom(decodeValue(payload) as T[]))) as B;
+    return noGrad(() => tidy(() => place(decodeValue(payload)) as B));
+  }
+
+  /**
+   * Ends the workers now, as PyTorch does when a loader is collected: for
+   * `persistentWorkers`, which otherwise live (and keep the program
+   * running) after the last epoch. A later epoch starts new ones.
+   */
+  shutdown(): void {
+    for (const pool of this.#pools) pool.shutdown();
+    this.#pools.clear();
+    this.#pool = null;
+  }
+}
+
+/** The worker options checked, with PyTorch's messages. */
+function checkWorkerOptions(
+  options: Pick<
+    DataLoaderOptions<unknown, unknown>,
+    "numWorkers" | "prefetchFactor" | "persistentWorkers" | "timeout" | "workerInitFn"
+  >,
+): {
+  numWorkers: number;
+  prefetchFactor: number;
+  persistentWorkers: boolean;
+  timeout: number;
+  initFn: ModuleRef | null;
+} {
+  const numWorkers = options.numWorkers ?? 0;
+  if (!Number.isInteger(numWorkers) || numWorkers < 0) {
+    throw new RangeError(
+      `DataLoader: numWorkers option should be a non-negative integer, got ${numWorkers}; use numWorkers: 0 to load in the main thread`,
+    );
+  }
+  const prefetchFactor = options.prefetchFactor ?? 2;
+  if (options.prefetchFactor !== undefined && numWorkers === 0) {
+    throw new RangeError(
+      "DataLoader: prefetchFactor option could only be specified with numWorkers > 0 (it counts batches loaded ahead per worker)",
+    );
+  }
+  if (!Number.isInteger(prefetchFactor) || prefetchFactor < 1) {
+    throw new RangeError(
+      `DataLoader: prefetchFactor must be a positive integer, got ${prefetchFactor}`,
+    );
+  }
+  const persistentWorkers = options.persistentWorkers ?? false;
+  if (persistentWorkers && numWorkers === 0) {
+    throw new RangeError("DataLoader: persistentWorkers option needs numWorkers > 0");
+  }
+  const timeout = options.timeout ?? 0;
+  if (typeof timeout !== "number" || !(timeout >= 0) || !Number.isFinite(timeout)) {
+    throw new RangeError(
+      `DataLoader: timeout option should be non-negative milliseconds, got ${timeout}`,
+    );
+  }
+  let initFn: ModuleRef | null = null;
+  if (options.workerInitFn !== undefined) {
+    if (typeof options.workerInitFn === "function") {
+      throw new TypeError(
+        "DataLoader: workerInitFn runs inside each Worker, and a function cannot be sent to one: give { module, export, args? } naming an exported function (workerId, args) => void",
+      );
+    }
+    initFn = checkModuleRef(options.workerInitFn, "workerInitFn");
+    if (numWorkers === 0) {
+      throw new RangeError(
+        "DataLoader: workerInitFn needs numWorkers > 0 (it runs in each worker)",
+      );
+    }
+  }
+  return { numWorkers, prefetchFactor, persistentWorkers, timeout, initFn };
 }

@@ -14,3 +14,5 @@ export * from "./subset.ts";
 export * from "./samplers.ts";
 export * from "./concat.ts";
 export * from "./iterable.ts";
+export * from "./worker_info.ts";
+export * from "./worker_source.ts";

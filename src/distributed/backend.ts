@@ -21,8 +21,53 @@ export type AllReduceFill = (into: TypedArray, start: number) => Promise<void>;
 /** How `allReduceVia`'s caller is handed elements `[start, start + from.length)` of the result. */
 export type AllReduceTake = (from: TypedArray, start: number) => void;
 
-/** How `allReduce` combines the ranks' values. `"avg"` is for float dtypes. */
-export type ReduceOp = "sum" | "avg" | "max" | "min";
+/**
+ * How `allReduce` (and the other reducing collectives) combine the ranks'
+ * values. `"avg"` is for float dtypes; `"band"`, `"bor"` and `"bxor"`
+ * (bitwise and, or, xor) for int32.
+ */
+export type ReduceOp = "sum" | "avg" | "max" | "min" | "product" | "band" | "bor" | "bxor";
+
+/**
+ * `torch.distributed.ReduceOp`'s members by their PyTorch names, as the
+ * string ops every collective takes: `allReduce(t, { op: ReduceOp.PRODUCT })`
+ * is `allReduce(t, { op: "product" })`. (`PREMUL_SUM`, NCCL's, is absent.)
+ */
+export const ReduceOp = {
+  /** Elementwise sum (the default). */
+  SUM: "sum",
+  /** Elementwise mean over the ranks (float dtypes). */
+  AVG: "avg",
+  /** Elementwise product. */
+  PRODUCT: "product",
+  /** Elementwise minimum (NaN wins). */
+  MIN: "min",
+  /** Elementwise maximum (NaN wins). */
+  MAX: "max",
+  /** Bitwise and (int32). */
+  BAND: "band",
+  /** Bitwise or (int32). */
+  BOR: "bor",
+  /** Bitwise exclusive or (int32). */
+  BXOR: "bxor",
+} as const satisfies Record<string, ReduceOp>;
+
+/** Every {@link ReduceOp}, in the order headers number them. */
+export const REDUCE_OPS: readonly ReduceOp[] = [
+  "sum",
+  "avg",
+  "max",
+  "min",
+  "product",
+  "band",
+  "bor",
+  "bxor",
+];
+
+/** Whether `op` combines only integers (the bitwise ops). */
+export function isBitwiseOp(op: ReduceOp): boolean {
+  return op === "band" || op === "bor" || op === "bxor";
+}
 
 /** The collectives a backend implements. */
 export type CollectiveKind =
@@ -237,7 +282,6 @@ const KINDS: readonly CollectiveKind[] = [
   "recv",
 ];
 const DTYPE_CODES: readonly (DType | null)[] = [null, "float32", "int32", "float64"];
-const OPS: readonly ReduceOp[] = ["sum", "avg", "max", "min"];
 const MAX_DIMS = 8;
 
 /** FNV-1a over the dims of several shapes, for headers of coalesced calls. */
@@ -276,13 +320,13 @@ export interface CallShape {
 
 /** Header word 3: what else besides the shapes a call's ranks must agree on. */
 function detailWord(call: CallShape): number {
-  const op = OPS.indexOf(call.op ?? "sum") + 1;
+  const op = REDUCE_OPS.indexOf(call.op ?? "sum") + 1;
   switch (call.kind) {
     case "allReduce":
     case "reduceScatter":
       return op;
     case "reduce":
-      return op | ((call.dst ?? 0) << 3);
+      return op | ((call.dst ?? 0) << 4);
     case "broadcast":
     case "scatter":
       return call.src ?? 0;
@@ -324,11 +368,11 @@ export function packHeader(call: CallShape): Int32Array {
 export function describeHeader(h: Int32Array): string {
   const kind = KINDS[h[0] - 1];
   if (!kind) return `an unknown call (header word 0 = ${h[0]})`;
-  const op = () => OPS[(h[3] & 7) - 1] ?? "?";
+  const op = () => REDUCE_OPS[(h[3] & 15) - 1] ?? "?";
   const detail = kind === "allReduce" || kind === "reduceScatter"
     ? ` (${op()})`
     : kind === "reduce"
-    ? ` (${op()}, to rank ${h[3] >> 3})`
+    ? ` (${op()}, to rank ${h[3] >> 4})`
     : kind === "broadcast" || kind === "scatter"
     ? ` (from rank ${h[3]})`
     : kind === "gather"
@@ -442,7 +486,19 @@ export function reduceInto(
   out.set(sources[0].subarray(start, end), start);
   for (let q = 1; q < sources.length; q++) {
     const src = sources[q];
-    if (op === "sum" || op === "avg") {
+    if (op === "product") {
+      // An int32 product wraps as C's (PyTorch's) does: a double product
+      // past 2^53 would first lose the low bits that the wrap keeps.
+      if (out instanceof Int32Array) {
+        for (let i = start; i < end; i++) out[i] = Math.imul(out[i], src[i] as number);
+      } else for (let i = start; i < end; i++) out[i] *= src[i];
+    } else if (op === "band") {
+      for (let i = start; i < end; i++) out[i] &= src[i];
+    } else if (op === "bor") {
+      for (let i = start; i < end; i++) out[i] |= src[i];
+    } else if (op === "bxor") {
+      for (let i = start; i < end; i++) out[i] ^= src[i];
+    } else if (op === "sum" || op === "avg") {
       for (let i = start; i < end; i++) out[i] += src[i];
     } else if (op === "max") {
       // NaN wins, as torch.maximum.

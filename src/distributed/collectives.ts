@@ -8,13 +8,14 @@
  * @module
  */
 
-import { allocHost, isFloat, type TypedArray } from "../dtype.ts";
+import { allocHost, type TypedArray } from "../dtype.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { DistributedGroup, ReduceOp } from "./backend.ts";
 import { borrowHost, giveBackHost, orderAfter, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup } from "./state.ts";
+import { checkReduceOp } from "./reduce_op.ts";
 
 /**
  * A collective in flight: `await work` (or `work.wait()`) resolves once
@@ -59,8 +60,6 @@ export class Work implements PromiseLike<void> {
   }
 }
 
-const OPS: readonly ReduceOp[] = ["sum", "avg", "max", "min"];
-
 function checkTensor(op: string, t: unknown): asserts t is Tensor {
   if (!(t instanceof Tensor)) {
     throw new TypeError(
@@ -70,22 +69,12 @@ function checkTensor(op: string, t: unknown): asserts t is Tensor {
 }
 
 function checkOp(name: string, op: ReduceOp, t: Tensor): ReduceOp {
-  if (!OPS.includes(op)) {
-    throw new RangeError(`${name}: op must be one of ${OPS.join(", ")}, got "${op}"`);
-  }
-  if (op === "avg" && !isFloat(t.dtype)) {
-    throw new TypeError(
-      `${name}: op "avg" needs a floating-point tensor, got ${t.dtype} (shape ${
-        formatShape(t.shape)
-      })`,
-    );
-  }
-  return op;
+  return checkReduceOp(name, op, t.dtype, t.shape);
 }
 
 /** Options of {@link allReduce}. */
 export interface AllReduceOptions {
-  /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype). */
+  /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype, the bitwise ops int32). */
   op?: ReduceOp;
   /** Among the ranks of this group only (from `newGroup`; default: every rank). */
   group?: DistributedGroup;
@@ -191,7 +180,7 @@ export function allGather(t: Tensor, options: GroupOptions = {}): Tensor[] {
 
 /** Options of {@link reduceScatter}. */
 export interface ReduceScatterOptions {
-  /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype). */
+  /** How values combine over the ranks (default `"sum"`; `"avg"` needs a float dtype, the bitwise ops int32). */
   op?: ReduceOp;
   /** Among the ranks of this group only (from `newGroup`; parts by rank in the group). */
   group?: DistributedGroup;

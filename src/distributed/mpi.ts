@@ -170,6 +170,19 @@ function loadLibrary(): MpiLibrary {
 }
 
 /**
+ * @internal Whether MPICH's library loads (for `isMpiAvailable`): false,
+ * never an error, without FFI permission or the library.
+ */
+export function mpiLibraryLoads(): boolean {
+  try {
+    loadLibrary();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Marks the MPI library never to be unloaded (glibc's `RTLD_NODELETE`, applied with
  * `RTLD_NOLOAD` to the copy `Deno.dlopen` loaded), where the C library offers `dlopen`.
  *
@@ -1010,9 +1023,10 @@ class MpiBackend implements ProcessGroupBackend {
       reduceInto(data, parts, 0, data.length, op);
       return;
     }
-    if (op === "max" || op === "min") {
+    if (op !== "sum" && op !== "avg") {
       // MPI_MAX and MPI_MIN let NaN win or lose by operand order, so ranks
-      // could disagree: gather and combine in rank order instead.
+      // could disagree (and MPI_PROD rounds in its own order): gather and
+      // combine in rank order instead, as every op but the sum does.
       const parts = await this.allGather(call, data);
       reduceInto(data, parts, 0, data.length, op);
       return;
@@ -1167,7 +1181,7 @@ class MpiBackend implements ProcessGroupBackend {
     const n = this.worldSize;
     const part = data.length / n;
     const own = data.subarray(this.rank * part, (this.rank + 1) * part);
-    if (n <= DIRECT_RANKS || op === "max" || op === "min") {
+    if (n <= DIRECT_RANKS || (op !== "sum" && op !== "avg")) {
       // Direct: each rank sends every other rank q only part q. Many ranks
       // with max or min gather everything (MPI's MAX and MIN are not
       // NaN-stable across operand orders).
@@ -1301,7 +1315,7 @@ class MpiBackend implements ProcessGroupBackend {
   async reduce(call: CollectiveCall, data: TypedArray): Promise<void> {
     const op = call.op ?? "sum";
     const dst = call.dst ?? 0;
-    if (this.worldSize <= DIRECT_RANKS || op === "max" || op === "min") {
+    if (this.worldSize <= DIRECT_RANKS || (op !== "sum" && op !== "avg")) {
       // In rank order on dst (MPI's MAX and MIN are not NaN-stable, see allReduce).
       const parts = await this.gather(call, data);
       if (parts) reduceInto(data, parts, 0, data.length, op);

@@ -7,13 +7,14 @@
  * @module
  */
 
-import { type DType, isFloat, type TypedArray } from "../dtype.ts";
+import type { DType, TypedArray } from "../dtype.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { DistributedGroup, ReduceOp } from "./backend.ts";
 import { type GroupOptions, Work } from "./collectives.ts";
 import { borrowHost, giveBackHost, orderAfter, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup, groupRankOf, type ProcessGroup } from "./state.ts";
+import { checkReduceOp } from "./reduce_op.ts";
 
 function describe(t: Tensor): string {
   return `${t.dtype} ${formatShape(t.shape)} on ${t.device}`;
@@ -76,13 +77,7 @@ export function reduce(t: Tensor, options: ReduceOptions): Work {
   checkTensor("reduce", t, "t");
   const group = activeGroup("reduce", options?.group);
   const dst = groupRankOf("reduce", group, options?.dst, "dst");
-  const op = options.op ?? "sum";
-  if (!["sum", "avg", "max", "min"].includes(op)) {
-    throw new RangeError(`reduce: op must be one of sum, avg, max, min, got "${op}"`);
-  }
-  if (op === "avg" && !isFloat(t.dtype)) {
-    throw new TypeError(`reduce: op "avg" needs a floating-point tensor, got ${describe(t)}`);
-  }
+  const op = checkReduceOp("reduce", options.op ?? "sum", t.dtype, t.shape);
   const call = group.call({ kind: "reduce", dtype: t.dtype, shapes: [t.shape], op, dst });
   const values = readFlat([t], "reduce");
   const result = runOnHost(group, call, values, async (host) => {

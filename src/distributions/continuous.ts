@@ -11,12 +11,14 @@ import { rand, randn } from "../ops/mod.ts";
 import "../ops_composite/mod.ts";
 import { erfinv } from "../ops_composite/special_functions.ts";
 import { forwardScope } from "../storage.ts";
+import { ExponentialFamily } from "./exp_family.ts";
 import {
   broadcastAll,
   checkMaskLater,
   checkParam,
   type Constraint,
   constraints,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   eps,
@@ -35,7 +37,7 @@ const LOG_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
  * const lp = d.logProb(tensor([0.5, 0.5]));
  * ```
  */
-export class Normal extends Distribution {
+export class Normal extends ExponentialFamily {
   /** The mean. */
   readonly loc: Tensor;
   /** The standard deviation. */
@@ -44,7 +46,7 @@ export class Normal extends Distribution {
   /** `loc` and `scale` broadcast together; `scale` must be positive. */
   constructor(loc: Param, scale: Param, options: DistributionOptions = {}) {
     const [l, s] = broadcastAll("Normal", { loc, scale });
-    super(l.shape, [], options.validateArgs ?? true);
+    super(l.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.loc = l;
     this.scale = s;
     if (this.validateArgs) {
@@ -115,6 +117,19 @@ export class Normal extends Distribution {
   override entropy(): Tensor {
     return this.scale.log().add(0.5 + LOG_SQRT_2PI);
   }
+  /** `(loc/scale², -1/(2 scale²))`. */
+  get naturalParams(): Tensor[] {
+    const v = this.scale.square();
+    return [this.loc.div(v), v.reciprocal().mul(-0.5)];
+  }
+  /** `-x²/(4y) + ½ log(-π/y)`. */
+  logNormalizer(x: Tensor, y: Tensor): Tensor {
+    return x.square().div(y).mul(-0.25).add(y.reciprocal().mul(-Math.PI).log().mul(0.5));
+  }
+  /** 0. */
+  override get meanCarrierMeasure(): number {
+    return 0;
+  }
   /** `loc`, `scale`. */
   protected params(): Record<string, Tensor> {
     return { loc: this.loc, scale: this.scale };
@@ -146,7 +161,7 @@ export class Uniform extends Distribution {
   /** `low` and `high` broadcast together; `low < high` is required. */
   constructor(low: Param, high: Param, options: DistributionOptions = {}) {
     const [lo, hi] = broadcastAll("Uniform", { low, high });
-    super(lo.shape, [], options.validateArgs ?? true);
+    super(lo.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.low = lo;
     this.high = hi;
     if (this.validateArgs) {
@@ -233,14 +248,14 @@ export class Uniform extends Distribution {
 }
 
 /** The exponential distribution of `rate`, as `torch.distributions.Exponential`. */
-export class Exponential extends Distribution {
+export class Exponential extends ExponentialFamily {
   /** The rate (inverse mean). */
   readonly rate: Tensor;
 
   /** `rate` must be positive. */
   constructor(rate: Param, options: DistributionOptions = {}) {
     const [r] = broadcastAll("Exponential", { rate });
-    super(r.shape, [], options.validateArgs ?? true);
+    super(r.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.rate = r;
     if (this.validateArgs) checkParam("Exponential", "rate", rate, r, constraints.positive);
   }
@@ -300,6 +315,18 @@ export class Exponential extends Distribution {
   override entropy(): Tensor {
     return this.rate.log().neg().add(1);
   }
+  /** `(-rate)`. */
+  get naturalParams(): Tensor[] {
+    return [this.rate.neg()];
+  }
+  /** `-log(-x)`. */
+  logNormalizer(x: Tensor): Tensor {
+    return x.neg().log().neg();
+  }
+  /** 0. */
+  override get meanCarrierMeasure(): number {
+    return 0;
+  }
   /** `rate`. */
   protected params(): Record<string, Tensor> {
     return { rate: this.rate };
@@ -316,7 +343,7 @@ export class Laplace extends Distribution {
   /** `loc` and `scale` broadcast together; `scale` must be positive. */
   constructor(loc: Param, scale: Param, options: DistributionOptions = {}) {
     const [l, s] = broadcastAll("Laplace", { loc, scale });
-    super(l.shape, [], options.validateArgs ?? true);
+    super(l.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.loc = l;
     this.scale = s;
     if (this.validateArgs) {

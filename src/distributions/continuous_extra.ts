@@ -16,6 +16,7 @@ import {
   clampProbs,
   type Constraint,
   constraints,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   type Param,
@@ -23,6 +24,7 @@ import {
 } from "./distribution.ts";
 import type { ProbsOrLogits } from "./discrete.ts";
 import { Gamma, rsampleStandardGamma } from "./gamma.ts";
+import { ExponentialFamily } from "./exp_family.ts";
 
 const LOG_PI = Math.log(Math.PI);
 const LOG_2PI = Math.log(2 * Math.PI);
@@ -45,11 +47,12 @@ function nanWhere(t: Tensor, bad: () => Tensor): Tensor {
 export class Chi2 extends Gamma {
   /** `df > 0`. */
   constructor(df: Param, options: DistributionOptions = {}) {
-    if (typeof df === "number" && (options.validateArgs ?? true) && !(df > 0)) {
+    if (typeof df === "number" && (options.validateArgs ?? defaultValidateArgs()) && !(df > 0)) {
       throw new RangeError(`Chi2: df must satisfy x > 0, got ${df}`);
     }
     super(typeof df === "number" ? df * 0.5 : df.mul(0.5), 0.5, { validateArgs: false });
-    (this as { validateArgs: boolean }).validateArgs = options.validateArgs ?? true;
+    (this as { validateArgs: boolean }).validateArgs = options.validateArgs ??
+      defaultValidateArgs();
     if (this.validateArgs && typeof df !== "number") {
       checkParam("Chi2", "df", df, this.df, constraints.positive);
     }
@@ -62,9 +65,9 @@ export class Chi2 extends Gamma {
   override toString(): string {
     return `Chi2(df: torch.Size([${this.concentration.shape.join(", ")}]))`;
   }
-  /** A Chi2 from its number parameters (`concentration = df/2`, `rate`). */
-  protected override remake([concentration]: number[]): Distribution {
-    return new Chi2(concentration * 2, { validateArgs: this.validateArgs });
+  /** A Chi2 from its parameters (`concentration = df/2`, `rate`). */
+  protected override remake([c]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new Chi2(typeof c === "number" ? c * 2 : c.mul(2), { validateArgs });
   }
 }
 
@@ -84,7 +87,7 @@ export class StudentT extends Distribution {
   /** `df > 0`, `loc` real (default 0), `scale > 0` (default 1), broadcast together. */
   constructor(df: Param, loc: Param = 0, scale: Param = 1, options: DistributionOptions = {}) {
     const [d, l, s] = broadcastAll("StudentT", { df, loc, scale });
-    super(d.shape, [], options.validateArgs ?? true);
+    super(d.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.df = d;
     this.loc = l;
     this.scale = s;
@@ -172,7 +175,7 @@ export class FisherSnedecor extends Distribution {
   /** Both positive, broadcast together. */
   constructor(df1: Param, df2: Param, options: DistributionOptions = {}) {
     const [a, b] = broadcastAll("FisherSnedecor", { df1, df2 });
-    super(a.shape, [], options.validateArgs ?? true);
+    super(a.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.df1 = a;
     this.df2 = b;
     if (this.validateArgs) {
@@ -309,7 +312,7 @@ export class VonMises extends Distribution {
   /** `loc` real, `concentration > 0`, broadcast together. */
   constructor(loc: Param, concentration: Param, options: DistributionOptions = {}) {
     const [l, k] = broadcastAll("VonMises", { loc, concentration });
-    super(l.shape, [], options.validateArgs ?? true);
+    super(l.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.loc = l;
     this.concentration = k;
     if (this.validateArgs) {
@@ -395,7 +398,7 @@ export interface ContinuousBernoulliOptions extends ProbsOrLogits {
  * as `torch.distributions.ContinuousBernoulli({ probs })` or `({ logits })`;
  * reparameterized through its inverse cdf.
  */
-export class ContinuousBernoulli extends Distribution {
+export class ContinuousBernoulli extends ExponentialFamily {
   readonly #kind: "probs" | "logits";
   readonly #param: Tensor;
   readonly #lims: [number, number];
@@ -411,7 +414,7 @@ export class ContinuousBernoulli extends Distribution {
     const kind = probs !== undefined ? "probs" : "logits";
     const raw = (probs ?? logits)!;
     const [p] = broadcastAll("ContinuousBernoulli", { [kind]: raw });
-    super(p.shape, [], options.validateArgs ?? true);
+    super(p.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.#kind = kind;
     this.#param = p;
     this.#lims = options.lims ?? [0.499, 0.501];
@@ -546,16 +549,34 @@ export class ContinuousBernoulli extends Distribution {
       return this.mean.mul(lp0.sub(lp1)).sub(this.logNorm()).sub(lp0);
     });
   }
+  /** `(logits)`. */
+  get naturalParams(): Tensor[] {
+    return [this.logits];
+  }
+  /**
+   * `log|eˣ - 1| - log|x|`, by its Taylor series `x/2 + x²/24 - x⁴/2880`
+   * where x is within `lims - ½` (as PyTorch, which compares the natural
+   * parameter with `lims - ½`).
+   */
+  logNormalizer(x: Tensor): Tensor {
+    const [lo, hi] = [this.#lims[0] - 0.5, this.#lims[1] - 0.5];
+    const outside = noGrad(() => x.le(lo).add(x.gt(hi)).gt(0));
+    const cut = x.where(outside, lo);
+    const logNorm = cut.expm1().abs().log().sub(cut.abs().log());
+    const x2 = x.square();
+    const taylor = x.mul(0.5).add(x2.div(24)).sub(x2.square().div(2880));
+    return logNorm.where(outside, taylor);
+  }
+  /** 0. */
+  override get meanCarrierMeasure(): number {
+    return 0;
+  }
   /** `probs` or `logits`, whichever was given. */
   protected params(): Record<string, Tensor> {
     return { [this.#kind]: this.#param };
   }
-  /** A ContinuousBernoulli of the same kind from its number parameter. */
-  protected override remake([p]: number[]): Distribution {
-    return new ContinuousBernoulli({
-      [this.#kind]: p,
-      lims: this.#lims,
-      validateArgs: this.validateArgs,
-    });
+  /** A ContinuousBernoulli of the same kind (and `lims`) from its parameter. */
+  protected override remake([p]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new ContinuousBernoulli({ [this.#kind]: p, lims: this.#lims, validateArgs });
   }
 }

@@ -13,6 +13,7 @@ import {
   broadcastAll,
   checkParam,
   type Constraint,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   eps,
@@ -53,7 +54,7 @@ export class Cauchy extends Distribution {
   /** `loc` and `scale` broadcast together; `scale` must be positive. */
   constructor(loc: Param, scale: Param, options: DistributionOptions = {}) {
     const [l, s] = broadcastAll("Cauchy", { loc, scale });
-    super(l.shape, [], options.validateArgs ?? true);
+    super(l.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.loc = l;
     this.scale = s;
     if (this.validateArgs) {
@@ -130,7 +131,7 @@ export class LogNormal extends TransformedDistribution {
   /** `loc` and `scale` of the underlying normal (`scale` positive). */
   constructor(loc: Param, scale: Param, options: DistributionOptions = {}) {
     const [l, s] = broadcastAll("LogNormal", { loc, scale });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("LogNormal", "loc", loc, l, constraints.real);
       checkParam("LogNormal", "scale", scale, s, constraints.positive);
     }
@@ -195,7 +196,7 @@ export class Gumbel extends TransformedDistribution {
   /** `loc` and `scale` broadcast together; `scale` must be positive. */
   constructor(loc: Param, scale: Param, options: DistributionOptions = {}) {
     const [l, s] = broadcastAll("Gumbel", { loc, scale });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("Gumbel", "loc", loc, l, constraints.real);
       checkParam("Gumbel", "scale", scale, s, constraints.positive);
     }
@@ -309,7 +310,7 @@ export class HalfNormal extends HalfDistribution {
   /** `scale` must be positive. */
   constructor(scale: Param, options: DistributionOptions = {}) {
     const [s] = broadcastAll("HalfNormal", { scale });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("HalfNormal", "scale", scale, s, constraints.positive);
     }
     super(new Normal(zeroLoc(s), s, { validateArgs: false }), new AbsTransform(), options);
@@ -341,7 +342,7 @@ export class HalfCauchy extends HalfDistribution {
   /** `scale` must be positive. */
   constructor(scale: Param, options: DistributionOptions = {}) {
     const [s] = broadcastAll("HalfCauchy", { scale });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("HalfCauchy", "scale", scale, s, constraints.positive);
     }
     super(new Cauchy(zeroLoc(s), s, { validateArgs: false }), new AbsTransform(), options);
@@ -386,7 +387,7 @@ export class Weibull extends TransformedDistribution {
   /** Both positive, broadcast together. */
   constructor(scale: Param, concentration: Param, options: DistributionOptions = {}) {
     const [s, c] = broadcastAll("Weibull", { scale, concentration });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("Weibull", "scale", scale, s, constraints.positive);
       checkParam("Weibull", "concentration", concentration, c, constraints.positive);
     }
@@ -448,7 +449,7 @@ export class Pareto extends TransformedDistribution {
   /** Both positive, broadcast together. */
   constructor(scale: Param, alpha: Param, options: DistributionOptions = {}) {
     const [s, a] = broadcastAll("Pareto", { scale, alpha });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("Pareto", "scale", scale, s, constraints.positive);
       checkParam("Pareto", "alpha", alpha, a, constraints.positive);
     }
@@ -521,7 +522,7 @@ export class Kumaraswamy extends TransformedDistribution {
   /** Both positive, broadcast together. */
   constructor(concentration1: Param, concentration0: Param, options: DistributionOptions = {}) {
     const [a, b] = broadcastAll("Kumaraswamy", { concentration1, concentration0 });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("Kumaraswamy", "concentration1", concentration1, a, constraints.positive);
       checkParam("Kumaraswamy", "concentration0", concentration0, b, constraints.positive);
     }
@@ -587,7 +588,7 @@ export class LogisticNormal extends TransformedDistribution {
   /** `loc` and `scale` broadcast together (at least one dim; a scalar acts as `[1]`). */
   constructor(loc: Param, scale: Param, options: DistributionOptions = {}) {
     let [l, s] = broadcastAll("LogisticNormal", { loc, scale });
-    if (options.validateArgs ?? true) {
+    if (options.validateArgs ?? defaultValidateArgs()) {
       checkParam("LogisticNormal", "loc", loc, l, constraints.real);
       checkParam("LogisticNormal", "scale", scale, s, constraints.positive);
     }

@@ -17,12 +17,17 @@ import {
   clampProbs,
   type Constraint,
   constraints,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
+  type EnumerateSupportOptions,
+  enumerateValues,
   finfoMin,
   numberParam,
+  type Param,
   softplus,
 } from "./distribution.ts";
+import { ExponentialFamily } from "./exp_family.ts";
 
 /** `probs` or `logits` (exactly one). */
 export interface ProbsOrLogits extends DistributionOptions {
@@ -66,14 +71,14 @@ function probsToLogits(p: Tensor, binary: boolean): Tensor {
  * const lp = d.logProb(tensor([1, 0]));
  * ```
  */
-export class Bernoulli extends Distribution {
+export class Bernoulli extends ExponentialFamily {
   readonly #kind: "probs" | "logits";
   readonly #param: Tensor;
 
   /** Exactly one of `probs` (in [0, 1]) and `logits`. */
   constructor(options: ProbsOrLogits) {
     const [kind, param, raw] = oneOf("Bernoulli", options);
-    super(param.shape, [], options.validateArgs ?? true);
+    super(param.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.#kind = kind;
     this.#param = param;
     if (this.validateArgs) {
@@ -140,13 +145,34 @@ export class Bernoulli extends Distribution {
       return softplus(l).sub(l.mul(this.probs));
     });
   }
+  /** `(log(p/(1 - p)))`. */
+  get naturalParams(): Tensor[] {
+    const p = this.probs;
+    return [p.div(p.neg().add(1)).log()];
+  }
+  /** `log(1 + eˣ)`. */
+  logNormalizer(x: Tensor): Tensor {
+    return softplus(x);
+  }
+  /** 0 (PyTorch 1.13 leaves it unimplemented). */
+  override get meanCarrierMeasure(): number {
+    return 0;
+  }
+  /** True: {0, 1}. */
+  override get hasEnumerateSupport(): boolean {
+    return true;
+  }
+  /** `[0, 1]` shaped `[2, 1, ..., 1]`, or `[2, ...batchShape]` with `expand`. */
+  override enumerateSupport(options: EnumerateSupportOptions = {}): Tensor {
+    return enumerateValues(2, this.batchShape, this.#param, options);
+  }
   /** `probs` or `logits`, whichever was given. */
   protected params(): Record<string, Tensor> {
     return { [this.#kind]: this.#param };
   }
-  /** A Bernoulli of the same kind from its number parameter. */
-  protected override remake([value]: number[]): Distribution {
-    return new Bernoulli({ [this.#kind]: value, validateArgs: this.validateArgs });
+  /** A Bernoulli of the same kind from its parameter. */
+  protected override remake([value]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new Bernoulli({ [this.#kind]: value, validateArgs });
   }
 }
 
@@ -173,7 +199,7 @@ export class Categorical extends Distribution {
         }`,
       );
     }
-    super(param.shape.slice(0, -1), [], options.validateArgs ?? true);
+    super(param.shape.slice(0, -1), [], options.validateArgs ?? defaultValidateArgs());
     this.#kind = kind;
     this.numEvents = param.shape[param.ndim - 1];
     if (this.validateArgs) {
@@ -252,9 +278,25 @@ export class Categorical extends Distribution {
       return l.mul(this.probs).sum(-1).neg();
     });
   }
+  /** True: `0 .. numEvents-1`. */
+  override get hasEnumerateSupport(): boolean {
+    return true;
+  }
+  /**
+   * The int32 categories `0 .. K-1` shaped `[K, 1, ..., 1]`, or
+   * `[K, ...batchShape]` with `expand` (int32 where PyTorch gives int64).
+   */
+  override enumerateSupport(options: EnumerateSupportOptions = {}): Tensor {
+    const like = { dtype: "int32" as const, device: this.#param.device };
+    return enumerateValues(this.numEvents, this.batchShape, like, options);
+  }
   /** `probs` or `logits`, whichever was given. */
   protected params(): Record<string, Tensor> {
     return { [this.#kind]: this.#param };
+  }
+  /** A Categorical of the same kind from its (normalized) parameter. */
+  protected override remake([value]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new Categorical({ [this.#kind]: value, validateArgs });
   }
 
   private checkIndex(value: Tensor): void {
@@ -365,8 +407,34 @@ export class OneHotCategorical extends Distribution {
   override entropy(): Tensor {
     return this.categorical.entropy();
   }
+  /** True: the K one-hot vectors. */
+  override get hasEnumerateSupport(): boolean {
+    return true;
+  }
+  /**
+   * The rows of the K × K identity shaped `[K, 1, ..., 1, K]`, or
+   * `[K, ...batchShape, K]` with `expand`.
+   */
+  override enumerateSupport(options: EnumerateSupportOptions = {}): Tensor {
+    const p = this.categorical.logits;
+    const k = this.categorical.numEvents;
+    const index = enumerateValues(
+      k,
+      this.batchShape,
+      { dtype: "int32", device: p.device },
+      options,
+    );
+    const columns = arange(0, k, 1, { dtype: "int32", device: p.device });
+    return index.unsqueeze(-1).eq(columns).to(p.dtype);
+  }
   /** The categorical's parameter. */
   protected params(): Record<string, Tensor> {
     return this.categorical["params"]();
+  }
+  /** The same family (straight-through included) from the categorical's parameter. */
+  protected override remake([value]: Param[], validateArgs = this.validateArgs): Distribution {
+    const [kind] = Object.keys(this.params());
+    const Kind = this.constructor as new (options: ProbsOrLogits) => Distribution;
+    return new Kind({ [kind]: value, validateArgs });
   }
 }

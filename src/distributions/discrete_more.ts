@@ -18,14 +18,18 @@ import {
   clampProbs,
   type Constraint,
   constraints,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
+  type EnumerateSupportOptions,
+  enumerateValues,
   type Param,
   softplus,
 } from "./distribution.ts";
 import { constraints as allConstraints } from "./constraints.ts";
 import { Categorical, type ProbsOrLogits } from "./discrete.ts";
 import { standardGamma } from "./gamma.ts";
+import { ExponentialFamily } from "./exp_family.ts";
 
 /** `probs` or `logits` (exactly one) as given, with its kind. */
 function oneOf(op: string, options: ProbsOrLogits): ["probs" | "logits", Param] {
@@ -183,7 +187,7 @@ export class Binomial extends Distribution {
   constructor(totalCount: Param = 1, options: ProbsOrLogits) {
     const [kind, raw] = oneOf("Binomial", options);
     const [n, p] = broadcastAll("Binomial", { totalCount, [kind]: raw });
-    super(p.shape, [], options.validateArgs ?? true);
+    super(p.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.totalCount = n;
     this.#count = typeof totalCount === "number" ? totalCount : undefined;
     this.#kind = kind;
@@ -263,9 +267,22 @@ export class Binomial extends Distribution {
   protected params(): Record<string, Tensor> {
     return { total_count: this.totalCount, [this.#kind]: this.#param };
   }
-  /** A Binomial of the same kind from its number parameters. */
-  protected override remake([n, p]: number[]): Distribution {
-    return new Binomial(n, { [this.#kind]: p, validateArgs: this.validateArgs });
+  /** A Binomial of the same kind from its parameters (a number count stays a number). */
+  protected override remake([n, p]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new Binomial(this.#count ?? n, { [this.#kind]: p, validateArgs });
+  }
+  /** True: `0 .. totalCount` (a number count). */
+  override get hasEnumerateSupport(): boolean {
+    return true;
+  }
+  /**
+   * `0 .. totalCount` shaped `[n + 1, 1, ..., 1]`, or `[n + 1, ...batchShape]`
+   * with `expand`. Needs `totalCount` as a number: PyTorch reads a tensor
+   * count's maximum from the device and refuses unequal counts.
+   */
+  override enumerateSupport(options: EnumerateSupportOptions = {}): Tensor {
+    const n = this.requireCount("enumerateSupport");
+    return enumerateValues(n + 1, this.batchShape, this.#param, options);
   }
   private requireCount(op: string): number {
     if (this.#count === undefined) {
@@ -292,7 +309,7 @@ export class Geometric extends Distribution {
   constructor(options: ProbsOrLogits) {
     const [kind, raw] = oneOf("Geometric", options);
     const [p] = broadcastAll("Geometric", { [kind]: raw });
-    super(p.shape, [], options.validateArgs ?? true);
+    super(p.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.#kind = kind;
     this.#param = p;
     if (this.validateArgs) {
@@ -367,9 +384,9 @@ export class Geometric extends Distribution {
   protected params(): Record<string, Tensor> {
     return { [this.#kind]: this.#param };
   }
-  /** A Geometric of the same kind from its number parameter. */
-  protected override remake([p]: number[]): Distribution {
-    return new Geometric({ [this.#kind]: p, validateArgs: this.validateArgs });
+  /** A Geometric of the same kind from its parameter. */
+  protected override remake([p]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new Geometric({ [this.#kind]: p, validateArgs });
   }
 }
 
@@ -389,7 +406,7 @@ export class NegativeBinomial extends Distribution {
   constructor(totalCount: Param, options: ProbsOrLogits) {
     const [kind, raw] = oneOf("NegativeBinomial", options);
     const [n, p] = broadcastAll("NegativeBinomial", { totalCount, [kind]: raw });
-    super(p.shape, [], options.validateArgs ?? true);
+    super(p.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.totalCount = n;
     this.#kind = kind;
     this.#param = p;
@@ -466,9 +483,9 @@ export class NegativeBinomial extends Distribution {
   protected params(): Record<string, Tensor> {
     return { total_count: this.totalCount, [this.#kind]: this.#param };
   }
-  /** A NegativeBinomial of the same kind from its number parameters. */
-  protected override remake([n, p]: number[]): Distribution {
-    return new NegativeBinomial(n, { [this.#kind]: p, validateArgs: this.validateArgs });
+  /** A NegativeBinomial of the same kind from its parameters. */
+  protected override remake([n, p]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new NegativeBinomial(n, { [this.#kind]: p, validateArgs });
   }
 }
 
@@ -476,14 +493,14 @@ export class NegativeBinomial extends Distribution {
  * The Poisson distribution of `rate` λ ≥ 0 (mass `λᵏ e^{-λ} / k!`), as
  * `torch.distributions.Poisson`; draws by `poisson`, without gradient.
  */
-export class Poisson extends Distribution {
+export class Poisson extends ExponentialFamily {
   /** The rate λ. */
   readonly rate: Tensor;
 
   /** `rate >= 0`. */
   constructor(rate: Param, options: DistributionOptions = {}) {
     const [r] = broadcastAll("Poisson", { rate });
-    super(r.shape, [], options.validateArgs ?? true);
+    super(r.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.rate = r;
     if (this.validateArgs) checkParam("Poisson", "rate", rate, r, constraints.nonnegative);
   }
@@ -514,6 +531,14 @@ export class Poisson extends Distribution {
     if (d !== this) return d.logProb(value);
     this.validateSample("logProb", value, this.rate);
     return forwardScope(() => value.xlogy(this.rate).sub(this.rate).sub(value.add(1).lgamma()));
+  }
+  /** `(log rate)`. */
+  get naturalParams(): Tensor[] {
+    return [this.rate.log()];
+  }
+  /** `eˣ`. */
+  logNormalizer(x: Tensor): Tensor {
+    return x.exp();
   }
   /** `rate`. */
   protected params(): Record<string, Tensor> {
@@ -616,6 +641,11 @@ export class Multinomial extends Distribution {
   /** The categorical's parameter (PyTorch's repr shows it only). */
   protected params(): Record<string, Tensor> {
     return this.categorical["params"]();
+  }
+  /** A Multinomial of this `totalCount` from the categorical's parameter. */
+  protected override remake([value]: Param[], validateArgs = this.validateArgs): Distribution {
+    const [kind] = Object.keys(this.params());
+    return new Multinomial(this.totalCount, { [kind]: value, validateArgs });
   }
 }
 

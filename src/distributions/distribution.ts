@@ -9,11 +9,19 @@ import { Tensor } from "../tensor.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { checkLater } from "../ops/check.ts";
 import { defaultDevice } from "../device.ts";
-import { arange, cat, full } from "../ops/mod.ts";
-import type { DType } from "../dtype.ts";
+import { arange, cat, tensor } from "../ops/mod.ts";
+import { type DType, getDefaultDtype } from "../dtype.ts";
 import type { Device } from "../device.ts";
 import { noGrad, record } from "../autograd.ts";
 import { sameShape } from "../shape.ts";
+
+/** What `validateArgs` defaults to (see {@link Distribution.setDefaultValidateArgs}). */
+let validateByDefault = true;
+
+/** The default of {@link DistributionOptions.validateArgs}: true unless set otherwise. */
+export function defaultValidateArgs(): boolean {
+  return validateByDefault;
+}
 
 /** A parameter of a distribution: a tensor, or a number broadcast to the others' dtype and device. */
 export type Param = Tensor | number;
@@ -22,7 +30,8 @@ export type Param = Tensor | number;
 export interface DistributionOptions {
   /**
    * Check parameters (and `logProb`/`cdf`/`icdf` arguments) against their
-   * constraints (default true, as PyTorch's `__debug__` default). Numbers
+   * constraints (default true, as PyTorch's `__debug__` default, or what
+   * {@link Distribution.setDefaultValidateArgs} set). Numbers
    * are checked at once; tensor values are checked on the device and a bad
    * one makes the next read on that device reject with a RangeError naming
    * the parameter, the index and the value.
@@ -113,9 +122,16 @@ const fromNumbers = new WeakMap<Tensor, number>();
 /** Where number-only parameters go while {@link Distribution.withNumbersOn} remakes a distribution. */
 let numbersDevice: Device | undefined;
 
-/** A number parameter as a float32 scalar where number-only parameters go. */
-export function numberParam(value: number, dtype: DType = "float32", device?: Device): Tensor {
-  const t = full([], value, { dtype, device: device ?? numbersDevice ?? defaultDevice() });
+/**
+ * A number parameter as a scalar (the default dtype unless told) where number-only parameters go;
+ * rounded as `torch.tensor` rounds (1e40 is inf in float32).
+ */
+export function numberParam(
+  value: number,
+  dtype: DType = getDefaultDtype(),
+  device?: Device,
+): Tensor {
+  const t = tensor(value, { dtype, device: device ?? numbersDevice ?? defaultDevice() });
   fromNumbers.set(t, value);
   return t;
 }
@@ -149,7 +165,7 @@ function commonOf(op: string, params: Record<string, Param>): { dtype: DType; de
   }
   return found
     ? { dtype: found.dtype, device: found.device }
-    : { dtype: "float32", device: numbersDevice ?? defaultDevice() };
+    : { dtype: getDefaultDtype(), device: numbersDevice ?? defaultDevice() };
 }
 
 /**
@@ -208,6 +224,49 @@ export function sumRightmost(x: Tensor, n: number): Tensor {
   return x.sum(dims);
 }
 
+/** Options of {@link Distribution.enumerateSupport}. */
+export interface EnumerateSupportOptions {
+  /** Expand the values over the batch shape (default true), else size-1 batch dims. */
+  expand?: boolean;
+}
+
+/**
+ * `to` as a target of `expand` from `from`, by `Tensor.expand`'s rule
+ * (the dims of `from` align right; each equals its new size or is 1), or
+ * a RangeError naming both shapes.
+ */
+export function checkExpand(op: string, from: readonly number[], to: readonly number[]): number[] {
+  if (!Array.isArray(to) || to.some((n) => !Number.isInteger(n) || n < 0)) {
+    throw new TypeError(
+      `${op}: batchShape must be a list of nonnegative integers, got ${String(to)}`,
+    );
+  }
+  const k = to.length - from.length;
+  if (k < 0 || from.some((n, i) => n !== 1 && n !== to[k + i])) {
+    throw new RangeError(
+      `${op}: the batch shape ${formatShape(from)} cannot be expanded to ${
+        formatShape(to)
+      } (only size-1 dims grow, and new dims go in front)`,
+    );
+  }
+  return [...to];
+}
+
+/**
+ * The values `0 .. n-1` shaped for `enumerateSupport`: `[n, 1, ..., 1]`
+ * (one 1 per batch dim) or, with `expand`, `[n, ...batchShape]`.
+ */
+export function enumerateValues(
+  n: number,
+  batchShape: readonly number[],
+  like: { dtype: DType; device: Device },
+  options: EnumerateSupportOptions = {},
+): Tensor {
+  const values = arange(0, n, 1, { dtype: like.dtype, device: like.device })
+    .reshape([n, ...batchShape.map(() => 1)]);
+  return (options?.expand ?? true) ? values.expand([n, ...batchShape]) : values;
+}
+
 /** The float epsilon of `dtype` (`torch.finfo(dtype).eps`). */
 export function eps(dtype: DType): number {
   return dtype === "float64" ? 2.220446049250313e-16 : 1.1920928955078125e-7;
@@ -233,6 +292,20 @@ export function softplus(x: Tensor): Tensor {
   return record("softplus", [x], out, ([g]) => [x.sigmoid().mul(g!)]);
 }
 
+/** The `argConstraints` of each family, by class (filled by `arg_constraints.ts`). */
+const argConstraintTable = new Map<
+  abstract new (...args: never[]) => Distribution,
+  (d: Distribution) => Record<string, Constraint>
+>();
+
+/** Registers the `argConstraints` of the instances of `Kind` (and its subclasses, unless they register their own). */
+export function registerArgConstraints<D extends Distribution>(
+  Kind: abstract new (...args: never[]) => D,
+  fn: (d: D) => Record<string, Constraint>,
+): void {
+  argConstraintTable.set(Kind, fn as (d: Distribution) => Record<string, Constraint>);
+}
+
 /** A shape as `[2, 3]`, for messages and reprs. */
 export function shapeText(shape: readonly number[]): string {
   return formatShape(shape);
@@ -251,10 +324,36 @@ export abstract class Distribution {
   /** Whether arguments are checked (see {@link DistributionOptions.validateArgs}). */
   readonly validateArgs: boolean;
 
-  constructor(batchShape: readonly number[], eventShape: readonly number[], validateArgs = true) {
+  constructor(
+    batchShape: readonly number[],
+    eventShape: readonly number[],
+    validateArgs = validateByDefault,
+  ) {
     this.batchShape = [...batchShape];
     this.eventShape = [...eventShape];
     this.validateArgs = validateArgs;
+  }
+
+  /**
+   * Sets whether distributions built without a `validateArgs` option check
+   * their arguments, as PyTorch's `Distribution.set_default_validate_args`
+   * (global: restore it in `finally`).
+   */
+  static setDefaultValidateArgs(value: boolean): void {
+    if (typeof value !== "boolean") {
+      throw new TypeError(
+        `Distribution.setDefaultValidateArgs: value must be a boolean, got ${typeof value}`,
+      );
+    }
+    validateByDefault = value;
+  }
+
+  /**
+   * `exp(entropy)`, as PyTorch's `perplexity()`; of the batch shape, and
+   * only where {@link entropy} is defined.
+   */
+  perplexity(): Tensor {
+    return this.entropy().exp();
   }
 
   /** The distribution's name in messages (its class name). */
@@ -295,10 +394,94 @@ export abstract class Distribution {
     }
   }
 
-  /** A distribution of this kind from its number parameters, in the order of `params()`. */
-  protected remake(numbers: number[]): Distribution {
+  /**
+   * A distribution of this kind from parameters in the order of `params()`
+   * (numbers for {@link withNumbersOn}, broadcast tensors for {@link expand});
+   * the families whose constructor takes other arguments override it.
+   */
+  protected remake(values: Param[], validateArgs = this.validateArgs): Distribution {
     const Kind = this.constructor as new (...args: unknown[]) => Distribution;
-    return new Kind(...numbers, { validateArgs: this.validateArgs });
+    return new Kind(...values, { validateArgs });
+  }
+
+  /**
+   * The same family with the batch shape `batchShape`, as PyTorch's
+   * `Distribution.expand`: each parameter is expanded (a view, no copy) to
+   * `batchShape` plus its own trailing dims, following `Tensor.expand`'s rule
+   * (new leading dims, size-1 dims grow, other dims stay). The parameters are
+   * not checked again (PyTorch's `validate_args=False`), but the result keeps
+   * this distribution's {@link validateArgs} for later `logProb` arguments.
+   *
+   * @example
+   * ```ts
+   * import { distributions, tensor } from "@multigrad/core";
+   * const d = new distributions.Normal(tensor([0, 1]), 1).expand([3, 2]);
+   * console.log(d.batchShape, d.sample().shape); // [3, 2] [3, 2]
+   * ```
+   */
+  expand(batchShape: readonly number[]): this {
+    const shape = checkExpand(`${this.name}.expand`, this.batchShape, batchShape);
+    const d = this.expanded(shape);
+    (d as { validateArgs: boolean }).validateArgs = this.validateArgs;
+    return d as this;
+  }
+
+  /**
+   * {@link expand} after the shape check: by default {@link remake} from the
+   * parameters, each expanded to `batchShape` plus its dims past the batch.
+   * Wrappers (Independent, transformed and mixture distributions) override it;
+   * so must a subclass whose constructor does not take `params()` in order.
+   */
+  protected expanded(batchShape: number[]): Distribution {
+    const k = this.batchShape.length;
+    const params = Object.entries(this.params());
+    if (params.length === 0) {
+      // A subclass outside this package may keep its state elsewhere: remaking it from nothing
+      // would silently drop that state, so it must say how it expands (as PyTorch's base raises).
+      throw new TypeError(
+        `${this.name}.expand: not implemented for ${this.name} (it names no parameters; override expanded or remake)`,
+      );
+    }
+    const values = params.map(([name, t]) => {
+      if (!sameShape(t.shape.slice(0, k), this.batchShape)) {
+        throw new Error(
+          `${this.name}.expand: parameter ${name} of shape ${
+            formatShape(t.shape)
+          } does not lead with the batch shape ${formatShape(this.batchShape)}`,
+        );
+      }
+      return t.expand([...batchShape, ...t.shape.slice(k)]);
+    });
+    return this.remake(values, false);
+  }
+
+  /**
+   * The constraint each parameter satisfies, as PyTorch's `arg_constraints`
+   * (keys in camelCase: `totalCount`, `covarianceMatrix`, ...; both
+   * `probs` and `logits` where a family takes either). Empty for wrappers
+   * (Independent, TransformedDistribution, MixtureSameFamily), as PyTorch.
+   */
+  get argConstraints(): Record<string, Constraint> {
+    for (let C = this.constructor; C && C !== Distribution; C = Object.getPrototypeOf(C)) {
+      const fn = argConstraintTable.get(C as abstract new (...args: never[]) => Distribution);
+      if (fn) return fn(this);
+    }
+    return {};
+  }
+
+  /** Whether {@link enumerateSupport} is available (the finite discrete families). */
+  get hasEnumerateSupport(): boolean {
+    return false;
+  }
+
+  /**
+   * Every value of the support, as PyTorch's `enumerate_support`: shape
+   * `[n, 1, ..., 1]` (one 1 per batch dim) plus the event shape, or with
+   * `expand` (the default) `[n, ...batchShape]` plus the event shape.
+   * Only where {@link hasEnumerateSupport} is true.
+   */
+  enumerateSupport(_options: EnumerateSupportOptions = {}): Tensor {
+    throw new TypeError(`${this.name}.enumerateSupport: not implemented for ${this.name}`);
   }
 
   /** The support of the distribution (what `logProb` accepts). */

@@ -13,12 +13,13 @@ import { rand, randn, stack } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
 import { digamma, lgamma, xlogy } from "../ops_composite/special_functions.ts";
 import { attachDirichletGrad, attachGammaGrad } from "./gamma_grad.ts";
+import { ExponentialFamily } from "./exp_family.ts";
 import {
   broadcastAll,
   checkParam,
   type Constraint,
   constraints,
-  Distribution,
+  defaultValidateArgs,
   type DistributionOptions,
   eps,
   finfoMin,
@@ -95,7 +96,7 @@ export function rsampleStandardGamma(alpha: Tensor): Tensor {
  * `rsample` is differentiable in both parameters: in β as a product, in α
  * implicitly through the CDF (`dx/dα = -(∂F/∂α)/p`), as PyTorch.
  */
-export class Gamma extends Distribution {
+export class Gamma extends ExponentialFamily {
   /** The shape α. */
   readonly concentration: Tensor;
   /** The rate β. */
@@ -104,7 +105,7 @@ export class Gamma extends Distribution {
   /** Both positive, broadcast together. */
   constructor(concentration: Param, rate: Param, options: DistributionOptions = {}) {
     const [a, b] = broadcastAll("Gamma", { concentration, rate });
-    super(a.shape, [], options.validateArgs ?? true);
+    super(a.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.concentration = a;
     this.rate = b;
     if (this.validateArgs) {
@@ -162,6 +163,18 @@ export class Gamma extends Distribution {
       return a.sub(this.rate.log()).add(lgamma(a)).add(a.neg().add(1).mul(digamma(a)));
     });
   }
+  /** `(α - 1, -β)`. */
+  get naturalParams(): Tensor[] {
+    return [this.concentration.sub(1), this.rate.neg()];
+  }
+  /** `log Γ(x + 1) + (x + 1)·log(-1/y)`. */
+  logNormalizer(x: Tensor, y: Tensor): Tensor {
+    return lgamma(x.add(1)).add(x.add(1).mul(y.reciprocal().neg().log()));
+  }
+  /** 0. */
+  override get meanCarrierMeasure(): number {
+    return 0;
+  }
   /** `concentration`, `rate`. */
   protected params(): Record<string, Tensor> {
     return { concentration: this.concentration, rate: this.rate };
@@ -174,7 +187,7 @@ export class Gamma extends Distribution {
  * `X/(X + Y)` of gamma draws; `rsample` differentiates them as the first
  * coordinate of a two-component Dirichlet, as PyTorch.
  */
-export class Beta extends Distribution {
+export class Beta extends ExponentialFamily {
   /** α. */
   readonly concentration1: Tensor;
   /** β. */
@@ -183,7 +196,7 @@ export class Beta extends Distribution {
   /** Both positive, broadcast together. */
   constructor(concentration1: Param, concentration0: Param, options: DistributionOptions = {}) {
     const [a, b] = broadcastAll("Beta", { concentration1, concentration0 });
-    super(a.shape, [], options.validateArgs ?? true);
+    super(a.shape, [], options.validateArgs ?? defaultValidateArgs());
     this.concentration1 = a;
     this.concentration0 = b;
     if (this.validateArgs) {
@@ -262,6 +275,38 @@ export class Beta extends Distribution {
       return lgamma(c).sum(-1).sub(lgamma(a0)).sub(a0.neg().add(2).mul(digamma(a0)))
         .sub(c.sub(1).mul(digamma(c)).sum(-1));
     });
+  }
+  /**
+   * The first coordinate of the two-component Dirichlet's mode, as PyTorch:
+   * `(α - 1)⁺/((α - 1)⁺ + (β - 1)⁺)`, 1 where both are below 1, NaN where
+   * the clamped sum is 0 otherwise.
+   */
+  get mode(): Tensor {
+    return forwardScope(() => {
+      const [a, b] = [this.concentration1, this.concentration0];
+      const [am, bm] = [a.sub(1), b.sub(1)];
+      const ap = am.where(noGrad(() => am.ge(0)), 0);
+      const bp = bm.where(noGrad(() => bm.ge(0)), 0);
+      const both = noGrad(() => a.lt(1).mul(b.lt(1)).eq(0));
+      return ap.div(ap.add(bp).where(both, 1)).where(both, 1);
+    });
+  }
+  /** `(α, β)`. */
+  get naturalParams(): Tensor[] {
+    return [this.concentration1, this.concentration0];
+  }
+  /** `log Γ(x) + log Γ(y) - log Γ(x + y)`. */
+  logNormalizer(x: Tensor, y: Tensor): Tensor {
+    return lgamma(x).add(lgamma(y)).sub(lgamma(x.add(y)));
+  }
+  /**
+   * `E[-log x - log(1 - x)] = 2ψ(α + β) - ψ(α) - ψ(β)` (of the carrier
+   * `1/(x(1 - x))` of these natural parameters; PyTorch 1.13 leaves it
+   * unimplemented).
+   */
+  override get meanCarrierMeasure(): Tensor {
+    const [a, b] = [this.concentration1, this.concentration0];
+    return digamma(a.add(b)).mul(2).sub(digamma(a)).sub(digamma(b));
   }
   /** `concentration1`, `concentration0`. */
   protected params(): Record<string, Tensor> {

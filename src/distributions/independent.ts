@@ -12,6 +12,7 @@ import {
   type Constraint,
   Distribution,
   type DistributionOptions,
+  type EnumerateSupportOptions,
   sumRightmost,
 } from "./distribution.ts";
 
@@ -110,6 +111,27 @@ export class Independent extends Distribution {
   /** None of its own. */
   protected params(): Record<string, Tensor> {
     return {};
+  }
+  /** The base expanded to `batchShape` plus the reinterpreted dims. */
+  protected override expanded(batchShape: number[]): Distribution {
+    const n = this.reinterpretedBatchNdims;
+    const reinterpreted = this.eventShape.slice(0, n);
+    return new Independent(this.baseDist.expand([...batchShape, ...reinterpreted]), n, {
+      validateArgs: false,
+    });
+  }
+  /** The base's when no dims are reinterpreted (as PyTorch), else false. */
+  override get hasEnumerateSupport(): boolean {
+    return this.reinterpretedBatchNdims === 0 && this.baseDist.hasEnumerateSupport;
+  }
+  /** The base's; with reinterpreted dims (a cartesian product) not available, as PyTorch. */
+  override enumerateSupport(options: EnumerateSupportOptions = {}): Tensor {
+    if (this.reinterpretedBatchNdims > 0) {
+      throw new TypeError(
+        `Independent.enumerateSupport: enumeration over the cartesian product of ${this.reinterpretedBatchNdims} reinterpreted dims is not implemented (as PyTorch)`,
+      );
+    }
+    return this.baseDist.enumerateSupport(options);
   }
   /** The base's. */
   override get paramDevice(): Device | undefined {

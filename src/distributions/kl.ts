@@ -11,6 +11,7 @@ import { Distribution, softplus, sumRightmost } from "./distribution.ts";
 import { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
 import { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
 import { Independent } from "./independent.ts";
+import { ExponentialFamily, klExponentialFamily } from "./exp_family.ts";
 import { Beta, digamma, Gamma, lgamma } from "./gamma.ts";
 import { klMultivariateNormal, MultivariateNormal } from "./multivariate_normal.ts";
 
@@ -52,6 +53,10 @@ function depth(x: object, C: Ctor<Distribution>): number {
 function fill(t: Tensor, mask: Tensor, value: number): Tensor {
   return t.where(noGrad(() => mask.eq(0)), value);
 }
+
+// PyTorch's `_kl_expfamily_expfamily`: any pair of one exponential family without a closer
+// registration (Wishart's, here) goes by the Bregman divergence.
+register(ExponentialFamily, ExponentialFamily, klExponentialFamily);
 
 register(Normal, Normal, (p, q) => {
   const varRatio = p.scale.div(q.scale).square();
@@ -140,8 +145,10 @@ register(Independent, Independent, (p, q) => {
  * `KL(p ‖ q) = E_p[log p(x) - log q(x)]`, of the batch shape, for the pairs
  * PyTorch registers: Normal, Uniform, Exponential, Laplace, Bernoulli,
  * Categorical, OneHotCategorical, Gamma, Beta, MultivariateNormal and
- * Independent with their own kind. Any
- * other pair is a TypeError naming both.
+ * Independent with their own kind (and the pairs the other modules
+ * register); two members of one {@link ExponentialFamily} without a
+ * registered pair (Wishart) by the Bregman divergence. Any other pair is
+ * a TypeError naming both.
  */
 export function klDivergence(p: Distribution, q: Distribution): Tensor {
   if (!(p instanceof Distribution) || !(q instanceof Distribution)) {

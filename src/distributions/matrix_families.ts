@@ -20,12 +20,14 @@ import {
   checkParam,
   type Constraint,
   constraints,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   eps,
   numberParam,
   type Param,
 } from "./distribution.ts";
+import { ExponentialFamily } from "./exp_family.ts";
 import { constraints as allConstraints } from "./constraints.ts";
 import { Beta, rsampleStandardGamma } from "./gamma.ts";
 import { givenMatrix } from "./multivariate_normal.ts";
@@ -76,7 +78,7 @@ export interface WishartOptions extends DistributionOptions {
  * draws, implicitly, see {@link Gamma}) and the scale; PyTorch's retries of
  * singular draws are not needed as the chi-squared draws are clamped above eps.
  */
-export class Wishart extends Distribution {
+export class Wishart extends ExponentialFamily {
   /** ν, of the batch shape. */
   readonly df: Tensor;
   /** The lower Cholesky factor of the scale, `batchShape + [p, p]`. */
@@ -103,7 +105,7 @@ export class Wishart extends Distribution {
         `${op}: df and ${kind} must have one dtype and device, got ${df.dtype} on ${df.device} and ${m.dtype} on ${m.device}`,
       );
     }
-    const validate = options.validateArgs ?? true;
+    const validate = options.validateArgs ?? defaultValidateArgs();
     if (typeof df === "number" && !(df > p - 1)) {
       throw new RangeError(`${op}: df must be greater than p - 1 = ${p - 1}, got ${df}`);
     }
@@ -247,6 +249,25 @@ export class Wishart extends Distribution {
     };
     return { [names[this.#given]]: this.#matrix, df: this.df };
   }
+  /** A Wishart given the same kind of matrix (a number df stays a number). */
+  protected override remake([m, df]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new Wishart(this.#dfNumber ?? df, { [this.#given]: m as Tensor, validateArgs });
+  }
+  /** `(-Σ⁻¹/2, (ν - p - 1)/2)`. */
+  get naturalParams(): Tensor[] {
+    return [this.precisionMatrix.mul(-0.5), this.df.sub(this.p + 1).mul(0.5)];
+  }
+  /** `(y + (p + 1)/2)·(p log 2 - log det(-2x)) + log Γₚ(y + (p + 1)/2)`. */
+  logNormalizer(x: Tensor, y: Tensor): Tensor {
+    const p = this.p;
+    const logDet = cholesky(x.mul(-2)).diagonal(0, -2, -1).log().sum(-1).mul(2);
+    const a = y.add((p + 1) / 2);
+    return a.mul(logDet.neg().add(p * LOG2)).add(a.mvlgamma(p));
+  }
+  /** 0. */
+  override get meanCarrierMeasure(): number {
+    return 0;
+  }
   /** PyTorch's repr: `df` shows its value when it was a number. */
   override toString(): string {
     const base = super.toString();
@@ -281,7 +302,7 @@ export class LKJCholesky extends Distribution {
       throw new RangeError(`LKJCholesky: dim must be an integer >= 2, got ${dim}`);
     }
     const [c] = broadcastAll("LKJCholesky", { concentration });
-    super(c.shape, [dim, dim], options.validateArgs ?? true);
+    super(c.shape, [dim, dim], options.validateArgs ?? defaultValidateArgs());
     this.dim = dim;
     this.concentration = c;
     this.#number = typeof concentration === "number" ? concentration : undefined;
@@ -355,8 +376,8 @@ export class LKJCholesky extends Distribution {
     if (this.#number === undefined) return super.toString();
     return `LKJCholesky(concentration: ${pyFloat(this.#number)})`;
   }
-  /** An LKJCholesky from its number parameter. */
-  protected override remake([c]: number[]): Distribution {
-    return new LKJCholesky(this.dim, c, { validateArgs: this.validateArgs });
+  /** An LKJCholesky of this `dim` from its parameter. */
+  protected override remake([c]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new LKJCholesky(this.dim, c, { validateArgs });
   }
 }

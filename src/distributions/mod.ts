@@ -21,7 +21,13 @@ import "../ops_composite/mod.ts";
 export { Distribution } from "./distribution.ts";
 export { constraints, eventDimOf } from "./constraints.ts";
 export type { Constraints, EventConstraint } from "./constraints.ts";
-export type { Constraint, DistributionOptions, Param } from "./distribution.ts";
+export type {
+  Constraint,
+  DistributionOptions,
+  EnumerateSupportOptions,
+  Param,
+} from "./distribution.ts";
+export { ExponentialFamily } from "./exp_family.ts";
 export { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
 export { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
 export type { ProbsOrLogits } from "./discrete.ts";
@@ -66,3 +72,4 @@ export { Dirichlet, LowRankMultivariateNormal, MixtureSameFamily } from "./multi
 export { LKJCholesky, Wishart } from "./matrix_families.ts";
 export type { WishartOptions } from "./matrix_families.ts";
 import "./kl_families.ts";
+import "./arg_constraints.ts";

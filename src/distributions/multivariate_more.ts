@@ -17,6 +17,7 @@ import {
   checkMaskLater,
   type Constraint,
   constraints,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
 } from "./distribution.ts";
@@ -24,6 +25,7 @@ import { constraints as allConstraints } from "./constraints.ts";
 import { Categorical } from "./discrete.ts";
 import { standardGamma } from "./gamma.ts";
 import { attachDirichletGrad } from "./gamma_grad.ts";
+import { ExponentialFamily } from "./exp_family.ts";
 
 const LOG_2PI = Math.log(2 * Math.PI);
 
@@ -55,14 +57,14 @@ function requireTensor(op: string, name: string, t: unknown, ndim: number): Tens
  * differentiates them implicitly in the concentration, with PyTorch's
  * `_dirichlet_grad`.
  */
-export class Dirichlet extends Distribution {
+export class Dirichlet extends ExponentialFamily {
   /** α, `batchShape + [K]`. */
   readonly concentration: Tensor;
 
   /** `concentration` positive, at least 1-D. */
   constructor(concentration: Tensor, options: DistributionOptions = {}) {
     const c = requireTensor("Dirichlet", "concentration", concentration, 1);
-    super(c.shape.slice(0, -1), c.shape.slice(-1), options.validateArgs ?? true);
+    super(c.shape.slice(0, -1), c.shape.slice(-1), options.validateArgs ?? defaultValidateArgs());
     this.concentration = c;
     if (this.validateArgs) {
       checkMaskLater(
@@ -143,6 +145,22 @@ export class Dirichlet extends Distribution {
       return c.lgamma().sum(-1).sub(a0.lgamma()).sub(a0.neg().add(k).mul(a0.digamma()))
         .sub(c.sub(1).mul(c.digamma()).sum(-1));
     });
+  }
+  /** `(α)`. */
+  get naturalParams(): Tensor[] {
+    return [this.concentration];
+  }
+  /** `Σ log Γ(xᵢ) - log Γ(Σ xᵢ)`. */
+  logNormalizer(x: Tensor): Tensor {
+    return x.lgamma().sum(-1).sub(x.sum(-1).lgamma());
+  }
+  /**
+   * `E[-Σ log xᵢ] = K ψ(α₀) - Σ ψ(αᵢ)` (of the carrier `1/Π xᵢ`; PyTorch
+   * 1.13 leaves it unimplemented).
+   */
+  override get meanCarrierMeasure(): Tensor {
+    const c = this.concentration;
+    return c.sum(-1).digamma().mul(c.shape[c.ndim - 1]).sub(c.digamma().sum(-1));
   }
   /** `concentration`. */
   protected params(): Record<string, Tensor> {
@@ -257,7 +275,7 @@ export class LowRankMultivariateNormal extends Distribution {
         }, covDiag ${formatShape(covDiag.shape)}`,
       );
     }
-    super(batch, [n], options.validateArgs ?? true);
+    super(batch, [n], options.validateArgs ?? defaultValidateArgs());
     const m = covFactor.shape[covFactor.ndim - 1];
     this.loc = loc.expand([...batch, n]);
     this.covFactor = covFactor.expand([...batch, n, m]);
@@ -432,7 +450,7 @@ export class MixtureSameFamily extends Distribution {
         `${op}: mixtureDistribution has ${km} components but componentDistribution's last batch dim is ${kc}`,
       );
     }
-    super(cdbs, componentDistribution.eventShape, options.validateArgs ?? true);
+    super(cdbs, componentDistribution.eventShape, options.validateArgs ?? defaultValidateArgs());
     this.mixtureDistribution = mixtureDistribution;
     this.componentDistribution = componentDistribution;
   }
@@ -531,5 +549,14 @@ export class MixtureSameFamily extends Distribution {
   /** None of its own (see {@link toString}). */
   protected params(): Record<string, Tensor> {
     return {};
+  }
+  /** The mixture expanded to `batchShape`, the components to `batchShape + [K]`. */
+  protected override expanded(batchShape: number[]): Distribution {
+    const k = this.mixtureDistribution.numEvents;
+    return new MixtureSameFamily(
+      this.mixtureDistribution.expand(batchShape),
+      this.componentDistribution.expand([...batchShape, k]),
+      { validateArgs: false },
+    );
   }
 }

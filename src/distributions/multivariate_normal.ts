@@ -15,8 +15,10 @@ import {
   checkMaskLater,
   type Constraint,
   constraints,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
+  type Param,
 } from "./distribution.ts";
 import { noGrad } from "../autograd.ts";
 
@@ -125,7 +127,7 @@ export class MultivariateNormal extends Distribution {
         } do not broadcast`,
       );
     }
-    super(batch, [n], options.validateArgs ?? true);
+    super(batch, [n], options.validateArgs ?? defaultValidateArgs());
     this.#given = kind;
     this.#matrix = m.expand([...batch, n, n]);
     this.loc = loc.expand([...batch, n]);
@@ -226,6 +228,10 @@ export class MultivariateNormal extends Distribution {
   /** `loc` and the matrix given. */
   protected params(): Record<string, Tensor> {
     return { loc: this.loc, [this.#given]: this.#matrix };
+  }
+  /** A MultivariateNormal given the same kind of matrix. */
+  protected override remake([loc, m]: Param[], validateArgs = this.validateArgs): Distribution {
+    return new MultivariateNormal(loc as Tensor, { [this.#given]: m as Tensor, validateArgs });
   }
 }
 

@@ -45,6 +45,17 @@ function temperatureOf(op: string, temperature: Param, like: Tensor): Tensor {
   return temperature;
 }
 
+/** A relaxed distribution of `d`'s family and temperature from its probs or logits `value`. */
+function relaxedRemake(
+  d: Distribution & { readonly temperature: Tensor },
+  [value]: Param[],
+  validateArgs: boolean,
+): Distribution {
+  const [kind] = Object.keys(d["params"]());
+  const Kind = d.constructor as new (t: Param, options: ProbsOrLogits) => Distribution;
+  return new Kind(d.temperature, { [kind]: value, validateArgs });
+}
+
 /** `log Γ(k)` of a positive integer k. */
 function logFactorialBelow(k: number): number {
   let s = 0;
@@ -114,6 +125,10 @@ export class LogitRelaxedBernoulli extends Distribution {
   protected params(): Record<string, Tensor> {
     return this.#bernoulli["params"]();
   }
+  /** The same temperature (not expanded, as PyTorch) with the given parameter. */
+  protected override remake(values: Param[], validateArgs = this.validateArgs): Distribution {
+    return relaxedRemake(this, values, validateArgs);
+  }
   /** Itself: the temperature is a tensor (pass tensors on the values' device). */
   override withNumbersOn(_device: Device | undefined): Distribution {
     return this;
@@ -163,6 +178,10 @@ export class RelaxedBernoulli extends TransformedDistribution {
   /** `probs` or `logits`, whichever was given. */
   protected override params(): Record<string, Tensor> {
     return this.logit["params"]();
+  }
+  /** The same temperature (not expanded, as PyTorch) with the given parameter. */
+  protected override remake(values: Param[], validateArgs = this.validateArgs): Distribution {
+    return relaxedRemake(this, values, validateArgs);
   }
   /** Itself (see {@link LogitRelaxedBernoulli.withNumbersOn}). */
   override withNumbersOn(_device: Device | undefined): Distribution {
@@ -239,6 +258,10 @@ export class ExpRelaxedCategorical extends Distribution {
   protected params(): Record<string, Tensor> {
     return this.#categorical["params"]();
   }
+  /** The same temperature (not expanded, as PyTorch) with the given parameter. */
+  protected override remake(values: Param[], validateArgs = this.validateArgs): Distribution {
+    return relaxedRemake(this, values, validateArgs);
+  }
   /** Itself (see {@link LogitRelaxedBernoulli.withNumbersOn}). */
   override withNumbersOn(_device: Device | undefined): Distribution {
     return this;
@@ -280,6 +303,10 @@ export class RelaxedOneHotCategorical extends TransformedDistribution {
   /** `probs` or `logits`, whichever was given. */
   protected override params(): Record<string, Tensor> {
     return this.exp["params"]();
+  }
+  /** The same temperature (not expanded, as PyTorch) with the given parameter. */
+  protected override remake(values: Param[], validateArgs = this.validateArgs): Distribution {
+    return relaxedRemake(this, values, validateArgs);
   }
   /** Itself (see {@link LogitRelaxedBernoulli.withNumbersOn}). */
   override withNumbersOn(_device: Device | undefined): Distribution {

@@ -14,6 +14,7 @@ import {
   checkMaskLater,
   checkParam,
   type Constraint,
+  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   sumRightmost,
@@ -83,15 +84,11 @@ export class TransformedDistribution extends Distribution {
     }
     const forwardShape = chain.forwardShape(baseShape);
     const expanded = chain.inverseShape(forwardShape);
-    if (!sameShape(expanded, baseShape)) {
-      // PyTorch expands the base here; this package's distributions have no expand yet.
-      throw new RangeError(
-        `${op}: the transforms broadcast the base shape ${formatShape(baseShape)} to ${
-          formatShape(expanded)
-        }; give the base distribution parameters of that shape`,
-      );
-    }
     let base = baseDistribution;
+    if (!sameShape(expanded, baseShape)) {
+      // Transform parameters of a larger shape broadcast the base, as PyTorch.
+      base = base.expand(expanded.slice(0, expanded.length - baseEventDim));
+    }
     const reinterpreted = domainEventDim - baseEventDim;
     if (reinterpreted > 0) base = new Independent(base, reinterpreted);
     const change = eventDimOf(chain.codomain) - domainEventDim;
@@ -100,7 +97,7 @@ export class TransformedDistribution extends Distribution {
     super(
       forwardShape.slice(0, k),
       forwardShape.slice(k),
-      options.validateArgs ?? true,
+      options.validateArgs ?? defaultValidateArgs(),
     );
     this.baseDist = base;
     this.transforms = [...list];
@@ -227,6 +224,20 @@ export class TransformedDistribution extends Distribution {
   /** None of its own (the subclasses name theirs). */
   protected params(): Record<string, Tensor> {
     return {};
+  }
+  /**
+   * The same distribution with the base expanded to the batch shape that
+   * the transforms map to `batchShape` (PyTorch's rule); the subclasses
+   * with parameters of their own remake themselves from them instead.
+   */
+  protected override expanded(batchShape: number[]): Distribution {
+    if (Object.keys(this.params()).length > 0) return super.expanded(batchShape);
+    let shape = [...batchShape, ...this.eventShape];
+    for (const t of [...this.transforms].reverse()) shape = t.inverseShape(shape);
+    const base = this.baseDist.expand(
+      shape.slice(0, shape.length - this.baseDist.eventShape.length),
+    );
+    return new TransformedDistribution(base, this.transforms, { validateArgs: false });
   }
   /** Its own parameters' device, else the base's. */
   override get paramDevice(): Device | undefined {

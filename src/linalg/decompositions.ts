@@ -102,6 +102,7 @@ export function luFactorEx(
       A.ndim > 2,
       (i) =>
         `The factorization could not be completed because the input is singular (U[${i}, ${i}] is zero).`,
+      false, // PyTorch raises a plain RuntimeError here, not a LinAlgError.
     );
   }
   return out;
@@ -120,6 +121,7 @@ export function luFactor(A: Tensor, options: LuFactorOptions = {}): [Tensor, Ten
     A.ndim > 2,
     (i) =>
       `U[${i},${i}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)`,
+    false, // PyTorch raises a plain RuntimeError here, not a LinAlgError.
   );
   return [LU, pivots];
 }
@@ -568,6 +570,7 @@ function ldlChecked(op: string, A: Tensor, checkErrors: boolean): [Tensor, Tenso
       A.ndim > 2,
       (i) =>
         `The factorization could not be completed because the input is singular (D[${i}, ${i}] is zero).`,
+      false, // PyTorch raises a plain RuntimeError here, not a LinAlgError.
     );
   }
   return out;

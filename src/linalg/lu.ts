@@ -14,6 +14,7 @@ import { broadcastShapes, formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { failLater, indices, mT, requireSquare } from "./util.ts";
+import { owned } from "../ops_composite/owned.ts";
 
 /**
  * The row of `column` (`[..., n]`) with the largest magnitude among rows
@@ -202,17 +203,19 @@ function solveLeft(op: string, a: Tensor, b: Tensor, what: string): Tensor {
  * gradient is PyTorch's `-A⁻ᵀ g A⁻ᵀ`.
  */
 export function inv(A: Tensor): Tensor {
-  const n = requireSquare("linalg.inv", A);
-  const x = solveLeft(
-    "linalg.inv",
-    A,
-    noGrad(() => eye(n, { dtype: A.dtype, device: A.device })),
-    "inv",
-  );
-  return record("linalg.inv", [A], x, ([g]) => {
-    const xt = mT(x);
-    return [xt.matmul(g!).matmul(xt).neg()];
-  });
+  return owned(() => {
+    const n = requireSquare("linalg.inv", A);
+    const x = solveLeft(
+      "linalg.inv",
+      A,
+      noGrad(() => eye(n, { dtype: A.dtype, device: A.device })),
+      "inv",
+    );
+    return record("linalg.inv", [A], x, ([g]) => {
+      const xt = mT(x);
+      return [xt.matmul(g!).matmul(xt).neg()];
+    });
+  }, A);
 }
 
 /** Options of {@link solve}. */
@@ -262,19 +265,25 @@ export function solveArgs(
  * `gB = A⁻ᵀ gX`, `gA = -gB Xᵀ`.
  */
 export function solve(A: Tensor, B: Tensor, options: SolveOptions = {}): Tensor {
-  const op = "linalg.solve";
-  const { left = true } = options;
-  const { b, vector } = solveArgs(op, A, B, left);
-  const solved = forwardScope(() =>
-    left ? solveLeft(op, A, b, "solve") : mT(solveLeft(op, mT(A), mT(b), "solve"))
+  return owned(
+    () => {
+      const op = "linalg.solve";
+      const { left = true } = options;
+      const { b, vector } = solveArgs(op, A, B, left);
+      const solved = forwardScope(() =>
+        left ? solveLeft(op, A, b, "solve") : mT(solveLeft(op, mT(A), mT(b), "solve"))
+      );
+      // A solve (recorded) and the output (whose node is this one): differentiable under createGraph.
+      const x = record(op, [A, b], solved, ([g]) => {
+        const gb = solve(mT(A), g!, { left });
+        const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
+        return [sumTo(ga, A.shape), sumTo(gb, b.shape)];
+      });
+      return vector ? x.squeeze(left ? -1 : -2) : x;
+    },
+    A,
+    B,
   );
-  // A solve (recorded) and the output (whose node is this one): differentiable under createGraph.
-  const x = record(op, [A, b], solved, ([g]) => {
-    const gb = solve(mT(A), g!, { left });
-    const ga = left ? gb.matmul(mT(solved)).neg() : mT(solved).matmul(gb).neg();
-    return [sumTo(ga, A.shape), sumTo(gb, b.shape)];
-  });
-  return vector ? x.squeeze(left ? -1 : -2) : x;
 }
 
 /**

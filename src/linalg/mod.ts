@@ -34,3 +34,6 @@ export type { CheckErrorsOptions, LdlFactorOptions, LuFactorOptions } from "./de
 export type { LuSolveOptions, LuUnpackOptions, SolveExOptions } from "./decompositions.ts";
 export { cond, lstsq, matrixExp, tensorinv, tensorsolve, vander, vecdot } from "./extra.ts";
 export type { LstsqOptions, LstsqResult } from "./extra.ts";
+export { LinAlgError } from "./errors.ts";
+export { diagonal, matmul, norm } from "./norm.ts";
+export type { DiagonalOptions, NormOptions } from "./norm.ts";

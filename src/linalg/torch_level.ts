@@ -21,7 +21,7 @@ import { matrixExp } from "./extra.ts";
 import { inv, slogdet } from "./lu.ts";
 import { pinv, svd as linalgSvd } from "./spectral.ts";
 import { solveTriangular } from "./triangular.ts";
-import { mT, requireMatrix, requireSquare } from "./util.ts";
+import { failLater, indices, mT, requireMatrix, requireSquare } from "./util.ts";
 
 export { luUnpack, matrixExp };
 export type { LuUnpackOptions } from "./decompositions.ts";
@@ -109,10 +109,26 @@ export function choleskySolve(B: Tensor, L: Tensor, options: CholeskyFactorOptio
 
 /**
  * The inverse of `A` from its Cholesky factor, as `torch.cholesky_inverse`
- * (`[..., n, n]`; differentiable).
+ * (`[..., n, n]`; differentiable). A factor with an exactly zero diagonal
+ * element (a singular `A`) makes the next read reject with a
+ * `linalg.LinAlgError`, as PyTorch raises one.
  */
 export function choleskyInverse(L: Tensor, options: CholeskyFactorOptions = {}): Tensor {
   const n = requireFactor("cholesky_inverse", L, "input");
+  // Per matrix, the 1-based index of the first zero on the diagonal (0 for none), as LAPACK's info.
+  const info = noGrad(() =>
+    forwardScope(() => {
+      const first = L.diagonal(0, -2, -1).eq(0).mul(indices(n, L).neg().add(n)).amax(-1);
+      return first.gt(0).mul(first.neg().add(n + 1));
+    })
+  );
+  failLater(
+    "cholesky_inverse",
+    info,
+    L.ndim > 2,
+    (i) =>
+      `The diagonal element ${i} is zero, the inversion could not be completed because the input matrix is singular.`,
+  );
   return forwardScope(() =>
     choleskySolve(eye(n, { dtype: L.dtype, device: L.device }).expand([...L.shape]), L, options)
   );

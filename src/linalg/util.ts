@@ -7,6 +7,7 @@ import { checkLater } from "../ops/check.ts";
 import { arange, zeros } from "../ops/factory.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
+import { LinAlgError } from "./errors.ts";
 
 /** `A` must be float with at least 2 dims, as PyTorch's `checkIsMatrix`/`checkFloatingOrComplex`. */
 export function requireMatrix(op: string, a: Tensor, name = "A"): void {
@@ -61,18 +62,23 @@ export const indices = (n: number, like: Tensor): Tensor =>
 /**
  * Raises, at the next read on `info`'s device, the first batch element whose
  * `info` (a 1-based failing index per matrix, 0 when fine) is nonzero, as
- * PyTorch's LAPACK checks word it.
+ * PyTorch's LAPACK checks word it: a {@link LinAlgError} where PyTorch raises
+ * one, else (`linAlgError` false) a plain RangeError.
  */
 export function failLater(
   op: string,
   info: Tensor,
   batched: boolean,
   message: (index: number) => string,
+  linAlgError = true,
 ): void {
   if (info.numel() === 0) return;
   checkLater(info.reshape([info.numel()]), (host) => {
     const i = host.findIndex((v) => v !== 0);
     if (i < 0) return null;
-    return `${op}: ${batched ? `(Batch element ${i}): ` : ""}${message(host[i])}`;
+    const text = `${op}: ${batched ? `(Batch element ${i}): ` : ""}${message(host[i])}`;
+    // A verdict that throws fails the check with its own error (the stream keeps Error objects).
+    if (linAlgError) throw new LinAlgError(text);
+    return text;
   });
 }

@@ -9,21 +9,30 @@ import type { Tensor } from "../tensor.ts";
 import * as F from "./functional/activation.ts";
 import { Module } from "./module.ts";
 import { checkFinite, pyFloat } from "./util.ts";
+import { applyInPlace, type InplaceOptions } from "./functional/inplace.ts";
 
 /** `x` where positive, else `negativeSlope * x`, as `torch.nn.LeakyReLU`. */
 export class LeakyReLU extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
   /** Slope for negative inputs. */
   readonly negativeSlope: number;
 
   /** A leaky ReLU (`negativeSlope` default 0.01). */
-  constructor(options: F.LeakyReluOptions = {}) {
+  constructor(options: F.LeakyReluOptions & InplaceOptions = {}) {
     super();
+    this.inplace = options.inplace ?? false;
     this.negativeSlope = checkFinite("LeakyReLU", "negativeSlope", options.negativeSlope ?? 0.01);
   }
 
   /** Applies the leaky ReLU. */
   override forward(x: Tensor): Tensor {
-    return F.leakyRelu(x, { negativeSlope: this.negativeSlope });
+    return applyInPlace(
+      "leakyRelu_",
+      x,
+      this.inplace,
+      (x) => F.leakyRelu(x, { negativeSlope: this.negativeSlope }),
+    );
   }
 
   /** `negative_slope=0.01`. */
@@ -34,26 +43,38 @@ export class LeakyReLU extends Module {
 
 /** `x * sigmoid(x)`, as `torch.nn.SiLU`. */
 export class SiLU extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
+
+  /** `inplace` overwrites the input, as PyTorch's `inplace=True`. */
+  constructor(options: InplaceOptions = {}) {
+    super();
+    this.inplace = options.inplace ?? false;
+  }
+
   /** Applies SiLU. */
   override forward(x: Tensor): Tensor {
-    return F.silu(x);
+    return applyInPlace("silu_", x, this.inplace, (x) => F.silu(x));
   }
 }
 
 /** `x` where positive, else `alpha * (e^x - 1)`, as `torch.nn.ELU`. */
 export class ELU extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
   /** Scale of the negative part. */
   readonly alpha: number;
 
   /** An ELU (`alpha` default 1). */
-  constructor(options: F.EluOptions = {}) {
+  constructor(options: F.EluOptions & InplaceOptions = {}) {
     super();
+    this.inplace = options.inplace ?? false;
     this.alpha = checkFinite("ELU", "alpha", options.alpha ?? 1);
   }
 
   /** Applies ELU. */
   override forward(x: Tensor): Tensor {
-    return F.elu(x, { alpha: this.alpha });
+    return applyInPlace("elu_", x, this.inplace, (x) => F.elu(x, { alpha: this.alpha }));
   }
 
   /** `alpha=1.0`. */
@@ -89,21 +110,29 @@ export class Softplus extends Module {
 
 /** `x` clamped into [minVal, maxVal], as `torch.nn.Hardtanh`. */
 export class Hardtanh extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
   /** Lower bound. */
   readonly minVal: number;
   /** Upper bound. */
   readonly maxVal: number;
 
   /** A hardtanh (`minVal` default -1, `maxVal` default 1). */
-  constructor(options: F.HardtanhOptions = {}) {
+  constructor(options: F.HardtanhOptions & InplaceOptions = {}) {
     super();
+    this.inplace = options.inplace ?? false;
     this.minVal = checkFinite("Hardtanh", "minVal", options.minVal ?? -1);
     this.maxVal = checkFinite("Hardtanh", "maxVal", options.maxVal ?? 1);
   }
 
   /** Applies hardtanh. */
   override forward(x: Tensor): Tensor {
-    return F.hardtanh(x, { minVal: this.minVal, maxVal: this.maxVal });
+    return applyInPlace(
+      "hardtanh_",
+      x,
+      this.inplace,
+      (x) => F.hardtanh(x, { minVal: this.minVal, maxVal: this.maxVal }),
+    );
   }
 
   /** `min_val=-1.0, max_val=1.0`. */
@@ -114,32 +143,68 @@ export class Hardtanh extends Module {
 
 /** `min(max(x, 0), 6)`, as `torch.nn.ReLU6`. */
 export class ReLU6 extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
+
+  /** `inplace` overwrites the input, as PyTorch's `inplace=True`. */
+  constructor(options: InplaceOptions = {}) {
+    super();
+    this.inplace = options.inplace ?? false;
+  }
+
   /** Applies ReLU6. */
   override forward(x: Tensor): Tensor {
-    return F.relu6(x);
+    return applyInPlace("relu6_", x, this.inplace, (x) => F.relu6(x));
   }
 }
 
 /** `x / 6 + 1/2` clamped into [0, 1], as `torch.nn.Hardsigmoid`. */
 export class Hardsigmoid extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
+
+  /** `inplace` overwrites the input, as PyTorch's `inplace=True`. */
+  constructor(options: InplaceOptions = {}) {
+    super();
+    this.inplace = options.inplace ?? false;
+  }
+
   /** Applies hardsigmoid. */
   override forward(x: Tensor): Tensor {
-    return F.hardsigmoid(x);
+    return applyInPlace("hardsigmoid_", x, this.inplace, (x) => F.hardsigmoid(x));
   }
 }
 
 /** `x · relu6(x + 3) / 6`, as `torch.nn.Hardswish`. */
 export class Hardswish extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
+
+  /** `inplace` overwrites the input, as PyTorch's `inplace=True`. */
+  constructor(options: InplaceOptions = {}) {
+    super();
+    this.inplace = options.inplace ?? false;
+  }
+
   /** Applies hardswish. */
   override forward(x: Tensor): Tensor {
-    return F.hardswish(x);
+    return applyInPlace("hardswish_", x, this.inplace, (x) => F.hardswish(x));
   }
 }
 
 /** `x · tanh(softplus(x))`, as `torch.nn.Mish`. */
 export class Mish extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
+
+  /** `inplace` overwrites the input, as PyTorch's `inplace=True`. */
+  constructor(options: InplaceOptions = {}) {
+    super();
+    this.inplace = options.inplace ?? false;
+  }
+
   /** Applies mish. */
   override forward(x: Tensor): Tensor {
-    return F.mish(x);
+    return applyInPlace("mish_", x, this.inplace, (x) => F.mish(x));
   }
 }

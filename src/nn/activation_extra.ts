@@ -5,6 +5,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { full } from "../ops/factory.ts";
 import type { Tensor } from "../tensor.ts";
 import * as F from "./functional/activation_extra.ts";
@@ -34,7 +35,7 @@ export class PReLU extends Module {
     super();
     this.numParameters = checkCount("PReLU: numParameters", numParameters, false);
     const init = checkFinite("PReLU", "init", options.init ?? 0.25);
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    const factory = { device: options.device, dtype: options.dtype ?? getDefaultDtype() };
     this.weight = this.registerParameter(
       "weight",
       new Parameter(full([numParameters], init, factory)),

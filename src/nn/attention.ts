@@ -7,13 +7,12 @@
  * @module
  */
 
-import { resolveFactory, zeros } from "../ops/factory.ts";
+import { getDefaultDtype } from "../dtype.ts";
+import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
-import { cat } from "../ops/view.ts";
-import { formatShape, sameShape } from "../shape.ts";
+import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { attend } from "./attention_math.ts";
-import * as F from "./functional.ts";
+import { attentionHeads } from "./functional/multi_head_attention.ts";
 import { constant_, xavierNormal_, xavierUniform_ } from "./init.ts";
 import { type FactoryOptions, Linear } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
@@ -129,7 +128,7 @@ export class MultiheadAttention extends Module {
     }
     this.dropout = dropout;
     this.batchFirst = options.batchFirst ?? false;
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     const param = (name: string, shape: number[]) =>
       this.registerParameter(name, new Parameter(empty(shape, dtype, device)));
     const e = embedDim;
@@ -205,7 +204,7 @@ export class MultiheadAttention extends Module {
     const toInner = (t: Tensor) =>
       !batched ? t.unsqueeze(1) : this.batchFirst ? t.transpose(0, 1) : t;
     const [q0, k0, v0] = [query, key, value].map(toInner);
-    const [l, n] = q0.shape;
+    const n = q0.shape[1];
     const s = k0.shape[0];
     if (k0.shape[1] !== n || v0.shape[0] !== s || v0.shape[1] !== n) {
       throw new RangeError(
@@ -214,117 +213,27 @@ export class MultiheadAttention extends Module {
         } must have the query's batch size ${n} and one sequence length`,
       );
     }
-    const [q, projectedK, projectedV] = this.project(query, key, value, q0, k0, v0);
-    const { k, v, extra } = this.extraKeys(projectedK, projectedV, n);
-    const h = this.numHeads;
-    const hd = this.headDim;
-    // [L, N, E] -> [N * H, L, hd]
-    const heads = (t: Tensor, len: number) => t.reshape([len, n * h, hd]).transpose(0, 1);
-    const excluded: Tensor[] = [];
-    let additive: Tensor | null = null;
-    if (attnMask) {
-      const want2 = [l, s];
-      const want3 = [n * h, l, s];
-      if (!sameShape(attnMask.shape, want2) && !sameShape(attnMask.shape, want3)) {
-        throw new RangeError(
-          `${op}: attnMask of shape ${formatShape(attnMask.shape)} must be ${
-            formatShape(want2)
-          } or ${formatShape(want3)} (batch * numHeads, target length, source length)`,
-        );
-      }
-      const padded = padKeys(attnMask, extra);
-      if (attnMask.dtype === "int32") excluded.push(padded);
-      else additive = padded;
-    }
-    if (keyPaddingMask) {
-      const want = batched ? [n, s] : [s];
-      if (!sameShape(keyPaddingMask.shape, want)) {
-        throw new RangeError(
-          `${op}: keyPaddingMask of shape ${formatShape(keyPaddingMask.shape)} must be ${
-            formatShape(want)
-          } (batch, source length)`,
-        );
-      }
-      // [N, S] -> [N, 1, 1, S'] -> every head: [N * H, 1, S'].
-      const keys = s + extra;
-      const perHead = padKeys(keyPaddingMask.reshape([n, 1, 1, s]), extra)
-        .expand([n, h, 1, keys]).reshape([n * h, 1, keys]);
-      if (keyPaddingMask.dtype === "int32") excluded.push(perHead);
-      else additive = additive ? additive.add(perHead) : perHead;
-    }
-    const mask = excluded.length === 2 ? excluded[0].ne(0).maximum(excluded[1].ne(0)) : excluded[0];
-    const { output, weights } = attend(heads(q, l), heads(k, s + extra), heads(v, s + extra), {
-      scale: 1 / Math.sqrt(hd),
-      excluded: mask ?? null,
-      additive,
+    const [out, weights] = attentionHeads(op, q0, k0, v0, batched, query === key && key === value, {
+      numHeads: this.numHeads,
+      inProjWeight: this.in_proj_weight,
+      qProjWeight: this.q_proj_weight,
+      kProjWeight: this.k_proj_weight,
+      vProjWeight: this.v_proj_weight,
+      inProjBias: this.in_proj_bias,
+      biasK: this.bias_k,
+      biasV: this.bias_v,
+      addZeroAttn: this.addZeroAttn,
       dropoutP: this.training ? this.dropout : 0,
+      // out_proj's parameters, as PyTorch's (not its forward: hooks on out_proj never run there).
+      outProjWeight: this.out_proj.weight,
+      outProjBias: this.out_proj.bias,
+      staticK: null,
+      staticV: null,
+      keyPaddingMask,
+      attnMask,
+      needWeights: options.needWeights ?? true,
+      averageAttnWeights: options.averageAttnWeights ?? true,
     });
-    // [N * H, L, hd] -> [L, N, E] -> output projection, from out_proj's parameters as PyTorch's
-    // (not its forward: hooks on out_proj never run there).
-    const proj = this.out_proj;
-    let out = F.linear(output.transpose(0, 1).reshape([l, n, e]), proj.weight, proj.bias);
-    out = !batched ? out.squeeze(1) : this.batchFirst ? out.transpose(0, 1) : out;
-    if (!(options.needWeights ?? true)) return [out, null];
-    let w = weights.reshape([n, h, l, s + extra]);
-    if (options.averageAttnWeights ?? true) w = w.sum(1).div(h);
-    return [out, batched ? w : w.squeeze(0)];
+    return [!batched ? out.squeeze(1) : this.batchFirst ? out.transpose(0, 1) : out, weights];
   }
-
-  /**
-   * The projected keys and values [S, N, E] with `bias_k`/`bias_v` and then
-   * a zero row appended as PyTorch does; `extra` counts the rows added.
-   */
-  private extraKeys(k: Tensor, v: Tensor, batch: number): { k: Tensor; v: Tensor; extra: number } {
-    let extra = 0;
-    if (this.bias_k && this.bias_v) {
-      const e = this.embedDim;
-      k = cat([k, this.bias_k.expand([1, batch, e])], 0);
-      v = cat([v, this.bias_v.expand([1, batch, e])], 0);
-      extra++;
-    }
-    if (this.addZeroAttn) {
-      const zero = zeros([1, batch, this.embedDim], { dtype: k.dtype, device: k.device });
-      k = cat([k, zero], 0);
-      v = cat([v, zero], 0);
-      extra++;
-    }
-    return { k, v, extra };
-  }
-
-  /** q, k, v projected, [L or S, N, E] each; one product when query, key and value are one tensor. */
-  private project(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    q0: Tensor,
-    k0: Tensor,
-    v0: Tensor,
-  ): Tensor[] {
-    const e = this.embedDim;
-    const bias = this.in_proj_bias;
-    const biases = bias ? bias.chunk(3, 0) : [null, null, null];
-    if (this.in_proj_weight) {
-      if (query === key && key === value) {
-        return F.linear(q0, this.in_proj_weight, bias).chunk(3, -1);
-      }
-      const [wq, wk, wv] = this.in_proj_weight.chunk(3, 0);
-      return [
-        F.linear(q0, wq, biases[0]),
-        F.linear(k0, wk, biases[1]),
-        F.linear(v0, wv, biases[2]),
-      ];
-    }
-    return [
-      F.linear(q0, this.q_proj_weight!, biases[0]),
-      F.linear(k0, this.k_proj_weight!, biases[1]),
-      F.linear(v0, this.v_proj_weight!, biases[2]),
-    ].map((t) => t.reshape([t.shape[0], t.shape[1], e]));
-  }
-}
-
-/** `mask` with `extra` key columns appended that take part (0: not excluded, nothing added). */
-function padKeys(mask: Tensor, extra: number): Tensor {
-  if (extra === 0) return mask;
-  const shape = [...mask.shape.slice(0, -1), extra];
-  return cat([mask, zeros(shape, { dtype: mask.dtype, device: mask.device })], -1);
 }

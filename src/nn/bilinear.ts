@@ -4,6 +4,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import type { Tensor } from "../tensor.ts";
@@ -49,7 +50,7 @@ export class Bilinear extends Module {
     this.in1Features = checkCount("Bilinear: in1Features", in1Features, false);
     this.in2Features = checkCount("Bilinear: in2Features", in2Features);
     this.outFeatures = checkCount("Bilinear: outFeatures", outFeatures);
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     this.weight = this.registerParameter(
       "weight",
       new Parameter(empty([outFeatures, in1Features, in2Features], dtype, device)),

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import type { Tensor } from "../tensor.ts";
@@ -142,7 +143,7 @@ abstract class ConvNd extends Module {
     }
     this.kernelSize = kernelSize;
     this.groups = groups;
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     const channels = transposed
       ? [inChannels, outChannels / groups]
       : [outChannels, inChannels / groups];

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import type { Tensor } from "../tensor.ts";
@@ -95,7 +96,7 @@ export class EmbeddingBag extends Module {
     this.normType = normType;
     this.includeLastOffset = options.includeLastOffset ?? false;
     this.paddingIdx = resolvePaddingIdx("EmbeddingBag", options.paddingIdx, numEmbeddings);
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     this.weight = this.registerParameter(
       "weight",
       new Parameter(empty([numEmbeddings, embeddingDim], dtype, device)),

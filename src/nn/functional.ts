@@ -45,7 +45,13 @@ export * from "./functional/bilinear.ts";
 export * from "./functional/embedding_bag.ts";
 export * from "./functional/volumetric.ts";
 export * from "./functional/nn_gaps.ts";
+export * from "./functional/inplace.ts";
 export * from "./functional/pool_gaps.ts";
+export * from "./functional/api_gaps.ts";
+export {
+  multiHeadAttentionForward,
+  type MultiHeadAttentionForwardOptions,
+} from "./functional/multi_head_attention.ts";
 
 // ---------------------------------------------------------------- activations
 

@@ -5,7 +5,7 @@
  */
 
 import type { Device } from "../device.ts";
-import type { DType } from "../dtype.ts";
+import { type DType, getDefaultDtype } from "../dtype.ts";
 import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import { forwardScope } from "../storage.ts";
@@ -15,6 +15,7 @@ import * as F from "./functional.ts";
 import { Module, Parameter } from "./module.ts";
 import { orderedKeys, recordFieldOrder } from "./field_order.ts";
 import { checkCount, pyBool, pyFloat } from "./util.ts";
+import { applyInPlace, type InplaceOptions } from "./functional/inplace.ts";
 
 /** Where a layer creates its parameters (PyTorch's factory kwargs). */
 export interface FactoryOptions {
@@ -52,7 +53,7 @@ export class Linear extends Module {
     super();
     this.inFeatures = checkCount("Linear: inFeatures", inFeatures);
     this.outFeatures = checkCount("Linear: outFeatures", outFeatures);
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     this.weight = this.registerParameter(
       "weight",
       new Parameter(empty([outFeatures, inFeatures], dtype, device)),
@@ -226,9 +227,18 @@ export class Sequential extends ModuleList {
 
 /** max(x, 0), as `torch.nn.ReLU`. */
 export class ReLU extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
+
+  /** `inplace` overwrites the input, as PyTorch's `inplace=True`. */
+  constructor(options: InplaceOptions = {}) {
+    super();
+    this.inplace = options.inplace ?? false;
+  }
+
   /** Applies ReLU. */
   override forward(x: Tensor): Tensor {
-    return F.relu(x);
+    return applyInPlace("relu_", x, this.inplace, (x) => F.relu(x));
   }
 }
 
@@ -331,10 +341,13 @@ export class LogSoftmax extends Module {
 export class Dropout extends Module {
   /** Probability of zeroing an element. */
   readonly p: number;
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
 
-  /** Dropout with probability `p` (default 0.5). */
-  constructor(p = 0.5) {
+  /** Dropout with probability `p` (default 0.5); `inplace` as PyTorch's `inplace=True`. */
+  constructor(p = 0.5, options: InplaceOptions = {}) {
     super();
+    this.inplace = options.inplace ?? false;
     if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
       throw new RangeError(`Dropout: probability has to be between 0 and 1, but got ${p}`);
     }
@@ -343,12 +356,12 @@ export class Dropout extends Module {
 
   /** Applies dropout when training. */
   override forward(x: Tensor): Tensor {
-    return F.dropout(x, this.p, this.training);
+    return applyInPlace("dropout_", x, this.inplace, (x) => F.dropout(x, this.p, this.training));
   }
 
-  /** `p=0.5, inplace=False`, as PyTorch prints it (multigrad has no in-place dropout). */
+  /** `p=0.5, inplace=False`, as PyTorch prints it. */
   override extraRepr(): string {
-    return `p=${pyFloat(this.p)}, inplace=False`;
+    return `p=${pyFloat(this.p)}, inplace=${pyBool(this.inplace)}`;
   }
 }
 

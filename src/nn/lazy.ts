@@ -9,7 +9,7 @@
 
 import { noGrad } from "../autograd.ts";
 import type { Device } from "../device.ts";
-import type { DType } from "../dtype.ts";
+import { type DType, getDefaultDtype } from "../dtype.ts";
 import { full, resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
@@ -158,7 +158,7 @@ function materializeInto(
 export class UninitializedParameter extends Parameter {
   /** An uninitialized parameter of the given device and dtype. */
   constructor(options: UninitializedOptions = {}) {
-    const { device, dtype } = resolveFactory(options, "float32");
+    const { device, dtype } = resolveFactory(options, getDefaultDtype());
     super(empty([0], dtype, device), options.requiresGrad ?? true);
     setLazy(this, true);
   }
@@ -222,7 +222,7 @@ refuseTensorMethods(UninitializedParameter.prototype, "UninitializedParameter");
 export class UninitializedBuffer extends Tensor {
   /** An uninitialized buffer of the given device and dtype. */
   constructor(options: UninitializedOptions = {}) {
-    const { device, dtype } = resolveFactory(options, "float32");
+    const { device, dtype } = resolveFactory(options, getDefaultDtype());
     const data = empty([0], dtype, device);
     data.storage.persistent = true;
     super(data.storage, [0]);

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { noGrad } from "../autograd.ts";
 import { div } from "../ops/elementwise.ts";
 import { tidy } from "../storage.ts";
@@ -55,7 +56,7 @@ export class LayerNorm extends Module {
     this.normalizedShape = Object.freeze(shape);
     this.eps = checkEps("LayerNorm", options.eps ?? 1e-5);
     this.elementwiseAffine = options.elementwiseAffine ?? true;
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    const factory = { device: options.device, dtype: options.dtype ?? getDefaultDtype() };
     [this.weight, this.bias] = registerAffine(
       this,
       shape,
@@ -162,7 +163,7 @@ export abstract class BatchNormBase extends Module {
     this.momentum = momentum;
     this.affine = options.affine ?? true;
     this.trackRunningStats = options.trackRunningStats ?? true;
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    const factory = { device: options.device, dtype: options.dtype ?? getDefaultDtype() };
     [this.weight, this.bias] = registerAffine(this, [numFeatures], factory, this.affine);
     [this.runningMean, this.runningVar, this.numBatchesTracked] = registerRunningStats(
       this,
@@ -336,7 +337,7 @@ export class GroupNorm extends Module {
     this.numChannels = numChannels;
     this.eps = checkEps("GroupNorm", options.eps ?? 1e-5);
     this.affine = options.affine ?? true;
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    const factory = { device: options.device, dtype: options.dtype ?? getDefaultDtype() };
     [this.weight, this.bias] = registerAffine(this, [numChannels], factory, this.affine);
   }
 

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
@@ -90,7 +91,7 @@ export abstract class InstanceNormBase extends Module {
     this.momentum = momentum;
     this.affine = options.affine ?? false;
     this.trackRunningStats = options.trackRunningStats ?? false;
-    const factory = { device: options.device, dtype: options.dtype ?? "float32" };
+    const factory = { device: options.device, dtype: options.dtype ?? getDefaultDtype() };
     [this.weight, this.bias] = registerAffine(this, [numFeatures], factory, this.affine);
     [this.runningMean, this.runningVar, this.numBatchesTracked] = registerRunningStats(
       this,

@@ -9,6 +9,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { resolveFactory, tensor, zeros } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import { cat, stack } from "../ops/view.ts";
@@ -29,6 +30,7 @@ import {
 } from "./rnn_step.ts";
 import { checkCount, checkFloatInput, pyBool, pyFloat, sameDevice } from "./util.ts";
 import { PackedSequence } from "./utils/rnn.ts";
+import { owned } from "../ops_composite/owned.ts";
 
 /** Options shared by {@link RNN}, {@link LSTM} and {@link GRU}. */
 export interface RNNBaseOptions extends FactoryOptions {
@@ -80,9 +82,12 @@ interface CellNames {
 /**
  * What RNN, LSTM and GRU share, as PyTorch's `RNNBase`: the parameters, held
  * in fields named as PyTorch's state-dict keys, and the loop over layers,
- * directions and time steps.
+ * directions and time steps. Exported, as `torch.nn.RNNBase`, so that
+ * `m instanceof nn.RNNBase` picks out every multi-layer recurrent module.
+ * Unlike PyTorch's, it is abstract: PyTorch's `RNNBase(mode, ...)` builds a
+ * module with parameters but no `forward`; build `RNN`, `LSTM` or `GRU`.
  */
-abstract class RNNBase extends Module {
+export abstract class RNNBase extends Module {
   /** Which recurrence. */
   readonly mode: Mode;
   /** Features of each input step. */
@@ -104,6 +109,10 @@ abstract class RNNBase extends Module {
   /** Parameter field names per layer and direction. */
   protected readonly weightNames: CellNames[][];
 
+  /**
+   * The parameters of `numLayers` layers of recurrence `mode` (`"RNN_TANH"`,
+   * `"RNN_RELU"`, `"LSTM"` or `"GRU"`, PyTorch's mode strings).
+   */
   constructor(mode: Mode, inputSize: number, hiddenSize: number, options: LSTMOptions) {
     super();
     const owner = mode.startsWith("RNN") ? "RNN" : mode;
@@ -120,7 +129,7 @@ abstract class RNNBase extends Module {
     }
     this.dropout = dropout;
     this.projSize = checkProjSize(mode, this.hiddenSize, options.projSize ?? 0);
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     const gateSize = GATES[mode] * hiddenSize;
     const directions = this.bidirectional ? 2 : 1;
     const outSize = this.outputSize;
@@ -261,46 +270,57 @@ abstract class RNNBase extends Module {
       sameDevice(owner, { input: x, [name]: t });
       return permute(unbatched ? t.unsqueeze(1) : t, packed?.sortedIndices).unbind(0);
     };
-    const result = forwardScope(() => {
-      const hs = initial(h0, "h0", outSize);
-      const cs = this.mode === "LSTM" ? initial(c0, "c0", this.hiddenSize) : null;
-      let data = timeMajor ? timeMajor.reshape([steps * batch, this.inputSize]) : x;
-      const finalH: Tensor[] = [];
-      const finalC: Tensor[] = [];
-      for (let layer = 0; layer < this.numLayers; layer++) {
-        const outputs: Tensor[] = [];
-        for (let direction = 0; direction < directions; direction++) {
-          const index = layer * directions + direction;
-          const start = { h: hs[index], c: cs ? cs[index] : null };
-          const { sequence, last } = this.runDirection(
-            data,
-            batchSizes,
-            start,
-            this.cellWeights(layer, direction),
-            direction === 1,
-          );
-          finalH.push(last.h);
-          if (last.c) finalC.push(last.c);
-          outputs.push(
-            steps === 0 ? zeros([0, outSize], { dtype, device }) : cat(sequence, 0),
-          );
-        }
-        data = directions === 1 ? outputs[0] : cat(outputs, 1);
-        if (this.dropout > 0 && this.training && layer < this.numLayers - 1) {
-          data = F.dropout(data, this.dropout, true);
-        }
-      }
-      const gather = (ts: Tensor[]) => {
-        const all = permute(stack(ts, 0), packed?.unsortedIndices);
-        return unbatched ? all.squeeze(1) : all;
-      };
-      let output = data;
-      if (!packed) {
-        output = data.reshape([steps, batch, directions * outSize]);
-        output = unbatched ? output.squeeze(1) : this.batchFirst ? output.transpose(0, 1) : output;
-      }
-      return { output, h: gather(finalH), c: cs ? gather(finalC) : null };
-    });
+    // The output is new memory as in PyTorch (a batch-first transpose's copy included).
+    const result = owned(
+      () =>
+        forwardScope(() => {
+          const hs = initial(h0, "h0", outSize);
+          const cs = this.mode === "LSTM" ? initial(c0, "c0", this.hiddenSize) : null;
+          let data = timeMajor ? timeMajor.reshape([steps * batch, this.inputSize]) : x;
+          const finalH: Tensor[] = [];
+          const finalC: Tensor[] = [];
+          for (let layer = 0; layer < this.numLayers; layer++) {
+            const outputs: Tensor[] = [];
+            for (let direction = 0; direction < directions; direction++) {
+              const index = layer * directions + direction;
+              const start = { h: hs[index], c: cs ? cs[index] : null };
+              const { sequence, last } = this.runDirection(
+                data,
+                batchSizes,
+                start,
+                this.cellWeights(layer, direction),
+                direction === 1,
+              );
+              finalH.push(last.h);
+              if (last.c) finalC.push(last.c);
+              outputs.push(
+                steps === 0 ? zeros([0, outSize], { dtype, device }) : cat(sequence, 0),
+              );
+            }
+            data = directions === 1 ? outputs[0] : cat(outputs, 1);
+            if (this.dropout > 0 && this.training && layer < this.numLayers - 1) {
+              data = F.dropout(data, this.dropout, true);
+            }
+          }
+          const gather = (ts: Tensor[]) => {
+            const all = permute(stack(ts, 0), packed?.unsortedIndices);
+            return unbatched ? all.squeeze(1) : all;
+          };
+          let output = data;
+          if (!packed) {
+            output = data.reshape([steps, batch, directions * outSize]);
+            output = unbatched
+              ? output.squeeze(1)
+              : this.batchFirst
+              ? output.transpose(0, 1)
+              : output;
+          }
+          return { output, h: gather(finalH), c: cs ? gather(finalC) : null };
+        }),
+      x,
+      h0,
+      c0,
+    );
     if (!packed) return result;
     const { batchSizes: sizes, sortedIndices, unsortedIndices } = packed;
     return {

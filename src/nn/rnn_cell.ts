@@ -7,6 +7,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { resolveFactory, zeros } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape, sameShape } from "../shape.ts";
@@ -32,9 +33,11 @@ export interface RNNCellOptions extends RNNCellBaseOptions {
 
 /**
  * What the three cells share, as PyTorch's `RNNCellBase`: the parameters,
- * the checks of a call and the step.
+ * the checks of a call and the step. Exported, as `torch.nn.RNNCellBase`, so
+ * that `m instanceof nn.RNNCellBase` picks out `RNNCell`, `LSTMCell` and
+ * `GRUCell`. Unlike PyTorch's, it is abstract (build one of those three).
  */
-abstract class RNNCellBase extends Module {
+export abstract class RNNCellBase extends Module {
   /** Features of the input. */
   readonly inputSize: number;
   /** Features of the hidden state. */
@@ -52,6 +55,7 @@ abstract class RNNCellBase extends Module {
   /** Which recurrence. */
   private readonly mode: Mode;
 
+  /** The parameters of one step of recurrence `mode` (PyTorch's mode strings, as `RNNBase`'s). */
   constructor(mode: Mode, inputSize: number, hiddenSize: number, options: RNNCellBaseOptions) {
     super();
     const owner = this.constructor.name;
@@ -59,7 +63,7 @@ abstract class RNNCellBase extends Module {
     this.inputSize = checkCount(`${owner}: inputSize`, inputSize);
     this.hiddenSize = checkCount(`${owner}: hiddenSize`, hiddenSize);
     this.bias = options.bias ?? true;
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     const gates = GATES[mode] * hiddenSize;
     const param = (shape: number[]) => new Parameter(empty(shape, dtype, device));
     this.weight_ih = this.registerParameter("weight_ih", param([gates, inputSize]));

@@ -3,6 +3,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import type { Tensor } from "../tensor.ts";
@@ -80,7 +81,7 @@ export class Embedding extends Module {
     this.maxNorm = maxNorm;
     this.normType = normType;
     this.scaleGradByFreq = options.scaleGradByFreq ?? false;
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     this.weight = this.registerParameter(
       "weight",
       new Parameter(empty([numEmbeddings, embeddingDim], dtype, device)),

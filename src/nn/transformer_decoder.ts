@@ -6,7 +6,7 @@
  * @module
  */
 
-import { isFloat } from "../dtype.ts";
+import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { full, resolveFactory } from "../ops/factory.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
@@ -399,7 +399,7 @@ export class Transformer extends Module {
   static generateSquareSubsequentMask(size: number, options: FactoryOptions = {}): Tensor {
     const op = "Transformer.generateSquareSubsequentMask";
     checkCount(`${op}: size`, size);
-    const { dtype, device } = resolveFactory(options, "float32");
+    const { dtype, device } = resolveFactory(options, getDefaultDtype());
     if (!isFloat(dtype)) {
       throw new TypeError(
         `${op}: the mask holds -Infinity, so dtype must be floating-point, got ${dtype} (a boolean mask is ones([size, size], { dtype: "int32" }).triu(1))`,

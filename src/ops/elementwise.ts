@@ -6,7 +6,7 @@
 
 import type { BinaryOp, UnaryOp } from "../backends/backend.ts";
 import { isGradEnabled, record } from "../autograd.ts";
-import { type DType, isFloat, promoteTypes } from "../dtype.ts";
+import { type DType, getDefaultDtype, isFloat, promoteTypes } from "../dtype.ts";
 import { broadcastShapes, broadcastStrides, numelOf, sameShape, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import {
@@ -307,11 +307,11 @@ export const mul = (a: TensorLike, b: TensorLike): Tensor =>
     tb.requiresGrad ? mul(g, ta) : null,
   ]);
 
-/** a / b (true division: int32 operands give float32, as in PyTorch). */
+/** a / b (true division: int32 operands give the default dtype, as in PyTorch). */
 export function div(a: TensorLike, b: TensorLike): Tensor {
   const [ta, tb] = operands("div", a, b);
-  const fa = isFloat(ta.dtype) ? ta : cast(ta, "float32");
-  const fb = isFloat(tb.dtype) ? tb : cast(tb, "float32");
+  const fa = isFloat(ta.dtype) ? ta : cast(ta, isFloat(tb.dtype) ? tb.dtype : getDefaultDtype());
+  const fb = isFloat(tb.dtype) ? tb : cast(tb, fa.dtype);
   return binary("div", fa, fb, (g, x, y) => [
     x.requiresGrad ? div(g, y) : null,
     y.requiresGrad ? neg(div(mul(g, x), mul(y, y))) : null,
@@ -322,10 +322,10 @@ export function div(a: TensorLike, b: TensorLike): Tensor {
 export function pow(a: TensorLike, b: TensorLike): Tensor {
   const [ta, tb] = operands("pow", a, b);
   requireFloat("pow", ta);
-  // PyTorch's masks: x^0 has gradient 0 at x = 0, and 0^y (y >= 0) gradient 0 in y, not 0·∞.
+  // PyTorch's masks: x^0 has gradient 0 at x = 0, and 0^y (y >= 0, not NaN) gradient 0 in y.
   return binary("pow", ta, tb, (g, x, y, out) => [
     x.requiresGrad ? mul(g, mul(y, pow(x, sub(y, 1))).where(y.ne(0), 0)) : null,
-    y.requiresGrad ? mul(g, mul(out, log(x)).where(x.ne(0).add(y.lt(0)), 0)) : null,
+    y.requiresGrad ? mul(g, mul(out, log(x)).where(x.ne(0).add(y.lt(0)).add(y.ne(y)), 0)) : null,
   ]);
 }
 

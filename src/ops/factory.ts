@@ -6,9 +6,10 @@
 import { defaultDevice, type Device, device as resolveDevice } from "../device.ts";
 import {
   assertDType,
-  checkInt32,
+  checkFill,
   type DType,
   dtypeOfArray,
+  getDefaultDtype,
   isFloat,
   toHost,
   type TypedArray,
@@ -19,7 +20,7 @@ import { cachedConstant, empty, launch, writeLater } from "./util.ts";
 
 /** Where and how a factory makes its tensor. */
 export interface TensorOptions {
-  /** Element type; default float32 (int32 for int32 typed arrays). */
+  /** Element type; default `getDefaultDtype()` (float32 unless set), a typed array's own for one. */
   dtype?: DType;
   /** A started device or its name; default {@link defaultDevice}. */
   device?: Device | string;
@@ -101,7 +102,8 @@ function flatten(data: NestedArray, out: number[]): void {
 
 /**
  * A tensor from a number (0-dimensional), nested arrays, or a typed array
- * (with `shape`, default 1-dimensional).
+ * (with `shape`, default 1-dimensional). Numbers take the default dtype, integers too (PyTorch:
+ * int64); a typed array keeps its own.
  */
 export function tensor(
   data: NestedArray | TypedArray,
@@ -120,7 +122,7 @@ export function tensor(
     }
     return finish(fromHost(toHost(dtype, typed, "tensor"), shape, device), options);
   }
-  const { dtype, device } = resolveFactory(options, "float32");
+  const { dtype, device } = resolveFactory(options, getDefaultDtype());
   const shape = inferShape(data, "data");
   const flat: number[] = [];
   flatten(data, flat);
@@ -138,10 +140,10 @@ export function tensor(
   return finish(fromHost(toHost(dtype, flat, "tensor"), target, device), options);
 }
 
-/** A tensor of `shape` filled with `value`. */
+/** `value` in `shape`, default dtype unless told (PyTorch: int64 for an integer); overflow throws. */
 export function full(shape: number[], value: number, options: TensorOptions = {}): Tensor {
-  const { dtype, device } = resolveFactory(options, "float32");
-  if (dtype === "int32") checkInt32(value, "full");
+  const { dtype, device } = resolveFactory(options, getDefaultDtype());
+  checkFill(dtype, value, "full");
   const t = empty(checkShape(shape), dtype, device);
   const n = t.numel();
   if (n > 0) {
@@ -161,7 +163,7 @@ export const ones = (shape: number[], options: TensorOptions = {}): Tensor =>
 /**
  * `[start, end)` by `step`, as `torch.arange`: `arange(5)`, `arange(2, 5)`,
  * `arange(0, 1, 0.25)`, the options after any of them (`arange(5, { device })`).
- * int32 when all arguments are integers, else float32.
+ * int32 when all arguments are integers, else the default dtype.
  */
 export function arange(
   start: number,
@@ -185,7 +187,7 @@ export function arange(
     );
   }
   const ints = [start, end, step].every(Number.isInteger);
-  const { dtype, device } = resolveFactory(options, ints ? "int32" : "float32");
+  const { dtype, device } = resolveFactory(options, ints ? "int32" : getDefaultDtype());
   const values = new Array<number>(count);
   for (let i = 0; i < count; i++) values[i] = start + i * step;
   return finish(fromHost(toHost(dtype, values, "arange"), [count], device), options);
@@ -279,7 +281,7 @@ function random(
   b: number,
   options: TensorOptions,
 ): Tensor {
-  const { dtype, device } = resolveFactory(options, "float32");
+  const { dtype, device } = resolveFactory(options, getDefaultDtype());
   if (!isFloat(dtype)) {
     throw new TypeError(
       `${kind === "uniform" ? "rand" : "randn"}: dtype must be float, got ${dtype}`,

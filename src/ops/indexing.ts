@@ -5,7 +5,7 @@
  */
 
 import { record } from "../autograd.ts";
-import { isFloat } from "../dtype.ts";
+import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
@@ -35,7 +35,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
   let ta: Tensor;
   let tb: Tensor;
   if (typeof a === "number" && typeof b === "number") {
-    const dtype = Number.isInteger(a) && Number.isInteger(b) ? "int32" : "float32";
+    const dtype = Number.isInteger(a) && Number.isInteger(b) ? "int32" : getDefaultDtype();
     ta = scalar(a, dtype, cond.device);
     tb = scalar(b, dtype, cond.device);
   } else [ta, tb] = operands("where", a, b);

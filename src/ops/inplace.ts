@@ -12,7 +12,7 @@
  */
 
 import { isGradEnabled, noGrad, record } from "../autograd.ts";
-import { isFloat, promoteTypes } from "../dtype.ts";
+import { checkFill, isFloat, promoteTypes } from "../dtype.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { add, cast, mul } from "./elementwise.ts";
@@ -102,6 +102,7 @@ export function fill_(t: Tensor, value: number | Tensor): Tensor {
   if (!isFloat(t.dtype) && !Number.isInteger(value)) {
     throw new TypeError(`fill_: cannot fill an ${t.dtype} tensor with ${value}`);
   }
+  checkFill(t.dtype, value, "fill_");
   const n = t.numel();
   if (n > 0) {
     launch(t.device, "fill", { out: t.storage.buffer("fill_"), numel: n, value, dtype: t.dtype });

@@ -10,6 +10,7 @@ import type { Tensor } from "../tensor.ts";
 import { commonDevice, empty, hasKernel, launch, requireFloat } from "./util.ts";
 import { add } from "./elementwise.ts";
 import { sumDims } from "./reduce.ts";
+import { reshape } from "./view.ts";
 
 /** Options of {@link matmulRaw}: read an operand's last two dims transposed. */
 export interface MatmulOptions {
@@ -120,8 +121,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       `matmul: dtypes differ (${a.dtype} and ${b.dtype}); convert one with .to()`,
     );
   }
-  const a2 = a.ndim === 1 ? a.reshape([1, a.shape[0]]) : a;
-  const b2 = b.ndim === 1 ? b.reshape([b.shape[0], 1]) : b;
+  const a2 = a.ndim === 1 ? reshape(a, [1, a.shape[0]], "matmul", true) : a;
+  const b2 = b.ndim === 1 ? reshape(b, [b.shape[0], 1], "matmul", true) : b;
   const [m, k] = a2.shape.slice(-2);
   const [k2, n] = b2.shape.slice(-2);
   if (k !== k2) {
@@ -140,12 +141,11 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   const as3 = (t: Tensor, rows: number, cols: number) => {
     const own = numelOf(t.shape.slice(0, -2));
     const full = own === batch ? t : own === 1 ? t : t.expand([...batchShape, rows, cols]);
-    return full.reshape([own === 1 ? 1 : batch, rows, cols]);
+    return reshape(full, [own === 1 ? 1 : batch, rows, cols], "matmul", true);
   };
-  let out = bmm(as3(a2, m, k), as3(b2, k, n)).reshape([...batchShape, m, n]);
-  if (a.ndim === 1) out = out.squeeze(-2);
-  if (b.ndim === 1) out = out.squeeze(-1);
-  return out;
+  // The product's own memory: an in-place op on it is allowed (nn.ReLU(inplace) after a matmul).
+  const shape = [...batchShape, ...(a.ndim === 1 ? [] : [m]), ...(b.ndim === 1 ? [] : [n])];
+  return reshape(bmm(as3(a2, m, k), as3(b2, k, n)), shape, "matmul", true);
 }
 
 /** `x @ weightᵀ + bias` over the last dim of `x`, as `torch.nn.functional.linear`. */
@@ -177,7 +177,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     );
   }
   const rows = numelOf(x.shape.slice(0, -1));
-  const x2 = x.reshape([rows, inF]);
+  const x2 = reshape(x, [rows, inF], "linear", true);
   // PyTorch's addmm where the backend fuses it: the bias added by the product's kernel.
   const fused = bias?.ndim === 1 && bias.shape[0] === outF && hasKernel(x.device, "addmm");
   const y = product(x2, weight, { transB: true }, fused ? bias! : null);
@@ -189,5 +189,5 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     return [x2.requiresGrad ? mm(g!, weight) : null, gw, gb].slice(0, fused ? 3 : 2);
   });
   const withBias = bias && !fused ? add(out, bias) : out;
-  return withBias.reshape([...x.shape.slice(0, -1), outF]);
+  return reshape(withBias, [...x.shape.slice(0, -1), outF], "linear", true);
 }

@@ -10,13 +10,13 @@
 import type { ReduceOp } from "../backends/backend.ts";
 import { noGrad, record } from "../autograd.ts";
 import { axisSplit, formatShape, normalizeDim } from "../shape.ts";
-import type { Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
 import { empty, launch, requireFloat } from "./util.ts";
 import { arangeOn } from "./factory.ts";
 
-/** One reduction kernel over `dim`, no graph; the dim is removed. */
-function reduceRaw(op: ReduceOp, x: Tensor, dim: number): Tensor {
-  const shape = x.shape.filter((_, i) => i !== dim);
+/** One reduction kernel over `dim`, no graph; the dim is removed, or kept with size 1. */
+function reduceRaw(op: ReduceOp, x: Tensor, dim: number, keep = false): Tensor {
+  const shape = keep ? keptShape(x.shape, [dim]) : x.shape.filter((_, i) => i !== dim);
   const dtype = op === "argmax" || op === "argmin" ? "int32" : x.dtype;
   const { outer, size, inner } = axisSplit(x.shape, dim);
   if (size === 0 && op !== "sum" && outer * inner !== 0) {
@@ -38,7 +38,7 @@ function reduceRaw(op: ReduceOp, x: Tensor, dim: number): Tensor {
 
 /** One reduction kernel over `dim`, no graph; the dim is kept with size 1. */
 export function reduceKeepdim(op: ReduceOp, x: Tensor, dim: number): Tensor {
-  return reduceRaw(op, x, dim).reshape(keptShape(x.shape, [dim]));
+  return reduceRaw(op, x, dim, true);
 }
 
 function normalizeDims(x: Tensor, dims: number | number[] | undefined, op: string): number[] {
@@ -60,6 +60,7 @@ export function sumDims(x: Tensor, dims: number[], keepdim: boolean): Tensor {
   for (let i = dims.length - 1; i >= 0; i--) out = reduceRaw("sum", out, dims[i]);
   if (dims.length === 0) out = x.clone();
   const result = keepdim ? out.reshape(keptShape(x.shape, dims)) : out;
+  out.storage.aliased = false; // out is fresh and no caller's: the result owns its memory
   return record("sum", [x], result, ([g]) => [
     g!.reshape(keptShape(x.shape, dims)).expand(x.shape),
   ]);
@@ -130,14 +131,13 @@ function extreme(
   dim: number | undefined,
   keepdim: boolean,
 ): Tensor {
-  const flat = dim === undefined ? x.reshape([x.numel()]) : x;
+  const flat = dim === undefined ? new Tensor(x.storage, [x.numel()]) : x; // no graph, no alias
   const d = dim === undefined ? 0 : normalizeDim(dim, x.ndim, kind);
   if (flat.ndim === 0) return x.clone();
-  const values = reduceRaw(kind, flat, d);
+  const values = reduceRaw(kind, flat, d, keepdim && dim !== undefined);
   const index = reduceRaw(kind === "max" ? "argmax" : "argmin", flat, d);
   const kept = keptShape(flat.shape, [d]);
-  const shaped = dim === undefined ? values : keepdim ? values.reshape(kept) : values;
-  return record(kind, [x], shaped, ([g]) => {
+  return record(kind, [x], values, ([g]) => {
     if (dim === undefined) { // Of all elements: shared evenly by the ties (NaN ties NaN), as PyTorch.
       const ties = x.eq(values).add(x.ne(x).mul(values.ne(values))).to(x.dtype);
       return [ties.mul(g!.div(ties.sum()))];

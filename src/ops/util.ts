@@ -12,7 +12,7 @@ import type {
   OptionalKernelName,
 } from "../backends/backend.ts";
 import type { Device } from "../device.ts";
-import { type DType, isFloat, toHost, type TypedArray } from "../dtype.ts";
+import { type DType, getDefaultDtype, isFloat, toHost, type TypedArray } from "../dtype.ts";
 import { formatShape, numelOf, type Shape } from "../shape.ts";
 import { Storage } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -111,7 +111,7 @@ export function scalar(value: number, dtype: DType, device: Device): Tensor {
 
 /** The dtype a number takes next to a tensor of `dtype` (PyTorch's rule). */
 export function numberDType(value: number, dtype: DType): DType {
-  if (dtype === "int32" && !Number.isInteger(value)) return "float32";
+  if (dtype === "int32" && !Number.isInteger(value)) return getDefaultDtype();
   return dtype;
 }
 

@@ -54,14 +54,17 @@ function resolveShape(shape: readonly number[], numel: number, from: Shape, op: 
   return out;
 }
 
-/** The same storage seen with another shape (one dim may be -1). */
-export function reshape(x: Tensor, shape: readonly number[], op = "reshape"): Tensor {
+/**
+ * The same storage seen with another shape (one dim may be -1). `own`: `x` or the result is an
+ * op's intermediate no caller can reach, so sharing it hides no in-place change from a history.
+ */
+export function reshape(x: Tensor, shape: readonly number[], op = "reshape", own = false): Tensor {
   if (!Array.isArray(shape)) {
     throw new TypeError(`${op}: shape must be an array, e.g. ${op}([2, 3])`);
   }
   const target = resolveShape(shape, x.numel(), x.shape, op);
   const out = record(op, [x], new Tensor(x.storage, target), ([g]) => [g!.reshape(x.shape)]);
-  x.storage.aliased = true;
+  if (!own) x.storage.aliased = true;
   return out;
 }
 
@@ -352,10 +355,11 @@ export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
     }
   });
   const d = normalizeDim(dim, shape.length + 1, "stack");
-  return cat(tensors.map((t) => unsqueeze(t, d)), d);
+  const one = [...shape.slice(0, d), 1, ...shape.slice(d)]; // cat copies: the views stay internal
+  return cat(tensors.map((t) => reshape(t, one, "stack", true)), d);
 }
 
-/** Flattens dims `startDim..endDim` into one. */
+/** Flattens dims `startDim..endDim` into one; `x` itself when that is one dim, as PyTorch. */
 export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   if (x.ndim === 0) return reshape(x, [1], "flatten");
   const s = normalizeDim(startDim, x.ndim, "flatten");
@@ -366,7 +370,7 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
     );
   }
   const shape = [...x.shape.slice(0, s), numelOf(x.shape.slice(s, e + 1)), ...x.shape.slice(e + 1)];
-  return reshape(x, shape, "flatten");
+  return s === e ? x : reshape(x, shape, "flatten");
 }
 
 /**

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { isFloat } from "../dtype.ts";
+import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { binaryRaw, cast, clamp, div, mul, operands, pow, sub } from "../ops/elementwise.ts";
@@ -67,13 +67,13 @@ export function remainder(input: TensorLike, other: TensorLike): Tensor {
 
 /**
  * `|input|` with the sign of `other`, as `torch.copysign` (int32 operands
- * give float32): a negative zero divisor counts as negative, a NaN one as
+ * give the default dtype): a negative zero divisor counts as negative, a NaN one as
  * positive. The gradient is PyTorch's: `g·copysign(x, y)/x` (0 where
  * `x = 0`) for the input, zeros for `other`.
  */
 export function copysign(input: TensorLike, other: TensorLike): Tensor {
   let [x, y] = operands("copysign", input, other);
-  if (!isFloat(x.dtype)) [x, y] = [cast(x, "float32"), cast(y, "float32")];
+  if (!isFloat(x.dtype)) [x, y] = [cast(x, getDefaultDtype()), cast(y, getDefaultDtype())];
   const out = computed(() => {
     const magnitude = x.abs();
     return magnitude.neg().where(signBit(y), magnitude);
@@ -145,17 +145,17 @@ export function floatPower(input: TensorLike, exponent: TensorLike): Tensor {
 
 /**
  * `input · 2^other`, as `torch.ldexp` (PyTorch's `input * pow(2, other)`,
- * so int32 operands give float32). Differentiable in both.
+ * so int32 operands give the default dtype). Differentiable in both.
  */
 export function ldexp(input: TensorLike, other: TensorLike): Tensor {
   checkPair("ldexp", input, other);
-  // The power in the exponent's own float dtype (float32 for int32 or a number), as PyTorch's
-  // (so a float64 input times 2^200 from an int32 exponent is inf, the power being float32).
+  // The power in the exponent's own float dtype (the default one for int32 or a number), as
+  // PyTorch's (so a float64 input times 2^200 from an int32 exponent is inf under float32).
   const exponent = typeof other === "number"
-    ? scalar(other, "float32", (input as Tensor).device)
+    ? scalar(other, getDefaultDtype(), (input as Tensor).device)
     : isFloat(other.dtype)
     ? other
-    : cast(other, "float32");
+    : cast(other, getDefaultDtype());
   return mul(input, pow(scalar(2, exponent.dtype, exponent.device), exponent));
 }
 

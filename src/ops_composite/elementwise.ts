@@ -5,7 +5,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { isFloat } from "../dtype.ts";
+import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { cast, sumTo, unaryRaw } from "../ops/elementwise.ts";
@@ -64,9 +64,9 @@ export function frac(x: Tensor): Tensor {
   return record("frac", [x], out, ([g]) => [g]);
 }
 
-/** The error function, as `torch.erf` (int32 is converted to float32, as PyTorch promotes it). */
+/** The error function, as `torch.erf` (int32 becomes the default dtype, as PyTorch promotes it). */
 export function erf(x: Tensor): Tensor {
-  const v = isFloat(x.dtype) ? x : cast(x, "float32");
+  const v = isFloat(x.dtype) ? x : cast(x, getDefaultDtype());
   const out = unaryRaw("erf", v);
   return record("erf", [v], out, ([g]) => [
     v.square().neg().exp().mul(2 / Math.sqrt(Math.PI)).mul(g!),

@@ -4,7 +4,7 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import { allocHost, checkInt32 } from "../dtype.ts";
+import { allocHost, checkInt32, getDefaultDtype } from "../dtype.ts";
 import type { Tensor } from "../tensor.ts";
 import { arangeOn, fromHost, resolveFactory, type TensorOptions } from "../ops/factory.ts";
 
@@ -29,7 +29,7 @@ export function eye(n: number, m?: number | TensorOptions, options: TensorOption
   if (typeof m === "object") [m, options] = [undefined, m];
   const rows = count(n, "n", "eye");
   const cols = m === undefined ? rows : count(m, "m", "eye");
-  const { dtype, device } = resolveFactory(options, "float32");
+  const { dtype, device } = resolveFactory(options, getDefaultDtype());
   const diagonal = noGrad(() =>
     arangeOn(rows, device).reshape([rows, 1]).eq(arangeOn(cols, device)).to(dtype)
   );
@@ -106,7 +106,7 @@ function rounded(m: bigint, e: number): number {
 
 /**
  * `steps` values from `start` to `end`, evenly spaced, as `torch.linspace`
- * (float32 unless told; int32 truncates). The values are PyTorch 1.13's on
+ * (the default dtype unless told; int32 truncates). The values are PyTorch 1.13's on
  * an x86 cpu (AVX2) bit for bit: step = (end - start) / (steps - 1) in the
  * dtype; the first half `start + step·i` and the second `end - step·(steps
  * - 1 - i)`, each one fused multiply-add, computed that way for every
@@ -125,7 +125,7 @@ export function linspace(
     throw new TypeError(`linspace: start and end must be numbers, got ${start} and ${end}`);
   }
   const n = count(steps, "steps", "linspace");
-  const { dtype, device } = resolveFactory(options, "float32");
+  const { dtype, device } = resolveFactory(options, getDefaultDtype());
   if (dtype === "int32") [start, end].forEach((v) => checkInt32(v, "linspace"));
   const single = dtype === "float32";
   const round = single ? Math.fround : dtype === "int32" ? Math.trunc : (v: number) => v;

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { allocHost, assertDType, type DType, isFloat, promoteTypes as promote } from "../dtype.ts";
+import { allocHost, assertDType, type DType, getDefaultDtype, isFloat } from "../dtype.ts";
+import { promoteTypes as promote } from "../dtype.ts";
 import { type Device, device as resolveDevice } from "../device.ts";
 import { checkShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -42,7 +43,7 @@ export interface LogspaceOptions extends TensorOptions {
 
 /**
  * `steps` values `base ** e` for exponents evenly spaced from `start` to
- * `end`, as `torch.logspace` (float32 unless told; int32 truncates start,
+ * `end`, as `torch.logspace` (the default dtype unless told; int32 truncates start,
  * end and the powers, as PyTorch's cpu kernel).
  */
 export function logspace(
@@ -57,7 +58,7 @@ export function logspace(
   const n = count(steps, "steps", "logspace");
   const base = options.base ?? 10;
   if (typeof base !== "number") throw new TypeError(`logspace: base must be a number, got ${base}`);
-  const { dtype, device } = resolveFactory(options, "float32");
+  const { dtype, device } = resolveFactory(options, getDefaultDtype());
   // As PyTorch's cpu kernel: start and end in the dtype (int32 truncates), the step and the
   // exponents in float64, the first half counting up from start, the second down from end.
   const int = dtype === "int32";
@@ -113,7 +114,7 @@ function window(
   if (typeof length !== "number" || !Number.isInteger(length) || length < 0) {
     throw new RangeError(`${op} requires non-negative window_length, got window_length=${length}`);
   }
-  const { dtype, device } = resolveFactory(options, "float32");
+  const { dtype, device } = resolveFactory(options, getDefaultDtype());
   if (!isFloat(dtype)) throw new TypeError(`${op} expects floating point dtypes, got ${dtype}`);
   const values = allocHost(dtype, length);
   if (length === 1) values[0] = 1;
@@ -222,18 +223,18 @@ export function emptyLike(t: Tensor, options: TensorOptions = {}): Tensor {
 
 /**
  * A 0-dimensional tensor holding `value`, as `torch.scalar_tensor`
- * (float32 unless told, even for an integer).
+ * (the default dtype unless told, even for an integer).
  */
 export function scalarTensor(value: number | boolean, options: TensorOptions = {}): Tensor {
   if (typeof value !== "number" && typeof value !== "boolean") {
     throw new TypeError(`scalarTensor: value must be a number, got ${typeof value}`);
   }
-  return tensor(Number(value), { dtype: "float32", ...options });
+  return tensor(Number(value), { dtype: getDefaultDtype(), ...options });
 }
 
 /** Options of {@link asTensor}. */
 export interface AsTensorOptions {
-  /** The dtype wanted (default the data's: a tensor's own, float32 for numbers). */
+  /** The dtype wanted (default the data's: a tensor's own, the default dtype for numbers). */
   dtype?: DType;
   /** The device wanted (default the tensor's own, else the default device). */
   device?: Device | string;
@@ -296,8 +297,8 @@ export interface IInfo {
   min: number;
 }
 
-/** The limits of a float dtype (default float32), as `torch.finfo`. */
-export function finfo(dtype: DType = "float32"): FInfo {
+/** The limits of a float dtype (default {@link getDefaultDtype}'s), as `torch.finfo`. */
+export function finfo(dtype: DType = getDefaultDtype()): FInfo {
   assertDType(dtype);
   if (dtype === "float32") {
     const max = 3.4028234663852886e38;
@@ -349,7 +350,7 @@ export function promoteTypes(a: DType, b: DType): DType {
  * The dtype an op of `a` and `b` (tensors or numbers) gives, as
  * `torch.result_type`: tensors with dimensions decide, then 0-dimensional
  * tensors and numbers only where they are of a higher category (float over
- * integer); a float number next to integers gives float32, an integer
+ * integer); a float number next to integers gives the default dtype, an integer
  * number int32 (PyTorch's int64).
  */
 export function resultType(a: Tensor | number, b: Tensor | number): DType {
@@ -366,7 +367,7 @@ export function resultType(a: Tensor | number, b: Tensor | number): DType {
   const zeroDim = fold(tensors.filter((t) => t.ndim === 0), (t) => (t as Tensor).dtype);
   const numbers = fold(
     operands.filter((x) => typeof x === "number"),
-    (x) => Number.isInteger(x) ? "int32" : "float32",
+    (x) => Number.isInteger(x) ? "int32" : getDefaultDtype(),
   );
   let out: DType | undefined = dims;
   for (const next of [zeroDim, numbers]) {

@@ -13,6 +13,7 @@ import { gatherInRange, scatterAddRaw } from "../ops/indexing.ts";
 import { checkLater } from "../ops/check.ts";
 import { checkIndexRange, indexSelect } from "../ops/view.ts";
 import { computed } from "./util.ts";
+import { owned } from "./owned.ts";
 
 /** The checked dim and index of an index op (a 1-D int32 index in range for `dim` of `x`). */
 function indexArgs(op: string, x: Tensor, dim: number, index: Tensor): number {
@@ -117,23 +118,29 @@ export function indexAdd(
   source: Tensor,
   options: IndexAddOptions = {},
 ): Tensor {
-  const { alpha = 1 } = options;
-  if (typeof alpha !== "number") throw new TypeError(`indexAdd: alpha must be a number`);
-  const d = indexArgs("indexAdd", x, dim, index);
-  sourceArgs("indexAdd", x, d, index, source);
-  const out = computed(() => {
-    const [fx, fi] = flat(x, index);
-    const src = source.reshape(fx.ndim === 1 && x.ndim === 0 ? [fi.numel()] : source.shape);
-    const added = scatterRows(fx, d, fi, alpha === 1 ? src : src.mul(alpha));
-    return fx.add(added).reshape(x.shape);
-  });
-  return record("indexAdd", [x, source], out, ([g]) => {
-    // Recorded under createGraph (grad mode is on in backward only then).
-    const [fg, fi] = flat(g!, index);
-    const rows = indexSelect(fg, d, fi);
-    const picked = (alpha === 1 ? rows : rows.mul(alpha)).reshape(source.shape);
-    return [x.requiresGrad ? g : null, source.requiresGrad ? picked : null];
-  });
+  return owned(
+    () => {
+      const { alpha = 1 } = options;
+      if (typeof alpha !== "number") throw new TypeError(`indexAdd: alpha must be a number`);
+      const d = indexArgs("indexAdd", x, dim, index);
+      sourceArgs("indexAdd", x, d, index, source);
+      const out = computed(() => {
+        const [fx, fi] = flat(x, index);
+        const src = source.reshape(fx.ndim === 1 && x.ndim === 0 ? [fi.numel()] : source.shape);
+        const added = scatterRows(fx, d, fi, alpha === 1 ? src : src.mul(alpha));
+        return fx.add(added).reshape(x.shape);
+      });
+      return record("indexAdd", [x, source], out, ([g]) => {
+        // Recorded under createGraph (grad mode is on in backward only then).
+        const [fg, fi] = flat(g!, index);
+        const rows = indexSelect(fg, d, fi);
+        const picked = (alpha === 1 ? rows : rows.mul(alpha)).reshape(source.shape);
+        return [x.requiresGrad ? g : null, source.requiresGrad ? picked : null];
+      });
+    },
+    x,
+    source,
+  );
 }
 
 /**
@@ -143,37 +150,43 @@ export function indexAdd(
  * device. The gradient is `g` where `x` was kept and `g[index]` for `source`.
  */
 export function indexCopy(x: Tensor, dim: number, index: Tensor, source: Tensor): Tensor {
-  const d = indexArgs("indexCopy", x, dim, index);
-  sourceArgs("indexCopy", x, d, index, source);
-  const [fx, fi] = flat(x, index);
-  const [kept, most] = computed(() => {
-    const count = hits(fx, d, fi);
-    return [count.eq(0), count.max().reshape([1])];
-  });
-  if (fi.numel() > 1) {
-    checkLater(
-      most,
-      (host) =>
-        host[0] > 1
-          ? `indexCopy: index repeats a position along dim ${d} (${fi.numel()} indices, shape ${
-            formatShape(x.shape)
-          }); each must be distinct`
-          : null,
-    );
-  } else most.dispose();
-  const out = computed(() => {
-    const src = source.reshape(fx.ndim === 1 && x.ndim === 0 ? [fi.numel()] : source.shape);
-    return fx.where(kept, scatterRows(fx, d, fi, src)).reshape(x.shape);
-  });
-  // The mask is the backward's alone: without one, it goes now rather than at GC.
-  if (!isGradEnabled() || !x.requiresGrad) kept.dispose();
-  return record("indexCopy", [x, source], out, ([g]) => {
-    const [fg] = flat(g!, index);
-    return [
-      x.requiresGrad ? fg.mul(cast(kept, g!.dtype)).reshape(x.shape) : null,
-      source.requiresGrad ? indexSelect(fg, d, fi).reshape(source.shape) : null,
-    ];
-  });
+  return owned(
+    () => {
+      const d = indexArgs("indexCopy", x, dim, index);
+      sourceArgs("indexCopy", x, d, index, source);
+      const [fx, fi] = flat(x, index);
+      const [kept, most] = computed(() => {
+        const count = hits(fx, d, fi);
+        return [count.eq(0), count.max().reshape([1])];
+      });
+      if (fi.numel() > 1) {
+        checkLater(
+          most,
+          (host) =>
+            host[0] > 1
+              ? `indexCopy: index repeats a position along dim ${d} (${fi.numel()} indices, shape ${
+                formatShape(x.shape)
+              }); each must be distinct`
+              : null,
+        );
+      } else most.dispose();
+      const out = computed(() => {
+        const src = source.reshape(fx.ndim === 1 && x.ndim === 0 ? [fi.numel()] : source.shape);
+        return fx.where(kept, scatterRows(fx, d, fi, src)).reshape(x.shape);
+      });
+      // The mask is the backward's alone: without one, it goes now rather than at GC.
+      if (!isGradEnabled() || !x.requiresGrad) kept.dispose();
+      return record("indexCopy", [x, source], out, ([g]) => {
+        const [fg] = flat(g!, index);
+        return [
+          x.requiresGrad ? fg.mul(cast(kept, g!.dtype)).reshape(x.shape) : null,
+          source.requiresGrad ? indexSelect(fg, d, fi).reshape(source.shape) : null,
+        ];
+      });
+    },
+    x,
+    source,
+  );
 }
 
 /**
@@ -182,17 +195,19 @@ export function indexCopy(x: Tensor, dim: number, index: Tensor, source: Tensor)
  * where `x` was kept and is 0 where it was filled.
  */
 export function indexFill(x: Tensor, dim: number, index: Tensor, value: number): Tensor {
-  if (typeof value !== "number") {
-    throw new TypeError(`indexFill: value must be a number, got ${typeof value}`);
-  }
-  const d = indexArgs("indexFill", x, dim, index);
-  const [fx, fi] = flat(x, index);
-  const kept = computed(() => hits(fx, d, fi).eq(0));
-  const out = computed(() => fx.where(kept, value).reshape(x.shape));
-  if (!isGradEnabled() || !x.requiresGrad) kept.dispose();
-  return record("indexFill", [x], out, ([g]) => [
-    flat(g!, index)[0].mul(cast(kept, g!.dtype)).reshape(x.shape),
-  ]);
+  return owned(() => {
+    if (typeof value !== "number") {
+      throw new TypeError(`indexFill: value must be a number, got ${typeof value}`);
+    }
+    const d = indexArgs("indexFill", x, dim, index);
+    const [fx, fi] = flat(x, index);
+    const kept = computed(() => hits(fx, d, fi).eq(0));
+    const out = computed(() => fx.where(kept, value).reshape(x.shape));
+    if (!isGradEnabled() || !x.requiresGrad) kept.dispose();
+    return record("indexFill", [x], out, ([g]) => [
+      flat(g!, index)[0].mul(cast(kept, g!.dtype)).reshape(x.shape),
+    ]);
+  }, x);
 }
 
 /** Options of {@link searchsorted} and {@link bucketize}. */

@@ -90,6 +90,7 @@ export {
   logspace,
 } from "./factory_extra.ts";
 export { promoteTypes, resultType, scalarTensor } from "./factory_extra.ts";
+export { getDefaultDtype, setDefaultDtype } from "./default_dtype.ts";
 export type { AsTensorOptions, FInfo, HammingWindowOptions, IInfo } from "./factory_extra.ts";
 export type { KaiserWindowOptions, LogspaceOptions, WindowOptions } from "./factory_extra.ts";
 export { absolute, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan } from "./unary_math.ts";

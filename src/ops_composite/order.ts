@@ -20,6 +20,7 @@ import { amax, amin } from "./reduce.ts";
 import { linspace } from "./factory.ts";
 import { searchsorted } from "./index_ops.ts";
 import { requireTensor, valuesIndices } from "./util.ts";
+import { owned } from "./owned.ts";
 
 /**
  * The `k`-th smallest value along `dim` (k from 1) and its index, as
@@ -28,24 +29,26 @@ import { requireTensor, valuesIndices } from "./util.ts";
  * unspecified). The gradient goes to the index.
  */
 export function kthvalue(x: Tensor, k: number, dim = -1, keepdim = false): ValuesIndices {
-  requireTensor("kthvalue", x, "input");
-  const d = normalizeDim(dim, Math.max(x.ndim, 1), "kthvalue");
-  const size = x.ndim === 0 ? 1 : x.shape[d];
-  if (!Number.isInteger(k) || k < 1 || k > size) {
-    throw new RangeError(
-      `kthvalue: k = ${k} is out of range for dim ${d} of size ${size} (shape ${
-        formatShape(x.shape)
-      }): expected 1 to ${size}`,
-    );
-  }
-  if (x.ndim === 0) {
-    return valuesIndices(clone(x), full([], 0, { dtype: "int32", device: x.device }));
-  }
-  const index = noGrad(() => tidy(() => narrow(sort(x, d).indices, d, k - 1, 1)));
-  const values = gatherInRange(x, d, index);
-  if (keepdim) return valuesIndices(values, index);
-  const shape = x.shape.filter((_, i) => i !== d);
-  return valuesIndices(values.reshape(shape), noGrad(() => index.reshape(shape)));
+  return owned(() => {
+    requireTensor("kthvalue", x, "input");
+    const d = normalizeDim(dim, Math.max(x.ndim, 1), "kthvalue");
+    const size = x.ndim === 0 ? 1 : x.shape[d];
+    if (!Number.isInteger(k) || k < 1 || k > size) {
+      throw new RangeError(
+        `kthvalue: k = ${k} is out of range for dim ${d} of size ${size} (shape ${
+          formatShape(x.shape)
+        }): expected 1 to ${size}`,
+      );
+    }
+    if (x.ndim === 0) {
+      return valuesIndices(clone(x), full([], 0, { dtype: "int32", device: x.device }));
+    }
+    const index = noGrad(() => tidy(() => narrow(sort(x, d).indices, d, k - 1, 1)));
+    const values = gatherInRange(x, d, index);
+    if (keepdim) return valuesIndices(values, index);
+    const shape = x.shape.filter((_, i) => i !== d);
+    return valuesIndices(values.reshape(shape), noGrad(() => index.reshape(shape)));
+  }, x);
 }
 
 /** The inclusive scan of `x` along `d` by `combine` (Hillis and Steele), no graph. */

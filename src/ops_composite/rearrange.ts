@@ -8,6 +8,7 @@ import { formatShape, normalizeDim } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
 import { clone } from "../ops/view.ts";
 import { dimList, reorder } from "./util.ts";
+import { owned } from "./owned.ts";
 
 /** The order along `dims` reversed, as `torch.flip` (a copy; the gradient is flipped back). */
 export function flip(x: Tensor, dims: number | readonly number[]): Tensor {
@@ -49,7 +50,7 @@ export function roll(
         }`,
       );
     }
-    return roll(x.flatten(), s, 0).reshape(x.shape);
+    return owned(() => roll(x.flatten(), s, 0).reshape(x.shape), x);
   }
   if (d.length !== s.length) {
     throw new RangeError(
@@ -94,9 +95,12 @@ function repeated(x: Tensor, sizes: readonly number[], op: string): Tensor {
   }
   const shape = [...new Array<number>(sizes.length - x.ndim).fill(1), ...x.shape];
   // [1, a, 1, b] broadcast to [ra, a, rb, b]: expand's gradient sums the copies back.
-  const spread = x.reshape(shape.flatMap((n) => [1, n]));
-  const copies = spread.expand(shape.flatMap((n, i) => [sizes[i], n]));
-  return copies.reshape(shape.map((n, i) => n * sizes[i]));
+  // A new tensor, as PyTorch's: its memory is its own, not a view's.
+  return owned(() => {
+    const spread = x.reshape(shape.flatMap((n) => [1, n]));
+    const copies = spread.expand(shape.flatMap((n, i) => [sizes[i], n]));
+    return copies.reshape(shape.map((n, i) => n * sizes[i]));
+  }, x);
 }
 
 /** As {@link repeat}, with fewer sizes than dims allowed (`torch.tile`: 1s are put in front). */

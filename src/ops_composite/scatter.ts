@@ -24,6 +24,7 @@ import { argsort, sort } from "./sort.ts";
 import { scan } from "./scan.ts";
 import { checkIndexInDim, searchsorted } from "./index_ops.ts";
 import { requireTensor } from "./util.ts";
+import { owned } from "./owned.ts";
 
 /** How {@link scatterReduce} and {@link indexReduce} combine the values written to one place. */
 export type ScatterReduction = "sum" | "prod" | "mean" | "amax" | "amin";
@@ -556,22 +557,35 @@ export function put(
   source: Tensor,
   options: IndexPutOptions = {},
 ): Tensor {
-  requireTensor("put", x, "input");
-  requireTensor("put", index, "index");
-  requireTensor("put", source, "source");
-  if (index.numel() !== source.numel()) {
-    throw new RangeError(
-      `put: index (shape ${formatShape(index.shape)}) and source (shape ${
-        formatShape(source.shape)
-      }) must have as many elements`,
-    );
-  }
-  if (x.numel() === 0 && index.numel() > 0) {
-    throw new RangeError(`put: cannot put into an empty tensor (shape ${formatShape(x.shape)})`);
-  }
-  const n = index.numel();
-  const flat = indexPut(x.reshape([x.numel()]), [index.reshape([n])], source.reshape([n]), options);
-  return flat.reshape(x.shape);
+  return owned(
+    () => {
+      requireTensor("put", x, "input");
+      requireTensor("put", index, "index");
+      requireTensor("put", source, "source");
+      if (index.numel() !== source.numel()) {
+        throw new RangeError(
+          `put: index (shape ${formatShape(index.shape)}) and source (shape ${
+            formatShape(source.shape)
+          }) must have as many elements`,
+        );
+      }
+      if (x.numel() === 0 && index.numel() > 0) {
+        throw new RangeError(
+          `put: cannot put into an empty tensor (shape ${formatShape(x.shape)})`,
+        );
+      }
+      const n = index.numel();
+      const flat = indexPut(
+        x.reshape([x.numel()]),
+        [index.reshape([n])],
+        source.reshape([n]),
+        options,
+      );
+      return flat.reshape(x.shape);
+    },
+    x,
+    source,
+  );
 }
 
 /**

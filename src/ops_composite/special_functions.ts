@@ -15,7 +15,7 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { isFloat } from "../dtype.ts";
+import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { forwardScope } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import { cast, operands, sumTo } from "../ops/elementwise.ts";
@@ -38,8 +38,8 @@ const SQRT_PI = Math.sqrt(Math.PI);
 const LOG_PI = Math.log(Math.PI);
 const SQRT_2PI = Math.sqrt(2 * Math.PI);
 
-/** `x`, or `x` in float32 when it is int32 (PyTorch's promotion of these functions). */
-export const toFloat = (x: Tensor): Tensor => isFloat(x.dtype) ? x : cast(x, "float32");
+/** `x`, or `x` in the default dtype when it is int32 (PyTorch's promotion of these functions). */
+export const toFloat = (x: Tensor): Tensor => isFloat(x.dtype) ? x : cast(x, getDefaultDtype());
 
 /**
  * `forward(x)` with no graph and its intermediates freed, recorded with

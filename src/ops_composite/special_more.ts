@@ -13,7 +13,7 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import { isFloat } from "../dtype.ts";
+import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { forwardScope } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
 import { cast, operands } from "../ops/elementwise.ts";
@@ -423,10 +423,10 @@ function checkDegree(op: string, steps: number): void {
   }
 }
 
-/** The float dtype of the pair (int32 alone gives float32). */
+/** The float dtype of the pair (int32 alone gives the default dtype). */
 function polynomialOperands(op: string, x: Tensor | number, n: Tensor | number): [Tensor, Tensor] {
   const [a, b] = operands(op, x, n);
-  const dtype = isFloat(a.dtype) ? a.dtype : "float32";
+  const dtype = isFloat(a.dtype) ? a.dtype : getDefaultDtype();
   return [a.dtype === dtype ? a : cast(a, dtype), b.dtype === dtype ? b : cast(b, dtype)];
 }
 

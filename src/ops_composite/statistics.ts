@@ -6,7 +6,7 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import { isFloat, promoteTypes } from "../dtype.ts";
+import { getDefaultDtype, isFloat, promoteTypes } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -18,8 +18,8 @@ import { norm } from "./reduce.ts";
 import { diag } from "./structure.ts";
 import { requireTensor } from "./util.ts";
 
-/** Integer tensors compute in float32, as PyTorch's default dtype. */
-const floating = (x: Tensor): Tensor => isFloat(x.dtype) ? x : x.to("float32");
+/** Integer tensors compute in the default dtype, as PyTorch's. */
+const floating = (x: Tensor): Tensor => isFloat(x.dtype) ? x : x.to(getDefaultDtype());
 
 /** `x` narrowed along `d` to `[start, end)` (negative ends count from the back; clamped, as Python's). */
 function slice(x: Tensor, d: number, start: number, end = x.shape[d]): Tensor {

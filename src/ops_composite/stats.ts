@@ -20,6 +20,7 @@ import { argsort, sort, type ValuesIndices } from "./sort.ts";
 import { lerp } from "./elementwise.ts";
 import { scan } from "./scan.ts";
 import { dimList, keptShape, requireTensor, valuesIndices } from "./util.ts";
+import { owned } from "./owned.ts";
 
 /** `shape` without dim `d` (a reduction without keepdim). */
 const dropped = (shape: readonly number[], d: number) => shape.filter((_, i) => i !== d);
@@ -112,7 +113,7 @@ export function median(x: Tensor): Tensor;
 /** {@link median} along `dim`: `[values, indices]`. */
 export function median(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
 export function median(x: Tensor, dim?: number, keepdim = false): Tensor | ValuesIndices {
-  return medianOp("median", x, dim, keepdim);
+  return owned(() => medianOp("median", x, dim, keepdim), x);
 }
 
 /**
@@ -123,7 +124,7 @@ export function nanmedian(x: Tensor): Tensor;
 /** {@link nanmedian} along `dim`: `[values, indices]`. */
 export function nanmedian(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
 export function nanmedian(x: Tensor, dim?: number, keepdim = false): Tensor | ValuesIndices {
-  return medianOp("nanmedian", x, dim, keepdim);
+  return owned(() => medianOp("nanmedian", x, dim, keepdim), x);
 }
 
 /** How {@link quantile} picks between the two values around a quantile's place. */
@@ -235,12 +236,12 @@ function quantileOp(
  * (PyTorch checks at once; a number q is checked at once here too).
  */
 export function quantile(x: Tensor, q: number | Tensor, options: QuantileOptions = {}): Tensor {
-  return quantileOp("quantile", x, q, options);
+  return owned(() => quantileOp("quantile", x, q, options), x, q);
 }
 
 /** {@link quantile} ignoring NaN, as `torch.nanquantile` (NaN where a slice is all NaN). */
 export function nanquantile(x: Tensor, q: number | Tensor, options: QuantileOptions = {}): Tensor {
-  return quantileOp("nanquantile", x, q, options);
+  return owned(() => quantileOp("nanquantile", x, q, options), x, q);
 }
 
 /**

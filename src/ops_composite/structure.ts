@@ -11,6 +11,7 @@ import { zeros } from "../ops/factory.ts";
 import { cat, clone, narrow, stack } from "../ops/view.ts";
 import { diagonalOf } from "./einsum.ts";
 import { flip } from "./rearrange.ts";
+import { owned } from "./owned.ts";
 
 function requireTensors(op: string, tensors: readonly unknown[]): asserts tensors is Tensor[] {
   tensors.forEach((t, i) => {
@@ -103,7 +104,10 @@ export function diag(x: Tensor, diagonal = 0): Tensor {
   if (x.ndim !== 1 && x.ndim !== 2) {
     throw new RangeError(`diag: expected a 1-D or 2-D tensor, got shape ${formatShape(x.shape)}`);
   }
-  return forwardScope(() => (x.ndim === 1 ? diagMatrix(x, diagonal) : diagonalPart(x, diagonal)));
+  return owned(
+    () => forwardScope(() => (x.ndim === 1 ? diagMatrix(x, diagonal) : diagonalPart(x, diagonal))),
+    x,
+  );
 }
 
 function diagMatrix(x: Tensor, k: number): Tensor {
@@ -152,11 +156,16 @@ export function kron(a: Tensor, b: Tensor): Tensor {
   const nd = Math.max(a.ndim, b.ndim);
   const pad = (t: Tensor) => [...Array(nd - t.ndim).fill(1), ...t.shape] as number[];
   const [as, bs] = [pad(a), pad(b)];
-  return forwardScope(() => {
-    const x = a.reshape(as.flatMap((n) => [n, 1]));
-    const y = b.reshape(bs.flatMap((n) => [1, n]));
-    return x.mul(y).reshape(as.map((n, i) => n * bs[i]));
-  });
+  return owned(
+    () =>
+      forwardScope(() => {
+        const x = a.reshape(as.flatMap((n) => [n, 1]));
+        const y = b.reshape(bs.flatMap((n) => [1, n]));
+        return x.mul(y).reshape(as.map((n, i) => n * bs[i]));
+      }),
+    a,
+    b,
+  );
 }
 
 /**
@@ -176,9 +185,10 @@ export function rot90(x: Tensor, k = 1, dims: readonly number[] = [0, 1]): Tenso
     throw new RangeError(`rot90: the two dims must differ, got ${JSON.stringify(dims)}`);
   }
   const turns = ((k % 4) + 4) % 4;
-  return forwardScope(() => {
-    if (turns === 0) return clone(x);
-    if (turns === 2) return flip(x, [d0, d1]);
-    return flip(x, turns === 1 ? d1 : d0).transpose(d0, d1);
-  });
+  return owned(() =>
+    forwardScope(() => {
+      if (turns === 0) return clone(x);
+      if (turns === 2) return flip(x, [d0, d1]);
+      return flip(x, turns === 1 ? d1 : d0).transpose(d0, d1);
+    }), x);
 }

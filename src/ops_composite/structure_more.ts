@@ -15,7 +15,7 @@ import { forwardScope, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { arange, tensor, type TensorOptions, zeros } from "../ops/factory.ts";
 import { gather, where } from "../ops/indexing.ts";
-import { cat, indexSelect, narrow, stack } from "../ops/view.ts";
+import { cat, indexSelect, narrow, reshape, stack } from "../ops/view.ts";
 import { checkLater } from "../ops/check.ts";
 import { diagonalOf } from "./einsum.ts";
 import { flip } from "./rearrange.ts";
@@ -23,6 +23,7 @@ import { cumprod, cumsum } from "./scan.ts";
 import { diag } from "./structure.ts";
 import { searchsorted } from "./index_ops.ts";
 import { requireTensor } from "./util.ts";
+import { owned } from "./owned.ts";
 
 function requireInteger(op: string, what: string, v: unknown): asserts v is number {
   if (!Number.isInteger(v)) throw new TypeError(`${op}: ${what} must be an integer, got ${v}`);
@@ -80,13 +81,14 @@ export function diagEmbed(x: Tensor, offset = 0, dim1 = -2, dim2 = -1): Tensor {
     throw new RangeError("diagEmbed: expected a tensor with at least 1 dim, got a 0-d one");
   }
   const [d1, d2] = twoDims("diagEmbed", x.ndim + 1, dim1, dim2);
-  return forwardScope(() => {
-    const m = embedLast(x, offset);
-    const n = m.ndim;
-    const perm: number[] = [];
-    for (let j = 0, r = 0; j < n; j++) perm.push(j === d1 ? n - 2 : j === d2 ? n - 1 : r++);
-    return perm.every((d, i) => d === i) ? m : m.permute(perm);
-  });
+  return owned(() =>
+    forwardScope(() => {
+      const m = embedLast(x, offset);
+      const n = m.ndim;
+      const perm: number[] = [];
+      for (let j = 0, r = 0; j < n; j++) perm.push(j === d1 ? n - 2 : j === d2 ? n - 1 : r++);
+      return perm.every((d, i) => d === i) ? m : m.permute(perm);
+    }), x);
 }
 
 /** [..., n] to [..., n + |k|, n + |k|] with the values on diagonal k of the last two dims. */
@@ -378,7 +380,7 @@ export function repeatInterleave(
   if (dim !== undefined && x.ndim === 0) {
     throw new RangeError(`repeatInterleave: dim ${dim} given for a 0-d tensor (it has no dims)`);
   }
-  const source = dim === undefined ? x.reshape([x.numel()]) : x;
+  const source = dim === undefined ? reshape(x, [x.numel()], "repeatInterleave", true) : x;
   const d = dim === undefined ? 0 : normalizeDim(dim, x.ndim, "repeatInterleave");
   const size = source.shape[d];
   if (typeof repeats === "number") {
@@ -388,11 +390,12 @@ export function repeatInterleave(
       );
     }
     const shape = source.shape;
-    return forwardScope(() =>
-      source.unsqueeze(d + 1)
-        .expand([...shape.slice(0, d + 1), repeats, ...shape.slice(d + 1)])
-        .reshape(shape.map((n, i) => (i === d ? n * repeats : n)))
-    );
+    return owned(() =>
+      forwardScope(() =>
+        source.unsqueeze(d + 1)
+          .expand([...shape.slice(0, d + 1), repeats, ...shape.slice(d + 1)])
+          .reshape(shape.map((n, i) => (i === d ? n * repeats : n)))
+      ), x);
   }
   if (repeats instanceof Tensor) {
     const { outputSize } = options ?? {};
@@ -505,11 +508,16 @@ export function take(x: Tensor, index: Tensor): Tensor {
       })`,
     );
   }
-  return forwardScope(() => {
-    const flat = index.reshape([index.numel()]);
-    const wrapped = known && known[0] >= 0 ? flat : where(flat.lt(0), flat.add(n), flat);
-    return indexSelect(x.reshape([n]), 0, wrapped).reshape(index.shape);
-  });
+  return owned(
+    () =>
+      forwardScope(() => {
+        const flat = index.reshape([index.numel()]);
+        const wrapped = known && known[0] >= 0 ? flat : where(flat.lt(0), flat.add(n), flat);
+        return indexSelect(x.reshape([n]), 0, wrapped).reshape(index.shape);
+      }),
+    x,
+    index,
+  );
 }
 
 /**

@@ -644,6 +644,46 @@ export interface TensorMethods {
   svd(options?: torchLinalg.TorchSvdOptions): [Tensor, Tensor, Tensor];
   /** The matrix exponential of each square matrix. */
   matrixExp(): Tensor;
+  /** `this = asin(this)` in place, as {@link asin_} (`Tensor.arcsin_`, its alias). */
+  arcsin_(): this;
+  /** `this = acos(this)` in place, as {@link acos_} (`Tensor.arccos_`, its alias). */
+  arccos_(): this;
+  /** `this = atan(this)` in place, as {@link atan_} (`Tensor.arctan_`, its alias). */
+  arctan_(): this;
+  /** `this = asinh(this)` in place, as {@link asinh_} (`Tensor.arcsinh_`, its alias). */
+  arcsinh_(): this;
+  /** `this = acosh(this)` in place, as {@link acosh_} (`Tensor.arccosh_`, its alias). */
+  arccosh_(): this;
+  /** `this = atanh(this)` in place, as {@link atanh_} (`Tensor.arctanh_`, its alias). */
+  arctanh_(): this;
+  /** `this = -this` in place, as {@link neg_} (`Tensor.negative_`, its alias). */
+  negative_(): this;
+  /** `this = |this|` in place, as {@link abs_} (`Tensor.absolute_`, its alias). */
+  absolute_(): this;
+  /** `rounded toward zero` in place, as {@link trunc_} (`Tensor.fix_`, its alias). */
+  fix_(): this;
+  /** `the sign (real tensors)` in place, as {@link sign_} (`Tensor.sgn_`, its alias). */
+  sgn_(): this;
+  /** `this = atan2(this, other)` in place, as {@link atan2_} (`Tensor.arctan2_`, its alias). */
+  arctan2_(other: TensorLike): this;
+  /** `this -= alpha · other` in place, as {@link sub_} (`Tensor.subtract_`, its alias). */
+  subtract_(other: TensorLike, options?: composite.SubtractOptions): this;
+  /** `this *= other` in place, as {@link mul_} (`Tensor.multiply_`, its alias). */
+  multiply_(other: TensorLike): this;
+  /** `this /= other` in place, as {@link div_} (`Tensor.divide_`, its alias). */
+  divide_(other: TensorLike, options?: composite.DivideOptions): this;
+  /** `this /= other` in place, as {@link div_} (`Tensor.true_divide_`, its alias). */
+  trueDivide_(other: TensorLike): this;
+  /** `this = (this > other)` in place, as {@link gt_} (`Tensor.greater_`, its alias). */
+  greater_(other: TensorLike): this;
+  /** `this = (this >= other)` in place, as {@link ge_} (`Tensor.greater_equal_`, its alias). */
+  greaterEqual_(other: TensorLike): this;
+  /** `this = (this < other)` in place, as {@link lt_} (`Tensor.less_`, its alias). */
+  less_(other: TensorLike): this;
+  /** `this = (this <= other)` in place, as {@link le_} (`Tensor.less_equal_`, its alias). */
+  lessEqual_(other: TensorLike): this;
+  /** `this = (this != other)` in place, as {@link ne_} (`Tensor.not_equal_`, its alias). */
+  notEqual_(other: TensorLike): this;
 }
 
 /** The op (a key of the installed op table) each of {@link TensorMethods} calls. */
@@ -941,4 +981,24 @@ export const TENSOR_METHOD_OPS = {
   bernoulli: "bernoulli",
   svd: "svd",
   matrixExp: "matrixExp",
+  arcsin_: "asin_",
+  arccos_: "acos_",
+  arctan_: "atan_",
+  arcsinh_: "asinh_",
+  arccosh_: "acosh_",
+  arctanh_: "atanh_",
+  negative_: "neg_",
+  absolute_: "abs_",
+  fix_: "trunc_",
+  sgn_: "sign_",
+  arctan2_: "atan2_",
+  subtract_: "sub_",
+  multiply_: "mul_",
+  divide_: "div_",
+  trueDivide_: "div_",
+  greater_: "gt_",
+  greaterEqual_: "ge_",
+  less_: "lt_",
+  lessEqual_: "le_",
+  notEqual_: "ne_",
 } as const satisfies { readonly [K in keyof TensorMethods]: keyof TensorOps };

@@ -24,6 +24,7 @@ import { indexSelect, narrow, split } from "../ops/view.ts";
 import { isfinite } from "./elementwise.ts";
 import { exp2, log2 } from "./unary_math.ts";
 import { requireTensor } from "./util.ts";
+import { owned } from "./owned.ts";
 
 function requireInteger(op: string, what: string, v: unknown): asserts v is number {
   if (!Number.isInteger(v)) throw new TypeError(`${op}: ${what} must be an integer, got ${v}`);
@@ -392,7 +393,8 @@ export function splitWithSizes(x: Tensor, splitSizes: readonly number[], dim = 0
  */
 export function narrowCopy(x: Tensor, dim: number, start: number, length: number): Tensor {
   requireTensor("narrowCopy", x, "the input");
-  return narrow(x, dim, start, length);
+  // A copy here as in PyTorch, so unlike narrow's an in-place change to it is allowed.
+  return owned(() => narrow(x, dim, start, length));
 }
 
 /**

@@ -9,6 +9,7 @@ import { formatShape, numelOf } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFinite, checkFloatInput, sameDevice } from "../util.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 /**
  * `y[..., o] = Σᵢⱼ x1[..., i] · weight[o, i, j] · x2[..., j] + bias[o]`, as
@@ -22,70 +23,82 @@ export function bilinear(
   weight: Tensor,
   bias: Tensor | null = null,
 ): Tensor {
-  const op = "bilinear";
-  checkFloatInput(op, input1, "input1");
-  checkFloatInput(op, input2, "input2");
-  checkFloatInput(op, weight, "weight");
-  if (bias !== null && bias !== undefined) checkFloatInput(op, bias, "bias");
-  if (weight.ndim !== 3) {
-    throw new RangeError(
-      `${op}: weight must be 3-dimensional [out, in1, in2], got shape ${formatShape(weight.shape)}`,
-    );
-  }
-  const [outF, in1, in2] = weight.shape;
-  if (input1.ndim === 0 || input1.ndim !== input2.ndim) {
-    throw new RangeError(
-      `${op}: input1 of shape ${formatShape(input1.shape)} and input2 of shape ${
-        formatShape(input2.shape)
-      } must have the same number of dims (at least 1)`,
-    );
-  }
-  for (let d = 0; d < input1.ndim - 1; d++) {
-    if (input1.shape[d] !== input2.shape[d]) {
-      throw new RangeError(
-        `${op}: input batch dimensions do not match at dim ${d}: input1 of shape ${
-          formatShape(input1.shape)
-        }, input2 of shape ${formatShape(input2.shape)}`,
-      );
-    }
-  }
-  if (input1.shape.at(-1) !== in1) {
-    throw new RangeError(
-      `${op}: input1 of shape ${formatShape(input1.shape)} does not match weight of shape ${
-        formatShape(weight.shape)
-      } (last dim ${in1} expected)`,
-    );
-  }
-  if (input2.shape.at(-1) !== in2) {
-    throw new RangeError(
-      `${op}: input2 of shape ${formatShape(input2.shape)} does not match weight of shape ${
-        formatShape(weight.shape)
-      } (last dim ${in2} expected)`,
-    );
-  }
-  if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF)) {
-    throw new RangeError(
-      `${op}: bias of shape ${formatShape(bias.shape)} does not match weight of shape ${
-        formatShape(weight.shape)
-      } (expected [${outF}])`,
-    );
-  }
-  for (const [name, t] of [["input2", input2], ["weight", weight], ["bias", bias]] as const) {
-    if (t && t.dtype !== input1.dtype) {
-      throw new TypeError(`${op}: ${name} is ${t.dtype}, input1 ${input1.dtype}; they must match`);
-    }
-  }
-  sameDevice(op, { input1, input2, weight, bias });
-  const lead = input1.shape.slice(0, -1);
-  const n = numelOf(lead);
-  return forwardScope(() => {
-    // x1 · W as one matmul over [in1, out * in2], then the dot with x2 per output.
-    const w = weight.permute([1, 0, 2]).reshape([in1, outF * in2]);
-    const left = input1.reshape([n, in1]).matmul(w).reshape([n, outF, in2]);
-    let y = left.mul(input2.reshape([n, 1, in2])).sum(2);
-    if (bias) y = y.add(bias);
-    return y.reshape([...lead, outF]);
-  });
+  return owned(
+    () => {
+      const op = "bilinear";
+      checkFloatInput(op, input1, "input1");
+      checkFloatInput(op, input2, "input2");
+      checkFloatInput(op, weight, "weight");
+      if (bias !== null && bias !== undefined) checkFloatInput(op, bias, "bias");
+      if (weight.ndim !== 3) {
+        throw new RangeError(
+          `${op}: weight must be 3-dimensional [out, in1, in2], got shape ${
+            formatShape(weight.shape)
+          }`,
+        );
+      }
+      const [outF, in1, in2] = weight.shape;
+      if (input1.ndim === 0 || input1.ndim !== input2.ndim) {
+        throw new RangeError(
+          `${op}: input1 of shape ${formatShape(input1.shape)} and input2 of shape ${
+            formatShape(input2.shape)
+          } must have the same number of dims (at least 1)`,
+        );
+      }
+      for (let d = 0; d < input1.ndim - 1; d++) {
+        if (input1.shape[d] !== input2.shape[d]) {
+          throw new RangeError(
+            `${op}: input batch dimensions do not match at dim ${d}: input1 of shape ${
+              formatShape(input1.shape)
+            }, input2 of shape ${formatShape(input2.shape)}`,
+          );
+        }
+      }
+      if (input1.shape.at(-1) !== in1) {
+        throw new RangeError(
+          `${op}: input1 of shape ${formatShape(input1.shape)} does not match weight of shape ${
+            formatShape(weight.shape)
+          } (last dim ${in1} expected)`,
+        );
+      }
+      if (input2.shape.at(-1) !== in2) {
+        throw new RangeError(
+          `${op}: input2 of shape ${formatShape(input2.shape)} does not match weight of shape ${
+            formatShape(weight.shape)
+          } (last dim ${in2} expected)`,
+        );
+      }
+      if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF)) {
+        throw new RangeError(
+          `${op}: bias of shape ${formatShape(bias.shape)} does not match weight of shape ${
+            formatShape(weight.shape)
+          } (expected [${outF}])`,
+        );
+      }
+      for (const [name, t] of [["input2", input2], ["weight", weight], ["bias", bias]] as const) {
+        if (t && t.dtype !== input1.dtype) {
+          throw new TypeError(
+            `${op}: ${name} is ${t.dtype}, input1 ${input1.dtype}; they must match`,
+          );
+        }
+      }
+      sameDevice(op, { input1, input2, weight, bias });
+      const lead = input1.shape.slice(0, -1);
+      const n = numelOf(lead);
+      return forwardScope(() => {
+        // x1 · W as one matmul over [in1, out * in2], then the dot with x2 per output.
+        const w = weight.permute([1, 0, 2]).reshape([in1, outF * in2]);
+        const left = input1.reshape([n, in1]).matmul(w).reshape([n, outF, in2]);
+        let y = left.mul(input2.reshape([n, 1, in2])).sum(2);
+        if (bias) y = y.add(bias);
+        return y.reshape([...lead, outF]);
+      });
+    },
+    input1,
+    input2,
+    weight,
+    bias,
+  );
 }
 
 /** Options of {@link pairwiseDistance}. */

@@ -31,6 +31,7 @@ import {
   outLength,
   pair,
 } from "./window_args.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 /** A size PyTorch takes as an int or a tuple: one number for every dim, or one per dim. */
 export type Size2 = number | readonly [number, number];
@@ -70,8 +71,14 @@ export function conv2d(
   bias?: Tensor | null,
   options: Conv2dOptions = {},
 ): Tensor {
-  // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => conv2dUnscoped(input, weight, bias, options));
+  // Intermediates go with the graph at backward, not with the GC; the result's memory is its
+  // own (a new tensor, as PyTorch's: nn.ReLU(inplace) may follow).
+  return owned(
+    () => forwardScope(() => conv2dUnscoped(input, weight, bias, options)),
+    input,
+    weight,
+    bias,
+  );
 }
 
 function conv2dUnscoped(
@@ -138,7 +145,12 @@ export function conv1d(
   options: Conv1dOptions = {},
 ): Tensor {
   // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => conv1dUnscoped(input, weight, bias, options));
+  return owned(
+    () => forwardScope(() => conv1dUnscoped(input, weight, bias, options)),
+    input,
+    weight,
+    bias,
+  );
 }
 
 function conv1dUnscoped(
@@ -425,7 +437,7 @@ export function avgPool2d(
   options: AvgPool2dOptions = {},
 ): Tensor {
   // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => avgPool2dUnscoped(input, kernelSize, options));
+  return owned(() => forwardScope(() => avgPool2dUnscoped(input, kernelSize, options)), input);
 }
 
 function avgPool2dUnscoped(

@@ -12,6 +12,7 @@ import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
 import type { Size2 } from "./conv.ts";
 import { outLength, pair } from "./window_args.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 /** Options of {@link unfold} and {@link fold}. */
 export interface FoldOptions {
@@ -51,39 +52,41 @@ function foldWindow(
  * channel c. The gradient sums each entry back into the element it read.
  */
 export function unfold(input: Tensor, kernelSize: Size2, options: FoldOptions = {}): Tensor {
-  const op = "unfold";
-  checkFloatInput(op, input);
-  if (input.ndim !== 3 && input.ndim !== 4) {
-    throw new RangeError(
-      `${op}: expected a 3-D (unbatched) or 4-D (batched) input [N, C, H, W], got shape ${
-        formatShape(input.shape)
-      }`,
-    );
-  }
-  const x = input.ndim === 3 ? input.unsqueeze(0) : input;
-  const [n, c, h, w] = x.shape;
-  if (c === 0 || h === 0 || w === 0) {
-    throw new RangeError(
-      `${op}: expected non-empty channel and spatial dims, got shape ${formatShape(input.shape)}`,
-    );
-  }
-  const window = foldWindow(op, [h, w], kernelSize, options);
-  const [oh, ow] = window.out;
-  if (oh < 1 || ow < 1) {
-    throw new RangeError(
-      `${op}: input of spatial size ${pyPair([h, w])} with kernelSize ${
-        pyPair(window.kernel)
-      }, dilation ${pyPair(window.dilation)}, padding ${
-        pyPair(window.padding)
-      } gives ${oh} x ${ow} sliding blocks; both must be at least 1`,
-    );
-  }
-  const [kh, kw] = window.kernel;
-  // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => {
-    const y = unfold2d(x, window).reshape([n, c * kh * kw, oh * ow]);
-    return input.ndim === 3 ? y.squeeze(0) : y;
-  });
+  return owned(() => {
+    const op = "unfold";
+    checkFloatInput(op, input);
+    if (input.ndim !== 3 && input.ndim !== 4) {
+      throw new RangeError(
+        `${op}: expected a 3-D (unbatched) or 4-D (batched) input [N, C, H, W], got shape ${
+          formatShape(input.shape)
+        }`,
+      );
+    }
+    const x = input.ndim === 3 ? input.unsqueeze(0) : input;
+    const [n, c, h, w] = x.shape;
+    if (c === 0 || h === 0 || w === 0) {
+      throw new RangeError(
+        `${op}: expected non-empty channel and spatial dims, got shape ${formatShape(input.shape)}`,
+      );
+    }
+    const window = foldWindow(op, [h, w], kernelSize, options);
+    const [oh, ow] = window.out;
+    if (oh < 1 || ow < 1) {
+      throw new RangeError(
+        `${op}: input of spatial size ${pyPair([h, w])} with kernelSize ${
+          pyPair(window.kernel)
+        }, dilation ${pyPair(window.dilation)}, padding ${
+          pyPair(window.padding)
+        } gives ${oh} x ${ow} sliding blocks; both must be at least 1`,
+      );
+    }
+    const [kh, kw] = window.kernel;
+    // Intermediates go with the graph at backward, not with the GC.
+    return forwardScope(() => {
+      const y = unfold2d(x, window).reshape([n, c * kh * kw, oh * ow]);
+      return input.ndim === 3 ? y.squeeze(0) : y;
+    });
+  }, input);
 }
 
 /**

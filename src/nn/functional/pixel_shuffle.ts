@@ -9,6 +9,7 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkTensor } from "../util.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 function checkFactor(op: string, name: string, factor: unknown): number {
   if (typeof factor !== "number" || !Number.isInteger(factor) || factor <= 0) {
@@ -46,11 +47,13 @@ export function pixelShuffle(x: Tensor, upscaleFactor: number): Tensor {
   }
   const b = batch.length;
   const lead = batch.map((_, i) => i);
-  return forwardScope(() =>
-    x.reshape([...batch, c / (r * r), r, r, h, w])
-      .permute([...lead, b, b + 3, b + 1, b + 4, b + 2])
-      .reshape([...batch, c / (r * r), h * r, w * r])
-  );
+  // A new tensor, as PyTorch's (the permute's copy is the result's own memory).
+  return owned(() =>
+    forwardScope(() =>
+      x.reshape([...batch, c / (r * r), r, r, h, w])
+        .permute([...lead, b, b + 3, b + 1, b + 4, b + 2])
+        .reshape([...batch, c / (r * r), h * r, w * r])
+    ), x);
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   type PoolWithIndices,
   type ReturnIndicesOption,
 } from "./conv.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 /** A 1-d size: a number or a one-element array. */
 export type Size1 = number | readonly [number];
@@ -84,17 +85,19 @@ export function maxPool1d(
   kernelSize: Size1,
   options: MaxPool1dOptions & ReturnIndicesOption = {},
 ): Tensor | PoolWithIndices {
-  const x = as2d("maxPool1d", input);
-  const o: MaxPool2dOptions = {
-    stride: options.stride == null ? null : pair(options.stride, 1),
-    padding: pair(options.padding ?? 0, 0),
-    dilation: pair(options.dilation ?? 1, 1),
-    ceilMode: options.ceilMode,
-  };
-  if (!options.returnIndices) return maxPool2d(x, pair(kernelSize, 1), o).squeeze(-2);
-  // On a height of 1 the flat position in the plane is the column.
-  const [y, indices] = maxPool2d(x, pair(kernelSize, 1), { ...o, returnIndices: true });
-  return [y.squeeze(-2), indices.squeeze(-2)];
+  return owned(() => {
+    const x = as2d("maxPool1d", input);
+    const o: MaxPool2dOptions = {
+      stride: options.stride == null ? null : pair(options.stride, 1),
+      padding: pair(options.padding ?? 0, 0),
+      dilation: pair(options.dilation ?? 1, 1),
+      ceilMode: options.ceilMode,
+    };
+    if (!options.returnIndices) return maxPool2d(x, pair(kernelSize, 1), o).squeeze(-2);
+    // On a height of 1 the flat position in the plane is the column.
+    const [y, indices] = maxPool2d(x, pair(kernelSize, 1), { ...o, returnIndices: true });
+    return [y.squeeze(-2), indices.squeeze(-2)];
+  }, input);
 }
 
 /** Mean over windows of `kernelSize` along the last dim, as `torch.nn.functional.avg_pool1d`. */

@@ -1,7 +1,7 @@
 /**
  * Max pools that also give their indices, as `torch.nn.functional`'s
  * `max_pool{1,2,3}d_with_indices` and `adaptive_max_pool{1,2,3}d_with_indices`,
- * fractional max pooling (`fractional_max_pool2d`/`3d`) and `max_unpool3d`.
+ * fractional max pooling (`fractional_max_pool2d`/`3d`, with or without indices) and `max_unpool3d`.
  * Everything composes `gather`, `narrow` and the max-pool argmax (first
  * maximum on ties, the last NaN of a window), so every backend runs it and
  * the gradient goes to each window's winner.
@@ -441,4 +441,36 @@ export function maxUnpool3d(
   const stride = options.stride == null ? kernel : triple(op, "stride", options.stride, 1);
   const padding = triple(op, "padding", options.padding ?? 0, 0);
   return maxUnpool(op, input, indices, kernel, stride, padding, options.outputSize);
+}
+
+/**
+ * `torch.nn.functional.fractional_max_pool2d_with_indices`:
+ * {@link fractionalMaxPool2d} with `returnIndices`, `[output, indices]`
+ * (flat positions h·W + w in each input plane, int32).
+ */
+export function fractionalMaxPool2dWithIndices(
+  input: Tensor,
+  kernelSize: Size2,
+  options: Omit<
+    FractionalMaxPoolOptions<Size2, number | readonly [number, number]>,
+    "returnIndices"
+  >,
+): PoolWithIndices {
+  return fractionalMaxPool2d(input, kernelSize, { ...options, returnIndices: true });
+}
+
+/**
+ * `torch.nn.functional.fractional_max_pool3d_with_indices`:
+ * {@link fractionalMaxPool3d} with `returnIndices`, `[output, indices]`
+ * (flat positions d·H·W + h·W + w in each input volume, int32).
+ */
+export function fractionalMaxPool3dWithIndices(
+  input: Tensor,
+  kernelSize: Size3,
+  options: Omit<
+    FractionalMaxPoolOptions<Size3, number | readonly [number, number, number]>,
+    "returnIndices"
+  >,
+): PoolWithIndices {
+  return fractionalMaxPool3d(input, kernelSize, { ...options, returnIndices: true });
 }

@@ -20,6 +20,7 @@ import {
   resolvePaddingIdx,
   sameDevice,
 } from "../util.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 /** Options of {@link embedding}. */
 export interface EmbeddingOptions {
@@ -73,37 +74,43 @@ function lookupCounts(indices: Tensor, rows: number, dtype: Tensor["dtype"]): Te
  * `maxNorm`, the looked-up rows of `weight` are first renormalised in place.
  */
 export function embedding(input: Tensor, weight: Tensor, options: EmbeddingOptions = {}): Tensor {
-  const op = "embedding";
-  checkTensor(op, "input", input);
-  checkFloatInput(op, weight, "weight");
-  checkLookup(op, input, weight);
-  sameDevice(op, { input, weight });
-  const [rows, dim] = weight.shape;
-  const paddingIdx = resolvePaddingIdx(op, options.paddingIdx, rows);
-  const { maxNorm, normType } = checkMaxNorm(op, options.maxNorm, options.normType ?? 2);
-  const scaleGradByFreq = options.scaleGradByFreq ?? false;
-  const flat = input.reshape([input.numel()]);
-  // An index out of range matches no row here; indexSelect below names it.
-  if (maxNorm !== null && flat.numel() > 0) renormLookedUp_(weight, flat, maxNorm, normType);
-  let picked = weight.indexSelect(0, flat);
-  if ((paddingIdx !== null || scaleGradByFreq) && picked.requiresGrad) {
-    // The same values; only the gradient of each lookup is rescaled (padding
-    // lookups: by 0; with scaleGradByFreq: by 1 / the count of its row).
-    const same = new Tensor(picked.storage, picked.shape);
-    picked = record("embedding", [picked], same, ([g]) => {
-      const n = flat.numel();
-      let factor: Tensor | null = null;
-      if (scaleGradByFreq) {
-        factor = lookupCounts(flat, rows, g!.dtype).reciprocal().indexSelect(0, flat);
+  return owned(
+    () => {
+      const op = "embedding";
+      checkTensor(op, "input", input);
+      checkFloatInput(op, weight, "weight");
+      checkLookup(op, input, weight);
+      sameDevice(op, { input, weight });
+      const [rows, dim] = weight.shape;
+      const paddingIdx = resolvePaddingIdx(op, options.paddingIdx, rows);
+      const { maxNorm, normType } = checkMaxNorm(op, options.maxNorm, options.normType ?? 2);
+      const scaleGradByFreq = options.scaleGradByFreq ?? false;
+      const flat = input.reshape([input.numel()]);
+      // An index out of range matches no row here; indexSelect below names it.
+      if (maxNorm !== null && flat.numel() > 0) renormLookedUp_(weight, flat, maxNorm, normType);
+      let picked = weight.indexSelect(0, flat);
+      if ((paddingIdx !== null || scaleGradByFreq) && picked.requiresGrad) {
+        // The same values; only the gradient of each lookup is rescaled (padding
+        // lookups: by 0; with scaleGradByFreq: by 1 / the count of its row).
+        const same = new Tensor(picked.storage, picked.shape);
+        picked = record("embedding", [picked], same, ([g]) => {
+          const n = flat.numel();
+          let factor: Tensor | null = null;
+          if (scaleGradByFreq) {
+            factor = lookupCounts(flat, rows, g!.dtype).reciprocal().indexSelect(0, flat);
+          }
+          if (paddingIdx !== null) {
+            const keep = flat.ne(paddingIdx).to(g!.dtype);
+            factor = factor ? factor.mul(keep) : keep;
+          }
+          return [g!.mul(factor!.reshape([n, 1]))];
+        });
       }
-      if (paddingIdx !== null) {
-        const keep = flat.ne(paddingIdx).to(g!.dtype);
-        factor = factor ? factor.mul(keep) : keep;
-      }
-      return [g!.mul(factor!.reshape([n, 1]))];
-    });
-  }
-  return picked.reshape([...input.shape, dim]);
+      return picked.reshape([...input.shape, dim]);
+    },
+    input,
+    weight,
+  );
 }
 
 /**

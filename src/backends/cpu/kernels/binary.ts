@@ -22,8 +22,9 @@ function binaryFunction(
     case "div":
       return dtype === "int32" ? (a, b) => (b === 0 ? 0 : Math.trunc(a / b)) : (a, b) => a / b;
     case "pow":
-      // pow(1, y) is 1 even for NaN and ±inf (C and PyTorch; JavaScript gives NaN).
-      return (a, b) => (a === 1 ? 1 : Math.pow(a, b));
+      // pow(1, y) is 1 even for NaN and ±inf, so is pow(-1, ±inf) (C and PyTorch; JavaScript
+      // gives NaN for both).
+      return (a, b) => (a === 1 || (a === -1 && Math.abs(b) === Infinity) ? 1 : Math.pow(a, b));
     case "maximum":
       return (a, b) => (a > b || Number.isNaN(a) ? a : b);
     case "minimum":

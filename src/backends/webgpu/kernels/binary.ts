@@ -79,13 +79,14 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
       break;
     case "pow":
       if (t !== "f32") break;
-      // pow(x, 0) = pow(1, y) = 1 even for NaN (as C and PyTorch); any other
-      // NaN operand gives NaN. WGSL pow is undefined for a < 0; handle
+      // pow(x, 0) = pow(1, y) = 1 even for NaN, pow(-1, ±inf) = 1 (as C and
+      // PyTorch); any other NaN operand gives NaN. WGSL pow is undefined for a < 0; handle
       // integral exponents and make the common squares and roots exact.
       return `let an = isNan(a);
   let bn = isNan(b);
   if ((!bn && b == 0.0) || (!an && a == 1.0)) { return 1.0; }
   if (an || bn) { return nanF32(); }
+  if (a == -1.0 && abs(b) == infF32()) { return 1.0; }
   if (b == 1.0) { return a; }
   if (b == 2.0) { return a * a; }
   if (a == 0.0) {
@@ -99,7 +100,8 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
   if (b == -1.0) { return 1.0 / a; }
   let r = pow(abs(a), b);
   if (a < 0.0) {
-    if (floor(b) != b) { return nanF32(); }
+    // C's pow(-inf, y) for y not an integer: |x|^y (+inf or +0), no NaN.
+    if (floor(b) != b) { return select(nanF32(), r, a == -infF32()); }
     let h = 0.5 * b;
     if (floor(h) != h) { return -r; }
   }

@@ -59,7 +59,9 @@ fn geluDerivative(x: f32) -> f32 {
  * |x| = 1e4, and positional encodings and rotary embeddings take sin/cos of
  * 1e3..1e5. Every kernel that needs sin or cos includes this one.
  *
- * x is reduced to r + low = |x| - n pi/2 (|r| <= pi/4, low a correction
+ * |x| below 2^-12 (subnormals included) gives x or 1 straight from x's bits,
+ * as a flushing GPU would otherwise lose subnormals. Larger x is reduced to
+ * r + low = |x| - n pi/2 (|r| <= pi/4, low a correction
  * below r's ulp), then Cephes' sinf/cosf minimax polynomials on
  * [-pi/4, pi/4] give sin(r) or cos(r) with low added to first order, picked
  * and signed by the quadrant n mod 4 (cos(x) = sin(|x| + pi/2)).
@@ -174,6 +176,11 @@ fn trigReduceLarge(a: f32) -> vec3<f32> {
 }
 fn sinCos(x: f32, cosine: bool) -> f32 {
   let bits = bitcast<u32>(x);
+  // |x| < 2^-12: sin(x) rounds to x and cos(x) to 1 in float32 (x^2/6 and x^2/2 are below half
+  // an ulp), so the polynomials would give the same. Decided on the bits and returned from them:
+  // a GPU that flushes subnormals in arithmetic (real ones do) would make sin of a subnormal x
+  // ±0 through r + r zz P, where PyTorch returns x.
+  if ((bits & 0x7fffffffu) < 0x39800000u) { return select(bitcast<f32>(bits), 1.0, cosine); }
   let a = bitcast<f32>(bits & 0x7fffffffu);
   var n = 0u;
   var r = a;
