@@ -71,10 +71,15 @@
  * refusal of in-place ops on results that are copies where PyTorch has views
  * (~70, `src/ops/inplace.ts`, `view.ts`), tensor bounds for `clamp` (34),
  * the int32 bitwise ops and the optional `scatterReduce` kernel's record in
- * the contract (30), and `initialSeed` (11). Raise it only with a reason in
- * the commit.
+ * the contract (30), and `initialSeed` (11); raised by 34 to 6,764 for
+ * `setDefaultDtype` (the default's state read by the factories, and the
+ * overflow check PyTorch's `full`/`fill_` make: 26), anomaly mode's hooks
+ * in the engine (a forward stack per node only while it is on: 4), and
+ * ownership of internal reshapes, so `relu_()` after a Linear or matmul is
+ * allowed as in PyTorch (`Storage.madeAt`, the `own` flag of `reshape`: 4).
+ * Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6730;
+export const CORE_BUDGET = 6764;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

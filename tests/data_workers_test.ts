@@ -316,9 +316,9 @@ workerTest(
         new data.DataLoader(new Squares({ n: 6, at: 3 }, "hang"), {
           batchSize: 1,
           numWorkers: 2,
-          timeout: 3000,
+          timeout: 10_000,
         }),
-        /timed out after 3000 ms waiting for batch 3 from worker 1/,
+        /timed out after 10000 ms waiting for batch 3 from worker 1/,
       ],
       [
         "die",

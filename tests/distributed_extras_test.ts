@@ -304,7 +304,7 @@ Deno.test({
       `DistributedError: monitoredBarrier: rank ${rank} reached monitoredBarrier, but rank ${monitor} reports: ${what}`;
     results.forEach((r, rank) => {
       assert.equal(r.onTime, "no error");
-      const one = "[Rank 0]: Rank 2 failed to pass monitoredBarrier in 300 ms";
+      const one = "[Rank 0]: Rank 2 failed to pass monitoredBarrier in 1000 ms";
       const first = "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 200 ms";
       const all = "[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 200 ms";
       assert.equal(r.oneLate, rank === 0 ? `DistributedError: ${one}` : told(rank, one));
@@ -313,9 +313,9 @@ Deno.test({
         rank === 0 ? `DistributedError: ${first}` : told(rank, first),
       );
       assert.equal(r["allLate true"], rank === 0 ? `DistributedError: ${all}` : told(rank, all));
-      // Bounded: rank 0 fails at its timeout, not at the group's (20 s), nor the late ranks' 1 s+.
+      // Bounded: rank 0 fails at its timeout, not at the group's (20 s), nor when the late ranks come.
       if (rank === 0) {
-        assert.ok((r.oneLateMs as number) < 1400, `${r.oneLateMs} ms`);
+        assert.ok((r.oneLateMs as number) < 2400, `${r.oneLateMs} ms`);
         assert.ok((r["allLateMs true"] as number) < 900, `${r["allLateMs true"]} ms`);
       }
       assert.deepEqual(r.after, [3], "the group is still usable");
@@ -642,7 +642,7 @@ Deno.test({
     assert.equal(monitored.code, 0, monitored.output);
     monitored.results.forEach((r, rank) => {
       assert.ok(r, `rank ${rank} wrote nothing: ${monitored.output}`);
-      const one = "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 300 ms";
+      const one = "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 1000 ms";
       assert.equal(r.onTime, "no error");
       assert.equal(
         r.oneLate,

@@ -172,6 +172,11 @@ backendTest(
       }
       if (changed) assertClose(changed, await grads(shape, f, false), { atol: 1e-5 });
     }
+    // argmax/argmin of all elements (no gradient) leave their input changeable too.
+    const z = on(d, [3, 4], floats([3, 4], 4)).requiresGrad_().mul(1);
+    const picked = [z.argmax(), z.argmin(), z.argmax(undefined, true)];
+    z.add_(1);
+    assert.deepEqual(picked.map((p) => p.shape), [[], [], [1, 1]]);
     // A result that is a reshape view of the input keeps both refused.
     const x = on(d, [3, 4], floats([3, 4], 3)).requiresGrad_().mul(1);
     const flat = x.flatten();
@@ -221,19 +226,7 @@ const KNOWN: Record<string, string> = {};
  * Ops that still leave the caller's input marked as shared by an internal reshape of it (PyTorch
  * lets `x.add_(1)` follow any op that returns no view of `x`). The audit requires this exact list.
  */
-const KNOWN_INPUT: Record<string, string> = {
-  "diagflat": "not yet: the input's internal reshape marks it shared",
-  "dstack": "not yet: the input's internal reshape marks it shared",
-  "column_stack": "not yet: the input's internal reshape marks it shared",
-  "cartesian_prod": "not yet: the input's internal reshape marks it shared",
-  "cdist": "not yet: the input's internal reshape marks it shared",
-  "outer": "not yet: the input's internal reshape marks it shared",
-  "addr": "not yet: the input's internal reshape marks it shared",
-  "nn.ConvTranspose2d": "not yet: the input's internal reshape marks it shared",
-  "nn.GroupNorm": "not yet: the input's internal reshape marks it shared",
-  "F.interpolate": "not yet: the input's internal reshape marks it shared",
-  "F.cross_entropy": "not yet: the input's internal reshape marks it shared",
-};
+const KNOWN_INPUT: Record<string, string> = {};
 
 Deno.test("audit: in place on each op's result where PyTorch allows it, unless a PyTorch view", async () => {
   const first = (r: unknown) => (Array.isArray(r) ? r[0] : r) as Tensor;
@@ -278,9 +271,26 @@ Deno.test("audit: in place on each op's result where PyTorch allows it, unless a
       (!c.nograd && !noGradRefused && !c.isView);
     if (differs) found.push(c.name);
     if (!c.isView) { // the op's input, a non-leaf, stays changeable in place
-      const input = mg.randn(c.shape, { requiresGrad: true }).mul(1);
-      build(input, mg);
+      const leaf = mg.randn(c.shape, { requiresGrad: true });
+      const input = leaf.mul(1);
+      mg.manualSeed(1);
+      const r = first(build(input, mg));
       if (fails(() => input.add_(1))) inputMarked.push(c.name);
+      else if (r.requiresGrad) {
+        // Backward names the change (a saved input), or the gradient is the one without it.
+        try {
+          r.sum().backward();
+        } catch (e) {
+          assert.match(String(e), /modified in place/, c.name);
+          continue;
+        }
+        const ref = leaf.detach().clone().requiresGrad_();
+        mg.manualSeed(1);
+        first(build(ref.mul(1), mg)).sum().backward();
+        const [a, b] = [await leaf.grad!.data(), await ref.grad!.data()];
+        const off = a.some((v, i) => Math.abs(v - b[i]) > 1e-4 * (1 + Math.abs(b[i])));
+        assert.ok(!off, `${c.name}: a change of the input gave a wrong gradient`);
+      }
     }
   }
   assert.deepEqual(found.sort(), Object.keys(KNOWN).sort());

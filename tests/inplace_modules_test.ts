@@ -70,6 +70,12 @@ backendTest("Linear -> ReLU(inplace) MLP, and every inplace module, as out of pl
     (inplace) => new nn.Hardswish({ inplace }),
     (inplace) => new nn.Hardsigmoid({ inplace }),
     (inplace) => new nn.Mish({ inplace }),
+    (inplace) => new nn.CELU({ alpha: 0.5, inplace }),
+    (inplace) => new nn.SELU({ inplace }),
+    (inplace) => new nn.RReLU({ inplace }),
+    (inplace) => new nn.Threshold(0.1, -1, { inplace }),
+    (inplace) => new nn.AlphaDropout(0.2, { inplace }),
+    (inplace) => new nn.FeatureAlphaDropout(0.2, { inplace }),
   ];
   for (const act of acts) {
     const make = (inplace: boolean) =>
@@ -120,4 +126,92 @@ backendTest("F.relu_, elu_, leakyRelu_, hardtanh_, celu_, selu_, threshold_, rre
       atol: 1e-5,
     });
   }
+});
+
+backendTest("channel dropouts with inplace train as out of place", async (d) => {
+  const drops: [(inplace: boolean) => nn.Module, number[]][] = [
+    [(inplace) => new nn.Dropout1d(0.4, { inplace }), [2, 4, 3]],
+    [(inplace) => new nn.Dropout2d(0.4, { inplace }), [2, 4, 2, 3]],
+    [(inplace) => new nn.Dropout3d(0.4, { inplace }), [2, 4, 2, 2, 3]],
+  ];
+  for (const [drop, shape] of drops) {
+    const make = (inplace: boolean) =>
+      new nn.Sequential(new nn.Linear(3, 3, { device: d }), drop(inplace));
+    assertClose(await train(d, make, shape, true), await train(d, make, shape, false), {
+      atol: 1e-5,
+    });
+  }
+});
+
+backendTest(
+  "functional { inplace: true }: the input overwritten, gradients as out of place",
+  async (d) => {
+    const vals = [-2, -0.5, 0.25, 0.5, 3];
+    const forms: [(t: Tensor, inplace: boolean) => Tensor][] = [
+      [(t, inplace) => F.relu(t, { inplace })],
+      [(t, inplace) => F.leakyRelu(t, { negativeSlope: 0.2, inplace })],
+      [(t, inplace) => F.elu(t, { alpha: 0.3, inplace })],
+      [(t, inplace) => F.hardtanh(t, { minVal: -1, maxVal: 1, inplace })],
+      [(t, inplace) => F.celu(t, { alpha: 2, inplace })],
+      [(t, inplace) => F.selu(t, { inplace })],
+      [(t, inplace) => F.silu(t, { inplace })],
+      [(t, inplace) => F.relu6(t, { inplace })],
+      [(t, inplace) => F.hardsigmoid(t, { inplace })],
+      [(t, inplace) => F.hardswish(t, { inplace })],
+      [(t, inplace) => F.mish(t, { inplace })],
+      [(t, inplace) => F.threshold(t, 0.3, -1, { inplace })],
+      [(t, inplace) => F.rrelu(t, { training: false, inplace })],
+      [(t, inplace) => F.dropout(t, { p: 0.4, inplace })],
+      [(t, inplace) => F.alphaDropout(t, { p: 0.4, training: true, inplace })],
+    ];
+    for (const [f] of forms) {
+      const run = async (inplace: boolean) => {
+        mg.manualSeed(5);
+        const leaf = on(d, [5], vals).requiresGrad_();
+        const h = leaf.mul(2);
+        const r = f(h, inplace);
+        assert.equal(r === h, inplace);
+        r.mul(r).sum().backward();
+        return [...Array.from(await r.data()), ...Array.from(await leaf.grad!.data())];
+      };
+      assertClose(await run(true), await run(false), { atol: 1e-5 });
+    }
+    // The positional form still works; eval mode is the identity, in place or not.
+    const x = on(d, [5], vals);
+    assert.equal(F.dropout(x, { p: 0.5, training: false, inplace: true }), x);
+    assert.equal(F.dropout(x, 0.5, false), x);
+  },
+);
+
+Deno.test("inplace modules print as PyTorch 1.13", () => {
+  // torch.nn's reprs with inplace=True (Hardswish and Hardsigmoid print no options).
+  const cases: [nn.Module, string][] = [
+    [new nn.ReLU({ inplace: true }), "ReLU(inplace=True)"],
+    [new nn.ReLU(), "ReLU()"],
+    [new nn.ReLU6({ inplace: true }), "ReLU6(inplace=True)"],
+    [new nn.LeakyReLU({ inplace: true }), "LeakyReLU(negative_slope=0.01, inplace=True)"],
+    [new nn.ELU({ inplace: true }), "ELU(alpha=1.0, inplace=True)"],
+    [new nn.CELU({ inplace: true }), "CELU(alpha=1.0, inplace=True)"],
+    [new nn.SELU({ inplace: true }), "SELU(inplace=True)"],
+    [new nn.Hardtanh({ inplace: true }), "Hardtanh(min_val=-1.0, max_val=1.0, inplace=True)"],
+    [new nn.Hardswish({ inplace: true }), "Hardswish()"],
+    [new nn.Hardsigmoid({ inplace: true }), "Hardsigmoid()"],
+    [new nn.SiLU({ inplace: true }), "SiLU(inplace=True)"],
+    [new nn.Mish({ inplace: true }), "Mish(inplace=True)"],
+    [new nn.RReLU({ inplace: true }), "RReLU(lower=0.125, upper=0.3333333333333333, inplace=True)"],
+    [
+      new nn.Threshold(0.1, 0, { inplace: true }),
+      "Threshold(threshold=0.1, value=0, inplace=True)",
+    ],
+    [new nn.Dropout(0.5, { inplace: true }), "Dropout(p=0.5, inplace=True)"],
+    [new nn.Dropout1d(0.5, { inplace: true }), "Dropout1d(p=0.5, inplace=True)"],
+    [new nn.Dropout2d(0.5, { inplace: true }), "Dropout2d(p=0.5, inplace=True)"],
+    [new nn.Dropout3d(0.5, { inplace: true }), "Dropout3d(p=0.5, inplace=True)"],
+    [new nn.AlphaDropout(0.5, { inplace: true }), "AlphaDropout(p=0.5, inplace=True)"],
+    [
+      new nn.FeatureAlphaDropout(0.5, { inplace: true }),
+      "FeatureAlphaDropout(p=0.5, inplace=True)",
+    ],
+  ];
+  for (const [m, expected] of cases) assert.equal(m.toString(), expected);
 });

@@ -302,7 +302,7 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
  * for await (const [xb, yb] of parallel) console.log(xb.shape, yb.shape);
  * ```
  */
-export class DataLoader<T, B = Collated<T>> implements Iterable<B> {
+export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterable<B> {
   /** The dataset batched. */
   readonly dataset: Dataset<T> | IterableDataset<T>;
   /** Samples per batch. */

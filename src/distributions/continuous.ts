@@ -64,7 +64,7 @@ export class Normal extends ExponentialFamily {
     return true;
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** `loc`. */
@@ -192,7 +192,7 @@ export class Uniform extends Distribution {
     return true;
   }
   /** NaN: every point of the interval is a mode (PyTorch says NaN). */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.high.mul(NaN);
   }
   /** `(low + high)/2`. */
@@ -269,7 +269,7 @@ export class Exponential extends ExponentialFamily {
     return true;
   }
   /** 0. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.rate.zerosLike();
   }
   /** `1/rate`. */
@@ -361,7 +361,7 @@ export class Laplace extends Distribution {
     return true;
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** `loc`. */

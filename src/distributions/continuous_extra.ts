@@ -106,7 +106,7 @@ export class StudentT extends Distribution {
     return nanWhere(this.loc.mul(1), () => this.df.le(1));
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** `scale²·df/(df - 2)` where `df > 2`, infinity for `1 < df <= 2`, NaN for `df <= 1`. */
@@ -193,7 +193,7 @@ export class FisherSnedecor extends Distribution {
     return df2.div(df2.sub(2));
   }
   /** `(df1 - 2)/df1 · df2/(df2 + 2)` where `df1 > 2`, else NaN (zero gradients there, as PyTorch). */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     const [df1, df2] = [this.df1, this.df2];
     const safe = df1.where(noGrad(() => df1.gt(2)), 3);
     return nanWhere(safe.sub(2).div(safe).mul(df2).div(df2.add(2)), () => df1.le(2));
@@ -329,7 +329,7 @@ export class VonMises extends Distribution {
     return this.loc;
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** `1 - I₁(κ)/I₀(κ)` (the circular variance). */

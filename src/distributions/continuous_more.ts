@@ -75,7 +75,7 @@ export class Cauchy extends Distribution {
     return full(this.extendedShape(), NaN, { dtype: this.loc.dtype, device: this.loc.device });
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** Infinity, as PyTorch. */
@@ -154,7 +154,7 @@ export class LogNormal extends TransformedDistribution {
     return this.loc.add(this.scale.square().div(2)).exp();
   }
   /** `exp(loc - scale²)`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc.sub(this.scale.square()).exp();
   }
   /** `(exp(scale²) - 1)·exp(2 loc + scale²)`. */
@@ -233,7 +233,7 @@ export class Gumbel extends TransformedDistribution {
     return this.scale.mul(EULER).add(this.loc);
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** `π/√6·scale`. */
@@ -272,7 +272,7 @@ export abstract class HalfDistribution extends TransformedDistribution {
     return constraints.nonnegative;
   }
   /** 0. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.scale.mul(0);
   }
   /** The base's log-density plus log 2 (-inf below 0). */
@@ -409,7 +409,7 @@ export class Weibull extends TransformedDistribution {
     return this.scale.mul(lgamma(this.concentrationReciprocal.add(1)).exp());
   }
   /** `λ·((k - 1)/k)^{1/k}`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     const k = this.concentration;
     return this.scale.mul(k.sub(1).div(k).pow(k.reciprocal()));
   }
@@ -468,7 +468,7 @@ export class Pareto extends TransformedDistribution {
     return a.mul(this.scale).div(a.sub(1));
   }
   /** `scale`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.scale;
   }
   /** `scale²·α/((α - 1)²(α - 2))` (infinite for α <= 2). */
@@ -549,7 +549,7 @@ export class Kumaraswamy extends TransformedDistribution {
    * `((a - 1)/(ab - 1))^{1/a}`, NaN where a < 1 or b < 1 (PyTorch 1.13's
    * formula takes `log1p(-b)`, NaN for every b > 1; this is the textbook mode).
    */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return forwardScope(() => {
       const [a, b] = [this.concentration1, this.concentration0];
       const logMode = a.sub(1).log().sub(a.mul(b).sub(1).log()).div(a);

@@ -105,7 +105,7 @@ export class Bernoulli extends ExponentialFamily {
     return constraints.boolean;
   }
   /** 1 where `probs > 1/2`, 0 below, NaN at 1/2 (a tie), as PyTorch. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     const p = this.probs;
     return p.ge(0.5).to(p.dtype).where(p.ne(0.5), NaN);
   }
@@ -234,7 +234,7 @@ export class Categorical extends Distribution {
     };
   }
   /** The most probable category (the first on ties). */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.probs.argmax(-1);
   }
   /** NaN (undefined for categories), as PyTorch. */
@@ -374,7 +374,7 @@ export class OneHotCategorical extends Distribution {
     };
   }
   /** The most probable category, one-hot (the first on ties). */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     const p = this.probs;
     return p.argmax(-1, true).eq(
       arange(0, p.shape[p.ndim - 1], 1, { dtype: "int32", device: p.device }),

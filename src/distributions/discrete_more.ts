@@ -220,7 +220,7 @@ export class Binomial extends Distribution {
     return this.totalCount.mul(this.probs);
   }
   /** `min(floor((n + 1)·p), n)`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     const m = this.totalCount.add(1).mul(this.probs).floor();
     // clamp(max=n) as PyTorch: a tie passes the gradient to the floor (zero), not to n.
     return m.where(noGrad(() => m.le(this.totalCount)), this.totalCount);
@@ -338,7 +338,7 @@ export class Geometric extends Distribution {
     return this.probs.reciprocal().sub(1);
   }
   /** 0. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     const p = this.#param;
     return full(this.batchShape, 0, { dtype: p.dtype, device: p.device });
   }
@@ -443,7 +443,7 @@ export class NegativeBinomial extends Distribution {
     return this.totalCount.mul(this.logits.exp());
   }
   /** `max(floor((n - 1)·e^logit), 0)`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.totalCount.sub(1).mul(this.logits.exp()).floor().clamp(0);
   }
   /** `mean/σ(-logit)`. */
@@ -513,7 +513,7 @@ export class Poisson extends ExponentialFamily {
     return this.rate;
   }
   /** `floor(λ)`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.rate.floor();
   }
   /** λ. */

@@ -530,6 +530,14 @@ export abstract class Distribution {
   /** The variance. */
   abstract get variance(): Tensor;
 
+  /**
+   * The mode (a most probable value), of shape `batchShape + eventShape`;
+   * a TypeError for the families PyTorch defines none for.
+   */
+  get mode(): Tensor {
+    throw new TypeError(`${this.name}.mode: not implemented for ${this.name}`);
+  }
+
   /** The standard deviation. */
   get stddev(): Tensor {
     return this.variance.sqrt();

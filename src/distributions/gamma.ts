@@ -118,7 +118,7 @@ export class Gamma extends ExponentialFamily {
     return constraints.nonnegative;
   }
   /** `max(α - 1, 0)/β`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.concentration.sub(1).div(this.rate).clamp(0);
   }
   /** `α/β`. */
@@ -281,7 +281,7 @@ export class Beta extends ExponentialFamily {
    * `(α - 1)⁺/((α - 1)⁺ + (β - 1)⁺)`, 1 where both are below 1, NaN where
    * the clamped sum is 0 otherwise.
    */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return forwardScope(() => {
       const [a, b] = [this.concentration1, this.concentration0];
       const [am, bm] = [a.sub(1), b.sub(1)];

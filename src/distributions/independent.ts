@@ -71,12 +71,8 @@ export class Independent extends Distribution {
     return this.baseDist.hasRsample;
   }
   /** The base's mode. */
-  get mode(): Tensor {
-    const mode = (this.baseDist as { readonly mode?: Tensor }).mode;
-    if (mode === undefined) {
-      throw new TypeError(`Independent.mode: ${this.baseDist.name} has no mode`);
-    }
-    return mode;
+  override get mode(): Tensor {
+    return this.baseDist.mode;
   }
   /** The base's mean. */
   get mean(): Tensor {

@@ -182,7 +182,7 @@ export class Wishart extends ExponentialFamily {
     return this.dfMatrix.mul(this.covarianceMatrix);
   }
   /** `(ν - p - 1)·Σ` where `ν > p + 1`, else NaN. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     const factor = this.dfMatrix.sub(this.p + 1);
     const safe = factor.where(noGrad(() => factor.gt(0)), NaN);
     return safe.mul(this.covarianceMatrix);

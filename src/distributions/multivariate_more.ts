@@ -87,7 +87,7 @@ export class Dirichlet extends ExponentialFamily {
    * every vertex) the first vertex, and NaN where the α - 1 sum to 0 otherwise,
    * as PyTorch.
    */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return forwardScope(() => {
       const c = this.concentration;
       const k = c.shape[c.ndim - 1];
@@ -309,7 +309,7 @@ export class LowRankMultivariateNormal extends Distribution {
     return this.loc;
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** `Σⱼ W²ᵢⱼ + Dᵢ`. */

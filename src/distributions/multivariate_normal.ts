@@ -174,7 +174,7 @@ export class MultivariateNormal extends Distribution {
     return true;
   }
   /** `loc`. */
-  get mode(): Tensor {
+  override get mode(): Tensor {
     return this.loc;
   }
   /** `loc`. */

@@ -9,7 +9,7 @@ import type { Tensor } from "../tensor.ts";
 import * as F from "./functional/activation.ts";
 import { Module } from "./module.ts";
 import { checkFinite, pyFloat } from "./util.ts";
-import { applyInPlace, type InplaceOptions } from "./functional/inplace.ts";
+import { applyInPlace, type InplaceOptions, inplaceRepr } from "./functional/inplace.ts";
 
 /** `x` where positive, else `negativeSlope * x`, as `torch.nn.LeakyReLU`. */
 export class LeakyReLU extends Module {
@@ -37,7 +37,7 @@ export class LeakyReLU extends Module {
 
   /** `negative_slope=0.01`. */
   override extraRepr(): string {
-    return `negative_slope=${pyFloat(this.negativeSlope)}`;
+    return `negative_slope=${pyFloat(this.negativeSlope)}${inplaceRepr(this.inplace)}`;
   }
 }
 
@@ -55,6 +55,11 @@ export class SiLU extends Module {
   /** Applies SiLU. */
   override forward(x: Tensor): Tensor {
     return applyInPlace("silu_", x, this.inplace, (x) => F.silu(x));
+  }
+
+  /** `inplace=True` when set. */
+  override extraRepr(): string {
+    return inplaceRepr(this.inplace).slice(2);
   }
 }
 
@@ -79,7 +84,7 @@ export class ELU extends Module {
 
   /** `alpha=1.0`. */
   override extraRepr(): string {
-    return `alpha=${pyFloat(this.alpha)}`;
+    return `alpha=${pyFloat(this.alpha)}${inplaceRepr(this.inplace)}`;
   }
 }
 
@@ -137,7 +142,9 @@ export class Hardtanh extends Module {
 
   /** `min_val=-1.0, max_val=1.0`. */
   override extraRepr(): string {
-    return `min_val=${pyFloat(this.minVal)}, max_val=${pyFloat(this.maxVal)}`;
+    return `min_val=${pyFloat(this.minVal)}, max_val=${pyFloat(this.maxVal)}${
+      inplaceRepr(this.inplace)
+    }`;
   }
 }
 
@@ -155,6 +162,11 @@ export class ReLU6 extends Module {
   /** Applies ReLU6. */
   override forward(x: Tensor): Tensor {
     return applyInPlace("relu6_", x, this.inplace, (x) => F.relu6(x));
+  }
+
+  /** `inplace=True` when set. */
+  override extraRepr(): string {
+    return inplaceRepr(this.inplace).slice(2);
   }
 }
 
@@ -206,5 +218,10 @@ export class Mish extends Module {
   /** Applies mish. */
   override forward(x: Tensor): Tensor {
     return applyInPlace("mish_", x, this.inplace, (x) => F.mish(x));
+  }
+
+  /** `inplace=True` when set. */
+  override extraRepr(): string {
+    return inplaceRepr(this.inplace).slice(2);
   }
 }

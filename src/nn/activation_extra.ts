@@ -12,6 +12,7 @@ import * as F from "./functional/activation_extra.ts";
 import type { FactoryOptions } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";
 import { checkCount, checkFinite, pyFloat } from "./util.ts";
+import { applyInPlace, type InplaceOptions, inplaceRepr } from "./functional/inplace.ts";
 
 /** Options of {@link PReLU}. */
 export interface PReLUOptions extends FactoryOptions {
@@ -111,10 +112,13 @@ export class Threshold extends Module {
   readonly threshold: number;
   /** What replaces them. */
   readonly value: number;
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
 
-  /** A threshold at `threshold`, replacing with `value`. */
-  constructor(threshold: number, value: number) {
+  /** A threshold at `threshold`, replacing with `value`; `inplace` as PyTorch's. */
+  constructor(threshold: number, value: number, options: InplaceOptions = {}) {
     super();
+    this.inplace = options.inplace ?? false;
     for (const [name, v] of [["threshold", threshold], ["value", value]] as const) {
       if (typeof v !== "number") {
         throw new TypeError(`Threshold: ${name} must be a number, got ${v}`);
@@ -126,7 +130,12 @@ export class Threshold extends Module {
 
   /** Applies the threshold. */
   override forward(x: Tensor): Tensor {
-    return F.threshold(x, this.threshold, this.value);
+    return applyInPlace(
+      "threshold_",
+      x,
+      this.inplace,
+      (x) => F.threshold(x, this.threshold, this.value),
+    );
   }
 
   /**
@@ -134,7 +143,9 @@ export class Threshold extends Module {
    * `Threshold(0.1, 20)`.
    */
   override extraRepr(): string {
-    return `threshold=${pyNumber(this.threshold)}, value=${pyNumber(this.value)}`;
+    return `threshold=${pyNumber(this.threshold)}, value=${pyNumber(this.value)}${
+      inplaceRepr(this.inplace)
+    }`;
   }
 }
 
@@ -163,9 +174,23 @@ export class GLU extends Module {
 
 /** The self-normalizing ELU with PyTorch's fixed alpha and scale, as `torch.nn.SELU`. */
 export class SELU extends Module {
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
+
+  /** `inplace` overwrites the input, as PyTorch's `inplace=True`. */
+  constructor(options: InplaceOptions = {}) {
+    super();
+    this.inplace = options.inplace ?? false;
+  }
+
   /** Applies SELU. */
   override forward(x: Tensor): Tensor {
-    return F.selu(x);
+    return applyInPlace("selu_", x, this.inplace, (x) => F.selu(x));
+  }
+
+  /** `inplace=True` when set. */
+  override extraRepr(): string {
+    return inplaceRepr(this.inplace).slice(2);
   }
 }
 
@@ -181,21 +206,24 @@ function optionOf<K extends string>(
 export class CELU extends Module {
   /** Scale of the negative part. */
   readonly alpha: number;
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
 
-  /** A CELU with `alpha` (default 1; a number or `{ alpha }`). */
-  constructor(alpha: number | F.CeluOptions = {}) {
+  /** A CELU with `alpha` (default 1; a number or `{ alpha, inplace }`). */
+  constructor(alpha: number | (F.CeluOptions & InplaceOptions) = {}) {
     super();
+    this.inplace = typeof alpha === "number" ? false : alpha.inplace ?? false;
     this.alpha = checkFinite("CELU", "alpha", optionOf(alpha, "alpha") ?? 1, { nonZero: true });
   }
 
   /** Applies CELU. */
   override forward(x: Tensor): Tensor {
-    return F.celu(x, { alpha: this.alpha });
+    return applyInPlace("celu_", x, this.inplace, (x) => F.celu(x, { alpha: this.alpha }));
   }
 
   /** `alpha=1.0`. */
   override extraRepr(): string {
-    return `alpha=${pyFloat(this.alpha)}`;
+    return `alpha=${pyFloat(this.alpha)}${inplaceRepr(this.inplace)}`;
   }
 }
 

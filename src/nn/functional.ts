@@ -15,9 +15,12 @@ import { linear as linearOp } from "../ops/linalg.ts";
 import { formatShape, numelOf, sameShape } from "../shape.ts";
 import { forwardScope, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
+import { inPlace } from "../ops/inplace.ts";
+import type { InplaceOptions } from "./functional/inplace.ts";
 import { checkBatchNorm, checkReduction, checkTensor, sameDevice } from "./util.ts";
 
 import { pickedNll, type Reduction } from "./functional/loss.ts";
+import { owned } from "../ops_composite/owned.ts";
 
 export * from "./functional/activation.ts";
 export * from "./functional/loss.ts";
@@ -55,9 +58,10 @@ export {
 
 // ---------------------------------------------------------------- activations
 
-/** max(x, 0). */
-export function relu(x: Tensor): Tensor {
+/** max(x, 0); `inplace` overwrites `x`, as PyTorch's `inplace=True` (see `relu_`). */
+export function relu(x: Tensor, options: InplaceOptions = {}): Tensor {
   checkTensor("relu", "input", x);
+  if (options.inplace) return inPlace("relu_", x, [], (t) => t.relu());
   return x.relu();
 }
 
@@ -327,7 +331,8 @@ export interface GroupNormOptions {
  */
 export function groupNorm(x: Tensor, numGroups: number, options: GroupNormOptions = {}): Tensor {
   // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => groupNormUnscoped(x, numGroups, options));
+  const { weight, bias } = options;
+  return owned(() => forwardScope(() => groupNormUnscoped(x, numGroups, options)), x, weight, bias);
 }
 
 function groupNormUnscoped(x: Tensor, numGroups: number, options: GroupNormOptions = {}): Tensor {
@@ -433,7 +438,7 @@ export function crossEntropy(
   options: CrossEntropyOptions = {},
 ): Tensor {
   // Its log-probabilities and one-hots go with the graph at backward, not with the GC.
-  return forwardScope(() => crossEntropyUnscoped(input, target, options));
+  return owned(() => forwardScope(() => crossEntropyUnscoped(input, target, options)), input);
 }
 
 function crossEntropyUnscoped(

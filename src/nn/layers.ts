@@ -15,7 +15,7 @@ import * as F from "./functional.ts";
 import { Module, Parameter } from "./module.ts";
 import { orderedKeys, recordFieldOrder } from "./field_order.ts";
 import { checkCount, pyBool, pyFloat } from "./util.ts";
-import { applyInPlace, type InplaceOptions } from "./functional/inplace.ts";
+import { applyInPlace, type InplaceOptions, inplaceRepr } from "./functional/inplace.ts";
 
 /** Where a layer creates its parameters (PyTorch's factory kwargs). */
 export interface FactoryOptions {
@@ -239,6 +239,11 @@ export class ReLU extends Module {
   /** Applies ReLU. */
   override forward(x: Tensor): Tensor {
     return applyInPlace("relu_", x, this.inplace, (x) => F.relu(x));
+  }
+
+  /** `inplace=True` when set. */
+  override extraRepr(): string {
+    return inplaceRepr(this.inplace).slice(2);
   }
 }
 

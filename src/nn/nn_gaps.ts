@@ -17,6 +17,7 @@ import type { Size3 } from "./functional/volumetric.ts";
 import { DropoutNd } from "./dropout.ts";
 import { Module } from "./module.ts";
 import { checkCount, checkFinite, checkFloatInput, poolWindowRepr, pyFloat } from "./util.ts";
+import { applyInPlace, type InplaceOptions, inplaceRepr } from "./functional/inplace.ts";
 
 /** Options of {@link RReLU}. */
 export interface RReLUModuleOptions {
@@ -36,10 +37,13 @@ export class RReLU extends Module {
   readonly lower: number;
   /** Upper bound of the slope. */
   readonly upper: number;
+  /** Whether forward overwrites its input (PyTorch's `inplace`). */
+  readonly inplace: boolean;
 
   /** An RReLU with slopes in [lower, upper] (defaults 1/8 and 1/3). */
-  constructor(options: RReLUModuleOptions = {}) {
+  constructor(options: RReLUModuleOptions & InplaceOptions = {}) {
     super();
+    this.inplace = options.inplace ?? false;
     this.lower = checkFinite("RReLU", "lower", options.lower ?? 1 / 8);
     this.upper = checkFinite("RReLU", "upper", options.upper ?? 1 / 3);
     if (this.lower > this.upper) {
@@ -51,12 +55,13 @@ export class RReLU extends Module {
 
   /** Applies the RReLU (random slopes when training). */
   override forward(x: Tensor): Tensor {
-    return G.rrelu(x, { lower: this.lower, upper: this.upper, training: this.training });
+    const options = { lower: this.lower, upper: this.upper, training: this.training };
+    return applyInPlace("rrelu_", x, this.inplace, (x) => G.rrelu(x, options));
   }
 
   /** `lower=0.125, upper=0.3333333333333333`. */
   override extraRepr(): string {
-    return `lower=${pyFloat(this.lower)}, upper=${pyFloat(this.upper)}`;
+    return `lower=${pyFloat(this.lower)}, upper=${pyFloat(this.upper)}${inplaceRepr(this.inplace)}`;
   }
 }
 
@@ -67,14 +72,19 @@ export class RReLU extends Module {
  * mean and unit variance; the identity in evaluation mode.
  */
 export class FeatureAlphaDropout extends DropoutNd {
-  /** Feature alpha dropout with probability `p` (default 0.5). */
-  constructor(p = 0.5) {
-    super("FeatureAlphaDropout", p);
+  /** Feature alpha dropout with probability `p` (default 0.5); `inplace` as PyTorch\'s `inplace=True`. */
+  constructor(p = 0.5, options: InplaceOptions = {}) {
+    super("FeatureAlphaDropout", p, options);
   }
 
   /** Applies feature alpha dropout when training. */
   override forward(x: Tensor): Tensor {
-    return G.featureAlphaDropout(x, this.p, this.training);
+    return applyInPlace(
+      "featureAlphaDropout_",
+      x,
+      this.inplace,
+      (x) => G.featureAlphaDropout(x, this.p, this.training),
+    );
   }
 }
 

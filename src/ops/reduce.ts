@@ -166,11 +166,11 @@ function argExtreme(
   keepdim: boolean,
 ): Tensor {
   if (dim === undefined) {
-    const flat = reduceRaw(op, x.reshape([x.numel()]), 0);
+    const flat = reduceRaw(op, new Tensor(x.storage, [x.numel()]), 0); // x keeps no alias mark
     return keepdim ? flat.reshape(x.shape.map(() => 1)) : flat;
   }
   const d = normalizeDim(dim, x.ndim, op);
-  if (x.ndim === 0) return reduceRaw(op, x.reshape([1]), 0);
+  if (x.ndim === 0) return reduceRaw(op, new Tensor(x.storage, [1]), 0);
   const out = reduceRaw(op, x, d);
   return keepdim ? out.reshape(keptShape(x.shape, [d])) : out;
 }

@@ -10,6 +10,7 @@ import { Tensor } from "../tensor.ts";
 import { cast, sumTo } from "../ops/elementwise.ts";
 import { requireFloat } from "../ops/util.ts";
 import { norm } from "./reduce.ts";
+import { owned } from "./owned.ts";
 
 /** Options of {@link cdist}. */
 export interface CdistOptions {
@@ -28,30 +29,38 @@ export interface CdistOptions {
  * largest difference gets the whole gradient, as PyTorch's.
  */
 export function cdist(x1: Tensor, x2: Tensor, options: CdistOptions = {}): Tensor {
-  const { p = 2 } = options;
-  if (!(x1 instanceof Tensor) || !(x2 instanceof Tensor)) {
-    throw new TypeError(`cdist: expected Tensors, got ${typeof x1} and ${typeof x2}`);
-  }
-  requireFloat("cdist", x1);
-  requireFloat("cdist", x2);
-  if (typeof p !== "number" || !(p >= 0)) {
-    throw new RangeError(`cdist: p must be a number ≥ 0, got ${p}`);
-  }
-  const shapes = `${formatShape(x1.shape)} and ${formatShape(x2.shape)}`;
-  if (x1.ndim < 2 || x2.ndim < 2) {
-    throw new RangeError(`cdist: expected at least 2-D tensors [..., rows, M], got ${shapes}`);
-  }
-  if (x1.shape.at(-1) !== x2.shape.at(-1)) {
-    throw new RangeError(`cdist: the last dims (vector sizes) differ: ${shapes}`);
-  }
-  if (x1.dtype !== x2.dtype) {
-    throw new TypeError(`cdist: dtypes differ (${x1.dtype} and ${x2.dtype}) for shapes ${shapes}`);
-  }
-  if (p === Infinity) return cdistInf(x1, x2);
-  return forwardScope(() => {
-    const diff = x1.unsqueeze(-2).sub(x2.unsqueeze(-3));
-    return norm(diff, p, -1);
-  });
+  return owned(
+    () => {
+      const { p = 2 } = options;
+      if (!(x1 instanceof Tensor) || !(x2 instanceof Tensor)) {
+        throw new TypeError(`cdist: expected Tensors, got ${typeof x1} and ${typeof x2}`);
+      }
+      requireFloat("cdist", x1);
+      requireFloat("cdist", x2);
+      if (typeof p !== "number" || !(p >= 0)) {
+        throw new RangeError(`cdist: p must be a number ≥ 0, got ${p}`);
+      }
+      const shapes = `${formatShape(x1.shape)} and ${formatShape(x2.shape)}`;
+      if (x1.ndim < 2 || x2.ndim < 2) {
+        throw new RangeError(`cdist: expected at least 2-D tensors [..., rows, M], got ${shapes}`);
+      }
+      if (x1.shape.at(-1) !== x2.shape.at(-1)) {
+        throw new RangeError(`cdist: the last dims (vector sizes) differ: ${shapes}`);
+      }
+      if (x1.dtype !== x2.dtype) {
+        throw new TypeError(
+          `cdist: dtypes differ (${x1.dtype} and ${x2.dtype}) for shapes ${shapes}`,
+        );
+      }
+      if (p === Infinity) return cdistInf(x1, x2);
+      return forwardScope(() => {
+        const diff = x1.unsqueeze(-2).sub(x2.unsqueeze(-3));
+        return norm(diff, p, -1);
+      });
+    },
+    x1,
+    x2,
+  );
 }
 
 /**

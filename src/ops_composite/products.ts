@@ -15,6 +15,7 @@ import { where } from "../ops/indexing.ts";
 import { ones } from "../ops/factory.ts";
 import { outer } from "./rearrange.ts";
 import { requireTensor } from "./util.ts";
+import { owned } from "./owned.ts";
 
 /** Options of the scaled products (`addmm`, `addmv`, `addr`, `addbmm`, `baddbmm`). */
 export interface AddProductOptions {
@@ -258,9 +259,22 @@ export function addr(
   vec2: Tensor,
   options: AddProductOptions = {},
 ): Tensor {
-  requireDims("addr", "vec1", vec1, 1);
-  requireDims("addr", "vec2", vec2, 1);
-  return scaledSum("addr", input, () => outer(vec1, vec2), [vec1.shape[0], vec2.shape[0]], options);
+  return owned(
+    () => {
+      requireDims("addr", "vec1", vec1, 1);
+      requireDims("addr", "vec2", vec2, 1);
+      return scaledSum(
+        "addr",
+        input,
+        () => outer(vec1, vec2),
+        [vec1.shape[0], vec2.shape[0]],
+        options,
+      );
+    },
+    input,
+    vec1,
+    vec2,
+  );
 }
 
 /** `beta·input + alpha·bmm(batch1, batch2)`, as `torch.baddbmm`. */

@@ -119,5 +119,5 @@ export function outer(x: Tensor, y: Tensor): Tensor {
       }`,
     );
   }
-  return x.reshape([x.shape[0], 1]).mul(y.reshape([1, y.shape[0]]));
+  return owned(() => x.reshape([x.shape[0], 1]).mul(y.reshape([1, y.shape[0]])), x, y);
 }

@@ -13,6 +13,7 @@ import { Tensor } from "../tensor.ts";
 import { cat, narrow } from "../ops/view.ts";
 import { flip } from "./rearrange.ts";
 import { requireTensor } from "./util.ts";
+import { owned } from "./owned.ts";
 
 function dimsOf(op: string, what: string, v: number | readonly number[]): number[] {
   const list = typeof v === "number" ? [v] : Array.isArray(v) ? [...v] : null;
@@ -176,13 +177,14 @@ export const rowStack = (tensors: readonly Tensor[]): Tensor => vstack(tensors);
 
 /** Concatenated along dim 2 after `atleast3d`, as `torch.dstack`. */
 export function dstack(tensors: readonly Tensor[]): Tensor {
-  return forwardScope(() => cat(tensorList("dstack", tensors).map(to3d), 2));
+  return owned(() => forwardScope(() => cat(tensorList("dstack", tensors).map(to3d), 2)), tensors);
 }
 
 /** 0-d and 1-D tensors as columns [n, 1], then `hstack`, as `torch.column_stack`. */
 export function columnStack(tensors: readonly Tensor[]): Tensor {
   const list = tensorList("columnStack", tensors);
-  return forwardScope(() => cat(list.map((t) => (t.ndim <= 1 ? t.reshape([t.numel(), 1]) : t)), 1));
+  const column = (t: Tensor) => (t.ndim <= 1 ? t.reshape([t.numel(), 1]) : t);
+  return owned(() => forwardScope(() => cat(list.map(column), 1)), list);
 }
 
 /** As `cat` (`torch.concat`). */

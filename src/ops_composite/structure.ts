@@ -88,7 +88,10 @@ export function cartesianProd(...tensors: Tensor[]): Tensor {
     }
   });
   if (tensors.length === 1) return clone(tensors[0]);
-  return forwardScope(() => stack(meshgrid(tensors).map((g) => g.reshape([g.numel()])), 1));
+  return owned(
+    () => forwardScope(() => stack(meshgrid(tensors).map((g) => g.flatten()), 1)),
+    tensors,
+  );
 }
 
 /**

@@ -113,7 +113,7 @@ function embedLast(x: Tensor, k: number): Tensor {
 /** `x` flattened, on diagonal `offset` of a square matrix, as `torch.diagflat`. */
 export function diagflat(x: Tensor, offset = 0): Tensor {
   requireTensor("diagflat", x, "the input");
-  return diag(x.reshape([x.numel()]), offset);
+  return owned(() => diag(x.reshape([x.numel()]), offset), x);
 }
 
 /**

@@ -12,9 +12,11 @@ import { tidy } from "../../storage.ts";
 import { where } from "../../ops/indexing.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFinite, checkFloatInput } from "../util.ts";
+import { inPlace } from "../../ops/inplace.ts";
+import type { InplaceOptions } from "./inplace.ts";
 
 /** Options of {@link leakyRelu}. */
-export interface LeakyReluOptions {
+export interface LeakyReluOptions extends InplaceOptions {
   /** Slope for negative inputs (default 0.01). */
   negativeSlope?: number;
 }
@@ -25,6 +27,9 @@ export interface LeakyReluOptions {
  * PyTorch's.
  */
 export function leakyRelu(x: Tensor, options: LeakyReluOptions = {}): Tensor {
+  if (options.inplace) {
+    return inPlace("leakyRelu_", x, [], (t) => leakyRelu(t, { ...options, inplace: false }));
+  }
   checkFloatInput("leakyRelu", x);
   const slope = checkFinite("leakyRelu", "negativeSlope", options.negativeSlope ?? 0.01);
   // One factor per element (1 or the slope), outside the graph: forward and
@@ -34,13 +39,14 @@ export function leakyRelu(x: Tensor, options: LeakyReluOptions = {}): Tensor {
 }
 
 /** `x * sigmoid(x)` (swish), as `torch.nn.functional.silu`. */
-export function silu(x: Tensor): Tensor {
+export function silu(x: Tensor, options: InplaceOptions = {}): Tensor {
+  if (options.inplace) return inPlace("silu_", x, [], (t) => silu(t));
   checkFloatInput("silu", x);
   return x.mul(x.sigmoid());
 }
 
 /** Options of {@link elu}. */
-export interface EluOptions {
+export interface EluOptions extends InplaceOptions {
   /** Scale of the negative part, `alpha * (e^x - 1)` (default 1). */
   alpha?: number;
 }
@@ -51,6 +57,7 @@ export interface EluOptions {
  * input cannot overflow it; the gradient at 0 is `alpha`, as PyTorch's.
  */
 export function elu(x: Tensor, options: EluOptions = {}): Tensor {
+  if (options.inplace) return inPlace("elu_", x, [], (t) => elu(t, { ...options, inplace: false }));
   checkFloatInput("elu", x);
   const alpha = checkFinite("elu", "alpha", options.alpha ?? 1);
   // expm1 only sees min(x, 0); clamp passes the gradient at its bound, so
@@ -82,7 +89,7 @@ export function softplus(x: Tensor, options: SoftplusOptions = {}): Tensor {
 }
 
 /** Options of {@link hardtanh}. */
-export interface HardtanhOptions {
+export interface HardtanhOptions extends InplaceOptions {
   /** Lower bound (default -1). */
   minVal?: number;
   /** Upper bound (default 1). */
@@ -95,6 +102,9 @@ export interface HardtanhOptions {
  * `clamp` passes it at its bounds).
  */
 export function hardtanh(x: Tensor, options: HardtanhOptions = {}): Tensor {
+  if (options.inplace) {
+    return inPlace("hardtanh_", x, [], (t) => hardtanh(t, { ...options, inplace: false }));
+  }
   checkFloatInput("hardtanh", x);
   const lo = checkFinite("hardtanh", "minVal", options.minVal ?? -1);
   const hi = checkFinite("hardtanh", "maxVal", options.maxVal ?? 1);
@@ -109,13 +119,15 @@ function clampInside(x: Tensor, open: number[], y: Tensor, range: number[]): Ten
 }
 
 /** `min(max(x, 0), 6)`, as `torch.nn.functional.relu6` (gradient 0 at 0 and 6). */
-export function relu6(x: Tensor): Tensor {
+export function relu6(x: Tensor, options: InplaceOptions = {}): Tensor {
+  if (options.inplace) return inPlace("relu6_", x, [], (t) => relu6(t));
   checkFloatInput("relu6", x);
   return clampInside(x, [0, 6], x, [0, 6]);
 }
 
 /** `x / 6 + 1/2` clamped into [0, 1], as `torch.nn.functional.hardsigmoid`. */
-export function hardsigmoid(x: Tensor): Tensor {
+export function hardsigmoid(x: Tensor, options: InplaceOptions = {}): Tensor {
+  if (options.inplace) return inPlace("hardsigmoid_", x, [], (t) => hardsigmoid(t));
   checkFloatInput("hardsigmoid", x);
   return clampInside(x, [-3, 3], x.div(6).add(0.5), [0, 1]);
 }
@@ -125,13 +137,15 @@ export function hardsigmoid(x: Tensor): Tensor {
  * `x / 3 + 1/2` on [-3, 3), 0 below, 1 from 3 on (PyTorch's vectorised
  * kernel; its scalar one, for tensors of a few elements, gives 1.5 at 3).
  */
-export function hardswish(x: Tensor): Tensor {
+export function hardswish(x: Tensor, options: InplaceOptions = {}): Tensor {
+  if (options.inplace) return inPlace("hardswish_", x, [], (t) => hardswish(t));
   checkFloatInput("hardswish", x);
   return where(x.lt(-3), 0, where(x.ge(3), x, x.mul(x.add(3)).div(6)));
 }
 
 /** `x · tanh(softplus(x))`, as `torch.nn.functional.mish`. */
-export function mish(x: Tensor): Tensor {
+export function mish(x: Tensor, options: InplaceOptions = {}): Tensor {
+  if (options.inplace) return inPlace("mish_", x, [], (t) => mish(t));
   checkFloatInput("mish", x);
   return x.mul(softplus(x).tanh());
 }

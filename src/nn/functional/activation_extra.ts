@@ -24,6 +24,8 @@ import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { recomputedBackward, recording } from "../../autograd/recompute.ts";
 import { checkFinite, checkFloatInput, checkTensor, sameDevice } from "../util.ts";
+import { inPlace } from "../../ops/inplace.ts";
+import type { InplaceOptions } from "./inplace.ts";
 
 /**
  * One graph node for `inputs`. `forward` runs without a graph and returns the output and what
@@ -147,13 +149,21 @@ export function tanhshrink(x: Tensor): Tensor {
  * selected, not multiplied: `g` where `x > threshold` or NaN, else 0 (even
  * for an infinite or NaN `g`).
  */
-export function threshold(x: Tensor, threshold: number, value: number): Tensor {
+export function threshold(
+  x: Tensor,
+  threshold: number,
+  value: number,
+  options: InplaceOptions = {},
+): Tensor {
+  if (options.inplace) return inPlace("threshold_", x, [], (t) => thresholdOf(t, threshold, value));
   checkFloatInput("threshold", x);
   for (const [name, v] of [["threshold", threshold], ["value", value]] as const) {
     if (typeof v !== "number") throw new TypeError(`threshold: ${name} must be a number, got ${v}`);
   }
   return forwardScope(() => where(noGrad(() => x.le(threshold)), value, x));
 }
+/** {@link threshold} where its `threshold` argument hides the function. */
+const thresholdOf: typeof threshold = (...args) => threshold(...args);
 
 /**
  * The gated linear unit `a · sigmoid(b)`, `a` and `b` the two halves of `x`
@@ -214,7 +224,8 @@ const SELU_SCALE = 1.0507009873554804934193349852946;
  * (alpha ≈ 1.6733, scale ≈ 1.0507), as `torch.nn.functional.selu`; the
  * gradient at 0 is `alpha · scale`, as PyTorch's.
  */
-export function selu(x: Tensor): Tensor {
+export function selu(x: Tensor, options: InplaceOptions = {}): Tensor {
+  if (options.inplace) return inPlace("selu_", x, [], (t) => selu(t));
   checkFloatInput("selu", x);
   const f32 = x.dtype === "float32";
   const alpha = f32 ? Math.fround(SELU_ALPHA) : SELU_ALPHA;
@@ -223,7 +234,7 @@ export function selu(x: Tensor): Tensor {
 }
 
 /** Options of {@link celu}. */
-export interface CeluOptions {
+export interface CeluOptions extends InplaceOptions {
   /** `alpha · (e^(x / alpha) - 1)` for `x <= 0` (default 1; not 0). */
   alpha?: number;
 }
@@ -234,6 +245,9 @@ export interface CeluOptions {
  * `1 / alpha`); the gradient at 0 is 1.
  */
 export function celu(x: Tensor, options: CeluOptions = {}): Tensor {
+  if (options.inplace) {
+    return inPlace("celu_", x, [], (t) => celu(t, { ...options, inplace: false }));
+  }
   checkFloatInput("celu", x);
   const alpha = checkFinite("celu", "alpha", options.alpha ?? 1, { nonZero: true });
   return eluKernel("celu", x, alpha, 1, 1 / alpha);

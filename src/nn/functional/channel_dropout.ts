@@ -12,6 +12,8 @@ import { formatShape } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkDropout } from "../util.ts";
+import { inPlace } from "../../ops/inplace.ts";
+import type { DropoutOptions } from "./inplace.ts";
 
 /**
  * ATen's `feature_dropout` on [N, C, ...]: one draw per (sample, channel),
@@ -34,7 +36,15 @@ function featureDropout(x: Tensor, p: number, training: boolean): Tensor {
  * `p`, scaling the rest by `1 / (1 - p)`, when `training` (default true), as
  * `torch.nn.functional.dropout1d`; otherwise returns `x`.
  */
-export function dropout1d(x: Tensor, p = 0.5, training = true): Tensor {
+export function dropout1d(
+  x: Tensor,
+  p: number | DropoutOptions = 0.5,
+  training = true,
+): Tensor {
+  if (typeof p === "object" && p !== null) {
+    const { p: q = 0.5, training: on = true, inplace = false } = p;
+    return inplace ? inPlace("dropout1d_", x, [], (t) => dropout1d(t, q, on)) : dropout1d(x, q, on);
+  }
   checkDropout("dropout1d", x, p);
   if (x.ndim !== 2 && x.ndim !== 3) {
     throw new RangeError(
@@ -66,7 +76,15 @@ function warnOnce(key: string, message: string): void {
  * at least 2 drops per (dim 0, dim 1) pair, and fewer than 2 dims is an
  * error.
  */
-export function dropout2d(x: Tensor, p = 0.5, training = true): Tensor {
+export function dropout2d(
+  x: Tensor,
+  p: number | DropoutOptions = 0.5,
+  training = true,
+): Tensor {
+  if (typeof p === "object" && p !== null) {
+    const { p: q = 0.5, training: on = true, inplace = false } = p;
+    return inplace ? inPlace("dropout2d_", x, [], (t) => dropout2d(t, q, on)) : dropout2d(x, q, on);
+  }
   checkDropout("dropout2d", x, p);
   if (x.ndim < 2) {
     throw new RangeError(
@@ -99,7 +117,15 @@ export function dropout2d(x: Tensor, p = 0.5, training = true): Tensor {
  * the input is taken as unbatched and each slice along dim 0 is dropped as a
  * whole.
  */
-export function dropout3d(x: Tensor, p = 0.5, training = true): Tensor {
+export function dropout3d(
+  x: Tensor,
+  p: number | DropoutOptions = 0.5,
+  training = true,
+): Tensor {
+  if (typeof p === "object" && p !== null) {
+    const { p: q = 0.5, training: on = true, inplace = false } = p;
+    return inplace ? inPlace("dropout3d_", x, [], (t) => dropout3d(t, q, on)) : dropout3d(x, q, on);
+  }
   checkDropout("dropout3d", x, p);
   if (x.ndim === 0) {
     throw new RangeError(
@@ -129,7 +155,17 @@ const ALPHA = 1.7580993408473766;
  * dropped `-α a (1 - p)`) so that inputs of zero mean and unit variance keep
  * them. `p = 1` gives `x · 0`, as PyTorch.
  */
-export function alphaDropout(x: Tensor, p = 0.5, training = false): Tensor {
+export function alphaDropout(
+  x: Tensor,
+  p: number | DropoutOptions = 0.5,
+  training = false,
+): Tensor {
+  if (typeof p === "object" && p !== null) {
+    const { p: q = 0.5, training: on = false, inplace = false } = p;
+    return inplace
+      ? inPlace("alphaDropout_", x, [], (t) => alphaDropout(t, q, on))
+      : alphaDropout(x, q, on);
+  }
   checkDropout("alphaDropout", x, p);
   if (!training || p === 0 || x.numel() === 0) return x;
   if (p === 1) return x.mul(0);

@@ -28,6 +28,7 @@ import {
   pair,
   transposedOutputSize,
 } from "./window_args.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 /** Options of {@link convTranspose2d}. */
 export interface ConvTranspose2dOptions {
@@ -77,7 +78,11 @@ export function convTranspose2d(
   options: ConvTranspose2dOptions = {},
 ): Tensor {
   // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => convTranspose2dUnscoped("convTranspose2d", input, weight, options));
+  return owned(
+    () => forwardScope(() => convTranspose2dUnscoped("convTranspose2d", input, weight, options)),
+    input,
+    weight,
+  );
 }
 
 function convTranspose2dUnscoped(

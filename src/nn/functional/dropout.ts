@@ -10,6 +10,8 @@ import { formatShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkTensor } from "../util.ts";
+import { inPlace } from "../../ops/inplace.ts";
+import type { DropoutOptions } from "./inplace.ts";
 
 /**
  * Zeroes each element with probability `p` and scales the rest by
@@ -17,7 +19,15 @@ import { checkTensor } from "../util.ts";
  * otherwise returns `x`. The mask comes from the seeded `rand` stream on the
  * input's device.
  */
-export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
+export function dropout(
+  x: Tensor,
+  p: number | DropoutOptions = 0.5,
+  training = true,
+): Tensor {
+  if (typeof p === "object" && p !== null) {
+    const { p: q = 0.5, training: on = true, inplace = false } = p;
+    return inplace ? inPlace("dropout_", x, [], (t) => dropout(t, q, on)) : dropout(x, q, on);
+  }
   checkTensor("dropout", "input", x);
   if (typeof p !== "number" || !(p >= 0 && p <= 1)) {
     throw new RangeError(`dropout: probability has to be between 0 and 1, but got ${p}`);

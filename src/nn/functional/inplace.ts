@@ -73,3 +73,19 @@ export function selu_(x: Tensor): Tensor {
 export function threshold_(x: Tensor, thresholdValue: number, value: number): Tensor {
   return inPlace("threshold_", x, [], (t) => threshold(t, thresholdValue, value));
 }
+
+/** `", inplace=True"` when set, else `""`: how PyTorch's modules print the option. */
+export function inplaceRepr(inplace: boolean): string {
+  return inplace ? ", inplace=True" : "";
+}
+
+/**
+ * PyTorch's keywords of the functional dropouts, as an options object:
+ * `F.dropout(x, { p, training, inplace })` (the positional `p, training` still work).
+ */
+export interface DropoutOptions extends InplaceOptions {
+  /** Probability of dropping (default 0.5). */
+  p?: number;
+  /** Drop only when true (default: the function's, true for dropout, false for alphaDropout). */
+  training?: boolean;
+}

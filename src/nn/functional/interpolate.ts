@@ -24,6 +24,7 @@ import { forwardScope } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkFloatInput } from "../util.ts";
 import { antialiasMatrix, areaMatrix, bicubicMatrix, resampleSetup } from "./bicubic.ts";
+import { owned } from "../../ops_composite/owned.ts";
 
 /** How {@link interpolate} computes an output element. */
 export type InterpolateMode =
@@ -97,8 +98,10 @@ export interface InterpolateOptions {
  * new size, as `torch.nn.functional.interpolate` of PyTorch 1.13.
  */
 export function interpolate(input: Tensor, options: InterpolateOptions = {}): Tensor {
-  // Intermediates go with the graph at backward, not with the GC.
-  return forwardScope(() => interpolateUnscoped(input, options));
+  return owned(() => {
+    // Intermediates go with the graph at backward, not with the GC.
+    return forwardScope(() => interpolateUnscoped(input, options));
+  }, input);
 }
 
 function interpolateUnscoped(input: Tensor, options: InterpolateOptions): Tensor {

@@ -13,9 +13,11 @@ import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
 import { checkDropout, checkFinite, checkFloatInput } from "../util.ts";
 import { interpolate, type InterpolateOptions } from "./interpolate.ts";
+import { inPlace } from "../../ops/inplace.ts";
+import type { DropoutOptions, InplaceOptions } from "./inplace.ts";
 
 /** Options of {@link rrelu}. */
-export interface RReLUOptions {
+export interface RReLUOptions extends InplaceOptions {
   /** Lower bound of the random negative slope (default 1/8). */
   lower?: number;
   /** Upper bound of the random negative slope (default 1/3). */
@@ -34,6 +36,9 @@ export interface RReLUOptions {
  * (in training an element at exactly 0 takes its drawn slope, as ATen).
  */
 export function rrelu(x: Tensor, options: RReLUOptions = {}): Tensor {
+  if (options.inplace) {
+    return inPlace("rrelu_", x, [], (t) => rrelu(t, { ...options, inplace: false }));
+  }
   const op = "rrelu";
   checkFloatInput(op, x);
   const lower = checkFinite(op, "lower", options.lower ?? 1 / 8);
@@ -70,7 +75,17 @@ const ALPHA = 1.7580993408473766;
  * throughout, and the result is scaled and shifted as `alphaDropout`'s
  * (`a = 1 / √((α² p + 1)(1 - p))`). `p = 1` gives `x · 0`, as PyTorch.
  */
-export function featureAlphaDropout(x: Tensor, p = 0.5, training = false): Tensor {
+export function featureAlphaDropout(
+  x: Tensor,
+  p: number | DropoutOptions = 0.5,
+  training = false,
+): Tensor {
+  if (typeof p === "object" && p !== null) {
+    const { p: q = 0.5, training: on = false, inplace = false } = p;
+    return inplace
+      ? inPlace("featureAlphaDropout_", x, [], (t) => featureAlphaDropout(t, q, on))
+      : featureAlphaDropout(x, q, on);
+  }
   const op = "featureAlphaDropout";
   checkDropout(op, x, p);
   if (!training || p === 0 || x.numel() === 0) return x;
