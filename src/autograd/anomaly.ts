@@ -25,6 +25,15 @@ import { stack } from "../ops/view.ts";
 
 let enabled = false;
 let checkNan = true;
+// The mode set outside any detectAnomaly, then one entry per detectAnomaly running now (async ones
+// may overlap and settle in any order): the newest entry in force is the mode, and each call removes
+// only its own, so overlapping calls cannot leave the mode on.
+const outside: Mode = { mode: false, checkNan: true };
+const scopes: Mode[] = [];
+interface Mode {
+  mode: boolean;
+  checkNan: boolean;
+}
 // Errors already given a forward trace: a nested backward (createGraph) must not add a second.
 const traced = new WeakSet<Error>();
 
@@ -57,8 +66,17 @@ export function setDetectAnomaly(mode: boolean, options: AnomalyOptions = {}): v
   if (typeof mode !== "boolean") {
     throw new TypeError(`setDetectAnomaly: mode must be a boolean, got ${typeof mode}`);
   }
+  // Inside detectAnomaly it holds until that call ends, as PyTorch's inside `with detect_anomaly()`.
+  const target = scopes.at(-1) ?? outside;
+  target.mode = mode;
+  target.checkNan = options.checkNan ?? true;
+  apply();
+}
+
+function apply(): void {
+  const { mode, checkNan: nan } = scopes.at(-1) ?? outside;
   enabled = mode;
-  checkNan = options.checkNan ?? true;
+  checkNan = nan;
   if (mode) {
     anomaly.trace = forwardTrace;
     anomaly.wrap = wrap;
@@ -72,7 +90,8 @@ export function setDetectAnomaly(mode: boolean, options: AnomalyOptions = {}): v
  * Runs `fn` in anomaly mode and restores the previous mode after it, as
  * `with torch.autograd.detect_anomaly():`. `fn` may be async: the mode then
  * stays on until its promise settles (the mode is global, so other code
- * running meanwhile sees it too), and the returned promise also rejects
+ * running meanwhile sees it too; calls that overlap end in any order and
+ * the mode is then the one set outside them all), and the returned promise also rejects
  * with a NaN found on a GPU during `fn` that no read has reported yet.
  * With a synchronous `fn`, a NaN found on a GPU is reported by the next
  * read on that device.
@@ -86,13 +105,15 @@ export function setDetectAnomaly(mode: boolean, options: AnomalyOptions = {}): v
  * ```
  */
 export function detectAnomaly<T>(fn: () => T, options: AnomalyOptions = {}): T {
-  const previous = { mode: enabled, checkNan };
-  setDetectAnomaly(true, options);
+  const scope: Mode = { mode: true, checkNan: options.checkNan ?? true };
+  scopes.push(scope);
+  apply();
   const mine = new Set<Device>();
   collectors.add(mine);
   const restore = () => {
     collectors.delete(mine);
-    setDetectAnomaly(previous.mode, { checkNan: previous.checkNan });
+    scopes.splice(scopes.indexOf(scope), 1);
+    apply();
   };
   let out: T;
   try {
@@ -190,10 +211,17 @@ function checkGradient(node: Node, index: number, g: Tensor): void {
   if (!pass) {
     const mine = new Map<Device, Pending>();
     pass = mine;
-    queueBackwardCallback(() => {
-      pass = null;
+    let done = false;
+    const flush = () => {
+      if (done) return;
+      done = true;
+      if (pass === mine) pass = null;
       for (const [dev, pending] of mine) report(dev, pending);
-    });
+    };
+    queueBackwardCallback(flush);
+    // A pass that throws drops its callbacks: its flags then go out once the synchronous
+    // backward is over, and the next pass does not add to a map nobody reads.
+    queueMicrotask(flush);
   }
   const pending = pass.get(device) ?? { flags: [], names: [] };
   pass.set(device, pending);

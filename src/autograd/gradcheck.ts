@@ -149,8 +149,11 @@ function sameOutputs(a: Tensor[], b: Tensor[], eps: number): void {
   a.forEach((o, i) => {
     const p = b[i];
     if (!p || o.shape.join() !== p.shape.join() || o.dtype !== p.dtype) {
+      const what = (t: Tensor | undefined) => (t ? `${t.dtype} [${t.shape.join(", ")}]` : "none");
       throw new Error(
-        `gradcheck: expected fn to return outputs with the same shape and dtype when inputs are perturbed by ${eps}, but output ${i} changed`,
+        `gradcheck: expected fn to return outputs with the same shape and dtype when inputs are perturbed by ${eps}, but output ${i} is ${
+          what(o)
+        } and then ${what(p)}`,
       );
     }
   });

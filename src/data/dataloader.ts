@@ -268,8 +268,11 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
  * the samples the workers send. Tensors cross as typed arrays and come
  * back on the cpu (then `device` copies them, as without workers); other
  * values cross by structured clone, so class instances arrive as plain
- * objects. Each epoch draws a base seed (from `seed`'s own stream when
- * given, else the global one) and worker i runs `manualSeed(base + i)`
+ * objects. Each epoch draws a base seed, after the epoch's order (so the
+ * order is the one without workers): from `seed`'s own stream when given,
+ * else from the shuffle's generator when shuffled (the global stream then
+ * advances as without workers), else from the global stream (one draw more
+ * than without workers, where PyTorch draws it in both cases). Worker i runs `manualSeed(base + i)`
  * before building its dataset, so `rand`/`randn` augmentations differ per
  * worker and repeat run to run; `Math.random` is not seeded (PyTorch does
  * not seed NumPy either). {@link getWorkerInfo} tells a worker who it is.
@@ -461,14 +464,14 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     return n;
   }
 
-  /** This epoch's sample order. */
-  #order(): Int32Array {
+  /** This epoch's sample order; a shuffle draws from `random` when given. */
+  #order(random?: () => number): Int32Array {
     if (this.sampler !== null) return this.#sampled();
     const n = (this.dataset as Dataset<T>).length;
     const order = new Int32Array(n);
     for (let i = 0; i < n; i++) order[i] = i;
     if (!this.shuffle) return order;
-    const random = this.#random ?? seededRandom(nextSeed());
+    random ??= this.#random ?? seededRandom(nextSeed());
     for (let i = n - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
       const t = order[i];
@@ -526,8 +529,12 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     }
   }
 
-  /** This epoch's batches of dataset indices (map-style), and whether each is a contiguous run. */
-  *#indexBatches(): Generator<{ indices: Int32Array; contiguous: boolean }> {
+  /**
+   * This epoch's batches of dataset indices (map-style), and whether each
+   * is a contiguous run; `order`, when given, is this epoch's sample order
+   * already drawn.
+   */
+  *#indexBatches(order?: Int32Array): Generator<{ indices: Int32Array; contiguous: boolean }> {
     const batchSize = this.batchSize;
     if (this.batchSampler !== null) {
       let b = 0;
@@ -544,7 +551,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
       }
       return;
     }
-    const order = this.#order();
+    order ??= this.#order();
     const n = order.length;
     const count = this.dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
     const contiguous = !this.shuffle && this.sampler === null;
@@ -681,10 +688,23 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     // Persistent workers serve every epoch (a new epoch supersedes one left running, as
     // PyTorch's reset of its one iterator); otherwise each epoch has its own, as each of
     // PyTorch's iterators has, so two epochs may run side by side.
+    // PyTorch's iterator draws the workers' base seed with or without workers, ours only with
+    // them: a shuffle from the global generator (no `seed`) draws the base seed from the
+    // shuffle's own generator after the order, so the global stream (and every epoch's order)
+    // is the one without workers. Otherwise the base seed is drawn after the order.
+    let random: (() => number) | undefined;
+    if (this.shuffle && this.sampler === null && this.#random === null) {
+      random = seededRandom(nextSeed());
+    }
+    const order = this.#iterable || this.batchSampler !== null ? undefined : this.#order(random);
     let pool = this.persistentWorkers ? this.#pool : null;
     if (pool === null || pool.closed) {
       const recipe = await recipeOf(this.dataset, this.numWorkers);
-      const base = this.#seeds ? Math.floor(this.#seeds() * 4294967296) : nextSeed();
+      const base = this.#seeds
+        ? Math.floor(this.#seeds() * 4294967296)
+        : random
+        ? Math.floor(random() * 4294967296)
+        : nextSeed();
       pool = WorkerPool.start(recipe, {
         numWorkers: this.numWorkers,
         prefetchFactor: this.prefetchFactor,
@@ -699,7 +719,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
       if (this.persistentWorkers) this.#pool = pool;
     }
     this.#pools.add(pool);
-    const jobs = this.#iterable ? null : this.#indexBatches();
+    const jobs = this.#iterable ? null : this.#indexBatches(order);
     const indices = jobs && (function* () {
       for (const job of jobs) yield job.indices;
     })();

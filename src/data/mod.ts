@@ -9,6 +9,7 @@
 // the namespace; the files re-exported here export only public API.
 export * from "./dataset.ts";
 export * from "./dataloader.ts";
+export * from "./convert.ts";
 export * from "./sampler.ts";
 export * from "./subset.ts";
 export * from "./samplers.ts";

@@ -13,6 +13,7 @@ import "../ops/install.ts";
 import "../ops_composite/install.ts";
 import { BUILTIN_BACKENDS } from "../backends/builtin.ts";
 import { backendNames, registerBackend } from "../device.ts";
+import { setDefaultFloat } from "../dtype.ts";
 import { manualSeed } from "../ops/factory.ts";
 import { Tensor } from "../tensor.ts";
 import { DataLoader, defaultCollate } from "./dataloader.ts";
@@ -77,6 +78,7 @@ let gather: { loader: Iterable<unknown>; indices: { current: readonly number[] }
 
 async function start(message: Init): Promise<void> {
   init = message;
+  setDefaultFloat(message.defaultDtype);
   for (const ref of modulesOf(message.dataset)) await importModule(ref);
   if (message.initFn) await importModule(message.initFn);
   manualSeed(message.seed);

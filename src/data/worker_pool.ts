@@ -8,6 +8,7 @@
  * @module
  */
 
+import { getDefaultDtype } from "../dtype.ts";
 import {
   type DatasetRecipe,
   type FromWorker,
@@ -34,6 +35,9 @@ export interface PoolOptions {
 }
 
 type Reply = Exclude<FromWorker, { kind: "init-error" } | { kind: "exit" }>;
+
+/** Raised in an epoch that a newer one replaced: it fails alone, the workers go on. */
+class Superseded extends Error {}
 
 /** The Workers of one loader, for one epoch or (persistent) for many. */
 export class WorkerPool {
@@ -75,6 +79,7 @@ export class WorkerPool {
           id,
           numWorkers: options.numWorkers,
           seed: options.baseSeed + id,
+          defaultDtype: getDefaultDtype(),
           dataset: recipe,
           initFn: options.initFn,
           collate: options.collate,
@@ -135,7 +140,7 @@ export class WorkerPool {
     const started = Date.now();
     while (true) {
       if (epoch !== this.#epoch) {
-        throw new Error(
+        throw new Superseded(
           "DataLoader: another epoch of this loader started while this one was running (one iteration at a time, as PyTorch)",
         );
       }
@@ -187,6 +192,9 @@ export class WorkerPool {
       for (const w of this.#workers) w.postMessage({ kind: "reset" } satisfies ToWorker);
     }
     const active = new Array<boolean>(n).fill(true);
+    /** Batches each worker's stream has given (for its errors). */
+    const streamed = new Array<number>(n).fill(0);
+    let yielded = 0;
     const sent: { task: number; worker: number }[] = [];
     const limit = this.#options.prefetchFactor * n;
     let received = 0;
@@ -255,14 +263,19 @@ export class WorkerPool {
             ? `DataLoader worker ${worker} (batch ${batch}${
               reply.sample === null ? "" : `, sample index ${reply.sample}`
             })`
-            : `DataLoader worker ${worker} (its batch ${batch} of the stream)`;
+            : `DataLoader worker ${worker} (batch ${yielded}, batch ${
+              streamed[worker]
+            } of its own stream)`;
           throw reviveError(reply.error, where);
         }
         fill();
+        streamed[worker]++;
+        yielded++;
         yield reply.value;
       }
     } catch (error) {
-      failed = true;
+      // A superseded epoch's workers serve the epoch that replaced it.
+      failed = !(error instanceof Superseded);
       throw error;
     } finally {
       // Persistent workers outlive a loop left early (its late replies are dropped), not an error.

@@ -58,6 +58,8 @@ export type ToWorker =
     readonly id: number;
     readonly numWorkers: number;
     readonly seed: number;
+    /** The main thread's `getDefaultDtype()`: a worker makes its floats as the loop would. */
+    readonly defaultDtype: DType;
     readonly dataset: DatasetRecipe;
     readonly initFn: ModuleRef | null;
     /** Whether the Worker collates (the default collate) or sends the samples. */

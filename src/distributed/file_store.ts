@@ -14,11 +14,11 @@ import {
   checkKeys,
   checkTimeout,
   compareSetRule,
-  counterValue,
-  StoreTimeoutError,
+  counterSum,
   type StoreValue,
   valueBytes,
 } from "./store_core.ts";
+import { StoreTimeoutError } from "./store_error.ts";
 
 const SET = 1;
 const DELETE = 2;
@@ -181,7 +181,7 @@ export class FileStore extends Store {
       const op = "FileStore.add";
       const [k, a] = [checkKey(op, key), checkAmount(op, amount)];
       return this.#locked(op, true, () => {
-        const sum = counterValue(op, k, this.#map.get(k)) + a;
+        const sum = counterSum(op, k, this.#map.get(k), a);
         this.#append(this.#file!, k, encoder.encode(String(sum)));
         return sum;
       });

@@ -26,6 +26,7 @@ export * from "./coalesced.ts";
 export * from "./subgroups.ts";
 export * from "./monitored_barrier.ts";
 export * from "./store.ts";
+export * from "./store_error.ts";
 export * from "./file_store.ts";
 export * from "./tcp_store.ts";
 export * from "./scatter_gather.ts";

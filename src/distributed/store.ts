@@ -15,17 +15,15 @@ import {
   checkKeys,
   checkTimeout,
   KeyTable,
-  StoreTimeoutError,
   type StoreValue,
   valueBytes,
 } from "./store_core.ts";
+import type { StoreTimeoutError } from "./store_error.ts";
 
 export type { StoreValue };
 
 /** Default of a store's timeout: 300 s, as PyTorch's. */
 export const DEFAULT_STORE_TIMEOUT_MS = 300_000;
-
-export { StoreTimeoutError };
 
 /**
  * The key-value store contract (`torch.distributed.Store`), with PyTorch's

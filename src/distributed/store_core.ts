@@ -5,6 +5,8 @@
  * @module
  */
 
+import { StoreTimeoutError } from "./store_error.ts";
+
 /** A value a store holds: bytes, or a string (kept as its UTF-8 bytes, as PyTorch's). */
 export type StoreValue = Uint8Array | string;
 
@@ -56,6 +58,27 @@ export function counterValue(op: string, key: string, bytes: Uint8Array | undefi
   return Number(text);
 }
 
+/**
+ * `add`'s new value of counter `key`: an error naming the key when the sum
+ * is past 2^53 - 1 in size (beyond it a number is no longer exact; PyTorch
+ * counts in int64).
+ */
+export function counterSum(
+  op: string,
+  key: string,
+  bytes: Uint8Array | undefined,
+  amount: number,
+): number {
+  const before = counterValue(op, key, bytes);
+  const sum = before + amount;
+  if (!Number.isSafeInteger(sum)) {
+    throw new RangeError(
+      `${op}: key "${key}" would hold ${before} + ${amount}, past the exact integers (±${Number.MAX_SAFE_INTEGER})`,
+    );
+  }
+  return sum;
+}
+
 /** Checks `add`'s amount. */
 export function checkAmount(op: string, amount: number): number {
   if (!Number.isSafeInteger(amount)) {
@@ -79,26 +102,6 @@ export function compareSetRule(
   return same ? { store: desired, result: desired } : { store: null, result: current };
 }
 
-/**
- * A store's `get` or `wait` found some keys still missing when its timeout
- * passed. `keys` are those keys.
- */
-export class StoreTimeoutError extends Error {
-  /** The keys that were not set in time. */
-  readonly keys: readonly string[];
-
-  /** `op` waited `timeoutMs` for `keys`. */
-  constructor(op: string, keys: readonly string[], timeoutMs: number) {
-    super(
-      `${op}: ${keys.length === 1 ? "key" : "keys"} ${
-        keys.map((k) => JSON.stringify(k)).join(", ")
-      } ${keys.length === 1 ? "was" : "were"} not set within ${timeoutMs} ms`,
-    );
-    this.name = "StoreTimeoutError";
-    this.keys = keys;
-  }
-}
-
 /** Checks `wait`'s keys. */
 export function checkKeys(op: string, keys: unknown): readonly string[] {
   if (!Array.isArray(keys)) {
@@ -114,7 +117,9 @@ export function checkKeys(op: string, keys: unknown): readonly string[] {
  */
 export class KeyTable {
   readonly #map = new Map<string, Uint8Array>();
-  readonly #waiters = new Set<{ keys: readonly string[]; wake: () => void }>();
+  readonly #waiters = new Set<
+    { keys: readonly string[]; wake: () => void; fail: (error: Error) => void }
+  >();
 
   /** The value of `key`, or undefined. */
   peek(key: string): Uint8Array | undefined {
@@ -144,7 +149,7 @@ export class KeyTable {
 
   /** Adds `amount` to counter `key` and returns the sum. */
   add(op: string, key: string, amount: number): number {
-    const sum = counterValue(op, key, this.#map.get(key)) + amount;
+    const sum = counterSum(op, key, this.#map.get(key), amount);
     this.put(key, encoder.encode(String(sum)));
     return sum;
   }
@@ -156,6 +161,15 @@ export class KeyTable {
     return result;
   }
 
+  /**
+   * Rejects every pending {@link wait} with `error` now (a closing server:
+   * their timers must not outlive it).
+   */
+  cancelWaits(error: Error): void {
+    for (const waiter of this.#waiters) waiter.fail(error);
+    this.#waiters.clear();
+  }
+
   /** Resolves when every key is set, or rejects after `timeoutMs` naming the missing ones. */
   wait(op: string, keys: readonly string[], timeoutMs: number): Promise<void> {
     if (keys.every((k) => this.#map.has(k))) return Promise.resolve();
@@ -165,6 +179,10 @@ export class KeyTable {
         wake: () => {
           clearTimeout(timer);
           resolve();
+        },
+        fail: (error: Error) => {
+          clearTimeout(timer);
+          reject(error);
         },
       };
       const timer = setTimeout(() => {

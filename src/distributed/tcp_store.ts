@@ -15,10 +15,10 @@ import {
   checkTimeout,
   counterValue,
   KeyTable,
-  StoreTimeoutError,
   type StoreValue,
   valueBytes,
 } from "./store_core.ts";
+import { StoreTimeoutError } from "./store_error.ts";
 
 const enum Cmd {
   Set = 1,
@@ -39,6 +39,13 @@ const ANSWER_GRACE_MS = 5000;
 const CONNECT_RETRY_MS = 50;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** The kinds of error a server's failure keeps on the client (a bad counter: TypeError, RangeError). */
+const ERRORS: Record<string, ErrorConstructor> = { TypeError, RangeError };
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : "Error";
+}
 
 /** Writes fields (strings and byte arrays, each with its length) into one frame. */
 function frame(id: number, code: number, fields: readonly (string | Uint8Array)[]): Uint8Array {
@@ -71,30 +78,49 @@ function parse(body: Uint8Array): { id: number; code: number; fields: Uint8Array
   return { id: view.getUint32(0, true), code: body[4], fields };
 }
 
-/** Calls `onFrame` with each frame's body read from `conn`, until it closes. */
+/**
+ * Calls `onFrame` with each frame's body read from `conn`, until it closes.
+ * A body is a view of the read buffer, valid only during the call. The
+ * buffer grows by doubling and unread bytes move to its front once per
+ * read, so a big frame costs linear time (joining every chunk to the rest
+ * took seconds for a few megabytes).
+ */
 async function readFrames(conn: Deno.Conn, onFrame: (body: Uint8Array) => void): Promise<void> {
-  let pending = new Uint8Array(0);
-  const chunk = new Uint8Array(64 * 1024);
+  const chunk = new Uint8Array(256 * 1024);
+  let buffer = new Uint8Array(chunk.length);
+  let length = 0;
   for (;;) {
+    // Into a small chunk: a read into a big buffer's free part costs that part's size.
     const n = await conn.read(chunk);
     if (n === null) return;
-    const joined = new Uint8Array(pending.length + n);
-    joined.set(pending);
-    joined.set(chunk.subarray(0, n), pending.length);
+    if (length + n > buffer.length) {
+      const grown = new Uint8Array(Math.max(buffer.length * 2, length + n));
+      grown.set(buffer.subarray(0, length));
+      buffer = grown;
+    }
+    buffer.set(chunk.subarray(0, n), length);
+    length += n;
+    const view = new DataView(buffer.buffer);
     let at = 0;
-    while (at + 4 <= joined.length) {
-      const size = new DataView(joined.buffer, at, 4).getUint32(0, true);
-      if (at + 4 + size > joined.length) break;
-      onFrame(joined.subarray(at + 4, at + 4 + size));
+    while (at + 4 <= length) {
+      const size = view.getUint32(at, true);
+      if (at + 4 + size > length) break;
+      onFrame(buffer.subarray(at + 4, at + 4 + size));
       at += 4 + size;
     }
-    pending = joined.slice(at);
+    if (at > 0) {
+      buffer.copyWithin(0, at, length);
+      length -= at;
+    }
   }
 }
 
+/** Writes `bytes` in pieces (a write of a big array's rest costs that rest's size, however little it sends). */
 async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
   let written = 0;
-  while (written < bytes.length) written += await conn.write(bytes.subarray(written));
+  while (written < bytes.length) {
+    written += await conn.write(bytes.subarray(written, written + 256 * 1024));
+  }
 }
 
 /** The master's server: a key table and its connections. */
@@ -132,7 +158,7 @@ class Server {
           answer(
             error instanceof StoreTimeoutError
               ? frame(id, TIMED_OUT, error.keys)
-              : frame(id, FAILED, [String((error as Error).message ?? error)]),
+              : frame(id, FAILED, [String((error as Error).message ?? error), errorName(error)]),
           ),
       );
     }).catch(() => {}).finally(() => {
@@ -188,6 +214,9 @@ class Server {
   }
 
   async close(): Promise<void> {
+    const closing = new Error("the TCPStore server was closed");
+    this.table.cancelWaits(closing);
+    this.#joins.cancelWaits(closing);
     try {
       this.#listener.close();
     } catch {
@@ -382,7 +411,12 @@ export class TCPStore extends Store {
       p.reject(
         new StoreTimeoutError(p.op, fields.map((f) => decoder.decode(f)), p.waitMs),
       );
-    } else p.reject(new Error(`${p.op}: ${decoder.decode(fields[0])}`));
+    } else {
+      // The server's message may already name the op (a failed add does).
+      const message = decoder.decode(fields[0]);
+      const Kind = ERRORS[decoder.decode(fields[1] ?? new Uint8Array())] ?? Error;
+      p.reject(new Kind(message.startsWith(`${p.op}: `) ? message : `${p.op}: ${message}`));
+    }
   }
 
   /** Sends a request; resolves with the answer's fields. `waitMs`: how long the server may wait. */
@@ -397,17 +431,34 @@ export class TCPStore extends Store {
     const id = this.#nextId++;
     const bytes = frame(id, code, fields);
     return new Promise((resolve, reject) => {
-      const limit = waitMs + ANSWER_GRACE_MS;
-      const timer = setTimeout(() => {
+      const fail = (message: string) => () => {
         this.#pending.delete(id);
-        reject(
-          new Error(
-            `${op}: the server at ${this.#where()} did not answer within ${limit} ms`,
-          ),
+        reject(new Error(`${op}: ${message}`));
+      };
+      // Sending (behind earlier requests) is bounded by the store's timeout;
+      // the answer, once sent, by the server's wait and a grace: a big value
+      // on a slow link is no server that does not answer.
+      const sending = this.timeoutMs;
+      const pending: Pending = {
+        resolve,
+        reject,
+        op,
+        waitMs,
+        timer: setTimeout(
+          fail(`could not send the request to ${this.#where()} within ${sending} ms`),
+          sending,
+        ),
+      };
+      this.#pending.set(id, pending);
+      this.#writes = this.#writes.then(() => writeAll(this.#conn, bytes)).then(() => {
+        if (this.#pending.get(id) !== pending) return;
+        clearTimeout(pending.timer);
+        const limit = waitMs + ANSWER_GRACE_MS;
+        pending.timer = setTimeout(
+          fail(`the server at ${this.#where()} did not answer within ${limit} ms`),
+          limit,
         );
-      }, limit);
-      this.#pending.set(id, { resolve, reject, op, waitMs, timer });
-      this.#writes = this.#writes.then(() => writeAll(this.#conn, bytes)).catch((error) => {
+      }).catch((error) => {
         this.#break(new Error(`cannot write to the server at ${this.#where()}: ${error}`));
       });
     });

@@ -67,7 +67,8 @@ export class Chi2 extends Gamma {
   }
   /** A Chi2 from its parameters (`concentration = df/2`, `rate`). */
   protected override remake([c]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new Chi2(typeof c === "number" ? c * 2 : c.mul(2), { validateArgs });
+    const Kind = this.constructor as typeof Chi2;
+    return new Kind(typeof c === "number" ? c * 2 : c.mul(2), { validateArgs });
   }
 }
 
@@ -577,6 +578,7 @@ export class ContinuousBernoulli extends ExponentialFamily {
   }
   /** A ContinuousBernoulli of the same kind (and `lims`) from its parameter. */
   protected override remake([p]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new ContinuousBernoulli({ [this.#kind]: p, lims: this.#lims, validateArgs });
+    const Kind = this.constructor as typeof ContinuousBernoulli;
+    return new Kind({ [this.#kind]: p, lims: this.#lims, validateArgs });
   }
 }

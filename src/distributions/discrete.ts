@@ -172,7 +172,8 @@ export class Bernoulli extends ExponentialFamily {
   }
   /** A Bernoulli of the same kind from its parameter. */
   protected override remake([value]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new Bernoulli({ [this.#kind]: value, validateArgs });
+    const Kind = this.constructor as typeof Bernoulli;
+    return new Kind({ [this.#kind]: value, validateArgs });
   }
 }
 
@@ -296,7 +297,8 @@ export class Categorical extends Distribution {
   }
   /** A Categorical of the same kind from its (normalized) parameter. */
   protected override remake([value]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new Categorical({ [this.#kind]: value, validateArgs });
+    const Kind = this.constructor as typeof Categorical;
+    return new Kind({ [this.#kind]: value, validateArgs });
   }
 
   private checkIndex(value: Tensor): void {

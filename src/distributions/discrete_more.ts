@@ -269,7 +269,8 @@ export class Binomial extends Distribution {
   }
   /** A Binomial of the same kind from its parameters (a number count stays a number). */
   protected override remake([n, p]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new Binomial(this.#count ?? n, { [this.#kind]: p, validateArgs });
+    const Kind = this.constructor as typeof Binomial;
+    return new Kind(this.#count ?? n, { [this.#kind]: p, validateArgs });
   }
   /** True: `0 .. totalCount` (a number count). */
   override get hasEnumerateSupport(): boolean {
@@ -386,7 +387,8 @@ export class Geometric extends Distribution {
   }
   /** A Geometric of the same kind from its parameter. */
   protected override remake([p]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new Geometric({ [this.#kind]: p, validateArgs });
+    const Kind = this.constructor as typeof Geometric;
+    return new Kind({ [this.#kind]: p, validateArgs });
   }
 }
 
@@ -485,7 +487,8 @@ export class NegativeBinomial extends Distribution {
   }
   /** A NegativeBinomial of the same kind from its parameters. */
   protected override remake([n, p]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new NegativeBinomial(n, { [this.#kind]: p, validateArgs });
+    const Kind = this.constructor as typeof NegativeBinomial;
+    return new Kind(n, { [this.#kind]: p, validateArgs });
   }
 }
 
@@ -645,7 +648,8 @@ export class Multinomial extends Distribution {
   /** A Multinomial of this `totalCount` from the categorical's parameter. */
   protected override remake([value]: Param[], validateArgs = this.validateArgs): Distribution {
     const [kind] = Object.keys(this.params());
-    return new Multinomial(this.totalCount, { [kind]: value, validateArgs });
+    const Kind = this.constructor as typeof Multinomial;
+    return new Kind(this.totalCount, { [kind]: value, validateArgs });
   }
 }
 

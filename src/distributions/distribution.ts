@@ -136,7 +136,7 @@ export function numberParam(
   return t;
 }
 
-/** The common dtype and device of `params` (float32 on the default device for numbers only). */
+/** The common dtype and device of `params` (the default dtype on the default device for numbers only). */
 function commonOf(op: string, params: Record<string, Param>): { dtype: DType; device: Device } {
   let found: Tensor | undefined;
   let foundName = "";
@@ -406,11 +406,17 @@ export abstract class Distribution {
 
   /**
    * The same family with the batch shape `batchShape`, as PyTorch's
-   * `Distribution.expand`: each parameter is expanded (a view, no copy) to
-   * `batchShape` plus its own trailing dims, following `Tensor.expand`'s rule
-   * (new leading dims, size-1 dims grow, other dims stay). The parameters are
+   * `Distribution.expand`: each parameter is expanded to `batchShape` plus
+   * its own trailing dims, following `Tensor.expand`'s rule (new leading dims,
+   * size-1 dims grow, other dims stay). Unlike PyTorch's views, multigrad's
+   * tensors are contiguous, so the expanded parameters are copies (gradients
+   * still flow back to the original ones); factors already computed
+   * (MultivariateNormal's `scaleTril`, ...) are expanded, not recomputed. The parameters are
    * not checked again (PyTorch's `validate_args=False`), but the result keeps
    * this distribution's {@link validateArgs} for later `logProb` arguments.
+   * A subclass keeps its class; one whose constructor takes other arguments
+   * than its family's must override `expanded` (else a TypeError, as
+   * PyTorch's NotImplementedError).
    *
    * @example
    * ```ts
@@ -420,8 +426,39 @@ export abstract class Distribution {
    * ```
    */
   expand(batchShape: readonly number[]): this {
-    const shape = checkExpand(`${this.name}.expand`, this.batchShape, batchShape);
-    const d = this.expanded(shape);
+    const op = `${this.name}.expand`;
+    const shape = checkExpand(op, this.batchShape, batchShape);
+    // A subclass whose constructor takes other arguments than its family's cannot be remade from
+    // the parameters (PyTorch raises NotImplementedError): say so rather than pass on the
+    // constructor's own confusing error or a distribution of another class or shape.
+    const advice =
+      "(a subclass whose constructor takes other arguments than its family's must override expanded)";
+    let d: Distribution;
+    try {
+      d = this.expanded(shape);
+    } catch (e) {
+      if (e instanceof Error && e.message.startsWith(`${op}:`)) throw e;
+      throw new TypeError(
+        `${op}: cannot remake ${this.name} from its parameters ${advice}: ${
+          (e as Error)?.message ?? e
+        }`,
+        { cause: e },
+      );
+    }
+    // An ancestor class is fine (a plain TransformedDistribution for a subclass without parameters).
+    const Kind = d.constructor as abstract new (...args: never[]) => Distribution;
+    if (
+      !(this instanceof Kind) || !sameShape(d.batchShape, shape) ||
+      !sameShape(d.eventShape, this.eventShape)
+    ) {
+      throw new TypeError(
+        `${op}: cannot remake ${this.name} from its parameters ${advice}: got a ${d.name} of batch shape ${
+          formatShape(d.batchShape)
+        } and event shape ${formatShape(d.eventShape)}, not batch shape ${
+          formatShape(shape)
+        } and event shape ${formatShape(this.eventShape)}`,
+      );
+    }
     (d as { validateArgs: boolean }).validateArgs = this.validateArgs;
     return d as this;
   }

@@ -112,7 +112,8 @@ export class Independent extends Distribution {
   protected override expanded(batchShape: number[]): Distribution {
     const n = this.reinterpretedBatchNdims;
     const reinterpreted = this.eventShape.slice(0, n);
-    return new Independent(this.baseDist.expand([...batchShape, ...reinterpreted]), n, {
+    const Kind = this.constructor as typeof Independent;
+    return new Kind(this.baseDist.expand([...batchShape, ...reinterpreted]), n, {
       validateArgs: false,
     });
   }

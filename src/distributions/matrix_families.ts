@@ -30,7 +30,7 @@ import {
 import { ExponentialFamily } from "./exp_family.ts";
 import { constraints as allConstraints } from "./constraints.ts";
 import { Beta, rsampleStandardGamma } from "./gamma.ts";
-import { givenMatrix } from "./multivariate_normal.ts";
+import { givenMatrix, takeFactor, withFactor } from "./multivariate_normal.ts";
 
 const LOG2 = Math.LN2;
 
@@ -141,14 +141,15 @@ export class Wishart extends ExponentialFamily {
         (i) => `${op}: ${kind} must be ${c.name} (batch element ${i} is not)`,
       );
     }
-    this.scaleTril = forwardScope(() =>
-      // Only the lower triangle of a given factor is read (as PyTorch's gradients show).
-      kind === "scaleTril"
-        ? this.#matrix.tril()
-        : kind === "covarianceMatrix"
-        ? cholesky(this.#matrix)
-        : cholesky(inv(this.#matrix))
-    );
+    this.scaleTril = takeFactor(m, () =>
+      forwardScope(() =>
+        // Only the lower triangle of a given factor is read (as PyTorch's gradients show).
+        kind === "scaleTril"
+          ? this.#matrix.tril()
+          : kind === "covarianceMatrix"
+          ? cholesky(this.#matrix)
+          : cholesky(inv(this.#matrix))
+      ));
   }
   /** Symmetric positive-definite matrices. */
   get support(): Constraint {
@@ -251,7 +252,18 @@ export class Wishart extends ExponentialFamily {
   }
   /** A Wishart given the same kind of matrix (a number df stays a number). */
   protected override remake([m, df]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new Wishart(this.#dfNumber ?? df, { [this.#given]: m as Tensor, validateArgs });
+    const Kind = this.constructor as typeof Wishart;
+    return new Kind(this.#dfNumber ?? df, { [this.#given]: m as Tensor, validateArgs });
+  }
+  /** The parameters and the Cholesky factor expanded (no factoring per copy). */
+  protected override expanded(batchShape: number[]): Distribution {
+    const shape = [...batchShape, this.p, this.p];
+    const matrix = this.#matrix.expand(shape);
+    return withFactor(
+      matrix,
+      this.scaleTril.expand(shape),
+      () => this.remake([matrix, this.df.expand(batchShape)], false),
+    );
   }
   /** `(-Σ⁻¹/2, (ν - p - 1)/2)`. */
   get naturalParams(): Tensor[] {
@@ -378,6 +390,7 @@ export class LKJCholesky extends Distribution {
   }
   /** An LKJCholesky of this `dim` from its parameter. */
   protected override remake([c]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new LKJCholesky(this.dim, c, { validateArgs });
+    const Kind = this.constructor as typeof LKJCholesky;
+    return new Kind(this.dim, c, { validateArgs });
   }
 }

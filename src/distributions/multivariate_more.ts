@@ -26,6 +26,7 @@ import { Categorical } from "./discrete.ts";
 import { standardGamma } from "./gamma.ts";
 import { attachDirichletGrad } from "./gamma_grad.ts";
 import { ExponentialFamily } from "./exp_family.ts";
+import { takeFactor, withFactor } from "./multivariate_normal.ts";
 
 const LOG_2PI = Math.log(2 * Math.PI);
 
@@ -294,7 +295,10 @@ export class LowRankMultivariateNormal extends Distribution {
         (i, v) => `${op}: covDiag must satisfy x > 0, got ${v} at index ${i}`,
       );
     }
-    this.capacitanceTril = forwardScope(() => capacitanceTril(this.covFactor, this.covDiag));
+    this.capacitanceTril = takeFactor(
+      covFactor,
+      () => forwardScope(() => capacitanceTril(this.covFactor, this.covDiag)),
+    );
   }
   /** The real vectors. */
   get support(): Constraint {
@@ -382,6 +386,21 @@ export class LowRankMultivariateNormal extends Distribution {
   /** `loc`, `covFactor`, `covDiag`. */
   protected params(): Record<string, Tensor> {
     return { loc: this.loc, cov_factor: this.covFactor, cov_diag: this.covDiag };
+  }
+  /** The parameters and the capacitance factor expanded (no factoring per copy). */
+  protected override expanded(batchShape: number[]): Distribution {
+    const [n, m] = this.covFactor.shape.slice(-2);
+    const factor = this.covFactor.expand([...batchShape, n, m]);
+    return withFactor(
+      factor,
+      this.capacitanceTril.expand([...batchShape, m, m]),
+      () =>
+        this.remake([
+          this.loc.expand([...batchShape, n]),
+          factor,
+          this.covDiag.expand([...batchShape, n]),
+        ], false),
+    );
   }
 }
 
@@ -553,7 +572,8 @@ export class MixtureSameFamily extends Distribution {
   /** The mixture expanded to `batchShape`, the components to `batchShape + [K]`. */
   protected override expanded(batchShape: number[]): Distribution {
     const k = this.mixtureDistribution.numEvents;
-    return new MixtureSameFamily(
+    const Kind = this.constructor as typeof MixtureSameFamily;
+    return new Kind(
       this.mixtureDistribution.expand(batchShape),
       this.componentDistribution.expand([...batchShape, k]),
       { validateArgs: false },

@@ -34,6 +34,31 @@ export interface MultivariateNormalOptions extends DistributionOptions {
   scaleTril?: Tensor;
 }
 
+/** The factor {@link withFactor} hands the constructor it runs, keyed by the matrix it factors. */
+let pending: { matrix: Tensor; factor: Tensor } | undefined;
+
+/**
+ * `make()` with `factor` (already computed from `matrix`, e.g. expanded from
+ * the original's) handed to the constructor that `make` runs, so that
+ * `expand` does not factor every copy of the matrix again (PyTorch's expand
+ * copies its factors too; the gradient still flows to the original parameters).
+ */
+export function withFactor<T>(matrix: Tensor, factor: Tensor, make: () => T): T {
+  pending = { matrix, factor };
+  try {
+    return make();
+  } finally {
+    pending = undefined;
+  }
+}
+
+/** The factor of `matrix` (a constructor argument) that {@link withFactor} handed over, else `compute()`. */
+export function takeFactor(matrix: Tensor, compute: () => Tensor): Tensor {
+  const given = pending?.matrix === matrix ? pending.factor : undefined;
+  if (given) pending = undefined;
+  return given ?? compute();
+}
+
 /**
  * The one matrix of `covarianceMatrix`, `precisionMatrix` and `scaleTril`
  * that `options` gives (MultivariateNormal's and Wishart's rule), with its name.
@@ -156,12 +181,16 @@ export class MultivariateNormal extends Distribution {
           `${op}: ${kind} must be symmetric positive-definite (batch element ${i} is not symmetric)`,
       );
     }
-    this.scaleTril = forwardScope(() =>
-      kind === "scaleTril"
-        ? this.#matrix
-        : kind === "covarianceMatrix"
-        ? cholesky(this.#matrix)
-        : cholesky(inv(this.#matrix))
+    this.scaleTril = takeFactor(
+      m,
+      () =>
+        forwardScope(() =>
+          kind === "scaleTril"
+            ? this.#matrix
+            : kind === "covarianceMatrix"
+            ? cholesky(this.#matrix)
+            : cholesky(inv(this.#matrix))
+        ),
     );
   }
 
@@ -231,7 +260,16 @@ export class MultivariateNormal extends Distribution {
   }
   /** A MultivariateNormal given the same kind of matrix. */
   protected override remake([loc, m]: Param[], validateArgs = this.validateArgs): Distribution {
-    return new MultivariateNormal(loc as Tensor, { [this.#given]: m as Tensor, validateArgs });
+    const Kind = this.constructor as typeof MultivariateNormal;
+    return new Kind(loc as Tensor, { [this.#given]: m as Tensor, validateArgs });
+  }
+  /** The parameters and the Cholesky factor expanded (the factor of a broadcast matrix is the broadcast factor: no factoring per copy). */
+  protected override expanded(batchShape: number[]): Distribution {
+    const n = this.eventShape[0];
+    const matrix = this.#matrix.expand([...batchShape, n, n]);
+    const factor = this.scaleTril.expand([...batchShape, n, n]);
+    const loc = this.loc.expand([...batchShape, n]);
+    return withFactor(matrix, factor, () => this.remake([loc, matrix], false));
   }
 }
 

@@ -12,7 +12,7 @@ import { resolveFactory } from "../ops/factory.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";
-import { attentionHeads } from "./functional/multi_head_attention.ts";
+import { attentionHeads } from "./attention_heads.ts";
 import { constant_, xavierNormal_, xavierUniform_ } from "./init.ts";
 import { type FactoryOptions, Linear } from "./layers.ts";
 import { Module, Parameter } from "./module.ts";

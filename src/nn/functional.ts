@@ -51,10 +51,7 @@ export * from "./functional/nn_gaps.ts";
 export * from "./functional/inplace.ts";
 export * from "./functional/pool_gaps.ts";
 export * from "./functional/api_gaps.ts";
-export {
-  multiHeadAttentionForward,
-  type MultiHeadAttentionForwardOptions,
-} from "./functional/multi_head_attention.ts";
+export * from "./functional/multi_head_attention.ts";
 
 // ---------------------------------------------------------------- activations
 

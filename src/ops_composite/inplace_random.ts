@@ -162,9 +162,10 @@ function uniformBits(
   dtype: "int32" | "float64",
 ): Tensor {
   let v: Tensor | null = null;
+  const f32 = { dtype: "float32", device: o.device } as const;
   for (let left = bits; left > 0; left -= 24) {
     const k = Math.min(24, left);
-    const piece = cast(uniform(shape, 0, 2 ** k, { device: o.device }).floor(), dtype);
+    const piece = cast(uniform(shape, 0, 2 ** k, f32).floor(), dtype);
     v = v ? v.mul(2 ** k).add(piece) : piece;
   }
   return v!;

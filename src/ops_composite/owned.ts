@@ -45,7 +45,8 @@ export function owned<T>(op: () => T, ...inputs: unknown[]): T {
   const tensors = tensorsIn(result);
   for (const t of tensors) {
     const shared = tensors.filter((u) => u.storage === t.storage).length > 1;
-    if (t.storage.madeAt <= start || shared) continue;
+    // Persistent memory made during the op (a cached constant, a lazy parameter) is never the result's own.
+    if (t.storage.madeAt <= start || shared || t.storage.persistent) continue;
     viewCopies.delete(t.storage);
     t.storage.aliased = false;
   }

@@ -54,17 +54,19 @@ const WIDEST = 2 ** 31 - 1;
  * (`a·B + b`, B a power of two with at most 2^16 coarse steps), the sum
  * wrapped below `range`, which leaves a bias below B/range ≤ 2^-15 on the
  * lowest values (PyTorch's modulo of a 32-bit draw has one of the same kind).
+ * The draws are float32 under any default dtype: webgpu has no float64.
  */
 function uniformInts(shape: number[], range: number, device: TensorOptions["device"]): Tensor {
   return noGrad(() =>
     tidy(() => {
+      const f32 = { device, dtype: "float32" } as const;
       if (range <= 2 ** 16) {
-        return rand(shape, { device }).mul(range).floor().minimum(range - 1).to("int32");
+        return rand(shape, f32).mul(range).floor().minimum(range - 1).to("int32");
       }
       const B = 2 ** Math.max(0, Math.ceil(Math.log2(range)) - 16);
       const m = Math.ceil(range / B);
-      const a = rand(shape, { device }).mul(m).floor().minimum(m - 1).to("int32");
-      const b = rand(shape, { device }).mul(B).floor().to("int32");
+      const a = rand(shape, f32).mul(m).floor().minimum(m - 1).to("int32");
+      const b = rand(shape, f32).mul(B).floor().to("int32");
       // a·B + b - range, grouped so that no step leaves int32; below 0 it is a·B + b itself.
       const s = a.mul(B).sub(range).add(b);
       return s.where(s.ge(0), s.add(range));

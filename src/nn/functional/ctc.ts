@@ -247,7 +247,10 @@ function ctcUnscoped(
       ext = cat([pairs.reshape([N, 2 * S]), blankCol], 1);
     }
     const cols = arangeOn(P, device).reshape([1, P]);
-    const additive = (keep: Tensor) => where(keep, 0, -Infinity).to(dtype);
+    // A 0-d zero of the input's dtype: two numbers would make the default dtype (float64 fails
+    // on webgpu).
+    const zero = full([], 0, { dtype, device });
+    const additive = (keep: Tensor) => where(keep, zero, -Infinity);
     // A label may follow the one two states back (skipping a blank) unless they are equal.
     const skip = Sx > 2
       ? cat([
@@ -297,7 +300,8 @@ function ctcUnscoped(
   // No input at all: only the empty target has an alignment.
   if (!(il.range && il.range[0] > 0)) {
     const none = noGrad(() => il.device.eq(0));
-    nll = where(none, noGrad(() => where(tl.device.eq(0), 0, Infinity).to(dtype)), nll);
+    const zero = full([], 0, { dtype, device });
+    nll = where(none, noGrad(() => where(tl.device.eq(0), zero, Infinity)), nll);
   }
   const impossible = noGrad(() => nll.eq(Infinity));
   if (zeroInfinity) nll = where(impossible, 0, nll);

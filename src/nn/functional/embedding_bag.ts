@@ -452,7 +452,8 @@ function composedArgmax(x: Tensor, index: Tensor, bounds: Tensor): Tensor {
     upTo.sub(upTo.sub(counted).indexSelect(0, startOf)).eq(1).reshape([n, 1]),
   );
   const looked = x.indexSelect(0, index.clamp(0, rows - 1));
-  let values = where(looked.ne(looked), where(first, Infinity, -Infinity).to(x.dtype), looked);
+  const inf = full([], Infinity, { dtype: x.dtype, device });
+  let values = where(looked.ne(looked), where(first, inf, -Infinity), looked);
   let at = where(valid, arangeOn(n, device).reshape([n, 1]), -1).expand([n, d]);
   for (let s = 1; s < n; s *= 2) {
     const [nextValues, nextAt] = tidy(() => {

@@ -111,8 +111,7 @@ export function fold(
       }`,
     );
   }
-  const x = input.ndim === 2 ? input.unsqueeze(0) : input;
-  const [n, rows, l] = x.shape;
+  const [n, rows, l] = input.ndim === 2 ? [1, ...input.shape] : input.shape;
   const size = pair(op, "outputSize", outputSize, 1);
   const window = foldWindow(op, size, kernelSize, options);
   const [kh, kw] = window.kernel;
@@ -137,8 +136,10 @@ export function fold(
     );
   }
   const c = rows / (kh * kw);
-  return forwardScope(() => {
-    const y = fold2d(x.reshape([n, c, kh, kw, oh, ow]), size, window);
-    return input.ndim === 2 ? y.squeeze(0) : y;
-  });
+  // A new tensor, as PyTorch's, and no view of the input comes out: both stay changeable in place.
+  return owned(() =>
+    forwardScope(() => {
+      const y = fold2d(input.reshape([n, c, kh, kw, oh, ow]), size, window);
+      return input.ndim === 2 ? y.squeeze(0) : y;
+    }), input);
 }

@@ -77,9 +77,11 @@ export function pixelUnshuffle(x: Tensor, downscaleFactor: number): Tensor {
   }
   const b = batch.length;
   const lead = batch.map((_, i) => i);
-  return forwardScope(() =>
-    x.reshape([...batch, c, h / r, r, w / r, r])
-      .permute([...lead, b, b + 2, b + 4, b + 1, b + 3])
-      .reshape([...batch, c * r * r, h / r, w / r])
-  );
+  // A new tensor, as PyTorch's, and no view of x comes out: both stay changeable in place.
+  return owned(() =>
+    forwardScope(() =>
+      x.reshape([...batch, c, h / r, r, w / r, r])
+        .permute([...lead, b, b + 2, b + 4, b + 1, b + 3])
+        .reshape([...batch, c * r * r, h / r, w / r])
+    ), x);
 }

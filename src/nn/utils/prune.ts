@@ -43,7 +43,7 @@
 
 import { noGrad } from "../../autograd.ts";
 import { checkLater } from "../../ops/check.ts";
-import { onesLike, randLike, tensor } from "../../ops/factory.ts";
+import { onesLike, rand, randLike, tensor } from "../../ops/factory.ts";
 import { where } from "../../ops/indexing.ts";
 import { cat } from "../../ops/view.ts";
 import { formatShape } from "../../shape.ts";
@@ -508,9 +508,7 @@ export class RandomStructured extends BasePruningMethod {
   /** @internal */
   maskWithin(t: Tensor, defaultMask: Tensor, restricted: boolean): Tensor {
     const dim = checkStructured("RandomStructured", t, this.dim);
-    const prob = randLike(tensor([0], { device: t.device }).expand([t.shape[dim]]), {
-      dtype: "float32",
-    });
+    const prob = rand([t.shape[dim]], { dtype: "float32", device: t.device });
     return structuredMask(this.amount, t, dim, prob, defaultMask, restricted, true);
   }
 
