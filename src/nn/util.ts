@@ -8,11 +8,13 @@
 import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { checkLater } from "../ops/check.ts";
+import { inPlace } from "../ops/inplace.ts";
 import { arangeOn } from "../ops/factory.ts";
 import { stack } from "../ops/view.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
+import type { DropoutOptions } from "./functional/inplace.ts";
 import type { Reduction, ReductionOptions } from "./functional/loss.ts";
 import { normal_ } from "./init.ts";
 
@@ -328,6 +330,24 @@ export function checkMaxNorm(
     throw new RangeError(`${op}: maxNorm must be a finite non-negative number, got ${maxNorm}`);
   }
   return { maxNorm, normType };
+}
+
+/**
+ * A dropout function called with PyTorch's keyword form `{ p, training, inplace }`: `dropout`
+ * with the plain arguments (`training` defaulting to `trainingDefault`), written back into `x`
+ * as `op_` when `inplace`.
+ */
+export function dropoutWithOptions(
+  op: string,
+  x: Tensor,
+  options: DropoutOptions,
+  trainingDefault: boolean,
+  dropout: (x: Tensor, p: number, training: boolean) => Tensor,
+): Tensor {
+  const { p = 0.5, training = trainingDefault, inplace = false } = options;
+  return inplace
+    ? inPlace(`${op}_`, x, [], (t) => dropout(t, p, training))
+    : dropout(x, p, training);
 }
 
 /** A dropout's input (a float tensor) and probability `p` (in [0, 1]), checked. */

@@ -11,8 +11,7 @@ import { rand } from "../../ops/factory.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkDropout } from "../util.ts";
-import { inPlace } from "../../ops/inplace.ts";
+import { checkDropout, dropoutWithOptions } from "../util.ts";
 import type { DropoutOptions } from "./inplace.ts";
 
 /**
@@ -42,8 +41,7 @@ export function dropout1d(
   training = true,
 ): Tensor {
   if (typeof p === "object" && p !== null) {
-    const { p: q = 0.5, training: on = true, inplace = false } = p;
-    return inplace ? inPlace("dropout1d_", x, [], (t) => dropout1d(t, q, on)) : dropout1d(x, q, on);
+    return dropoutWithOptions("dropout1d", x, p, true, dropout1d);
   }
   checkDropout("dropout1d", x, p);
   if (x.ndim !== 2 && x.ndim !== 3) {
@@ -82,8 +80,7 @@ export function dropout2d(
   training = true,
 ): Tensor {
   if (typeof p === "object" && p !== null) {
-    const { p: q = 0.5, training: on = true, inplace = false } = p;
-    return inplace ? inPlace("dropout2d_", x, [], (t) => dropout2d(t, q, on)) : dropout2d(x, q, on);
+    return dropoutWithOptions("dropout2d", x, p, true, dropout2d);
   }
   checkDropout("dropout2d", x, p);
   if (x.ndim < 2) {
@@ -123,8 +120,7 @@ export function dropout3d(
   training = true,
 ): Tensor {
   if (typeof p === "object" && p !== null) {
-    const { p: q = 0.5, training: on = true, inplace = false } = p;
-    return inplace ? inPlace("dropout3d_", x, [], (t) => dropout3d(t, q, on)) : dropout3d(x, q, on);
+    return dropoutWithOptions("dropout3d", x, p, true, dropout3d);
   }
   checkDropout("dropout3d", x, p);
   if (x.ndim === 0) {
@@ -161,10 +157,7 @@ export function alphaDropout(
   training = false,
 ): Tensor {
   if (typeof p === "object" && p !== null) {
-    const { p: q = 0.5, training: on = false, inplace = false } = p;
-    return inplace
-      ? inPlace("alphaDropout_", x, [], (t) => alphaDropout(t, q, on))
-      : alphaDropout(x, q, on);
+    return dropoutWithOptions("alphaDropout", x, p, false, alphaDropout);
   }
   checkDropout("alphaDropout", x, p);
   if (!training || p === 0 || x.numel() === 0) return x;

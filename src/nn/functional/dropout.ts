@@ -9,8 +9,7 @@ import { rand } from "../../ops/factory.ts";
 import { formatShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkTensor } from "../util.ts";
-import { inPlace } from "../../ops/inplace.ts";
+import { checkTensor, dropoutWithOptions } from "../util.ts";
 import type { DropoutOptions } from "./inplace.ts";
 
 /**
@@ -25,8 +24,7 @@ export function dropout(
   training = true,
 ): Tensor {
   if (typeof p === "object" && p !== null) {
-    const { p: q = 0.5, training: on = true, inplace = false } = p;
-    return inplace ? inPlace("dropout_", x, [], (t) => dropout(t, q, on)) : dropout(x, q, on);
+    return dropoutWithOptions("dropout", x, p, true, dropout);
   }
   checkTensor("dropout", "input", x);
   if (typeof p !== "number" || !(p >= 0 && p <= 1)) {

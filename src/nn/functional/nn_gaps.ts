@@ -11,7 +11,7 @@ import { where } from "../../ops/indexing.ts";
 import { formatShape } from "../../shape.ts";
 import { forwardScope, tidy } from "../../storage.ts";
 import type { Tensor } from "../../tensor.ts";
-import { checkDropout, checkFinite, checkFloatInput } from "../util.ts";
+import { checkDropout, checkFinite, checkFloatInput, dropoutWithOptions } from "../util.ts";
 import { interpolate, type InterpolateOptions } from "./interpolate.ts";
 import { inPlace } from "../../ops/inplace.ts";
 import type { DropoutOptions, InplaceOptions } from "./inplace.ts";
@@ -81,10 +81,7 @@ export function featureAlphaDropout(
   training = false,
 ): Tensor {
   if (typeof p === "object" && p !== null) {
-    const { p: q = 0.5, training: on = false, inplace = false } = p;
-    return inplace
-      ? inPlace("featureAlphaDropout_", x, [], (t) => featureAlphaDropout(t, q, on))
-      : featureAlphaDropout(x, q, on);
+    return dropoutWithOptions("featureAlphaDropout", x, p, false, featureAlphaDropout);
   }
   const op = "featureAlphaDropout";
   checkDropout(op, x, p);
