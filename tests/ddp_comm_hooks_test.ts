@@ -319,8 +319,13 @@ Deno.test({
     >(RANKS, { nprocs: 2, args: ["powerTrain"] });
     assert.deepEqual(r1.params, r0.params);
     for (const r of [r0, r1]) {
-      // From the first compressed step on, the state (errors, Ps, Qs) is allocated once.
-      assert.equal(r.memory.at(-1), r.memory[3], `memory flat from step 4 on: ${r.memory}`);
+      // From the first compressed step on, the state (errors, Ps, Qs) is allocated once: memory
+      // never grows. (It may shrink: the float32 parameters `double()` replaced are freed
+      // whenever the garbage collector runs, as PyTorch frees them when unreferenced.)
+      assert.ok(
+        r.memory.slice(3).every((m) => m <= r.memory[3]),
+        `memory never grows from step 4 on: ${r.memory}`,
+      );
     }
     const first = r0.losses.slice(0, 4).reduce((a, b) => a + b) / 4;
     const last = r0.losses.slice(-4).reduce((a, b) => a + b) / 4;
