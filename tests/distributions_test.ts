@@ -23,7 +23,7 @@ import {
   sampleMoments,
 } from "./harness.ts";
 import { check, inp } from "./gradcheck.ts";
-import { digamma, lgamma } from "../src/distributions/gamma.ts";
+import { digamma, lgamma } from "../src/ops_composite/special_functions.ts";
 import fixtures from "./fixtures/torch_distributions.json" with { type: "json" };
 
 type Params = Record<string, FixtureValues>;

@@ -151,7 +151,7 @@ function forwardTrace(): string {
 }
 
 /** PyTorch's name of a node's backward: `mul` is `MulBackward`, a Function `Square` `SquareBackward`. */
-export function backwardName(node: Node): string {
+function backwardName(node: Node): string {
   return `${node.name.charAt(0).toUpperCase()}${node.name.slice(1)}Backward`;
 }
 

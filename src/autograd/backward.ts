@@ -10,7 +10,7 @@ import { accumulateLeaf, backwardPass, setGradEnabled } from "../autograd.ts";
 import { formatShape } from "../shape.ts";
 import { keep } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { seedsFor } from "./grad.ts";
+import { seedsFor } from "./seeds.ts";
 
 /** Options of {@link backward}, as `torch.autograd.backward`'s keyword arguments. */
 export interface AutogradBackwardOptions {

@@ -7,9 +7,8 @@
  */
 
 import { backwardPass } from "../autograd.ts";
-import { formatShape, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
-import { full } from "../ops/mod.ts";
+import { describe, seedsFor } from "./seeds.ts";
 
 /** Options of {@link grad}, as `torch.autograd.grad`'s keyword arguments. */
 export interface GradOptions {
@@ -24,10 +23,6 @@ export interface GradOptions {
   createGraph?: boolean;
   /** Give null for an input that no output depends on, instead of an error. */
   allowUnused?: boolean;
-}
-
-function describe(t: Tensor): string {
-  return `${t.dtype} of shape ${formatShape(t.shape)} on ${t.device}`;
 }
 
 function asList<T>(value: T | T[], what: string): T[] {
@@ -93,66 +88,4 @@ export function grad(
     }
   });
   return result;
-}
-
-/**
- * @internal The seed of each output's backward: its entry of `gradOutputs`
- * (checked, converted to the output's dtype), or 1 for a one-element output
- * given null. `op` names the caller and `name` the gradients in errors.
- */
-export function seedsFor(
-  outs: Tensor[],
-  gradOutputs: Tensor | null | undefined | readonly (Tensor | null | undefined)[],
-  op: string,
-  name = "gradOutputs",
-): Tensor[] {
-  const given = gradOutputs === undefined || gradOutputs === null
-    ? outs.map(() => null)
-    : Array.isArray(gradOutputs)
-    ? gradOutputs
-    : [gradOutputs];
-  if (given.length !== outs.length) {
-    throw new RangeError(
-      `${op}: got ${given.length} ${name} for ${outs.length} outputs (one each, null for 1)`,
-    );
-  }
-  return outs.map((out, i) => {
-    if (!out.requiresGrad) {
-      throw new Error(
-        `${op}: element ${i} of tensors does not require grad and does not have a grad_fn (output ${
-          describe(out)
-        })`,
-      );
-    }
-    const g = given[i];
-    if (g === null || g === undefined) {
-      if (out.numel() !== 1) {
-        throw new Error(
-          `${op}: grad can be implicitly created only for scalar outputs; output ${i} has shape ${
-            formatShape(out.shape)
-          }, pass ${name}`,
-        );
-      }
-      return full([...out.shape], 1, { dtype: out.dtype, device: out.device });
-    }
-    if (!(g instanceof Tensor)) {
-      throw new TypeError(
-        `${op}: ${name} ${i} must be a Tensor or null, got ${typeof g}`,
-      );
-    }
-    if (!sameShape(g.shape, out.shape)) {
-      throw new RangeError(
-        `${op}: mismatch in shape: ${name}[${i}] has a shape of ${
-          formatShape(g.shape)
-        } and outputs[${i}] has a shape of ${formatShape(out.shape)}`,
-      );
-    }
-    if (g.device !== out.device) {
-      throw new Error(
-        `${op}: ${name}[${i}] is on ${g.device}, outputs[${i}] on ${out.device}`,
-      );
-    }
-    // As PyTorch: a gradient of another dtype is converted to the output's.
-    return g.dtype === out.dtype ? g : g.to(out.dtype);
-  });
 }

@@ -8,17 +8,10 @@
  * @module
  */
 
-export { grad } from "./grad.ts";
-export type { GradOptions } from "./grad.ts";
+// `export *` only: deno doc lists a namespace's members only when they are re-exported this way
+// (tests/docs_test.ts checks it), so these files export nothing internal (see seeds.ts).
+export * from "./grad.ts";
 export * as functional from "./functional.ts";
-export { backward } from "./backward.ts";
-export type { AutogradBackwardOptions } from "./backward.ts";
-export { gradcheck, GradcheckError, gradgradcheck } from "./gradcheck.ts";
-export type { CheckedFn, GradcheckOptions, GradgradcheckOptions } from "./gradcheck.ts";
-export {
-  detectAnomaly,
-  isAnomalyCheckNanEnabled,
-  isAnomalyEnabled,
-  setDetectAnomaly,
-} from "./anomaly.ts";
-export type { AnomalyOptions } from "./anomaly.ts";
+export * from "./backward.ts";
+export * from "./gradcheck.ts";
+export * from "./anomaly.ts";

@@ -18,7 +18,6 @@ import {
   type StoreValue,
   valueBytes,
 } from "./store_core.ts";
-import type { StoreTimeoutError } from "./store_error.ts";
 
 export type { StoreValue };
 
@@ -51,7 +50,7 @@ export abstract class Store {
   abstract set(key: string, value: StoreValue): Promise<void>;
   /**
    * `key`'s value; waits for it to be set, up to the timeout (then a
-   * {@link StoreTimeoutError} naming the key).
+   * `StoreTimeoutError` naming the key).
    */
   abstract get(key: string): Promise<Uint8Array>;
   /**
@@ -69,7 +68,7 @@ export abstract class Store {
   /**
    * Resolves once every key of `keys` is set; waits up to `timeoutMs`
    * (default: the store's timeout), then rejects with a
-   * {@link StoreTimeoutError} naming the keys still missing.
+   * `StoreTimeoutError` naming the keys still missing.
    */
   abstract wait(keys: readonly string[], timeoutMs?: number): Promise<void>;
   /** Removes `key`; whether it was set (`delete_key`). */

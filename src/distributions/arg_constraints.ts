@@ -4,7 +4,8 @@
  * @module
  */
 
-import { type Constraint, type Distribution, registerArgConstraints } from "./distribution.ts";
+import type { Constraint, Distribution } from "./distribution.ts";
+import { registerArgConstraints } from "./util.ts";
 import { constraints as c } from "./constraints.ts";
 import { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
 import { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";

@@ -9,7 +9,8 @@
 import type { Tensor } from "../tensor.ts";
 import { cat as catTensors, stack as stackTensors } from "../ops/mod.ts";
 import { choleskyEx, eigvalsh } from "../linalg/mod.ts";
-import { type Constraint, constraints as base, eps } from "./distribution.ts";
+import type { Constraint } from "./distribution.ts";
+import { constraints as base, eps } from "./util.ts";
 
 /**
  * A constraint with PyTorch's `event_dim` (how many rightmost dims one

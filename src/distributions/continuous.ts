@@ -13,17 +13,20 @@ import { erfinv } from "../ops_composite/special_functions.ts";
 import { forwardScope } from "../storage.ts";
 import { ExponentialFamily } from "./exp_family.ts";
 import {
+  type Constraint,
+  Distribution,
+  type DistributionOptions,
+  type Param,
+} from "./distribution.ts";
+import {
   broadcastAll,
   checkMaskLater,
   checkParam,
-  type Constraint,
+  checkProbArg,
   constraints,
   defaultValidateArgs,
-  Distribution,
-  type DistributionOptions,
   eps,
-  type Param,
-} from "./distribution.ts";
+} from "./util.ts";
 
 const LOG_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
 
@@ -134,19 +137,6 @@ export class Normal extends ExponentialFamily {
   protected params(): Record<string, Tensor> {
     return { loc: this.loc, scale: this.scale };
   }
-}
-
-/**
- * `icdf`'s argument must be a probability (PyTorch checks it against the unit interval;
- * where PyTorch 1.13 does not, a value outside is an error here rather than a silently
- * wrong number).
- */
-export function checkProbArg(d: Distribution, op: string, value: Tensor, like: Tensor): void {
-  if (value?.device !== like.device) {
-    throw new TypeError(`${d.name}.${op}: value must be a Tensor on ${like.device}`);
-  }
-  if (!d.validateArgs) return;
-  checkParam(`${d.name}.${op}`, "value", value, value, constraints.unitInterval);
 }
 
 /**

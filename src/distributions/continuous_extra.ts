@@ -11,19 +11,22 @@ import { noGrad } from "../autograd.ts";
 import { full, rand, randn } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
 import {
-  broadcastAll,
-  checkParam,
-  clampProbs,
   type Constraint,
-  constraints,
-  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   type Param,
-  softplus,
 } from "./distribution.ts";
+import {
+  broadcastAll,
+  checkParam,
+  clampProbs,
+  constraints,
+  defaultValidateArgs,
+  softplus,
+} from "./util.ts";
 import type { ProbsOrLogits } from "./discrete.ts";
-import { Gamma, rsampleStandardGamma } from "./gamma.ts";
+import { Gamma } from "./gamma.ts";
+import { rsampleStandardGamma } from "./gamma_sampling.ts";
 import { ExponentialFamily } from "./exp_family.ts";
 
 const LOG_PI = Math.log(Math.PI);
@@ -532,6 +535,7 @@ export class ContinuousBernoulli extends ExponentialFamily {
     if (d !== this) return d.icdf(value);
     return this.icdfOf(value);
   }
+  /** The inverse cdf at `value`, for this distribution's own parameters. */
   private icdfOf(value: Tensor): Tensor {
     return forwardScope(() => {
       const p = this.probs;

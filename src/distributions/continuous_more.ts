@@ -10,17 +10,14 @@ import { noGrad } from "../autograd.ts";
 import { full, rand } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
 import {
-  broadcastAll,
-  checkParam,
   type Constraint,
-  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
-  eps,
   type Param,
 } from "./distribution.ts";
-import { checkProbArg, Exponential, Normal, Uniform } from "./continuous.ts";
-import { digamma, lgamma } from "./gamma.ts";
+import { broadcastAll, checkParam, checkProbArg, defaultValidateArgs, eps } from "./util.ts";
+import { Exponential, Normal, Uniform } from "./continuous.ts";
+import { digamma, lgamma } from "../ops_composite/special_functions.ts";
 import { constraints } from "./constraints.ts";
 import {
   AbsTransform,
@@ -30,6 +27,7 @@ import {
   StickBreakingTransform,
 } from "./transforms.ts";
 import { TransformedDistribution } from "./transformed.ts";
+import { HalfDistribution } from "./half.ts";
 
 /** The Euler–Mascheroni constant γ. */
 const EULER = 0.5772156649015329;
@@ -173,6 +171,7 @@ export class LogNormal extends TransformedDistribution {
   override toString(): string {
     return "LogNormal()";
   }
+  /** The parameters, in the order `remake` takes them. */
   protected override params(): Record<string, Tensor> {
     return { loc: this.loc, scale: this.scale };
   }
@@ -257,52 +256,6 @@ export class Gumbel extends TransformedDistribution {
 /** `new Kind(0, scale)` with the zero in scale's dtype and device. */
 function zeroLoc(scale: Tensor): Tensor {
   return full([], 0, { dtype: scale.dtype, device: scale.device });
-}
-
-/**
- * `|x|` of a distribution symmetric about 0 with a `scale` (the base of
- * {@link HalfNormal} and {@link HalfCauchy}): the base's density doubled
- * on `x >= 0`, its cdf `2 F(x) - 1`.
- */
-export abstract class HalfDistribution extends TransformedDistribution {
-  /** The underlying distribution's scale. */
-  abstract get scale(): Tensor;
-  /** `x >= 0`. */
-  override get support(): Constraint {
-    return constraints.nonnegative;
-  }
-  /** 0. */
-  override get mode(): Tensor {
-    return this.scale.mul(0);
-  }
-  /** The base's log-density plus log 2 (-inf below 0). */
-  override logProb(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.logProb(value);
-    this.validateSample("logProb", value, this.scale);
-    return forwardScope(() => {
-      const lp = this.baseDist.logProb(value).add(Math.LN2);
-      return lp.where(noGrad(() => value.ge(0)), -Infinity);
-    });
-  }
-  /** `2 F(x) - 1` of the base. */
-  override cdf(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.cdf(value);
-    this.validateSample("cdf", value, this.scale);
-    return forwardScope(() => this.baseDist.cdf(value).mul(2).sub(1));
-  }
-  /** The base's icdf at `(p + 1)/2`. */
-  override icdf(value: Tensor): Tensor {
-    const d = this.withNumbersOn(value?.device);
-    if (d !== this) return d.icdf(value);
-    checkProbArg(this, "icdf", value, this.scale);
-    return forwardScope(() => this.baseDist.icdf(value.add(1).div(2)));
-  }
-  /** The base's entropy minus log 2. */
-  override entropy(): Tensor {
-    return this.baseDist.entropy().sub(Math.LN2);
-  }
 }
 
 /** The half-normal distribution: `|x|` of N(0, scale²), as `torch.distributions.HalfNormal`. */
@@ -488,6 +441,7 @@ export class Pareto extends TransformedDistribution {
     const size = (t: Tensor) => `torch.Size([${t.shape.join(", ")}])`;
     return `Pareto(alpha: ${size(this.alpha)}, scale: ${size(this.scale)})`;
   }
+  /** The parameters, in the order `remake` takes them. */
   protected override params(): Record<string, Tensor> {
     return { scale: this.scale, alpha: this.alpha };
   }
@@ -614,6 +568,7 @@ export class LogisticNormal extends TransformedDistribution {
   override toString(): string {
     return "LogisticNormal()";
   }
+  /** The parameters, in the order `remake` takes them. */
   protected override params(): Record<string, Tensor> {
     return { loc: this.loc, scale: this.scale };
   }

@@ -12,21 +12,23 @@ import { multinomial } from "../ops_composite/mod.ts";
 import { forwardScope } from "../storage.ts";
 import { formatShape } from "../shape.ts";
 import {
-  checkMaskLater,
-  checkParam,
-  clampProbs,
   type Constraint,
-  constraints,
-  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   type EnumerateSupportOptions,
+  type Param,
+} from "./distribution.ts";
+import {
+  checkMaskLater,
+  checkParam,
+  clampProbs,
+  constraints,
+  defaultValidateArgs,
   enumerateValues,
   finfoMin,
   numberParam,
-  type Param,
   softplus,
-} from "./distribution.ts";
+} from "./util.ts";
 import { ExponentialFamily } from "./exp_family.ts";
 
 /** `probs` or `logits` (exactly one). */
@@ -301,6 +303,7 @@ export class Categorical extends Distribution {
     return new Kind({ [this.#kind]: value, validateArgs });
   }
 
+  /** Checks a `logProb` argument: a tensor of category indices. */
   private checkIndex(value: Tensor): void {
     if (!(value instanceof Tensor)) {
       throw new TypeError(`${this.name}.logProb: value must be a Tensor, got ${typeof value}`);

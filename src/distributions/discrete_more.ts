@@ -13,22 +13,24 @@ import { poisson } from "../ops_composite/mod.ts";
 import { forwardScope } from "../storage.ts";
 import { formatShape } from "../shape.ts";
 import {
-  broadcastAll,
-  checkParam,
-  clampProbs,
   type Constraint,
-  constraints,
-  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   type EnumerateSupportOptions,
-  enumerateValues,
   type Param,
-  softplus,
 } from "./distribution.ts";
+import {
+  broadcastAll,
+  checkParam,
+  clampProbs,
+  constraints,
+  defaultValidateArgs,
+  enumerateValues,
+  softplus,
+} from "./util.ts";
 import { constraints as allConstraints } from "./constraints.ts";
 import { Categorical, type ProbsOrLogits } from "./discrete.ts";
-import { standardGamma } from "./gamma.ts";
+import { standardGamma } from "./gamma_sampling.ts";
 import { ExponentialFamily } from "./exp_family.ts";
 
 /** `probs` or `logits` (exactly one) as given, with its kind. */
@@ -285,6 +287,7 @@ export class Binomial extends Distribution {
     const n = this.requireCount("enumerateSupport");
     return enumerateValues(n + 1, this.batchShape, this.#param, options);
   }
+  /** `totalCount` as a number, or a clear error naming `op` when it is a tensor. */
   private requireCount(op: string): number {
     if (this.#count === undefined) {
       throw new TypeError(

@@ -9,85 +9,22 @@
 
 import type { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
-import { rand, randn, stack } from "../ops/mod.ts";
+import { stack } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
 import { digamma, lgamma, xlogy } from "../ops_composite/special_functions.ts";
-import { attachDirichletGrad, attachGammaGrad } from "./gamma_grad.ts";
-import { ExponentialFamily } from "./exp_family.ts";
 import {
-  broadcastAll,
-  checkParam,
-  type Constraint,
-  constraints,
-  defaultValidateArgs,
-  type DistributionOptions,
-  eps,
-  finfoMin,
-  type Param,
-} from "./distribution.ts";
+  attachDirichletGrad,
+  logStandardGamma,
+  rsampleStandardGamma,
+  standardGamma,
+  tiny,
+} from "./gamma_sampling.ts";
+import { ExponentialFamily } from "./exp_family.ts";
+import type { Constraint, DistributionOptions, Param } from "./distribution.ts";
+import { broadcastAll, checkParam, constraints, defaultValidateArgs, eps } from "./util.ts";
 
 // One implementation of the special functions: torch.special's (accurate near
 // lgamma's zeros, in float32 too); re-exported for the other distributions.
-export { digamma, lgamma, xlogy };
-
-/** The rounds of Marsaglia–Tsang proposals per draw (acceptance ≥ 95% each). */
-const ROUNDS = 10;
-
-/**
- * The logs of standard gamma draws of `alpha` (already shaped as the
- * draws): Marsaglia and Tsang's squeeze with `ROUNDS` proposals each, the
- * first accepted one kept; α < 1 draws at α + 1 and adds `log(u)/α`. A draw
- * none of whose rounds is accepted (probability below 1e-13) takes the mode
- * `d`. In logs, as a draw of small α underflows (α = 1e-3 gives X < 1e-38
- * nine times in ten) and Beta needs the ratio of two of them.
- */
-function logStandardGamma(alpha: Tensor): Tensor {
-  return noGrad(() =>
-    forwardScope(() => {
-      const shape = [...alpha.shape];
-      const opts = { dtype: alpha.dtype, device: alpha.device };
-      const small = alpha.lt(1);
-      const a = alpha.add(small);
-      const d = a.sub(1 / 3);
-      const c = d.mul(9).rsqrt();
-      const x = randn([ROUNDS, ...shape], opts);
-      const u = rand([ROUNDS, ...shape], opts);
-      const v = x.mul(c).add(1).pow(3);
-      const positive = v.gt(0);
-      const logv = v.where(positive, 1).log();
-      const accept = positive.mul(
-        u.log().lt(x.square().mul(0.5).add(d).sub(d.mul(v)).add(d.mul(logv))),
-      );
-      const first = accept.mul(accept.cumsum(0).eq(1));
-      const any = first.sum(0);
-      const g = d.mul(v).mul(first).sum(0).add(d.mul(any.eq(0)));
-      const boost = rand(shape, opts).log().div(alpha);
-      return g.log().add(boost.where(small, 0)).clamp(finfoMin(alpha.dtype));
-    })
-  );
-}
-
-/** The smallest normal number of `dtype` (`torch.finfo(dtype).tiny`). */
-function tiny(dtype: Tensor["dtype"]): number {
-  return dtype === "float64" ? 2.2250738585072014e-308 : 1.1754943508222875e-38;
-}
-
-/**
- * Standard gamma draws of `alpha` (already shaped as the draws), clamped
- * below to the smallest normal number as PyTorch's.
- */
-export function standardGamma(alpha: Tensor): Tensor {
-  return noGrad(() => forwardScope(() => logStandardGamma(alpha).exp().clamp(tiny(alpha.dtype))));
-}
-
-/**
- * {@link standardGamma}'s draws, differentiable in `alpha` by implicit
- * reparameterization (PyTorch's `_standard_gamma` and its backward
- * `_standard_gamma_grad`).
- */
-export function rsampleStandardGamma(alpha: Tensor): Tensor {
-  return attachGammaGrad(alpha, standardGamma(alpha));
-}
 
 /**
  * The gamma distribution of `concentration` α and `rate` β (density

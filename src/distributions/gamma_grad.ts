@@ -11,7 +11,7 @@
  */
 
 import { Tensor } from "../tensor.ts";
-import { noGrad, record } from "../autograd.ts";
+import { noGrad } from "../autograd.ts";
 import { forwardScope } from "../storage.ts";
 import { formatShape } from "../shape.ts";
 import { digamma } from "../ops_composite/special_functions.ts";
@@ -393,30 +393,4 @@ export function dirichletGrad(x: Tensor, alpha: Tensor, total: Tensor): Tensor {
       return small0.where(nearZero, small1.where(nearOne, mid.where(large, rational)));
     })
   );
-}
-
-/**
- * Standard gamma draws `x` of `alpha` (a fresh tensor without history, the
- * shape of `alpha`) made differentiable in `alpha` by
- * {@link standardGammaGrad}, as PyTorch's `_standard_gamma` backward.
- */
-export function attachGammaGrad(alpha: Tensor, x: Tensor): Tensor {
-  return record("standardGamma", [alpha], x, ([g]) => [
-    g ? g.mul(standardGammaGrad(alpha.detach(), x.detach())) : null,
-  ]);
-}
-
-/**
- * Dirichlet draws `x` of `concentration` (fresh, without history, the
- * same shape) made differentiable in the concentration, as PyTorch's
- * `_Dirichlet` backward: `dirichletGrad(x, α, Σα)·(g - Σ x·g)`.
- */
-export function attachDirichletGrad(concentration: Tensor, x: Tensor): Tensor {
-  return record("dirichlet", [concentration], x, ([g]) => {
-    if (!g) return [null];
-    const c = concentration.detach();
-    const xd = x.detach();
-    const grad = noGrad(() => dirichletGrad(xd, c, c.sum(-1, true).expand([...c.shape])));
-    return [grad.mul(g.sub(xd.mul(g).sum(-1, true)))];
-  });
 }

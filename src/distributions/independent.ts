@@ -13,8 +13,8 @@ import {
   Distribution,
   type DistributionOptions,
   type EnumerateSupportOptions,
-  sumRightmost,
 } from "./distribution.ts";
+import { sumRightmost } from "./util.ts";
 
 /**
  * The rightmost `reinterpretedBatchNdims` batch dims of `base` become event

@@ -7,15 +7,17 @@
 import type { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
 import { forwardScope } from "../storage.ts";
-import { Distribution, softplus, sumRightmost } from "./distribution.ts";
+import { Distribution } from "./distribution.ts";
+import { type Ctor, softplus, sumRightmost } from "./util.ts";
 import { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
 import { Bernoulli, Categorical, OneHotCategorical } from "./discrete.ts";
 import { Independent } from "./independent.ts";
-import { ExponentialFamily, klExponentialFamily } from "./exp_family.ts";
-import { Beta, digamma, Gamma, lgamma } from "./gamma.ts";
-import { klMultivariateNormal, MultivariateNormal } from "./multivariate_normal.ts";
-
-type Ctor<T> = abstract new (...args: never[]) => T;
+import { ExponentialFamily } from "./exp_family.ts";
+import { klExponentialFamily } from "./kl_util.ts";
+import { Beta, Gamma } from "./gamma.ts";
+import { digamma, lgamma } from "../ops_composite/special_functions.ts";
+import { MultivariateNormal } from "./multivariate_normal.ts";
+import { klMultivariateNormal } from "./mvn_util.ts";
 
 const registry: [Ctor<Distribution>, Ctor<Distribution>, (p: never, q: never) => Tensor][] = [];
 

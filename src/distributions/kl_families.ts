@@ -11,7 +11,7 @@ import { noGrad } from "../autograd.ts";
 import { full } from "../ops/mod.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { solveTriangular } from "../linalg/mod.ts";
-import { checkMaskLater } from "./distribution.ts";
+import { checkMaskLater } from "./util.ts";
 import { Exponential, Laplace, Normal, Uniform } from "./continuous.ts";
 import { Bernoulli } from "./discrete.ts";
 import { Beta, Gamma } from "./gamma.ts";
@@ -20,7 +20,8 @@ import { registerKl } from "./kl.ts";
 import { Gumbel, Pareto } from "./continuous_more.ts";
 import { Binomial, Geometric, Poisson } from "./discrete_more.ts";
 import { ContinuousBernoulli } from "./continuous_extra.ts";
-import { Dirichlet, lowrankA, LowRankMultivariateNormal, traceXXt } from "./multivariate_more.ts";
+import { Dirichlet, LowRankMultivariateNormal } from "./multivariate_more.ts";
+import { lowrankA, traceXXt } from "./mvn_util.ts";
 
 /** Infinity of `like`'s shape, dtype and device (`_infinite_like`). */
 function infiniteLike(like: Tensor): Tensor {

@@ -11,26 +11,29 @@ import { noGrad } from "../autograd.ts";
 import { arange, randn } from "../ops/mod.ts";
 import { eye } from "../ops_composite/mod.ts";
 import { cholesky, inv, slogdet, solveTriangular } from "../linalg/mod.ts";
-import { choleskyInfo } from "../linalg/triangular.ts";
+import { choleskyInfo } from "../linalg/cholesky_steps.ts";
 import { forwardScope } from "../storage.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
+import {
+  type Constraint,
+  Distribution,
+  type DistributionOptions,
+  type Param,
+} from "./distribution.ts";
 import {
   broadcastAll,
   checkMaskLater,
   checkParam,
-  type Constraint,
   constraints,
   defaultValidateArgs,
-  Distribution,
-  type DistributionOptions,
   eps,
   numberParam,
-  type Param,
-} from "./distribution.ts";
+} from "./util.ts";
 import { ExponentialFamily } from "./exp_family.ts";
 import { constraints as allConstraints } from "./constraints.ts";
-import { Beta, rsampleStandardGamma } from "./gamma.ts";
-import { givenMatrix, takeFactor, withFactor } from "./multivariate_normal.ts";
+import { Beta } from "./gamma.ts";
+import { rsampleStandardGamma } from "./gamma_sampling.ts";
+import { givenMatrix, takeFactor, withFactor } from "./mvn_util.ts";
 
 const LOG2 = Math.LN2;
 

@@ -13,20 +13,13 @@ import { cholesky, solveTriangular } from "../linalg/mod.ts";
 import { forwardScope } from "../storage.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import type { Device } from "../device.ts";
-import {
-  checkMaskLater,
-  type Constraint,
-  constraints,
-  defaultValidateArgs,
-  Distribution,
-  type DistributionOptions,
-} from "./distribution.ts";
+import { type Constraint, Distribution, type DistributionOptions } from "./distribution.ts";
+import { checkMaskLater, constraints, defaultValidateArgs } from "./util.ts";
 import { constraints as allConstraints } from "./constraints.ts";
 import { Categorical } from "./discrete.ts";
-import { standardGamma } from "./gamma.ts";
-import { attachDirichletGrad } from "./gamma_grad.ts";
+import { attachDirichletGrad, standardGamma } from "./gamma_sampling.ts";
 import { ExponentialFamily } from "./exp_family.ts";
-import { takeFactor, withFactor } from "./multivariate_normal.ts";
+import { takeFactor, withFactor, wtDinv } from "./mvn_util.ts";
 
 const LOG_2PI = Math.log(2 * Math.PI);
 
@@ -169,11 +162,6 @@ export class Dirichlet extends ExponentialFamily {
   }
 }
 
-/** `Wᵀ D⁻¹` of a batch of `[n, m]` factors and `[n]` diagonals. */
-function wtDinv(w: Tensor, d: Tensor): Tensor {
-  return w.transpose(-1, -2).div(d.unsqueeze(-2));
-}
-
 /** The Cholesky factor of the capacitance `I + Wᵀ D⁻¹ W` (`_batch_capacitance_tril`). */
 function capacitanceTril(w: Tensor, d: Tensor): Tensor {
   const m = w.shape[w.ndim - 1];
@@ -199,11 +187,6 @@ function mahalanobis(l: Tensor, x: Tensor): Tensor {
 function lowrankMahalanobis(w: Tensor, d: Tensor, x: Tensor, capTril: Tensor): Tensor {
   const wtdx = wtDinv(w, d).matmul(x.unsqueeze(-1)).squeeze(-1);
   return x.square().div(d).sum(-1).sub(mahalanobis(capTril, wtdx));
-}
-
-/** `Σ xᵢⱼ²` over the last two dims (`_batch_trace_XXT`). */
-export function traceXXt(x: Tensor): Tensor {
-  return x.square().sum([-2, -1]);
 }
 
 /**
@@ -402,11 +385,6 @@ export class LowRankMultivariateNormal extends Distribution {
         ], false),
     );
   }
-}
-
-/** The KL pieces shared by the low-rank pairs: `A = C_q⁻¹ W_qᵀ D_q⁻¹`. */
-export function lowrankA(q: LowRankMultivariateNormal): Tensor {
-  return solveTriangular(q.capacitanceTril, wtDinv(q.covFactor, q.covDiag), { upper: false });
 }
 
 /**

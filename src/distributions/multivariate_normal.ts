@@ -12,15 +12,14 @@ import { cholesky, inv, solveTriangular } from "../linalg/mod.ts";
 import { forwardScope } from "../storage.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import {
-  checkMaskLater,
   type Constraint,
-  constraints,
-  defaultValidateArgs,
   Distribution,
   type DistributionOptions,
   type Param,
 } from "./distribution.ts";
+import { checkMaskLater, constraints, defaultValidateArgs } from "./util.ts";
 import { noGrad } from "../autograd.ts";
+import { givenMatrix, mahalanobis, takeFactor, withFactor } from "./mvn_util.ts";
 
 const LOG_2PI = Math.log(2 * Math.PI);
 
@@ -34,68 +33,10 @@ export interface MultivariateNormalOptions extends DistributionOptions {
   scaleTril?: Tensor;
 }
 
-/** The factor {@link withFactor} hands the constructor it runs, keyed by the matrix it factors. */
-let pending: { matrix: Tensor; factor: Tensor } | undefined;
-
-/**
- * `make()` with `factor` (already computed from `matrix`, e.g. expanded from
- * the original's) handed to the constructor that `make` runs, so that
- * `expand` does not factor every copy of the matrix again (PyTorch's expand
- * copies its factors too; the gradient still flows to the original parameters).
- */
-export function withFactor<T>(matrix: Tensor, factor: Tensor, make: () => T): T {
-  pending = { matrix, factor };
-  try {
-    return make();
-  } finally {
-    pending = undefined;
-  }
-}
-
-/** The factor of `matrix` (a constructor argument) that {@link withFactor} handed over, else `compute()`. */
-export function takeFactor(matrix: Tensor, compute: () => Tensor): Tensor {
-  const given = pending?.matrix === matrix ? pending.factor : undefined;
-  if (given) pending = undefined;
-  return given ?? compute();
-}
-
-/**
- * The one matrix of `covarianceMatrix`, `precisionMatrix` and `scaleTril`
- * that `options` gives (MultivariateNormal's and Wishart's rule), with its name.
- */
-export function givenMatrix(
-  op: string,
-  options: MultivariateNormalOptions,
-): ["covarianceMatrix" | "precisionMatrix" | "scaleTril", Tensor] {
-  const given = (["covarianceMatrix", "precisionMatrix", "scaleTril"] as const).filter((k) =>
-    options?.[k] !== undefined
-  );
-  if (given.length !== 1) {
-    throw new TypeError(
-      `${op}: exactly one of covarianceMatrix, precisionMatrix or scaleTril must be given, got ${
-        given.length === 0 ? "none" : given.join(", ")
-      }`,
-    );
-  }
-  const kind = given[0];
-  const m = options[kind]!;
-  if (!(m instanceof Tensor)) throw new TypeError(`${op}: ${kind} must be a Tensor`);
-  return [kind, m];
-}
-
 /** The diagonals of a batch of square matrices. */
 function diagonal(m: Tensor): Tensor {
   const n = m.shape[m.ndim - 1];
   return m.mul(eye(n, { dtype: m.dtype, device: m.device })).sum(-1);
-}
-
-/** `‖L⁻¹x‖²` over the last dim (`_batch_mahalanobis`), batch dims broadcast. */
-function mahalanobis(l: Tensor, x: Tensor): Tensor {
-  const shape = broadcastShapes(l.shape.slice(0, -2), x.shape.slice(0, -1));
-  const n = x.shape[x.ndim - 1];
-  const lb = l.expand([...shape, n, n]);
-  const xb = x.expand([...shape, n]).unsqueeze(-1);
-  return solveTriangular(lb, xb, { upper: false }).squeeze(-1).square().sum(-1);
 }
 
 /**
@@ -271,23 +212,4 @@ export class MultivariateNormal extends Distribution {
     const loc = this.loc.expand([...batchShape, n]);
     return withFactor(matrix, factor, () => this.remake([loc, matrix], false));
   }
-}
-
-/** `KL(p ‖ q)` of two multivariate normals of one event size. */
-export function klMultivariateNormal(p: MultivariateNormal, q: MultivariateNormal): Tensor {
-  const n = p.eventShape[0];
-  if (q.eventShape[0] !== n) {
-    throw new RangeError(
-      `klDivergence: MultivariateNormals of different event shapes [${n}] and [${
-        q.eventShape[0]
-      }] have no KL divergence`,
-    );
-  }
-  const shape = broadcastShapes(p.batchShape, q.batchShape, "klDivergence");
-  const pl = p.scaleTril.expand([...shape, n, n]);
-  const ql = q.scaleTril.expand([...shape, n, n]);
-  const term1 = q.halfLogDet().sub(p.halfLogDet());
-  const term2 = solveTriangular(ql, pl, { upper: false }).square().sum([-2, -1]);
-  const term3 = mahalanobis(q.scaleTril, q.loc.sub(p.loc));
-  return term1.add(term2.add(term3).sub(n).mul(0.5));
 }

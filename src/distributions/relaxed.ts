@@ -11,14 +11,8 @@ import { Tensor } from "../tensor.ts";
 import type { Device } from "../device.ts";
 import { full, rand } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
-import {
-  clampProbs,
-  type Constraint,
-  constraints as baseConstraints,
-  Distribution,
-  type Param,
-  softplus,
-} from "./distribution.ts";
+import { type Constraint, Distribution, type Param } from "./distribution.ts";
+import { clampProbs, constraints as baseConstraints, softplus } from "./util.ts";
 import { Bernoulli, Categorical, OneHotCategorical, type ProbsOrLogits } from "./discrete.ts";
 import { constraints } from "./constraints.ts";
 import { ExpTransform, SigmoidTransform } from "./transforms.ts";
@@ -79,6 +73,7 @@ export class LogitRelaxedBernoulli extends Distribution {
     this.#bernoulli = bernoulli;
     this.temperature = temperatureOf(new.target.name, temperature, this.param);
   }
+  /** The wrapped Bernoulli's parameter (probs or logits), for dtype and device. */
   private get param(): Tensor {
     return Object.values(this.#bernoulli["params"]())[0];
   }
@@ -152,6 +147,7 @@ export class RelaxedBernoulli extends TransformedDistribution {
   constructor(temperature: Param, options: ProbsOrLogits) {
     super(new LogitRelaxedBernoulli(temperature, options), new SigmoidTransform(), options);
   }
+  /** The base distribution, with its type. */
   private get logit(): LogitRelaxedBernoulli {
     return this.baseDist as LogitRelaxedBernoulli;
   }
@@ -277,6 +273,7 @@ export class RelaxedOneHotCategorical extends TransformedDistribution {
   constructor(temperature: Param, options: ProbsOrLogits) {
     super(new ExpRelaxedCategorical(temperature, options), new ExpTransform(), options);
   }
+  /** The base distribution, with its type. */
   private get exp(): ExpRelaxedCategorical {
     return this.baseDist as ExpRelaxedCategorical;
   }

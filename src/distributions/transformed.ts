@@ -10,26 +10,11 @@ import { Tensor } from "../tensor.ts";
 import type { Device } from "../device.ts";
 import { noGrad } from "../autograd.ts";
 import { formatShape, sameShape } from "../shape.ts";
-import {
-  checkMaskLater,
-  checkParam,
-  type Constraint,
-  defaultValidateArgs,
-  Distribution,
-  type DistributionOptions,
-  sumRightmost,
-} from "./distribution.ts";
+import { type Constraint, Distribution, type DistributionOptions } from "./distribution.ts";
+import { anyParam, checkMaskLater, checkParam, defaultValidateArgs, sumRightmost } from "./util.ts";
 import { Independent } from "./independent.ts";
 import { constraints, eventDimOf } from "./constraints.ts";
 import { ComposeTransform, Transform } from "./transforms.ts";
-
-/** A parameter tensor of `d` or of the distributions it wraps (for dtype and device). */
-export function anyParam(d: Distribution): Tensor {
-  const own = Object.values(d["params"]())[0];
-  if (own) return own;
-  const base = (d as { baseDist?: Distribution }).baseDist;
-  return base ? anyParam(base) : d.mean;
-}
 
 /**
  * The distribution of `t_n(...t_1(x))` with `x` drawn from `base`.
@@ -206,6 +191,7 @@ export class TransformedDistribution extends Distribution {
   protected like(): Tensor {
     return anyParam(this);
   }
+  /** Checks a `logProb`/`cdf` argument: a tensor on the parameters' device. */
   private checkValue(op: string, value: Tensor): void {
     if (!(value instanceof Tensor)) {
       throw new TypeError(`${this.name}.${op}: value must be a Tensor, got ${typeof value}`);

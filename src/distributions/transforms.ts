@@ -10,7 +10,8 @@ import { Tensor } from "../tensor.ts";
 import { arange, cat, full, stack, tensor } from "../ops/mod.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
-import { type Constraint, Distribution, eps, softplus, sumRightmost } from "./distribution.ts";
+import { type Constraint, Distribution } from "./distribution.ts";
+import { eps, softplus, sumRightmost } from "./util.ts";
 import { constraints, eventDimOf } from "./constraints.ts";
 
 /** Options every transform takes. */

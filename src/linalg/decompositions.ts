@@ -9,7 +9,6 @@
  */
 
 import { noGrad, record } from "../autograd.ts";
-import { checkLater } from "../ops/check.ts";
 import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
 import { cat, stack } from "../ops/view.ts";
@@ -17,9 +16,21 @@ import { eye } from "../ops_composite/factory.ts";
 import { formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { broadcastBatch, gaussJordan, pivotRow, solveArgs, swapRows } from "./lu.ts";
-import { choleskyInfo, type CholeskyOptions, solveTriangular } from "./triangular.ts";
+import {
+  asInfo,
+  broadcastBatch,
+  factor,
+  gaussJordan,
+  invWithInfo,
+  solveArgs,
+  transposedInfo,
+  unsolved,
+} from "./lu_steps.ts";
+import { solveTriangular } from "./triangular.ts";
+import type { CholeskyOptions } from "./cholesky.ts";
+import { choleskyInfo } from "./cholesky_steps.ts";
 import { failLater, indices, mT, requireMatrix, requireSquare } from "./util.ts";
+import { luUnpack } from "./lu_unpack.ts";
 
 /** Options of {@link luFactor} and {@link lu}. */
 export interface LuFactorOptions {
@@ -37,46 +48,6 @@ function requirePivot(op: string, options: LuFactorOptions): void {
   if (options.pivot === false) {
     throw new RangeError(`${op}: LU without pivoting is not implemented on the CPU (pivot: false)`);
   }
-}
-
-/**
- * LAPACK's `getrf` as ops: the packed factors (`[..., m, n]`), the 1-based
- * pivot rows (`[..., min(m, n)]`, int32) and `info` (`[...]`, int32: the
- * 1-based index of the first zero pivot, 0 when none).
- */
-function factor(a: Tensor): [Tensor, Tensor, Tensor] {
-  const [m, n] = a.shape.slice(-2);
-  const k = Math.min(m, n);
-  const batch = a.shape.slice(0, -2);
-  const rows = indices(m, a);
-  const cols = indices(n, a);
-  let u = a;
-  let info = zeros(batch, { dtype: "int32", device: a.device });
-  const pivots: Tensor[] = [];
-  for (let j = 0; j < k; j++) {
-    const [p, at] = noGrad(() => {
-      const column = u.narrow(-1, j, 1).squeeze(-1);
-      const [p] = pivotRow(column, rows, j);
-      return [p, p.mul(rows).sum(-1, true).add(1).to("int32")];
-    });
-    pivots.push(at);
-    u = swapRows(u, p, rows, j);
-    const pivot = u.narrow(-2, j, 1).narrow(-1, j, 1);
-    const nonzero = noGrad(() => pivot.ne(0));
-    info = noGrad(() =>
-      info.add(nonzero.eq(0).reshape(batch).to("int32").mul(info.eq(0)).mul(j + 1))
-    );
-    const below = rows.gt(j).unsqueeze(-1);
-    const l = u.narrow(-1, j, 1).div(pivot.where(nonzero, 1));
-    // Only the trailing block is updated and the multipliers go to column j below the pivot,
-    // both selected, not masked by multiplying: exact elsewhere, and an inf spreads no NaN.
-    u = u.sub(l.mul(u.narrow(-2, j, 1))).where(below.mul(cols.gt(j)), u);
-    u = l.where(below.mul(cols.eq(j)), u);
-  }
-  const piv = k === 0
-    ? zeros([...batch, 0], { dtype: "int32", device: a.device })
-    : cat(pivots, -1);
-  return [k === 0 ? a.clone() : u, piv, info];
 }
 
 /**
@@ -124,76 +95,6 @@ export function luFactor(A: Tensor, options: LuFactorOptions = {}): [Tensor, Ten
     false, // PyTorch raises a plain RuntimeError here, not a LinAlgError.
   );
   return [LU, pivots];
-}
-
-/** Options of {@link luUnpack}. */
-export interface LuUnpackOptions {
-  /** Unpack L and U (default true; else they come back empty). */
-  unpackData?: boolean;
-  /** Unpack P (default true; else it comes back empty). */
-  unpackPivots?: boolean;
-}
-
-/**
- * `[P, L, U]` (with `A = P L U`) from the packed `LU` and `pivots` of
- * {@link luFactor}, as `torch.lu_unpack`: P `[..., m, m]`, L
- * `[..., m, k]` (unit lower), U `[..., k, n]`, k = min(m, n); pivots
- * outside 1..m fail at the next read, as PyTorch's. Differentiable in `LU`.
- */
-export function luUnpack(
-  LU: Tensor,
-  pivots: Tensor,
-  options: LuUnpackOptions = {},
-): [Tensor, Tensor, Tensor] {
-  const op = "torch.lu_unpack";
-  requireMatrix(op, LU, "LU_data");
-  const { unpackData = true, unpackPivots = true } = options;
-  const [m, n] = LU.shape.slice(-2);
-  const k = Math.min(m, n);
-  const batch = LU.shape.slice(0, -2);
-  if (!(pivots instanceof Tensor) || pivots.dtype !== "int32") {
-    throw new TypeError(`${op}: LU_pivots is expected to be an int32 tensor, got ${pivots?.dtype}`);
-  }
-  if (pivots.shape.at(-1) !== k || pivots.ndim !== LU.ndim - 1) {
-    throw new RangeError(
-      `${op}: LU_pivots (shape ${formatShape(pivots.shape)}) does not fit LU_data (shape ${
-        formatShape(LU.shape)
-      }): expected its last dim to be min(m, n) = ${k}`,
-    );
-  }
-  if (unpackPivots && pivots.numel() > 0) {
-    // The pivots' values are only known on the device: checked at the next read, as PyTorch's.
-    checkLater(
-      noGrad(() => pivots.lt(1).add(pivots.gt(m)).sum().reshape([1])),
-      (host) =>
-        host[0] > 0
-          ? "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you properly pass the result of lu_factor?"
-          : null,
-    );
-  }
-  const none = () => zeros([0], { dtype: LU.dtype, device: LU.device });
-  return forwardScope(() => {
-    let L = none();
-    let U = none();
-    if (unpackData) {
-      const unit = noGrad(() => eye(m, k, { dtype: LU.dtype, device: LU.device }));
-      L = LU.narrow(-1, 0, k).tril(-1).add(unit);
-      U = LU.narrow(-2, 0, k).triu();
-    }
-    let P = none();
-    if (unpackPivots) {
-      P = noGrad(() => {
-        const rows = indices(m, LU);
-        let perm = eye(m, { dtype: LU.dtype, device: LU.device }).expand([...batch, m, m]);
-        const at = pivots.to(LU.dtype).sub(1);
-        for (let j = 0; j < k; j++) {
-          perm = swapRows(perm, rows.eq(at.narrow(-1, j, 1)), rows, j);
-        }
-        return mT(perm).clone();
-      });
-    }
-    return [P, L, U];
-  });
 }
 
 /**
@@ -267,52 +168,6 @@ export function luSolve(
     return solveTriangular(mT(U), z, { upper: false, left: false });
   });
 }
-
-/** The info of `gaussJordan` as int32 (`[...]`). */
-const asInfo = (info: Tensor) => noGrad(() => info.to("int32"));
-
-/**
- * `gaussJordan`'s solution with NaN in each matrix where it met a zero
- * pivot (`info` nonzero): there its numbers are no solution, and the `*Ex`
- * functions report LAPACK's `info`, which need not see that pivot.
- */
-const unsolved = (x: Tensor, info: Tensor) =>
-  noGrad(() => x.where(info.eq(0).unsqueeze(-1).unsqueeze(-1), NaN));
-
-/**
- * {@link invEx}'s inverse, PyTorch's `info` and the elimination's own
- * (nonzero where the inverse is NaN), for `cond`.
- */
-export function invWithInfo(A: Tensor, checkErrors = false): [Tensor, Tensor, Tensor] {
-  const op = "linalg.inv_ex";
-  const n = requireSquare(op, A);
-  const [raw, own] = gaussJordan(
-    A,
-    noGrad(() => eye(n, { dtype: A.dtype, device: A.device }).expand([...A.shape])),
-  );
-  if (checkErrors) {
-    failLater(
-      op,
-      own,
-      A.ndim > 2,
-      (i) =>
-        `The diagonal element ${i} is zero, the inversion could not be completed because the input matrix is singular.`,
-    );
-  }
-  const x = unsolved(raw, own);
-  const inverse = record(op, [A], x, ([g]) => {
-    const xt = mT(inverse);
-    return [xt.matmul(g!).matmul(xt).neg()];
-  });
-  return [inverse, own.numel() === 0 ? asInfo(own) : transposedInfo(A), own];
-}
-
-/**
- * PyTorch's `info` for `inv_ex` and `solve_ex`: they factor `Aᵀ` (a
- * row-major `A` is LAPACK's column-major `Aᵀ`), so theirs is the first zero
- * pivot of that factorization, which can differ from `A`'s.
- */
-const transposedInfo = (a: Tensor) => noGrad(() => forwardScope(() => factor(mT(a))[2]));
 
 /**
  * `[inverse, info]` of each square matrix in `A`, as

@@ -15,7 +15,7 @@ import { norm } from "../ops_composite/reduce.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { invWithInfo } from "./decompositions.ts";
+import { invWithInfo } from "./lu_steps.ts";
 import { solve } from "./lu.ts";
 import { matrixNorm } from "./norms.ts";
 import { matrixRank, pinv, svdvals } from "./spectral.ts";

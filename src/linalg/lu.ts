@@ -10,36 +10,11 @@ import { zeros } from "../ops/factory.ts";
 import { gatherInRange } from "../ops/indexing.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
-import { broadcastShapes, formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { failLater, indices, mT, requireSquare } from "./util.ts";
 import { owned } from "../ops_composite/owned.ts";
-
-/**
- * The row of `column` (`[..., n]`) with the largest magnitude among rows
- * ≥ k, one-hot (`[..., n]`), and whether it is row k (`[...]`). The first
- * such row wins, as LAPACK's `i?amax`.
- */
-export function pivotRow(column: Tensor, rows: Tensor, k: number): [Tensor, Tensor] {
-  return noGrad(() => {
-    const p = column.abs().where(rows.ge(k), -1).argmax(-1, true).to(column.dtype);
-    return [rows.eq(p), p.squeeze(-1).eq(k)];
-  });
-}
-
-/**
- * `m` with rows k and the one-hot `p`'s swapped (`m`: `[..., n, w]`, `p`:
- * `[..., n]`). Selected, not computed (`row + (other - row)` rounds away a
- * row much smaller than the other, and `0 · inf` would spread NaN), so the
- * interchange is exact, as LAPACK's.
- */
-export function swapRows(m: Tensor, p: Tensor, rows: Tensor, k: number): Tensor {
-  const rowK = m.narrow(-2, k, 1);
-  const atP = p.unsqueeze(-1);
-  const rowP = m.where(atP, 0).sum(-2, true);
-  return rowP.where(rows.eq(k).unsqueeze(-1), rowK.where(atP, m));
-}
+import { broadcastBatch, gaussJordan, pivotRow, solveArgs, swapRows } from "./lu_steps.ts";
 
 /**
  * The pivots of LU with partial pivoting (`[..., n]`) and the permutation's
@@ -141,45 +116,6 @@ export function slogdet(A: Tensor): [Tensor, Tensor] {
   });
 }
 
-/**
- * `A⁻¹B` by Gauss–Jordan elimination with partial pivoting on `[A | B]`
- * (`A`: `[..., n, n]`, `B`: `[..., n, k]`, batch dims already equal),
- * without gradient, and the 1-based index of the first zero pivot of each
- * matrix (0 when none).
- */
-export function gaussJordan(a: Tensor, b: Tensor): [Tensor, Tensor] {
-  return noGrad(() =>
-    forwardScope(() => {
-      const n = a.shape.at(-1)!;
-      const rows = indices(n, a);
-      let m = cat([a, b], -1);
-      let info = zeros(a.shape.slice(0, -2), { dtype: a.dtype, device: a.device });
-      for (let k = 0; k < n; k++) {
-        const [p] = pivotRow(m.narrow(-1, k, 1).squeeze(-1), rows, k);
-        m = swapRows(m, p, rows, k);
-        const pivot = m.narrow(-2, k, 1).narrow(-1, k, 1);
-        const zero = pivot.eq(0);
-        info = info.add(zero.reshape(info.shape).mul(info.eq(0)).mul(k + 1));
-        const pivotRow_ = m.narrow(-2, k, 1).div(pivot.where(zero.eq(0), 1));
-        // Row k becomes row k / pivot (selected: computing it as a difference cancels); the
-        // others lose their column k.
-        const others = rows.ne(k).unsqueeze(-1);
-        m = m.sub(m.narrow(-1, k, 1).mul(pivotRow_)).where(others, pivotRow_);
-      }
-      return [m.narrow(-1, n, b.shape.at(-1)!), info];
-    })
-  );
-}
-
-/** The batch shape `A` and `B` broadcast to, and both expanded to it. */
-export function broadcastBatch(op: string, a: Tensor, b: Tensor): [Tensor, Tensor] {
-  const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2), op);
-  return [
-    a.expand([...batch, ...a.shape.slice(-2)]),
-    b.expand([...batch, ...b.shape.slice(-2)]),
-  ];
-}
-
 /** Solves `AX = B` for matrices `B` (batch dims broadcast), with the singular check. */
 function solveLeft(op: string, a: Tensor, b: Tensor, what: string): Tensor {
   const [ae, be] = broadcastBatch(op, a, b);
@@ -222,38 +158,6 @@ export function inv(A: Tensor): Tensor {
 export interface SolveOptions {
   /** Solve `AX = B` (default) or, when false, `XA = B`. */
   left?: boolean;
-}
-
-/**
- * `B` of a solve checked against the square `A` (same dtype, `n` rows for
- * `AX = B`, `n` columns for `XA = B`), as a matrix: a batch of vectors
- * (`B` 1-D, or `A`'s shape without its last dim) gets a unit dim, and
- * `vector` says so.
- */
-export function solveArgs(
-  op: string,
-  A: Tensor,
-  B: Tensor,
-  left: boolean,
-): { b: Tensor; vector: boolean } {
-  const n = requireSquare(op, A);
-  if (!(B instanceof Tensor)) throw new TypeError(`${op}: B must be a Tensor, got ${typeof B}`);
-  if (B.dtype !== A.dtype) {
-    throw new TypeError(
-      `${op}: Expected A and B to have the same dtype, got ${A.dtype} and ${B.dtype}`,
-    );
-  }
-  const vector = B.ndim === 1 ||
-    (B.ndim === A.ndim - 1 && B.shape.every((s, i) => s === A.shape[i]));
-  const b = vector ? B.unsqueeze(left ? -1 : -2) : B;
-  if (b.ndim < 2 || (left ? b.shape.at(-2) : b.shape.at(-1)) !== n) {
-    throw new RangeError(
-      `${op}: Incompatible shapes of A and B for the equation ${
-        left ? "AX = B" : "XA = B"
-      } (${n}x${n} and ${vector ? formatShape(B.shape) : b.shape.slice(-2).join("x")})`,
-    );
-  }
-  return { b, vector };
 }
 
 /**

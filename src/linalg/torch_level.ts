@@ -16,7 +16,8 @@ import { eye } from "../ops_composite/factory.ts";
 import { formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { installTensorOps, Tensor } from "../tensor.ts";
-import { luFactorEx, luSolve as linalgLuSolve, luUnpack } from "./decompositions.ts";
+import { luFactorEx, luSolve as linalgLuSolve } from "./decompositions.ts";
+import { luUnpack } from "./lu_unpack.ts";
 import { matrixExp } from "./extra.ts";
 import { inv, slogdet } from "./lu.ts";
 import { pinv, svd as linalgSvd } from "./spectral.ts";
@@ -24,7 +25,7 @@ import { solveTriangular } from "./triangular.ts";
 import { failLater, indices, mT, requireMatrix, requireSquare } from "./util.ts";
 
 export { luUnpack, matrixExp };
-export type { LuUnpackOptions } from "./decompositions.ts";
+export type { LuUnpackOptions } from "./lu_unpack.ts";
 
 /** The inverse of each square matrix in `A`, as `torch.inverse` (= `linalg.inv`). */
 export function inverse(A: Tensor): Tensor {

@@ -1,6 +1,6 @@
 /**
- * Triangular matrices: `solveTriangular` and `cholesky`, row by row (column
- * by column) with batched tensor ops per step.
+ * Triangular solves: `solveTriangular`, row by row (column by column)
+ * with batched tensor ops per step.
  * @module
  */
 
@@ -10,7 +10,7 @@ import { zeros } from "../ops/factory.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
-import { failLater, indices, mT, requireSquare } from "./util.ts";
+import { indices, mT, requireSquare } from "./util.ts";
 
 /** `A⁻¹B` for triangular `A` (`[..., n, n]`, `B`: `[..., n, k]`, batch dims broadcast), no gradient. */
 function substitute(a: Tensor, b: Tensor, upper: boolean, unit: boolean): Tensor {
@@ -33,7 +33,7 @@ function substitute(a: Tensor, b: Tensor, upper: boolean, unit: boolean): Tensor
 }
 
 /** `A⁻¹B` (left) or `BA⁻¹` for triangular `A`, no gradient. */
-export function triSolve(
+function triSolve(
   a: Tensor,
   b: Tensor,
   upper: boolean,
@@ -89,76 +89,4 @@ export function solveTriangular(A: Tensor, B: Tensor, options: SolveTriangularOp
     const ga = upper ? full.triu(shift) : full.tril(-shift);
     return [sumTo(ga, A.shape), sumTo(gb, B.shape)];
   });
-}
-
-/** Options of {@link cholesky}. */
-export interface CholeskyOptions {
-  /** Read `A`'s upper triangle and return the upper factor `U` (`A = UᵀU`) instead of `L`. */
-  upper?: boolean;
-}
-
-/**
- * The Cholesky factor `L` (lower, `A = LLᵀ`) of each symmetric
- * positive-definite matrix in `A`, as `torch.linalg.cholesky`: only the
- * lower triangle is read (the upper one with `upper: true`, as LAPACK's uplo). A matrix that is not positive-definite makes the
- * next read on the device reject with PyTorch's message (the batch element
- * and the order of the failing leading minor). The gradient is PyTorch's
- * symmetric one, `½(S + Sᵀ)` with `S = L⁻ᵀ Φ(Lᵀ gL) L⁻¹`.
- */
-export function cholesky(A: Tensor, options: CholeskyOptions = {}): Tensor {
-  return choleskyInfo("linalg.cholesky", A, options, true)[0];
-}
-
-/**
- * {@link cholesky} and its LAPACK `info` (`[...]`, the order of the first
- * leading minor that is not positive-definite, 0 when none); the failure
- * raised at the next read only when `check`.
- */
-export function choleskyInfo(
-  op: string,
-  A: Tensor,
-  options: CholeskyOptions,
-  check: boolean,
-): [Tensor, Tensor] {
-  const { upper = false } = options;
-  const n = requireSquare(op, A);
-  const [l, info] = noGrad(() =>
-    forwardScope(() => {
-      const source = upper ? mT(A) : A;
-      const rows = indices(n, A);
-      let l = zeros([...A.shape], { dtype: A.dtype, device: A.device });
-      let info = zeros(A.shape.slice(0, -2), { dtype: A.dtype, device: A.device });
-      for (let j = 0; j < n; j++) {
-        // Columns ≥ j of l are still zero, so l·(row j of l)ᵀ sums over k < j only.
-        const v = source.narrow(-1, j, 1).sub(l.matmul(mT(l.narrow(-2, j, 1))));
-        const d = v.narrow(-2, j, 1);
-        const good = d.gt(0); // NaN fails too
-        info = info.add(good.eq(0).reshape(info.shape).mul(info.eq(0)).mul(j + 1));
-        const column = v.div(d.where(good, 1).sqrt()).mul(rows.ge(j).unsqueeze(-1));
-        l = l.add(column.mul(rows.eq(j)));
-      }
-      return [l, info];
-    })
-  );
-  if (check) {
-    failLater(
-      op,
-      info,
-      A.ndim > 2,
-      (i) =>
-        `The factorization could not be completed because the input is not positive-definite (the leading minor of order ${i} is not positive-definite).`,
-    );
-  }
-  const out = upper ? mT(l) : l;
-  // Solves (recorded) and the output (whose node is this one): differentiable under createGraph.
-  const result = record(op, [A], out, ([g]) => {
-    const [lo, gl] = upper ? [mT(out), mT(g!)] : [out, g!];
-    // Φ: the lower triangle with the diagonal halved.
-    const inner = mT(lo).matmul(gl);
-    const phi = inner.tril().sub(inner.tril().triu().mul(0.5));
-    const right = solveTriangular(mT(lo), phi, { upper: true });
-    const s = solveTriangular(lo, right, { upper: false, left: false });
-    return [s.add(mT(s)).mul(0.5)];
-  });
-  return [result, info];
 }

@@ -13,7 +13,7 @@ import { installTensorOps, Tensor } from "../tensor.ts";
 import * as tensorUtils from "../ops_composite/tensor_utils.ts";
 import * as lu from "../linalg/lu.ts";
 import { cross as linalgCross } from "../linalg/products.ts";
-import { cholesky as linalgCholesky } from "../linalg/triangular.ts";
+import { cholesky as linalgCholesky } from "../linalg/cholesky.ts";
 import { qr as linalgQr } from "../linalg/qr.ts";
 import { householderProduct } from "../linalg/decompositions.ts";
 import { hardshrink as shrink, prelu as preluOf } from "../nn/functional/activation_extra.ts";
