@@ -10,7 +10,7 @@ import { accumulateLeaf, backwardPass, setGradEnabled } from "../autograd.ts";
 import { formatShape } from "../shape.ts";
 import { keep } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
-import { seedsFor } from "./seeds.ts";
+import { seedsFor, tensorList } from "./seeds.ts";
 
 /** Options of {@link backward}, as `torch.autograd.backward`'s keyword arguments. */
 export interface AutogradBackwardOptions {
@@ -24,18 +24,6 @@ export interface AutogradBackwardOptions {
    * the rest of the graph's leaves are left alone. Not empty.
    */
   inputs?: Tensor | Tensor[];
-}
-
-function tensors(value: unknown, what: string): Tensor[] {
-  const list = Array.isArray(value) ? value : [value];
-  list.forEach((t, i) => {
-    if (!(t instanceof Tensor)) {
-      throw new TypeError(
-        `autograd.backward: ${what} ${i} must be a Tensor, got ${t === null ? "null" : typeof t}`,
-      );
-    }
-  });
-  return list;
 }
 
 /**
@@ -61,7 +49,7 @@ export function backward(
   gradTensors?: Tensor | null | (Tensor | null)[],
   options: AutogradBackwardOptions = {},
 ): void {
-  const roots = tensors(tensors_, "tensor");
+  const roots = tensorList("autograd.backward", tensors_, "tensor");
   if (roots.length === 0) return; // as PyTorch: nothing to do
   const seeds = seedsFor(roots, gradTensors, "autograd.backward", "gradTensors");
   const given = Array.isArray(gradTensors) ? gradTensors : roots.map(() => gradTensors ?? null);
@@ -71,7 +59,7 @@ export function backward(
       backwardPass(roots, seeds, options, null);
       return;
     }
-    const inputs = tensors(options.inputs, "input");
+    const inputs = tensorList("autograd.backward", options.inputs, "input");
     if (inputs.length === 0) {
       throw new RangeError("autograd.backward: 'inputs' argument to backward() cannot be empty");
     }

@@ -8,7 +8,7 @@
 
 import { backwardPass } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
-import { describe, seedsFor } from "./seeds.ts";
+import { describe, seedsFor, tensorList } from "./seeds.ts";
 
 /** Options of {@link grad}, as `torch.autograd.grad`'s keyword arguments. */
 export interface GradOptions {
@@ -23,18 +23,6 @@ export interface GradOptions {
   createGraph?: boolean;
   /** Give null for an input that no output depends on, instead of an error. */
   allowUnused?: boolean;
-}
-
-function asList<T>(value: T | T[], what: string): T[] {
-  const list = Array.isArray(value) ? value : [value];
-  list.forEach((t, i) => {
-    if (!(t instanceof Tensor)) {
-      throw new TypeError(
-        `autograd.grad: ${what} ${i} must be a Tensor, got ${t === null ? "null" : typeof t}`,
-      );
-    }
-  });
-  return list;
 }
 
 /**
@@ -59,8 +47,8 @@ export function grad(
   inputs: Tensor | Tensor[],
   options: GradOptions = {},
 ): (Tensor | null)[] {
-  const outs = asList(outputs, "output");
-  const ins = asList(inputs, "input");
+  const outs = tensorList("autograd.grad", outputs, "output");
+  const ins = tensorList("autograd.grad", inputs, "input");
   if (outs.length === 0 || ins.length === 0) {
     throw new RangeError(
       `autograd.grad: expected at least one output and one input, got ${outs.length} and ${ins.length}`,

@@ -73,3 +73,16 @@ export function seedsFor(
 export function describe(t: Tensor): string {
   return `${t.dtype} of shape ${formatShape(t.shape)} on ${t.device}`;
 }
+
+/** `value` as a list of tensors (one tensor: a list of one); anything else is `op`'s error. */
+export function tensorList(op: string, value: unknown, what: string): Tensor[] {
+  const list = Array.isArray(value) ? value : [value];
+  list.forEach((t, i) => {
+    if (!(t instanceof Tensor)) {
+      throw new TypeError(
+        `${op}: ${what} ${i} must be a Tensor, got ${t === null ? "null" : typeof t}`,
+      );
+    }
+  });
+  return list;
+}
