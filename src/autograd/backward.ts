@@ -9,7 +9,7 @@
 import { accumulateLeaf, backwardPass, setGradEnabled } from "../autograd.ts";
 import { formatShape } from "../shape.ts";
 import { keep } from "../storage.ts";
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { seedsFor, tensorList } from "./seeds.ts";
 
 /** Options of {@link backward}, as `torch.autograd.backward`'s keyword arguments. */

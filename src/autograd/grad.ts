@@ -7,7 +7,7 @@
  */
 
 import { backwardPass } from "../autograd.ts";
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { describe, seedsFor, tensorList } from "./seeds.ts";
 
 /** Options of {@link grad}, as `torch.autograd.grad`'s keyword arguments. */
