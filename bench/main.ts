@@ -20,7 +20,9 @@ import { elementwiseSuite } from "./suites/elementwise.ts";
 import { mlpSuite } from "./suites/mlp.ts";
 import { dataParallelSuite } from "./suites/dataparallel.ts";
 import { ddpSuite } from "./suites/ddp.ts";
+import { fsdpSuite } from "./suites/fsdp.ts";
 import { memorySuite } from "./suites/memory.ts";
+import { checkpointSuite } from "./suites/checkpoint.ts";
 import { convSuite } from "./suites/conv.ts";
 import { smallStepSuite } from "./suites/small_step.ts";
 import { stepShapesSuite } from "./suites/step_shapes.ts";
@@ -29,6 +31,7 @@ import { linalgSuite } from "./suites/linalg.ts";
 import { ctcSuite, embeddingBagSuite } from "./suites/embedding_ctc.ts";
 import { conv3dSuite } from "./suites/conv3d.ts";
 import { dataWorkersSuite } from "./suites/data_workers.ts";
+import { pipeSuite } from "./suites/pipe.ts";
 import { type Comparison, type PeerResult, runPeerComparison } from "./suites/peers.ts";
 import { runTargets, type TargetResult } from "./suites/targets.ts";
 import type { JaxjsPeer } from "./peers/jaxjs.ts";
@@ -43,6 +46,7 @@ export const SUITES: readonly Suite[] = [
   smallStepSuite,
   dataParallelSuite,
   ddpSuite,
+  fsdpSuite,
   memorySuite,
   convSuite,
   sortSuite,
@@ -51,6 +55,8 @@ export const SUITES: readonly Suite[] = [
   ctcSuite,
   conv3dSuite,
   dataWorkersSuite,
+  pipeSuite,
+  checkpointSuite,
 ];
 
 /** What `--json` writes. */

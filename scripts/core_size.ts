@@ -76,10 +76,14 @@
  * overflow check PyTorch's `full`/`fill_` make: 26), anomaly mode's hooks
  * in the engine (a forward stack per node only while it is on: 4), and
  * ownership of internal reshapes, so `relu_()` after a Linear or matmul is
- * allowed as in PyTorch (`Storage.madeAt`, the `own` flag of `reshape`: 4).
+ * allowed as in PyTorch (`Storage.madeAt`, the `own` flag of `reshape`: 4);
+ * raised by 17 to 6,781 for PyTorch's overflow check on the other scalar
+ * fills (a 0-d tensor value in `fill_` and `maskedFill`, `where` and `clamp`
+ * bounds: 16), which gave inf silently, and the exact `fmod` binary op of the
+ * contract (1), where x - y·trunc(x/y) lost every digit once |x/y| ≥ 2^24.
  * Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6764;
+export const CORE_BUDGET = 6781;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

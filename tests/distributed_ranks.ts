@@ -847,7 +847,8 @@ if (import.meta.main) {
   // 9-24 s here (MPICH's waits spin, and the ranks share 2 cores with other tests), so a 20 s
   // timeout failed a healthy job. The failure scenarios pass their own short timeouts.
   // A rank that comes late to initProcessGroup (MPICH's Hydra names each rank in PMI_RANK).
-  if (options.lateInitMs && Deno.env.get("PMI_RANK") === "1") {
+  // (multigrad's run.ts, for the "tcp" backend, in RANK).
+  if (options.lateInitMs && (Deno.env.get("PMI_RANK") ?? Deno.env.get("RANK")) === "1") {
     await new Promise((resolve) => setTimeout(resolve, options.lateInitMs));
   }
   await distributed.initProcessGroup({ timeoutMs: options.timeoutMs ?? 60_000 });

@@ -7,10 +7,14 @@
  */
 
 import assert from "node:assert/strict";
-import { distributed, nn, optim, type Tensor, tensor, tidy } from "../mod.ts";
+import { distributed, nn, optim, seededRandom, type Tensor, tensor, tidy } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
 import { keepLoaded } from "../src/distributed/mpi.ts";
 import { MPICH_MPIEXEC, type MpiRun, mpiRun as runUnderMpiexec } from "./mpiexec.ts";
+import { freePort, LAUNCHER, tcpRun as runUnderLauncher } from "./tcprun.ts";
+import { parseRunArgs, rankEnv } from "../src/distributed/run.ts";
+import { ringAllReduce } from "../src/distributed/tcp_ring.ts";
+import { reduceInto } from "../src/distributed/backend.ts";
 import {
   makeData,
   makeModel,
@@ -1127,4 +1131,356 @@ Deno.test("host staging arrays are reused: a returned array is lent again", asyn
   assert.notEqual(borrowHost("float32", 1000), a, "while lent it is not lent twice");
   giveBackHost(new Float32Array(1000)); // not lent: ignored
   assert.ok(borrowHost("int32", 1000) instanceof Int32Array);
+});
+
+// ---- the "tcp" backend, under multigrad's launcher (src/distributed/run.ts) ----
+
+/** Runs the ranks script as `ranks` processes of the launcher; each rank's result and the output. */
+function tcpRun<T>(
+  ranks: number,
+  scenario: string,
+  options: Record<string, unknown>,
+): Promise<MpiRun<T>> {
+  return runUnderLauncher<T>(RANKS, ranks, scenario, options);
+}
+
+Deno.test({
+  name: "tcp: collectives, p2p, sub-groups and DDP equivalence with 2 and 3 processes",
+  ...opts,
+  fn: async () => {
+    for (const n of [2, 3]) {
+      const c = await tcpRun<Collected>(n, "collectives", { backend: "cpu" });
+      assert.equal(c.code, 0, c.output);
+      c.results.forEach((r, rank) => {
+        assert.ok(r, `rank ${rank} of ${n} wrote no result: ${c.output}`);
+        assert.equal(r.backend, "tcp");
+        assert.equal(r.rank, rank);
+        assert.equal(r.worldSize, n);
+        assert.deepEqual(r.sum, [1, 2, 3].map((v) => (v * n * (n + 1)) / 2));
+        assert.deepEqual(r.avg, n === 2 ? [0.5, 1] : [1, 2]);
+        assert.ok(r.max[2] === null || Number.isNaN(r.max[2]), "NaN (null in JSON) wins");
+        assert.deepEqual(r.max.slice(0, 2), n === 2 ? [1, 5] : [2, 5]);
+        assert.deepEqual(r.min, n === 2 ? [0, 4] : [0, 3]);
+        assert.deepEqual(r.ints, n === 2 ? [3, 14] : [6, 21]);
+        assert.deepEqual(r.broadcast, n === 2 ? [[1, 1], [1, 1]] : [[2, 2], [2, 2]]);
+        assert.deepEqual(r.gathered, Array.from({ length: n }, (_, q) => [q, 10 * q]));
+        checkScattered(r);
+        assert.equal(r.bigErrors, 0, "the ring all-reduce of a large array");
+      });
+    }
+    const rootedRun = await tcpRun<Rooted>(2, "rooted", { backend: "cpu" });
+    assert.equal(rootedRun.code, 0, rootedRun.output);
+    checkRooted(rootedRun.results);
+    const p2pRun = await tcpRun<PointToPoint>(2, "p2p", { backend: "cpu" });
+    assert.equal(p2pRun.code, 0, p2pRun.output);
+    checkP2P(p2pRun.results);
+    const grouped = await tcpRun<Grouped>(2, "failure", { kind: "groups" });
+    assert.equal(grouped.code, 0, grouped.output);
+    checkGroups(grouped.results);
+    // findUnusedParameters without a blocking exchange (documented): a parameter no rank used
+    // gets a zero gradient, so weight decay moves it; the used ones are averaged as elsewhere.
+    const unused = await tcpRun<UnusedAllowed>(2, "failure", { kind: "unusedAllowed" });
+    assert.equal(unused.code, 0, unused.output);
+    for (const r of unused.results) {
+      assert.deepEqual(r!.extraWeightGrad, [[0.5, 0.5], [0.5, 0.5]]);
+      assert.deepEqual(r!.modelBiasGrad, [1, 1, 1]);
+      assert.notDeepEqual(r!.neverAfterStep, r!.neverBefore);
+    }
+    assert.deepEqual(unused.results[0]!.neverAfterStep, unused.results[1]!.neverAfterStep);
+    for (const backend of ["cpu", ...(BACKENDS.has("webgpu") ? ["webgpu"] : [])]) {
+      const o: TrainOptions = { backend, steps: 3, batch: 8, accumulate: true, bucketCapMB: 1e-4 };
+      const t = await tcpRun<Trained>(2, "train", o as unknown as Record<string, unknown>);
+      assert.equal(t.code, 0, t.output);
+      checkTrained(t.results as Trained[], await reference(2, o));
+    }
+    const three: TrainOptions = { backend: "cpu", steps: 3, batch: 4, bucketCapMB: 1e-4 };
+    const t3 = await tcpRun<Trained>(3, "train", three as unknown as Record<string, unknown>);
+    assert.equal(t3.code, 0, t3.output);
+    checkTrained(t3.results as Trained[], await reference(3, three));
+    // DDP over newGroup([1, 2]) of 3 processes: rank 1's weights, averaged over 2.
+    const o: TrainOptions = { backend: "cpu", steps: 2, batch: 4, group: [1, 2] };
+    const g = await tcpRun<Trained | null>(3, "train", o as unknown as Record<string, unknown>);
+    assert.equal(g.code, 0, g.output);
+    assert.equal(g.results[0], null);
+    checkTrained(g.results.slice(1) as Trained[], await reference(2, o));
+  },
+});
+
+Deno.test({
+  name: "tcp: float32 sums and averages of 2 ranks have the rank-order bits (direct and ring)",
+  ...opts,
+  fn: async () => {
+    const run = await tcpRun<Sums>(2, "sums", { backend: "cpu" });
+    assert.equal(run.code, 0, run.output);
+    for (const r of run.results) {
+      assert.ok(r, `a rank wrote no result: ${run.output}`);
+      assert.equal(r.calls, 36);
+      assert.equal(r.mismatches, 0);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "tcp: a mismatch is an error on every rank; a rank that throws, hangs, leaves or exits fails the others naming it",
+  ...opts,
+  fn: async () => {
+    const shape = await tcpRun<{ message: string }>(2, "failure", { kind: "shape" });
+    assert.equal(shape.code, 0, shape.output);
+    for (const r of shape.results) {
+      assert.match(
+        r!.message,
+        /rank 0 called allReduce #0 \(sum\) of float32 \[3\]; rank 1 called allReduce #0 \(sum\) of float32 \[4\]/,
+      );
+    }
+    const late = await tcpRun<{ message: string }>(3, "failure", { kind: "mismatchLate" });
+    assert.equal(late.code, 0, late.output);
+    for (const r of late.results) {
+      assert.match(
+        r!.message,
+        /ranks 0, 2 called barrier #0; rank 1 called broadcast #0 \(from rank 1\) of float32 \[4\]/,
+      );
+    }
+    const p2pShape = await tcpRun<{ message: string }>(2, "failure", { kind: "p2pShape" });
+    assert.equal(p2pShape.code, 0, p2pShape.output);
+    for (const r of p2pShape.results) {
+      assert.match(
+        r!.message,
+        /send\/recv mismatch: rank 0 called send #0 .*float32 \[3\], but rank 1 called recv #0 .*float32 \[4\]/,
+      );
+    }
+    for (const kind of ["gatherShape", "reduceDst"]) {
+      const run = await tcpRun<{ message: string }>(2, "failure", { kind });
+      assert.equal(run.code, 0, run.output);
+      for (const r of run.results) {
+        assert.match(r!.message, /collective mismatch: .*rank 0 called (gather|reduce) #0.*rank 1/);
+      }
+    }
+    // Bounded: a hang would take the 60 s default timeout.
+    const bounded = async (kind: string, options: Record<string, unknown>) => {
+      const started = performance.now();
+      const run = await tcpRun<{ message: string; ranks: number[] }>(2, "failure", {
+        kind,
+        ...options,
+      });
+      const seconds = (performance.now() - started) / 1000;
+      assert.ok(seconds < 45, `the ${kind} job took ${seconds.toFixed(1)} s (a hang takes 60)`);
+      return run;
+    };
+    const thrown = await bounded("throw", {});
+    assert.equal(thrown.code, 1);
+    assert.match(thrown.output, /multigrad tcp rank 1: uncaught Error: boom from rank 1/);
+    assert.match(thrown.output, /run: rank 1 \(local rank 1, pid \d+\) exited with code 1/);
+    const peer = thrown.output.match(/multigrad tcp rank 0: uncaught (.*)/)?.[1];
+    // Rank 0 reports it unless the launcher stopped it first.
+    if (peer) assert.match(peer, /on rank 0: rank 1 failed: Error: boom from rank 1/);
+    const left = await bounded("leave", {});
+    assert.equal(left.code, 0, left.output);
+    assert.equal(left.results[1] as unknown, "left");
+    assert.match(left.results[0]!.message, /on rank 0: rank 1 left the process group/);
+    assert.deepEqual(left.results[0]!.ranks, [1]);
+    const hung = await bounded("hang", { timeoutMs: 500 });
+    assert.equal(hung.code, 1);
+    assert.match(hung.output, /on rank 0: rank 1 did not join within 500 ms/);
+    const p2pHung = await bounded("p2pHang", { timeoutMs: 500 });
+    assert.match(
+      p2pHung.output,
+      /recv #0 from rank 1 \(tag 0\) of float32 \[1\] on rank 0: rank 1 did not join within 500 ms/,
+    );
+    const lateInit = await bounded("leave", { timeoutMs: 500, lateInitMs: 60_000 });
+    assert.equal(lateInit.code, 1);
+    // The rendezvous waits at least 10 s, whatever the collectives' timeout.
+    assert.match(lateInit.output, /only 1 of the 2 users .* connected within 10000 ms/);
+  },
+});
+
+Deno.test({
+  name: "tcp: a rank that exits without a launcher makes the other fail at once naming it",
+  ...opts,
+  fn: async () => {
+    // No launcher to stop the survivor: the closed connection must.
+    const dir = await Deno.makeTempDir({ prefix: "multigrad_tcp_" });
+    try {
+      const port = String(freePort());
+      const started = performance.now();
+      const ranks = [0, 1].map((rank) =>
+        new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", RANKS.pathname, `${dir}/r`, "failure", '{"kind":"exit"}'],
+          env: { MASTER_ADDR: "127.0.0.1", MASTER_PORT: port, RANK: `${rank}`, WORLD_SIZE: "2" },
+          stdout: "piped",
+          stderr: "piped",
+        }).output()
+      );
+      const [zero, one] = await Promise.all(ranks);
+      const seconds = (performance.now() - started) / 1000;
+      assert.equal(one.code, 3);
+      assert.equal(zero.code, 1);
+      assert.ok(seconds < 45, `took ${seconds.toFixed(1)} s (the timeout is 60)`);
+      assert.match(
+        new TextDecoder().decode(zero.stderr),
+        /allReduce #0 \(sum\) of float32 \[1\] on rank 0: rank 1 is gone: its connection closed/,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("tcp: initProcessGroup's rendezvous options and errors", async () => {
+  await assert.rejects(
+    () => distributed.initProcessGroup({ backend: "tcp", worldSize: 2 }),
+    /initProcessGroup \(tcp\): rank not given and RANK is not set: start the ranks with multigrad's run\.ts/,
+  );
+  await assert.rejects(
+    () => distributed.initProcessGroup({ initMethod: "file:///tmp/x", rank: 0, worldSize: 1 }),
+    /initMethod must be "env:\/\/" or "tcp:\/\/host:port", got "file:\/\/\/tmp\/x"/,
+  );
+  // One rank over each rendezvous: a store of the caller's, and tcp://.
+  for (
+    const how of [
+      { store: new distributed.HashStore() },
+      { initMethod: `tcp://127.0.0.1:${freePort()}` },
+    ]
+  ) {
+    await distributed.initProcessGroup({ ...how, rank: 0, worldSize: 1, timeoutMs: 5000 });
+    assert.equal(distributed.getBackend(), "tcp");
+    const t = tensor([1, 2]);
+    distributed.allReduce(t);
+    assert.deepEqual(await t.toArray(), [1, 2]);
+    await distributed.destroyProcessGroup();
+  }
+});
+
+Deno.test("run.ts: torchrun's flags, each rank's environment, and a failing rank stops the others", async () => {
+  const o = parseRunArgs([
+    "--nproc_per_node=3",
+    "--nnodes",
+    "2",
+    "--node-rank",
+    "1",
+    "--master-addr",
+    "10.0.0.1",
+    "train.ts",
+    "--lr",
+    "0.1",
+  ]);
+  assert.deepEqual([o.nprocPerNode, o.nnodes, o.nodeRank, o.masterPort], [3, 2, 1, 29500]);
+  assert.deepEqual([o.script, ...o.args], ["train.ts", "--lr", "0.1"]);
+  assert.deepEqual(rankEnv(o, 2), {
+    RANK: "5",
+    WORLD_SIZE: "6",
+    LOCAL_RANK: "2",
+    LOCAL_WORLD_SIZE: "3",
+    GROUP_RANK: "1",
+    MASTER_ADDR: "10.0.0.1",
+    MASTER_PORT: "29500",
+  });
+  assert.throws(() => parseRunArgs(["--node-rank", "2", "--nnodes", "2", "x.ts"]), /--node-rank 2/);
+  assert.throws(() => parseRunArgs(["--nproc-per-node", "0", "x.ts"]), /integer >= 1, got "0"/);
+  assert.throws(() => parseRunArgs(["--max-restarts", "3", "x.ts"]), /unknown flag --max-restarts/);
+  assert.throws(() => parseRunArgs(["--nnodes", "1"]), /no script given/);
+  // Rank 1 fails; rank 0 would sleep a minute: the launcher stops it and names rank 1.
+  const dir = await Deno.makeTempDir({ prefix: "multigrad_run_" });
+  try {
+    const script = `${dir}/job.ts`;
+    await Deno.writeTextFile(
+      script,
+      `console.log("rank " + Deno.env.get("RANK") + " of " + Deno.env.get("WORLD_SIZE") + ", local " + Deno.env.get("LOCAL_RANK") + " of " + Deno.env.get("LOCAL_WORLD_SIZE"));
+if (Deno.env.get("RANK") === "1") Deno.exit(7);
+await new Promise((resolve) => setTimeout(resolve, 60_000));`,
+    );
+    const started = performance.now();
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", LAUNCHER.pathname, "--nproc-per-node", "2", script],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const seconds = (performance.now() - started) / 1000;
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 1, text);
+    assert.ok(seconds < 30, `took ${seconds.toFixed(1)} s: rank 0 was not stopped`);
+    assert.match(text, /rank 0 of 2, local 0 of 2/);
+    assert.match(text, /rank 1 of 2, local 1 of 2/);
+    assert.match(
+      text,
+      /run: rank 1 \(local rank 1, pid \d+\) exited with code 7; the other ranks were stopped/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tcp ring all-reduce: every op and rank count, the same bits on every rank", async () => {
+  const random = seededRandom(7);
+  for (const n of [2, 3, 4]) {
+    for (const op of ["sum", "avg", "max", "min", "product", "band", "bor", "bxor"] as const) {
+      const ints = op.startsWith("b");
+      const length = 1003;
+      const inputs = Array.from(
+        { length: n },
+        () =>
+          ints
+            ? Int32Array.from({ length }, () => Math.floor(random() * 2 ** 31))
+            : Float32Array.from({ length }, (_, i) => i === 5 ? NaN : random() * 2 - 1),
+      );
+      const expected = ints ? new Int32Array(length) : new Float32Array(length);
+      reduceInto(expected, inputs, 0, length, op);
+      // Each rank's inbox from its previous rank, as the mesh delivers them (copies, in order).
+      const inboxes = Array.from({ length: n }, () => [] as Uint8Array[]);
+      const waiting = Array.from({ length: n }, () => [] as ((b: Uint8Array) => void)[]);
+      const links = (r: number) => ({
+        sendNext: (chunk: Int32Array | Float32Array) => {
+          const to = (r + 1) % n;
+          const copy = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength).slice();
+          const w = waiting[to].shift();
+          if (w) w(copy);
+          else inboxes[to].push(copy);
+          return Promise.resolve();
+        },
+        receivePrevious: () =>
+          inboxes[r].length > 0
+            ? Promise.resolve(inboxes[r].shift()!)
+            : new Promise<Uint8Array>((resolve) => waiting[r].push(resolve)),
+      });
+      const data = inputs.map((a) => a.slice());
+      await Promise.all(data.map((d, r) => ringAllReduce(d, r, n, op, links(r))));
+      for (let r = 1; r < n; r++) {
+        assert.deepEqual(
+          new Uint8Array(data[r].buffer),
+          new Uint8Array(data[0].buffer),
+          `${n} ranks, ${op}: rank ${r}'s bits are rank 0's`,
+        );
+      }
+      data[0].forEach((v, i) => {
+        const e = expected[i];
+        if (ints || op === "max" || op === "min" || n === 2) {
+          assert.ok(Object.is(v, e), `${op} [${i}]`);
+        } else {assert.ok(
+            Number.isNaN(e) ? Number.isNaN(v) : Math.abs(v - e) <= 1e-6,
+            `${op} [${i}]: ${v} vs ${e}`,
+          );}
+      });
+    }
+  }
+});
+
+Deno.test("run.ts ranks: a cpu rank's matmul takes one thread when LOCAL_WORLD_SIZE > 1", async () => {
+  // As under mpiexec (MPI_LOCALNRANKS): N ranks of one machine must not each take every core.
+  const script = `import { requestDevices } from "${new URL("../mod.ts", import.meta.url).href}";
+const [d] = await requestDevices({ backend: "cpu" });
+console.log(d.info);`;
+  const info = async (env: Record<string, string>) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", script],
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    return new TextDecoder().decode(out.stdout);
+  };
+  assert.match(await info({ LOCAL_WORLD_SIZE: "2" }), /matmul on 1 thread\)/);
+  if (navigator.hardwareConcurrency > 1) {
+    assert.match(await info({ LOCAL_WORLD_SIZE: "1" }), /matmul on [2-9]\d* threads\)/);
+  }
 });

@@ -84,6 +84,8 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
       "distributions",
       "distributions.transforms",
       "distributed",
+      "utils",
+      "utils.checkpoint",
     ]
   ) {
     assert.ok(path in runtime, `no runtime namespace ${path}`);
@@ -123,6 +125,8 @@ Deno.test("deno doc documents every runtime member of every namespace", async ()
       ["special", "i0"],
       ["special", "gammaln"],
       ["autograd", "grad"],
+      ["utils.checkpoint", "checkpoint"],
+      ["utils.checkpoint", "checkpointSequential"],
       ["distributions", "Normal"],
       ["distributions", "Distribution"],
     ]

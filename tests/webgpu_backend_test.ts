@@ -353,6 +353,8 @@ function binaryRef(op: BinaryOp, int: boolean): (a: number, b: number) => number
       return int ? (a, b) => Math.trunc(a / b) : (a, b) => a / b;
     case "pow":
       return Math.pow;
+    case "fmod":
+      return (a, b) => a % b;
     case "maximum":
       return Math.max;
     case "minimum":

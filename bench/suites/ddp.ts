@@ -1,6 +1,7 @@
 /**
  * `ddp`: DistributedDataParallel on the mlp suite's model (784-512-512-10,
- * SGD), ranks as Workers (`spawn`) and as processes (`mpiexec`), against
+ * SGD), ranks as Workers (`spawn`) and as processes (`mpiexec`; the
+ * `"tcp"` group's processes, as multigrad's run.ts starts them), against
  * the same step without collectives, all groups of a family timed
  * round-robin in one run (a round runs K steps on every group in turn):
  *
@@ -100,6 +101,46 @@ function autogroupNice(): string | null {
   }
 }
 
+/**
+ * Ranks as processes of the `"tcp"` group (as multigrad's run.ts starts
+ * them: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), commanded through rank
+ * 0's stdin like {@link mpiGroup}'s.
+ */
+function tcpGroup(label: string, ranks: number, config: RankConfig): Group {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = String((listener.addr as Deno.NetAddr).port);
+  listener.close();
+  const nice = autogroupNice();
+  // Each rank in a session (and so a Linux autogroup) of its own, as Hydra
+  // starts MPI ranks: otherwise the two ranks shared one autogroup's CPU
+  // share on the loaded machine (1.26x scaling without collectives, against
+  // 1.87x for the mpi ranks in the same run).
+  const children = Array.from({ length: ranks }, (_, rank) =>
+    new Deno.Command("setsid", {
+      args: [Deno.execPath(), "run", "-A", RANK_MODULE.pathname, JSON.stringify(config)],
+      stdin: rank === 0 ? "piped" : "null",
+      stdout: rank === 0 ? "piped" : "null",
+      stderr: "piped",
+      env: {
+        RANK: String(rank),
+        WORLD_SIZE: String(ranks),
+        MASTER_ADDR: "127.0.0.1",
+        MASTER_PORT: port,
+        ...(nice === null ? {} : { [AUTOGROUP_NICE_ENV]: nice }),
+      },
+    }).spawn());
+  const others = children.slice(1);
+  const othersDone = Promise.all(others.map(async (c) => {
+    await new Response(c.stderr).text();
+    await c.status;
+  }));
+  return commanded(label, ranks, config, children[0], async () => {
+    const timer = setTimeout(() => others.forEach((c) => c.kill("SIGKILL")), 20_000);
+    await othersDone;
+    clearTimeout(timer);
+  });
+}
+
 /** Ranks as processes under `mpiexec`, commanded through rank 0's stdin. */
 function mpiGroup(label: string, ranks: number, config: RankConfig): Group {
   const nice = autogroupNice();
@@ -118,6 +159,17 @@ function mpiGroup(label: string, ranks: number, config: RankConfig): Group {
     stderr: "piped",
     env: nice === null ? {} : { [AUTOGROUP_NICE_ENV]: nice },
   }).spawn();
+  return commanded(label, ranks, config, child, () => Promise.resolve());
+}
+
+/** A group whose rank 0 is `child` (reading commands on stdin, printing `RESULT` lines). */
+function commanded(
+  label: string,
+  ranks: number,
+  config: RankConfig,
+  child: Deno.ChildProcess,
+  closeOthers: () => Promise<void>,
+): Group {
   const writer = child.stdin.getWriter();
   const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   const stderr = new Response(child.stderr).text();
@@ -161,6 +213,7 @@ function mpiGroup(label: string, ranks: number, config: RankConfig): Group {
       await child.status;
       clearTimeout(timer);
       await stderr;
+      await closeOthers();
     },
   };
 }
@@ -229,15 +282,16 @@ export async function mpiUnavailable(): Promise<string | null> {
 export const ddpSuite: Suite = {
   name: "ddp",
   description:
-    "DistributedDataParallel, MLP 784-512-512-10 SGD: cpu ranks vs the machine's two-Worker ceiling; webgpu 2x128 vs 1x256; spawn and mpiexec",
+    "DistributedDataParallel, MLP 784-512-512-10 SGD: cpu ranks vs the machine's two-Worker ceiling; webgpu 2x128 vs 1x256; spawn, mpiexec and tcp processes; a 4 MiB all-reduce per launcher",
   async run(ctx: SuiteContext): Promise<BenchResult[]> {
     const layers = ctx.quick ? [784, 128, 10] : [784, 512, 512, 10];
     const rounds = ctx.quick ? 2 : 11;
     const steps = ctx.quick ? 2 : 6;
-    const launchers: ("spawn" | "mpi")[] = ["spawn"];
+    const launchers: ("spawn" | "mpi" | "tcp")[] = ["spawn"];
     const noMpi = await mpiUnavailable();
     if (noMpi === null) launchers.push("mpi");
     else ctx.log(`  ddp: ${noMpi}`);
+    launchers.push("tcp");
     const table = new Table(
       `ddp: DistributedDataParallel(${
         layers.join("-")
@@ -275,7 +329,21 @@ export const ddpSuite: Suite = {
       });
     };
     for (const launcher of launchers) {
-      const make = launcher === "spawn" ? spawnGroup : mpiGroup;
+      const make = launcher === "spawn" ? spawnGroup : launcher === "mpi" ? mpiGroup : tcpGroup;
+      // What the transport costs: one 4 MiB float32 all-reduce (avg) between 2 cpu ranks.
+      const reduce = make("2 ranks, allReduce 4 MiB float32", 2, {
+        backend: "cpu",
+        batch: 1,
+        ddp: false,
+        layers: [4, 2],
+        allReduceMiB: 4,
+      });
+      try {
+        const [m] = await interleave([reduce], rounds, ctx.quick ? 4 : 20);
+        record(launcher, "cpu", m, `${fmt(4 / (median(m.stepMs) / 1000))} MiB/s`);
+      } finally {
+        await reduce.close().catch(() => {});
+      }
       for (const backend of ctx.backends) {
         const cfg = (batch: number, ddp: boolean): RankConfig => ({ backend, batch, ddp, layers });
         const groups: Group[] = backend === "cpu"

@@ -37,6 +37,11 @@ export interface RankConfig {
    * costs before any gradient moves (a step waits for the slowest rank).
    */
   readonly lockstep?: boolean;
+  /**
+   * Instead of training steps, all-reduces of this many MiB of float32 (a
+   * "step" is one all-reduce): what the process group's transport costs.
+   */
+  readonly allReduceMiB?: number;
 }
 
 /** The environment variable through which the bench hands an MPI rank its autogroup niceness. */
@@ -69,8 +74,17 @@ async function step(s: MlpSetup): Promise<void> {
   await read;
 }
 
-async function runSteps(s: MlpSetup, steps: number, lockstep = false): Promise<number> {
+async function runSteps(
+  s: MlpSetup,
+  steps: number,
+  lockstep = false,
+  reduced: Tensor | null = null,
+): Promise<number> {
   const t0 = performance.now();
+  if (reduced) {
+    for (let i = 0; i < steps; i++) await distributed.allReduce(reduced, { op: "avg" });
+    return performance.now() - t0;
+  }
   for (let i = 0; i < steps; i++) {
     await step(s);
     if (lockstep) await distributed.barrier();
@@ -105,6 +119,9 @@ async function serve(
     { layers, batch: config.batch },
     (m) => (config.ddp ? new distributed.DistributedDataParallel(m) : m),
   );
+  const reduced = config.allReduceMiB
+    ? tensor(new Float32Array((config.allReduceMiB * 1024 * 1024) / 4).fill(1), { device: host })
+    : null;
   try {
     for (;;) {
       const command = tensor(rank === 0 ? await next() : [0, 0], { dtype: "int32", device: host });
@@ -115,13 +132,14 @@ async function serve(
       // the command some time after rank 0 (an MPI rank backs off its polls
       // the longer it waits), and that lag is not a step's.
       await distributed.barrier();
-      const ms = await runSteps(s, steps, config.lockstep);
+      const ms = await runSteps(s, steps, config.lockstep, reduced);
       const times = distributed.allGather(tensor([ms], { dtype: "float64", device: host }));
       const all = await Promise.all(times.map(async (t) => (await t.data())[0]));
       if (rank === 0) report(all);
     }
   } finally {
     s.dispose();
+    reduced?.dispose();
   }
 }
 
@@ -156,7 +174,8 @@ export async function main(
   );
 }
 
-// Under mpiexec: rank 0 reads `run K` / `quit` lines and prints `RESULT [ms, ...]`.
+// Under mpiexec (or as processes of the "tcp" group, MASTER_ADDR set): rank 0 reads `run K` /
+// `quit` lines and prints `RESULT [ms, ...]`.
 if (import.meta.main) {
   const config = JSON.parse(Deno.args[0]) as RankConfig;
   // The bench's scheduling weight (see ddp.ts's autogroupNice); best effort.
@@ -171,7 +190,9 @@ if (import.meta.main) {
   // One core per rank, as in a Worker rank, also when this job has a single
   // rank (the baseline), so every group computes alike.
   registerBackend("cpu", () => cpuBackend({ threads: 1 }), { priority: 1 });
-  await distributed.initProcessGroup({ backend: "mpi" });
+  await distributed.initProcessGroup({
+    backend: Deno.env.get("MASTER_ADDR") === undefined ? "mpi" : "tcp",
+  });
   // Only rank 0 reads stdin, and lets go of it at the end: an open reader
   // keeps the process alive (mpiexec never closes the other ranks' stdin).
   const lines = distributed.getRank() === 0

@@ -10,6 +10,7 @@ import { accumulateLeaf, backwardPass, setGradEnabled } from "../autograd.ts";
 import { formatShape } from "../shape.ts";
 import { keep } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
+import { inputsPass } from "./checkpoint_core.ts";
 import { seedsFor, tensorList } from "./seeds.ts";
 
 /** Options of {@link backward}, as `torch.autograd.backward`'s keyword arguments. */
@@ -73,7 +74,7 @@ export function backward(
       }
     });
     const unique = [...new Set(inputs)];
-    const grads = backwardPass(roots, seeds, options, unique);
+    const grads = inputsPass(() => backwardPass(roots, seeds, options, unique));
     const create = options.createGraph ?? false;
     // Accumulated in the pass's grad mode, as the pass itself does (a new sum under createGraph).
     const previous = setGradEnabled(create);

@@ -8,6 +8,7 @@
 
 import { backwardPass } from "../autograd.ts";
 import type { Tensor } from "../tensor.ts";
+import { inputsPass } from "./checkpoint_core.ts";
 import { describe, seedsFor, tensorList } from "./seeds.ts";
 
 /** Options of {@link grad}, as `torch.autograd.grad`'s keyword arguments. */
@@ -65,7 +66,7 @@ export function grad(
   });
   const seeds = seedsFor(outs, options.gradOutputs, "autograd.grad");
   // The implicit seeds are not disposed: a gradient returned may share their memory (a reshape's).
-  const result = backwardPass(outs, seeds, options, ins);
+  const result = inputsPass(() => backwardPass(outs, seeds, options, ins));
   result.forEach((g, i) => {
     if (!g && !options.allowUnused) {
       throw new Error(

@@ -82,7 +82,7 @@ export type UnaryOp =
  * Elementwise functions of two operands. Comparisons give 1 or 0 in the
  * operands' dtype (false with a NaN operand, except `ne`). `div` on int32
  * truncates toward zero; `pow` is float only, with `pow(x, 0) = pow(1, y) = 1`
- * even for NaN; `maximum` and `minimum` propagate NaN. The bitwise ops are
+ * even for NaN; `fmod` is float only and exact (C's); `maximum` and `minimum` propagate NaN. The bitwise ops are
  * int32 only; shift counts are taken modulo 32 (as PyTorch 1.13's cpu
  * kernels, x86's rule) and `rightShift` is arithmetic (fills with the sign).
  */
@@ -92,6 +92,7 @@ export type BinaryOp =
   | "mul"
   | "div"
   | "pow"
+  | "fmod"
   | "maximum"
   | "minimum"
   | "eq"

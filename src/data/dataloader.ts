@@ -14,12 +14,19 @@ import { formatShape, sameShape } from "../shape.ts";
 import { adopt, keep, tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { type Dataset, TensorDataset } from "./dataset.ts";
+import { defaultConvert } from "./convert.ts";
 import { Subset } from "./subset.ts";
 import { IterableDataset } from "./iterable.ts";
 import { isPlainObject, seededRandom } from "../util.ts";
 import { mapTensors } from "../nested.ts";
 import type { WorkerSource } from "./worker_source.ts";
-import { checkModuleRef, decodeValue, type ModuleRef, recipeOf } from "./worker_protocol.ts";
+import {
+  checkModuleRef,
+  decodeValue,
+  importModule,
+  type ModuleRef,
+  recipeOf,
+} from "./worker_protocol.ts";
 import { WorkerPool } from "./worker_pool.ts";
 
 /**
@@ -133,8 +140,14 @@ export function defaultCollate<T>(samples: readonly T[]): Collated<T> {
 
 /** Options of {@link DataLoader}. */
 export interface DataLoaderOptions<T, B> {
-  /** Samples per batch (default 1). */
-  batchSize?: number;
+  /**
+   * Samples per batch (default 1). `null` turns batching off, as PyTorch's
+   * `batch_size=None`: each sample is handed out alone, through `convert`
+   * (default {@link defaultConvert}) rather than a collate; `dropLast` is
+   * then an error, as in PyTorch. The batch type `B` stays the loader's
+   * second type parameter: give it (e.g. `Converted<T>`) when it matters.
+   */
+  batchSize?: number | null;
   /** A new random order every epoch (default false). */
   shuffle?: boolean;
   /**
@@ -156,8 +169,39 @@ export interface DataLoaderOptions<T, B> {
    * global stream (`manualSeed`).
    */
   seed?: number;
-  /** Turns an array of samples into a batch (default {@link defaultCollate}). */
-  collate?: (samples: T[]) => B;
+  /**
+   * Turns an array of samples into a batch (default {@link defaultCollate}),
+   * as PyTorch's `collate_fn`. A function runs in the main thread, also with
+   * `numWorkers > 0` (the workers send the samples; a function cannot be
+   * sent to a Worker). A module reference `{ module, export, args? }` (a
+   * {@link WorkerSource} naming an export `(samples, args) => batch`) runs
+   * in each worker, as PyTorch's `collate_fn` does, so only the batch
+   * crosses back; without workers it is imported in the main thread, which
+   * needs `for await` (an import is asynchronous). Not with
+   * `batchSize: null`: give `convert` (PyTorch passes `collate_fn` one sample
+   * at a time there; a separate option keeps each function's type honest).
+   */
+  collate?: ((samples: T[]) => B) | WorkerSource;
+  /**
+   * With `batchSize: null`, turns each sample into what is handed out
+   * (default {@link defaultConvert}), as PyTorch's `collate_fn` without
+   * automatic batching: a function (main thread) or a module reference
+   * `(sample, args) => value` run in the workers, as `collate`.
+   */
+  convert?: ((sample: T) => B) | WorkerSource;
+  /**
+   * A generator of floats in [0, 1) that the shuffle, and the workers' base
+   * seed, draw from (PyTorch's `generator=`); share one with samplers to
+   * share a stream. Excludes `seed`.
+   */
+  generator?: () => number;
+  /**
+   * Accepted for PyTorch code that passes `pin_memory=True`; it does nothing
+   * here: no backend has page-locked host memory to copy from, and the
+   * overlap pinning buys in PyTorch is what `device` gives (the next batch's
+   * copy is queued before the current one is handed out).
+   */
+  pinMemory?: boolean;
   /**
    * Copy every batch's tensors here; the next batch's copy is queued before
    * the current batch is handed out, so transfers overlap with compute.
@@ -264,8 +308,12 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
  * worker ahead, and batches come back in the sampler's order (PyTorch's
  * in-order default). The default collate runs in the worker (measured
  * faster: one stacked tensor per field crosses, not one per sample; see
- * bench/NOTES.md); a custom `collate` function runs in the main thread on
- * the samples the workers send. Tensors cross as typed arrays and come
+ * bench/NOTES.md); so does a `collate` given as a module reference (as
+ * PyTorch runs `collate_fn` in its workers), while a `collate` function
+ * runs in the main thread on the samples the workers send (a function
+ * cannot be sent to a Worker: the one difference from PyTorch). With
+ * `batchSize: null` each request is one sample, converted in the worker the
+ * same way. Tensors cross as typed arrays and come
  * back on the cpu (then `device` copies them, as without workers); other
  * values cross by structured clone, so class instances arrive as plain
  * objects. Each epoch draws a base seed, after the epoch's order (so the
@@ -286,7 +334,8 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
  * original message, stack and kind; a worker that dies, closes itself, or
  * (with `timeout`) takes too long is an error naming it. The end of an
  * epoch, leaving the loop early and any error terminate every worker, so
- * nothing keeps the program alive; `persistentWorkers` keeps them (and
+ * nothing keeps the program alive (an iterator dropped unclosed ends its
+ * workers when it is garbage-collected, see `[Symbol.asyncIterator]`); `persistentWorkers` keeps them (and
  * their datasets' state) across epochs, and early exits, until an error or
  * {@link DataLoader.shutdown} (where PyTorch ends them when the loader is
  * collected, a live Deno Worker keeps the program running: call it).
@@ -308,8 +357,8 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
 export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterable<B> {
   /** The dataset batched. */
   readonly dataset: Dataset<T> | IterableDataset<T>;
-  /** Samples per batch. */
-  readonly batchSize: number;
+  /** Samples per batch, or null when batching is off (`batchSize: null`). */
+  readonly batchSize: number | null;
   /** Whether each epoch is shuffled. */
   readonly shuffle: boolean;
   /** Whether a last, smaller batch is dropped. */
@@ -328,7 +377,14 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
   readonly persistentWorkers: boolean;
   /** Milliseconds to wait for a worker's batch (0: forever). */
   readonly timeout: number;
-  readonly #collate: ((samples: T[]) => B) | null;
+  /** The `pinMemory` option as given; it has no effect (see {@link DataLoaderOptions.pinMemory}). */
+  readonly pinMemory: boolean;
+  /** The main thread's collate (or, unbatched, convert) function, when one was given. */
+  readonly #collate: ((input: never) => B) | null;
+  /** A collate (or convert) given as a module reference: run in the workers. */
+  readonly #collateRef: ModuleRef | null;
+  /** {@link #collateRef} imported in the main thread (for an epoch without workers). */
+  #resolved: ((input: unknown) => unknown) | null = null;
   readonly #random: (() => number) | null;
   readonly #iterable: boolean;
   readonly #initFn: ModuleRef | null;
@@ -397,15 +453,58 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
         );
       }
     }
-    const batchSize = options.batchSize ?? 1;
-    if (!Number.isInteger(batchSize) || batchSize <= 0) {
-      throw new RangeError(`DataLoader: batchSize must be a positive integer, got ${batchSize}`);
+    const batchSize = options.batchSize === undefined ? 1 : options.batchSize;
+    if (batchSize !== null && (!Number.isInteger(batchSize) || batchSize <= 0)) {
+      throw new RangeError(
+        `DataLoader: batchSize must be a positive integer, got ${batchSize} (or null: no batching)`,
+      );
     }
-    if (options.collate !== undefined && typeof options.collate !== "function") {
-      throw new TypeError(`DataLoader: collate must be a function, got ${typeof options.collate}`);
+    if (batchSize === null && options.dropLast) {
+      throw new RangeError(
+        "DataLoader: batchSize=null option disables auto-batching and is mutually exclusive with dropLast",
+      );
+    }
+    const fnName = batchSize === null ? "convert" : "collate";
+    const other = batchSize === null ? "collate" : "convert";
+    if (options[other] !== undefined) {
+      throw new TypeError(
+        batchSize === null
+          ? "DataLoader: with batchSize=null each sample goes through convert, not collate (PyTorch calls collate_fn with one sample there): pass it as convert"
+          : `DataLoader: convert only applies with batchSize=null (no batching); with batchSize=${batchSize} pass collate`,
+      );
+    }
+    const userFn = options[fnName];
+    let collate: ((input: never) => B) | null = null;
+    let collateRef: ModuleRef | null = null;
+    if (typeof userFn === "function") collate = userFn as (input: never) => B;
+    else if (userFn !== undefined) {
+      if (userFn === null || typeof userFn !== "object") {
+        throw new TypeError(
+          `DataLoader: ${fnName} must be a function or a module reference { module, export, args? }, got ${
+            userFn === null ? "null" : typeof userFn
+          }`,
+        );
+      }
+      collateRef = checkModuleRef(userFn, fnName);
     }
     if (options.seed !== undefined && !Number.isFinite(options.seed)) {
       throw new RangeError(`DataLoader: seed must be a finite number, got ${options.seed}`);
+    }
+    const generator = options.generator;
+    if (generator !== undefined) {
+      if (typeof generator !== "function") {
+        throw new TypeError(
+          `DataLoader: generator must be a function giving floats in [0, 1), got ${typeof generator}`,
+        );
+      }
+      if (options.seed !== undefined) {
+        throw new TypeError("DataLoader: pass seed or generator, not both");
+      }
+    }
+    if (options.pinMemory !== undefined && typeof options.pinMemory !== "boolean") {
+      throw new TypeError(
+        `DataLoader: pinMemory must be a boolean, got ${typeof options.pinMemory}`,
+      );
     }
     const sampler = options.sampler ?? null;
     if (sampler !== null) {
@@ -426,23 +525,31 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     this.shuffle = options.shuffle ?? false;
     this.dropLast = options.dropLast ?? false;
     this.device = options.device === undefined ? null : resolveDevice(options.device);
-    this.#collate = options.collate ?? null;
-    this.#random = options.seed === undefined ? null : seededRandom(Math.trunc(options.seed));
-    this.#seeds = options.seed === undefined
-      ? null
-      : seededRandom((Math.trunc(options.seed) ^ 0x5bd1e995) >>> 0);
+    this.#collate = collate;
+    this.#collateRef = collateRef;
+    this.pinMemory = options.pinMemory ?? false;
+    // A given generator is PyTorch's `generator`: the shuffle and the workers' base seed draw from it.
+    this.#random = generator ??
+      (options.seed === undefined ? null : seededRandom(Math.trunc(options.seed)));
+    this.#seeds = generator ??
+      (options.seed === undefined
+        ? null
+        : seededRandom((Math.trunc(options.seed) ^ 0x5bd1e995) >>> 0));
     const workers = checkWorkerOptions(options);
     this.numWorkers = workers.numWorkers;
     this.prefetchFactor = workers.prefetchFactor;
     this.persistentWorkers = workers.persistentWorkers;
     this.timeout = workers.timeout;
     this.#initFn = workers.initFn;
+    // Persistent workers end with a loader collected unshut, as PyTorch's (see `shutdown`).
+    if (this.persistentWorkers) abandoned.register(this, { pools: this.#pools });
   }
 
   /** Number of batches per epoch. */
   get length(): number {
     if (this.batchSampler !== null) return countOf(this.batchSampler, "batchSampler");
     const n = this.#iterable ? this.#streamLength() : this.#samples();
+    if (this.batchSize === null) return n;
     return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
   }
 
@@ -510,7 +617,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
    * the sample order.
    */
   *#jobs(): Generator<() => { batch: B; owned: Tensor[] }> {
-    const batchSize = this.batchSize;
+    const batchSize = this.batchSize ?? 1;
     if (this.#iterable) {
       let samples: T[] = [];
       for (const sample of this.dataset as IterableDataset<T>) {
@@ -535,13 +642,13 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
    * already drawn.
    */
   *#indexBatches(order?: Int32Array): Generator<{ indices: Int32Array; contiguous: boolean }> {
-    const batchSize = this.batchSize;
+    const batchSize = this.batchSize ?? 1;
     if (this.batchSampler !== null) {
       let b = 0;
       for (const batch of this.batchSampler) {
         const indices = this.#checked(batch, "the batchSampler", ` of batch ${b}`);
         // The gather path would make an empty batch where PyTorch's default_collate raises.
-        if (indices.length === 0 && this.#collate === null) {
+        if (indices.length === 0 && this.#collate === null && this.#collateRef === null) {
           throw new RangeError(
             `DataLoader: the batchSampler gave an empty batch (batch ${b}); the default collate needs at least one sample`,
           );
@@ -554,7 +661,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     order ??= this.#order();
     const n = order.length;
     const count = this.dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
-    const contiguous = !this.shuffle && this.sampler === null;
+    const contiguous = !this.shuffle && this.sampler === null && this.batchSize !== null;
     for (let b = 0; b < count; b++) {
       const indices = order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize));
       yield { indices, contiguous };
@@ -572,10 +679,11 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     contiguous: boolean,
     streamed?: T[],
   ): { batch: B; owned: Tensor[] } {
-    const custom = this.#collate;
+    const custom = this.#userFn();
+    const unbatched = this.batchSize === null;
     const dataset = this.dataset as Dataset<T>;
     // Subsets (randomSplit's) of a TensorDataset batch as fast as the dataset itself.
-    const rows = custom || indices === null ? null : tensorRows(dataset, indices);
+    const rows = custom || unbatched || indices === null ? null : tensorRows(dataset, indices);
     const build = (): { batch: B; owned: Tensor[] } => {
       let batch: unknown;
       if (rows) {
@@ -600,7 +708,12 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
               `the loader reads samples synchronously (load the data first, e.g. into a TensorDataset)`,
           );
         }
-        batch = custom ? custom(samples) : defaultCollate(samples);
+        const input = unbatched ? samples[0] : samples;
+        batch = custom
+          ? custom(input)
+          : unbatched
+          ? defaultConvert(input)
+          : defaultCollate(samples);
       }
       const owned: Tensor[] = [];
       const target = this.device;
@@ -612,11 +725,29 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
           return copy;
         });
       }
-      if (!custom) forEachTensor(batch, (t) => owned.push(t));
+      if (!custom && !unbatched) forEachTensor(batch, (t) => owned.push(t));
       return { batch: batch as B, owned };
     };
-    // A custom collate may return objects tidy cannot see into: leave those alone.
-    return noGrad(() => (custom ? build() : tidy(build)));
+    // A custom collate may return objects tidy cannot see into, and a converted sample may hold
+    // the dataset's own tensors: leave those alone.
+    return noGrad(() => (custom || unbatched ? build() : tidy(build)));
+  }
+
+  /**
+   * The collate (or, unbatched, convert) function the main thread runs, or
+   * null for the default; a module reference must have been imported.
+   */
+  #userFn(): ((input: unknown) => unknown) | null {
+    if (this.#collate !== null) return this.#collate as (input: unknown) => unknown;
+    if (this.#collateRef === null) return null;
+    if (this.#resolved === null) {
+      throw new TypeError(
+        `DataLoader: a ${
+          this.batchSize === null ? "convert" : "collate"
+        } given as a module reference is imported asynchronously: iterate with for await (const batch of loader), or give a function`,
+      );
+    }
+    return this.#resolved;
   }
 
   /**
@@ -625,12 +756,19 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
    * it is asked for); a prefetched batch that is never handed out (the loop
    * ended early) is released.
    */
-  *[Symbol.iterator](): Iterator<B> {
+  [Symbol.iterator](): Iterator<B> {
     if (this.numWorkers > 0) {
       throw new TypeError(
         `DataLoader: with numWorkers=${this.numWorkers} batches come from Web Workers, which answer asynchronously: iterate with for await (const batch of loader), not for ... of`,
       );
     }
+    // Checked before the first batch is asked for (a later `for await` imports it).
+    if (this.#collateRef !== null) this.#userFn();
+    return this.#epoch();
+  }
+
+  /** One epoch in the main thread (see {@link [Symbol.iterator]}). */
+  *#epoch(): Generator<B, void, undefined> {
     const jobs = this.#jobs();
     const prefetch = this.device !== null;
     let ahead: { batch: B; owned: Tensor[] } | null = null;
@@ -677,12 +815,42 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
    * One epoch, asynchronously: `for await (const batch of loader)`. Without
    * workers it hands out the batches of the synchronous iterator; with
    * `numWorkers > 0` the workers load them (see {@link DataLoader}). A loop
-   * that leaves early, an error, or the end of the epoch ends the workers,
-   * unless `persistentWorkers` (then only an error or {@link shutdown} does).
+   * that leaves early (`break` calls the iterator's `return()`), an error,
+   * or the end of the epoch ends the workers, unless `persistentWorkers`
+   * (then only an error or {@link shutdown} does). The iterator is
+   * `AsyncDisposable`: `await using it = loader[Symbol.asyncIterator]()`
+   * ends its workers when the block is left. An iterator dropped without
+   * either (a `next()` or two, then forgotten) ends its workers when it is
+   * garbage-collected, as PyTorch's iterator's `__del__`, but collection may
+   * come late or never, and until then the Workers keep the program alive:
+   * close iterators you leave.
    */
-  async *[Symbol.asyncIterator](): AsyncIterator<B> {
+  [Symbol.asyncIterator](): AsyncGenerator<B, void, undefined> {
+    const held: { pool: WorkerPool | null } = { pool: null };
+    const iterator = this.#epochAsync(held);
+    // The last resort for an iterator dropped unclosed; `held` must not reach the iterator.
+    if (this.numWorkers > 0 && !this.persistentWorkers) abandoned.register(iterator, held, held);
+    return iterator;
+  }
+
+  async *#epochAsync(held: { pool: WorkerPool | null }): AsyncGenerator<B, void, undefined> {
+    if (this.#collateRef !== null && this.#resolved === null && this.numWorkers === 0) {
+      const ref = this.#collateRef;
+      const module = await importModule(ref);
+      const fn = module[ref.export];
+      if (typeof fn !== "function") {
+        throw new TypeError(
+          `DataLoader: ${
+            this.batchSize === null ? "convert" : "collate"
+          }: ${ref.module} has no exported function "${ref.export}" (exports: ${
+            Object.keys(module).join(", ") || "none"
+          })`,
+        );
+      }
+      this.#resolved = (input) => fn(input, ref.args);
+    }
     if (this.numWorkers === 0) {
-      for (const batch of this) yield batch;
+      yield* this.#epoch();
       return;
     }
     // Persistent workers serve every epoch (a new epoch supersedes one left running, as
@@ -712,12 +880,15 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
         initFn: this.#initFn,
         baseSeed: base,
         collate: this.#collate === null,
+        collateRef: this.#collateRef,
+        unbatched: this.batchSize === null,
         iterable: this.#iterable,
-        batchSize: this.batchSize,
+        batchSize: this.batchSize ?? 1,
         dropLast: this.dropLast,
       });
       if (this.persistentWorkers) this.#pool = pool;
     }
+    held.pool = pool;
     this.#pools.add(pool);
     const jobs = this.#iterable ? null : this.#indexBatches(order);
     const indices = jobs && (function* () {
@@ -730,27 +901,30 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     } finally {
       indices?.return(undefined);
       if (pool.closed) this.#pools.delete(pool);
+      abandoned.unregister(held);
     }
   }
 
   /**
    * A worker's reply as the batch handed out: its tensors rebuilt on the
-   * cpu (then copied to `device`); with a custom collate, the samples
-   * rebuilt and collated here.
+   * cpu (then copied to `device`); with a collate (or convert) function,
+   * the samples rebuilt and given to it here.
    */
   #fromWorker(payload: unknown): B {
-    const custom = this.#collate;
+    const custom = this.#collate as ((input: unknown) => B) | null;
     const target = this.device;
     const place = (batch: unknown) =>
       target ? mapTensors(batch, (t) => (t.device === target ? t : t.to(target))) : batch;
-    if (custom) return noGrad(() => place(custom(decodeValue(payload) as T[]))) as B;
+    if (custom) return noGrad(() => place(custom(decodeValue(payload)))) as B;
     return noGrad(() => tidy(() => place(decodeValue(payload)) as B));
   }
 
   /**
    * Ends the workers now, as PyTorch does when a loader is collected: for
    * `persistentWorkers`, which otherwise live (and keep the program
-   * running) after the last epoch. A later epoch starts new ones.
+   * running) after the last epoch. A later epoch starts new ones. A
+   * loader garbage-collected unshut ends its workers then, but collection
+   * may come late or never: call it.
    */
   shutdown(): void {
     for (const pool of this.#pools) pool.shutdown();
@@ -758,6 +932,18 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     this.#pool = null;
   }
 }
+
+/**
+ * Ends the Workers of an epoch whose iterator was dropped without being
+ * closed (PyTorch's `_MultiProcessingDataLoaderIter.__del__`), or the
+ * persistent workers of a loader dropped without `shutdown()`.
+ */
+const abandoned = new FinalizationRegistry<
+  { pool: WorkerPool | null } | { pools: Set<WorkerPool> }
+>((held) => {
+  if ("pools" in held) { for (const pool of held.pools) pool.shutdown(); }
+  else held.pool?.shutdown();
+});
 
 /** The worker options checked, with PyTorch's messages. */
 function checkWorkerOptions(

@@ -17,6 +17,8 @@ import { setDefaultFloat } from "../dtype.ts";
 import { manualSeed } from "../ops/factory.ts";
 import { Tensor } from "../tensor.ts";
 import { DataLoader, defaultCollate } from "./dataloader.ts";
+import { defaultConvert } from "./convert.ts";
+import { madeInScope, tidy } from "../storage.ts";
 import { TensorDataset } from "./dataset.ts";
 import { IterableDataset } from "./iterable.ts";
 import { Subset } from "./subset.ts";
@@ -73,6 +75,8 @@ let init: Init | null = null;
 let dataset: unknown = null;
 let failed = false;
 let stream: Iterator<unknown> | null = null;
+/** The user's collate (or convert) export, when given as a module reference. */
+let userCollate: ((input: unknown) => unknown) | null = null;
 /** For a TensorDataset (or Subsets of one) with the default collate: the loader's gather path. */
 let gather: { loader: Iterable<unknown>; indices: { current: readonly number[] } } | null = null;
 
@@ -81,6 +85,21 @@ async function start(message: Init): Promise<void> {
   setDefaultFloat(message.defaultDtype);
   for (const ref of modulesOf(message.dataset)) await importModule(ref);
   if (message.initFn) await importModule(message.initFn);
+  const ref = message.collateRef;
+  if (ref) {
+    const module = await importModule(ref);
+    const fn = module[ref.export];
+    if (typeof fn !== "function") {
+      throw new TypeError(
+        `${
+          message.unbatched ? "convert" : "collate"
+        }: ${ref.module} has no exported function "${ref.export}" (exports: ${
+          Object.keys(module).join(", ") || "none"
+        })`,
+      );
+    }
+    userCollate = (input) => fn(input, ref.args);
+  }
   manualSeed(message.seed);
   dataset = await buildDataset(message.dataset);
   setCurrentWorker({
@@ -92,7 +111,10 @@ async function start(message: Init): Promise<void> {
   if (message.initFn) {
     await callModuleRef(message.initFn, "workerInitFn", [message.id, message.initFn.args]);
   }
-  if (message.collate && !(dataset instanceof IterableDataset) && tensorRows(dataset)) {
+  if (
+    message.collate && !ref && !message.unbatched && !(dataset instanceof IterableDataset) &&
+    tensorRows(dataset)
+  ) {
     const indices = { current: [] as readonly number[] };
     const batchSampler = {
       *[Symbol.iterator]() {
@@ -191,11 +213,22 @@ async function answer(message: Exclude<ToWorker, Init>): Promise<void> {
         scope.postMessage({ kind: "end", task });
         return;
       }
+      const input = init!.unbatched ? samples[0] : samples;
       if (init!.collate) {
-        // Only the collated batch is the worker's own to release: samples may be the dataset's.
-        value = noGrad(() => defaultCollate(samples));
-        collectTensors(value, made);
-      } else value = samples;
+        const make = userCollate ??
+          (init!.unbatched ? defaultConvert : (s: unknown) => defaultCollate(s as unknown[]));
+        // Only the tensors made here are the worker's own to release (after they are sent): a
+        // sample's, or one a user's collate returns from elsewhere, may be the dataset's.
+        value = noGrad(() =>
+          tidy(() => {
+            const out = make(input);
+            const all: Tensor[] = [];
+            collectTensors(out, all);
+            for (const t of all) if (madeInScope(t.storage)) made.push(t);
+            return out;
+          })
+        );
+      } else value = input;
     }
     const transfer: ArrayBuffer[] = [];
     const encoded = await encodeValue(value, transfer);

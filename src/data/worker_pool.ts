@@ -26,8 +26,15 @@ export interface PoolOptions {
   readonly initFn: ModuleRef | null;
   /** Worker i is seeded `baseSeed + i`. */
   readonly baseSeed: number;
-  /** Whether the workers collate with the default collate (else they send the samples). */
+  /**
+   * Whether the workers make the batch (the default collate or convert, or
+   * `collateRef`); else they send the samples for the main thread's function.
+   */
   readonly collate: boolean;
+  /** A collate (or, unbatched, convert) the workers import and run. */
+  readonly collateRef: ModuleRef | null;
+  /** `batchSize: null`: each request is one sample, converted rather than collated. */
+  readonly unbatched: boolean;
   /** Whether the dataset is an IterableDataset (each worker reads its own copy of the stream). */
   readonly iterable: boolean;
   readonly batchSize: number;
@@ -83,6 +90,8 @@ export class WorkerPool {
           dataset: recipe,
           initFn: options.initFn,
           collate: options.collate,
+          collateRef: options.collateRef,
+          unbatched: options.unbatched,
           batchSize: options.batchSize,
           dropLast: options.dropLast,
         };

@@ -62,8 +62,12 @@ export type ToWorker =
     readonly defaultDtype: DType;
     readonly dataset: DatasetRecipe;
     readonly initFn: ModuleRef | null;
-    /** Whether the Worker collates (the default collate) or sends the samples. */
+    /** Whether the Worker makes the batch (default collate or convert, or `collateRef`) or sends the samples. */
     readonly collate: boolean;
+    /** A collate (or, unbatched, convert) export `(input, args) => batch` the Worker runs. */
+    readonly collateRef: ModuleRef | null;
+    /** `batchSize: null`: each request is one sample (batchSize 1), converted, not collated. */
+    readonly unbatched: boolean;
     readonly batchSize: number;
     readonly dropLast: boolean;
   }

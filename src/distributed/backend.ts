@@ -12,6 +12,7 @@
  */
 
 import { allocHost, type DType, type TypedArray } from "../dtype.ts";
+import type { Store } from "./store.ts";
 
 /**
  * How `allReduceVia`'s caller fills the exchange memory: writes elements
@@ -244,6 +245,10 @@ export interface ProcessGroupInit {
   readonly worldSize?: number;
   /** How long a collective may wait for the other ranks before it fails. */
   readonly timeoutMs: number;
+  /** `initProcessGroup`'s `initMethod`, for backends that meet over the network (`"tcp"`). */
+  readonly initMethod?: string;
+  /** `initProcessGroup`'s `store`, for backends that meet through one (`"tcp"`). */
+  readonly store?: Store;
 }
 
 /** Starts this rank's end of a process group; may be async and may throw. */

@@ -9,6 +9,10 @@
 import { DistributedError, type DistributedGroup, type ProcessGroupFactory } from "./backend.ts";
 import { createLocalShared, LocalBackend, localLaunch } from "./local.ts";
 import { mpiBackend } from "./mpi.ts";
+import type { Store } from "./store.ts";
+import { launchedWithEnv, tcpBackend } from "./tcp.ts";
+
+export { launchedWithEnv };
 import {
   activeGroup,
   currentGroup,
@@ -53,10 +57,25 @@ export function launchedByMpi(): boolean {
 /** Options of {@link initProcessGroup}. */
 export interface InitProcessGroupOptions {
   /**
-   * `"local"` or `"mpi"` (or a registered plugin). Default: `"local"` inside
-   * a Worker started by `spawn`, `"mpi"` under an MPI launcher.
+   * `"local"`, `"mpi"` or `"tcp"` (or a registered plugin). Default:
+   * `"local"` inside a Worker started by `spawn`, `"mpi"` under an MPI
+   * launcher, `"tcp"` when `MASTER_ADDR`, `MASTER_PORT`, `RANK` and
+   * `WORLD_SIZE` are set (multigrad's `run.ts`, torchrun, by hand) or an
+   * `initMethod` or `store` is given.
    */
   backend?: string;
+  /**
+   * `"tcp"`'s rendezvous (`init_method`): `"env://"` (default: rank 0 hosts
+   * a `TCPStore` at `MASTER_ADDR:MASTER_PORT`) or `"tcp://host:port"`
+   * (the same at that address; `rank` and `worldSize` then given or from
+   * `RANK`, `WORLD_SIZE`).
+   */
+  initMethod?: string;
+  /**
+   * `"tcp"`'s rendezvous through a store every rank shares
+   * (`init_process_group(store=...)`), with `rank` and `worldSize`.
+   */
+  store?: Store;
   /** This rank; launchers supply it (given, it must agree with theirs). */
   rank?: number;
   /** Number of ranks; launchers supply it (given, it must agree). */
@@ -64,7 +83,8 @@ export interface InitProcessGroupOptions {
   /**
    * How long a collective waits for the other ranks before it fails naming
    * those that did not arrive (default 60 000); under MPI also how long
-   * `initProcessGroup` waits for every rank of the job to start.
+   * `initProcessGroup` waits for every rank of the job to start (under
+   * `"tcp"` too, but at least 10 s: processes start at different times).
    */
   timeoutMs?: number;
 }
@@ -95,18 +115,29 @@ export async function initProcessGroup(options: InitProcessGroupOptions = {}): P
       `initProcessGroup: timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`,
     );
   }
-  const name = options.backend ?? (localLaunch() ? "local" : launchedByMpi() ? "mpi" : null);
+  const name = options.backend ??
+    (localLaunch()
+      ? "local"
+      : launchedByMpi()
+      ? "mpi"
+      : options.initMethod !== undefined || options.store !== undefined || launchedWithEnv()
+      ? "tcp"
+      : null);
   if (name === null) {
     throw new Error(
       "initProcessGroup: no backend given and no launcher found: start the ranks with " +
         'distributed.spawn(moduleUrl, { nprocs }) (backend "local": Workers of one process) or with ' +
-        '`mpiexec -n N deno run -A script.ts` (backend "mpi": processes, on one or many machines)',
+        '`mpiexec -n N deno run -A script.ts` (backend "mpi": processes, on one or many machines) or ' +
+        'with `deno run -A jsr:@multigrad/core/run --nproc-per-node N script.ts` (backend "tcp": ' +
+        "processes, MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE)",
     );
   }
   const backend = await factoryOf(name)({
     rank: options.rank,
     worldSize: options.worldSize,
     timeoutMs,
+    initMethod: options.initMethod,
+    store: options.store,
   });
   const mismatch = (options.rank !== undefined && options.rank !== backend.rank) ||
     (options.worldSize !== undefined && options.worldSize !== backend.worldSize);
@@ -230,3 +261,4 @@ registerFactory("local", (init) => {
   );
 });
 registerFactory("mpi", mpiBackend);
+registerFactory("tcp", tcpBackend);

@@ -36,4 +36,5 @@ export * from "./spawn.ts";
 export * from "./ddp.ts";
 export * from "./grad_bucket.ts";
 export * as optim from "./optim.ts";
+export * as fsdp from "./fsdp/mod.ts";
 export * as algorithms from "./algorithms.ts";

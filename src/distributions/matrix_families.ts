@@ -10,8 +10,9 @@ import { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
 import { arange, randn } from "../ops/mod.ts";
 import { eye } from "../ops_composite/mod.ts";
-import { cholesky, inv, slogdet, solveTriangular } from "../linalg/mod.ts";
+import { cholesky, inv, slogdet } from "../linalg/mod.ts";
 import { choleskyInfo } from "../linalg/cholesky_steps.ts";
+import { choleskySolve } from "../linalg/torch_level.ts";
 import { forwardScope } from "../storage.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import {
@@ -146,9 +147,10 @@ export class Wishart extends ExponentialFamily {
     }
     this.scaleTril = takeFactor(m, () =>
       forwardScope(() =>
-        // Only the lower triangle of a given factor is read (as PyTorch's gradients show).
+        // A given factor is used as it is, upper triangle included: PyTorch's `cholesky_solve`
+        // and matmul gradients reach entries above the diagonal (the constraint keeps them 0).
         kind === "scaleTril"
-          ? this.#matrix.tril()
+          ? this.#matrix
           : kind === "covarianceMatrix"
           ? cholesky(this.#matrix)
           : cholesky(inv(this.#matrix))
@@ -177,8 +179,7 @@ export class Wishart extends ExponentialFamily {
     return forwardScope(() => {
       const id = eye(this.p, { dtype: this.df.dtype, device: this.df.device })
         .expand([...this.batchShape, this.p, this.p]);
-      const li = solveTriangular(this.scaleTril, id, { upper: false });
-      return li.transpose(-1, -2).matmul(li);
+      return choleskySolve(id, this.scaleTril); // PyTorch's form, so its gradients
     });
   }
   /** `ν·Σ`. */
@@ -227,9 +228,7 @@ export class Wishart extends ExponentialFamily {
       const shape = broadcastShapes(value.shape.slice(0, -2), this.batchShape);
       const l = this.scaleTril.expand([...shape, p, p]);
       const x = value.expand([...shape, p, p]);
-      const m = solveTriangular(l, x, { upper: false });
-      const trace = solveTriangular(l.transpose(-1, -2), m, { upper: true })
-        .diagonal(0, -2, -1).sum(-1);
+      const trace = choleskySolve(x, l).diagonal(0, -2, -1).sum(-1);
       return nu.mul(logDetL.add(p * LOG2 / 2)).neg().sub(nu.div(2).mvlgamma(p))
         .add(nu.sub(p + 1).div(2).mul(logAbsDet)).sub(trace.div(2));
     });

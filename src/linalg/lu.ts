@@ -141,12 +141,14 @@ function solveLeft(op: string, a: Tensor, b: Tensor, what: string): Tensor {
 export function inv(A: Tensor): Tensor {
   return owned(() => {
     const n = requireSquare("linalg.inv", A);
-    const x = solveLeft(
+    // PyTorch's LAPACK call reads the row-major A as Aᵀ: inverting Aᵀ (and transposing back)
+    // meets the zero pivot its message names.
+    const x = mT(solveLeft(
       "linalg.inv",
-      A,
+      mT(A),
       noGrad(() => eye(n, { dtype: A.dtype, device: A.device })),
       "inv",
-    );
+    ));
     return record("linalg.inv", [A], x, ([g]) => {
       const xt = mT(x);
       return [xt.matmul(g!).matmul(xt).neg()];

@@ -6,7 +6,7 @@
 
 import type { BinaryOp, UnaryOp } from "../backends/backend.ts";
 import { isGradEnabled, record } from "../autograd.ts";
-import { type DType, getDefaultDtype, isFloat, promoteTypes } from "../dtype.ts";
+import { checkFill, type DType, getDefaultDtype, isFloat, promoteTypes } from "../dtype.ts";
 import { broadcastShapes, broadcastStrides, numelOf, sameShape, type Shape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import {
@@ -15,6 +15,7 @@ import {
   empty,
   hasKernel,
   launch,
+  numberDType,
   requireFloat,
   scalar,
   type TensorLike,
@@ -351,6 +352,9 @@ function tieSplit(g: Tensor, x: Tensor, y: Tensor, wins: "gt" | "lt"): [Tensor, 
  */
 export function clamp(x: Tensor, min?: TensorLike, max?: TensorLike): Tensor {
   if (min instanceof Tensor || max instanceof Tensor) return clampTensor(x, min, max);
+  for (const b of [min, max]) {
+    if (typeof b === "number") checkFill(numberDType(b, x.dtype), b, "clamp");
+  }
   let out = x;
   if (min !== undefined) out = binaryRaw("maximum", ...operands("clamp", out, min));
   if (max !== undefined) out = binaryRaw("minimum", ...operands("clamp", out, max));

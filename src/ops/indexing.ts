@@ -5,10 +5,11 @@
  */
 
 import { record } from "../autograd.ts";
-import { getDefaultDtype, isFloat } from "../dtype.ts";
+import { checkFill, getDefaultDtype, isFloat } from "../dtype.ts";
 import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
+import { checkFillTensor } from "./inplace.ts";
 import { operands, sumTo, whereRaw } from "./elementwise.ts";
 import { checkIndexRange, gatherLayout, narrow, reshape, scatterAddRaw } from "./view.ts";
 import { arangeOn } from "./factory.ts";
@@ -39,6 +40,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
     ta = scalar(a, dtype, cond.device);
     tb = scalar(b, dtype, cond.device);
   } else [ta, tb] = operands("where", a, b);
+  for (const v of [a, b]) if (typeof v === "number") checkFill(ta.dtype, v, "where");
   commonDevice("where", cond, ta, tb);
   const shape = broadcastShapes(cond.shape, broadcastShapes(ta.shape, tb.shape, "where"), "where");
   const out = whereRaw(cond, ta, tb, shape);
@@ -78,6 +80,7 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number | Tensor): Ten
         `maskedFill: a tensor value must be 0-dimensional, got shape ${formatShape(value.shape)}`,
       );
     }
+    checkFillTensor(x.dtype, value, "maskedFill");
     fill = value.dtype === x.dtype ? value : value.to(x.dtype);
   } else {
     if (typeof value !== "number") {
@@ -88,6 +91,7 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number | Tensor): Ten
     if (!isFloat(x.dtype) && !Number.isInteger(value)) {
       throw new TypeError(`maskedFill: cannot fill an ${x.dtype} tensor with ${value}`);
     }
+    checkFill(x.dtype, value, "maskedFill");
     fill = scalar(value, x.dtype, x.device);
   }
   return where(mask, fill, x);

@@ -12,7 +12,7 @@
  */
 
 import { isGradEnabled, noGrad, record } from "../autograd.ts";
-import { checkFill, isFloat, promoteTypes } from "../dtype.ts";
+import { checkFill, type DType, isFloat, promoteTypes } from "../dtype.ts";
 import { formatShape, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { add, cast, mul } from "./elementwise.ts";
@@ -80,6 +80,13 @@ function shapedLike(op: string, value: Tensor, t: Tensor): Tensor {
   return cast(v, t.dtype);
 }
 
+/** {@link checkFill} for a one-element `value`, read now if in host memory (a GPU one is unchecked). */
+export function checkFillTensor(dtype: DType, value: Tensor, what: string): void {
+  const { backendDevice: backend, stream } = value.device;
+  if (dtype === value.dtype || dtype === "float64" || !backend.readSync || !stream.idle) return;
+  checkFill(dtype, backend.readSync(value.storage.buffer(what), 0, 1, value.dtype)[0], what);
+}
+
 /** Sets every element to `value` in place; returns `t`. */
 export function fill_(t: Tensor, value: number | Tensor): Tensor {
   const old = checkInPlace("fill_", t, value);
@@ -89,6 +96,7 @@ export function fill_(t: Tensor, value: number | Tensor): Tensor {
         `fill_: a tensor value must have one element, got shape ${formatShape(value.shape)}`,
       );
     }
+    checkFillTensor(t.dtype, value, "fill_");
     const v = shapedLike("fill_", value.reshape([]), t);
     t._assign(v);
     recordOverwrite("fill_", t, old, v);

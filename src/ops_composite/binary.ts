@@ -12,7 +12,7 @@ import { isFloat } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import type { Tensor } from "../tensor.ts";
-import { binaryRaw, cast, operands, sumTo } from "../ops/elementwise.ts";
+import { binaryRaw, operands, sumTo } from "../ops/elementwise.ts";
 import { checkLater } from "../ops/check.ts";
 import { requireFloat, type TensorLike } from "../ops/util.ts";
 import { cat, clone, narrow } from "../ops/view.ts";
@@ -158,59 +158,19 @@ export function checkNoZeroDivisor(op: string, y: Tensor): void {
   checkLater(noGrad(() => y.eq(0).sum().reshape([1])), (host) => (host[0] > 0 ? message : null));
 }
 
-/**
- * `a·b` as `p + e` exactly (Dekker's product: each factor split into
- * halves whose products are exact), so `x - q·y` can be formed without the
- * rounding of `q·y` that turns `fmod(1, 0.1)` into 0.
- */
-function exactProduct(a: Tensor, b: Tensor): [Tensor, Tensor] {
-  const splitter = a.dtype === "float32" ? 4097 : 134217729; // 2^⌈m/2⌉ + 1
-  const split = (t: Tensor) => {
-    const c = t.mul(splitter);
-    const hi = c.sub(c.sub(t));
-    return [hi, t.sub(hi)];
-  };
-  const [ah, al] = split(a);
-  const [bh, bl] = split(b);
-  const p = a.mul(b);
-  const e = ah.mul(bh).sub(p).add(ah.mul(bl)).add(al.mul(bh)).add(al.mul(bl));
-  return [p, e];
-}
-
-/** The remainder rounded toward zero, no graph: `x - trunc(x/y)·y`, on its sign fixed. */
+/** The remainder rounded toward zero (C's `fmod`, exact for floats), no graph. */
 export function truncRemainder(x: Tensor, y: Tensor): Tensor {
   if (!isFloat(x.dtype)) return x.sub(binaryRaw("div", x, y).mul(y)); // the int32 kernel truncates
-  const quotient = x.div(y);
-  const q = quotient.ceil().where(quotient.lt(0), quotient.floor());
-  // x - q·y is exact when representable (x - p by Sterbenz, then the product's error) while
-  // q has the mantissa's bits; a huge divisor is scaled by 2^-64 (exact) so its split does
-  // not overflow. Larger quotients keep the rounded x - q·y.
-  const f32 = x.dtype === "float32";
-  const limit = f32 ? 2 ** 100 : 2 ** 900;
-  const scale = cast(y.abs().le(limit), x.dtype).add(
-    cast(y.abs().gt(limit), x.dtype).mul(2 ** -64),
-  );
-  const [p, e] = exactProduct(q, y.mul(scale));
-  const exact = x.mul(scale).sub(p).sub(e).div(scale);
-  const small = q.abs().lt(f32 ? 2 ** 24 : 2 ** 53);
-  let r = exact.where(small, x.sub(q.mul(y))).where(q.ne(0), x);
-  // An infinite divisor leaves a finite dividend as it is (q·y would be 0·inf).
-  r = r.where(y.abs().ne(Infinity).maximum(x.abs().eq(Infinity)), x);
-  // A quotient rounded up to the next integer leaves a remainder of the wrong sign.
-  // (Signs compared, not r·x < 0, which underflows to -0 for tiny operands.)
-  const wrongSign = r.lt(0).ne(x.lt(0)).mul(r.ne(0));
-  r = r.add(y.abs().mul(x.sign())).where(wrongSign, r);
-  // A zero remainder has the dividend's sign, as C's fmod.
-  return r.where(r.ne(0), x.mul(0));
+  return binaryRaw("fmod", x, y);
 }
 
 /**
  * The remainder of `input / other` with the dividend's sign (C's `fmod`),
  * as `torch.fmod`; int32 stays int32 (a zero divisor is an error), floats
- * give NaN for a zero divisor or an infinite dividend. Computed as
- * `x - trunc(x/y)·y` with the product kept exactly: while `|x/y|` is below
- * 2^24 (float32; 2^53 float64) the result is exact, as PyTorch's; beyond
- * that it loses accuracy. The gradient is PyTorch's: `g` for the input,
+ * give NaN for a zero divisor or an infinite dividend. Exact at any quotient,
+ * as C's `fmod` and PyTorch's (whose vectorized float32 loop gives NaN where
+ * `x/y` overflows float32; multigrad gives the exact remainder there too).
+ * The gradient is PyTorch's: `g` for the input,
  * `-g·trunc(x/y)` for the divisor.
  */
 export function fmod(input: TensorLike, other: TensorLike): Tensor {

@@ -46,8 +46,8 @@ const signBit = (t: Tensor) => t.lt(0).maximum(t.eq(0).mul(t.reciprocal().lt(0))
 
 /**
  * The remainder of `input / other` with the divisor's sign (Python's `%`),
- * as `torch.remainder`: PyTorch's algorithm, the `fmod` remainder (exact
- * while `|x/y|` is below 2^24 in float32, 2^53 in float64; see `fmod`)
+ * as `torch.remainder`: PyTorch's algorithm, the `fmod` remainder (exact at
+ * any quotient; see `fmod`)
  * moved by one divisor when the signs differ (so `remainder(-1, inf)` is
  * inf, as PyTorch's). int32 stays int32 (a zero divisor is an error);
  * floats give NaN for a zero divisor. The gradient is PyTorch's: `g` for

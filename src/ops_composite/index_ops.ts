@@ -5,6 +5,7 @@
  */
 
 import { isGradEnabled, record } from "../autograd.ts";
+import { checkFill } from "../dtype.ts";
 import { formatShape, normalizeDim } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { binaryRaw, cast } from "../ops/elementwise.ts";
@@ -199,6 +200,7 @@ export function indexFill(x: Tensor, dim: number, index: Tensor, value: number):
     if (typeof value !== "number") {
       throw new TypeError(`indexFill: value must be a number, got ${typeof value}`);
     }
+    checkFill(x.dtype, value, "indexFill");
     const d = indexArgs("indexFill", x, dim, index);
     const [fx, fi] = flat(x, index);
     const kept = computed(() => hits(fx, d, fi).eq(0));

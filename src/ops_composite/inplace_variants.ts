@@ -41,7 +41,7 @@ import {
 } from "../ops/elementwise.ts";
 import { maskedFill, tril, triu } from "../ops/indexing.ts";
 import { tensor } from "../ops/factory.ts";
-import { isFloat } from "../dtype.ts";
+import { checkFill, isFloat } from "../dtype.ts";
 import { broadcastShapes, formatShape, sameShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { TensorLike } from "../ops/util.ts";
@@ -503,6 +503,7 @@ export function fillDiagonal_(
   if (!isFloat(t.dtype) && !Number.isInteger(fillValue)) {
     throw new TypeError(`fillDiagonal_: cannot fill an ${t.dtype} tensor with ${fillValue}`);
   }
+  checkFill(t.dtype, fillValue, "fillDiagonal_");
   const numel = t.numel();
   const [rows, cols] = [shape[0], shape[shape.length - 1]];
   // Flat positions along the diagonal step by 1 + cols + cols² + ...

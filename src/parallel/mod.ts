@@ -14,6 +14,8 @@ export * from "./parallel_apply.ts";
 export * from "./data_parallel.ts";
 export * from "./data_parallel_function.ts";
 export * from "./functions.ts";
+export * from "./pipe.ts";
+export * from "./deferred_batch_norm.ts";
 export * from "../distributed/ddp.ts";
 export * as comm from "./comm.ts";
 export type { DeviceLike } from "./devices.ts";

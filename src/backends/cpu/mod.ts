@@ -217,7 +217,8 @@ export interface CpuBackendOptions {
    * Default: every core on a program's main thread, 1 inside a Worker
    * (where distributed ranks run, one per core already) and in a process
    * that an MPI launcher started next to other ranks on the same machine
-   * (`MPI_LOCALNRANKS`, `OMPI_COMM_WORLD_LOCAL_SIZE` above 1). 1 never
+   * (`MPI_LOCALNRANKS`, `OMPI_COMM_WORLD_LOCAL_SIZE` above 1), or
+   * multigrad's `run.ts` or torchrun did (`LOCAL_WORLD_SIZE` above 1). 1 never
    * starts a worker.
    */
   readonly threads?: number;
@@ -247,11 +248,14 @@ function inWorker(): boolean {
   return typeof scope === "function" && globalThis instanceof scope;
 }
 
-/** Ranks an MPI launcher started on this machine (1 when none did, or env access is refused). */
+/** Ranks an MPI launcher (or `run.ts`) started on this machine (1 when none did, or env access is refused). */
 function localRanks(): number {
   try {
     const env = globalThis.Deno?.env;
-    return Number(env?.get("MPI_LOCALNRANKS") ?? env?.get("OMPI_COMM_WORLD_LOCAL_SIZE") ?? 1) || 1;
+    return Number(
+      env?.get("MPI_LOCALNRANKS") ?? env?.get("OMPI_COMM_WORLD_LOCAL_SIZE") ??
+        env?.get("LOCAL_WORLD_SIZE") ?? 1,
+    ) || 1;
   } catch {
     return 1;
   }

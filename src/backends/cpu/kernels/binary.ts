@@ -25,6 +25,9 @@ function binaryFunction(
       // pow(1, y) is 1 even for NaN and ±inf, so is pow(-1, ±inf) (C and PyTorch; JavaScript
       // gives NaN for both).
       return (a, b) => (a === 1 || (a === -1 && Math.abs(b) === Infinity) ? 1 : Math.pow(a, b));
+    case "fmod":
+      // JavaScript's % is C's fmod, exact; for float32 operands its result is a float32.
+      return (a, b) => a % b;
     case "maximum":
       return (a, b) => (a > b || Number.isNaN(a) ? a : b);
     case "minimum":

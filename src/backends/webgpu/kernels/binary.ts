@@ -77,6 +77,27 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
     case "rightShift":
       if (t === "i32") return "return a >> (bitcast<u32>(b) & 31u);";
       break;
+    case "fmod":
+      if (t !== "f32") break;
+      // C's fmod, exact: WGSL's % is x - y·trunc(x/y), wrong once x/y passes 2^24. Binary long
+      // division instead: subtract y·2^k for k from the exponent gap down to 0; each r - d with
+      // d <= r < 2d is exact (Sterbenz), at most ~280 steps (float32's exponent range).
+      return `if (isNan(a) || isNan(b) || !isFinite(a) || b == 0.0) { return nanF32(); }
+  let ay = abs(b);
+  var r = abs(a);
+  if (!isFinite(b) || r < ay) { return a; }
+  let fr = frexp(r);
+  let fa = frexp(ay);
+  var k = fr.exp - fa.exp;
+  if (fa.fract > fr.fract) { k = k - 1; }
+  var d = ldexp(fa.fract, fa.exp + k);
+  loop {
+    if (r >= d) { r = r - d; }
+    if (k == 0) { break; }
+    k = k - 1;
+    d = d * 0.5;
+  }
+  return select(r, -r, a < 0.0);`;
     case "pow":
       if (t !== "f32") break;
       // pow(x, 0) = pow(1, y) = 1 even for NaN, pow(-1, ±inf) = 1 (as C and
@@ -114,7 +135,8 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
 export function binary(rt: Runtime, layout: BinaryArgs<GPUBuffer>): void {
   const { op, a, b, out } = layout;
   const t = wgslType(layout.dtype);
-  const fn = (t === "f32" ? IS_NAN_WGSL + (op === "pow" ? FLOAT_SPECIALS_WGSL : "") : "") +
+  const fn =
+    (t === "f32" ? IS_NAN_WGSL + (op === "pow" || op === "fmod" ? FLOAT_SPECIALS_WGSL : "") : "") +
     `fn f(a: ${t}, b: ${t}) -> ${t} { ${body(op, t)} }\n`;
   const numel = numelOf(layout.shape);
   if (numel === 0) return;

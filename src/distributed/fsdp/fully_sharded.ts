@@ -1,0 +1,818 @@
+/**
+ * `FullyShardedDataParallel` (PyTorch 1.13's `torch.distributed.fsdp`):
+ * every rank keeps 1/N of each unit's parameters, gathers a unit's full
+ * parameters around its forward and backward, and reduce-scatters its
+ * gradients.
+ * @module
+ */
+
+import {
+  isGradEnabled,
+  noGrad,
+  queueBackwardCallback,
+  registerTensorHook,
+} from "../../autograd.ts";
+import { type Device, device as resolveDevice } from "../../device.ts";
+import { Module, Parameter } from "../../nn/module.ts";
+import { refuseLazy } from "../../nn/lazy_state.ts";
+import { mapTensors } from "../../nested.ts";
+import { full } from "../../ops/factory.ts";
+import { empty } from "../../ops/util.ts";
+import { cat, stack } from "../../ops/view.ts";
+import { formatShape } from "../../shape.ts";
+import type { Tensor } from "../../tensor.ts";
+import type {
+  OptimizerStateDict,
+  OptimizerStateDictLike,
+  ParamState,
+} from "../../optim/optimizer.ts";
+import { DistributedError, type DistributedGroup, SYNC_WORDS } from "../backend.ts";
+import { allReduce, reduceScatter } from "../collectives.ts";
+import { allGatherIntoTensor } from "../coalesced.ts";
+import { broadcastFlat } from "../host.ts";
+import { activeGroup, type ProcessGroup } from "../state.ts";
+import type { AutoWrapPolicy } from "./wrap.ts";
+
+const NAME = "FullyShardedDataParallel";
+
+/** `torch.distributed.fsdp.ShardingStrategy`: what each rank keeps of a unit between uses. */
+export const ShardingStrategy = {
+  /** Parameters, gradients and optimizer state sharded; full parameters gathered for forward and again for backward. */
+  FULL_SHARD: "FULL_SHARD",
+  /** As FULL_SHARD, but the full parameters gathered for forward stay until backward ends (one gather per step). */
+  SHARD_GRAD_OP: "SHARD_GRAD_OP",
+  /** Nothing sharded: every rank keeps everything and gradients are all-reduced, as DDP. */
+  NO_SHARD: "NO_SHARD",
+} as const;
+/** One of {@link ShardingStrategy}'s values. */
+export type ShardingStrategy = typeof ShardingStrategy[keyof typeof ShardingStrategy];
+
+/** `torch.distributed.fsdp.StateDictType`: what `stateDict()` gives (see {@link stateDictType}). */
+export const StateDictType = {
+  /** The original parameters, unflattened, under their original names (every rank gets the same values). */
+  FULL_STATE_DICT: "FULL_STATE_DICT",
+  /** Each unit's flat shard of this rank, under `<unit path>.flatParam`, and the buffers. */
+  LOCAL_STATE_DICT: "LOCAL_STATE_DICT",
+} as const;
+/** One of {@link StateDictType}'s values. */
+export type StateDictType = typeof StateDictType[keyof typeof StateDictType];
+
+/** Options of {@link FullyShardedDataParallel}. */
+export interface FullyShardedDataParallelOptions {
+  /** Shard among the ranks of this group only (from `newGroup`); default: every rank. */
+  processGroup?: DistributedGroup;
+  /** Default {@link ShardingStrategy.FULL_SHARD}. */
+  shardingStrategy?: ShardingStrategy;
+  /**
+   * Makes submodules FSDP units of their own (`sizeBasedAutoWrapPolicy`,
+   * `ModuleWrapPolicy`, `transformerAutoWrapPolicy`); they get the same
+   * options. Submodules wrapped by hand before are kept as they are.
+   */
+  autoWrapPolicy?: AutoWrapPolicy;
+  /** This rank's device: the module is moved there first (PyTorch's `device_id`); inputs are moved there. */
+  deviceId?: Device | string;
+  /** Broadcast rank 0's parameters and buffers at construction (default false, as PyTorch). */
+  syncModuleStates?: boolean;
+}
+
+/** Options of {@link FullyShardedDataParallel.summonFullParams}. */
+export interface SummonFullParamsOptions {
+  /** Write changes of the full parameters back into the shards when `fn` ends (default true). */
+  writeback?: boolean;
+  /** Nested units gather theirs too (default true). */
+  recurse?: boolean;
+}
+
+/** Summons now running: a forward inside one is an error (PyTorch's). */
+let summoning = 0;
+/** The state dict type {@link stateDictType} set on each root. */
+const dictTypes = new WeakMap<Module, StateDictType>();
+
+/** Parameters of `m` not inside a nested unit, with their names, each once. */
+function ownUnitParameters(m: Module): [string, Parameter][] {
+  const out: [string, Parameter][] = [];
+  const seen = new Set<Parameter>();
+  const visit = (mod: Module, prefix: string) => {
+    for (const [name, p] of mod.namedParameters("", false)) {
+      if (!seen.has(p)) {
+        seen.add(p);
+        out.push([prefix + name, p]);
+      }
+    }
+    for (const [field, child] of mod.namedChildren()) {
+      if (!(child instanceof FullyShardedDataParallel)) visit(child, `${prefix}${field}.`);
+    }
+  };
+  visit(m, "");
+  return out;
+}
+
+function unwrappedNumel(m: Module): number {
+  return ownUnitParameters(m).reduce((n, [, p]) => n + p.numel(), 0);
+}
+
+/** PyTorch's `_recursive_wrap`: wraps `module`'s children bottom-up where `policy` says. */
+function recursiveWrap(
+  module: Module,
+  policy: AutoWrapPolicy,
+  wrap: (m: Module) => Module,
+  onlyChildren: boolean,
+): Module {
+  if (module instanceof FullyShardedDataParallel) return module;
+  if (!policy(module, true, unwrappedNumel(module))) return module;
+  for (const [field, child] of module.namedChildren()) {
+    const wrapped = recursiveWrap(child, policy, wrap, false);
+    if (wrapped !== child) (module as unknown as Record<string, unknown>)[field] = wrapped;
+  }
+  if (!onlyChildren && policy(module, false, unwrappedNumel(module))) return wrap(module);
+  return module;
+}
+
+/** `[count, ndim, ...dims, ...]` of `params` (what the ranks compare at construction). */
+function encodeShapes(params: readonly Parameter[]): Int32Array {
+  const words = [params.length];
+  for (const p of params) words.push(p.ndim, ...p.shape);
+  return Int32Array.from(words);
+}
+
+function decodeShapes(words: Int32Array): string {
+  const count = words[0];
+  const shapes: string[] = [];
+  let at = 1;
+  for (let i = 0; i < count && at < words.length; i++) {
+    const ndim = words[at++];
+    shapes.push(formatShape([...words.subarray(at, at + ndim)]));
+    at += ndim;
+  }
+  return `${count} parameter${count === 1 ? "" : "s"} ${shapes.join(", ")}`;
+}
+
+/**
+ * Every rank must wrap a module of the same parameter shapes: compared in
+ * two small blocking exchanges (the lengths, then the padded shape lists),
+ * so a difference is an error on every rank naming the ranks and shapes,
+ * not a hang or a wrong sum later.
+ */
+function checkSameShapes(group: ProcessGroup, params: readonly Parameter[]): void {
+  const backend = group.backend;
+  if (group.worldSize === 1 || !backend.allGatherSync) return;
+  let mine = encodeShapes(params);
+  if (mine.length > SYNC_WORDS) {
+    // Too long to exchange: the count, the total and a hash of the shapes.
+    let hash = 0;
+    for (const w of mine) hash = (Math.imul(hash, 31) + w) | 0;
+    mine = Int32Array.from([params.length, -1, hash]);
+  }
+  const lengthCall = group.call({ kind: "allGather", dtype: "int32", shapes: [[1]] });
+  const lengths = group.runSync(
+    lengthCall,
+    () => backend.allGatherSync!(lengthCall, Int32Array.of(mine.length)),
+  ).map((l) => l[0]);
+  const longest = Math.max(...lengths);
+  const padded = new Int32Array(longest);
+  padded.set(mine);
+  const call = group.call({ kind: "allGather", dtype: "int32", shapes: [[longest]] });
+  const all = group.runSync(call, () => backend.allGatherSync!(call, padded));
+  const key = (w: Int32Array) => w.join(",");
+  const differing = all.map((w, r) => [r, w] as const).filter(([, w]) => key(w) !== key(all[0]));
+  if (differing.length > 0) {
+    const ranks = [0, ...differing.map(([r]) => r)];
+    throw new DistributedError(
+      `${NAME}: every rank must wrap a module of the same parameter shapes, but rank 0 has ${
+        decodeShapes(all[0])
+      } and ${
+        differing.map(([r, w]) => `rank ${r} has ${decodeShapes(w)}`).join("; ")
+      } (ranks of the group)`,
+      ranks,
+    );
+  }
+}
+
+/**
+ * Fully sharded data parallelism, as PyTorch 1.13's
+ * `torch.distributed.fsdp.FullyShardedDataParallel`. Each unit (this
+ * wrapper, and every nested one made by hand or by `autoWrapPolicy`)
+ * flattens its own parameters (not nested units') into one flat parameter,
+ * zero-padded to a multiple of the world size N; each rank keeps only its
+ * 1/N shard, which is the leaf that {@link parameters} returns and the
+ * optimizer steps. Before a unit's forward its full flat parameter is
+ * all-gathered and the original parameters are set from it;
+ * `FULL_SHARD` frees them after forward and gathers again when backward
+ * reaches the unit's outputs, `SHARD_GRAD_OP` keeps them until backward
+ * ends. At the end of backward each unit's flat gradient is averaged and
+ * reduce-scattered into its shard's `.grad` (`NO_SHARD`: all-reduced, as
+ * DDP), in stream order: no await is needed before `optimizer.step()`. So
+ * N ranks with batch b train like one process with batch N·b.
+ *
+ * Where it differs from PyTorch: multigrad tensors have no storage
+ * offsets, so the original parameters hold copies of their slices of the
+ * gathered flat parameter (not views); they are released when the unit
+ * frees its full parameter, between steps each rank holds only its shards
+ * (and their gradients and optimizer state). The gradients are
+ * reduce-scattered at the end of backward (PyTorch: as each unit's
+ * backward ends), so the full gradients of all units are alive together at
+ * the end of backward. The root frees its full parameters after forward
+ * too under `FULL_SHARD` (PyTorch keeps the root's).
+ *
+ * @example
+ * ```ts
+ * export async function main(rank: number, worldSize: number) {
+ *   const model = new distributed.fsdp.FullyShardedDataParallel(makeModel(), {
+ *     autoWrapPolicy: distributed.fsdp.sizeBasedAutoWrapPolicy({ minNumParams: 1e5 }),
+ *   });
+ *   const opt = new optim.Adam(model.parameters(), { lr: 1e-3 });
+ *   lossFn.forward(model.forward(x), y).backward(); // gradients reduce-scattered
+ *   opt.step();
+ * }
+ * ```
+ */
+export class FullyShardedDataParallel<M extends Module = Module> extends Module {
+  /** The wrapped module (its original parameters are only materialised around forward and backward). */
+  readonly module: M;
+  /** This unit's sharding strategy. */
+  readonly shardingStrategy: ShardingStrategy;
+  /** This rank's device. */
+  readonly device: Device;
+  readonly #group: ProcessGroup;
+  /** The group as the user passed it (the collectives' option). */
+  readonly #groupOption: DistributedGroup | undefined;
+  /** The original parameters this unit flattens (not nested units'), in order, with their names in `module`. */
+  readonly #params: readonly Parameter[];
+  readonly #names: readonly string[];
+  /** Elements of the flat parameter before padding. */
+  readonly #numel: number;
+  /** This rank's shard of the flat parameter (NO_SHARD: all of it). */
+  readonly #shard: Parameter;
+  /** Whether the original parameters hold the full values now. */
+  #gathered = false;
+  #syncing = true;
+  /** Set by a forward with gradients on; cleared when its backward ends. */
+  #armed = false;
+  /** Whether this backward pass has reached the unit (its end callback is queued). */
+  #inBackward = false;
+  #summoned = false;
+
+  /** Wraps `module` (auto-wrapping its submodules first when `autoWrapPolicy` is given) and shards its parameters. */
+  constructor(module: M, options: FullyShardedDataParallelOptions = {}) {
+    super();
+    if (!(module instanceof Module)) {
+      throw new TypeError(`${NAME}: the first argument must be an nn.Module`);
+    }
+    if (module instanceof FullyShardedDataParallel) {
+      throw new TypeError(`${NAME}: the module is already an FSDP unit; wrap its module instead`);
+    }
+    const strategy = options.shardingStrategy ?? ShardingStrategy.FULL_SHARD;
+    if (!Object.values(ShardingStrategy).includes(strategy)) {
+      throw new TypeError(
+        `${NAME}: shardingStrategy must be one of ${
+          Object.values(ShardingStrategy).join(", ")
+        }, got ${JSON.stringify(strategy)}`,
+      );
+    }
+    const group = activeGroup(NAME, options.processGroup);
+    if (options.deviceId !== undefined) module.to(resolveDevice(options.deviceId));
+    const named = ownUnitParameters(module);
+    refuseLazy(named.map(([, p]) => p), NAME);
+    const all = [...module.namedParameters(), ...module.namedBuffers()];
+    const target = options.deviceId !== undefined
+      ? resolveDevice(options.deviceId)
+      : (all[0]?.[1].device ?? null);
+    if (target === null) {
+      throw new Error(`${NAME}: the module has no parameters or buffers; pass { deviceId }`);
+    }
+    const elsewhere = all.filter(([, t]) => t.device !== target);
+    if (elsewhere.length > 0) {
+      throw new Error(
+        `${NAME}: every parameter and buffer must be on one device (${target}), but ${
+          elsewhere.map(([n, t]) => `${n} is on ${t.device}`).join(", ")
+        }; call module.to(device) or pass { deviceId }`,
+      );
+    }
+    const dtypes = new Set(named.map(([, p]) => p.dtype));
+    if (dtypes.size > 1) {
+      throw new TypeError(
+        `${NAME}: a unit flattens parameters of one dtype, but ${
+          named.map(([n, p]) => `${n} is ${p.dtype}`).join(", ")
+        }; wrap the parameters of other dtypes in units of their own`,
+      );
+    }
+    this.module = module;
+    this.shardingStrategy = strategy;
+    this.device = target;
+    this.#group = group;
+    this.#groupOption = options.processGroup;
+    this.#params = named.map(([, p]) => p);
+    this.#names = named.map(([n]) => n);
+    this.#numel = this.#params.reduce((n, p) => n + p.numel(), 0);
+    // Ranks compare the whole module's shapes once, before any unit is made.
+    if (!nestedConstruction) checkSameShapes(group, module.parameters());
+    if (options.syncModuleStates && group.worldSize > 1) {
+      // Before auto-wrapping frees them; units wrapped by hand earlier sync with their own option.
+      const tensors = [...new Set([...named.map(([, p]) => p as Tensor), ...module.buffers()])];
+      const byDType = new Map<string, Tensor[]>();
+      for (const t of tensors) byDType.set(t.dtype, [...(byDType.get(t.dtype) ?? []), t]);
+      for (const list of byDType.values()) broadcastFlat(group, list, 0, NAME);
+    }
+    if (options.autoWrapPolicy) {
+      const policy = options.autoWrapPolicy;
+      const childOptions = { ...options, autoWrapPolicy: undefined, syncModuleStates: false };
+      nestedConstruction = true;
+      try {
+        recursiveWrap(module, policy, (m) => new FullyShardedDataParallel(m, childOptions), true);
+      } finally {
+        nestedConstruction = false;
+      }
+      const mine = ownUnitParameters(module);
+      this.#params = mine.map(([, p]) => p);
+      this.#names = mine.map(([n]) => n);
+      this.#numel = this.#params.reduce((n, p) => n + p.numel(), 0);
+    }
+    const frozen = this.#names.filter((_, i) => !this.#params[i].requiresGrad);
+    if (frozen.length > 0 && frozen.length < this.#params.length) {
+      // PyTorch 1.13's rule: one flat parameter has one requiresGrad.
+      throw new Error(
+        `${NAME}: a unit flattens parameters that all require grad or none do, but ${
+          frozen.join(", ")
+        } do not and the others do; wrap the frozen ones in a unit of their own`,
+      );
+    }
+    const dtype = this.#params[0]?.dtype ?? "float32";
+    this.#shard = new Parameter(empty([this.#shardNumel()], dtype, target));
+    this.#shard.requiresGrad = this.#params.some((p) => p.requiresGrad);
+    this.#reshard();
+  }
+
+  /** Elements of this rank's shard. */
+  #shardNumel(): number {
+    const n = this.#ranks();
+    return Math.ceil(this.#numel / n);
+  }
+
+  /** The ranks a flat parameter is split among (1 under NO_SHARD). */
+  #ranks(): number {
+    return this.shardingStrategy === ShardingStrategy.NO_SHARD ? 1 : this.#group.worldSize;
+  }
+
+  /** `tensors` flattened into one, zero-padded to `ranks · shard` elements. */
+  #flatten(tensors: readonly Tensor[]): Tensor {
+    const padded = this.#shardNumel() * this.#ranks();
+    const parts = tensors.map((t) => t.reshape([-1]));
+    if (padded > this.#numel) {
+      parts.push(
+        full([padded - this.#numel], 0, { dtype: this.#shard.dtype, device: this.device }),
+      );
+    }
+    return parts.length === 1 ? parts[0].clone() : cat(parts);
+  }
+
+  /** This rank's part of a flat (padded) tensor. */
+  #part(flat: Tensor): Tensor {
+    const s = this.#shardNumel();
+    const rank = this.#ranks() === 1 ? 0 : this.#group.rank;
+    const piece = flat.narrow(0, rank * s, s);
+    return piece.storage === flat.storage ? piece.clone() : piece;
+  }
+
+  /** Takes the shard from the original parameters' current values, and frees them. */
+  #reshard(): void {
+    if (this.#params.length === 0) return;
+    noGrad(() => {
+      const flat = this.#flatten(this.#params);
+      this.#shard.copy_(this.#part(flat));
+      flat.dispose();
+    });
+    this.#gathered = true;
+    this.#free();
+  }
+
+  /** Gathers the full flat parameter and gives each original parameter its slice. */
+  #gather(): void {
+    if (this.#gathered || this.#params.length === 0) return;
+    noGrad(() => {
+      let flat: Tensor = this.#shard;
+      if (this.#ranks() > 1) {
+        flat = empty([this.#shardNumel() * this.#ranks()], this.#shard.dtype, this.device);
+        allGatherIntoTensor(flat, this.#shard, { group: this.#groupOption });
+      }
+      let at = 0;
+      for (const p of this.#params) {
+        let piece = flat.narrow(0, at, p.numel()).reshape(p.shape);
+        if (piece.storage === flat.storage) piece = piece.clone();
+        piece.storage.persistent = true;
+        p._setStorage(piece.storage);
+        p.storage.markModified();
+        at += p.numel();
+      }
+      if (flat !== this.#shard) flat.dispose();
+    });
+    this.#gathered = true;
+  }
+
+  /** Releases the original parameters' memory (a use before the next gather is an error naming the release). */
+  #free(): void {
+    if (!this.#gathered) return;
+    for (const p of this.#params) p.storage.dispose();
+    this.#gathered = false;
+  }
+
+  /** Units of this tree (this one first, pre-order). */
+  #units(): FullyShardedDataParallel[] {
+    return this.namedModules().map(([, m]) => m).filter((m) =>
+      m instanceof FullyShardedDataParallel
+    ) as FullyShardedDataParallel[];
+  }
+
+  /**
+   * Gathers the full parameters, runs the wrapped module on this rank's
+   * batch (inputs moved to this rank's device) and, under `FULL_SHARD` or
+   * without gradients, frees them again.
+   */
+  override forward(...args: Parameters<M["forward"]>): ReturnType<M["forward"]> {
+    if (summoning > 0) {
+      throw new Error(
+        `${NAME}: forward was called while summonFullParams is active (rank ${this.#group.rank}); call it after the summoned function returns`,
+      );
+    }
+    this.#gather();
+    this.#armed = isGradEnabled() && this.#params.some((p) => p.requiresGrad);
+    this.#inBackward = false;
+    const moved = mapTensors(args, (t) => t.to(this.device)) as Parameters<M["forward"]>;
+    const out = this.module.forward(...moved) as ReturnType<M["forward"]>;
+    if (this.#armed) {
+      mapTensors(out, (t) => {
+        if (t.requiresGrad) registerTensorHook(t, () => void this.#preBackward());
+        return t;
+      });
+    }
+    if (!this.#armed || this.shardingStrategy === ShardingStrategy.FULL_SHARD) this.#free();
+    return out;
+  }
+
+  /** Backward has reached one of the unit's outputs: its parameters are needed again. */
+  #preBackward(): void {
+    if (!this.#armed || this.#inBackward) return;
+    this.#inBackward = true;
+    this.#gather();
+    queueBackwardCallback(() => this.#postBackward());
+  }
+
+  /** The end of backward: reduce the unit's gradients into its shard's and free the full parameters. */
+  #postBackward(): void {
+    this.#armed = false;
+    this.#inBackward = false;
+    this.#free();
+    // Under noSync the full gradients accumulate on the original parameters.
+    if (!this.#syncing || !this.#shard.requiresGrad) return;
+    noGrad(() => {
+      const grads = this.#params.map((p) => p.grad ?? p.zerosLike());
+      const flat = this.#flatten(grads);
+      for (const p of this.#params) {
+        p.grad?.dispose();
+        p.grad = null;
+      }
+      let reduced = flat;
+      if (this.#group.worldSize > 1) {
+        if (this.#ranks() > 1) {
+          reduced = empty([this.#shardNumel()], flat.dtype, this.device);
+          reduceScatter(reduced, flat, { op: "avg", group: this.#groupOption });
+          flat.dispose();
+        } else {
+          allReduce(flat, { op: "avg", group: this.#groupOption });
+        }
+      }
+      reduced.storage.persistent = true;
+      const shard = this.#shard;
+      if (shard.grad) {
+        shard.grad.add_(reduced);
+        reduced.dispose();
+      } else {
+        shard.grad = reduced;
+      }
+    });
+  }
+
+  /**
+   * Every unit's flat shard, under `<unit path>.flatParam` (PyTorch:
+   * `_fsdp_wrapped_module.flat_param`): what an optimizer takes. The
+   * original parameters are not listed; {@link stateDict} names them.
+   */
+  override namedParameters(
+    prefixOrOptions: string | { prefix?: string; recurse?: boolean } = "",
+    recurse = true,
+  ): [string, Parameter][] {
+    const prefix = typeof prefixOrOptions === "string"
+      ? prefixOrOptions
+      : (prefixOrOptions.prefix ?? "");
+    const deep = typeof prefixOrOptions === "string" ? recurse : (prefixOrOptions.recurse ?? true);
+    const units = deep
+      ? this.namedModules(prefix).filter(([, m]) => m instanceof FullyShardedDataParallel)
+      : [[prefix, this] as [string, Module]];
+    return units.flatMap(([name, m]) => {
+      const unit = m as FullyShardedDataParallel;
+      return unit.#params.length > 0
+        ? [[name ? `${name}.flatParam` : "flatParam", unit.#shard] as [string, Parameter]]
+        : [];
+    });
+  }
+
+  /**
+   * Runs `fn` with synchronisation off: backward passes inside it keep
+   * their full gradients on the original parameters (accumulating), and the
+   * next backward outside it reduce-scatters the sum (PyTorch's `no_sync`,
+   * on the root: it holds for every nested unit). `fn` may be async.
+   */
+  noSync<T>(fn: () => T): T {
+    const units = this.#units();
+    const previous = units.map((u) => u.#syncing);
+    const restore = () => units.forEach((u, i) => (u.#syncing = previous[i]));
+    units.forEach((u) => (u.#syncing = false));
+    let result: T;
+    try {
+      result = fn();
+    } catch (error) {
+      restore();
+      throw error;
+    }
+    if (result instanceof Promise) return result.finally(restore) as T;
+    restore();
+    return result;
+  }
+
+  /**
+   * Scales the shards' gradients so that the norm of the whole model's
+   * gradient (all shards of all ranks) is at most `maxNorm`, as
+   * `nn.utils.clipGradNorm_` on the unsharded model: the local sums of
+   * `|g|^p` (max for `"inf"`) are all-reduced, so every rank takes the same
+   * coefficient. Returns the total norm (before clipping). Call it on the
+   * root, on every rank.
+   */
+  clipGradNorm_(maxNorm: number, normType: number | "inf" = 2): Tensor {
+    const op = `${NAME}.clipGradNorm_`;
+    if (typeof maxNorm !== "number" || Number.isNaN(maxNorm)) {
+      throw new TypeError(`${op}: maxNorm must be a number, got ${String(maxNorm)}`);
+    }
+    const p = normType === "inf" ? Infinity : normType;
+    if (typeof p !== "number" || !(p > 0)) {
+      throw new RangeError(
+        `${op}: normType must be a positive number or "inf", got ${JSON.stringify(normType)}`,
+      );
+    }
+    const units = this.#units();
+    const withParams = units.find((u) => u.#params.length > 0);
+    const dtype = withParams ? withParams.#shard.dtype : "float32";
+    return noGrad(() => {
+      const local = units.flatMap((u) => {
+        const g = u.#shard.grad;
+        if (!g) return [];
+        // Replicated (NO_SHARD) gradients count once, not once per rank.
+        const scale = u.#ranks() === 1 && u.#group.worldSize > 1 ? 1 / u.#group.worldSize : 1;
+        if (p === Infinity) return [g.abs().max()];
+        return [g.abs().pow(p).sum().mul(scale)];
+      });
+      let total = local.length === 0
+        ? full([], 0, { dtype, device: this.device })
+        : (p === Infinity ? stack(local).max() : stack(local).sum());
+      if (this.#group.worldSize > 1) {
+        allReduce(total, { op: p === Infinity ? "max" : "sum", group: this.#groupOption });
+      }
+      if (p !== Infinity) total = total.pow(1 / p);
+      const coefficient = full([], maxNorm, { dtype, device: this.device })
+        .div(total.add(1e-6)).clamp(undefined, 1);
+      for (const u of units) u.#shard.grad?._assign(u.#shard.grad.mul(coefficient));
+      return total;
+    });
+  }
+
+  /**
+   * Runs `fn` with every unit's full parameters gathered into the original
+   * parameters of `module` (PyTorch's `summon_full_params` context); with
+   * `writeback` (default) their values when `fn` ends become the shards'.
+   * A forward inside `fn` is an error. `fn` may be async; the parameters
+   * are freed when it settles. Every rank must call it.
+   */
+  summonFullParams<T>(fn: () => T, options: SummonFullParamsOptions = {}): T {
+    const writeback = options.writeback ?? true;
+    const units = options.recurse === false ? [this] : this.#units();
+    const active = units.filter((u) => u.#summoned);
+    if (active.length > 0) {
+      throw new Error(`${NAME}.summonFullParams: already active on this unit (nested summons)`);
+    }
+    for (const u of units) {
+      u.#gather();
+      u.#summoned = true;
+    }
+    summoning++;
+    const end = () => {
+      summoning--;
+      for (const u of units) {
+        u.#summoned = false;
+        if (writeback) u.#reshard();
+        else u.#free();
+      }
+    };
+    let result: T;
+    try {
+      result = fn();
+    } catch (error) {
+      end();
+      throw error;
+    }
+    if (result instanceof Promise) return result.finally(end) as T;
+    end();
+    return result;
+  }
+
+  /**
+   * The optimizer's state as the plain module's optimizer would have it
+   * (PyTorch 1.13's `full_optim_state_dict`, named as 2.0's
+   * `optim_state_dict`): every state tensor of a flat shard is all-gathered
+   * and cut into one tensor per original parameter, keyed by the original
+   * parameter's index in the plain module's `parameters()` order (what
+   * `optim.stateDict()` of one process training the plain module gives);
+   * `param_groups` list those indices. Every rank gets it (PyTorch: rank 0
+   * only by default) and every rank must call it. Loading it back into a
+   * sharded optimizer is not supported yet.
+   */
+  static optimStateDict(
+    model: FullyShardedDataParallel,
+    optimizer: { readonly params: readonly Tensor[]; stateDict(): OptimizerStateDictLike },
+  ): OptimizerStateDict {
+    if (!(model instanceof FullyShardedDataParallel)) {
+      throw new TypeError(`${NAME}.optimStateDict: model must be a FullyShardedDataParallel`);
+    }
+    const sd = optimizer.stateDict();
+    const params = optimizer.params;
+    const plainIndex = new Map(model.module.parameters().map((p, i) => [p, i]));
+    const state: Record<number, ParamState> = {};
+    const originals = new Map<number, number[]>();
+    noGrad(() => {
+      for (const unit of model.#units()) {
+        const i = params.indexOf(unit.#shard);
+        if (i < 0 || unit.#params.length === 0) continue;
+        originals.set(i, unit.#params.map((p) => plainIndex.get(p)!));
+        const entries = Object.entries((sd.state[i] ?? {}) as ParamState);
+        const perParam = unit.#params.map(() => ({} as ParamState));
+        for (const [key, value] of entries) {
+          if (typeof value === "number" || value.numel() !== unit.#shardNumel()) {
+            perParam.forEach((st) => (st[key] = typeof value === "number" ? value : value.clone()));
+            continue;
+          }
+          let flat = value.reshape([-1]);
+          if (unit.#ranks() > 1) {
+            flat = empty([unit.#shardNumel() * unit.#ranks()], value.dtype, value.device);
+            allGatherIntoTensor(flat, value.reshape([-1]), { group: unit.#groupOption });
+          }
+          let at = 0;
+          unit.#params.forEach((p, k) => {
+            perParam[k][key] = flat.narrow(0, at, p.numel()).reshape(p.shape).clone();
+            at += p.numel();
+          });
+        }
+        unit.#params.forEach((p, k) => {
+          if (entries.length > 0) state[plainIndex.get(p)!] = perParam[k];
+        });
+      }
+    });
+    const groups = sd.param_groups.map((group) => ({
+      ...group,
+      params: group.params.flatMap((i) => originals.get(i) ?? []).sort((a, b) => a - b),
+    }));
+    return { state, param_groups: groups };
+  }
+
+  /** `key` of `module`'s state dict without the `module.` steps through nested units. */
+  #cleanKey(key: string): string {
+    const out: string[] = [];
+    let m: unknown = this.module;
+    for (const part of key.split(".")) {
+      if (m instanceof FullyShardedDataParallel && part === "module") {
+        m = m.module;
+        continue;
+      }
+      out.push(part);
+      m = m instanceof Module ? (m as unknown as Record<string, unknown>)[part] : undefined;
+    }
+    return out.join(".");
+  }
+
+  /**
+   * The state dict of the type {@link stateDictType} set (default
+   * `FULL_STATE_DICT`): the original parameters, unflattened, and the
+   * buffers, under the names the plain module has (copies: they do not
+   * change with training). `LOCAL_STATE_DICT`: each unit's flat shard under
+   * `<unit path>.flatParam`, and the buffers. Every rank must call it (the
+   * full one gathers).
+   */
+  override stateDict(): Record<string, Tensor> {
+    const type = dictTypes.get(this) ?? StateDictType.FULL_STATE_DICT;
+    const out: Record<string, Tensor> = {};
+    if (type === StateDictType.LOCAL_STATE_DICT) {
+      noGrad(() => {
+        for (const [k, t] of this.namedParameters()) out[k] = t.detach().clone();
+        for (const [k, t] of this.module.namedBuffers()) {
+          out[this.#cleanKey(k)] = t.detach().clone();
+        }
+      });
+      return out;
+    }
+    this.summonFullParams(() =>
+      noGrad(() => {
+        for (const [k, t] of Object.entries(this.module.stateDict())) {
+          out[this.#cleanKey(k)] = t.detach().clone();
+        }
+      }), { writeback: false });
+    return out;
+  }
+
+  /**
+   * Loads a state dict of the type {@link stateDictType} set: a full one
+   * (the plain module's names) is loaded into the original parameters and
+   * re-sharded; a local one copies each unit's shard. Options as
+   * `Module.loadStateDict`.
+   */
+  override loadStateDict(
+    stateDict: Record<string, Tensor>,
+    ...rest: unknown[]
+  ): ReturnType<Module["loadStateDict"]> {
+    const type = dictTypes.get(this) ?? StateDictType.FULL_STATE_DICT;
+    const load = Module.prototype.loadStateDict as (
+      this: Module,
+      sd: Record<string, Tensor>,
+      ...r: unknown[]
+    ) => ReturnType<Module["loadStateDict"]>;
+    if (type === StateDictType.LOCAL_STATE_DICT) {
+      const shards = new Map(this.namedParameters());
+      const buffers = new Map(this.module.namedBuffers().map(([k, t]) => [this.#cleanKey(k), t]));
+      const missing = [...shards.keys(), ...buffers.keys()].filter((k) => !(k in stateDict));
+      const unexpected = Object.keys(stateDict).filter((k) => !shards.has(k) && !buffers.has(k));
+      if (missing.length > 0 || unexpected.length > 0) {
+        throw new Error(
+          `${NAME}.loadStateDict (LOCAL_STATE_DICT): missing key(s) ${
+            missing.join(", ") || "none"
+          }; unexpected key(s) ${unexpected.join(", ") || "none"}`,
+        );
+      }
+      noGrad(() => {
+        for (const [k, t] of [...shards, ...buffers]) {
+          const v = stateDict[k];
+          if (v.numel() !== t.numel()) {
+            throw new RangeError(
+              `${NAME}.loadStateDict: ${k} has ${formatShape(v.shape)} here ${
+                formatShape(t.shape)
+              } (a local state dict loads only at the world size and wrapping it was saved with)`,
+            );
+          }
+          t.copy_(v.to(t.device).reshape(t.shape));
+        }
+      });
+      return { missingKeys: [], unexpectedKeys: [] } as ReturnType<Module["loadStateDict"]>;
+    }
+    return this.summonFullParams(() => {
+      const inner = new Map(
+        Object.keys(this.module.stateDict()).map((k) => [this.#cleanKey(k), k]),
+      );
+      const mapped: Record<string, Tensor> = {};
+      for (const [k, v] of Object.entries(stateDict)) mapped[inner.get(k) ?? k] = v;
+      return load.call(this.module, mapped, ...rest);
+    });
+  }
+}
+
+/** Whether units are being made by a root's auto-wrap (they skip the root's checks). */
+let nestedConstruction = false;
+
+/**
+ * `FullyShardedDataParallel.state_dict_type(model, type)`: runs `fn` with
+ * `model.stateDict()` and `model.loadStateDict()` of `type`, then restores
+ * the type before. `fn` may be async.
+ */
+export function stateDictType<T>(
+  model: FullyShardedDataParallel,
+  type: StateDictType,
+  fn: () => T,
+): T {
+  if (!(model instanceof FullyShardedDataParallel)) {
+    throw new TypeError("stateDictType: model must be a FullyShardedDataParallel");
+  }
+  if (!Object.values(StateDictType).includes(type)) {
+    throw new TypeError(
+      `stateDictType: type must be one of ${Object.values(StateDictType).join(", ")}, got ${
+        JSON.stringify(type)
+      }`,
+    );
+  }
+  const previous = dictTypes.get(model);
+  const restore = () =>
+    previous === undefined ? dictTypes.delete(model) : dictTypes.set(model, previous);
+  dictTypes.set(model, type);
+  let result: T;
+  try {
+    result = fn();
+  } catch (error) {
+    restore();
+    throw error;
+  }
+  if (result instanceof Promise) return result.finally(restore) as T;
+  restore();
+  return result;
+}

@@ -1,0 +1,7 @@
+/**
+ * `torch.utils`: {@link checkpoint} (`torch.utils.checkpoint`: activation
+ * checkpointing, `checkpoint` and `checkpointSequential`).
+ * @module
+ */
+
+export * as checkpoint from "../autograd/checkpoint.ts";

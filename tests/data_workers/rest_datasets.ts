@@ -1,0 +1,47 @@
+/**
+ * For `tests/data_rest_test.ts`: a dataset of plain numbers a worker
+ * rebuilds, and collate / convert functions given to a `DataLoader` as
+ * module references, so that they run inside its workers.
+ * @module
+ */
+
+import { data, type Tensor, tensor } from "../../mod.ts";
+
+/** Sample i is the number i (PyTorch's `list(range(n))`). */
+export class Numbers extends data.Dataset<number> {
+  constructor(readonly n: number) {
+    super();
+  }
+  get length(): number {
+    return this.n;
+  }
+  get(i: number): number {
+    return i;
+  }
+  workerSource(): data.WorkerSource {
+    return { module: import.meta.url, export: "makeNumbers", args: this.n };
+  }
+}
+
+/** Rebuilds {@link Numbers}. */
+export function makeNumbers(n: number): Numbers {
+  return new Numbers(n);
+}
+
+/** A collate: the batch's sum and the worker that made it (-1: the main thread). */
+export function sumCollate(samples: number[]): { sum: number; worker: number } {
+  return {
+    sum: samples.reduce((a, b) => a + b, 0),
+    worker: data.getWorkerInfo()?.id ?? -1,
+  };
+}
+
+/** A collate making a tensor: the samples times `scale`, and where it was made. */
+export function scaledCollate(samples: number[], scale: number): [Tensor, number] {
+  return [tensor(samples).mul(scale), data.getWorkerInfo()?.id ?? -1];
+}
+
+/** A convert (batchSize: null): the sample times ten, and where it was converted. */
+export function tenfold(sample: number): { value: number; worker: number } {
+  return { value: sample * 10, worker: data.getWorkerInfo()?.id ?? -1 };
+}
