@@ -6,6 +6,7 @@
  */
 
 import {
+  cat,
   distributed,
   manualSeed,
   nn,
@@ -284,6 +285,92 @@ async function sync(rank: number): Promise<PlainDict> {
   return await plain(new FSDP(model, { syncModuleStates: true }).stateDict());
 }
 
+/** What the `semantics` scenario observes (see tests/fsdp_test.ts). */
+export interface FsdpSemantics {
+  /** At the end of backward (the input's gradient hook), whether the last unit's full gradients were already reduced and dropped. */
+  lastUnitReducedEarly: boolean;
+  /** Whether the last unit's shard had its gradient by then. */
+  lastShardHasGrad: boolean;
+  /** Shard gradients (rank's) after a noSync backward, `zeroGrad(setToNone)`, then a synced backward. */
+  afterZeroGrad: Record<string, number[]>;
+  /** The same shard gradients of only the synced backward (fresh gradients). */
+  syncedOnly: Record<string, number[]>;
+  /** Worst difference between two synced backward passes' gradients without zeroGrad and twice one's. */
+  accumulatedWorst: number;
+  /** `training` of the wrapper and every module inside after `eval()`. */
+  evalModes: boolean[];
+  /** Shard gradients after one backward of a loss over two forwards of the same model. */
+  twoForwards: number[];
+  /** Shard gradients of the same loss in one forward of both batches concatenated. */
+  oneForward: number[];
+}
+
+async function shardGrads(fsdp: distributed.fsdp.FullyShardedDataParallel) {
+  const out: Record<string, number[]> = {};
+  for (const [k, p] of fsdp.namedParameters()) out[k] = p.grad ? [...(await p.grad.data())] : [];
+  return out;
+}
+
+/** Per-unit reduction, zeroGrad after noSync, two forwards before one backward (2 ranks, FULL_SHARD, each Linear a unit). */
+async function semantics(rank: number): Promise<FsdpSemantics> {
+  const [device] = await requestDevices({ backend: "cpu" });
+  const policy = distributed.fsdp.ModuleWrapPolicy(new Set([nn.Linear]));
+  const fsdp = new FSDP(makeNet(7).to(device), { autoWrapPolicy: policy });
+  const last = fsdp.module as unknown as Record<string, distributed.fsdp.FullyShardedDataParallel>;
+  const lastUnit = last["4"];
+  const all = makeData(8);
+  const x = tensor(all.x.slice(rank * 4, rank * 4 + 4), { device, requiresGrad: true });
+  const y = tensor(all.y.slice(rank * 4, rank * 4 + 4), { dtype: "int32", device });
+  const lossFn = new nn.CrossEntropyLoss();
+  let lastUnitReducedEarly = false;
+  let lastShardHasGrad = false;
+  x.registerHook(() => {
+    lastUnitReducedEarly = lastUnit.module.parameters().every((p) => p.grad === null);
+    lastShardHasGrad = lastUnit.parameters()[0].grad !== null;
+  });
+  lossFn.forward(fsdp.forward(x) as Tensor, y).backward();
+  const x2 = x.detach().mul(2);
+  for (const setToNone of [true, false]) {
+    fsdp.zeroGrad(setToNone);
+    fsdp.noSync(() => lossFn.forward(fsdp.forward(x) as Tensor, y).backward());
+    fsdp.zeroGrad(setToNone);
+    lossFn.forward(fsdp.forward(x2) as Tensor, y).backward();
+  }
+  const afterZeroGrad = await shardGrads(fsdp);
+  fsdp.zeroGrad(true);
+  lossFn.forward(fsdp.forward(x2) as Tensor, y).backward();
+  const syncedOnly = await shardGrads(fsdp);
+  // Accumulation without noSync: a second synced backward adds into the shards' gradients.
+  lossFn.forward(fsdp.forward(x2) as Tensor, y).backward();
+  const twice = await shardGrads(fsdp);
+  const accumulatedWorst = Math.max(
+    ...Object.entries(syncedOnly).flatMap(([k, g]) =>
+      g.map((v, i) => Math.abs(2 * v - twice[k][i]))
+    ),
+  );
+  fsdp.eval();
+  const evalModes = [fsdp.training, ...fsdp.module.modules().map((m) => m.training)];
+  fsdp.train();
+  fsdp.zeroGrad(true);
+  const a = lossFn.forward(fsdp.forward(x) as Tensor, y);
+  const b = lossFn.forward(fsdp.forward(x2) as Tensor, y);
+  a.add(b).div(2).backward();
+  const twoForwards = Object.values(await shardGrads(fsdp)).flat();
+  fsdp.zeroGrad(true);
+  lossFn.forward(fsdp.forward(cat([x.detach(), x2])) as Tensor, cat([y, y])).backward();
+  const oneForward = Object.values(await shardGrads(fsdp)).flat();
+  return {
+    lastUnitReducedEarly,
+    lastShardHasGrad,
+    afterZeroGrad,
+    syncedOnly,
+    accumulatedWorst,
+    evalModes,
+    twoForwards,
+    oneForward,
+  };
+}
+
 /** A rank: `scenario` picks what it runs. */
 export async function main(
   rank: number,
@@ -300,6 +387,8 @@ export async function main(
       return await sync(rank);
     case "errors":
       return await errors();
+    case "semantics":
+      return await semantics(rank);
     default:
       throw new Error(`unknown scenario ${scenario}`);
   }

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { distributed, nn, requestDevices, tensor, tidy } from "../mod.ts";
 import { makeData } from "./distributed_ranks.ts";
 import {
+  type FsdpSemantics,
   type FsdpTrained,
   type FsdpTrainOptions,
   makeNet,
@@ -278,4 +279,35 @@ Deno.test("FSDP auto-wrap policies: size threshold (default 1e8), exclusions, cl
   assert.equal(layers(new nn.ReLU(), false, 0), true);
   assert.equal(layers(linear, false, 0), false);
   assert.throws(() => sizeBasedAutoWrapPolicy({ minNumParams: -1 }), /minNumParams/);
+});
+
+Deno.test({
+  name:
+    "FSDP semantics: a unit's gradient is reduced when its backward ends, zeroGrad after noSync, accumulation, eval, two forwards",
+  ...opts,
+  fn: async () => {
+    const ranks = await distributed.spawn<FsdpSemantics>(RANKS, { nprocs: 2, args: ["semantics"] });
+    for (const [r, got] of ranks.entries()) {
+      assert.ok(
+        got.lastUnitReducedEarly,
+        `rank ${r}: the last unit's full gradients alive at the end`,
+      );
+      assert.ok(got.lastShardHasGrad, `rank ${r}: the last unit's shard has no gradient yet`);
+      assert.deepEqual(Object.keys(got.afterZeroGrad), Object.keys(got.syncedOnly));
+      for (const [k, want] of Object.entries(got.syncedOnly)) {
+        const g = got.afterZeroGrad[k];
+        assert.equal(g.length, want.length, `rank ${r}: ${k}`);
+        const worst = Math.max(...want.map((v, i) => Math.abs(v - g[i])));
+        assert.ok(worst <= 1e-6, `rank ${r}: ${k} kept noSync's gradient (off by ${worst})`);
+      }
+      assert.ok(
+        got.accumulatedWorst <= 1e-6,
+        `rank ${r}: accumulation off by ${got.accumulatedWorst}`,
+      );
+      assert.ok(got.evalModes.length > 3 && got.evalModes.every((t) => !t), `rank ${r}: eval()`);
+      const worst = Math.max(...got.oneForward.map((v, i) => Math.abs(v - got.twoForwards[i])));
+      assert.equal(got.twoForwards.length, got.oneForward.length);
+      assert.ok(worst <= 1e-5, `rank ${r}: two forwards differ from one by ${worst}`);
+    }
+  },
 });

@@ -24,8 +24,10 @@ import {
   checkModuleRef,
   decodeValue,
   importModule,
+  mapNested,
   type ModuleRef,
   recipeOf,
+  tensorsIn,
 } from "./worker_protocol.ts";
 import { WorkerPool } from "./worker_pool.ts";
 
@@ -718,7 +720,8 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
       const owned: Tensor[] = [];
       const target = this.device;
       if (target) {
-        batch = mapTensors(batch, (t) => {
+        batch = mapNested(batch, (t) => {
+          if (!(t instanceof Tensor)) return undefined;
           if (t.device === target) return t;
           const copy = t.to(target);
           owned.push(copy);
@@ -836,7 +839,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
   async *#epochAsync(held: { pool: WorkerPool | null }): AsyncGenerator<B, void, undefined> {
     if (this.#collateRef !== null && this.#resolved === null && this.numWorkers === 0) {
       const ref = this.#collateRef;
-      const module = await importModule(ref);
+      const module = await importModule(ref, this.batchSize === null ? "convert" : "collate");
       const fn = module[ref.export];
       if (typeof fn !== "function") {
         throw new TypeError(
@@ -912,11 +915,26 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
    */
   #fromWorker(payload: unknown): B {
     const custom = this.#collate as ((input: unknown) => B) | null;
+    if (custom) return noGrad(() => this.#place(custom(decodeValue(payload)))) as B;
+    return noGrad(() => {
+      const decoded = decodeValue(payload);
+      const placed = this.#place(decoded);
+      // The cpu copies that `device` replaced (not a tidy: it cannot see into a Map or Set).
+      if (placed !== decoded) {
+        for (const t of tensorsIn(decoded)) if (t.device !== this.device) t.dispose();
+      }
+      return placed as B;
+    });
+  }
+
+  /** `batch` with its tensors (in Maps and Sets too) copied to `device`, when set. */
+  #place(batch: unknown): unknown {
     const target = this.device;
-    const place = (batch: unknown) =>
-      target ? mapTensors(batch, (t) => (t.device === target ? t : t.to(target))) : batch;
-    if (custom) return noGrad(() => place(custom(decodeValue(payload)))) as B;
-    return noGrad(() => tidy(() => place(decodeValue(payload)) as B));
+    if (target === null) return batch;
+    return mapNested(
+      batch,
+      (v) => v instanceof Tensor ? (v.device === target ? v : v.to(target)) : undefined,
+    );
   }
 
   /**

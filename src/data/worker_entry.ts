@@ -15,10 +15,10 @@ import { BUILTIN_BACKENDS } from "../backends/builtin.ts";
 import { backendNames, registerBackend } from "../device.ts";
 import { setDefaultFloat } from "../dtype.ts";
 import { manualSeed } from "../ops/factory.ts";
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { DataLoader, defaultCollate } from "./dataloader.ts";
 import { defaultConvert } from "./convert.ts";
-import { madeInScope, tidy } from "../storage.ts";
+import { keep, madeInScope, tidy } from "../storage.ts";
 import { TensorDataset } from "./dataset.ts";
 import { IterableDataset } from "./iterable.ts";
 import { Subset } from "./subset.ts";
@@ -32,6 +32,7 @@ import {
   type FromWorker,
   importModule,
   type ModuleRef,
+  tensorsIn,
   type ToWorker,
 } from "./worker_protocol.ts";
 
@@ -83,11 +84,11 @@ let gather: { loader: Iterable<unknown>; indices: { current: readonly number[] }
 async function start(message: Init): Promise<void> {
   init = message;
   setDefaultFloat(message.defaultDtype);
-  for (const ref of modulesOf(message.dataset)) await importModule(ref);
-  if (message.initFn) await importModule(message.initFn);
+  for (const ref of modulesOf(message.dataset)) await importModule(ref, "workerSource");
+  if (message.initFn) await importModule(message.initFn, "workerInitFn");
   const ref = message.collateRef;
   if (ref) {
-    const module = await importModule(ref);
+    const module = await importModule(ref, message.unbatched ? "convert" : "collate");
     const fn = module[ref.export];
     if (typeof fn !== "function") {
       throw new TypeError(
@@ -204,7 +205,7 @@ async function answer(message: Exclude<ToWorker, Init>): Promise<void> {
     if (message.kind === "batch" && gather) {
       gather.indices.current = Array.from(message.indices);
       for (const b of gather.loader) value = b;
-      collectTensors(value, made);
+      made.push(...tensorsIn(value));
     } else {
       const samples = message.kind === "batch"
         ? await samplesAt(message.indices)
@@ -222,9 +223,12 @@ async function answer(message: Exclude<ToWorker, Init>): Promise<void> {
         value = noGrad(() =>
           tidy(() => {
             const out = make(input);
-            const all: Tensor[] = [];
-            collectTensors(out, all);
-            for (const t of all) if (madeInScope(t.storage)) made.push(t);
+            for (const t of tensorsIn(out)) {
+              if (!madeInScope(t.storage)) continue;
+              // tidy keeps what it finds in arrays and plain objects, not in a Map or Set.
+              keep(t);
+              made.push(t);
+            }
             return out;
           })
         );
@@ -244,16 +248,6 @@ async function answer(message: Exclude<ToWorker, Init>): Promise<void> {
       error: describeError(tagged.error),
       sample: tagged.sample,
     });
-  }
-}
-
-function collectTensors(value: unknown, into: Tensor[]): void {
-  if (value instanceof Tensor) into.push(value);
-  else if (Array.isArray(value)) { for (const v of value) collectTensors(v, into); }
-  else if (
-    value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype
-  ) {
-    for (const v of Object.values(value)) collectTensors(v, into);
   }
 }
 

@@ -138,28 +138,53 @@ export function reviveError(record: ErrorRecord, where: string): Error {
  */
 export async function encodeValue(value: unknown, transfer: ArrayBuffer[]): Promise<unknown> {
   const reads: Promise<void>[] = [];
+  const encoded = mapNested(value, (v) => {
+    if (!(v instanceof Tensor)) return undefined;
+    const out = {
+      [MARK]: true,
+      data: null as unknown as TypedArray,
+      shape: v.shape,
+      dtype: v.dtype,
+    };
+    reads.push(
+      v.data().then((data) => {
+        // A read is a fresh copy on every backend, so its buffer can move; a view of a larger
+        // buffer is copied first so that only its own bytes travel.
+        const own = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
+          ? data
+          : data.slice();
+        out.data = own;
+        if (own.buffer instanceof ArrayBuffer) transfer.push(own.buffer);
+      }),
+    );
+    return out;
+  });
+  await Promise.all(reads);
+  return encoded;
+}
+
+/** `value` with its encoded tensors rebuilt on the cpu. */
+export function decodeValue(value: unknown): unknown {
+  return mapNested(value, (v) => {
+    if (!isPlainObject(v) || v[MARK] !== true) return undefined;
+    const t = v as unknown as EncodedTensor;
+    return tensor(t.data, { shape: [...t.shape], dtype: t.dtype, device: "cpu" });
+  });
+}
+
+/**
+ * `value` rebuilt with `leaf`'s answer wherever it gives one (not
+ * undefined), walking arrays, plain objects, and the keys and values of
+ * Maps and Sets (structured clone keeps those, so a collate may return
+ * them: PyTorch's collate walks any Mapping); anything else is left as is.
+ */
+export function mapNested(value: unknown, leaf: (v: unknown) => unknown): unknown {
   const walk = (v: unknown): unknown => {
-    if (v instanceof Tensor) {
-      const out = {
-        [MARK]: true,
-        data: null as unknown as TypedArray,
-        shape: v.shape,
-        dtype: v.dtype,
-      };
-      reads.push(
-        v.data().then((data) => {
-          // A read is a fresh copy on every backend, so its buffer can move; a view of a larger
-          // buffer is copied first so that only its own bytes travel.
-          const own = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
-            ? data
-            : data.slice();
-          out.data = own;
-          if (own.buffer instanceof ArrayBuffer) transfer.push(own.buffer);
-        }),
-      );
-      return out;
-    }
+    const replaced = leaf(v);
+    if (replaced !== undefined) return replaced;
     if (Array.isArray(v)) return v.map(walk);
+    if (v instanceof Map) return new Map([...v].map(([k, x]) => [walk(k), walk(x)]));
+    if (v instanceof Set) return new Set([...v].map(walk));
     if (isPlainObject(v)) {
       const out: Record<string, unknown> = {};
       for (const [k, x] of Object.entries(v)) out[k] = walk(x);
@@ -167,24 +192,18 @@ export async function encodeValue(value: unknown, transfer: ArrayBuffer[]): Prom
     }
     return v;
   };
-  const encoded = walk(value);
-  await Promise.all(reads);
-  return encoded;
+  return walk(value);
 }
 
-/** `value` with its encoded tensors rebuilt on the cpu. */
-export function decodeValue(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(decodeValue);
-  if (isPlainObject(value)) {
-    if (value[MARK] === true) {
-      const t = value as unknown as EncodedTensor;
-      return tensor(t.data, { shape: [...t.shape], dtype: t.dtype, device: "cpu" });
-    }
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(value)) out[k] = decodeValue(x);
-    return out;
-  }
-  return value;
+/** The tensors in `value`, where {@link mapNested} finds them. */
+export function tensorsIn(value: unknown): Tensor[] {
+  const found: Tensor[] = [];
+  mapNested(value, (v) => {
+    if (!(v instanceof Tensor)) return undefined;
+    found.push(v);
+    return v;
+  });
+  return found;
 }
 
 /**
@@ -278,8 +297,23 @@ export async function buildDataset(recipe: DatasetRecipe): Promise<unknown> {
 }
 
 /** The module `ref` names, imported (inside a Worker). */
-export async function importModule(ref: ModuleRef): Promise<Record<string, unknown>> {
-  return await import(ref.module);
+export async function importModule(
+  ref: ModuleRef,
+  what?: string,
+): Promise<Record<string, unknown>> {
+  if (what === undefined) return await import(ref.module);
+  try {
+    return await import(ref.module);
+  } catch (error) {
+    // The bare "Module not found" does not say which option named the module.
+    const kind = error instanceof Error && error.name in KINDS ? KINDS[error.name] : Error;
+    throw new kind(
+      `${what}: could not import ${ref.module}: ${
+        error instanceof Error ? error.message : String(error)
+      }`,
+      { cause: error },
+    );
+  }
 }
 
 /** Imports `ref.module` and calls its export with `args` (inside a Worker). */
@@ -288,7 +322,7 @@ export async function callModuleRef(
   what: string,
   args: unknown[],
 ): Promise<unknown> {
-  const module = await importModule(ref);
+  const module = await importModule(ref, what);
   const fn = module[ref.export] as ((...a: unknown[]) => unknown) | undefined;
   if (typeof fn !== "function") {
     throw new TypeError(

@@ -17,7 +17,11 @@
  * launcher exits with code 1 naming that rank, as torchrun does. Flags are
  * torchrun's in kebab case (`--nproc_per_node` is accepted too); the
  * processes run as `deno run -A SCRIPT ARGS` (`--deno-flag FLAG` adds one
- * of Deno's flags, repeatable). Differences from torchrun: no elastic
+ * of Deno's flags, repeatable). `--standalone` (one machine) picks a free
+ * port of 127.0.0.1 for the master, as torchrun's. SIGINT, SIGTERM and
+ * SIGHUP sent to the launcher are sent on to every rank (a scheduler that
+ * stops the launcher must not leave the ranks running), and the launcher
+ * exits with 1. Differences from torchrun: no elastic
  * restarts (`--max-restarts`), no rendezvous backends other than the
  * master's store.
  * @module
@@ -44,18 +48,23 @@ export interface RunOptions {
 }
 
 const USAGE =
-  "usage: deno run -A jsr:@multigrad/core/run [--nproc-per-node N] [--nnodes N] [--node-rank R] [--master-addr HOST] [--master-port PORT] [--deno-flag FLAG]... SCRIPT [ARGS...]";
+  "usage: deno run -A jsr:@multigrad/core/run [--standalone] [--nproc-per-node N] [--nnodes N] [--node-rank R] [--master-addr HOST] [--master-port PORT] [--deno-flag FLAG]... SCRIPT [ARGS...]";
 
 /** Parses the launcher's command line (flags before the script; the rest is the script's). */
 export function parseRunArgs(argv: readonly string[]): RunOptions {
   const values: Record<string, string> = {};
   const denoFlags: string[] = [];
+  let standalone = false;
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i];
     if (!arg.startsWith("--")) break;
     const eq = arg.indexOf("=");
     const name = (eq >= 0 ? arg.slice(2, eq) : arg.slice(2)).replaceAll("_", "-");
+    if (name === "standalone" && eq < 0) {
+      standalone = true;
+      continue;
+    }
     const known = [
       "nproc-per-node",
       "nnodes",
@@ -85,6 +94,18 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
     }
     return value;
   };
+  if (standalone) {
+    for (const name of ["master-addr", "master-port"]) {
+      if (values[name] !== undefined) {
+        throw new Error(`run: --standalone picks the master's address and port: not --${name}`);
+      }
+    }
+    if (values["nnodes"] !== undefined && values["nnodes"] !== "1") {
+      throw new Error(`run: --standalone runs one machine: --nnodes ${values["nnodes"]}`);
+    }
+    values["master-addr"] = "127.0.0.1";
+    values["master-port"] = String(freeLoopbackPort());
+  }
   const nnodes = int("nnodes", 1, 1);
   const nodeRank = int("node-rank", 0, 0);
   if (nodeRank >= nnodes) {
@@ -103,6 +124,17 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
     args: argv.slice(i + 1),
   };
 }
+
+/** A port of 127.0.0.1 no one listens on now (the system's pick, released at once). */
+function freeLoopbackPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** The signals the launcher sends on to the ranks (torchrun's, less SIGQUIT). */
+const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 /** The environment of local rank `local` (torchrun's variables). */
 export function rankEnv(o: RunOptions, local: number): Record<string, string> {
@@ -138,10 +170,10 @@ export async function launch(o: RunOptions): Promise<number> {
       }).spawn(),
   );
   let failed: { rank: number; text: string } | null = null;
-  const stopOthers = () => {
+  const stopOthers = (signal: Deno.Signal = "SIGTERM") => {
     for (const child of children) {
       try {
-        child.kill("SIGTERM");
+        child.kill(signal);
       } catch {
         // Already exited.
       }
@@ -157,11 +189,15 @@ export async function launch(o: RunOptions): Promise<number> {
     }, KILL_AFTER_MS);
     Deno.unrefTimer(timer);
   };
-  const interrupt = () => {
-    failed ??= { rank: -1, text: "the launcher was interrupted (SIGINT)" };
-    stopOthers();
-  };
-  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGINT", interrupt);
+  // The signal itself goes on to the ranks (a rank may save a checkpoint on SIGTERM).
+  const handlers = FORWARDED.map((signal) =>
+    [signal, () => {
+      failed ??= { rank: -1, text: `the launcher was interrupted (${signal})` };
+      stopOthers(signal);
+    }] as const
+  );
+  const posix = Deno.build.os !== "windows";
+  if (posix) { for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler); }
   try {
     await Promise.all(children.map(async (child, local) => {
       const status = await child.status;
@@ -176,7 +212,9 @@ export async function launch(o: RunOptions): Promise<number> {
       stopOthers();
     }));
   } finally {
-    if (Deno.build.os !== "windows") Deno.removeSignalListener("SIGINT", interrupt);
+    if (posix) {
+      for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
+    }
   }
   if (!failed) return 0;
   const f = failed as { rank: number; text: string };

@@ -20,6 +20,7 @@ import { expand, viewCopies } from "./view.ts";
 import { launch, type TensorLike } from "./util.ts";
 import { toDevice } from "./transfer.ts";
 import { tidy } from "../storage.ts";
+import { checkLater } from "./check.ts";
 
 /**
  * Throws unless autograd lets `t` change in place now. When the change must
@@ -80,10 +81,23 @@ function shapedLike(op: string, value: Tensor, t: Tensor): Tensor {
   return cast(v, t.dtype);
 }
 
-/** {@link checkFill} for a one-element `value`, read now if in host memory (a GPU one is unchecked). */
+/**
+ * {@link checkFill} for a one-element `value`: now if in host memory, else (never waiting on a
+ * GPU) raised by the next read on `value`'s device.
+ */
 export function checkFillTensor(dtype: DType, value: Tensor, what: string): void {
   const { backendDevice: backend, stream } = value.device;
-  if (dtype === value.dtype || dtype === "float64" || !backend.readSync || !stream.idle) return;
+  if (dtype === value.dtype || dtype === "float64") return;
+  const verdict = (v: number) => {
+    try {
+      return checkFill(dtype, v, what), null;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  if (!backend.readSync || !stream.idle) {
+    return checkLater(value.reshape([1]), (h) => verdict(h[0]));
+  }
   checkFill(dtype, backend.readSync(value.storage.buffer(what), 0, 1, value.dtype)[0], what);
 }
 

@@ -193,12 +193,17 @@ export function indexCopy(x: Tensor, dim: number, index: Tensor, source: Tensor)
 /**
  * `x` with every slice `index[j]` along `dim` set to `value`, as
  * `torch.index_fill` (out of place; repeats allowed). The gradient passes
- * where `x` was kept and is 0 where it was filled.
+ * where `x` was kept and is 0 where it was filled. A fraction for an int32
+ * `x` is a TypeError (PyTorch truncates it), as in `fill_` and `maskedFill`.
  */
 export function indexFill(x: Tensor, dim: number, index: Tensor, value: number): Tensor {
   return owned(() => {
     if (typeof value !== "number") {
       throw new TypeError(`indexFill: value must be a number, got ${typeof value}`);
+    }
+    // As fill_ and maskedFill (PyTorch truncates; the result here turned float32).
+    if (x.dtype === "int32" && !Number.isInteger(value)) {
+      throw new TypeError(`indexFill: cannot fill an int32 tensor with ${value}`);
     }
     checkFill(x.dtype, value, "indexFill");
     const d = indexArgs("indexFill", x, dim, index);

@@ -45,3 +45,51 @@ export function scaledCollate(samples: number[], scale: number): [Tensor, number
 export function tenfold(sample: number): { value: number; worker: number } {
   return { value: sample * 10, worker: data.getWorkerInfo()?.id ?? -1 };
 }
+
+/**
+ * A collate returning its tensors inside a Map, a Set and nested objects,
+ * beside values that are not tensors (review R4: a Map's tensors came back
+ * as plain objects).
+ */
+export function mappedCollate(samples: number[]): {
+  byName: Map<string, Tensor>;
+  set: Set<Tensor>;
+  nested: { deep: Tensor[] };
+  label: string;
+  when: Date;
+} {
+  return {
+    byName: new Map([["x", tensor(samples)]]),
+    set: new Set([tensor(samples).mul(2)]),
+    nested: { deep: [tensor(samples).add(1)] },
+    label: samples.join(","),
+    when: new Date(samples[0]),
+  };
+}
+
+/** A collate that throws on the batch holding sample 3. */
+export function failingCollate(samples: number[]): number {
+  if (samples.includes(3)) throw new RangeError(`no batch with sample 3 (got ${samples})`);
+  return samples[0];
+}
+
+/** Sample i is i, given `ms` milliseconds late (a Promise: only workers await it). */
+export class Late extends data.Dataset<number> {
+  constructor(readonly n: number, readonly ms: number) {
+    super();
+  }
+  get length(): number {
+    return this.n;
+  }
+  get(i: number): number {
+    return new Promise((resolve) => setTimeout(() => resolve(i), this.ms)) as unknown as number;
+  }
+  workerSource(): data.WorkerSource {
+    return { module: import.meta.url, export: "makeLate", args: [this.n, this.ms] };
+  }
+}
+
+/** Rebuilds {@link Late}. */
+export function makeLate([n, ms]: [number, number]): Late {
+  return new Late(n, ms);
+}

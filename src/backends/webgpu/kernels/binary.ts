@@ -79,25 +79,33 @@ function body(op: BinaryOp, t: "f32" | "i32"): string {
       break;
     case "fmod":
       if (t !== "f32") break;
-      // C's fmod, exact: WGSL's % is x - y·trunc(x/y), wrong once x/y passes 2^24. Binary long
-      // division instead: subtract y·2^k for k from the exponent gap down to 0; each r - d with
-      // d <= r < 2d is exact (Sterbenz), at most ~280 steps (float32's exponent range).
-      return `if (isNan(a) || isNan(b) || !isFinite(a) || b == 0.0) { return nanF32(); }
-  let ay = abs(b);
-  var r = abs(a);
-  if (!isFinite(b) || r < ay) { return a; }
-  let fr = frexp(r);
-  let fa = frexp(ay);
-  var k = fr.exp - fa.exp;
-  if (fa.fract > fr.fract) { k = k - 1; }
-  var d = ldexp(fa.fract, fa.exp + k);
+      // C's fmod, exact, on the bits: WGSL's % is x - y·trunc(x/y), wrong once x/y passes 2^24,
+      // and float steps lose subnormals on a GPU that flushes them. The 24-bit significands
+      // (subnormals normalized) are reduced as integers, mx·2^n mod my, 8 bits per u32 %
+      // (mx < 2^24 keeps mx·2^8 in u32): at most 35 steps, 1 for |x/y| < 2^8.
+      return `let ux = bitcast<u32>(a) & 0x7fffffffu;
+  let uy = bitcast<u32>(b) & 0x7fffffffu;
+  let sign = bitcast<u32>(a) & 0x80000000u;
+  if (uy == 0u || ux >= 0x7f800000u || uy > 0x7f800000u) { return nanF32(); }
+  if (ux < uy) { return a; }
+  let sx = select(0u, countLeadingZeros(ux) - 8u, ux < 0x800000u);
+  let sy = select(0u, countLeadingZeros(uy) - 8u, uy < 0x800000u);
+  var mx = select((ux & 0x7fffffu) | 0x800000u, ux << sx, ux < 0x800000u);
+  let my = select((uy & 0x7fffffu) | 0x800000u, uy << sy, uy < 0x800000u);
+  let ey = max(i32(uy >> 23u), 1) - i32(sy);
+  var n = max(i32(ux >> 23u), 1) - i32(sx) - ey;
   loop {
-    if (r >= d) { r = r - d; }
-    if (k == 0) { break; }
-    k = k - 1;
-    d = d * 0.5;
+    let k = min(n, 8);
+    mx = (mx << u32(k)) % my;
+    n = n - k;
+    if (n <= 0 || mx == 0u) { break; }
   }
-  return select(r, -r, a < 0.0);`;
+  if (mx == 0u) { return bitcast<f32>(sign); }
+  let s = countLeadingZeros(mx) - 8u;
+  let e = ey - i32(s);
+  let m = mx << s;
+  let bits = select(m >> u32(1 - e), (u32(e) << 23u) | (m & 0x7fffffu), e > 0);
+  return bitcast<f32>(bits | sign);`;
     case "pow":
       if (t !== "f32") break;
       // pow(x, 0) = pow(1, y) = 1 even for NaN, pow(-1, ±inf) = 1 (as C and

@@ -1,0 +1,119 @@
+/**
+ * data: review R4 of DataLoader's `batchSize: null`, collate module
+ * references run in the workers, and abandoned iterators: tensors a
+ * worker's collate returns inside Maps and Sets, errors naming the collate's
+ * module, worker and batch, Workers never accumulating over many epochs
+ * left early, and a dropped iterator kept alive only by a pending `next()`.
+ */
+
+import assert from "node:assert/strict";
+import { data, type Tensor } from "../mod.ts";
+import { Numbers } from "./data_workers/rest_datasets.ts";
+
+const HERE = new URL("./data_workers/rest_datasets.ts", import.meta.url);
+
+/** Deno.test with the sanitizers off where Workers start (their ops outlive the test's view). */
+function workerTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
+}
+
+type Mapped = {
+  byName: Map<string, Tensor>;
+  set: Set<Tensor>;
+  nested: { deep: Tensor[] };
+  label: string;
+  when: Date;
+};
+
+async function mappedEpoch(numWorkers: number): Promise<unknown[]> {
+  const loader = new data.DataLoader<number, Mapped>(new Numbers(4), {
+    batchSize: 2,
+    numWorkers,
+    collate: { module: HERE, export: "mappedCollate" },
+  });
+  const out: unknown[] = [];
+  for await (const b of loader) {
+    const x = b.byName.get("x")!;
+    const [s] = [...b.set];
+    assert.ok(b.byName instanceof Map && b.set instanceof Set && b.when instanceof Date);
+    out.push([
+      await x.toArray(),
+      await s.toArray(),
+      await b.nested.deep[0].toArray(),
+      b.label,
+      b.when.getTime(),
+    ]);
+  }
+  return out;
+}
+
+workerTest("a worker's collate returns tensors inside Maps and Sets as tensors", async () => {
+  const expected = [[[0, 1], [0, 2], [1, 2], "0,1", 0], [[2, 3], [4, 6], [3, 4], "2,3", 2]];
+  assert.deepEqual(await mappedEpoch(0), expected);
+  assert.deepEqual(await mappedEpoch(2), expected);
+});
+
+workerTest("a collate's errors name the collate, its module, the worker and the batch", async () => {
+  const missing = "file:///nonexistent/review_r4_collate.ts";
+  for (const numWorkers of [0, 1]) {
+    const loader = new data.DataLoader(new Numbers(4), {
+      batchSize: 2,
+      numWorkers,
+      collate: { module: missing, export: "f" },
+    });
+    await assert.rejects(async () => {
+      for await (const _ of loader) { /* never reached */ }
+    }, (e: Error) => {
+      assert.match(e.message, /collate: could not import file:\/\/\/nonexistent\/review_r4_collate\.ts/);
+      return true;
+    });
+    const unbatched = new data.DataLoader(new Numbers(4), {
+      batchSize: null,
+      numWorkers,
+      convert: { module: missing, export: "f" },
+    });
+    await assert.rejects(async () => {
+      for await (const _ of unbatched) { /* never reached */ }
+    }, /convert: could not import/);
+  }
+  const failing = new data.DataLoader(new Numbers(6), {
+    batchSize: 2,
+    numWorkers: 2,
+    collate: { module: HERE, export: "failingCollate" },
+  });
+  const got: unknown[] = [];
+  await assert.rejects(async () => {
+    for await (const b of failing) got.push(b);
+  }, (e: Error) => {
+    assert.ok(e instanceof RangeError);
+    assert.match(e.message, /^Caught RangeError in DataLoader worker 1 \(batch 1\): no batch with sample 3/);
+    return true;
+  });
+  assert.deepEqual(got, [0]);
+});
+
+async function runScript(mode: string): Promise<unknown> {
+  const script = new URL("./data_workers/leak_script.ts", import.meta.url);
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--v8-flags=--expose-gc", script.pathname, mode],
+    stdout: "piped",
+    stderr: "piped",
+    // Ends a program that a live Worker keeps running (the defect this checks for).
+    signal: AbortSignal.timeout(240_000),
+  }).output();
+  const out = new TextDecoder().decode(stdout);
+  assert.equal(code, 0, `${out}\n${new TextDecoder().decode(stderr)}`);
+  return JSON.parse(out.trim().split("\n").at(-1)!);
+}
+
+Deno.test("50 epochs with 2 workers, half left by break: never more than 2 live Workers, and the program ends", async () => {
+  const got = await runScript("epochs") as { most: number; after: number[]; batches: number };
+  assert.equal(got.most, 2);
+  assert.deepEqual(got.after, new Array(50).fill(0));
+  assert.equal(got.batches, 25 * 4 + 25);
+});
+
+Deno.test("an iterator kept only by its pending next() is not finalized: the batch comes", async () => {
+  const got = await runScript("pending");
+  assert.deepEqual(got, { started: 2, batch: [0, 1], done: false });
+});
