@@ -115,5 +115,5 @@ Deno.test("50 epochs with 2 workers, half left by break: never more than 2 live 
 
 Deno.test("an iterator kept only by its pending next() is not finalized: the batch comes", async () => {
   const got = await runScript("pending");
-  assert.deepEqual(got, { started: 2, batch: [0, 1], done: false });
+  assert.deepEqual(got, { most: 2, alive: 2, batch: [0, 1], done: false });
 });

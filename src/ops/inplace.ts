@@ -81,22 +81,12 @@ function shapedLike(op: string, value: Tensor, t: Tensor): Tensor {
   return cast(v, t.dtype);
 }
 
-/**
- * {@link checkFill} for a one-element `value`: now if in host memory, else (never waiting on a
- * GPU) raised by the next read on `value`'s device.
- */
+/** {@link checkFill} of a one-element `value`: now if in host memory, else by the next read on its device. */
 export function checkFillTensor(dtype: DType, value: Tensor, what: string): void {
   const { backendDevice: backend, stream } = value.device;
   if (dtype === value.dtype || dtype === "float64") return;
-  const verdict = (v: number) => {
-    try {
-      return checkFill(dtype, v, what), null;
-    } catch (error) {
-      return (error as Error).message;
-    }
-  };
   if (!backend.readSync || !stream.idle) {
-    return checkLater(value.reshape([1]), (h) => verdict(h[0]));
+    return checkLater(value.reshape([1]), (host) => (checkFill(dtype, host[0], what), null));
   }
   checkFill(dtype, backend.readSync(value.storage.buffer(what), 0, 1, value.dtype)[0], what);
 }

@@ -50,14 +50,17 @@ if (mode === "epochs") {
   const loader = new data.DataLoader(new Late(4, 400), { batchSize: 2, numWorkers: 2 });
   // Only the promise is kept: the iterator itself is unreachable from here on.
   const pending = loader[Symbol.asyncIterator]().next();
-  const started = live;
-  for (let k = 0; k < 10; k++) {
+  let settled = false;
+  pending.finally(() => settled = true);
+  // Collections all the while the workers start and load the batch.
+  while (!settled) {
     gc();
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const step = await pending;
+  const alive = live;
   const batch = await (step.value as unknown as { toArray(): Promise<number[]> }).toArray();
-  console.log(JSON.stringify({ started, batch, done: step.done }));
+  console.log(JSON.stringify({ most, alive, batch, done: step.done }));
   // Now the iterator is garbage: its finalizer ends the Workers, so the program ends.
   for (let k = 0; k < 5; k++) {
     gc();
