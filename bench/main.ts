@@ -17,10 +17,12 @@ import { backendNames, type Device, requestDevices } from "../mod.ts";
 import type { BenchResult, Suite, SuiteContext } from "./suites/_common.ts";
 import { matmulSuite } from "./suites/matmul.ts";
 import { elementwiseSuite } from "./suites/elementwise.ts";
+import { fmodSuite } from "./suites/fmod.ts";
 import { mlpSuite } from "./suites/mlp.ts";
 import { dataParallelSuite } from "./suites/dataparallel.ts";
 import { ddpSuite } from "./suites/ddp.ts";
 import { fsdpSuite } from "./suites/fsdp.ts";
+import { collectivesSuite } from "./suites/collectives.ts";
 import { memorySuite } from "./suites/memory.ts";
 import { checkpointSuite } from "./suites/checkpoint.ts";
 import { convSuite } from "./suites/conv.ts";
@@ -41,12 +43,14 @@ import { startPytorch } from "./peers/pytorch.ts";
 export const SUITES: readonly Suite[] = [
   matmulSuite,
   elementwiseSuite,
+  fmodSuite,
   mlpSuite,
   stepShapesSuite,
   smallStepSuite,
   dataParallelSuite,
   ddpSuite,
   fsdpSuite,
+  collectivesSuite,
   memorySuite,
   convSuite,
   sortSuite,

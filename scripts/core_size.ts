@@ -80,10 +80,13 @@
  * raised by 17 to 6,781 for PyTorch's overflow check on the other scalar
  * fills (a 0-d tensor value in `fill_` and `maskedFill`, `where` and `clamp`
  * bounds: 16), which gave inf silently, and the exact `fmod` binary op of the
- * contract (1), where x - y·trunc(x/y) lost every digit once |x/y| ≥ 2^24.
+ * contract (1), where x - y·trunc(x/y) lost every digit once |x/y| ≥ 2^24;
+ * raised by 4 to 6,785 so that a 0-d fill value on a GPU is checked too
+ * (the check deferred to the device's next read, no host wait), where
+ * 1e10 into an int32 tensor silently wrote -2147483648.
  * Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6781;
+export const CORE_BUDGET = 6785;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

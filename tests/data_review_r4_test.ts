@@ -7,7 +7,8 @@
  */
 
 import assert from "node:assert/strict";
-import { data, type Tensor } from "../mod.ts";
+import { data, seededRandom, type Tensor } from "../mod.ts";
+import { Probe } from "./data_workers/datasets.ts";
 import { Numbers } from "./data_workers/rest_datasets.ts";
 
 const HERE = new URL("./data_workers/rest_datasets.ts", import.meta.url);
@@ -53,44 +54,63 @@ workerTest("a worker's collate returns tensors inside Maps and Sets as tensors",
   assert.deepEqual(await mappedEpoch(2), expected);
 });
 
-workerTest("a collate's errors name the collate, its module, the worker and the batch", async () => {
-  const missing = "file:///nonexistent/review_r4_collate.ts";
-  for (const numWorkers of [0, 1]) {
-    const loader = new data.DataLoader(new Numbers(4), {
+workerTest(
+  "a collate's errors name the collate, its module, the worker and the batch",
+  async () => {
+    const missing = "file:///nonexistent/review_r4_collate.ts";
+    for (const numWorkers of [0, 1]) {
+      const loader = new data.DataLoader(new Numbers(4), {
+        batchSize: 2,
+        numWorkers,
+        collate: { module: missing, export: "f" },
+      });
+      await assert.rejects(async () => {
+        for await (const _ of loader) { /* never reached */ }
+      }, (e: Error) => {
+        assert.match(
+          e.message,
+          /collate: could not import file:\/\/\/nonexistent\/review_r4_collate\.ts/,
+        );
+        return true;
+      });
+      const unbatched = new data.DataLoader(new Numbers(4), {
+        batchSize: null,
+        numWorkers,
+        convert: { module: missing, export: "f" },
+      });
+      await assert.rejects(async () => {
+        for await (const _ of unbatched) { /* never reached */ }
+      }, /convert: could not import/);
+    }
+    for (const numWorkers of [0, 1]) {
+      const later = new data.DataLoader(new Numbers(4), {
+        batchSize: 2,
+        numWorkers,
+        collate: { module: HERE, export: "asyncCollate" },
+      });
+      await assert.rejects(async () => {
+        for await (const _ of later) { /* never reached */ }
+      }, /collate: asyncCollate of .*rest_datasets\.ts returned a Promise/);
+    }
+    const failing = new data.DataLoader(new Numbers(6), {
       batchSize: 2,
-      numWorkers,
-      collate: { module: missing, export: "f" },
+      numWorkers: 2,
+      collate: { module: HERE, export: "failingCollate" },
     });
+    const got: unknown[] = [];
     await assert.rejects(async () => {
-      for await (const _ of loader) { /* never reached */ }
+      for await (const b of failing) got.push(b);
     }, (e: Error) => {
-      assert.match(e.message, /collate: could not import file:\/\/\/nonexistent\/review_r4_collate\.ts/);
+      assert.ok(e instanceof RangeError);
+      assert.match(
+        e.message,
+        /^Caught RangeError in DataLoader worker 1 \(batch 1\): no batch with sample 3/,
+      );
       return true;
     });
-    const unbatched = new data.DataLoader(new Numbers(4), {
-      batchSize: null,
-      numWorkers,
-      convert: { module: missing, export: "f" },
-    });
-    await assert.rejects(async () => {
-      for await (const _ of unbatched) { /* never reached */ }
-    }, /convert: could not import/);
-  }
-  const failing = new data.DataLoader(new Numbers(6), {
-    batchSize: 2,
-    numWorkers: 2,
-    collate: { module: HERE, export: "failingCollate" },
-  });
-  const got: unknown[] = [];
-  await assert.rejects(async () => {
-    for await (const b of failing) got.push(b);
-  }, (e: Error) => {
-    assert.ok(e instanceof RangeError);
-    assert.match(e.message, /^Caught RangeError in DataLoader worker 1 \(batch 1\): no batch with sample 3/);
-    return true;
-  });
-  assert.deepEqual(got, [0]);
-});
+    assert.deepEqual(got, [0]);
+  },
+);
 
 async function runScript(mode: string): Promise<unknown> {
   const script = new URL("./data_workers/leak_script.ts", import.meta.url);
@@ -117,3 +137,51 @@ Deno.test("an iterator kept only by its pending next() is not finalized: the bat
   const got = await runScript("pending");
   assert.deepEqual(got, { most: 2, alive: 2, batch: [0, 1], done: false });
 });
+
+workerTest(
+  "generator: one draw per epoch for the base seed, before the shuffle, with or without workers (PyTorch)",
+  async () => {
+    // PyTorch's iterator draws its base seed from `generator` when it is made, with or without
+    // workers, and the sampler draws after: the orders never depend on numWorkers.
+    const orders = async (numWorkers: number) => {
+      const loader = new data.DataLoader(new Numbers(10), {
+        batchSize: null,
+        shuffle: true,
+        numWorkers,
+        generator: seededRandom(7),
+      });
+      const epochs: unknown[] = [];
+      for (let e = 0; e < 3; e++) {
+        const order: unknown[] = [];
+        for await (const i of loader) order.push(i);
+        epochs.push(order);
+      }
+      return epochs;
+    };
+    const main = await orders(0);
+    assert.deepEqual(await orders(2), main);
+    // The first epoch's order is the shuffle of the generator after one draw.
+    const g = seededRandom(7);
+    g();
+    const expected = Array.from({ length: 10 }, (_, i) => i);
+    for (let i = 9; i > 0; i--) {
+      const j = Math.floor(g() * (i + 1));
+      [expected[i], expected[j]] = [expected[j], expected[i]];
+    }
+    assert.deepEqual(main[0], expected);
+    // And that draw is the workers' base seed (worker i gets base + i).
+    const probe = new data.DataLoader<Record<string, unknown>, { id: number; seed: number }>(
+      new Probe(2),
+      {
+        batchSize: null,
+        shuffle: true,
+        numWorkers: 2,
+        generator: seededRandom(9),
+      },
+    );
+    const seeds: number[] = [];
+    for await (const s of probe) seeds[s.id] = s.seed;
+    const base = Math.floor(seededRandom(9)() * 4294967296);
+    assert.deepEqual(seeds, [base, base + 1]);
+  },
+);

@@ -13,7 +13,7 @@ import { keepLoaded } from "../src/distributed/mpi.ts";
 import { MPICH_MPIEXEC, type MpiRun, mpiRun as runUnderMpiexec } from "./mpiexec.ts";
 import { freePort, LAUNCHER, tcpRun as runUnderLauncher } from "./tcprun.ts";
 import { parseRunArgs, rankEnv } from "../src/distributed/run.ts";
-import { ringAllReduce } from "../src/distributed/tcp_ring.ts";
+import { pairAllReduce, ringAllReduce } from "../src/distributed/tcp_ring.ts";
 import { reduceInto } from "../src/distributed/backend.ts";
 import {
   makeData,
@@ -1460,6 +1460,48 @@ Deno.test("tcp ring all-reduce: every op and rank count, the same bits on every 
             `${op} [${i}]: ${v} vs ${e}`,
           );}
       });
+    }
+  }
+});
+
+Deno.test("tcp two-rank segmented all-reduce: every op and segmenting, the rank-order bits on both ranks", async () => {
+  const random = seededRandom(11);
+  for (const op of ["sum", "avg", "max", "min", "product", "band", "bor", "bxor"] as const) {
+    const ints = op.startsWith("b");
+    for (const [length, segment] of [[1003, 100], [1003, 1003], [1003, 5000], [64, 7]]) {
+      const inputs = Array.from(
+        { length: 2 },
+        () =>
+          ints
+            ? Int32Array.from({ length }, () => Math.floor(random() * 2 ** 31))
+            : Float32Array.from({ length }, (_, i) => i === 5 ? NaN : random() * 2 - 1),
+      );
+      // What the small all-reduce computes: rank 0's values, then rank 1's.
+      const expected = ints ? new Int32Array(length) : new Float32Array(length);
+      reduceInto(expected, inputs, 0, length, op);
+      // The mesh's two ways to deliver: into the receive's buffer when it waits, else a copy.
+      const inboxes = [[], []] as Uint8Array[][];
+      const waiting = [[], []] as { into: Uint8Array; resolve: (b: Uint8Array) => void }[][];
+      const links = (r: number) => ({
+        sendNext: (chunk: Int32Array | Float32Array) => {
+          const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+          const w = waiting[1 - r].shift();
+          if (w) {
+            w.into.set(bytes);
+            w.resolve(w.into);
+          } else inboxes[1 - r].push(bytes.slice());
+          return Promise.resolve();
+        },
+        receivePrevious: (into: Uint8Array) =>
+          inboxes[r].length > 0
+            ? Promise.resolve(inboxes[r].shift()!)
+            : new Promise<Uint8Array>((resolve) => waiting[r].push({ into, resolve })),
+      });
+      const data = inputs.map((a) => a.slice());
+      await Promise.all(data.map((d, r) => pairAllReduce(d, r, op, links(r), segment)));
+      const label = `${op}, ${length} elements in segments of ${segment}`;
+      assert.deepEqual(new Uint8Array(data[1].buffer), new Uint8Array(data[0].buffer), label);
+      assert.deepEqual(new Uint8Array(data[0].buffer), new Uint8Array(expected.buffer), label);
     }
   }
 });

@@ -338,11 +338,36 @@ export const ddpSuite: Suite = {
         layers: [4, 2],
         allReduceMiB: 4,
       });
+      // The tcp group's yardstick, timed in the same rounds: the same bytes
+      // each way over a bare socket of the two ranks' own.
+      const raw = launcher === "tcp"
+        ? make("2 ranks, bare socket exchange 4 MiB", 2, {
+          backend: "cpu",
+          batch: 1,
+          ddp: false,
+          layers: [4, 2],
+          rawExchangeMiB: 4,
+        })
+        : null;
       try {
-        const [m] = await interleave([reduce], rounds, ctx.quick ? 4 : 20);
-        record(launcher, "cpu", m, `${fmt(4 / (median(m.stepMs) / 1000))} MiB/s`);
+        const [m, bare] = await interleave(
+          raw ? [reduce, raw] : [reduce],
+          rounds,
+          ctx.quick ? 4 : 20,
+        );
+        if (bare) {
+          const ratio = perRound(rounds, (r) => m.stepMs[r] / bare.stepMs[r]);
+          record(launcher, "cpu", bare, `${fmt(4 / (median(bare.stepMs) / 1000))} MiB/s`);
+          record(
+            launcher,
+            "cpu",
+            m,
+            `${fmt(4 / (median(m.stepMs) / 1000))} MiB/s; ${fmt(ratio)}x the bare socket`,
+            { ofBareSocket: ratio },
+          );
+        } else record(launcher, "cpu", m, `${fmt(4 / (median(m.stepMs) / 1000))} MiB/s`);
       } finally {
-        await reduce.close().catch(() => {});
+        await Promise.all([reduce, raw].map((g) => g?.close().catch(() => {})));
       }
       for (const backend of ctx.backends) {
         const cfg = (batch: number, ddp: boolean): RankConfig => ({ backend, batch, ddp, layers });

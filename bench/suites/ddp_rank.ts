@@ -13,6 +13,7 @@
 
 import {
   cpuBackend,
+  type Device,
   distributed,
   registerBackend,
   requestDevices,
@@ -42,6 +43,55 @@ export interface RankConfig {
    * "step" is one all-reduce): what the process group's transport costs.
    */
   readonly allReduceMiB?: number;
+  /**
+   * Instead of training steps, bare exchanges of this many MiB between
+   * ranks 0 and 1 over one Deno TCP socket of their own (both directions
+   * at once, 256 KiB writes and reads, TCP_NODELAY; a "step" is one
+   * exchange): what a 2-rank all-reduce's transport could cost at best.
+   */
+  readonly rawExchangeMiB?: number;
+}
+
+/** The bare exchange's socket (see {@link RankConfig.rawExchangeMiB}), made through the group. */
+async function rawSocket(host: Device): Promise<Deno.TcpConn> {
+  const rank = distributed.getRank();
+  if (distributed.getWorldSize() !== 2) throw new Error("rawExchangeMiB needs 2 ranks");
+  const listener = rank === 0 ? Deno.listen({ hostname: "127.0.0.1", port: 0 }) : null;
+  const port = tensor([listener ? (listener.addr as Deno.NetAddr).port : 0], {
+    dtype: "int32",
+    device: host,
+  });
+  distributed.broadcast(port, { src: 0 });
+  const [p] = await port.data();
+  const conn = listener
+    ? await listener.accept()
+    : await Deno.connect({ hostname: "127.0.0.1", port: p });
+  listener?.close();
+  conn.setNoDelay(true);
+  return conn;
+}
+
+/** One bare exchange of `out` for `into` over `conn`. */
+async function rawExchange(conn: Deno.TcpConn, out: Uint8Array, into: Uint8Array): Promise<void> {
+  const chunk = 256 * 1024;
+  const writing = (async () => {
+    for (let at = 0; at < out.length;) {
+      at += await conn.write(out.subarray(at, Math.min(out.length, at + chunk)));
+    }
+  })();
+  for (let at = 0; at < into.length;) {
+    const n = await conn.read(into.subarray(at, Math.min(into.length, at + chunk)));
+    if (n === null) throw new Error("the bare exchange's socket closed");
+    at += n;
+  }
+  await writing;
+}
+
+/** What {@link RankConfig.rawExchangeMiB} exchanges: the socket and both buffers. */
+interface Raw {
+  readonly conn: Deno.TcpConn;
+  readonly out: Uint8Array;
+  readonly into: Uint8Array;
 }
 
 /** The environment variable through which the bench hands an MPI rank its autogroup niceness. */
@@ -79,8 +129,13 @@ async function runSteps(
   steps: number,
   lockstep = false,
   reduced: Tensor | null = null,
+  raw: Raw | null = null,
 ): Promise<number> {
   const t0 = performance.now();
+  if (raw) {
+    for (let i = 0; i < steps; i++) await rawExchange(raw.conn, raw.out, raw.into);
+    return performance.now() - t0;
+  }
   if (reduced) {
     for (let i = 0; i < steps; i++) await distributed.allReduce(reduced, { op: "avg" });
     return performance.now() - t0;
@@ -122,6 +177,14 @@ async function serve(
   const reduced = config.allReduceMiB
     ? tensor(new Float32Array((config.allReduceMiB * 1024 * 1024) / 4).fill(1), { device: host })
     : null;
+  const bytes = (config.rawExchangeMiB ?? 0) * 1024 * 1024;
+  const raw = bytes > 0
+    ? {
+      conn: await rawSocket(host),
+      out: new Uint8Array(bytes).fill(1),
+      into: new Uint8Array(bytes),
+    }
+    : null;
   try {
     for (;;) {
       const command = tensor(rank === 0 ? await next() : [0, 0], { dtype: "int32", device: host });
@@ -132,7 +195,7 @@ async function serve(
       // the command some time after rank 0 (an MPI rank backs off its polls
       // the longer it waits), and that lag is not a step's.
       await distributed.barrier();
-      const ms = await runSteps(s, steps, config.lockstep, reduced);
+      const ms = await runSteps(s, steps, config.lockstep, reduced, raw);
       const times = distributed.allGather(tensor([ms], { dtype: "float64", device: host }));
       const all = await Promise.all(times.map(async (t) => (await t.data())[0]));
       if (rank === 0) report(all);
@@ -140,6 +203,7 @@ async function serve(
   } finally {
     s.dispose();
     reduced?.dispose();
+    raw?.conn.close();
   }
 }
 

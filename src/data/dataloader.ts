@@ -28,6 +28,7 @@ import {
   type ModuleRef,
   recipeOf,
   tensorsIn,
+  userFunction,
 } from "./worker_protocol.ts";
 import { WorkerPool } from "./worker_pool.ts";
 
@@ -148,6 +149,11 @@ export interface DataLoaderOptions<T, B> {
    * (default {@link defaultConvert}) rather than a collate; `dropLast` is
    * then an error, as in PyTorch. The batch type `B` stays the loader's
    * second type parameter: give it (e.g. `Converted<T>`) when it matters.
+   * Deliberately unlike PyTorch, which calls `collate_fn` with each sample
+   * here, `collate` is then refused with an error naming `convert`: a
+   * function written for a list of samples, handed one sample that is
+   * itself an array (or a tensor), would run without error on the wrong
+   * structure; the separate option keeps both functions' types honest.
    */
   batchSize?: number | null;
   /** A new random order every epoch (default false). */
@@ -194,7 +200,11 @@ export interface DataLoaderOptions<T, B> {
   /**
    * A generator of floats in [0, 1) that the shuffle, and the workers' base
    * seed, draw from (PyTorch's `generator=`); share one with samplers to
-   * share a stream. Excludes `seed`.
+   * share a stream. Excludes `seed`. As PyTorch's iterator, each epoch
+   * (with persistent workers, only the first) draws the base seed from it
+   * first, with or without workers, then the shuffle draws: the orders do
+   * not depend on `numWorkers`. A `sampler` you give draws from its own
+   * generator, as in PyTorch.
    */
   generator?: () => number;
   /**
@@ -392,6 +402,13 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
   readonly #initFn: ModuleRef | null;
   /** Draws each worker epoch's base seed, apart from the shuffle's draws (so the order is the same as without workers). */
   readonly #seeds: (() => number) | null;
+  /**
+   * The `generator` option: every new epoch (and persistent workers' first)
+   * draws its base seed from it before the shuffle does, with or without
+   * workers, as PyTorch's iterator, so the orders never depend on
+   * `numWorkers`.
+   */
+  readonly #generator: (() => number) | null;
   /** The persistent workers, when started. */
   #pool: WorkerPool | null = null;
   /** Every pool with live Workers (for shutdown). */
@@ -533,6 +550,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     // A given generator is PyTorch's `generator`: the shuffle and the workers' base seed draw from it.
     this.#random = generator ??
       (options.seed === undefined ? null : seededRandom(Math.trunc(options.seed)));
+    this.#generator = generator ?? null;
     this.#seeds = generator ??
       (options.seed === undefined
         ? null
@@ -772,6 +790,8 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
 
   /** One epoch in the main thread (see {@link [Symbol.iterator]}). */
   *#epoch(): Generator<B, void, undefined> {
+    // PyTorch draws the base seed without workers too: the generator's stream is the same.
+    this.#generator?.();
     const jobs = this.#jobs();
     const prefetch = this.device !== null;
     let ahead: { batch: B; owned: Tensor[] } | null = null;
@@ -850,7 +870,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
           })`,
         );
       }
-      this.#resolved = (input) => fn(input, ref.args);
+      this.#resolved = userFunction(ref, fn, this.batchSize === null ? "convert" : "collate");
     }
     if (this.numWorkers === 0) {
       yield* this.#epoch();
@@ -867,11 +887,16 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     if (this.shuffle && this.sampler === null && this.#random === null) {
       random = seededRandom(nextSeed());
     }
-    const order = this.#iterable || this.batchSampler !== null ? undefined : this.#order(random);
     let pool = this.persistentWorkers ? this.#pool : null;
+    const fresh = pool === null || pool.closed;
+    // PyTorch's order: the iterator's base seed, then the sampler's draws.
+    const drawn = fresh && this.#generator ? Math.floor(this.#generator() * 4294967296) : null;
+    const order = this.#iterable || this.batchSampler !== null ? undefined : this.#order(random);
     if (pool === null || pool.closed) {
       const recipe = await recipeOf(this.dataset, this.numWorkers);
-      const base = this.#seeds
+      const base = drawn !== null
+        ? drawn
+        : this.#seeds
         ? Math.floor(this.#seeds() * 4294967296)
         : random
         ? Math.floor(random() * 4294967296)

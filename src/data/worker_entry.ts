@@ -34,6 +34,7 @@ import {
   type ModuleRef,
   tensorsIn,
   type ToWorker,
+  userFunction,
 } from "./worker_protocol.ts";
 
 interface WorkerScope {
@@ -99,7 +100,7 @@ async function start(message: Init): Promise<void> {
         })`,
       );
     }
-    userCollate = (input) => fn(input, ref.args);
+    userCollate = userFunction(ref, fn, message.unbatched ? "convert" : "collate");
   }
   manualSeed(message.seed);
   dataset = await buildDataset(message.dataset);

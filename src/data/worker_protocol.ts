@@ -195,6 +195,31 @@ export function mapNested(value: unknown, leaf: (v: unknown) => unknown): unknow
   return walk(value);
 }
 
+/**
+ * A collate (or convert) export `fn` of `ref` as the loader calls it:
+ * with `ref.args`, and refusing a Promise (batches are made synchronously,
+ * in the main thread as in a worker, so one would be handed out as the
+ * batch).
+ */
+export function userFunction(
+  ref: ModuleRef,
+  fn: unknown,
+  what: string,
+): (input: unknown) => unknown {
+  const call = fn as (input: unknown, args: unknown) => unknown;
+  return (input) => {
+    const out = call(input, ref.args);
+    if (out instanceof Promise) {
+      // Nobody will await it: mark it handled, the error below says what went wrong.
+      out.catch(() => {});
+      throw new TypeError(
+        `${what}: ${ref.export} of ${ref.module} returned a Promise; a ${what} must return the batch itself (load asynchronously in the dataset's get, which a worker awaits)`,
+      );
+    }
+    return out;
+  };
+}
+
 /** The tensors in `value`, where {@link mapNested} finds them. */
 export function tensorsIn(value: unknown): Tensor[] {
   const found: Tensor[] = [];

@@ -146,6 +146,14 @@ export interface ProcessGroupBackend {
   broadcast(call: CollectiveCall, data: TypedArray): Promise<void>;
   /** Every rank's `data`, in rank order. */
   allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]>;
+  /**
+   * Optional: every rank's `data`, in rank order, written straight into
+   * `out` (`worldSize * data.length` elements: rank q's from `q *
+   * data.length` on). `data` may be `out`'s own part (the caller read its
+   * values there); otherwise it is copied in. Without it, the caller
+   * copies `allGather`'s arrays into `out`.
+   */
+  allGatherInto?(call: CollectiveCall, data: TypedArray, out: TypedArray): Promise<void>;
   /** Resolves once every rank has called it. */
   barrier(call: CollectiveCall): Promise<void>;
   /**
@@ -155,6 +163,12 @@ export interface ProcessGroupBackend {
    * all-reduces the whole array and keeps this rank's part.
    */
   reduceScatter?(call: CollectiveCall, data: TypedArray): Promise<TypedArray>;
+  /**
+   * Optional: `reduceScatter` that writes this rank's part into `out`
+   * (`data.length / worldSize` elements, not part of `data`), so the
+   * caller can lend it a reused array.
+   */
+  reduceScatterInto?(call: CollectiveCall, data: TypedArray, out: TypedArray): Promise<void>;
   /**
    * Optional: every rank's small int32 `data` (at most {@link SYNC_WORDS}
    * words), in rank order, BLOCKING this thread until all ranks have called

@@ -8,7 +8,6 @@
  * @module
  */
 
-import { allocHost, type TypedArray } from "../dtype.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
@@ -19,7 +18,7 @@ import {
   type ReduceScatterOptions,
   Work,
 } from "./collectives.ts";
-import { giveBackHost, readFlat, runOnHost, writeFlat } from "./host.ts";
+import { allGatherOnHost, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { checkReduceOp } from "./reduce_op.ts";
 import { activeGroup } from "./state.ts";
 
@@ -101,14 +100,7 @@ export function allGatherIntoTensor(
     );
   }
   const call = group.call({ kind: "allGather", dtype: input.dtype, shapes: [input.shape] });
-  const m = input.numel();
-  const gathered = runOnHost(group, call, readFlat([input], name), async (host) => {
-    const parts = await group.backend.allGather(call, host);
-    giveBackHost(host);
-    const all = allocHost(input.dtype, m * parts.length);
-    parts.forEach((part, q) => all.set(part, q * m));
-    return all;
-  });
+  const gathered = allGatherOnHost(group, call, [input], name);
   writeFlat([output], gathered);
   return new Work(gathered);
 }
@@ -189,14 +181,6 @@ export function allGatherCoalesced(
     { length: group.worldSize },
     () => list.map((t) => empty(t.shape, dtype, device)),
   );
-  const total = list.reduce((s, t) => s + t.numel(), 0);
-  const gathered = runOnHost(group, call, readFlat(list, name), async (host) => {
-    const parts: TypedArray[] = await group.backend.allGather(call, host);
-    giveBackHost(host);
-    const all = allocHost(dtype, total * parts.length);
-    parts.forEach((part, q) => all.set(part, q * total));
-    return all;
-  });
-  writeFlat(outs.flat(), gathered);
+  writeFlat(outs.flat(), allGatherOnHost(group, call, list, name));
   return outs;
 }

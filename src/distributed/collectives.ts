@@ -8,12 +8,20 @@
  * @module
  */
 
-import { allocHost, type TypedArray } from "../dtype.ts";
+import type { TypedArray } from "../dtype.ts";
 import { empty } from "../ops/util.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import type { DistributedGroup, ReduceOp } from "./backend.ts";
-import { borrowHost, giveBackHost, orderAfter, readFlat, runOnHost, writeFlat } from "./host.ts";
+import {
+  allGatherOnHost,
+  borrowHost,
+  giveBackHost,
+  orderAfter,
+  readFlat,
+  runOnHost,
+  writeFlat,
+} from "./host.ts";
 import { activeGroup } from "./state.ts";
 import { checkReduceOp } from "./reduce_op.ts";
 
@@ -162,19 +170,8 @@ export function allGather(t: Tensor, options: GroupOptions = {}): Tensor[] {
   checkTensor("allGather", t);
   const group = activeGroup("allGather", options.group);
   const call = group.call({ kind: "allGather", dtype: t.dtype, shapes: [t.shape] });
-  const values = readFlat([t], "allGather");
   const outs = Array.from({ length: group.worldSize }, () => empty(t.shape, t.dtype, t.device));
-  const gathered = runOnHost(group, call, values, async (host) => {
-    const parts = await group.backend.allGather(call, host);
-    giveBackHost(host);
-    return parts;
-  });
-  const flat = gathered.then((parts) => {
-    const all = allocHost(t.dtype, t.numel() * parts.length);
-    parts.forEach((part, q) => all.set(part, q * t.numel()));
-    return all;
-  });
-  writeFlat(outs, flat);
+  writeFlat(outs, allGatherOnHost(group, call, [t], "allGather"));
   return outs;
 }
 
@@ -234,7 +231,12 @@ export function reduceScatter(
   const result = runOnHost(group, call, values, async (host) => {
     const backend = group.backend;
     let part: TypedArray;
-    if (backend.reduceScatter) part = await backend.reduceScatter(call, host);
+    if (backend.reduceScatterInto) {
+      // A reused array: a fresh one per call cost page faults (1.3-2.3 ms
+      // of 800 KiB in an FSDP step of 2 cpu ranks).
+      part = borrowHost(input.dtype, host.length / n);
+      await backend.reduceScatterInto(call, host, part);
+    } else if (backend.reduceScatter) part = await backend.reduceScatter(call, host);
     else {
       await backend.allReduce(call, host);
       const m = host.length / n;

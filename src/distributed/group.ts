@@ -10,9 +10,8 @@ import { DistributedError, type DistributedGroup, type ProcessGroupFactory } fro
 import { createLocalShared, LocalBackend, localLaunch } from "./local.ts";
 import { mpiBackend } from "./mpi.ts";
 import type { Store } from "./store.ts";
-import { launchedWithEnv, tcpBackend } from "./tcp.ts";
-
-export { launchedWithEnv };
+import { tcpBackend } from "./tcp.ts";
+import { launchedWithEnv } from "./launch_env.ts";
 import {
   activeGroup,
   currentGroup,

@@ -170,6 +170,40 @@ export function runOnHost<T>(
 }
 
 /**
+ * Every rank's values of `tensors` (one device, one dtype, the same shapes
+ * on every rank), concatenated in rank order in one borrowed host array:
+ * this rank's are read straight into its own part, and a backend with
+ * `allGatherInto` writes the others' straight into theirs. Give it to
+ * {@link writeFlat}, which returns it to the pool.
+ */
+export function allGatherOnHost(
+  group: ProcessGroup,
+  call: CollectiveCall,
+  tensors: readonly Tensor[],
+  op: string,
+): Promise<TypedArray> {
+  const m = tensors.reduce((n, t) => n + t.numel(), 0);
+  const rank = group.rank;
+  const all = borrowHost(tensors[0].dtype, m * group.worldSize);
+  const own = all.subarray(rank * m, (rank + 1) * m);
+  const values = readFlatInto(tensors, all, rank * m, op).then(() => own);
+  const backend = group.backend;
+  return runOnHost(group, call, values, async (host) => {
+    if (backend.allGatherInto) await backend.allGatherInto(call, host, all);
+    else {
+      const parts = await backend.allGather(call, host);
+      parts.forEach((part, q) => {
+        if (q !== rank) all.set(part, q * m);
+      });
+    }
+    return all;
+  }).catch((error) => {
+    giveBackHost(all);
+    throw error;
+  });
+}
+
+/**
  * Broadcasts `tensors` (one device, one dtype) from rank `src` in one
  * collective through the host, in stream order: `src` reads them back and
  * sends, every other rank receives into a borrowed array and writes them;

@@ -21,6 +21,7 @@
 // `export *` so that `deno doc` lists every member; these files export only public API.
 export * from "./backend.ts";
 export * from "./group.ts";
+export * from "./launch_env.ts";
 export * from "./collectives.ts";
 export * from "./coalesced.ts";
 export * from "./subgroups.ts";

@@ -1151,32 +1151,55 @@ class MpiBackend implements ProcessGroupBackend {
     );
   }
 
+  /** One array of every rank's data ({@link allGatherInto}), returned as its parts. */
   async allGather(call: CollectiveCall, data: TypedArray): Promise<TypedArray[]> {
+    const m = data.length;
+    const all = makeLike(data, m * this.worldSize);
+    await this.allGatherInto(call, data, all);
+    return Array.from({ length: this.worldSize }, (_, q) => all.subarray(q * m, (q + 1) * m));
+  }
+
+  /**
+   * A few ranks: one meeting in which every rank's data lands straight in
+   * its part of `out`; more: `MPI_Allgather` into `out`.
+   */
+  async allGatherInto(call: CollectiveCall, data: TypedArray, out: TypedArray): Promise<void> {
+    const m = data.length;
+    const own = out.subarray(this.rank * m, (this.rank + 1) * m);
+    const aliased = own.buffer === data.buffer && own.byteOffset === data.byteOffset;
     if (this.worldSize <= DIRECT_RANKS) {
-      if (this.worldSize === 1) return [data.slice()];
-      const parts = await this.#gather(call, data, true);
-      parts[this.rank] = data.slice();
-      return parts;
+      if (this.worldSize > 1) {
+        await this.#meet(call, bytesOf(data), (q) => bytesOf(out.subarray(q * m, (q + 1) * m)));
+      }
+      if (!aliased) own.set(data);
+      return;
     }
-    const n = data.length;
-    const all = makeLike(data, n * this.worldSize);
+    // MPI forbids a send buffer inside the receive buffer (MPI_IN_PLACE
+    // would do, but this binding's send buffer is a plain buffer).
+    const send = aliased ? data.slice() : data;
     await this.#run(
       call,
       () =>
         this.#lib.symbols.MPI_Allgather(
-          data,
-          n,
+          send,
+          m,
           datatype(call),
-          all,
-          n,
+          out,
+          m,
           datatype(call),
           this.#comm,
         ),
     );
-    return Array.from({ length: this.worldSize }, (_, q) => all.slice(q * n, (q + 1) * n));
   }
 
+  /** {@link reduceScatterInto} a new array. */
   async reduceScatter(call: CollectiveCall, data: TypedArray): Promise<TypedArray> {
+    const out = makeLike(data, data.length / this.worldSize);
+    await this.reduceScatterInto(call, data, out);
+    return out;
+  }
+
+  async reduceScatterInto(call: CollectiveCall, data: TypedArray, out: TypedArray): Promise<void> {
     const op = call.op ?? "sum";
     const n = this.worldSize;
     const part = data.length / n;
@@ -1191,11 +1214,9 @@ class MpiBackend implements ProcessGroupBackend {
           all.subarray(this.rank * part, (this.rank + 1) * part)
         );
       parts[this.rank] = own;
-      const out = makeLike(data, part);
       reduceInto(out, parts, 0, part, op);
-      return out;
+      return;
     }
-    const out = makeLike(data, part);
     await this.#run(call, () =>
       this.#lib.symbols.MPI_Reduce_scatter_block(
         data,
@@ -1206,7 +1227,6 @@ class MpiBackend implements ProcessGroupBackend {
         this.#comm,
       ));
     if (op === "avg") { for (let i = 0; i < part; i++) out[i] /= n; }
-    return out;
   }
 
   /** One meeting in which rank q receives part q of every rank's `data`; returns the parts this rank got, by sender. */

@@ -15,9 +15,12 @@
  * Collectives: every rank sends its call header, with its data, to every
  * other rank, and compares all the headers before it uses any data (a
  * mismatch is the same error on every rank, naming each rank's call). An
- * all-reduce of at least {@link RING_BYTES} first exchanges only headers,
- * then runs a ring reduce-scatter and all-gather (`tcp_ring.ts`); smaller
- * ones combine every rank's array in rank order, on every rank. A rank
+ * all-reduce of at least {@link RING_BYTES} among 3+ ranks first exchanges
+ * only headers, then runs a ring reduce-scatter and all-gather
+ * (`tcp_ring.ts`); between 2 ranks each sends its array to the other in
+ * segments, combined as they arrive (the first carries the header);
+ * smaller ones combine every rank's array in rank order, on every rank.
+ * Large receives land in memory the call holds (no buffer per message). A rank
  * whose program throws tells the others before it exits; a rank that dies
  * closes its connections; either fails the others' next receive from it at
  * once, naming it. A rank that hangs fails the others at `timeoutMs`.
@@ -46,10 +49,19 @@ import {
 import type { Store } from "./store.ts";
 import { TCPStore } from "./tcp_store.ts";
 import { Mesh, type Message, readFull, writeAll } from "./tcp_mesh.ts";
-import { ringAllReduce } from "./tcp_ring.ts";
+import { pairAllReduce, ringAllReduce, ringScratchBytes } from "./tcp_ring.ts";
 
-/** All-reduces of at least this many bytes (and 2+ ranks) go around the ring. */
+/**
+ * All-reduces of at least this many bytes go around the ring (3+ ranks),
+ * or in segments both ways at once (2 ranks).
+ */
 export const RING_BYTES = 256 * 1024;
+/**
+ * The segment of a two-rank all-reduce: small enough that combining one
+ * overlaps the next one's transfer, large enough that a message's own
+ * costs stay small.
+ */
+const PAIR_SEGMENT_BYTES = 512 * 1024;
 /** How long a failing rank waits for its last message to the others to be written. */
 const FAILURE_GRACE_MS = 500;
 /** The shortest wait of the rendezvous for the other ranks (see `tcpBackend`). */
@@ -68,15 +80,6 @@ function envVar(name: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * Whether this process's environment names a TCP rendezvous
- * (`MASTER_ADDR`, `MASTER_PORT`, `RANK` and `WORLD_SIZE`, as torchrun and
- * multigrad's `run.ts` set them).
- */
-export function launchedWithEnv(): boolean {
-  return ["MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"].every((v) => envVar(v) !== undefined);
 }
 
 function onUncaught(event: ErrorEvent | PromiseRejectionEvent): void {
@@ -136,6 +139,12 @@ class TcpBackend implements ProcessGroupBackend {
   /** Runs at the whole group's destroy (closing a store it made). */
   readonly #onDestroy: () => Promise<void>;
   readonly #children: TcpBackend[] = [];
+  /**
+   * The ring's receive buffer, kept between all-reduces (a fresh one per
+   * call cost more than the copy into it: new memory is zeroed and
+   * faulted in); null while a call holds it.
+   */
+  #scratch: Uint8Array | null = new Uint8Array(0);
   #closed = false;
 
   constructor(
@@ -199,8 +208,17 @@ class TcpBackend implements ProcessGroupBackend {
     channel: string,
     deadline: number,
     late: () => Error,
+    into: Uint8Array | null = null,
+    direct = false,
   ): Promise<Message> {
-    return this.#mesh.receive(this.members[q], `${this.#key}${channel}`, deadline, late)
+    return this.#mesh.receive(
+      this.members[q],
+      `${this.#key}${channel}`,
+      deadline,
+      late,
+      into,
+      direct,
+    )
       .catch((error) => {
         throw this.#explain(call, q, error);
       });
@@ -282,22 +300,45 @@ class TcpBackend implements ProcessGroupBackend {
             [previous],
           )
           : this.#lateError(call, [previous]);
-      await this.#settled(
-        "c",
-        ringAllReduce(data, this.rank, n, op, {
-          sendNext: (chunk) => this.#send(next, "c", call.header, bytesOf(chunk)),
-          receivePrevious: async () => {
-            const message = await this.#receive(call, previous, "c", deadline, late);
-            if (!checked) {
-              checkHeaders(
-                this.rank === 0 ? [call.header, message.header] : [message.header, call.header],
-              );
-              checked = true;
-            }
-            return message.data;
-          },
-        }),
-      );
+      const need = n === 2 ? data.byteLength : ringScratchBytes(data, n);
+      let scratch = this.#scratch;
+      this.#scratch = null;
+      if (!scratch || scratch.length < need) scratch = new Uint8Array(need);
+      const links = {
+        sendNext: (chunk: TypedArray) => this.#send(next, "c", call.header, bytesOf(chunk)),
+        receivePrevious: async (into: Uint8Array) => {
+          // The scratch is dropped after a failure: the mesh may read straight into it.
+          const direct = into.buffer === scratch.buffer;
+          const message = await this.#receive(call, previous, "c", deadline, late, into, direct);
+          if (!checked) {
+            checkHeaders(
+              this.rank === 0 ? [call.header, message.header] : [message.header, call.header],
+            );
+            checked = true;
+          }
+          return this.#sized(call, previous, message.data, into.length);
+        },
+      };
+      try {
+        await this.#settled(
+          "c",
+          n === 2
+            ? pairAllReduce(
+              data,
+              this.rank,
+              op,
+              links,
+              Math.max(1, Math.floor(PAIR_SEGMENT_BYTES / data.BYTES_PER_ELEMENT)),
+              scratch,
+            )
+            : ringAllReduce(data, this.rank, n, op, links, scratch),
+        );
+        this.#scratch = scratch;
+      } catch (error) {
+        // A read under way may still land in it (see `Mesh.receive`'s `direct`).
+        this.#scratch = new Uint8Array(0);
+        throw error;
+      }
       return;
     }
     const got = await this.#meet(call, () => bytesOf(data));

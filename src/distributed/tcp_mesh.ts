@@ -5,7 +5,9 @@
  *
  * Every connection is read by its own loop, which files each message under
  * its channel; a receiver takes the next message of a channel from one
- * rank, in the order sent. A connection that closes, or a peer's failure
+ * rank, in the order sent. A receiver may name where the data goes (a
+ * large collective's own memory): a message that arrives while it waits is
+ * read there, through the loop's one buffer, with no array per message. A connection that closes, or a peer's failure
  * message, fails every receive from that rank at once, naming it.
  *
  * The connections are `unref()`ed: they never keep the process alive by
@@ -42,7 +44,11 @@ const decoder = new TextDecoder();
 export interface Message {
   /** The sender's call header. */
   readonly header: Int32Array;
-  /** The sender's bytes. */
+  /**
+   * The sender's bytes: the receive's `into` when it was given, of the
+   * message's length, and the message came after the receive asked for it;
+   * else an array of the mesh's (the caller's to keep).
+   */
   readonly data: Uint8Array;
 }
 
@@ -54,8 +60,30 @@ interface Gone {
 }
 
 interface Waiter {
+  /** Where the data goes when it is of this length (see {@link Message.data}). */
+  readonly into: Uint8Array | null;
+  /** Whether reads may go straight into `into` (see {@link Mesh.receive}). */
+  readonly direct: boolean;
   resolve(message: Message): void;
   reject(error: Error): void;
+}
+
+/**
+ * A message whose data is being read into a waiting receive's `into`.
+ * When that receive fails first (its deadline, or `cancel`), the bytes go
+ * on into an array of the mesh's, and the message is filed as one that
+ * nobody waited for: the failed call's memory is not written after it
+ * failed (the reads are copied in from the mesh's own buffer, so no read
+ * still under way can land there).
+ */
+interface Filling {
+  readonly slot: string;
+  readonly waiter: Waiter;
+  /** Where the bytes go: `waiter.into`, or the mesh's array once the receive failed. */
+  data: Uint8Array;
+  /** Bytes of it written so far. */
+  got: number;
+  failed: boolean;
 }
 
 /** Writes every byte of `bytes`. */
@@ -90,11 +118,14 @@ export class Mesh {
   /** The whole group's size. */
   readonly worldSize: number;
   readonly #conns: (Deno.TcpConn | null)[];
-  readonly #writes: Promise<void>[];
+  /** The last write queued on each connection (they go out one after another). */
+  readonly #writes: (Promise<void> | null)[];
   /** Messages that arrived before they were asked for, by `rank` and channel. */
   readonly #inbox = new Map<string, Message[]>();
   /** Receives waiting for a message, by `rank` and channel. */
   readonly #waiting = new Map<string, Waiter[]>();
+  /** The message being read into a receive's `into`, by rank. */
+  readonly #filling: (Filling | null)[];
   readonly #gone: (Gone | null)[];
   #closed = false;
 
@@ -103,7 +134,8 @@ export class Mesh {
     this.rank = rank;
     this.worldSize = conns.length;
     this.#conns = conns;
-    this.#writes = conns.map(() => Promise.resolve());
+    this.#writes = conns.map(() => null);
+    this.#filling = conns.map(() => null);
     this.#gone = conns.map(() => null);
     conns.forEach((conn, q) => {
       if (!conn) return;
@@ -126,66 +158,110 @@ export class Mesh {
     return this.#closed;
   }
 
+  /**
+   * Reads rank `q`'s frames. Frame heads, and data bound for a receive's
+   * `into`, pass through one buffer of READ_CHUNK bytes (a read may take in
+   * the next frames' heads with them); data nobody waits for yet is read
+   * straight into an array of its own. No frame is copied whole.
+   */
   async #read(q: number, conn: Deno.Conn): Promise<void> {
-    let buffer = new Uint8Array(READ_CHUNK);
+    const buffer = new Uint8Array(READ_CHUNK);
     let start = 0;
     let end = 0;
-    for (;;) {
-      // Enough bytes for the prefix?
-      while (end - start < PREFIX_BYTES) {
-        if (start > 0) {
-          buffer.copyWithin(0, start, end);
-          end -= start;
-          start = 0;
-        }
-        const n = await conn.read(buffer.subarray(end, Math.min(buffer.length, end + READ_CHUNK)));
+    /** Makes `need` bytes (at most READ_CHUNK) available from `start`; false at a clean end. */
+    const have = async (need: number): Promise<boolean> => {
+      if (start + need > buffer.length) {
+        buffer.copyWithin(0, start, end);
+        end -= start;
+        start = 0;
+      }
+      while (end - start < need) {
+        const n = await conn.read(buffer.subarray(end));
         if (n === null) {
-          if (end === start) return;
+          if (end === start) return false;
           throw new Error("the connection closed inside a message");
         }
         end += n;
       }
+      return true;
+    };
+    for (;;) {
+      if (start === end) start = end = 0;
+      if (!(await have(PREFIX_BYTES))) return;
       const view = new DataView(buffer.buffer, start, PREFIX_BYTES);
       const type = view.getUint32(0, true);
       const keyBytes = view.getUint32(4, true);
       const dataBytes = view.getUint32(8, true);
-      const total = PREFIX_BYTES + keyBytes + HEADER_BYTES + dataBytes;
-      // The whole frame, in `buffer` when it fits, else in a buffer of its own.
-      let frame: Uint8Array;
-      if (total <= buffer.length) {
-        if (start + total > buffer.length) {
-          buffer.copyWithin(0, start, end);
-          end -= start;
-          start = 0;
-        }
-        while (end - start < total) {
-          const n = await conn.read(
-            buffer.subarray(end, Math.min(buffer.length, end + READ_CHUNK)),
-          );
-          if (n === null) throw new Error("the connection closed inside a message");
-          end += n;
-        }
-        frame = buffer.subarray(start, start + total);
-        start += total;
-      } else {
-        frame = new Uint8Array(total);
-        frame.set(buffer.subarray(start, end));
-        if (!(await readFull(conn, frame.subarray(end - start)))) {
-          throw new Error("the connection closed inside a message");
-        }
+      const head = PREFIX_BYTES + keyBytes + HEADER_BYTES;
+      if (head > buffer.length) throw new Error(`a frame's channel name is ${keyBytes} bytes`);
+      if (!(await have(head))) throw new Error("the connection closed inside a message");
+      const key = decoder.decode(
+        buffer.subarray(start + PREFIX_BYTES, start + head - HEADER_BYTES),
+      );
+      const header = new Int32Array(buffer.slice(start + head - HEADER_BYTES, start + head).buffer);
+      start += head;
+      const slot = `${q}|${key}`;
+      // The first receive waiting on the channel takes the data into its `into`.
+      const waiters = type === DATA ? this.#waiting.get(slot) : undefined;
+      const waiter = waiters?.[0];
+      let filling: Filling | null = null;
+      let data: Uint8Array;
+      if (waiter?.into && waiter.into.length === dataBytes) {
+        waiters!.shift();
+        if (waiters!.length === 0) this.#waiting.delete(slot);
+        filling = { slot, waiter, data: waiter.into, got: 0, failed: false };
+        this.#filling[q] = filling;
+        data = waiter.into;
+      } else data = new Uint8Array(dataBytes);
+      let got = Math.min(end - start, dataBytes);
+      data.set(buffer.subarray(start, start + got));
+      start += got;
+      if (filling) filling.got = got;
+      while (got < dataBytes) {
         start = end = 0;
-        // A large message: the next ones are likely as large.
-        if (buffer.length < 4 * 1024 * 1024) buffer = new Uint8Array(buffer.length * 2);
+        if (filling && !filling.failed && !filling.waiter.direct) {
+          const n = await conn.read(buffer);
+          if (n === null) throw new Error("the connection closed inside a message");
+          end = n;
+          // The receive may have failed while the read waited: then its bytes go to `filling.data`.
+          const take = Math.min(n, dataBytes - got);
+          filling.data.set(buffer.subarray(0, take), got);
+          start = take;
+          got += take;
+          filling.got = got;
+        } else {
+          const target = filling ? filling.data : data;
+          const n = await conn.read(target.subarray(got, Math.min(dataBytes, got + READ_CHUNK)));
+          if (n === null) throw new Error("the connection closed inside a message");
+          // The receive failed while the read waited: its bytes move to the mesh's array.
+          if (filling && filling.data !== target) {
+            filling.data.set(target.subarray(got, got + n), got);
+          }
+          got += n;
+          if (filling) filling.got = got;
+        }
       }
-      const key = decoder.decode(frame.subarray(PREFIX_BYTES, PREFIX_BYTES + keyBytes));
-      const at = PREFIX_BYTES + keyBytes;
-      const header = new Int32Array(frame.slice(at, at + HEADER_BYTES).buffer);
-      const data = frame.slice(at + HEADER_BYTES);
+      if (filling) {
+        this.#filling[q] = null;
+        if (!filling.failed) {
+          filling.waiter.resolve({ header, data: filling.data });
+          continue;
+        }
+        data = filling.data;
+      }
       if (type === FAILURE) this.#lose(q, "failed", decoder.decode(data));
       else if (type === BYE) this.#lose(q, "left", "it left the process group");
-      else this.#deliver(`${q}|${key}`, { header, data });
-      if (start === end) start = end = 0;
+      else this.#deliver(slot, { header, data });
     }
+  }
+
+  /** The receive `waiter` failed while its message was being read: the rest goes elsewhere. */
+  #abandon(filling: Filling): void {
+    if (filling.failed) return;
+    filling.failed = true;
+    const data = new Uint8Array(filling.data.length);
+    data.set(filling.data.subarray(0, filling.got));
+    filling.data = data;
   }
 
   #deliver(slot: string, message: Message): void {
@@ -210,6 +286,11 @@ export class Mesh {
       if (!slot.startsWith(`${q}|`)) continue;
       this.#waiting.delete(slot);
       for (const w of waiters) w.reject(this.goneError(q));
+    }
+    const filling = this.#filling[q];
+    if (filling && !filling.failed) {
+      this.#abandon(filling);
+      filling.waiter.reject(this.goneError(q));
     }
   }
 
@@ -236,6 +317,7 @@ export class Mesh {
     if (this.#gone[q]?.why === "lost") return Promise.reject(this.goneError(q));
     const keyBytes = encoder.encode(key);
     const head = PREFIX_BYTES + keyBytes.length + HEADER_BYTES;
+    // Small data goes in the head's write; large data is written from where it lies.
     const small = data.length <= COALESCE_BYTES;
     const first = new Uint8Array(head + (small ? data.length : 0));
     const view = new DataView(first.buffer);
@@ -245,22 +327,42 @@ export class Mesh {
     first.set(keyBytes, PREFIX_BYTES);
     first.set(new Uint8Array(header.buffer, header.byteOffset, HEADER_BYTES), head - HEADER_BYTES);
     if (small) first.set(data, head);
-    const write = this.#writes[q].then(async () => {
+    const write = async (previous: Promise<void> | null) => {
+      if (previous) await previous;
       await writeAll(conn, first);
       if (!small) await writeAll(conn, data);
-    });
+    };
+    const written = write(this.#writes[q]);
     // A failed write fails this send; the next ones on the connection still try.
-    this.#writes[q] = write.catch(() => {});
-    return write.catch((error) => {
+    const settled = written.catch(() => {});
+    this.#writes[q] = settled;
+    // The queue forgets a write once it is the last and done.
+    settled.then(() => {
+      if (this.#writes[q] === settled) this.#writes[q] = null;
+    });
+    return written.catch((error) => {
       throw new DistributedError(`cannot send to rank ${q}: ${error}`, [q]);
     });
   }
 
   /**
    * The next message from rank `q` on channel `key`; fails when `q` is
-   * gone, or at `deadline` (a `performance.now()` time) with `late()`'s error.
+   * gone, or at `deadline` (a `performance.now()` time) with `late()`'s
+   * error. A message that arrives after this call, with `into.length`
+   * bytes, goes into `into` (see {@link Message.data}): copied from the
+   * mesh's buffer, so nothing lands there once the receive failed; or with
+   * `direct`, read straight into it (a copy less), for an `into` that the
+   * caller drops when the receive fails (a read under way may still fill
+   * it).
    */
-  receive(q: number, key: string, deadline: number, late: () => Error): Promise<Message> {
+  receive(
+    q: number,
+    key: string,
+    deadline: number,
+    late: () => Error,
+    into: Uint8Array | null = null,
+    direct = false,
+  ): Promise<Message> {
     const slot = `${q}|${key}`;
     const box = this.#inbox.get(slot);
     if (box && box.length > 0) {
@@ -276,9 +378,13 @@ export class Mesh {
         const i = waiters?.indexOf(waiter) ?? -1;
         if (i >= 0) waiters!.splice(i, 1);
         if (waiters?.length === 0) this.#waiting.delete(slot);
+        const filling = this.#filling[q];
+        if (filling?.waiter === waiter) this.#abandon(filling);
         reject(late());
       }, Math.max(0, deadline - performance.now()));
       const waiter: Waiter = {
+        into,
+        direct,
         resolve: (m) => {
           clearTimeout(timer);
           resolve(m);
@@ -297,13 +403,20 @@ export class Mesh {
   /**
    * Fails every receive still waiting on channel `key` (from any rank)
    * with `error`: after a call failed, its other receives must neither
-   * take a later call's message nor keep the process alive on their timers.
+   * take a later call's message nor keep the process alive on their timers
+   * (nor write into the call's memory).
    */
   cancel(key: string, error: Error): void {
+    const ofKey = (slot: string) => slot.slice(slot.indexOf("|") + 1) === key;
     for (const [slot, waiters] of [...this.#waiting]) {
-      if (slot.slice(slot.indexOf("|") + 1) !== key) continue;
+      if (!ofKey(slot)) continue;
       this.#waiting.delete(slot);
       for (const w of waiters) w.reject(error);
+    }
+    for (const filling of this.#filling) {
+      if (!filling || filling.failed || !ofKey(filling.slot)) continue;
+      this.#abandon(filling);
+      filling.waiter.reject(error);
     }
   }
 

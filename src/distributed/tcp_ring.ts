@@ -17,8 +17,11 @@ import { reduceInto, type ReduceOp } from "./backend.ts";
 export interface RingLinks {
   /** Sends `chunk` (a view of the array) to the next rank. */
   sendNext(chunk: TypedArray): Promise<void>;
-  /** The next chunk the previous rank sent, as bytes. */
-  receivePrevious(): Promise<Uint8Array>;
+  /**
+   * The next chunk the previous rank sent, as bytes: `into` (of the
+   * chunk's length) filled, or bytes of their own.
+   */
+  receivePrevious(into: Uint8Array): Promise<Uint8Array>;
 }
 
 /** Element boundaries of the `n` chunks of `length` elements. */
@@ -26,17 +29,29 @@ export function ringChunks(length: number, n: number): number[] {
   return Array.from({ length: n + 1 }, (_, i) => Math.floor((length * i) / n));
 }
 
-/** The elements of `bytes` (a received copy) as an array of `like`'s type. */
+/** The bytes of a typed array (a view, no copy). */
+function bytesOf(array: TypedArray): Uint8Array {
+  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+}
+
+/** The elements of `bytes` as an array of `like`'s type (a view when aligned, else a copy). */
 function viewAs(like: TypedArray, bytes: Uint8Array): TypedArray {
   const Type = like.constructor as Float32ArrayConstructor;
   if (bytes.byteOffset % Type.BYTES_PER_ELEMENT !== 0) bytes = bytes.slice();
   return new Type(bytes.buffer, bytes.byteOffset, bytes.byteLength / Type.BYTES_PER_ELEMENT);
 }
 
+/** The bytes of the largest of `n` chunks of `length` elements of `like`'s type. */
+export function ringScratchBytes(like: TypedArray, n: number): number {
+  return Math.ceil(like.length / n) * like.BYTES_PER_ELEMENT;
+}
+
 /**
  * Replaces `data` (rank `rank` of `n`) by the elementwise `op` over the
  * ranks, around the ring. `"avg"` sums, then the chunk's owner divides
- * once before the all-gather.
+ * once before the all-gather. The reduce-scatter receives into `scratch`
+ * (at least {@link ringScratchBytes}; the caller may keep it for the next
+ * call), the all-gather into `data` itself.
  */
 export async function ringAllReduce(
   data: TypedArray,
@@ -44,6 +59,7 @@ export async function ringAllReduce(
   n: number,
   op: ReduceOp,
   links: RingLinks,
+  scratch: Uint8Array = new Uint8Array(ringScratchBytes(data, n)),
 ): Promise<void> {
   const bounds = ringChunks(data.length, n);
   const chunk = (c: number) => data.subarray(bounds[c], bounds[c + 1]);
@@ -51,21 +67,74 @@ export async function ringAllReduce(
   const step = op === "avg" ? "sum" : op;
   // Reduce-scatter: after step s, this rank holds s + 2 ranks' values of chunk rank - s - 1.
   for (let s = 0; s < n - 1; s++) {
+    const into = chunk(mod(rank - s - 1));
     const [, got] = await Promise.all([
       links.sendNext(chunk(mod(rank - s))),
-      links.receivePrevious(),
+      links.receivePrevious(scratch.subarray(0, into.byteLength)),
     ]);
-    const into = chunk(mod(rank - s - 1));
     reduceInto(into, [into, viewAs(data, got)], 0, into.length, step);
   }
   // This rank now holds the whole result of chunk rank + 1.
   const own = chunk(mod(rank + 1));
   if (op === "avg") { for (let i = 0; i < own.length; i++) own[i] /= n; }
   for (let s = 0; s < n - 1; s++) {
+    const into = bytesOf(chunk(mod(rank - s)));
     const [, got] = await Promise.all([
       links.sendNext(chunk(mod(rank + 1 - s))),
-      links.receivePrevious(),
+      links.receivePrevious(into),
     ]);
-    chunk(mod(rank - s)).set(viewAs(data, got));
+    if (got !== into) into.set(got);
   }
+}
+
+/**
+ * Two ranks' all-reduce of large arrays: each sends its whole array to the
+ * other, in segments of `segment` elements, and combines each segment as
+ * soon as it arrives while the next ones are still on the wire. Both ranks
+ * combine in rank order (this rank's and the other's values, or the other
+ * way round), so both get the same bits; the ring would send as much (the
+ * whole array each way) in two dependent rounds. Receives into `scratch`
+ * (at least `data`'s bytes).
+ */
+export async function pairAllReduce(
+  data: TypedArray,
+  rank: number,
+  op: ReduceOp,
+  links: RingLinks,
+  segment: number,
+  scratch: Uint8Array = new Uint8Array(data.byteLength),
+): Promise<void> {
+  const starts: number[] = [];
+  for (let i = 0; i < data.length; i += segment) starts.push(i);
+  const piece = (a: TypedArray, k: number) => a.subarray(starts[k], starts[k + 1] ?? a.length);
+  const spare = viewAs(data, scratch.subarray(0, data.byteLength));
+  // Every receive is asked for at once, so that every segment lands in `scratch`.
+  const sent = starts.map((_, k) => links.sendNext(piece(data, k)));
+  const intos = starts.map((_, k) => bytesOf(piece(spare, k)));
+  const received = intos.map((into) => links.receivePrevious(into));
+  // Awaited in order below; a later one's failure must not go unhandled meanwhile.
+  for (const p of [...sent, ...received]) p.catch(() => {});
+  for (let k = 0; k < starts.length; k++) {
+    const mine = piece(data, k);
+    // A segment is combined in place only once it has been written to the other rank.
+    const [, bytes] = await Promise.all([sent[k], received[k]]);
+    const theirs = bytes === intos[k] ? piece(spare, k) : viewAs(data, bytes).slice();
+    if (rank === 0) reduceInto(mine, [mine, theirs], 0, mine.length, op);
+    else combineAfter(mine, theirs, op);
+  }
+}
+
+/** `mine` = `op`(`theirs`, `mine`), in that order (the other rank's values first). */
+function combineAfter(mine: TypedArray, theirs: TypedArray, op: ReduceOp): void {
+  if (mine instanceof Float32Array && (op === "sum" || op === "avg")) {
+    // Gradients' case in one pass, rounding as reduceInto does (a copy less).
+    const a = theirs as Float32Array;
+    if (op === "avg") {
+      for (let i = 0; i < mine.length; i++) mine[i] = Math.fround(a[i] + mine[i]) / 2;
+    } else for (let i = 0; i < mine.length; i++) mine[i] = a[i] + mine[i];
+    return;
+  }
+  // Into the other rank's values: reduceInto sets its output to the first source first.
+  reduceInto(theirs, [theirs, mine], 0, mine.length, op);
+  mine.set(theirs);
 }

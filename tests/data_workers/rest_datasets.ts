@@ -93,3 +93,8 @@ export class Late extends data.Dataset<number> {
 export function makeLate([n, ms]: [number, number]): Late {
   return new Late(n, ms);
 }
+
+/** A collate that answers asynchronously (refused: batches are made synchronously). */
+export function asyncCollate(samples: number[]): Promise<number[]> {
+  return Promise.resolve(samples);
+}

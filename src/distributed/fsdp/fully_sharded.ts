@@ -29,7 +29,7 @@ import type {
 } from "../../optim/optimizer.ts";
 import { DistributedError, type DistributedGroup, SYNC_WORDS } from "../backend.ts";
 import { allReduce } from "../collectives.ts";
-import { allGatherIntoTensor } from "../coalesced.ts";
+import { allGatherIntoTensor, reduceScatterTensor } from "../coalesced.ts";
 import { broadcastFlat } from "../host.ts";
 import { tidy } from "../../storage.ts";
 import { activeGroup, type ProcessGroup } from "../state.ts";
@@ -215,11 +215,10 @@ function checkSameShapes(group: ProcessGroup, params: readonly Parameter[]): voi
  * frees its full parameter, between steps each rank holds only its shards
  * (and their gradients and optimizer state). The full parameters are freed
  * at the end of backward (PyTorch: as each unit's backward ends). The
- * collectives are sum and average all-reduces of the whole flat tensor
- * (twice the bytes of an all-gather or reduce-scatter on a wire), because
- * on cpu ranks they are several times faster than the unpooled
- * `allGatherIntoTensor`/`reduceScatter`; after a {@link noSync} backward
- * call this wrapper's `zeroGrad`, not only the optimizer's. The root frees its full parameters after forward too under
+ * collectives are PyTorch's: `allGatherIntoTensor` of the shards and an
+ * average `reduceScatterTensor` of the flat gradient. After a
+ * {@link noSync} backward, call this wrapper's `zeroGrad`, not only the
+ * optimizer's. The root frees its full parameters after forward too under
  * `FULL_SHARD` (PyTorch keeps the root's). Names: `parameters()` are
  * `flatParam`, `module.0.flatParam` (PyTorch 1.13:
  * `_fsdp_wrapped_module.flat_param`, nested units under their paths).
@@ -428,24 +427,13 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   }
 
   /**
-   * The full flat tensor of every rank's `shard`, as a sum all-reduce of
-   * the shard placed at this rank's offset among zeros (exact: x + 0 = x).
-   * Why not `allGatherIntoTensor`: on cpu ranks its host path allocates
-   * fresh arrays of the whole size per call (three per gather), several
-   * times slower than the pooled all-reduce path (bench `fsdp`, 2 ranks:
-   * SHARD_GRAD_OP 3.9x DDP's step time before, 1.5x after).
+   * The full flat tensor of every rank's `shard` (`allGatherIntoTensor`:
+   * each rank's shard lands straight in its part, and a gather moves
+   * 1/worldSize of what an all-reduce of the flat tensor moves).
    */
   #allGather(shard: Tensor): Tensor {
-    const s = this.#shardNumel();
-    const n = this.#ranks();
-    const rank = this.#group.rank;
-    const parts: Tensor[] = [];
-    const zeros = (k: number) => full([k], 0, { dtype: shard.dtype, device: this.device });
-    if (rank > 0) parts.push(zeros(rank * s));
-    parts.push(shard.detach().reshape([-1]));
-    if (rank < n - 1) parts.push(zeros((n - 1 - rank) * s));
-    const flat = cat(parts);
-    allReduce(flat, { op: "sum", group: this.#groupOption });
+    const flat = empty([this.#shardNumel() * this.#ranks()], shard.dtype, this.device);
+    allGatherIntoTensor(flat, shard.detach(), { group: this.#groupOption });
     return flat;
   }
 
@@ -542,9 +530,13 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         }
         let reduced = flat;
         if (this.#group.worldSize > 1) {
-          // An all-reduce, not reduceScatter: see #allGather for why.
-          allReduce(flat, { op: "avg", group: this.#groupOption });
-          if (this.#ranks() > 1) reduced = this.#part(flat);
+          if (this.#ranks() > 1) {
+            reduced = empty([this.#shardNumel()], flat.dtype, this.device);
+            reduceScatterTensor(reduced, flat, { op: "avg", group: this.#groupOption });
+          } else {
+            // NO_SHARD: every rank keeps the whole average, as DDP.
+            allReduce(flat, { op: "avg", group: this.#groupOption });
+          }
         }
         reduced.storage.persistent = true;
         const shard = this.#shard;
