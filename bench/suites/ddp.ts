@@ -341,7 +341,7 @@ export const ddpSuite: Suite = {
       // The tcp group's yardstick, timed in the same rounds: the same bytes
       // each way over a bare socket of the two ranks' own.
       const raw = launcher === "tcp"
-        ? make("2 ranks, bare socket exchange 4 MiB", 2, {
+        ? make("2 ranks, bare socket 4 MiB", 2, {
           backend: "cpu",
           batch: 1,
           ddp: false,
