@@ -318,6 +318,7 @@ class TcpBackend implements ProcessGroupBackend {
           }
           return this.#sized(call, previous, message.data, into.length);
         },
+        release: (bytes: Uint8Array) => this.#mesh.recycle(bytes),
       };
       try {
         await this.#settled(

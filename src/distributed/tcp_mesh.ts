@@ -37,6 +37,11 @@ const COALESCE_BYTES = 64 * 1024;
  */
 const READ_CHUNK = 256 * 1024;
 
+/** Messages of at least this many bytes go into recycled arrays (see `Mesh.recycle`). */
+const RECYCLE_BYTES = 64 * 1024;
+/** The most arrays kept for recycling. */
+const MAX_SPARES = 16;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -127,6 +132,8 @@ export class Mesh {
   /** The message being read into a receive's `into`, by rank. */
   readonly #filling: (Filling | null)[];
   readonly #gone: (Gone | null)[];
+  /** Arrays given back by {@link Mesh.recycle}, for messages nobody waits for yet. */
+  readonly #spares: Uint8Array[] = [];
   #closed = false;
 
   /** Takes over `conns` (index = peer rank; null at this rank) and starts reading them. */
@@ -212,7 +219,12 @@ export class Mesh {
         filling = { slot, waiter, data: waiter.into, got: 0, failed: false };
         this.#filling[q] = filling;
         data = waiter.into;
-      } else data = new Uint8Array(dataBytes);
+      } else {
+        const i = dataBytes >= RECYCLE_BYTES
+          ? this.#spares.findIndex((a) => a.length === dataBytes)
+          : -1;
+        data = i >= 0 ? this.#spares.splice(i, 1)[0] : new Uint8Array(dataBytes);
+      }
       let got = Math.min(end - start, dataBytes);
       data.set(buffer.subarray(start, start + got));
       start += got;
@@ -253,6 +265,18 @@ export class Mesh {
       else if (type === BYE) this.#lose(q, "left", "it left the process group");
       else this.#deliver(slot, { header, data });
     }
+  }
+
+  /**
+   * Gives back a message's `data` that the mesh allocated (not a receive's
+   * `into`) once the caller is done with it: the next message of its size
+   * that arrives before it is asked for is read into it (new memory costs
+   * more than the copy: it is zeroed and faulted in).
+   */
+  recycle(data: Uint8Array): void {
+    if (data.length < RECYCLE_BYTES || data.byteOffset !== 0) return;
+    if (data.byteLength !== data.buffer.byteLength || this.#spares.length >= MAX_SPARES) return;
+    this.#spares.push(data);
   }
 
   /** The receive `waiter` failed while its message was being read: the rest goes elsewhere. */

@@ -22,6 +22,8 @@ export interface RingLinks {
    * chunk's length) filled, or bytes of their own.
    */
   receivePrevious(into: Uint8Array): Promise<Uint8Array>;
+  /** Takes back bytes that `receivePrevious` returned instead of `into`, once used. */
+  release?(bytes: Uint8Array): void;
 }
 
 /** Element boundaries of the `n` chunks of `length` elements. */
@@ -118,9 +120,11 @@ export async function pairAllReduce(
     const mine = piece(data, k);
     // A segment is combined in place only once it has been written to the other rank.
     const [, bytes] = await Promise.all([sent[k], received[k]]);
-    const theirs = bytes === intos[k] ? piece(spare, k) : viewAs(data, bytes).slice();
+    // The bytes are this call's to overwrite either way.
+    const theirs = bytes === intos[k] ? piece(spare, k) : viewAs(data, bytes);
     if (rank === 0) reduceInto(mine, [mine, theirs], 0, mine.length, op);
     else combineAfter(mine, theirs, op);
+    if (bytes !== intos[k]) links.release?.(bytes);
   }
 }
 
