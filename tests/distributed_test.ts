@@ -1080,12 +1080,13 @@ Deno.test({
       /recv #0 from rank 1 \(tag 0\) of float32 \[1\] on rank 0: rank 1 did not join within 500 ms/,
     );
     // A rank that never reaches initProcessGroup: the others do not hang in
-    // MPI's blocking communicator calls, they fail at the timeout.
+    // MPI's blocking communicator calls, they fail at the timeout (at least
+    // 10 s for MPI_Init, however short the collectives' timeout).
     const lateInit = await bounded("leave", { timeoutMs: 500, lateInitMs: 60_000 });
     assert.notEqual(lateInit.code, 0);
     assert.match(
       lateInit.output,
-      /initProcessGroup \(mpi\) on rank 0: MPI_Init did not return within 500 ms: not every rank of the job has started/,
+      /initProcessGroup \(mpi\) on rank 0: MPI_Init did not return within 10000 ms: not every rank of the job has started/,
     );
     const hung = await bounded("hang", { timeoutMs: 500 });
     assert.notEqual(hung.code, 0);

@@ -370,9 +370,17 @@ function onUnload(): void {
 /** MPI's start, once per process (the first `initProcessGroup` makes it; later ones wait for it). */
 let starting: Promise<void> | null = null;
 
+/**
+ * The least time MPI_Init may wait for the job's other ranks, whatever the
+ * collectives' `timeoutMs`: starting a Deno process took over 500 ms on a
+ * loaded 2-core machine, so a short collective timeout failed healthy jobs
+ * at their start (the tcp backend's rendezvous has the same floor).
+ */
+const INIT_MIN_MS = 10_000;
+
 function startMpi(lib: MpiLibrary, timeoutMs: number): Promise<void> {
   // A failed start stays failed: a late MPI_Init may still be running.
-  starting ??= initMpi(lib, timeoutMs);
+  starting ??= initMpi(lib, Math.max(timeoutMs, INIT_MIN_MS));
   return starting;
 }
 
