@@ -31,6 +31,7 @@
  */
 
 import type { TypedArray } from "../dtype.ts";
+import { bytesOf } from "./bytes.ts";
 import { ReduceArea } from "./wasm_reduce.ts";
 import { NodeSum } from "./mpi_node.ts";
 import {
@@ -300,11 +301,6 @@ class RequestSet {
 
 /** What a rank sends or expects when a collective moves no data to or from it. */
 const NOTHING = new Uint8Array(0);
-
-/** The bytes of a typed array (a view, no copy). */
-function bytesOf(array: TypedArray): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}
 
 /** A new zeroed array of `like`'s type, of `length` elements (default `like`'s). */
 function makeLike(like: TypedArray, length = like.length): TypedArray {

@@ -35,6 +35,7 @@
  */
 
 import type { TypedArray } from "../dtype.ts";
+import { bytesOf, viewAs } from "./bytes.ts";
 import {
   checkHeaders,
   checkPair,
@@ -104,18 +105,6 @@ function listenForFailures(): void {
   listening = true;
   globalThis.addEventListener("error", onUncaught);
   globalThis.addEventListener("unhandledrejection", onUncaught);
-}
-
-/** The bytes of a typed array (a view, no copy). */
-function bytesOf(array: TypedArray): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}
-
-/** `bytes` (a received copy) as an array of `like`'s type. */
-function viewAs(like: TypedArray, bytes: Uint8Array): TypedArray {
-  const Type = like.constructor as Float32ArrayConstructor;
-  if (bytes.byteOffset % Type.BYTES_PER_ELEMENT !== 0) bytes = bytes.slice();
-  return new Type(bytes.buffer, bytes.byteOffset, bytes.byteLength / Type.BYTES_PER_ELEMENT);
 }
 
 function makeLike(like: TypedArray, length = like.length): TypedArray {

@@ -11,6 +11,7 @@
  */
 
 import type { TypedArray } from "../dtype.ts";
+import { bytesOf, viewAs } from "./bytes.ts";
 import { reduceInto, type ReduceOp } from "./backend.ts";
 
 /** How the ring moves one chunk: to the next rank, and from the previous one. */
@@ -29,18 +30,6 @@ export interface RingLinks {
 /** Element boundaries of the `n` chunks of `length` elements. */
 export function ringChunks(length: number, n: number): number[] {
   return Array.from({ length: n + 1 }, (_, i) => Math.floor((length * i) / n));
-}
-
-/** The bytes of a typed array (a view, no copy). */
-function bytesOf(array: TypedArray): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}
-
-/** The elements of `bytes` as an array of `like`'s type (a view when aligned, else a copy). */
-function viewAs(like: TypedArray, bytes: Uint8Array): TypedArray {
-  const Type = like.constructor as Float32ArrayConstructor;
-  if (bytes.byteOffset % Type.BYTES_PER_ELEMENT !== 0) bytes = bytes.slice();
-  return new Type(bytes.buffer, bytes.byteOffset, bytes.byteLength / Type.BYTES_PER_ELEMENT);
 }
 
 /** The bytes of the largest of `n` chunks of `length` elements of `like`'s type. */

@@ -602,16 +602,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     const previous = units.map((u) => u.#syncing);
     const restore = () => units.forEach((u, i) => (u.#syncing = previous[i]));
     units.forEach((u) => (u.#syncing = false));
-    let result: T;
-    try {
-      result = fn();
-    } catch (error) {
-      restore();
-      throw error;
-    }
-    if (result instanceof Promise) return result.finally(restore) as T;
-    restore();
-    return result;
+    return runThen(fn, restore);
   }
 
   /**
@@ -686,16 +677,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         else u.#free();
       }
     };
-    let result: T;
-    try {
-      result = fn();
-    } catch (error) {
-      end();
-      throw error;
-    }
-    if (result instanceof Promise) return result.finally(end) as T;
-    end();
-    return result;
+    return runThen(fn, end);
   }
 
   /**
@@ -881,14 +863,23 @@ export function stateDictType<T>(
   const restore = () =>
     previous === undefined ? dictTypes.delete(model) : dictTypes.set(model, previous);
   dictTypes.set(model, type);
+  return runThen(fn, restore);
+}
+
+/**
+ * `fn()`, then `cleanup` once it has ended: at once for a plain result or a
+ * throw, when the promise settles for an async `fn` (a context manager's
+ * exit, for callers that may pass either kind of function).
+ */
+function runThen<T>(fn: () => T, cleanup: () => void): T {
   let result: T;
   try {
     result = fn();
   } catch (error) {
-    restore();
+    cleanup();
     throw error;
   }
-  if (result instanceof Promise) return result.finally(restore) as T;
-  restore();
+  if (result instanceof Promise) return result.finally(cleanup) as T;
+  cleanup();
   return result;
 }
