@@ -126,10 +126,11 @@ export {
 export type { DeterministicOptions } from "./src/ops_composite/torch_utils.ts";
 export * as special from "./src/namespaces/special.ts";
 export * as autograd from "./src/autograd/mod.ts";
+export * as func from "./src/namespaces/func.ts";
 export * as utils from "./src/namespaces/utils.ts";
 export * as distributions from "./src/distributions/mod.ts";
 export * as data from "./src/namespaces/data.ts";
-export * as distributed from "./src/distributed/mod.ts";
+export * as distributed from "./src/namespaces/distributed.ts";
 export {
   fromSafetensors,
   fromSafetensorsWithMetadata,

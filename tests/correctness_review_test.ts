@@ -68,18 +68,19 @@ backendTest(
 );
 
 backendTest(
-  "indexFill of an int32 tensor with a fraction is refused, as fill_ and maskedFill",
-  (d) => {
-    // PyTorch truncates (the fixture's 1); multigrad refuses a non-integer for an int32 tensor.
+  "indexFill of an int32 tensor with a fraction truncates toward zero, as fill_ and maskedFill",
+  async (d) => {
+    // PyTorch truncates (the fixture's 1); see tests/int_fill_test.ts for every fill.
     assert.equal(fx.truncates["int32 indexFill 1.5"], 1);
     const zi = () => mg.zeros([3, 3], { dtype: "int32", device: d });
     const i = on(d, [1], [0], "int32");
-    assert.throws(
-      () => zi().indexFill(0, i, 1.5),
-      /indexFill: cannot fill an int32 tensor with 1.5/,
-    );
-    assert.throws(() => zi().indexFill_(0, i, 1.5), /cannot fill an int32 tensor with 1.5/);
-    assert.throws(() => zi().maskedFill(i.eq(0), 1.5), /cannot fill an int32 tensor with 1.5/);
+    const row = [1, 1, 1, 0, 0, 0, 0, 0, 0];
+    for (const t of [zi().indexFill(0, i, 1.5), zi().indexFill_(0, i, 1.5)]) {
+      assert.equal(t.dtype, "int32");
+      assert.deepEqual(Array.from(await t.data()), row);
+    }
+    const masked = zi().maskedFill(on(d, [3, 1], [1, 0, 0]).gt(0), 1.5);
+    assert.deepEqual(Array.from(await masked.data()), row);
     assert.equal(zi().indexFill(0, i, 7).dtype, "int32");
   },
 );

@@ -163,6 +163,15 @@ export interface FsdpTrained {
   localReloaded: PlainDict;
 }
 
+/** The auto-wrap policy a scenario names. */
+function wrapPolicy(o: FsdpTrainOptions): distributed.fsdp.AutoWrapPolicy | undefined {
+  return o.wrap === "size"
+    ? distributed.fsdp.sizeBasedAutoWrapPolicy({ minNumParams: 200 })
+    : o.wrap === "module"
+    ? distributed.fsdp.ModuleWrapPolicy(new Set([Block]))
+    : undefined;
+}
+
 async function train(rank: number, worldSize: number, o: FsdpTrainOptions): Promise<FsdpTrained> {
   const [device] = await requestDevices({ backend: o.backend ?? "cpu" });
   const model = makeTestModel(o.model ?? "net").to(device);
@@ -173,12 +182,7 @@ async function train(rank: number, worldSize: number, o: FsdpTrainOptions): Prom
     fields["2"] = new FSDP(fields["2"], options);
     fields["3"] = new FSDP(fields["3"], options);
   }
-  const policy = o.wrap === "size"
-    ? distributed.fsdp.sizeBasedAutoWrapPolicy({ minNumParams: 200 })
-    : o.wrap === "module"
-    ? distributed.fsdp.ModuleWrapPolicy(new Set([Block]))
-    : undefined;
-  const fsdp = new FSDP(model, { ...options, autoWrapPolicy: policy });
+  const fsdp = new FSDP(model, { ...options, autoWrapPolicy: wrapPolicy(o) });
   const opt = makeOptimizer(o.optimizer, fsdp.parameters());
   const all = makeData(o.steps * o.globalBatch);
   const b = o.globalBatch / worldSize;
@@ -303,6 +307,10 @@ export interface FsdpSemantics {
   twoForwards: number[];
   /** Shard gradients of the same loss in one forward of both batches concatenated. */
   oneForward: number[];
+  /** The output of a forward (no gradients). */
+  beforeChange: number[];
+  /** The same after another forward and every shard zeroed in place (all zeros unless stale parameters were used). */
+  afterChange: number[];
 }
 
 async function shardGrads(fsdp: distributed.fsdp.FullyShardedDataParallel) {
@@ -359,7 +367,14 @@ async function semantics(rank: number): Promise<FsdpSemantics> {
   fsdp.zeroGrad(true);
   lossFn.forward(fsdp.forward(cat([x.detach(), x2])) as Tensor, cat([y, y])).backward();
   const oneForward = Object.values(await shardGrads(fsdp)).flat();
+  // A forward parks its full parameters; shards changed before the next forward are gathered anew.
+  const beforeChange = [...(await noGrad(() => fsdp.forward(x2) as Tensor).data())];
+  noGrad(() => fsdp.forward(x2));
+  noGrad(() => fsdp.parameters().forEach((p) => p.mul_(0)));
+  const afterChange = [...(await noGrad(() => fsdp.forward(x2) as Tensor).data())];
   return {
+    beforeChange,
+    afterChange,
     lastUnitReducedEarly,
     lastShardHasGrad,
     afterZeroGrad,
@@ -369,6 +384,74 @@ async function semantics(rank: number): Promise<FsdpSemantics> {
     twoForwards,
     oneForward,
   };
+}
+
+/** What the `resume` scenario returns. */
+export interface FsdpResumed {
+  /** The FULL state dict after each step of the second half, training on. */
+  uninterrupted: PlainDict[];
+  /** The same of a new model and optimizer loaded from the first half's state dicts. */
+  resumed: PlainDict[];
+  /** shardFullOptimStateDict's errors: another model's parameter count, shapes, a sharded dict. */
+  errors: string[];
+}
+
+/**
+ * Trains `o.steps` steps; after half of them saves the full state dict and
+ * `optimStateDict`, loads both into a new FSDP model (other initial
+ * weights) and optimizer (`shardFullOptimStateDict`), and trains it on.
+ */
+async function resume(rank: number, worldSize: number, o: FsdpTrainOptions): Promise<FsdpResumed> {
+  const [device] = await requestDevices({ backend: o.backend ?? "cpu" });
+  const options = { shardingStrategy: o.strategy, autoWrapPolicy: wrapPolicy(o) };
+  const all = makeData(o.steps * o.globalBatch);
+  const b = o.globalBatch / worldSize;
+  const step = (fsdp: nn.Module, opt: ReturnType<typeof makeOptimizer>, s: number) => {
+    const from = s * o.globalBatch + rank * b;
+    const x = tensor(all.x.slice(from, from + b), { device });
+    const y = tensor(all.y.slice(from, from + b), { dtype: "int32", device });
+    tidy(() => {
+      opt.zeroGrad();
+      stepLoss(fsdp, x, y, false, (fn) => fn());
+      opt.step();
+    });
+  };
+  const fsdp = new FSDP(makeNet(7).to(device), options);
+  const opt = makeOptimizer(o.optimizer, fsdp.parameters());
+  const half = o.steps / 2;
+  for (let s = 0; s < half; s++) step(fsdp, opt, s);
+  const osd = FSDP.optimStateDict(fsdp, opt);
+  const sd = fsdp.stateDict();
+  const uninterrupted: PlainDict[] = [];
+  for (let s = half; s < o.steps; s++) {
+    step(fsdp, opt, s);
+    uninterrupted.push(await plain(fsdp.stateDict()));
+  }
+  const fresh = new FSDP(makeNet(11).to(device), options);
+  fresh.loadStateDict(sd);
+  const opt2 = makeOptimizer(o.optimizer, fresh.parameters());
+  opt2.loadStateDict(FSDP.shardFullOptimStateDict(osd, fresh));
+  const resumed: PlainDict[] = [];
+  for (let s = half; s < o.steps; s++) {
+    step(fresh, opt2, s);
+    resumed.push(await plain(fresh.stateDict()));
+  }
+  const errors: string[] = [];
+  const attempt = (fn: () => unknown) => {
+    try {
+      fn();
+      errors.push("no error");
+    } catch (error) {
+      errors.push((error as Error).message);
+    }
+  };
+  const small = new FSDP(new nn.Sequential(new nn.Linear(6, 3)).to(device));
+  attempt(() => FSDP.shardFullOptimStateDict(osd, small));
+  const wider = makeNet(7);
+  (wider as unknown as Record<string, nn.Module>)["4"] = new nn.Linear(16, 4);
+  attempt(() => FSDP.shardFullOptimStateDict(osd, new FSDP(wider.to(device), options)));
+  attempt(() => FSDP.shardFullOptimStateDict(opt.stateDict(), fresh));
+  return { uninterrupted, resumed, errors };
 }
 
 /** A rank: `scenario` picks what it runs. */
@@ -389,7 +472,19 @@ export async function main(
       return await errors();
     case "semantics":
       return await semantics(rank);
+    case "resume":
+      return await resume(rank, worldSize, options as unknown as FsdpTrainOptions);
     default:
       throw new Error(`unknown scenario ${scenario}`);
   }
+}
+
+// Under mpiexec or the tcp launcher: `deno run -A tests/fsdp_ranks.ts OUT_PREFIX SCENARIO JSON_OPTIONS`.
+if (import.meta.main) {
+  const [out, scenario, json] = Deno.args;
+  await distributed.initProcessGroup({ timeoutMs: 60_000 });
+  const rank = distributed.getRank();
+  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
+  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
+  await distributed.destroyProcessGroup();
 }

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { distributed, nn, requestDevices, tensor, tidy } from "../mod.ts";
 import { makeData } from "./distributed_ranks.ts";
 import {
+  type FsdpResumed,
   type FsdpSemantics,
   type FsdpTrained,
   type FsdpTrainOptions,
@@ -23,6 +24,8 @@ import {
   stepLoss,
 } from "./fsdp_ranks.ts";
 import { BACKENDS } from "./harness.ts";
+import { MPICH_MPIEXEC, type MpiRun, mpiRun } from "./mpiexec.ts";
+import { tcpRun } from "./tcprun.ts";
 
 const RANKS = new URL("./fsdp_ranks.ts", import.meta.url);
 // Workers and shared memory outlive a test's own ops by design (terminated at its end).
@@ -73,11 +76,19 @@ function assertDictsClose(got: PlainDict, want: PlainDict, what: string, tol = 2
   }
 }
 
-async function check(nprocs: number, o: FsdpTrainOptions, what: string): Promise<FsdpTrained[]> {
-  const [ranks, want] = await Promise.all([
-    distributed.spawn<FsdpTrained>(RANKS, { nprocs, args: ["train", o] }),
-    reference(o),
-  ]);
+/** Spawned Worker ranks (default), or processes under mpiexec or the tcp launcher. */
+type Launch = (nprocs: number, o: FsdpTrainOptions) => Promise<FsdpTrained[]>;
+
+const spawnRanks: Launch = (nprocs, o) =>
+  distributed.spawn<FsdpTrained>(RANKS, { nprocs, args: ["train", o] });
+
+async function check(
+  nprocs: number,
+  o: FsdpTrainOptions,
+  what: string,
+  launch: Launch = spawnRanks,
+): Promise<FsdpTrained[]> {
+  const [ranks, want] = await Promise.all([launch(nprocs, o), reference(o)]);
   for (const [r, got] of ranks.entries()) {
     got.dicts.forEach((d, s) =>
       assertDictsClose(d, want.dicts[s], `${what}, rank ${r}, step ${s}`)
@@ -283,7 +294,7 @@ Deno.test("FSDP auto-wrap policies: size threshold (default 1e8), exclusions, cl
 
 Deno.test({
   name:
-    "FSDP semantics: a unit's gradient is reduced when its backward ends, zeroGrad after noSync, accumulation, eval, two forwards",
+    "FSDP semantics: a unit's gradient is reduced when its backward ends, zeroGrad after noSync, accumulation, eval, two forwards, parked parameters after a shard change",
   ...opts,
   fn: async () => {
     const ranks = await distributed.spawn<FsdpSemantics>(RANKS, { nprocs: 2, args: ["semantics"] });
@@ -308,6 +319,93 @@ Deno.test({
       const worst = Math.max(...got.oneForward.map((v, i) => Math.abs(v - got.twoForwards[i])));
       assert.equal(got.twoForwards.length, got.oneForward.length);
       assert.ok(worst <= 1e-5, `rank ${r}: two forwards differ from one by ${worst}`);
+      assert.ok(got.beforeChange.some((v) => v !== 0), `rank ${r}: the output is all zeros`);
+      assert.deepEqual(
+        got.afterChange,
+        got.beforeChange.map(() => 0),
+        `rank ${r}: a forward after the shards changed used the parked parameters`,
+      );
     }
+  },
+});
+
+Deno.test({
+  name:
+    "FSDP shardFullOptimStateDict: a new model and optimizer loaded from the full dicts train on as the uninterrupted run",
+  ...opts,
+  fn: async () => {
+    const o: FsdpTrainOptions = {
+      strategy: "FULL_SHARD",
+      optimizer: "adam",
+      steps: 4,
+      globalBatch: 12,
+      wrap: "module",
+    };
+    const ranks = await distributed.spawn<FsdpResumed>(RANKS, { nprocs: 3, args: ["resume", o] });
+    for (const [r, got] of ranks.entries()) {
+      assert.equal(got.resumed.length, 2);
+      got.resumed.forEach((d, s) =>
+        assertDictsClose(d, got.uninterrupted[s], `rank ${r}, step ${s + 2} after resuming`, 0)
+      );
+      const [count, shape, sharded] = got.errors;
+      assert.match(count, /names parameter 2, but the plain module of model has 2 parameters/);
+      assert.match(
+        shape,
+        /state 6\.exp_avg has shape \[3, 16\], but parameter 6 \(4\.weight\) has \[4, 16\]/,
+      );
+      assert.match(sharded, /state 0\.exp_avg has shape \[55\], but parameter 0 \(0\.weight/);
+    }
+  },
+});
+
+// ---- as processes: under mpiexec and the tcp launcher ----
+
+if (!MPICH_MPIEXEC) {
+  console.warn(
+    "MPICH's mpiexec not found: the mpiexec test of FSDP is SKIPPED (install it with `apt-get install mpich`)",
+  );
+}
+
+/** Runs the ranks as processes with `run` (mpiRun or tcpRun); a rank without a result fails. */
+function processes(
+  run: (
+    script: URL,
+    ranks: number,
+    scenario: string,
+    options: Record<string, unknown>,
+  ) => Promise<MpiRun<FsdpTrained>>,
+): Launch {
+  return async (nprocs, o) => {
+    const job = await run(RANKS, nprocs, "train", o as unknown as Record<string, unknown>);
+    assert.equal(job.code, 0, job.output);
+    job.results.forEach((r, rank) => assert.ok(r, `rank ${rank} wrote no result: ${job.output}`));
+    return job.results as FsdpTrained[];
+  };
+}
+
+const PROCESS_CASE: FsdpTrainOptions = {
+  strategy: "FULL_SHARD",
+  optimizer: "adam",
+  steps: 2,
+  globalBatch: 8,
+  wrap: "module",
+};
+
+Deno.test({
+  name: "mpi: FSDP FULL_SHARD (nested units, Adam) under mpiexec -n 2 trains as one process",
+  ignore: !MPICH_MPIEXEC,
+  ...opts,
+  fn: async () => {
+    const ranks = await check(2, PROCESS_CASE, "mpiexec -n 2", processes(mpiRun));
+    assert.deepEqual(ranks[0].shards, expectedShards(2, PROCESS_CASE));
+  },
+});
+
+Deno.test({
+  name: "tcp: FSDP FULL_SHARD (nested units, Adam) on 2 launcher processes trains as one process",
+  ...opts,
+  fn: async () => {
+    const ranks = await check(2, PROCESS_CASE, "tcp, 2 processes", processes(tcpRun));
+    assert.deepEqual(ranks[0].shards, expectedShards(2, PROCESS_CASE));
   },
 });

@@ -52,7 +52,9 @@ backendTest(
     x.add_(1, { alpha: 3 });
     await assertTensor(x, [4, 5, 6, 4, 5, 6]);
     assert.throws(() => i.add_(0.5), /cannot be stored in the int32 tensor/);
-    assert.throws(() => i.fill_(0.5), /int32/);
+    // A fraction truncates toward zero, as PyTorch's; a value int32 cannot hold is refused.
+    await assertTensor(i.fill_(-7.5), [-7, -7, -7]);
+    assert.throws(() => i.fill_(2 ** 31), /int32 without overflow/);
     assert.throws(() => x.add_(on(d, [2, 2, 3], new Array(12).fill(1))), /does not fit/);
     assert.throws(() => x.copy_(on(d, [4], [1, 2, 3, 4])), /does not broadcast/);
     assert.throws(() => x.fill_(on(d, [2], [1, 2])), /one element/);

@@ -21,7 +21,15 @@ import type { Tensor } from "../tensor.ts";
 import { cat } from "../ops/view.ts";
 import { checkBucketTensor, type CommHook, GradBucket } from "./grad_bucket.ts";
 import { mapTensors } from "../nested.ts";
-import { borrowHost, broadcastFlat, giveBackHost, readFlatInto } from "./host.ts";
+import {
+  borrowHost,
+  broadcastFlat,
+  giveBackHost,
+  readFlat,
+  readFlatInto,
+  runOnHost,
+  writeFlat,
+} from "./host.ts";
 import {
   allReduceViaHost,
   type CollectiveCall,
@@ -29,6 +37,44 @@ import {
   type DistributedGroup,
 } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
+import { Join, type Joinable, JoinHook, type JoinHookOptions } from "./join.ts";
+import { joinStateOf } from "./join_state.ts";
+
+/** Options of {@link DistributedDataParallel.join} (PyTorch's keyword arguments). */
+export interface DistributedDataParallelJoinOptions {
+  /**
+   * Divide the gradients by the world size the run started with (true, the
+   * default: every sample weighs the same, a joined rank counting zeros) or
+   * by the number of ranks that still have data (false).
+   */
+  divideByInitialWorldSize?: boolean;
+  /** Detect uneven inputs (default true); false: the loop runs as without a join. */
+  enable?: boolean;
+  /**
+   * Raise on every rank once one rank is out of data (default false); see
+   * `Join`'s `throwOnEarlyTermination`. `divideByInitialWorldSize`
+   * does not matter then.
+   */
+  throwOnEarlyTermination?: boolean;
+}
+
+/** A {@link JoinHook} whose entry points are a DDP's own. */
+class DDPJoinHook extends JoinHook {
+  constructor(
+    readonly main: () => Promise<void>,
+    readonly post: (isLastJoiner: boolean) => Promise<void>,
+  ) {
+    super();
+  }
+
+  override mainHook(): Promise<void> {
+    return this.main();
+  }
+
+  override postHook(isLastJoiner: boolean): Promise<void> {
+    return this.post(isLastJoiner);
+  }
+}
 
 /** Options of {@link DistributedDataParallel}. */
 export interface DistributedDataParallelOptions {
@@ -67,6 +113,19 @@ export interface DistributedDataParallelOptions {
    * it gets an error naming it and the group. Default: every rank.
    */
   processGroup?: DistributedGroup;
+  /**
+   * PyTorch's `static_graph`: every iteration uses the same parameters.
+   * Reentrant `utils.checkpoint` needs no such promise here (its leaves'
+   * gradients arrive in the enclosing backward pass, which synchronises
+   * once at its end, however often a parameter is reached), so the only
+   * effect is PyTorch's other one: parameters that get no gradient are
+   * allowed without `findUnusedParameters`, learnt in the first
+   * synchronised backward (one blocking exchange, with the caveat given
+   * there) and treated as unused in every later one, without exchanging
+   * again. A later pass that gives one of them a gradient is an error
+   * (the graph is not static). Default false.
+   */
+  staticGraph?: boolean;
 }
 
 const MIB = 1 << 20;
@@ -176,7 +235,7 @@ function broadcastTensors(group: ProcessGroup, tensors: readonly Tensor[], src: 
  * }
  * ```
  */
-export class DistributedDataParallel<M extends Module = Module> extends Module {
+export class DistributedDataParallel<M extends Module = Module> extends Module implements Joinable {
   /** The wrapped module (this rank's replica). */
   readonly module: M;
   /** This rank's device. */
@@ -187,6 +246,13 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly broadcastBuffers: boolean;
   /** Whether parameters may get no gradient (see {@link DistributedDataParallelOptions.findUnusedParameters}). */
   readonly findUnusedParameters: boolean;
+  /** Whether the set of used parameters is learnt once (see {@link DistributedDataParallelOptions.staticGraph}). */
+  get staticGraph(): boolean {
+    return this.#staticGraph;
+  }
+  #staticGraph: boolean;
+  /** With `staticGraph`: the parameters some rank used in the first synchronised backward. */
+  #staticUsed: Set<Parameter> | null = null;
   readonly #group: ProcessGroup;
   readonly #buckets: readonly Bucket[];
   readonly #layouts: readonly Layout[];
@@ -211,6 +277,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   #hook: { state: unknown; hook: CommHook<unknown> } | null = null;
   /** Whether a backward pass through this wrapper has ended (a hook comes too late then). */
   #trained = false;
+  /** The `processGroup` handle given (undefined: every rank). */
+  readonly #processGroup: DistributedGroup | undefined;
+  /** In a join: whether gradients are divided by the initial world size (PyTorch's `_divide_by_initial_world_size`). */
+  #divideByInitialWorldSize = true;
+  /**
+   * In a join, on a rank still in its loop: whether the coming backward
+   * synchronises, as announced to the joined ranks at forward, and how many
+   * ranks are active (null: divide by the world size).
+   */
+  #joinPass: { syncing: boolean; active: Promise<number> | null } | null = null;
 
   /** Wraps `module` (already on this rank's device) and makes every rank start from rank 0's state. */
   constructor(module: M, options: DistributedDataParallelOptions = {}) {
@@ -258,7 +334,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.bucketCapMB = capMB;
     this.broadcastBuffers = options.broadcastBuffers ?? true;
     this.findUnusedParameters = options.findUnusedParameters ?? false;
+    this.#staticGraph = options.staticGraph ?? false;
     this.#group = group;
+    this.#processGroup = options.processGroup;
     this.#names = names;
     this.#buckets = assignBuckets(params, capMB * MIB);
     const layouts = new Map<DType, { dtype: DType; buckets: number[]; numel: number }>();
@@ -284,17 +362,33 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
    * `broadcastBuffers` and a training forward ran since the last broadcast.
    */
   override forward(...args: Parameters<M["forward"]>): ReturnType<M["forward"]> {
+    const join = joinStateOf(this);
+    const joining = join?.enable === true;
+    // Tells joined ranks that an iteration is coming (first joinable only).
+    const active = joining ? Join.notifyJoinContext(this) : null;
     const buffers = this.module.buffers();
     if (
       this.broadcastBuffers && this.#buffersStale && this.#group.worldSize > 1 &&
       buffers.length > 0
     ) {
-      broadcastTensors(this.#group, buffers, 0);
+      // In a join rank 0 may have joined with stale buffers: the highest
+      // active rank's go, as PyTorch's `_find_common_rank`.
+      if (joining) this.#broadcastFromCommonRank(buffers, this.#group.rank);
+      else broadcastTensors(this.#group, buffers, 0);
     }
     // A backward pass that failed half-way leaves nothing behind.
     this.#pass = null;
     this.#armed = isGradEnabled();
     this.#buffersStale = this.#armed && this.#syncing;
+    this.#joinPass = null;
+    if (joining) {
+      // Joined ranks learn whether to shadow a gradient all-reduce.
+      void this.#allReduceInt(this.#buffersStale ? 1 : 0, "sum");
+      this.#joinPass = {
+        syncing: this.#buffersStale,
+        active: this.#divideByInitialWorldSize ? null : active,
+      };
+    }
     const moved = mapTensors(args, (t) => t.to(this.device)) as Parameters<M["forward"]>;
     return this.module.forward(...moved) as ReturnType<M["forward"]>;
   }
@@ -362,6 +456,20 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.#hook = { state, hook: hook as CommHook<unknown> };
   }
 
+  /**
+   * Turns on {@link DistributedDataParallelOptions.staticGraph} (PyTorch's
+   * `_set_static_graph()`); only before the first backward pass through
+   * this wrapper, as PyTorch requires.
+   */
+  setStaticGraph(): void {
+    if (this.#trained) {
+      throw new Error(
+        "DistributedDataParallel.setStaticGraph: a backward pass already ran through this wrapper; call it before training starts (or pass { staticGraph: true })",
+      );
+    }
+    this.#staticGraph = true;
+  }
+
   /** The wrapped module's state dict (its own keys, no `module.` prefix; options passed on). */
   override stateDict(...args: Parameters<Module["stateDict"]>): Record<string, Tensor> {
     return this.module.stateDict(...args);
@@ -382,7 +490,11 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.#usedSinceSync.add(p);
     let pass = this.#pass;
     if (!pass) {
-      pass = this.#pass = { ready: new Set(), syncing: this.#syncing };
+      pass = this.#pass = {
+        ready: new Set(),
+        // In a join the forward announced it (PyTorch decides at forward).
+        syncing: this.#joinPass?.syncing ?? this.#syncing,
+      };
       queueBackwardCallback(() => this.#finishPass());
     }
     pass.ready.add(p);
@@ -436,6 +548,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     call: CollectiveCall,
     params: readonly Parameter[],
     written: (p: Parameter) => boolean,
+    divisor: Promise<number> | null = null,
   ): void {
     const device = this.device;
     const backend = device.backendDevice;
@@ -491,10 +604,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       });
       return Promise.all(reads).then(() => {});
     };
+    let divideBy = 1;
     const take = (result: TypedArray, start: number) => {
       // A device write may refuse shared memory (WebGPU's writeBuffer does).
-      const from = host ? host.subarray(start, start + result.length) : result;
+      let from = host ? host.subarray(start, start + result.length) : result;
       if (host && result !== from) from.set(result);
+      if (divideBy !== 1) {
+        // The exchange memory may be the other ranks' too: divide a copy.
+        if (from === result) from = result.slice();
+        for (let i = 0; i < from.length; i++) from[i] /= divideBy;
+      }
       overlap(start, start + from.length, (i, lo, hi) => {
         const sink = sinks[i];
         if (sink) backend.write(sink, lo, from.subarray(at[i] + lo - start, at[i] + hi - start));
@@ -502,6 +621,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     };
     const done = group.run(call, async () => {
       await reached;
+      if (divisor) divideBy = await divisor;
       const collectives = group.backend;
       await (collectives.allReduceVia
         ? collectives.allReduceVia(call, numel, fill, take)
@@ -576,12 +696,27 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
 
   #finishPass(): void {
     const pass = this.#pass;
+    const joinPass = this.#joinPass;
     this.#pass = null;
+    this.#joinPass = null;
     this.#armed = false;
     if (pass) this.#trained = true;
     if (!pass?.syncing) return;
     const unused = [...this.#names.keys()].filter((p) => !pass.ready.has(p));
-    if (unused.length > 0 && !this.findUnusedParameters) {
+    if (this.#staticUsed) {
+      const changed = [...pass.ready, ...this.#usedSinceSync].filter((p) =>
+        !this.#staticUsed!.has(p)
+      );
+      if (changed.length > 0) {
+        this.#usedSinceSync.clear();
+        throw new Error(
+          `DistributedDataParallel (rank ${this.#group.rank}, staticGraph): ${
+            [...new Set(changed)].map((p) => this.#names.get(p)).join(", ")
+          } got a gradient, but no rank used it in the first backward pass, so the graph is not static; drop staticGraph and pass { findUnusedParameters: true }`,
+        );
+      }
+    }
+    if (unused.length > 0 && !this.findUnusedParameters && !this.#staticGraph) {
       this.#usedSinceSync.clear();
       throw new Error(
         `DistributedDataParallel (rank ${this.#group.rank}): ${
@@ -589,8 +724,21 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         } got no gradient in this backward pass, so the ranks' gradient buckets cannot be all-reduced; pass { findUnusedParameters: true } to treat them as unused (zeros where another rank used them; untouched where no rank did), or leave them out of the module`,
       );
     }
-    const usedAnywhere = this.findUnusedParameters ? this.#usedAnywhere(pass) : null;
+    const usedAnywhere = this.#staticGraph
+      ? (this.#staticUsed ??= this.#usedAnywhere(pass))
+      : this.findUnusedParameters
+      ? this.#usedAnywhere(pass)
+      : null;
     this.#usedSinceSync.clear();
+    this.#reduceGradients(usedAnywhere, joinPass?.active ?? null);
+  }
+
+  /**
+   * The step's gradient reduction: the communication hook's, or one
+   * averaging all-reduce per dtype (by the ranks `divisor` resolves with
+   * when given: a join with `divideByInitialWorldSize` false).
+   */
+  #reduceGradients(usedAnywhere: Set<Parameter> | null, divisor: Promise<number> | null): void {
     if (this.#hook) {
       const { state, hook } = this.#hook;
       noGrad(() => this.#runHook(state, hook, (p) => !usedAnywhere || usedAnywhere.has(p)));
@@ -607,12 +755,151 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
         kind: "allReduce",
         dtype: layout.dtype,
         shapes: params.map((p) => p.shape),
-        op: "avg",
+        op: divisor ? "sum" : "avg",
       });
       // A parameter no rank used keeps its gradient as it was (PyTorch's
       // rule: Adam or momentum then skip it); one another rank used gets
       // the average, into a new gradient if it had none here.
-      this.#allReduceGradients(call, params, (p) => !usedAnywhere || usedAnywhere.has(p));
+      this.#allReduceGradients(
+        call,
+        params,
+        (p) => !usedAnywhere || usedAnywhere.has(p),
+        divisor,
+      );
     }
+  }
+
+  /** A queued all-reduce of one int32 (join mode's small collectives). */
+  #allReduceInt(value: number, op: "sum" | "max"): Promise<number> {
+    const group = this.#group;
+    const data = Int32Array.of(value);
+    const call = group.call({ kind: "allReduce", dtype: "int32", shapes: [[1]], op });
+    const done = group.run(call, async () => {
+      await group.backend.allReduce(call, data);
+      return data[0];
+    });
+    done.catch(() => {}); // raised by the collectives after it, which fail with it
+    return done;
+  }
+
+  /**
+   * Makes every rank's `tensors` those of the highest rank that offers
+   * itself (`candidate`; -1 offers nothing), PyTorch's `_find_common_rank`
+   * then a broadcast. The source is not known when the collectives are
+   * queued, so each dtype goes by a sum all-reduce to which only it
+   * contributes (exact: x + 0 = x, except that -0 becomes +0).
+   */
+  #broadcastFromCommonRank(tensors: readonly Tensor[], candidate: number): void {
+    const group = this.#group;
+    const common = this.#allReduceInt(candidate, "max");
+    const byDType = new Map<DType, Tensor[]>();
+    for (const t of tensors) byDType.set(t.dtype, [...(byDType.get(t.dtype) ?? []), t]);
+    for (const [dtype, list] of byDType) {
+      const call = group.call({
+        kind: "allReduce",
+        dtype,
+        shapes: list.map((t) => t.shape),
+        op: "sum",
+      });
+      const values = readFlat(list, "DistributedDataParallel.join");
+      const received = runOnHost(group, call, values, async (host) => {
+        if ((await common) !== group.rank) host.fill(0);
+        await group.backend.allReduce(call, host);
+        return host;
+      });
+      writeFlat(list, received);
+    }
+  }
+
+  /**
+   * PyTorch's `_DDPJoinHook.main_hook`, on a rank out of data: the other
+   * ranks' buffer broadcast, then, when their backward synchronises, their
+   * gradient reduction with zeros from this rank. Unlike PyTorch, the
+   * result is written into this rank's gradients (as on a rank whose batch
+   * gave zero gradients), so a ZeroRedundancyOptimizer shard owned here
+   * steps with the true average.
+   */
+  async #shadowIteration(): Promise<void> {
+    const group = this.#group;
+    const buffers = this.module.buffers();
+    if (this.broadcastBuffers && this.#buffersStale && group.worldSize > 1 && buffers.length > 0) {
+      this.#broadcastFromCommonRank(buffers, -1);
+    }
+    const syncing = (await this.#allReduceInt(0, "sum")) > 0;
+    this.#buffersStale = syncing;
+    if (!syncing) return;
+    const state = joinStateOf(this);
+    const divisor = this.#divideByInitialWorldSize || !state?.isFirstJoinable
+      ? null
+      : Promise.resolve(state.active);
+    for (const p of this.#names.keys()) p.grad = null;
+    this.#reduceGradients(null, divisor);
+  }
+
+  /**
+   * PyTorch's `_DDPJoinHook.post_hook`: every rank takes the parameters and
+   * buffers of the last joiner (the highest-numbered one on a tie).
+   */
+  async #syncFinalModel(isLastJoiner: boolean): Promise<void> {
+    const group = this.#group;
+    const src = await this.#allReduceInt(isLastJoiner ? group.rank : -1, "max");
+    if (src < 0) {
+      throw new Error(
+        "DistributedDataParallel.join: no rank reported being a last joiner (a bug in multigrad)",
+      );
+    }
+    const all = [...this.module.parameters(), ...this.module.buffers()] as Tensor[];
+    if (group.worldSize > 1 && all.length > 0) broadcastTensors(group, [...new Set(all)], src);
+  }
+
+  /**
+   * Training with uneven inputs (PyTorch's `DistributedDataParallel.join`):
+   * a {@link Join} over this wrapper alone; run the training loop in it:
+   * `await ddp.join(options).run(async () => { ... })`. A rank out of
+   * batches then takes part in the other ranks' gradient all-reduces with
+   * zeros and in their buffer broadcasts; once every rank has joined, all
+   * get the parameters and buffers of the rank that joined last (the
+   * highest such rank). {@link Join.run} with `[ddp, zeroOptimizer]`
+   * shadows a ZeroRedundancyOptimizer's broadcasts too.
+   *
+   * In a join, whether a backward synchronises is decided by its forward
+   * (inside `noSync` or not), as in PyTorch. `findUnusedParameters` and
+   * `staticGraph` are refused in a join: their blocking exchange at the end
+   * of backward would meet the joined ranks before this rank's queued join
+   * notification had run.
+   */
+  join(options: DistributedDataParallelJoinOptions = {}): Join {
+    const { divideByInitialWorldSize = true, enable = true, throwOnEarlyTermination = false } =
+      options;
+    return new Join([this], { divideByInitialWorldSize, enable, throwOnEarlyTermination });
+  }
+
+  /**
+   * This wrapper's join hook (PyTorch's `join_hook`), which a {@link Join}
+   * asks for; it reads `divideByInitialWorldSize` (default true).
+   */
+  joinHook(options: JoinHookOptions = {}): JoinHook {
+    if ((this.findUnusedParameters || this.staticGraph) && options.enable !== false) {
+      throw new Error(
+        `DistributedDataParallel.join: ${
+          this.findUnusedParameters ? "findUnusedParameters" : "staticGraph"
+        } is not supported in a join: its blocking exchange at the end of backward would wait for joined ranks that wait for this rank's queued join notification`,
+      );
+    }
+    this.#divideByInitialWorldSize = options.divideByInitialWorldSize !== false;
+    return new DDPJoinHook(
+      () => this.#shadowIteration(),
+      (isLastJoiner) => this.#syncFinalModel(isLastJoiner),
+    );
+  }
+
+  /** The device of the join's own collectives: this rank's. */
+  get joinDevice(): Device {
+    return this.device;
+  }
+
+  /** The group a join runs in: this wrapper's `processGroup`. */
+  get joinProcessGroup(): DistributedGroup | undefined {
+    return this.#processGroup;
   }
 }

@@ -7,7 +7,7 @@
 
 import { Sampler } from "../data/sampler.ts";
 import { currentGroup } from "./state.ts";
-import { seededRandom } from "../util.ts";
+import { torchRandperm } from "./torch_randperm.ts";
 
 /** Options of {@link DistributedSampler}. */
 export interface DistributedSamplerOptions {
@@ -28,7 +28,9 @@ export interface DistributedSamplerOptions {
  * `torch.utils.data.DistributedSampler`: the (shuffled) index list is padded
  * by repeating its start until it divides evenly among the ranks (or its
  * tail is cut with `dropLast`), and rank r takes every numReplicas-th index
- * starting at r. The order depends on `seed` and the epoch only, so the
+ * starting at r. The shuffle is PyTorch's (`torch.randperm` with a generator
+ * seeded `seed + epoch`), so each rank gets exactly the indices PyTorch's
+ * sampler gives it. The order depends on `seed` and the epoch only, so the
  * ranks' shares never overlap except for the padding; call
  * {@link setEpoch} before each epoch for a new order.
  *
@@ -116,14 +118,10 @@ export class DistributedSampler extends Sampler {
   /** This rank's indices of the current epoch. */
   *[Symbol.iterator](): Iterator<number> {
     const n = this.#dataset.length;
-    const order = Array.from({ length: n }, (_, i) => i);
-    if (this.shuffle) {
-      const random = seededRandom(this.seed + this.#epoch);
-      for (let i = n - 1; i > 0; i--) {
-        const j = Math.floor(random() * (i + 1));
-        [order[i], order[j]] = [order[j], order[i]];
-      }
-    }
+    // PyTorch's own permutation, so a rank gets the indices PyTorch's sampler gives it.
+    const order = this.shuffle
+      ? torchRandperm(n, this.seed + this.#epoch)
+      : Array.from({ length: n }, (_, i) => i);
     const total = this.length * this.numReplicas;
     // Padding repeats the start of the list (several times when it is short).
     for (let i = 0; order.length < total && n > 0; i++) order.push(order[i]);

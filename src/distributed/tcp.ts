@@ -25,12 +25,15 @@
  * closes its connections; either fails the others' next receive from it at
  * once, naming it. A rank that hangs fails the others at `timeoutMs`.
  *
- * Deliberate differences from the `"mpi"` backend: no `allGatherSync` (a
- * socket cannot be waited on synchronously in Deno), so
- * `DistributedDataParallel`'s `findUnusedParameters` counts every
- * parameter as used (their gradients stay zero, not untouched); and a
- * failed collective does not end the process (the launcher ends the job
- * when a rank exits with an error).
+ * The blocking `allGatherSync` (`DistributedDataParallel`'s
+ * `findUnusedParameters`, FSDP's shape check) runs on a Worker per rank
+ * with connections of its own, while the main thread waits in
+ * `Atomics.wait` (`tcp_sync.ts`): a socket cannot be waited on
+ * synchronously in Deno.
+ *
+ * Deliberate difference from the `"mpi"` backend: a failed collective does
+ * not end the process (the launcher ends the job when a rank exits with an
+ * error).
  * @module
  */
 
@@ -46,11 +49,13 @@ import {
   type ProcessGroupBackend,
   type ProcessGroupInit,
   reduceInto,
+  SYNC_WORDS,
 } from "./backend.ts";
 import type { Store } from "./store.ts";
 import { TCPStore } from "./tcp_store.ts";
 import { Mesh, type Message, readFull, writeAll } from "./tcp_mesh.ts";
 import { pairAllReduce, ringAllReduce, ringScratchBytes } from "./tcp_ring.ts";
+import { SyncLink } from "./tcp_sync.ts";
 
 /**
  * All-reduces of at least this many bytes go around the ring (3+ ranks),
@@ -73,6 +78,8 @@ const BYE_GRACE_MS = 1000;
 const HELLO_MAGIC = 0x6374676d;
 
 const live = new Set<Mesh>();
+/** The blocking all-gather's Workers of the live groups (told of a failure too). */
+const liveLinks = new Set<SyncLink>();
 let listening = false;
 
 function envVar(name: string): string | undefined {
@@ -88,14 +95,19 @@ function onUncaught(event: ErrorEvent | PromiseRejectionEvent): void {
   const error = "error" in event ? event.error : (event as PromiseRejectionEvent).reason;
   const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
   const meshes = [...live];
+  const links = [...liveLinks];
   console.error(`multigrad tcp rank ${meshes[0].rank}: uncaught ${text}`);
   // Tell the others before exiting, so they name this rank and its error.
   event.preventDefault();
   live.clear();
+  liveLinks.clear();
   // A rank failing because another did leaves last, so that a launcher
   // (which names the first rank to exit with an error) names the cause.
   const after = error instanceof DistributedError ? FAILURE_GRACE_MS : 0;
-  Promise.all(meshes.map((m) => m.announceFailure(text, FAILURE_GRACE_MS)))
+  Promise.all([
+    ...meshes.map((m) => m.announceFailure(text, FAILURE_GRACE_MS)),
+    ...links.map((l) => l.announceFailure(text, FAILURE_GRACE_MS)),
+  ])
     .then(() => new Promise((resolve) => setTimeout(resolve, after)))
     .finally(() => Deno.exit(1));
 }
@@ -118,6 +130,8 @@ class TcpBackend implements ProcessGroupBackend {
   readonly rank: number;
   readonly worldSize: number;
   readonly #mesh: Mesh;
+  /** The blocking all-gather's Worker (null for one rank). */
+  readonly #link: SyncLink | null;
   /** The whole group's rank of each of this group's ranks. */
   readonly members: readonly number[];
   /** Channel names' prefix: this group's, apart from its parent's and siblings'. */
@@ -138,12 +152,14 @@ class TcpBackend implements ProcessGroupBackend {
 
   constructor(
     mesh: Mesh,
+    link: SyncLink | null,
     members: readonly number[],
     key: string,
     timeoutMs: number,
     onDestroy: (() => Promise<void>) | null,
   ) {
     this.#mesh = mesh;
+    this.#link = link;
     this.members = members;
     this.rank = members.indexOf(mesh.rank);
     this.worldSize = members.length;
@@ -355,6 +371,41 @@ class TcpBackend implements ProcessGroupBackend {
     await this.#meet(call, () => NOTHING);
   }
 
+  /**
+   * Exchanged by this rank's sync Worker over its own connections (see
+   * `tcp_sync.ts`) while this thread blocks; the headers are compared here,
+   * so a mismatch is the same error on every rank.
+   */
+  allGatherSync(call: CollectiveCall, data: Int32Array): Int32Array[] {
+    this.#checkOpen(call);
+    if (data.length > SYNC_WORDS) {
+      throw new RangeError(
+        `${describeHeader(call.header)}: at most ${SYNC_WORDS} words, got ${data.length}`,
+      );
+    }
+    if (this.worldSize === 1) return [data.slice()];
+    const got = this.#link!.gather(
+      this.members,
+      this.rank,
+      this.#key,
+      call.header,
+      data,
+      this.#timeoutMs,
+    );
+    checkHeaders(got.headers);
+    got.sizes.forEach((size, q) => {
+      if (size !== data.length) {
+        throw new DistributedError(
+          `${
+            describeHeader(call.header)
+          } on rank ${this.rank}: rank ${q} sent ${size} words, ${data.length} expected`,
+          [q],
+        );
+      }
+    });
+    return got.parts;
+  }
+
   async reduceScatter(call: CollectiveCall, data: TypedArray): Promise<TypedArray> {
     const n = this.worldSize;
     const part = data.length / n;
@@ -454,6 +505,7 @@ class TcpBackend implements ProcessGroupBackend {
     if (!ranks.includes(this.rank)) return Promise.resolve(null);
     const child = new TcpBackend(
       this.#mesh,
+      this.#link,
       ranks.map((r) => this.members[r]),
       `${this.#key}${index}.`,
       this.#timeoutMs,
@@ -468,7 +520,8 @@ class TcpBackend implements ProcessGroupBackend {
     this.#closed = true;
     if (!this.#world) return;
     live.delete(this.#mesh);
-    await this.#mesh.close(BYE_GRACE_MS);
+    if (this.#link) liveLinks.delete(this.#link);
+    await Promise.all([this.#mesh.close(BYE_GRACE_MS), this.#link?.close(BYE_GRACE_MS)]);
     await this.#onDestroy();
   }
 }
@@ -611,12 +664,28 @@ export async function tcpBackend(init: TcpInit): Promise<ProcessGroupBackend> {
     }
     store = ownStore;
   }
+  let link: SyncLink | null = null;
   try {
-    const mesh = await connectMesh(store, rank, worldSize, ownHost(master), meetMs);
+    const host = ownHost(master);
+    // The blocking all-gather's Worker connects beside the main connections.
+    const [meshed, linked] = await Promise.allSettled([
+      connectMesh(store, rank, worldSize, host, meetMs),
+      worldSize === 1
+        ? null
+        : SyncLink.start(store, rank, worldSize, host, listenHostOf(host), meetMs),
+    ]);
+    link = linked.status === "fulfilled" ? linked.value : null;
+    if (meshed.status === "rejected" || linked.status === "rejected") {
+      if (meshed.status === "fulfilled") await meshed.value.close(0);
+      throw meshed.status === "rejected" ? meshed.reason : (linked as PromiseRejectedResult).reason;
+    }
+    const mesh = meshed.value;
     live.add(mesh);
+    if (link) liveLinks.add(link);
     listenForFailures();
     const backend = new TcpBackend(
       mesh,
+      link,
       Array.from({ length: worldSize }, (_, q) => q),
       "",
       timeoutMs,
@@ -624,14 +693,20 @@ export async function tcpBackend(init: TcpInit): Promise<ProcessGroupBackend> {
     );
     // Every rank has read every address: the store made here can go. (On
     // channels of its own, with the rendezvous' patience.)
-    const meeting = new TcpBackend(mesh, backend.members, "r.", meetMs, null);
+    const meeting = new TcpBackend(mesh, link, backend.members, "r.", meetMs, null);
     await meeting.barrier(rendezvousCall(worldSize));
     await ownStore?.close();
     return backend;
   } catch (error) {
+    await link?.close(0);
     await ownStore?.close();
     throw error;
   }
+}
+
+/** Where a rank listens: its own loopback address, or every interface. */
+function listenHostOf(host: string): string {
+  return isLoopback(host) ? host : "0.0.0.0";
 }
 
 /** The barrier that ends the rendezvous (seq -1: before every numbered call). */
@@ -656,7 +731,7 @@ async function connectMesh(
   const conns: (Deno.TcpConn | null)[] = Array.from({ length: worldSize }, () => null);
   if (worldSize === 1) return new Mesh(rank, conns);
   const round = rounds++;
-  const listener = Deno.listen({ hostname: isLoopback(host) ? host : "0.0.0.0", port: 0 });
+  const listener = Deno.listen({ hostname: listenHostOf(host), port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   const prefix = `multigrad/tcp/${round}/`;
   const expected = worldSize - 1 - rank;

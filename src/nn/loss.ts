@@ -104,6 +104,14 @@ export class NLLLoss extends ReducedLoss {
   }
 }
 
+/**
+ * `torch.nn.NLLLoss2d`, which PyTorch 1.13 keeps as a deprecated name of
+ * {@link NLLLoss} (that takes [N, C, d1, ...] inputs itself): the same loss
+ * and options, for code that still names it. Unlike PyTorch's, it prints no
+ * deprecation warning.
+ */
+export class NLLLoss2d extends NLLLoss {}
+
 /** Binary cross entropy of probabilities, as `torch.nn.BCELoss`; see {@link F.binaryCrossEntropy}. */
 export class BCELoss extends ReducedLoss {
   /** Per-element rescaling (broadcast), or null (a buffer). */

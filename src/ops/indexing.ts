@@ -5,7 +5,7 @@
  */
 
 import { record } from "../autograd.ts";
-import { checkFill, getDefaultDtype, isFloat } from "../dtype.ts";
+import { checkFill, getDefaultDtype } from "../dtype.ts";
 import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
 import { commonDevice, empty, launch, scalar, type TensorLike } from "./util.ts";
@@ -87,9 +87,6 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number | Tensor): Ten
       throw new TypeError(
         `maskedFill: value must be a number or a 0-d Tensor, got ${typeof value}`,
       );
-    }
-    if (!isFloat(x.dtype) && !Number.isInteger(value)) {
-      throw new TypeError(`maskedFill: cannot fill an ${x.dtype} tensor with ${value}`);
     }
     checkFill(x.dtype, value, "maskedFill");
     fill = scalar(value, x.dtype, x.device);

@@ -111,9 +111,6 @@ export function fill_(t: Tensor, value: number | Tensor): Tensor {
       `fill_: value must be a number or a one-element Tensor, got ${typeof value}`,
     );
   }
-  if (!isFloat(t.dtype) && !Number.isInteger(value)) {
-    throw new TypeError(`fill_: cannot fill an ${t.dtype} tensor with ${value}`);
-  }
   checkFill(t.dtype, value, "fill_");
   const n = t.numel();
   if (n > 0) {

@@ -194,22 +194,20 @@ export function indexCopy(x: Tensor, dim: number, index: Tensor, source: Tensor)
  * `x` with every slice `index[j]` along `dim` set to `value`, as
  * `torch.index_fill` (out of place; repeats allowed). The gradient passes
  * where `x` was kept and is 0 where it was filled. A fraction for an int32
- * `x` is a TypeError (PyTorch truncates it), as in `fill_` and `maskedFill`.
+ * `x` truncates toward zero, as PyTorch's (a value int32 cannot hold is a RangeError).
  */
 export function indexFill(x: Tensor, dim: number, index: Tensor, value: number): Tensor {
   return owned(() => {
     if (typeof value !== "number") {
       throw new TypeError(`indexFill: value must be a number, got ${typeof value}`);
     }
-    // As fill_ and maskedFill (PyTorch truncates; the result here turned float32).
-    if (x.dtype === "int32" && !Number.isInteger(value)) {
-      throw new TypeError(`indexFill: cannot fill an int32 tensor with ${value}`);
-    }
     checkFill(x.dtype, value, "indexFill");
+    // where() would promote a fraction to float32: truncate it first, as PyTorch's int32 fill.
+    const fill = x.dtype === "int32" ? Math.trunc(value) : value;
     const d = indexArgs("indexFill", x, dim, index);
     const [fx, fi] = flat(x, index);
     const kept = computed(() => hits(fx, d, fi).eq(0));
-    const out = computed(() => fx.where(kept, value).reshape(x.shape));
+    const out = computed(() => fx.where(kept, fill).reshape(x.shape));
     if (!isGradEnabled() || !x.requiresGrad) kept.dispose();
     return record("indexFill", [x], out, ([g]) => [
       flat(g!, index)[0].mul(cast(kept, g!.dtype)).reshape(x.shape),

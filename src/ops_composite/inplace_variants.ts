@@ -500,9 +500,6 @@ export function fillDiagonal_(
       }`,
     );
   }
-  if (!isFloat(t.dtype) && !Number.isInteger(fillValue)) {
-    throw new TypeError(`fillDiagonal_: cannot fill an ${t.dtype} tensor with ${fillValue}`);
-  }
   checkFill(t.dtype, fillValue, "fillDiagonal_");
   const numel = t.numel();
   const [rows, cols] = [shape[0], shape[shape.length - 1]];

@@ -10,7 +10,7 @@
  */
 
 import { isGradEnabled, noGrad, record } from "../autograd.ts";
-import { isFloat, promoteTypes } from "../dtype.ts";
+import { checkFill, isFloat, promoteTypes } from "../dtype.ts";
 import { broadcastShapes, formatShape, normalizeDim } from "../shape.ts";
 import { tidy } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -285,7 +285,8 @@ export interface ScatterOptions {
 /**
  * `x` with `src[i][j][k]` written to `x[index[i][j][k]][j][k]` (for `dim`
  * 0, and so on), as `torch.scatter` (out of place): `src` a tensor of `x`'s
- * dtype, or a number written at every index. `index` is int32 with `x`'s
+ * dtype, or a number written at every index (a fraction truncates toward zero
+ * for int32, as PyTorch's). `index` is int32 with `x`'s
  * number of dims, no larger than `src` in any dim nor than `x` in any dim
  * but `dim` (as PyTorch, a 0-d tensor counts as 1-D, and an empty index
  * writes nothing whatever its shape). Where an index repeats, the last source along `dim` wins (as
@@ -312,9 +313,7 @@ export function scatter(
   if (typeof src === "number") {
     requireTensor("scatter", x, "input");
     requireTensor("scatter", index, "index");
-    if (!isFloat(x.dtype) && !Number.isInteger(src)) {
-      throw new TypeError(`scatter: cannot write ${src} into an ${x.dtype} tensor`);
-    }
+    checkFill(x.dtype, src, "scatter"); // full() would name itself
     source = full([...index.shape], src, { dtype: x.dtype, device: x.device });
   } else source = src;
   const mode: Mode = reduce === "add" ? "sum" : reduce === "multiply" ? "prod" : "assign";

@@ -86,9 +86,23 @@ function verifyLayers(layers: readonly Module[]): void {
  * waiting), and concatenates the outputs on the last partition's device.
  * Backward gives the gradients of running the Sequential on one device.
  *
+ * Tuples, as PyTorch's: `forward(x, y, ...)` with several inputs, and a layer
+ * that returns an array (JS's tuple), pass a tuple on; the next layer (in the
+ * same partition or the next one) gets its items as separate arguments
+ * (PyTorch's `PipeSequential`). Every tensor of the input tuple is split
+ * along dim 0; other items (numbers, strings, ...) go unchanged to every
+ * micro-batch. A tuple output comes back as an array: its tensors
+ * concatenated along dim 0, and each other item as the array of the
+ * micro-batches' values (PyTorch's `gather`). Between partitions each tensor
+ * of a tuple moves to the next device.
+ *
  * Deliberate differences from PyTorch 1.13: `forward` returns the output
- * tensor itself, not an `RRef` to it, and needs no RPC framework; the input
- * is one tensor (not a tuple); a child without parameters or buffers (ReLU)
+ * itself, not an `RRef` to it, and needs no RPC framework; the input
+ * tensors of a tuple must have the same batch size (PyTorch only asks that
+ * they split into as many micro-batches, pairing rows that do not belong
+ * together), and a batch smaller than `chunks` is an error (PyTorch makes
+ * fewer micro-batches); every array is a tuple (PyTorch passes a list on as
+ * one argument), and there is no `NoChunk`; a child without parameters or buffers (ReLU)
  * joins the partition before it (or the first partition), where PyTorch puts
  * it in a CPU partition of its own; the partitions are not reordered in
  * backward by phony dependencies, since the engine here runs on one thread
@@ -190,30 +204,17 @@ export class Pipe extends Module {
   }
 
   /**
-   * Runs the mini-batch `input` (on the first partition's device, at least
-   * `chunks` rows) through the pipeline: the output on the last partition's
-   * device, the micro-batches' outputs concatenated in order.
+   * Runs the mini-batch `inputs` (one tensor, or a tuple's items as separate
+   * arguments; every tensor on the first partition's device with the same
+   * batch size, at least `chunks` rows) through the pipeline: the output on
+   * the last partition's device, the micro-batches' outputs concatenated in
+   * order. `R` names what the last layer returns (a Tensor unless told, say
+   * `forward<[Tensor, Tensor]>(x, y)` for a tuple); it is not checked.
    */
-  override forward(input: Tensor): Tensor {
-    if (!(input instanceof Tensor)) {
-      throw new TypeError(`Pipe.forward: expected a Tensor, got ${typeof input}`);
-    }
-    if (input.device !== this.devices[0]) {
-      throw new Error(
-        `Pipe.forward: the input is on device ${input.device} but the first partition is on ${
-          this.devices[0]
-        }; move the input there with .to()`,
-      );
-    }
-    if (input.ndim === 0 || input.shape[0] < this.chunks) {
-      throw new RangeError(
-        `Pipe.forward: the batch (dim 0) of an input of shape [${
-          input.shape.join(", ")
-        }] is smaller than chunks = ${this.chunks}`,
-      );
-    }
+  override forward<R extends Tensor | unknown[] = Tensor>(...inputs: unknown[]): R {
+    const batches = this.#scatter(inputs);
     try {
-      return this.#schedule(input);
+      return this.#schedule(batches) as R;
     } catch (error) {
       // A mini-batch that failed midway must not leave its micro-batches' statistics behind.
       for (const bn of this.#deferred) bn.discard();
@@ -221,9 +222,55 @@ export class Pipe extends Module {
     }
   }
 
-  #schedule(input: Tensor): Tensor {
+  /** PyTorch's `microbatch.check` and `scatter`: the inputs' micro-batches, each a tuple. */
+  #scatter(inputs: unknown[]): Tuple[] {
+    const tensors = inputs.filter((x): x is Tensor => x instanceof Tensor);
+    if (tensors.length === 0) {
+      throw new TypeError(
+        `Pipe.forward: the inputs hold no Tensor (got ${describe(inputs)}); ${
+          inputs.length === 1 && Array.isArray(inputs[0])
+            ? "pass a tuple's items as separate arguments, forward(x, y)"
+            : "pass at least one"
+        }`,
+      );
+    }
+    const first = this.devices[0];
+    inputs.forEach((x, k) => {
+      if (x instanceof Tensor && x.device !== first) {
+        throw new Error(
+          `Pipe.forward: the input${
+            inputs.length > 1 ? ` ${k}` : ""
+          } is on device ${x.device} but the first partition is on ${first}; move the input there with .to()`,
+        );
+      }
+    });
+    const shape = (t: Tensor) => `[${t.shape.join(", ")}]`;
+    const sized = tensors.find((t) => t.ndim === 0 || t.shape[0] < this.chunks);
+    if (sized) {
+      throw new RangeError(
+        `Pipe.forward: the batch (dim 0) of an input of shape ${
+          shape(sized)
+        } is smaller than chunks = ${this.chunks}`,
+      );
+    }
+    const other = tensors.find((t) => t.shape[0] !== tensors[0].shape[0]);
+    if (other) {
+      const at = (t: Tensor) => `input ${inputs.indexOf(t)} of shape ${shape(t)}`;
+      throw new RangeError(
+        `Pipe.forward: the input tensors' batch sizes (dim 0) differ, ${at(tensors[0])} and ${
+          at(other)
+        }; micro-batches split every tensor along dim 0, so they must agree`,
+      );
+    }
+    const split = inputs.map((x) => x instanceof Tensor ? x.chunk(this.chunks, 0) : null);
+    const m = split.find((c) => c !== null)!.length;
+    return Array.from({ length: m }, (_, i) => inputs.map((x, k) => split[k]?.[i] ?? x));
+  }
+
+  #schedule(inputs: Tuple[]): Tensor | unknown[] {
     return forwardScope(() => {
-      const batches = input.chunk(this.chunks, 0);
+      // A micro-batch between partitions: a tensor, or a tuple (an array).
+      const batches: (Tensor | Tuple)[] = inputs;
       const m = batches.length;
       for (const bn of this.#deferred) bn.chunks = m;
       const checkpointing = this.training && isGradEnabled();
@@ -236,20 +283,117 @@ export class Pipe extends Module {
       for (const cycle of clockCycles(m, partitions.length)) {
         for (const [i, j] of cycle) {
           const device = this.devices[j];
-          const x = batches[i].device === device ? batches[i] : batches[i].to(device);
-          const run = (t: Tensor) => {
-            const y: unknown = partitions[j].forward(t);
-            if (!(y instanceof Tensor)) {
-              throw new TypeError(
-                `Pipe: partition ${j} (on ${device}) returned ${typeof y}, not a Tensor`,
-              );
-            }
-            return y;
-          };
-          batches[i] = i < stop ? checkpointed(run, x, params[j], modules[j]) : run(x);
+          const to = (x: unknown) => x instanceof Tensor && x.device !== device ? x.to(device) : x;
+          const b = batches[i];
+          // The first partition gets the input tuple's items as arguments, as PyTorch's.
+          const args = b instanceof Tensor ? [to(b)] : b.map(to);
+          const run = (...xs: unknown[]) => checkOutput(j, device, runLayers(partitions[j], xs));
+          batches[i] = i < stop
+            ? checkpointedTuple(run, args, params[j], modules[j])
+            : run(...args);
         }
       }
-      return m === 1 ? batches[0] : cat(batches, 0);
+      return gather(batches);
     });
   }
+}
+
+/** A micro-batch's tuple: its tensors, and the items that pass unchanged. */
+type Tuple = unknown[];
+
+/** What `xs` holds, for an error. */
+function describe(xs: unknown[]): string {
+  return `[${
+    xs.map((x) => Array.isArray(x) ? `an array of ${x.length}` : x === null ? "null" : typeof x)
+      .join(", ")
+  }]`;
+}
+
+/** PyTorch's `PipeSequential.forward`: a tuple is spread over the next layer's arguments. */
+function runLayers(partition: Sequential, args: Tuple): unknown {
+  let value: unknown = args;
+  for (const layer of partition) {
+    const forward = layer.forward as (...a: unknown[]) => unknown;
+    value = Array.isArray(value) ? forward.apply(layer, value) : forward.call(layer, value);
+  }
+  return value;
+}
+
+/** A partition's output must be a Tensor or a tuple holding one (PyTorch's `Batch`). */
+function checkOutput(j: number, device: Device, y: unknown): Tensor | Tuple {
+  // Tensors in a nested array would be neither split, moved nor kept by a checkpoint's scope.
+  const nested = Array.isArray(y)
+    ? y.findIndex((x) => Array.isArray(x) && x.some((t) => t instanceof Tensor))
+    : -1;
+  if (nested >= 0) {
+    throw new TypeError(
+      `Pipe: partition ${j} (on ${device}) returned a tuple whose item ${nested} is an array holding tensors; return them as items of the tuple itself`,
+    );
+  }
+  if (y instanceof Tensor || (Array.isArray(y) && y.some((x) => x instanceof Tensor))) return y;
+  throw new TypeError(
+    `Pipe: partition ${j} (on ${device}) returned ${
+      Array.isArray(y) ? `an array with no Tensor, ${describe(y)}` : typeof y
+    }, not a Tensor or an array holding one`,
+  );
+}
+
+/**
+ * {@link checkpointed} for a partition that may return a tuple: the
+ * checkpoint sees its tensors only, and the other items come back in place
+ * from the forward run (the recomputation's are dropped).
+ */
+function checkpointedTuple(
+  run: (...args: unknown[]) => Tensor | Tuple,
+  args: Tuple,
+  params: readonly Tensor[],
+  modules: readonly Module[],
+): Tensor | Tuple {
+  let template: Tuple | null = null;
+  const tensorsOf = (...xs: unknown[]) => {
+    const y = run(...xs);
+    if (y instanceof Tensor) return y;
+    template ??= y;
+    return y.filter((x): x is Tensor => x instanceof Tensor);
+  };
+  const out = checkpointed(tensorsOf, args, params, modules);
+  if (out instanceof Tensor) return out;
+  let k = 0;
+  return template!.map((x) => x instanceof Tensor ? out[k++] : x);
+}
+
+/** PyTorch's `microbatch.gather`: tensors concatenated along dim 0, other items listed. */
+function gather(batches: (Tensor | Tuple)[]): Tensor | unknown[] {
+  const [head] = batches;
+  if (batches.every((b) => b instanceof Tensor)) {
+    return batches.length === 1 ? head as Tensor : cat(batches as Tensor[], 0);
+  }
+  const kind = (x: unknown) =>
+    x instanceof Tensor ? "Tensor" : Array.isArray(x) ? "array" : typeof x;
+  const tuples = batches.map((b, i) => {
+    if (!Array.isArray(b) || b.length !== (head as Tuple).length) {
+      throw new TypeError(
+        `Pipe: micro-batch ${i}'s output (${
+          Array.isArray(b) ? `an array of ${b.length}` : kind(b)
+        }) does not match micro-batch 0's (${
+          Array.isArray(head) ? `an array of ${head.length}` : kind(head)
+        })`,
+      );
+    }
+    return b;
+  });
+  return (head as Tuple).map((x, k) => {
+    const items = tuples.map((t, i) => {
+      if ((t[k] instanceof Tensor) !== (x instanceof Tensor)) {
+        throw new TypeError(
+          `Pipe: item ${k} of micro-batch ${i}'s output is ${kind(t[k])}, of micro-batch 0's ${
+            kind(x)
+          }; their types must match`,
+        );
+      }
+      return t[k];
+    });
+    if (!(x instanceof Tensor)) return items;
+    return items.length === 1 ? x : cat(items as Tensor[], 0);
+  });
 }

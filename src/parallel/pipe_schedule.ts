@@ -26,22 +26,22 @@ export function clockCycles(m: number, n: number): [number, number][][] {
 }
 
 /**
- * Runs `forward(x)` as a checkpoint (see `runCheckpoint`): only `x` is saved,
+ * Runs `forward(...args)` as a checkpoint (see `runCheckpoint`): only `args` are saved,
  * and backward runs the forward again in grad mode (with the random
  * generator as it was, so dropout draws the same mask) and differentiates
- * that. The node's inputs are `x` and `params`, so parameter gradients reach
+ * that. The node's inputs are the tensors of `args` and `params`, so parameter gradients reach
  * the engine as from any op (hooks and accumulation as usual, and
  * `autograd.grad` works). Running statistics of BatchNorm layers in
  * `modules` are not updated by the recomputation, so that one forward
  * updates them once (PyTorch's plain BatchNorm would update them twice).
  */
 export function checkpointed(
-  forward: (x: Tensor) => Tensor,
-  x: Tensor,
+  forward: (...args: unknown[]) => Tensor | Tensor[],
+  args: unknown[],
   params: readonly Tensor[],
   modules: readonly Module[],
-): Tensor {
-  return runCheckpoint("Pipe.checkpoint", forward, [x], {}, {
+): Tensor | Tensor[] {
+  return runCheckpoint("Pipe.checkpoint", forward, args, {}, {
     params,
     beforeRecompute() {
       const norms = modules.filter((m): m is BatchNormBase =>

@@ -20,6 +20,7 @@ import { mapTensors } from "../../nested.ts";
 import { full } from "../../ops/factory.ts";
 import { empty } from "../../ops/util.ts";
 import { cat, stack } from "../../ops/view.ts";
+import type { TypedArray } from "../../dtype.ts";
 import { formatShape } from "../../shape.ts";
 import type { Tensor } from "../../tensor.ts";
 import type {
@@ -29,9 +30,17 @@ import type {
 } from "../../optim/optimizer.ts";
 import { DistributedError, type DistributedGroup, SYNC_WORDS } from "../backend.ts";
 import { allReduce } from "../collectives.ts";
-import { allGatherIntoTensor, reduceScatterTensor } from "../coalesced.ts";
-import { broadcastFlat } from "../host.ts";
-import { tidy } from "../../storage.ts";
+import { allGatherIntoTensor } from "../coalesced.ts";
+import {
+  allGatherOnHost,
+  borrowHost,
+  broadcastFlat,
+  giveBackHost,
+  readFlatInto,
+  runOnHost,
+  writeFlat,
+} from "../host.ts";
+import { type Storage, tidy } from "../../storage.ts";
 import { activeGroup, type ProcessGroup } from "../state.ts";
 import type { AutoWrapPolicy } from "./wrap.ts";
 
@@ -210,13 +219,21 @@ function checkSameShapes(group: ProcessGroup, params: readonly Parameter[]): voi
  * process with batch N·b.
  *
  * Where it differs from PyTorch: multigrad tensors have no storage
- * offsets, so the original parameters hold copies of their slices of the
- * gathered flat parameter (not views); they are released when the unit
- * frees its full parameter, between steps each rank holds only its shards
- * (and their gradients and optimizer state). The full parameters are freed
- * at the end of backward (PyTorch: as each unit's backward ends). The
- * collectives are PyTorch's: `allGatherIntoTensor` of the shards and an
- * average `reduceScatterTensor` of the flat gradient. After a
+ * offsets, so each original parameter holds its own slice of the gathered
+ * flat parameter (written there straight from the host, no full flat
+ * tensor on the device); they are released when the unit frees its full
+ * parameter, between steps each rank holds only its shards (and their
+ * gradients and optimizer state). Frees happen in stream order: while a
+ * collective holds the device's queue (on cpu ranks, from the first gather
+ * of a step until the step's work has run) nothing freed is given back, so
+ * a FULL_SHARD forward parks its full parameters and the backward that
+ * reaches the unit before the queue has run takes them back instead of
+ * gathering into new memory (one gather per step then, two when the queue
+ * ran in between); the gradient is reduced from the parameters' gradients
+ * on the host, without a flat gradient on the device. The full parameters
+ * are freed at the end of backward (PyTorch: as each unit's backward
+ * ends). The collectives are PyTorch's: an all-gather of the shards and an
+ * average reduce-scatter of the flat gradient. After a
  * {@link noSync} backward, call this wrapper's `zeroGrad`, not only the
  * optimizer's. The root frees its full parameters after forward too under
  * `FULL_SHARD` (PyTorch keeps the root's). Names: `parameters()` are
@@ -254,6 +271,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   readonly #shard: Parameter;
   /** Whether the original parameters hold the full values now. */
   #gathered = false;
+  /** The full parameters' storages a forward released, until the device's queue has run (see {@link #park}). */
+  #parked: { storages: Storage[]; shard: Storage; version: number } | null = null;
   #syncing = true;
   /** Set by a forward with gradients on; cleared when its backward ends. */
   #armed = false;
@@ -405,40 +424,85 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     this.#free();
   }
 
-  /** Gathers the full flat parameter and gives each original parameter its slice. */
+  /**
+   * Gives each original parameter its slice of the full flat parameter:
+   * the storages parked by the forward before when they are still there,
+   * else every rank's shard gathered on the host and written straight into
+   * the parameters (no full flat tensor on the device besides them).
+   */
   #gather(): void {
     if (this.#gathered || this.#params.length === 0) return;
+    const parked = this.#parked;
+    this.#parked = null;
+    const shard = this.#shard.storage;
+    if (parked && parked.shard === shard && parked.version === shard.version) {
+      this.#params.forEach((p, i) => p._setStorage(parked.storages[i]));
+      this.#gathered = true;
+      return;
+    }
+    // The shard changed since (an optimizer step, a loaded state dict): gather anew.
+    for (const s of parked?.storages ?? []) s.dispose();
     tidy(() =>
       noGrad(() => {
-        let flat: Tensor = this.#shard;
-        if (this.#ranks() > 1) flat = this.#allGather(this.#shard);
-        let at = 0;
-        for (const p of this.#params) {
-          let piece = flat.narrow(0, at, p.numel()).reshape(p.shape);
-          if (piece.storage === flat.storage) piece = piece.clone();
-          piece.storage.persistent = true;
-          p._setStorage(piece.storage);
-          p.storage.markModified();
-          at += p.numel();
+        let pieces: Tensor[];
+        if (this.#ranks() > 1) {
+          pieces = this.#params.map((p) => empty(p.shape, p.dtype, this.device));
+          const call = this.#group.call({
+            kind: "allGather",
+            dtype: this.#shard.dtype,
+            shapes: [[this.#shardNumel()]],
+          });
+          writeFlat(pieces, allGatherOnHost(this.#group, call, [this.#shard.detach()], NAME));
+        } else {
+          let at = 0;
+          pieces = this.#params.map((p) => {
+            const piece = this.#shard.narrow(0, at, p.numel()).reshape(p.shape);
+            at += p.numel();
+            return piece.storage === this.#shard.storage ? piece.clone() : piece;
+          });
         }
+        this.#params.forEach((p, i) => {
+          pieces[i].storage.persistent = true;
+          p._setStorage(pieces[i].storage);
+          p.storage.markModified();
+        });
       })
     );
     this.#gathered = true;
   }
 
   /**
-   * The full flat tensor of every rank's `shard` (`allGatherIntoTensor`:
-   * each rank's shard lands straight in its part, and a gather moves
-   * 1/worldSize of what an all-reduce of the flat tensor moves).
+   * Frees the full parameters after a forward (FULL_SHARD), in stream
+   * order: the parameters are released now (a use is an error), but their
+   * storages are parked until the device has run the work queued so far.
+   * When a collective holds the device's queue (the usual case: the step is
+   * recorded before the first gather has landed) a free would only be
+   * queued, the memory held all the same; a backward reaching the unit
+   * before then takes the parked storages back instead of gathering again
+   * into new memory. Once the queue has run they are disposed.
    */
-  #allGather(shard: Tensor): Tensor {
-    const flat = empty([this.#shardNumel() * this.#ranks()], shard.dtype, this.device);
-    allGatherIntoTensor(flat, shard.detach(), { group: this.#groupOption });
-    return flat;
+  #park(): void {
+    if (!this.#gathered) return;
+    const storages = this.#params.map((p) => p.storage);
+    const shard = this.#shard.storage;
+    const parked = { storages, shard, version: shard.version };
+    const released = empty([0], this.#shard.dtype, this.device).storage;
+    released.dispose();
+    for (const p of this.#params) p._setStorage(released);
+    this.#gathered = false;
+    this.#parked = parked;
+    this.device.stream.submit(() => {
+      if (this.#parked !== parked) return;
+      this.#parked = null;
+      for (const s of storages) s.dispose();
+    });
   }
 
   /** Releases the original parameters' memory (a use before the next gather is an error naming the release). */
   #free(): void {
+    const parked = this.#parked;
+    this.#parked = null;
+    for (const s of parked?.storages ?? []) s.dispose();
     if (!this.#gathered) return;
     for (const p of this.#params) p.storage.dispose();
     this.#gathered = false;
@@ -473,7 +537,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         return t;
       });
     }
-    if (!this.#armed || this.shardingStrategy === ShardingStrategy.FULL_SHARD) this.#free();
+    if (!this.#armed || this.shardingStrategy === ShardingStrategy.FULL_SHARD) this.#park();
     return out;
   }
 
@@ -523,20 +587,13 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     tidy(() =>
       noGrad(() => {
         const grads = this.#params.map((p) => p.grad ?? p.zerosLike());
-        const flat = this.#flatten(grads);
+        const shardNumel = this.#shardNumel();
+        const reduced = empty([shardNumel], this.#shard.dtype, this.device);
+        if (this.#group.worldSize > 1) writeFlat([reduced], this.#reduceOnHost(grads));
+        else reduced.copy_(this.#flatten(grads));
         for (const p of this.#params) {
           p.grad?.dispose();
           p.grad = null;
-        }
-        let reduced = flat;
-        if (this.#group.worldSize > 1) {
-          if (this.#ranks() > 1) {
-            reduced = empty([this.#shardNumel()], flat.dtype, this.device);
-            reduceScatterTensor(reduced, flat, { op: "avg", group: this.#groupOption });
-          } else {
-            // NO_SHARD: every rank keeps the whole average, as DDP.
-            allReduce(flat, { op: "avg", group: this.#groupOption });
-          }
         }
         reduced.storage.persistent = true;
         const shard = this.#shard;
@@ -548,6 +605,45 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         }
       })
     );
+  }
+
+  /**
+   * The average over the ranks of the flat gradient `grads` make, this
+   * rank's part (NO_SHARD: all of it): read straight from the gradients
+   * into a host array, reduce-scattered (NO_SHARD: all-reduced) there, the
+   * same collectives as `reduceScatterTensor` and `allReduce` of the flat
+   * gradient without that flat gradient on the device.
+   */
+  #reduceOnHost(grads: readonly Tensor[]): Promise<TypedArray> {
+    const group = this.#group;
+    const ranks = this.#ranks();
+    const dtype = this.#shard.dtype;
+    const padded = this.#shardNumel() * ranks;
+    const host = borrowHost(dtype, padded);
+    const values = readFlatInto(grads, host, 0, NAME).then(() => host.fill(0, this.#numel));
+    const kind = ranks > 1 ? "reduceScatter" : "allReduce";
+    const call = group.call({ kind, dtype, shapes: [[padded]], op: "avg" });
+    return runOnHost(group, call, values, async (flat) => {
+      const backend = group.backend;
+      if (ranks === 1) {
+        await backend.allReduce(call, flat);
+        return flat;
+      }
+      let part: TypedArray;
+      if (backend.reduceScatterInto) {
+        part = borrowHost(dtype, padded / ranks);
+        await backend.reduceScatterInto(call, flat, part);
+      } else if (backend.reduceScatter) part = await backend.reduceScatter(call, flat);
+      else {
+        await backend.allReduce(call, flat);
+        part = flat.slice(group.rank * padded / ranks, (group.rank + 1) * padded / ranks);
+      }
+      giveBackHost(flat);
+      return part;
+    }).catch((error) => {
+      giveBackHost(host);
+      throw error;
+    });
   }
 
   /**
@@ -688,8 +784,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
    * parameter's index in the plain module's `parameters()` order (what
    * `optim.stateDict()` of one process training the plain module gives);
    * `param_groups` list those indices. Every rank gets it (PyTorch: rank 0
-   * only by default) and every rank must call it. Loading it back into a
-   * sharded optimizer is not supported yet.
+   * only by default) and every rank must call it. Load it back into a sharded
+   * optimizer with {@link shardFullOptimStateDict}.
    */
   static optimStateDict(
     model: FullyShardedDataParallel,
@@ -735,6 +831,99 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       ...group,
       params: group.params.flatMap((i) => originals.get(i) ?? []).sort((a, b) => a - b),
     }));
+    return { state, param_groups: groups };
+  }
+
+  /**
+   * PyTorch's `FSDP.shard_full_optim_state_dict(full_osd, model)`: the
+   * part of a full optimizer state dict ({@link optimStateDict}'s, or the
+   * plain module's optimizer's: state by the index of the parameter in the
+   * plain module's `parameters()`) that this rank's optimizer of `model`'s
+   * shards takes in `loadStateDict`: each unit's per-parameter state
+   * tensors flattened, zero-padded and cut to this rank's shard (keyed by
+   * the shard's index in `model.parameters()`, the order an optimizer made
+   * from them has). The full dict does not depend on the world size or the
+   * wrapping it was saved with, so it loads at any (as PyTorch's). A dict
+   * of another model (more parameters, other shapes, a sharded dict) is an
+   * error naming the parameter. Every rank calls it; no collective runs.
+   */
+  static shardFullOptimStateDict(
+    fullOptimStateDict: OptimizerStateDictLike,
+    model: FullyShardedDataParallel,
+  ): OptimizerStateDict {
+    const op = `${NAME}.shardFullOptimStateDict`;
+    if (!(model instanceof FullyShardedDataParallel)) {
+      throw new TypeError(`${op}: model must be a FullyShardedDataParallel`);
+    }
+    const full = fullOptimStateDict as OptimizerStateDict;
+    if (typeof full !== "object" || full === null || !Array.isArray(full.param_groups)) {
+      throw new TypeError(`${op}: expected an optimizer state dict ({ state, param_groups })`);
+    }
+    const plain = model.module.namedParameters().map(([k, p]) => [model.#cleanKey(k), p] as const);
+    const nameOf = (i: number) => `${i} (${plain[i][0]})`;
+    const stateKeys = Object.keys(full.state ?? {}).map(Number);
+    const groupKeys = full.param_groups.flatMap((g) => g.params);
+    const outside = [...stateKeys, ...groupKeys].filter((i) =>
+      !Number.isInteger(i) || i < 0 || i >= plain.length
+    );
+    if (outside.length > 0) {
+      throw new RangeError(
+        `${op}: the state dict names parameter ${
+          outside[0]
+        }, but the plain module of model has ${plain.length} parameters (a dict of another model?)`,
+      );
+    }
+    const plainIndex = new Map(plain.map(([, p], i) => [p as Parameter, i]));
+    const shardIndex = new Map(model.parameters().map((p, i) => [p, i]));
+    const state: Record<number, ParamState> = {};
+    const unitOf = new Map<number, number>();
+    noGrad(() => {
+      for (const unit of model.#units()) {
+        const at = shardIndex.get(unit.#shard);
+        if (at === undefined || unit.#params.length === 0) continue;
+        const indices = unit.#params.map((p) => plainIndex.get(p)!);
+        indices.forEach((i) => unitOf.set(i, at));
+        const entries = indices.map((i) => (full.state[i] ?? {}) as ParamState);
+        const keys = [...new Set(entries.flatMap((e) => Object.keys(e)))];
+        if (keys.length === 0) continue;
+        const sharded: ParamState = {};
+        for (const key of keys) {
+          const values = entries.map((e) => e[key]);
+          const known = values.find((v) => v !== undefined)!;
+          // A number or a 0-d tensor (a step count) is the unit's, taken from the first parameter's.
+          if (typeof known === "number" || known.ndim === 0) {
+            sharded[key] = typeof known === "number" ? known : known.clone();
+            continue;
+          }
+          const pieces = values.map((v, k) => {
+            const p = unit.#params[k];
+            if (v === undefined) return p.zerosLike().detach();
+            const t = v as Tensor;
+            if (typeof v === "number" || formatShape(t.shape) !== formatShape(p.shape)) {
+              throw new RangeError(
+                `${op}: state ${indices[k]}.${key} has shape ${
+                  typeof v === "number" ? "[] (a number)" : formatShape(t.shape)
+                }, but parameter ${nameOf(indices[k])} has ${
+                  formatShape(p.shape)
+                } (a dict of another model, or a sharded one: pass FSDP.optimStateDict's full dict)`,
+              );
+            }
+            return t.to(unit.device);
+          });
+          const flat = unit.#flatten(pieces);
+          const mine = unit.#part(flat);
+          if (mine !== flat) flat.dispose();
+          sharded[key] = mine;
+        }
+        state[at] = sharded;
+      }
+    });
+    const groups = full.param_groups.map((group) => {
+      const shards = [...new Set(group.params.map((i) => unitOf.get(i)))]
+        .filter((i): i is number => i !== undefined)
+        .sort((a, b) => a - b);
+      return { ...group, params: shards };
+    });
     return { state, param_groups: groups };
   }
 
