@@ -98,6 +98,10 @@ async function run(scenario: string, options: Record<string, number>): Promise<u
       // Rank 1's program fails: it tells the others' sync Workers before it exits.
       if (rank === 1) throw new Error("boom from rank 1");
       return caught(() => gatherSync(group, new Int32Array(4)));
+    case "throwLong":
+      // A long non-ASCII error (3 UTF-8 bytes a character): more than the Worker's room for it.
+      if (rank === 1) throw new Error("形状不匹配".repeat(1000));
+      return caught(() => gatherSync(group, new Int32Array(4)));
     case "leave":
       if (rank === 1) {
         await distributed.destroyProcessGroup();

@@ -38,7 +38,7 @@ import {
 } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 import { Join, type Joinable, JoinHook, type JoinHookOptions } from "./join.ts";
-import { joinStateOf } from "./join_state.ts";
+import { type JoinState, joinStateOf } from "./join_state.ts";
 
 /** Options of {@link DistributedDataParallel.join} (PyTorch's keyword arguments). */
 export interface DistributedDataParallelJoinOptions {
@@ -56,6 +56,16 @@ export interface DistributedDataParallelJoinOptions {
    * does not matter then.
    */
   throwOnEarlyTermination?: boolean;
+}
+
+/**
+ * Whether a running join divides the gradients by the initial world size
+ * (PyTorch's `_divide_by_initial_world_size`; default true), read from the
+ * join itself: PyTorch keeps it on the DDP when a join is built, so a join
+ * built later changes an earlier one's.
+ */
+function divideByInitialWorldSize(state: JoinState): boolean {
+  return state.options.divideByInitialWorldSize !== false;
 }
 
 /** A {@link JoinHook} whose entry points are a DDP's own. */
@@ -279,8 +289,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
   #trained = false;
   /** The `processGroup` handle given (undefined: every rank). */
   readonly #processGroup: DistributedGroup | undefined;
-  /** In a join: whether gradients are divided by the initial world size (PyTorch's `_divide_by_initial_world_size`). */
-  #divideByInitialWorldSize = true;
   /**
    * In a join, on a rank still in its loop: whether the coming backward
    * synchronises, as announced to the joined ranks at forward, and how many
@@ -381,12 +389,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     this.#armed = isGradEnabled();
     this.#buffersStale = this.#armed && this.#syncing;
     this.#joinPass = null;
-    if (joining) {
+    if (join?.enable) {
       // Joined ranks learn whether to shadow a gradient all-reduce.
       void this.#allReduceInt(this.#buffersStale ? 1 : 0, "sum");
       this.#joinPass = {
         syncing: this.#buffersStale,
-        active: this.#divideByInitialWorldSize ? null : active,
+        active: divideByInitialWorldSize(join) ? null : active,
       };
     }
     const moved = mapTensors(args, (t) => t.to(this.device)) as Parameters<M["forward"]>;
@@ -462,6 +470,11 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * this wrapper, as PyTorch requires.
    */
   setStaticGraph(): void {
+    if (joinStateOf(this)?.enable) {
+      throw new Error(
+        "DistributedDataParallel.setStaticGraph: not inside a running join: staticGraph is not supported in a join (its blocking exchange at the end of backward would wait for joined ranks)",
+      );
+    }
     if (this.#trained) {
       throw new Error(
         "DistributedDataParallel.setStaticGraph: a backward pass already ran through this wrapper; call it before training starts (or pass { staticGraph: true })",
@@ -656,7 +669,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     } catch (error) {
       if (queued === 0 || !(error instanceof DistributedError)) throw error;
       throw new DistributedError(
-        `${error.message}. DistributedDataParallel (findUnusedParameters) blocked rank ${group.rank} here with ${queued} earlier collective${
+        `${error.message}. DistributedDataParallel (${
+          this.#staticGraph ? "staticGraph" : "findUnusedParameters"
+        }) blocked rank ${group.rank} here with ${queued} earlier collective${
           queued === 1 ? "" : "s"
         } of its own still queued, which run only when its event loop does: a rank waiting for one of them never arrives. Let every rank await at the same points of its loop (all read the loss, or none)`,
         error.ranks,
@@ -787,7 +802,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * itself (`candidate`; -1 offers nothing), PyTorch's `_find_common_rank`
    * then a broadcast. The source is not known when the collectives are
    * queued, so each dtype goes by a sum all-reduce to which only it
-   * contributes (exact: x + 0 = x, except that -0 becomes +0).
+   * contributes; the others add -0, as x + -0 is x for every x (+0 would
+   * turn -0 into +0).
    */
   #broadcastFromCommonRank(tensors: readonly Tensor[], candidate: number): void {
     const group = this.#group;
@@ -803,7 +819,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
       });
       const values = readFlat(list, "DistributedDataParallel.join");
       const received = runOnHost(group, call, values, async (host) => {
-        if ((await common) !== group.rank) host.fill(0);
+        if ((await common) !== group.rank) host.fill(-0);
         await group.backend.allReduce(call, host);
         return host;
       });
@@ -829,7 +845,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     this.#buffersStale = syncing;
     if (!syncing) return;
     const state = joinStateOf(this);
-    const divisor = this.#divideByInitialWorldSize || !state?.isFirstJoinable
+    const divisor = !state || divideByInitialWorldSize(state) || !state.isFirstJoinable
       ? null
       : Promise.resolve(state.active);
     for (const p of this.#names.keys()) p.grad = null;
@@ -863,10 +879,17 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * shadows a ZeroRedundancyOptimizer's broadcasts too.
    *
    * In a join, whether a backward synchronises is decided by its forward
-   * (inside `noSync` or not), as in PyTorch. `findUnusedParameters` and
-   * `staticGraph` are refused in a join: their blocking exchange at the end
-   * of backward would meet the joined ranks before this rank's queued join
-   * notification had run.
+   * (inside `noSync` or not), as in PyTorch. Unlike PyTorch 1.13, a forward
+   * under `noGrad` (an evaluation) tells the joined ranks that no backward
+   * follows, so ranks may evaluate while others have joined (PyTorch's
+   * joined ranks shadow a gradient all-reduce that never comes: its gloo
+   * run aborts). `findUnusedParameters` and `staticGraph` are refused in a
+   * join: their blocking exchange at the end of backward would meet the
+   * joined ranks before this rank's queued join notification had run.
+   *
+   * With other joinables, list this wrapper first (`Join.run([ddp, zero],
+   * ...)`): its forward runs an iteration's first collectives, so the
+   * join's per-iteration notification is its own.
    */
   join(options: DistributedDataParallelJoinOptions = {}): Join {
     const { divideByInitialWorldSize = true, enable = true, throwOnEarlyTermination = false } =
@@ -886,7 +909,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
         } is not supported in a join: its blocking exchange at the end of backward would wait for joined ranks that wait for this rank's queued join notification`,
       );
     }
-    this.#divideByInitialWorldSize = options.divideByInitialWorldSize !== false;
     return new DDPJoinHook(
       () => this.#shadowIteration(),
       (isLastJoiner) => this.#syncFinalModel(isLastJoiner),

@@ -100,8 +100,12 @@ export interface Joinable {
  *
  * Every joinable must use the same process group. Unlike PyTorch, the
  * joinables leave the join when `run` settles (PyTorch keeps the
- * configuration, so later forwards still notify), and one joinable may be
- * in one join at a time.
+ * configuration, so later forwards still notify, and DDP keeps taking the
+ * buffers from the highest rank instead of rank 0), and one joinable may be
+ * in one join at a time (and once in it). The first joinable notifies, so
+ * it must be the one whose collectives come first in an iteration: a
+ * `DistributedDataParallel` before a `ZeroRedundancyOptimizer` (the other
+ * order fails every rank with a collective mismatch).
  *
  * @example
  * ```ts
@@ -128,6 +132,7 @@ export class Join {
   /** Whether every rank raises once one rank is out of data. */
   readonly throwOnEarlyTermination: boolean;
   readonly #hooks: readonly JoinHook[];
+  readonly #hookOptions: JoinHookOptions;
   readonly #group: ProcessGroup;
 
   /**
@@ -144,6 +149,9 @@ export class Join {
       if (j === null || typeof j !== "object" || typeof j.joinHook !== "function") {
         throw new TypeError(`Join: joinable ${i} does not implement Joinable (joinHook)`);
       }
+      // Its hooks would shadow twice what it runs once per iteration.
+      const first = joinables.indexOf(j);
+      if (first !== i) throw new Error(`Join: joinable ${i} is joinable ${first} again`);
       const g = activeGroup("Join", j.joinProcessGroup);
       if (group && g !== group) {
         throw new Error(
@@ -161,9 +169,8 @@ export class Join {
         `Join: throwOnEarlyTermination needs a backend with allGatherSync, which "${this.#group.backendName}" lacks`,
       );
     }
-    this.#hooks = this.joinables.map((j) =>
-      j.joinHook({ ...hookOptions, throwOnEarlyTermination, enable })
-    );
+    this.#hookOptions = { ...hookOptions, throwOnEarlyTermination, enable };
+    this.#hooks = this.joinables.map((j) => j.joinHook({ ...this.#hookOptions }));
   }
 
   /** `new Join(joinables, options).run(fn)`. */
@@ -193,6 +200,7 @@ export class Join {
       group: this.#group,
       enable: true,
       throwOnEarlyTermination: this.throwOnEarlyTermination,
+      options: this.#hookOptions,
       isFirstJoinable: i === 0,
       joined: false,
       active: this.#group.worldSize,

@@ -15,6 +15,11 @@ export interface JoinState {
   readonly enable: boolean;
   /** Whether every rank raises once one is out of data. */
   readonly throwOnEarlyTermination: boolean;
+  /**
+   * The options the join gave the hooks (`divideByInitialWorldSize`...),
+   * read while it runs: a join built later must not change this one's.
+   */
+  readonly options: Readonly<Record<string, unknown>>;
   /** Whether this joinable runs the join's per-iteration notification (the first one does). */
   readonly isFirstJoinable: boolean;
   /** Whether this rank ran out of data: its hooks are shadowing the others. */

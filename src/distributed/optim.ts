@@ -429,7 +429,10 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
    * does. This deliberately differs from PyTorch 1.13, whose joined rank
    * steps its shard with gradients DDP's join hook left untouched (its
    * last own batch's), so that its result differs from plain DDP's (by up
-   * to 0.16 on tests/fixtures/torch_ddp_join.py's cases).
+   * to 0.16 on tests/fixtures/torch_ddp_join.py's cases). As in PyTorch,
+   * the hook steps at every iteration of the other ranks, so they must step
+   * at every iteration too: with gradient accumulation (`noSync` forwards
+   * without a step) the ranks fail with a collective mismatch.
    */
   joinHook(): JoinHook {
     const hook = new JoinHook();

@@ -17,7 +17,12 @@ export interface DistributedSamplerOptions {
   rank?: number;
   /** A new order every epoch (default true). */
   shuffle?: boolean;
-  /** Seed of the order; it must be the same on every rank (default 0). */
+  /**
+   * Seed of the order; it must be the same on every rank (default 0). As
+   * PyTorch's generator, only its low 32 bits (of `seed + epoch`) count; a
+   * seed beyond 2^53, which JS cannot hold exactly, is an error: pass
+   * PyTorch's seed mod 2^32 instead.
+   */
   seed?: number;
   /** Cut the tail instead of padding it, so every rank gets the same count (default false). */
   dropLast?: boolean;
@@ -83,8 +88,11 @@ export class DistributedSampler extends Sampler {
       );
     }
     const seed = options.seed ?? 0;
-    if (!Number.isInteger(seed)) {
-      throw new RangeError(`DistributedSampler: seed must be an integer, got ${seed}`);
+    if (!Number.isSafeInteger(seed)) {
+      // 2 ** 63 - 1 rounds to 2 ** 63 here, whose low 32 bits (PyTorch's seed) differ.
+      throw new RangeError(
+        `DistributedSampler: seed must be a safe integer (|seed| < 2^53; PyTorch's generator keeps seed mod 2^32, so pass that), got ${seed}`,
+      );
     }
     this.#dataset = dataset;
     this.numReplicas = numReplicas;
@@ -101,8 +109,10 @@ export class DistributedSampler extends Sampler {
 
   /** Sets the epoch: with `shuffle`, each epoch has its own order (the same on every rank). */
   setEpoch(epoch: number): void {
-    if (!Number.isInteger(epoch) || epoch < 0) {
-      throw new RangeError(`DistributedSampler.setEpoch: expected an integer >= 0, got ${epoch}`);
+    if (!Number.isSafeInteger(epoch) || epoch < 0) {
+      throw new RangeError(
+        `DistributedSampler.setEpoch: expected an integer >= 0 (a safe integer, below 2^53), got ${epoch}`,
+      );
     }
     this.#epoch = epoch;
   }
@@ -118,13 +128,18 @@ export class DistributedSampler extends Sampler {
   /** This rank's indices of the current epoch. */
   *[Symbol.iterator](): Iterator<number> {
     const n = this.#dataset.length;
+    const seed = this.seed + this.#epoch;
+    if (this.shuffle && !Number.isSafeInteger(seed)) {
+      throw new RangeError(
+        `DistributedSampler: seed + epoch (${this.seed} + ${this.#epoch}) is beyond 2^53, where JS rounds it to another order; use a smaller seed`,
+      );
+    }
     // PyTorch's own permutation, so a rank gets the indices PyTorch's sampler gives it.
-    const order = this.shuffle
-      ? torchRandperm(n, this.seed + this.#epoch)
-      : Array.from({ length: n }, (_, i) => i);
+    const order = this.shuffle ? torchRandperm(n, seed) : null;
     const total = this.length * this.numReplicas;
-    // Padding repeats the start of the list (several times when it is short).
-    for (let i = 0; order.length < total && n > 0; i++) order.push(order[i]);
-    for (let i = this.rank; i < total; i += this.numReplicas) yield order[i];
+    // Padding repeats the list from its start (several times when it is short): index i % n.
+    for (let i = this.rank; i < total; i += this.numReplicas) {
+      yield order ? order[i % n] : i % n;
+    }
   }
 }

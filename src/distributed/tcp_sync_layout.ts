@@ -9,7 +9,8 @@ import { HEADER_WORDS } from "./backend.ts";
 
 /**
  * Control words of the shared memory (`tcp_sync_worker.ts` has its own
- * copies of these numbers: it is run from its source text).
+ * copies of these numbers: it is run from its source text;
+ * tests/distributed_tcp_sync_review_test.ts checks that they agree).
  */
 export const SyncCtl = {
   /** The id of the last request answered (the main thread waits on it). */

@@ -27,7 +27,9 @@ export function syncWorker(port: SyncPort): void {
   const FAILURE = 2;
   const BYE = 3;
   const PREFIX = 12;
-  const HEADER_BYTES = 64;
+  /** A call header's words (HEADER_WORDS of backend.ts). */
+  const HEADER_WORDS = 16;
+  const HEADER_BYTES = HEADER_WORDS * 4;
   /** The first 4 bytes a connecting Worker sends ("mgts"), then its rank and the world size. */
   const HELLO_MAGIC = 0x73746d67;
   // The shared memory's layout: see SyncCtl and syncSlot in tcp_sync_layout.ts.
@@ -277,10 +279,22 @@ export function syncWorker(port: SyncPort): void {
     }
   }
 
-  /** Writes `text` (JSON of a {@link Failure}) where the main thread reads it. */
+  /**
+   * Writes `failure` as JSON where the main thread reads it, its text cut
+   * until the whole JSON fits the room (a cut JSON would not parse: a
+   * peer's long non-ASCII error took 3 bytes a character).
+   */
   function fail(shared: Int32Array, failure: Failure): void {
     const room = new Uint8Array(shared.buffer, shared.byteOffset + SLOTS * 4, TEXT_ROOM);
-    shared[TEXT_BYTES] = encoder.encodeInto(JSON.stringify(failure), room).written;
+    for (let f = failure;;) {
+      const json = JSON.stringify(f);
+      const { read, written } = encoder.encodeInto(json, room);
+      if (read === json.length || f.kind !== "gone" || f.text.length === 0) {
+        shared[TEXT_BYTES] = written;
+        break;
+      }
+      f = { ...f, text: f.text.slice(0, (f.text.length * 3) >> 2) };
+    }
     shared[STATUS] = FAILED;
   }
 
@@ -290,7 +304,7 @@ export function syncWorker(port: SyncPort): void {
     const shared = memory!;
     const { members, me, key, header, data, timeoutMs } = request;
     const channel = `${key}s`;
-    const slotOf = (q: number) => SLOTS + q * (16 + 1 + data.length);
+    const slotOf = (q: number) => SLOTS + q * (HEADER_WORDS + 1 + data.length);
     const got: (Int32Array | null)[] = members.map(() => null);
     const deadline = performance.now() + timeoutMs;
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -313,9 +327,9 @@ export function syncWorker(port: SyncPort): void {
       shared.set(header, slotOf(me));
       for (let q = 0; q < members.length; q++) {
         const at = slotOf(q);
-        shared[at + 16] = got[q]!.length;
+        shared[at + HEADER_WORDS] = got[q]!.length;
         // A longer array than this rank's means the headers differ: the main thread says so.
-        shared.set(got[q]!.subarray(0, data.length), at + 17);
+        shared.set(got[q]!.subarray(0, data.length), at + HEADER_WORDS + 1);
       }
       shared[STATUS] = OK;
     } catch (error) {
@@ -353,7 +367,9 @@ export function syncWorker(port: SyncPort): void {
           const text = encoder.encode(request.text.slice(0, 4000));
           let timer: ReturnType<typeof setTimeout> | undefined;
           await Promise.race([
-            Promise.all(conns.map((c, q) => c && send(q, FAILURE, "", new Int32Array(16), text))),
+            Promise.all(
+              conns.map((c, q) => c && send(q, FAILURE, "", new Int32Array(HEADER_WORDS), text)),
+            ),
             new Promise((resolve) => timer = setTimeout(resolve, request.graceMs)),
           ]).catch(() => {});
           clearTimeout(timer);
@@ -363,7 +379,7 @@ export function syncWorker(port: SyncPort): void {
       case "close":
         queue = queue.then(async () => {
           const byes = conns.map((c, q) =>
-            c && !gone[q] ? send(q, BYE, "", new Int32Array(16), new Uint8Array(0)) : null
+            c && !gone[q] ? send(q, BYE, "", new Int32Array(HEADER_WORDS), new Uint8Array(0)) : null
           );
           let timer: ReturnType<typeof setTimeout> | undefined;
           await Promise.race([

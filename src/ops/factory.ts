@@ -103,7 +103,7 @@ function flatten(data: NestedArray, out: number[]): void {
 /**
  * A tensor from a number (0-dimensional), nested arrays, or a typed array
  * (with `shape`, default 1-dimensional). Numbers take the default dtype, integers too (PyTorch:
- * int64); a typed array keeps its own.
+ * int64); a typed array keeps its own. Into int32, fractions truncate toward zero as PyTorch's.
  */
 export function tensor(
   data: NestedArray | TypedArray,
@@ -134,9 +134,8 @@ export function tensor(
       } elements but the data has ${flat.length}`,
     );
   }
-  if (dtype === "int32" && flat.some((v) => !Number.isInteger(v))) {
-    throw new TypeError("tensor: int32 data must be integers");
-  }
+  // PyTorch checks the range before truncating toward zero (2147483647.5 overflows).
+  if (dtype === "int32") flat.forEach((v) => checkFill(dtype, v, "tensor"));
   return finish(fromHost(toHost(dtype, flat, "tensor"), target, device), options);
 }
 

@@ -13,6 +13,11 @@ import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { DeferredBatchNorm } from "./deferred_batch_norm.ts";
 import { checkpointed, clockCycles } from "./pipe_schedule.ts";
+import { PipeSequential } from "./pipe_sequential.ts";
+import { NoChunk, WithDevice } from "./pipe_wrappers.ts";
+
+// `export *` so that `deno doc` lists them under parallel and distributed.pipeline.sync.
+export * from "./pipe_wrappers.ts";
 
 /** When {@link Pipe} checkpoints a micro-batch's activations (PyTorch's `checkpoint`). */
 export type PipeCheckpoint = "always" | "except_last" | "never";
@@ -90,11 +95,11 @@ function verifyLayers(layers: readonly Module[]): void {
  * that returns an array (JS's tuple), pass a tuple on; the next layer (in the
  * same partition or the next one) gets its items as separate arguments
  * (PyTorch's `PipeSequential`). Every tensor of the input tuple is split
- * along dim 0; other items (numbers, strings, ...) go unchanged to every
- * micro-batch. A tuple output comes back as an array: its tensors
- * concatenated along dim 0, and each other item as the array of the
- * micro-batches' values (PyTorch's `gather`). Between partitions each tensor
- * of a tuple moves to the next device.
+ * along dim 0; other items (numbers, strings, ...) and the tensor of a
+ * {@link NoChunk} go unchanged to every micro-batch. A tuple output comes
+ * back as an array: its tensors concatenated along dim 0, and each other
+ * item as the array of the micro-batches' values (PyTorch's `gather`).
+ * Between partitions each tensor of a tuple moves to the next device.
  *
  * Deliberate differences from PyTorch 1.13: `forward` returns the output
  * itself, not an `RRef` to it, and needs no RPC framework; the input
@@ -102,9 +107,11 @@ function verifyLayers(layers: readonly Module[]): void {
  * they split into as many micro-batches, pairing rows that do not belong
  * together), and a batch smaller than `chunks` is an error (PyTorch makes
  * fewer micro-batches); every array is a tuple (PyTorch passes a list on as
- * one argument), and there is no `NoChunk`; a child without parameters or buffers (ReLU)
- * joins the partition before it (or the first partition), where PyTorch puts
- * it in a CPU partition of its own; the partitions are not reordered in
+ * one argument); a child without parameters or buffers (ReLU) joins the
+ * partition before it (or the first partition), where PyTorch puts it in a
+ * CPU partition of its own ({@link WithDevice} names its device, as in
+ * PyTorch); a {@link NoChunk} tensor must be on the first partition's device
+ * (PyTorch does not check it); the partitions are not reordered in
  * backward by phony dependencies, since the engine here runs on one thread
  * and the gradients are the same.
  *
@@ -119,7 +126,10 @@ function verifyLayers(layers: readonly Module[]): void {
  * ```
  */
 export class Pipe extends Module {
-  /** The partitions, each a Sequential of consecutive layers on one device. */
+  /**
+   * The partitions, each a Sequential of consecutive layers on one device
+   * (PyTorch's `PipeSequential`: hooks on it fire once per micro-batch).
+   */
   readonly partitions: ModuleList;
   /** The device of each partition. */
   readonly devices: readonly Device[];
@@ -156,10 +166,12 @@ export class Pipe extends Module {
     if (options.deferredBatchNorm) DeferredBatchNorm.convertDeferredBatchNorm(module, chunks);
     const layers = [...module];
     if (layers.length === 0) throw new RangeError("Pipe: the Sequential has no layers");
-    verifyLayers(layers);
+    // As PyTorch's _split_module: a WithDevice's module moves to its device and is partitioned bare.
+    verifyLayers(layers.map((m) => m instanceof WithDevice ? m.module : m));
     const groups: { device: Device | null; layers: Module[] }[] = [];
-    layers.forEach((m, i) => {
-      const device = deviceOf(m, i);
+    layers.forEach((layer, i) => {
+      const m = layer instanceof WithDevice ? layer.module.to(layer.device) : layer;
+      const device = layer instanceof WithDevice ? layer.device : deviceOf(m, i);
       const last = groups.at(-1);
       if (last && (device === null || last.device === null || last.device === device)) {
         last.device ??= device;
@@ -173,7 +185,9 @@ export class Pipe extends Module {
     }
     // As PyTorch's _assemble_partition: a nested Sequential's layers join the partition directly.
     const flatten = (ms: Module[]) => ms.flatMap((m) => m instanceof Sequential ? [...m] : [m]);
-    this.partitions = new ModuleList(groups.map((g) => new Sequential(...flatten(g.layers))));
+    this.partitions = new ModuleList(
+      groups.map((g) => new PipeSequential(...flatten(g.layers))),
+    );
     this.devices = groups.map((g) => g.device as Device);
     this.chunks = chunks;
     this.checkpoint = checkpoint;
@@ -226,21 +240,27 @@ export class Pipe extends Module {
   #scatter(inputs: unknown[]): Tuple[] {
     const tensors = inputs.filter((x): x is Tensor => x instanceof Tensor);
     if (tensors.length === 0) {
+      const whole = inputs.some((x) => x instanceof NoChunk);
       throw new TypeError(
-        `Pipe.forward: the inputs hold no Tensor (got ${describe(inputs)}); ${
+        `Pipe.forward: the inputs hold no Tensor${whole ? " to split" : ""} (got ${
+          describe(inputs)
+        }); ${
           inputs.length === 1 && Array.isArray(inputs[0])
             ? "pass a tuple's items as separate arguments, forward(x, y)"
+            : whole
+            ? "a NoChunk tensor is not split, so pass at least one other"
             : "pass at least one"
         }`,
       );
     }
     const first = this.devices[0];
     inputs.forEach((x, k) => {
-      if (x instanceof Tensor && x.device !== first) {
+      const t = x instanceof NoChunk ? x.tensor : x;
+      if (t instanceof Tensor && t.device !== first) {
         throw new Error(
-          `Pipe.forward: the input${
+          `Pipe.forward: the ${x instanceof NoChunk ? "NoChunk " : ""}input${
             inputs.length > 1 ? ` ${k}` : ""
-          } is on device ${x.device} but the first partition is on ${first}; move the input there with .to()`,
+          } is on device ${t.device} but the first partition is on ${first}; move the input there with .to()`,
         );
       }
     });
@@ -264,7 +284,8 @@ export class Pipe extends Module {
     }
     const split = inputs.map((x) => x instanceof Tensor ? x.chunk(this.chunks, 0) : null);
     const m = split.find((c) => c !== null)!.length;
-    return Array.from({ length: m }, (_, i) => inputs.map((x, k) => split[k]?.[i] ?? x));
+    const whole = inputs.map((x) => x instanceof NoChunk ? x.tensor : x);
+    return Array.from({ length: m }, (_, i) => inputs.map((_, k) => split[k]?.[i] ?? whole[k]));
   }
 
   #schedule(inputs: Tuple[]): Tensor | unknown[] {
@@ -277,7 +298,7 @@ export class Pipe extends Module {
       const stop = !checkpointing
         ? 0
         : { always: m, except_last: m - 1, never: 0 }[this.checkpoint];
-      const partitions = [...this.partitions] as Sequential[];
+      const partitions = [...this.partitions] as PipeSequential[];
       const params = partitions.map((p) => p.parameters());
       const modules = partitions.map((p) => p.modules());
       for (const cycle of clockCycles(m, partitions.length)) {
@@ -287,7 +308,8 @@ export class Pipe extends Module {
           const b = batches[i];
           // The first partition gets the input tuple's items as arguments, as PyTorch's.
           const args = b instanceof Tensor ? [to(b)] : b.map(to);
-          const run = (...xs: unknown[]) => checkOutput(j, device, runLayers(partitions[j], xs));
+          // One module call per micro-batch, so the partition's hooks fire (PyTorch's partition(*inputs)).
+          const run = (...xs: unknown[]) => checkOutput(j, device, partitions[j].forward(...xs));
           batches[i] = i < stop
             ? checkpointedTuple(run, args, params[j], modules[j])
             : run(...args);
@@ -304,19 +326,16 @@ type Tuple = unknown[];
 /** What `xs` holds, for an error. */
 function describe(xs: unknown[]): string {
   return `[${
-    xs.map((x) => Array.isArray(x) ? `an array of ${x.length}` : x === null ? "null" : typeof x)
-      .join(", ")
+    xs.map((x) =>
+      Array.isArray(x)
+        ? `an array of ${x.length}`
+        : x === null
+        ? "null"
+        : x instanceof NoChunk
+        ? "NoChunk"
+        : typeof x
+    ).join(", ")
   }]`;
-}
-
-/** PyTorch's `PipeSequential.forward`: a tuple is spread over the next layer's arguments. */
-function runLayers(partition: Sequential, args: Tuple): unknown {
-  let value: unknown = args;
-  for (const layer of partition) {
-    const forward = layer.forward as (...a: unknown[]) => unknown;
-    value = Array.isArray(value) ? forward.apply(layer, value) : forward.call(layer, value);
-  }
-  return value;
 }
 
 /** A partition's output must be a Tensor or a tuple holding one (PyTorch's `Batch`). */

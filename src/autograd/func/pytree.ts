@@ -9,6 +9,12 @@ import { Tensor } from "../../tensor.ts";
 /** A tensor, or arrays and plain objects of them, nested (functorch's pytree). */
 export type PyTree = Tensor | readonly PyTree[] | { readonly [key: string]: PyTree };
 
+/**
+ * A function a transform takes: whatever arguments it declares (`never[]` admits any
+ * parameter list without `any`), pytrees of tensors (or `[output, aux]`) out.
+ */
+export type UserFn = (...args: never[]) => unknown;
+
 /** How a pytree nests, without its leaves. */
 export type Spec =
   | { kind: "leaf" }
@@ -96,4 +102,21 @@ export function kindOf(value: unknown): string {
   if (value instanceof Tensor) return `Tensor of shape [${value.shape.join(", ")}]`;
   if (typeof value === "object") return (value as object).constructor?.name ?? "object";
   return typeof value;
+}
+
+/**
+ * `fn(...args)`, refusing a Promise: the transforms differentiate and stack what `fn` returns
+ * synchronously, and an async `fn` (one that awaits `item()` or `toArray()`, which functorch's
+ * vmap refuses as `.item()`) would run on after the transform returned, its errors unhandled.
+ */
+export function callSync(fn: UserFn, args: readonly unknown[], op: string): unknown {
+  const out = (fn as (...a: readonly unknown[]) => unknown)(...args);
+  if (out !== null && typeof (out as { then?: unknown })?.then === "function") {
+    // Its rejection is this error's consequence, not a second one to report.
+    (out as Promise<unknown>).then(undefined, () => {});
+    throw new TypeError(
+      `${op}: the function returned a Promise; the func transforms call it synchronously, so it cannot await (reading values with item() or toArray() inside a transform is not supported: use tensor ops)`,
+    );
+  }
+  return out;
 }

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { enableGrad, type Node } from "../../autograd.ts";
+import { enableGrad, isGradEnabled, type Node } from "../../autograd.ts";
 import { isFloat } from "../../dtype.ts";
 import { getRngState } from "../../ops/factory.ts";
 import { arange, zeros } from "../../ops/factory.ts";
@@ -14,6 +14,7 @@ import { formatShape, sameShape } from "../../shape.ts";
 import { Tensor } from "../../tensor.ts";
 import { grad as autogradGrad } from "../grad.ts";
 import {
+  callSync,
   countLeaves,
   flatten,
   formatSpec,
@@ -22,9 +23,10 @@ import {
   sameSpec,
   type Spec,
   unflatten,
+  type UserFn,
 } from "./pytree.ts";
 
-export type { PyTree } from "./pytree.ts";
+export type { PyTree, UserFn } from "./pytree.ts";
 
 /** Which positional arguments a transform differentiates: one index, or several. */
 export type Argnums = number | readonly number[];
@@ -58,10 +60,6 @@ export interface JacfwdOptions extends FuncAuxOptions {
    */
   randomness?: "error" | "different" | "same";
 }
-
-/** A function a transform takes: any arguments, pytrees of tensors (or `[output, aux]`) out. */
-// deno-lint-ignore no-explicit-any -- the arguments are whatever the user's function takes
-type Fn = (...args: any[]) => unknown;
 
 /** The `vjp` function {@link vjp} returns: cotangents shaped as the output, one result per primal. */
 export type VjpFn = (cotangents: PyTree) => PyTree[];
@@ -130,13 +128,15 @@ function reachesOuter(t: Tensor, own: Set<Tensor>): boolean {
 
 /**
  * The tensors of `tree` as functorch hands them back: detached unless they depend on
- * something an outer level (an enclosing transform or the caller's own graph) differentiates.
+ * something an outer level (an enclosing transform or the caller's own graph) differentiates
+ * and the caller records gradients (`keep`: under `noGrad` functorch's results require none,
+ * though `fn` itself runs with gradients on).
  */
-function release(tree: unknown, own: Set<Tensor>): unknown {
+function release(tree: unknown, own: Set<Tensor>, keep: boolean): unknown {
   const { leaves, spec } = flatten(tree);
   return unflatten(
     spec,
-    leaves.map((l) => (l instanceof Tensor && !reachesOuter(l, own) ? l.detach() : l)),
+    leaves.map((l) => (l instanceof Tensor && !(keep && reachesOuter(l, own)) ? l.detach() : l)),
   );
 }
 
@@ -215,13 +215,14 @@ function outputLeaves(out: unknown, op: string): { leaves: Tensor[]; spec: Spec 
   return { leaves: leaves as Tensor[], spec };
 }
 
-function gradAndValueOf(fn: Fn, options: FuncGradOptions, args: unknown[], op: string) {
+function gradAndValueOf(fn: UserFn, options: FuncGradOptions, args: unknown[], op: string) {
   const argnums = options.argnums ?? 0;
   const nums = argnumList(argnums, args.length, op);
   const own = new Set<Tensor>();
+  const keep = isGradEnabled();
   return enableGrad(() => {
     const { call, diff, byArg } = prepare(args, nums, own, op);
-    const [out, aux] = splitAux(fn(...call), options.hasAux ?? false, op);
+    const [out, aux] = splitAux(callSync(fn, call, op), options.hasAux ?? false, op);
     if (!(out instanceof Tensor)) {
       throw new TypeError(`${op}: expected f(...args) to return a Tensor, got ${kindOf(out)}`);
     }
@@ -240,9 +241,9 @@ function gradAndValueOf(fn: Fn, options: FuncGradOptions, args: unknown[], op: s
     const trees = byArg(gradsOf([out], diff, [null]));
     const grads = typeof argnums === "number" ? trees[0] : trees;
     return {
-      grads: release(grads, own) as PyTree,
-      value: release(out, own) as Tensor,
-      aux: options.hasAux ? release(aux, own) : undefined,
+      grads: release(grads, own, keep) as PyTree,
+      value: release(out, own, keep) as Tensor,
+      aux: options.hasAux ? release(aux, own, keep) : undefined,
     };
   });
 }
@@ -264,7 +265,7 @@ function gradAndValueOf(fn: Fn, options: FuncGradOptions, args: unknown[], op: s
  * d2(tensor([1, 2])); // 6x: [6, 12]
  * ```
  */
-export function grad(fn: Fn, options: FuncGradOptions = {}): (...args: unknown[]) => PyTree {
+export function grad(fn: UserFn, options: FuncGradOptions = {}): (...args: unknown[]) => PyTree {
   return (...args: unknown[]) => {
     const { grads, aux } = gradAndValueOf(fn, options, args, "func.grad(f)(...args)");
     return options.hasAux ? [grads, aux as PyTree] : grads;
@@ -276,7 +277,7 @@ export function grad(fn: Fn, options: FuncGradOptions = {}): (...args: unknown[]
  * `[gradient, [value, aux]]` with `hasAux` (see {@link grad}).
  */
 export function gradAndValue(
-  fn: Fn,
+  fn: UserFn,
   options: FuncGradOptions = {},
 ): (...args: unknown[]) => [PyTree, PyTree] {
   return (...args: unknown[]) => {
@@ -304,15 +305,16 @@ function isVjpOptions(value: unknown): value is FuncAuxOptions {
  * `{ hasAux: true }`). `vjpFn(cotangents)` (cotangents shaped as the output) gives one
  * result per primal, each shaped as that primal; it may be called several times.
  */
-export function vjp(fn: Fn, ...primalsAndOptions: unknown[]): [PyTree, VjpFn, ...PyTree[]] {
+export function vjp(fn: UserFn, ...primalsAndOptions: unknown[]): [PyTree, VjpFn, ...PyTree[]] {
   const op = "func.vjp(f, ...primals)";
   const last = primalsAndOptions.at(-1);
   const options = isVjpOptions(last) ? last : {};
   const primals = isVjpOptions(last) ? primalsAndOptions.slice(0, -1) : primalsAndOptions;
   const own = new Set<Tensor>();
+  const keep = isGradEnabled();
   return enableGrad(() => {
     const { call, diff, byArg } = prepare(primals, primals.map((_, i) => i), own, op);
-    const [out, aux] = splitAux(fn(...call), options.hasAux ?? false, op);
+    const [out, aux] = splitAux(callSync(fn, call, op), options.hasAux ?? false, op);
     const { leaves, spec } = outputLeaves(out, op);
     const vjpFn: VjpFn = (cotangents) => {
       const c = flatten(cotangents);
@@ -333,10 +335,10 @@ export function vjp(fn: Fn, ...primalsAndOptions: unknown[]): [PyTree, VjpFn, ..
         }
       });
       const grads = enableGrad(() => gradsOf(leaves, diff, c.leaves as Tensor[]));
-      return byArg(grads.map((g) => release(g, own))) as PyTree[];
+      return byArg(grads.map((g) => release(g, own, keep && isGradEnabled()))) as PyTree[];
     };
-    const result: [PyTree, VjpFn, ...PyTree[]] = [release(out, own) as PyTree, vjpFn];
-    if (options.hasAux) result.push(release(aux, own) as PyTree);
+    const result: [PyTree, VjpFn, ...PyTree[]] = [release(out, own, keep) as PyTree, vjpFn];
+    if (options.hasAux) result.push(release(aux, own, keep) as PyTree);
     return result;
   });
 }
@@ -346,9 +348,11 @@ export function vjp(fn: Fn, ...primalsAndOptions: unknown[]): [PyTree, VjpFn, ..
  * `functorch.jvp`: `[output, jvpOut]` (`[output, jvpOut, aux]` with `hasAux`). multigrad has
  * no forward-mode autograd: this is the double-vjp trick (the vjp of a vjp, linear in its
  * cotangent), so it gives functorch's numbers with two backward passes instead of one forward.
+ * Each tangent must have its primal's dtype and device (functorch computes a float32 primal's
+ * jvp in a float64 tangent's dtype; here that is an error rather than a silent cast).
  */
 export function jvp(
-  fn: Fn,
+  fn: UserFn,
   primals: readonly unknown[],
   tangents: readonly unknown[],
   options: FuncJvpOptions = {},
@@ -370,9 +374,27 @@ export function jvp(
       } and tangents ${formatSpec(t.spec)}`,
     );
   }
+  if (p.leaves.length === 0) {
+    throw new RangeError(`${op}: expected primals to contain at least one Tensor`);
+  }
   t.leaves.forEach((v, i) => {
     const x = p.leaves[i];
     if (!(v instanceof Tensor)) throw new TypeError(`${op}: tangent ${i} is ${kindOf(v)}`);
+    if (!isFloat(v.dtype)) {
+      throw new TypeError(`${op}: tangent ${i} must be floating-point, got dtype ${v.dtype}`);
+    }
+    // functorch gives a float32 primal's jvp in a float64 tangent's dtype; the double-vjp
+    // cannot, and a silent cast would drop the precision asked for.
+    if (x instanceof Tensor && v.dtype !== x.dtype) {
+      throw new TypeError(
+        `${op}: tangent ${i} has dtype ${v.dtype}, its primal ${x.dtype}; give tangents the primals' dtypes`,
+      );
+    }
+    if (x instanceof Tensor && v.device !== x.device) {
+      throw new TypeError(
+        `${op}: tangent ${i} is on ${v.device}, its primal on ${x.device}; give tangents the primals' devices`,
+      );
+    }
     if (x instanceof Tensor && !sameShape(v.shape, x.shape)) {
       throw new RangeError(
         `${op}: tangent ${i} has shape ${formatShape(v.shape)}, its primal ${formatShape(x.shape)}`,
@@ -380,18 +402,19 @@ export function jvp(
     }
   });
   const own = new Set<Tensor>();
+  const keep = isGradEnabled();
   return enableGrad(() => {
     const { call, diff } = prepare([...primals], primals.map((_, i) => i), own, op);
-    const [out, aux] = splitAux(fn(...call), options.hasAux ?? false, op);
+    const [out, aux] = splitAux(callSync(fn, call, op), options.hasAux ?? false, op);
     const { leaves, spec } = outputLeaves(out, op);
     const jv = forwardColumns(leaves, diff, own, (back) => [back.map((_, i) =>
       t.leaves[i] as Tensor
     )])[0];
     const result: [PyTree, PyTree, ...PyTree[]] = [
-      release(out, own) as PyTree,
-      release(unflatten(spec, jv), own) as PyTree,
+      release(out, own, keep) as PyTree,
+      release(unflatten(spec, jv), own, keep) as PyTree,
     ];
-    if (options.hasAux) result.push(release(aux, own) as PyTree);
+    if (options.hasAux) result.push(release(aux, own, keep) as PyTree);
     return result;
   });
 }
@@ -456,7 +479,7 @@ function jacobianTree(
  * `[jacobian, aux]` with `hasAux`. One backward pass per output element.
  */
 export function jacrev(
-  fn: Fn,
+  fn: UserFn,
   argnums: Argnums = 0,
   options: FuncAuxOptions = {},
 ): (...args: unknown[]) => PyTree {
@@ -464,9 +487,10 @@ export function jacrev(
   return (...args: unknown[]) => {
     const nums = argnumList(argnums, args.length, op);
     const own = new Set<Tensor>();
+    const keep = isGradEnabled();
     return enableGrad(() => {
       const { call, diff, byArg } = prepare(args, nums, own, op);
-      const [out, aux] = splitAux(fn(...call), options.hasAux ?? false, op);
+      const [out, aux] = splitAux(callSync(fn, call, op), options.hasAux ?? false, op);
       const { leaves, spec } = outputLeaves(out, op);
       const jac = jacobianTree(
         spec,
@@ -484,8 +508,8 @@ export function jacrev(
         byArg as (flat: Tensor[]) => unknown[],
         argnums,
       );
-      const released = release(jac, own) as PyTree;
-      return options.hasAux ? [released, release(aux, own) as PyTree] : released;
+      const released = release(jac, own, keep) as PyTree;
+      return options.hasAux ? [released, release(aux, own, keep) as PyTree] : released;
     });
   };
 }
@@ -497,7 +521,7 @@ export function jacrev(
  * not its speed. `fn` runs once (see `randomness`).
  */
 export function jacfwd(
-  fn: Fn,
+  fn: UserFn,
   argnums: Argnums = 0,
   options: JacfwdOptions = {},
 ): (...args: unknown[]) => PyTree {
@@ -511,10 +535,11 @@ export function jacfwd(
   return (...args: unknown[]) => {
     const nums = argnumList(argnums, args.length, op);
     const own = new Set<Tensor>();
+    const keep = isGradEnabled();
     return enableGrad(() => {
       const { call, diff, byArg } = prepare(args, nums, own, op);
       const state = getRngState();
-      const [out, aux] = splitAux(fn(...call), options.hasAux ?? false, op);
+      const [out, aux] = splitAux(callSync(fn, call, op), options.hasAux ?? false, op);
       if (randomness === "error" && getRngState() !== state) {
         throw new Error(
           `${op}: called a random operation while in randomness error mode. Please either use the "same" or "different" randomness option or perform the random operation outside the transform`,
@@ -543,8 +568,8 @@ export function jacfwd(
         byArg as (flat: Tensor[]) => unknown[],
         argnums,
       );
-      const released = release(jac, own) as PyTree;
-      return options.hasAux ? [released, release(aux, own) as PyTree] : released;
+      const released = release(jac, own, keep) as PyTree;
+      return options.hasAux ? [released, release(aux, own, keep) as PyTree] : released;
     });
   };
 }
@@ -554,6 +579,6 @@ export function jacfwd(
  * `functorch.hessian`: `jacfwd(jacrev(fn, argnums), argnums)`, of shape
  * `[...input.shape, ...input.shape]` for one tensor.
  */
-export function hessian(fn: Fn, argnums: Argnums = 0): (...args: unknown[]) => PyTree {
+export function hessian(fn: UserFn, argnums: Argnums = 0): (...args: unknown[]) => PyTree {
   return jacfwd(jacrev(fn, argnums), argnums);
 }

@@ -8,8 +8,16 @@ import { getRngState, setRngState } from "../../ops/factory.ts";
 import { select } from "../../ops/indexing.ts";
 import { stack } from "../../ops/view.ts";
 import { Tensor } from "../../tensor.ts";
-import { broadcastPrefix, flatten, formatSpec, isPlainObject, kindOf, sameSpec } from "./pytree.ts";
-import type { PyTree, Spec } from "./pytree.ts";
+import {
+  broadcastPrefix,
+  callSync,
+  flatten,
+  formatSpec,
+  isPlainObject,
+  kindOf,
+  sameSpec,
+} from "./pytree.ts";
+import type { PyTree, Spec, UserFn } from "./pytree.ts";
 
 /** Where the batch dim is: a dim, null (not mapped), or arrays and objects of them, nested. */
 export type VmapDims = number | null | readonly VmapDims[] | { readonly [key: string]: VmapDims };
@@ -78,8 +86,7 @@ function checkOutDims(dims: unknown, at: string): void {
  * ```
  */
 export function vmap(
-  // deno-lint-ignore no-explicit-any -- the arguments are whatever the user's function takes
-  fn: (...args: any[]) => unknown,
+  fn: UserFn,
   options: VmapOptions = {},
 ): (...args: unknown[]) => PyTree {
   const randomness = options.randomness ?? "error";
@@ -167,7 +174,7 @@ export function vmap(
         l,
         i,
       ) => (mapped[i] === null ? l : select(l as Tensor, mapped[i]!, b)));
-      const out = fn(...(unflattenArgs(spec, sliced)));
+      const out = callSync(fn, unflattenArgs(spec, sliced), `vmap(${name}, ...)`);
       if (randomness === "error" && getRngState() !== start) {
         throw new Error(
           `vmap: called random operation while in randomness error mode. Please either use the "same" or "different" randomness flags on vmap or perform the randomness operation out of vmap`,

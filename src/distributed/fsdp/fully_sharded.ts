@@ -226,10 +226,10 @@ function checkSameShapes(group: ProcessGroup, params: readonly Parameter[]): voi
  * gradients and optimizer state). Frees happen in stream order: while a
  * collective holds the device's queue (on cpu ranks, from the first gather
  * of a step until the step's work has run) nothing freed is given back, so
- * a FULL_SHARD forward parks its full parameters and the backward that
- * reaches the unit before the queue has run takes them back instead of
- * gathering into new memory (one gather per step then, two when the queue
- * ran in between); the gradient is reduced from the parameters' gradients
+ * a FULL_SHARD training forward parks its full parameters and the unit's
+ * backward takes them back instead of gathering into new memory (one
+ * gather per unit and step, on every rank alike; again only when the shard
+ * changed in between, e.g. an optimizer step); the gradient is reduced from the parameters' gradients
  * on the host, without a flat gradient on the device. The full parameters
  * are freed at the end of backward (PyTorch: as each unit's backward
  * ends). The collectives are PyTorch's: an all-gather of the shards and an
@@ -271,7 +271,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   readonly #shard: Parameter;
   /** Whether the original parameters hold the full values now. */
   #gathered = false;
-  /** The full parameters' storages a forward released, until the device's queue has run (see {@link #park}). */
+  /** The full parameters' storages a training forward released, until its backward (see {@link #park}). */
   #parked: { storages: Storage[]; shard: Storage; version: number } | null = null;
   #syncing = true;
   /** Set by a forward with gradients on; cleared when its backward ends. */
@@ -472,30 +472,26 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   }
 
   /**
-   * Frees the full parameters after a forward (FULL_SHARD), in stream
-   * order: the parameters are released now (a use is an error), but their
-   * storages are parked until the device has run the work queued so far.
-   * When a collective holds the device's queue (the usual case: the step is
-   * recorded before the first gather has landed) a free would only be
-   * queued, the memory held all the same; a backward reaching the unit
-   * before then takes the parked storages back instead of gathering again
-   * into new memory. Once the queue has run they are disposed.
+   * Releases the full parameters after a FULL_SHARD training forward (a
+   * use is an error) but keeps their storages for this unit's backward,
+   * which takes them back instead of gathering into new memory (unless the
+   * shard changed since). While a collective holds the device's queue (the
+   * usual case: the step is recorded before the first gather has landed) a
+   * free would only be queued, the memory held all the same. They are kept
+   * until that backward (or the next gather or free) whether or not the
+   * queue ran meanwhile: whether a rank gathers again must not depend on
+   * when its device ran, or a rank that read its loss before backward
+   * would call one collective more than the others (a collective mismatch).
    */
   #park(): void {
     if (!this.#gathered) return;
     const storages = this.#params.map((p) => p.storage);
     const shard = this.#shard.storage;
-    const parked = { storages, shard, version: shard.version };
     const released = empty([0], this.#shard.dtype, this.device).storage;
     released.dispose();
     for (const p of this.#params) p._setStorage(released);
     this.#gathered = false;
-    this.#parked = parked;
-    this.device.stream.submit(() => {
-      if (this.#parked !== parked) return;
-      this.#parked = null;
-      for (const s of storages) s.dispose();
-    });
+    this.#parked = { storages, shard, version: shard.version };
   }
 
   /** Releases the original parameters' memory (a use before the next gather is an error naming the release). */
@@ -537,7 +533,9 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         return t;
       });
     }
-    if (!this.#armed || this.shardingStrategy === ShardingStrategy.FULL_SHARD) this.#park();
+    // Without a backward to come, nothing is kept (every forward gathers, on every rank alike).
+    if (!this.#armed) this.#free();
+    else if (this.shardingStrategy === ShardingStrategy.FULL_SHARD) this.#park();
     return out;
   }
 
