@@ -178,11 +178,11 @@ test("Pipe with tuples: errors name the inputs, their shapes and the devices", (
   );
   assert.throws(
     () => pipe.forward(x, randn([1, 4]), "t"),
-    /the batch \(dim 0\) of an input of shape \[1, 4\] is smaller than chunks = 2/,
+    /batch sizes \(dim 0\) differ, input 0 of shape \[7, 5\] and input 1 of shape \[1, 4\]/,
   );
   assert.throws(
     () => pipe.forward(x, zeros([]), "t"),
-    /the batch \(dim 0\) of an input of shape \[\] is smaller than chunks = 2/,
+    /input 1 of shape \[\] has no batch dim \(dim 0\) to split into micro-batches/,
   );
   assert.throws(
     () => pipe.forward(x, randn([7, 4], { device: cpus[1] }), "t"),

@@ -24,7 +24,12 @@ export type PipeCheckpoint = "always" | "except_last" | "never";
 
 /** Options of the {@link Pipe} constructor (PyTorch's keyword arguments). */
 export interface PipeOptions {
-  /** Micro-batches each mini-batch is split into along dim 0 (default 1). */
+  /**
+   * Micro-batches each mini-batch is split into along dim 0 (default 1), by
+   * `torch.chunk`'s rule: ceil(batch / chunks) rows each, the last one
+   * smaller, so a small batch makes fewer micro-batches (batch 5 with
+   * chunks 4 gives rows [2, 2, 1]).
+   */
   chunks?: number;
   /**
    * Which micro-batches keep no activations in forward and recompute them in
@@ -85,9 +90,10 @@ function verifyLayers(layers: readonly Module[]): void {
  * GPipe over the devices a Sequential's children are already on (PyTorch
  * 1.13's `Pipe`): consecutive children on one device form a partition; each
  * forward splits the batch along dim 0 into `chunks` micro-batches (the
- * `torch.chunk` rule), runs them through the partitions on the GPipe
- * schedule (clock cycle k runs micro-batch i on partition j where i + j =
- * k), copies activations between devices with `.to()` (stream order, no
+ * `torch.chunk` rule: fewer when the batch is small, batch 2 with chunks 4
+ * gives two micro-batches of one row), runs them through the partitions on
+ * the GPipe schedule (clock cycle k runs micro-batch i on partition j where
+ * i + j = k), copies activations between devices with `.to()` (stream order, no
  * waiting), and concatenates the outputs on the last partition's device.
  * Backward gives the gradients of running the Sequential on one device.
  *
@@ -105,8 +111,10 @@ function verifyLayers(layers: readonly Module[]): void {
  * itself, not an `RRef` to it, and needs no RPC framework; the input
  * tensors of a tuple must have the same batch size (PyTorch only asks that
  * they split into as many micro-batches, pairing rows that do not belong
- * together), and a batch smaller than `chunks` is an error (PyTorch makes
- * fewer micro-batches); every array is a tuple (PyTorch passes a list on as
+ * together); a {@link DeferredBatchNorm} commits its running statistics at
+ * the end of every mini-batch, however many micro-batches it made (PyTorch
+ * 1.13's waits for `chunks` of them, so after a small batch its statistics
+ * mix two mini-batches); every array is a tuple (PyTorch passes a list on as
  * one argument); a child without parameters or buffers (ReLU) joins the
  * partition before it (or the first partition), where PyTorch puts it in a
  * CPU partition of its own ({@link WithDevice} names its device, as in
@@ -220,7 +228,7 @@ export class Pipe extends Module {
   /**
    * Runs the mini-batch `inputs` (one tensor, or a tuple's items as separate
    * arguments; every tensor on the first partition's device with the same
-   * batch size, at least `chunks` rows) through the pipeline: the output on
+   * batch size, any size) through the pipeline: the output on
    * the last partition's device, the micro-batches' outputs concatenated in
    * order. `R` names what the last layer returns (a Tensor unless told, say
    * `forward<[Tensor, Tensor]>(x, y)` for a tuple); it is not checked.
@@ -265,17 +273,20 @@ export class Pipe extends Module {
       }
     });
     const shape = (t: Tensor) => `[${t.shape.join(", ")}]`;
-    const sized = tensors.find((t) => t.ndim === 0 || t.shape[0] < this.chunks);
-    if (sized) {
+    const at = (t: Tensor) =>
+      `${inputs.length > 1 ? `input ${inputs.indexOf(t)}` : "the input"} of shape ${shape(t)}`;
+    // Any batch size splits as torch.chunk does (so a small batch makes fewer micro-batches); a
+    // 0-dim tensor has nothing to split, as PyTorch's chunk says.
+    const scalar = tensors.find((t) => t.ndim === 0);
+    if (scalar) {
       throw new RangeError(
-        `Pipe.forward: the batch (dim 0) of an input of shape ${
-          shape(sized)
-        } is smaller than chunks = ${this.chunks}`,
+        `Pipe.forward: ${
+          at(scalar)
+        } has no batch dim (dim 0) to split into micro-batches; give it one, or wrap it in NoChunk`,
       );
     }
     const other = tensors.find((t) => t.shape[0] !== tensors[0].shape[0]);
     if (other) {
-      const at = (t: Tensor) => `input ${inputs.indexOf(t)} of shape ${shape(t)}`;
       throw new RangeError(
         `Pipe.forward: the input tensors' batch sizes (dim 0) differ, ${at(tensors[0])} and ${
           at(other)
