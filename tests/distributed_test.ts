@@ -1372,7 +1372,10 @@ Deno.test("run.ts: torchrun's flags, each rank's environment, and a failing rank
   });
   assert.throws(() => parseRunArgs(["--node-rank", "2", "--nnodes", "2", "x.ts"]), /--node-rank 2/);
   assert.throws(() => parseRunArgs(["--nproc-per-node", "0", "x.ts"]), /integer >= 1, got "0"/);
-  assert.throws(() => parseRunArgs(["--max-restarts", "3", "x.ts"]), /unknown flag --max-restarts/);
+  assert.throws(
+    () => parseRunArgs(["--rdzv-backend", "c10d", "x.ts"]),
+    /unknown flag --rdzv-backend/,
+  );
   assert.throws(() => parseRunArgs(["--nnodes", "1"]), /no script given/);
   // Rank 1 fails; rank 0 would sleep a minute: the launcher stops it and names rank 1.
   const dir = await Deno.makeTempDir({ prefix: "multigrad_run_" });
@@ -1381,7 +1384,15 @@ Deno.test("run.ts: torchrun's flags, each rank's environment, and a failing rank
     await Deno.writeTextFile(
       script,
       `console.log("rank " + Deno.env.get("RANK") + " of " + Deno.env.get("WORLD_SIZE") + ", local " + Deno.env.get("LOCAL_RANK") + " of " + Deno.env.get("LOCAL_WORLD_SIZE"));
-if (Deno.env.get("RANK") === "1") Deno.exit(7);
+// Rank 1 fails only once rank 0 has printed: the launcher stops rank 0 at once, maybe before it printed.
+const ready = ${JSON.stringify(`${dir}/rank0_printed`)};
+if (Deno.env.get("RANK") === "0") await Deno.writeTextFile(ready, "");
+else {
+  for (let i = 0; i < 400; i++) {
+    try { await Deno.stat(ready); break; } catch { await new Promise((resolve) => setTimeout(resolve, 50)); }
+  }
+  Deno.exit(7);
+}
 await new Promise((resolve) => setTimeout(resolve, 60_000));`,
     );
     const started = performance.now();

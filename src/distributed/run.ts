@@ -21,9 +21,32 @@
  * port of 127.0.0.1 for the master, as torchrun's. SIGINT, SIGTERM and
  * SIGHUP sent to the launcher are sent on to every rank (a scheduler that
  * stops the launcher must not leave the ranks running), and the launcher
- * exits with 1. Differences from torchrun: no elastic
- * restarts (`--max-restarts`), no rendezvous backends other than the
- * master's store.
+ * exits with 1.
+ *
+ * `--max-restarts N` restarts the group as torchrun's (PyTorch 1.13's
+ * LocalElasticAgent): when a rank fails, every rank of the group is stopped
+ * and the whole group started again, up to N times; each rank's
+ * `TORCHELASTIC_RESTART_COUNT` says which restart it is (0 first), so a
+ * script that loads its checkpoint when one exists resumes.
+ * `TORCHELASTIC_MAX_RESTARTS`, `TORCHELASTIC_RUN_ID` (`--rdzv-id`, "none"
+ * unless given; `--standalone` makes a random one, as torchrun's),
+ * `GROUP_WORLD_SIZE`, `ROLE_RANK`, `ROLE_NAME` and `ROLE_WORLD_SIZE` are set
+ * as torchrun's. A restarted group meets at the same `--master-port` (rank
+ * 0's store, gone with the old group, frees it); under `--standalone` at a
+ * new free port, as torchrun's rendezvous picks one each round. When the
+ * restarts are spent, the launcher exits with 1 naming the rank that failed
+ * first, its exit code and the restarts done. `--monitor-interval SECONDS`
+ * is how often the launcher checks the ranks (a failure is acted on at the
+ * next check).
+ *
+ * Differences from torchrun: `--monitor-interval` defaults to 0.1 s, not
+ * 5 s (the check only reads exit statuses the launcher already has, and
+ * 5 s would add up to 5 s to every run); `TORCHELASTIC_USE_AGENT_STORE` is
+ * always "False" (rank 0 hosts the store, as under torchrun's c10d
+ * rendezvous; the launcher hosts none); on one machine only (`--nnodes 1`)
+ * for restarts: with several machines a failed rank's node would restart
+ * alone, so `--max-restarts` above 0 is refused there; no rendezvous
+ * backends other than the master's store; the `PET_*` variables are not read.
  * @module
  */
 
@@ -45,10 +68,18 @@ export interface RunOptions {
   readonly script: string;
   /** The script's own arguments. */
   readonly args: readonly string[];
+  /** Restarts of the whole group after a rank fails (torchrun's `--max-restarts`; 0 when absent). */
+  readonly maxRestarts?: number;
+  /** Seconds between the launcher's checks of the ranks (`--monitor-interval`; 0.1 when absent). */
+  readonly monitorInterval?: number;
+  /** The run's id, each rank's `TORCHELASTIC_RUN_ID` (torchrun's `--rdzv-id`; "none" when absent). */
+  readonly runId?: string;
+  /** Whether `--standalone` chose the master's port: a restarted group then gets a new one. */
+  readonly standalone?: boolean;
 }
 
 const USAGE =
-  "usage: deno run -A jsr:@multigrad/core/run [--standalone] [--nproc-per-node N] [--nnodes N] [--node-rank R] [--master-addr HOST] [--master-port PORT] [--deno-flag FLAG]... SCRIPT [ARGS...]";
+  "usage: deno run -A jsr:@multigrad/core/run [--standalone] [--nproc-per-node N] [--nnodes N] [--node-rank R] [--master-addr HOST] [--master-port PORT] [--max-restarts N] [--monitor-interval SECONDS] [--rdzv-id ID] [--deno-flag FLAG]... SCRIPT [ARGS...]";
 
 /** Parses the launcher's command line (flags before the script; the rest is the script's). */
 export function parseRunArgs(argv: readonly string[]): RunOptions {
@@ -71,6 +102,9 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
       "node-rank",
       "master-addr",
       "master-port",
+      "max-restarts",
+      "monitor-interval",
+      "rdzv-id",
       "deno-flag",
     ];
     if (!known.includes(name)) throw new Error(`run: unknown flag ${arg}\n${USAGE}`);
@@ -113,6 +147,19 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
   }
   const masterPort = int("master-port", 29500, 1);
   if (masterPort > 65535) throw new Error(`run: --master-port must be at most 65535`);
+  const maxRestarts = int("max-restarts", 0, 0);
+  if (maxRestarts > 0 && nnodes > 1) {
+    throw new Error(
+      `run: --max-restarts ${maxRestarts} needs --nnodes 1 (got --nnodes ${nnodes}): multigrad's launcher restarts one machine's group only`,
+    );
+  }
+  const intervalText = values["monitor-interval"];
+  const monitorInterval = intervalText === undefined ? 0.1 : Number(intervalText);
+  if (intervalText !== undefined && (!/^\d+(\.\d*)?$|^\.\d+$/.test(intervalText))) {
+    throw new Error(
+      `run: --monitor-interval must be a number of seconds >= 0, got "${intervalText}"`,
+    );
+  }
   return {
     nprocPerNode: int("nproc-per-node", 1, 1),
     nnodes,
@@ -122,6 +169,10 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
     denoFlags,
     script,
     args: argv.slice(i + 1),
+    maxRestarts,
+    monitorInterval,
+    runId: standalone ? crypto.randomUUID() : values["rdzv-id"] ?? "none",
+    standalone,
   };
 }
 
@@ -152,25 +203,39 @@ export function rankEnv(o: RunOptions, local: number): Record<string, string> {
 /** How long the other ranks get after SIGTERM before SIGKILL. */
 const KILL_AFTER_MS = 5000;
 
+/** torchrun's variables beyond {@link rankEnv}'s, for restart `restart` of the group. */
+function elasticEnv(o: RunOptions, local: number, restart: number): Record<string, string> {
+  return {
+    GROUP_WORLD_SIZE: String(o.nnodes),
+    ROLE_RANK: String(o.nodeRank * o.nprocPerNode + local),
+    ROLE_NAME: "default",
+    ROLE_WORLD_SIZE: String(o.nnodes * o.nprocPerNode),
+    TORCHELASTIC_RESTART_COUNT: String(restart),
+    TORCHELASTIC_MAX_RESTARTS: String(o.maxRestarts ?? 0),
+    TORCHELASTIC_RUN_ID: o.runId ?? "none",
+    TORCHELASTIC_USE_AGENT_STORE: "False",
+  };
+}
+
+/** How one group of ranks ended. */
+type Ending =
+  | { readonly kind: "success" }
+  | { readonly kind: "failed"; readonly rank: number; readonly text: string }
+  | { readonly kind: "interrupted"; readonly signal: Deno.Signal };
+
 /**
- * Runs the ranks of `o` on this machine; resolves with the launcher's exit
- * code: 0 when every rank exited with 0, else 1, after stopping the others
- * and printing which rank failed first and how.
+ * Runs the ranks of `o` on this machine, restarting the group up to
+ * `o.maxRestarts` times when a rank fails; resolves with the launcher's exit
+ * code: 0 when every rank of a group exited with 0, else 1, after stopping
+ * the others and printing which rank failed first and how.
  */
 export async function launch(o: RunOptions): Promise<number> {
-  const children = Array.from(
-    { length: o.nprocPerNode },
-    (_, local) =>
-      new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", ...o.denoFlags, o.script, ...o.args],
-        env: rankEnv(o, local),
-        stdin: "null",
-        stdout: "inherit",
-        stderr: "inherit",
-      }).spawn(),
-  );
-  let failed: { rank: number; text: string } | null = null;
-  const stopOthers = (signal: Deno.Signal = "SIGTERM") => {
+  const maxRestarts = o.maxRestarts ?? 0;
+  const intervalMs = (o.monitorInterval ?? 0.1) * 1000;
+  let interrupted: Deno.Signal | null = null;
+  let children: Deno.ChildProcess[] = [];
+  let wake = () => {};
+  const stopAll = (signal: Deno.Signal) => {
     for (const child of children) {
       try {
         child.kill(signal);
@@ -178,8 +243,9 @@ export async function launch(o: RunOptions): Promise<number> {
         // Already exited.
       }
     }
+    const group = children;
     const timer = setTimeout(() => {
-      for (const child of children) {
+      for (const child of group) {
         try {
           child.kill("SIGKILL");
         } catch {
@@ -192,38 +258,109 @@ export async function launch(o: RunOptions): Promise<number> {
   // The signal itself goes on to the ranks (a rank may save a checkpoint on SIGTERM).
   const handlers = FORWARDED.map((signal) =>
     [signal, () => {
-      failed ??= { rank: -1, text: `the launcher was interrupted (${signal})` };
-      stopOthers(signal);
+      interrupted ??= signal;
+      stopAll(signal);
+      wake();
     }] as const
   );
   const posix = Deno.build.os !== "windows";
   if (posix) { for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler); }
+  let port = o.masterPort;
+  let ending: Ending = { kind: "success" };
+  let restart = 0;
   try {
-    await Promise.all(children.map(async (child, local) => {
-      const status = await child.status;
-      if (status.success || failed) return;
-      const rank = o.nodeRank * o.nprocPerNode + local;
-      failed = {
-        rank,
-        text: `rank ${rank} (local rank ${local}, pid ${child.pid}) ${
-          status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`
-        }`,
-      };
-      stopOthers();
-    }));
+    for (;; restart++) {
+      // No await between this check and the spawn: a signal cannot slip between them.
+      if (interrupted) {
+        ending = { kind: "interrupted", signal: interrupted };
+        break;
+      }
+      const env = { ...o, masterPort: port };
+      children = Array.from(
+        { length: o.nprocPerNode },
+        (_, local) =>
+          new Deno.Command(Deno.execPath(), {
+            args: ["run", "-A", ...o.denoFlags, o.script, ...o.args],
+            env: { ...rankEnv(env, local), ...elasticEnv(o, local, restart) },
+            stdin: "null",
+            stdout: "inherit",
+            stderr: "inherit",
+          }).spawn(),
+      );
+      ending = await monitor(o, children, intervalMs, () => interrupted, (f) => (wake = f));
+      if (ending.kind === "failed") stopAll("SIGTERM");
+      // The next group may not start while one of this group's ranks still holds the port.
+      await Promise.all(children.map((child) => child.status));
+      if (ending.kind !== "failed" || interrupted) break;
+      if (restart >= maxRestarts) break;
+      console.error(
+        `run: ${ending.text}; restarting the group (restart ${restart + 1} of ${maxRestarts})`,
+      );
+      if (o.standalone) port = freeLoopbackPort();
+    }
   } finally {
     if (posix) {
       for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
     }
   }
-  if (!failed) return 0;
-  const f = failed as { rank: number; text: string };
+  if (interrupted) ending = { kind: "interrupted", signal: interrupted };
+  if (ending.kind === "success") return 0;
+  if (ending.kind === "interrupted") {
+    console.error(
+      `run: the launcher was interrupted (${ending.signal}); the ranks were sent ${ending.signal}`,
+    );
+    return 1;
+  }
   console.error(
-    `run: ${f.text}; the other ranks were stopped${
-      f.rank >= 0 ? ` (rank ${f.rank} failed first; its output above says why)` : ""
-    }`,
+    `run: ${ending.text}; the other ranks were stopped (rank ${ending.rank} failed first; its output above says why); no restarts left (${restart} of --max-restarts ${maxRestarts} done)`,
   );
   return 1;
+}
+
+/**
+ * Checks `children` every `intervalMs` (torchrun's monitor interval) until
+ * all exited with 0, one failed (the first to exit so is named), or the
+ * launcher is interrupted (`setWake` lends a function that ends the wait).
+ */
+async function monitor(
+  o: RunOptions,
+  children: readonly Deno.ChildProcess[],
+  intervalMs: number,
+  interrupted: () => Deno.Signal | null,
+  setWake: (wake: () => void) => void,
+): Promise<Ending> {
+  const exits: (Deno.CommandStatus | undefined)[] = children.map(() => undefined);
+  let firstFailure = -1;
+  for (const [local, child] of children.entries()) {
+    child.status.then((status) => {
+      exits[local] = status;
+      if (!status.success && firstFailure < 0) firstFailure = local;
+    });
+  }
+  for (;;) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, intervalMs);
+      setWake(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    const signal = interrupted();
+    if (signal) return { kind: "interrupted", signal };
+    if (firstFailure >= 0) {
+      const local = firstFailure;
+      const status = exits[local] as Deno.CommandStatus;
+      const rank = o.nodeRank * o.nprocPerNode + local;
+      return {
+        kind: "failed",
+        rank,
+        text: `rank ${rank} (local rank ${local}, pid ${children[local].pid}) ${
+          status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`
+        }`,
+      };
+    }
+    if (exits.every((status) => status?.success)) return { kind: "success" };
+  }
 }
 
 if (import.meta.main) {
