@@ -37,11 +37,15 @@
  * restarts are spent, the launcher exits with 1 naming the rank that failed
  * first, its exit code and the restarts done. `--monitor-interval SECONDS`
  * is how often the launcher checks the ranks (a failure is acted on at the
- * next check).
+ * next check). A rank killed by a signal is reported with torchrun's exit
+ * code (minus the signal's number, -9 for SIGKILL). A local script that does
+ * not exist is refused before any rank starts (torchrun starts the group and
+ * spends every restart on the same error).
  *
  * Differences from torchrun: `--monitor-interval` defaults to 0.1 s, not
  * 5 s (the check only reads exit statuses the launcher already has, and
- * 5 s would add up to 5 s to every run); `TORCHELASTIC_USE_AGENT_STORE` is
+ * 5 s would add up to 5 s to every run) and is at most 2147483 s (a
+ * timer's limit); `TORCHELASTIC_USE_AGENT_STORE` is
  * always "False" (rank 0 hosts the store, as under torchrun's c10d
  * rendezvous; the launcher hosts none); on one machine only (`--nnodes 1`)
  * for restarts: with several machines a failed rank's node would restart
@@ -80,6 +84,9 @@ export interface RunOptions {
 
 const USAGE =
   "usage: deno run -A jsr:@multigrad/core/run [--standalone] [--nproc-per-node N] [--nnodes N] [--node-rank R] [--master-addr HOST] [--master-port PORT] [--max-restarts N] [--monitor-interval SECONDS] [--rdzv-id ID] [--deno-flag FLAG]... SCRIPT [ARGS...]";
+
+/** The longest `--monitor-interval`, in seconds: a timer holds at most 2^31 - 1 ms. */
+const MAX_INTERVAL_S = Math.floor((2 ** 31 - 1) / 1000);
 
 /** Parses the launcher's command line (flags before the script; the rest is the script's). */
 export function parseRunArgs(argv: readonly string[]): RunOptions {
@@ -158,6 +165,12 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
   if (intervalText !== undefined && (!/^\d+(\.\d*)?$|^\.\d+$/.test(intervalText))) {
     throw new Error(
       `run: --monitor-interval must be a number of seconds >= 0, got "${intervalText}"`,
+    );
+  }
+  // A longer timer overflows to 1 ms in Deno: the launcher would check 1000 times a second.
+  if (monitorInterval > MAX_INTERVAL_S) {
+    throw new Error(
+      `run: --monitor-interval must be at most ${MAX_INTERVAL_S} seconds (a timer's limit), got "${intervalText}"`,
     );
   }
   return {
@@ -355,7 +368,12 @@ async function monitor(
         kind: "failed",
         rank,
         text: `rank ${rank} (local rank ${local}, pid ${children[local].pid}) ${
-          status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`
+          status.signal
+            // Deno's code is 128 + the signal's number; torchrun reports minus the number.
+            ? `was killed by ${status.signal} (exit code ${
+              128 - status.code
+            }, as torchrun reports it)`
+            : `exited with code ${status.code}`
         }`,
       };
     }
@@ -363,10 +381,27 @@ async function monitor(
   }
 }
 
+/**
+ * Refuses a local script that is not there before any rank starts (torchrun
+ * starts the group anyway): every rank would fail to load it, and each of
+ * `--max-restarts` would be spent on the same error.
+ */
+function assertScriptExists(script: string): void {
+  // A URL (jsr:, npm:, https:, file:) is Deno's to resolve; "C:" is a Windows drive, a path.
+  if (/^[a-z][a-z0-9+.-]+:/i.test(script)) return;
+  try {
+    Deno.statSync(script);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) return;
+    throw new Error(`run: the script ${script} does not exist (looked from ${Deno.cwd()})`);
+  }
+}
+
 if (import.meta.main) {
   let options: RunOptions;
   try {
     options = parseRunArgs(Deno.args);
+    assertScriptExists(options.script);
   } catch (error) {
     console.error((error as Error).message);
     Deno.exit(2);

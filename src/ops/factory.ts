@@ -104,6 +104,7 @@ function flatten(data: NestedArray, out: number[]): void {
  * A tensor from a number (0-dimensional), nested arrays, or a typed array
  * (with `shape`, default 1-dimensional). Numbers take the default dtype, integers too (PyTorch:
  * int64); a typed array keeps its own. Into int32, fractions truncate toward zero as PyTorch's.
+ * A typed array is range-checked after truncation (as from numpy); PyTorch's -2^31 is an error.
  */
 export function tensor(
   data: NestedArray | TypedArray,

@@ -34,7 +34,9 @@ export interface PipeOptions {
   /**
    * Which micro-batches keep no activations in forward and recompute them in
    * backward: all, all but the last (default), or none. Only in training
-   * mode with gradients enabled, as in PyTorch.
+   * mode with gradients enabled, as in PyTorch. The last is the last
+   * micro-batch the batch really made: PyTorch 1.13 stops at `chunks - 1`,
+   * so after a batch smaller than `chunks` it checkpoints the last one too.
    */
   checkpoint?: PipeCheckpoint;
   /**
