@@ -167,7 +167,8 @@ Deno.test({
     assert.match(ranks[1][1], /setStaticGraph: not inside a running join/);
     assert.match(
       ranks[1][2],
-      /rank 0 left.*DistributedDataParallel \(staticGraph\) blocked rank 1/,
+      // Rank 0 has returned; on a loaded machine its exit may reach rank 1 only after the timeout.
+      /rank 0 (left|did not join).*DistributedDataParallel \(staticGraph\) blocked rank 1/,
     );
   },
 });
