@@ -24,11 +24,22 @@ for (const { name, factory, priority } of BUILTIN_BACKENDS) {
 
 export { Tensor } from "./src/tensor.ts";
 export type { NestedNumbers } from "./src/tensor.ts";
+// Printing as PyTorch (`await t.format()`, console.log); installs Tensor.prototype.format.
+export {
+  getPrintOptions,
+  type PrintOptions,
+  type ResolvedPrintOptions,
+  setPrintOptions,
+} from "./src/printing/tensor_str.ts";
 export type { TensorMethods } from "./src/ops_composite/tensor_methods.ts";
 export * from "./src/ops/mod.ts";
 export * from "./src/ops_composite/mod.ts";
 // The composite `normal` also takes tensors (`torch.normal(mean, std)`) and the core's forms.
 export { normal } from "./src/ops_composite/mod.ts";
+// `torch.Generator`: PyTorch's exact cpu streams, for factories, samplers and DataLoader.
+export { Generator } from "./src/random/generator.ts";
+export type { GeneratorState } from "./src/random/generator.ts";
+export type { HostRandom, RandomOptions } from "./src/ops/factory.ts";
 // `torch.pdist` is `nn.functional.pdist`.
 export { pdist } from "./src/nn/functional/nn_gaps.ts";
 export type { PdistOptions } from "./src/nn/functional/nn_gaps.ts";

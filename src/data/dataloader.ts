@@ -31,6 +31,8 @@ import {
   userFunction,
 } from "./worker_protocol.ts";
 import { WorkerPool } from "./worker_pool.ts";
+// Aliased: `Generator` is also the type of this file's generator functions.
+import { Generator as TorchGenerator } from "../random/generator.ts";
 
 /**
  * The batch {@link defaultCollate} makes from samples of type `T`: tensors
@@ -204,9 +206,17 @@ export interface DataLoaderOptions<T, B> {
    * (with persistent workers, only the first) draws the base seed from it
    * first, with or without workers, then the shuffle draws: the orders do
    * not depend on `numWorkers`. A `sampler` you give draws from its own
-   * generator, as in PyTorch.
+   * generator, as in PyTorch. A `Generator` makes the whole
+   * sequence PyTorch's: each epoch draws the base seed (a 64-bit draw, as
+   * `random_()` of an int64) and then, shuffled, the permutations
+   * PyTorch's `RandomSampler` draws (its epoch's at the start, the unused
+   * trailing one when the batches run out, none in a loop left early), so
+   * draws from the same generator inside the loop interleave as in
+   * PyTorch. Workers see `getWorkerInfo().seed` = the low 32 bits of
+   * PyTorch's 63-bit base seed + worker id (PyTorch's `seed % 2**32`, up
+   * to the carry).
    */
-  generator?: () => number;
+  generator?: TorchGenerator | (() => number);
   /**
    * Accepted for PyTorch code that passes `pin_memory=True`; it does nothing
    * here: no backend has page-locked host memory to copy from, and the
@@ -409,6 +419,10 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
    * `numWorkers`.
    */
   readonly #generator: (() => number) | null;
+  /** The `generator` option when it is a `Generator`: the shuffle is PyTorch's. */
+  readonly #torch: TorchGenerator | null;
+  /** The unused permutation PyTorch's `RandomSampler` draws at the end of an epoch, by order. */
+  readonly #trailing = new WeakMap<Int32Array, () => void>();
   /** The persistent workers, when started. */
   #pool: WorkerPool | null = null;
   /** Every pool with live Workers (for shutdown). */
@@ -509,11 +523,15 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     if (options.seed !== undefined && !Number.isFinite(options.seed)) {
       throw new RangeError(`DataLoader: seed must be a finite number, got ${options.seed}`);
     }
-    const generator = options.generator;
+    const torch = options.generator instanceof TorchGenerator ? options.generator : null;
+    // The base seed: torch.empty((), dtype=torch.int64).random_(generator=g), two 32-bit draws.
+    const generator = torch
+      ? () => Number(BigInt.asUintN(32, torch.random64())) / 4294967296
+      : options.generator;
     if (generator !== undefined) {
       if (typeof generator !== "function") {
         throw new TypeError(
-          `DataLoader: generator must be a function giving floats in [0, 1), got ${typeof generator}`,
+          `DataLoader: generator must be a function giving floats in [0, 1), got ${typeof generator} (or a Generator)`,
         );
       }
       if (options.seed !== undefined) {
@@ -551,6 +569,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     this.#random = generator ??
       (options.seed === undefined ? null : seededRandom(Math.trunc(options.seed)));
     this.#generator = generator ?? null;
+    this.#torch = torch;
     this.#seeds = generator ??
       (options.seed === undefined
         ? null
@@ -598,6 +617,14 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     const order = new Int32Array(n);
     for (let i = 0; i < n; i++) order[i] = i;
     if (!this.shuffle) return order;
+    if (this.#torch) {
+      // RandomSampler(generator=g): randperm(n) now, and randperm(n)[:0] when the batches run
+      // out (#indexBatches), as PyTorch's sampler draws it then: not at all in a loop left early.
+      const torch = this.#torch;
+      const drawn = torch.permutation(n);
+      this.#trailing.set(drawn, () => torch.permutation(n));
+      return drawn;
+    }
     random ??= this.#random ?? seededRandom(nextSeed());
     for (let i = n - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
@@ -679,13 +706,21 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
       return;
     }
     order ??= this.#order();
+    let trailing = this.#trailing.get(order);
     const n = order.length;
     const count = this.dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
     const contiguous = !this.shuffle && this.sampler === null && this.batchSize !== null;
     for (let b = 0; b < count; b++) {
-      const indices = order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize));
+      const end = (b + 1) * batchSize;
+      // A short last batch is made after the sampler ran out (its trailing draw); a full one before.
+      if (end > n && trailing) {
+        trailing();
+        trailing = undefined;
+      }
+      const indices = order.subarray(b * batchSize, Math.min(n, end));
       yield { indices, contiguous };
     }
+    trailing?.();
   }
 
   /**

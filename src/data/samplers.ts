@@ -6,10 +6,12 @@
  * own generator, else every epoch draws its seed from the global stream
  * (`manualSeed`), so programs stay reproducible either way. The sequences
  * differ from PyTorch's (another generator); their distributions do not.
+ * Given a `Generator` (`generator` option) they draw PyTorch's exact sequences.
  * @module
  */
 
 import { nextSeed } from "../ops/factory.ts";
+import { Generator } from "../random/generator.ts";
 import { seededRandom } from "../util.ts";
 import { hostIndexList } from "./indices.ts";
 import { Sampler } from "./sampler.ts";
@@ -23,22 +25,29 @@ export interface SamplerRandomOptions {
    */
   seed?: number;
   /**
-   * A generator of floats in [0, 1) to draw from instead (the role of
-   * PyTorch's `generator`): share one between samplers to share a stream.
+   * PyTorch's `generator`: a {@link Generator} draws exactly the indices
+   * PyTorch's sampler draws from a `torch.Generator` in the same state; a
+   * function giving floats in [0, 1) is drawn from with multigrad's own
+   * algorithms instead (same distributions, other sequences). Share one between samplers to share a stream.
    */
-  generator?: () => number;
+  generator?: Generator | (() => number);
 }
 
-/** The generator an epoch draws from, by `options`. */
+/** The generator an epoch draws from, by `options` (a {@link Generator} is handled apart). */
 function randomSource(op: string, options: SamplerRandomOptions): () => () => number {
   const { seed, generator } = options;
   if (seed !== undefined && generator !== undefined) {
     throw new TypeError(`${op}: pass seed or generator, not both`);
   }
+  if (generator instanceof Generator) {
+    return () => {
+      throw new Error(`${op}: internal: a Generator draws PyTorch's stream directly`);
+    };
+  }
   if (generator !== undefined) {
     if (typeof generator !== "function") {
       throw new TypeError(
-        `${op}: generator must be a function giving floats in [0, 1), got ${typeof generator}`,
+        `${op}: generator must be a function giving floats in [0, 1), got ${typeof generator} (or a Generator)`,
       );
     }
     return () => generator;
@@ -151,6 +160,7 @@ export class RandomSampler extends Sampler {
   readonly replacement: boolean;
   readonly #numSamples: number | null;
   readonly #random: () => () => number;
+  readonly #torch: Generator | null;
 
   /** A sampler over the indices of `dataSource`. */
   constructor(dataSource: { readonly length: number }, options: RandomSamplerOptions = {}) {
@@ -166,6 +176,7 @@ export class RandomSampler extends Sampler {
     this.replacement = replacement;
     this.#numSamples = options.numSamples ?? null;
     this.#random = randomSource(op, options);
+    this.#torch = options.generator instanceof Generator ? options.generator : null;
   }
 
   /** Indices per epoch. */
@@ -186,6 +197,21 @@ export class RandomSampler extends Sampler {
       throw new RangeError(
         `RandomSampler: cannot draw ${count} samples from an empty data source (length 0)`,
       );
+    }
+    const g = this.#torch;
+    if (g) {
+      // PyTorch 1.13's draws, lazily as its generator function: randint in chunks of 32, or
+      // whole permutations, the last one drawn even when none of it is used.
+      if (this.replacement) {
+        for (let left = count; left >= 0; left -= 32) {
+          yield* g.integers(Math.min(32, left), 0, n, "int64");
+          if (left < 32) break;
+        }
+        return;
+      }
+      for (let k = 0; k < Math.floor(count / n); k++) yield* g.permutation(n);
+      yield* g.permutation(n).subarray(0, count % n);
+      return;
     }
     const random = this.#random();
     if (this.replacement) {
@@ -213,6 +239,7 @@ export class SubsetRandomSampler extends Sampler {
   /** The indices sampled. */
   readonly indices: readonly number[];
   readonly #random: () => () => number;
+  readonly #torch: Generator | null;
 
   /** A sampler over `indices`. */
   constructor(indices: ArrayLike<number> | Iterable<number>, options: SamplerRandomOptions = {}) {
@@ -227,6 +254,7 @@ export class SubsetRandomSampler extends Sampler {
     });
     this.indices = Object.freeze(list);
     this.#random = randomSource("SubsetRandomSampler", options);
+    this.#torch = options.generator instanceof Generator ? options.generator : null;
   }
 
   /** Number of indices. */
@@ -236,7 +264,8 @@ export class SubsetRandomSampler extends Sampler {
 
   /** The indices, permuted. */
   *[Symbol.iterator](): Iterator<number> {
-    const order = permutation(this.#random(), this.indices.length);
+    const n = this.indices.length;
+    const order = this.#torch ? this.#torch.permutation(n) : permutation(this.#random(), n);
     for (const i of order) yield this.indices[i];
   }
 }
@@ -255,6 +284,11 @@ export interface WeightedRandomSamplerOptions extends SamplerRandomOptions {
  * rest in proportion to their weights; once the positive weights are used
  * up, the zero-weight indices follow in index order (PyTorch also gives
  * them last, in an order of its own).
+ *
+ * With a `Generator`, draws are `torch.multinomial`'s exactly, for
+ * `replacement: true` and `numSamples > 1` only (PyTorch draws the other
+ * cases through `exponential_`, whose cpu stream is not reproduced: those
+ * are refused with a Generator).
  *
  * Bad weights (negative, NaN, infinite, all zero) and `numSamples` above
  * the number of weights without replacement are refused here, where
@@ -278,6 +312,7 @@ export class WeightedRandomSampler extends Sampler {
   readonly #scaled: Float64Array;
   readonly #cumulative: Float64Array;
   readonly #random: () => () => number;
+  readonly #torch: Generator | null;
 
   /** A sampler drawing `numSamples` indices by `weights`. */
   constructor(
@@ -341,6 +376,13 @@ export class WeightedRandomSampler extends Sampler {
     let sum = 0;
     this.#cumulative = this.#scaled.map((w) => (sum += w));
     this.#random = randomSource(op, options);
+    this.#torch = options.generator instanceof Generator ? options.generator : null;
+    if (this.#torch && !(replacement && numSamples > 1)) {
+      // torch.multinomial draws these through exponential_, whose cpu stream is not reproduced.
+      throw new RangeError(
+        `${op}: with a Generator only replacement=true and numSamples > 1 reproduce PyTorch's draws (got replacement=${replacement}, numSamples=${numSamples}); pass a seed or a float function instead`,
+      );
+    }
   }
 
   /** Indices per epoch (`numSamples`). */
@@ -350,6 +392,11 @@ export class WeightedRandomSampler extends Sampler {
 
   /** One epoch of weighted draws. */
   *[Symbol.iterator](): Iterator<number> {
+    if (this.#torch) {
+      // torch.multinomial(replacement=True) on the float64 weights, as PyTorch's cpu kernel.
+      yield* this.#torch.multinomialWithReplacement(this.weights, this.numSamples);
+      return;
+    }
     const random = this.#random();
     const w = this.#scaled;
     const n = w.length;

@@ -6,6 +6,7 @@
  */
 
 import { nextSeed } from "../ops/factory.ts";
+import { Generator } from "../random/generator.ts";
 import { seededRandom } from "../util.ts";
 import { hostIndexList } from "./indices.ts";
 import { Dataset } from "./dataset.ts";
@@ -73,6 +74,12 @@ export interface RandomSplitOptions {
    * the seed is drawn from the global stream (`manualSeed`).
    */
   seed?: number;
+  /**
+   * Draw the permutation from this generator, as PyTorch's `generator`: the
+   * same split `torch.utils.data.random_split` gives for a
+   * `torch.Generator` in the same state.
+   */
+  generator?: Generator;
 }
 
 /**
@@ -116,7 +123,8 @@ function splitSizes(n: number, lengths: readonly number[]): number[] {
 /**
  * Splits `dataset` into non-overlapping random subsets of the given
  * `lengths`, as `torch.utils.data.random_split`: counts (`[800, 200]`) or
- * fractions (`[0.8, 0.2]`).
+ * fractions (`[0.8, 0.2]`). A {@link Generator} (as the options or their
+ * `generator`) gives PyTorch's split for it exactly.
  *
  * @example
  * ```ts
@@ -126,9 +134,10 @@ function splitSizes(n: number, lengths: readonly number[]): number[] {
 export function randomSplit<T>(
   dataset: Dataset<T>,
   lengths: readonly number[],
-  options: RandomSplitOptions = {},
+  options: RandomSplitOptions | Generator = {},
 ): Subset<T>[] {
   checkDataset("randomSplit", dataset);
+  if (options instanceof Generator) options = { generator: options };
   if (!Array.isArray(lengths) || lengths.length === 0) {
     throw new TypeError("randomSplit: lengths must be a non-empty array of counts or fractions");
   }
@@ -136,6 +145,20 @@ export function randomSplit<T>(
     throw new RangeError(`randomSplit: seed must be a finite number, got ${options.seed}`);
   }
   const sizes = splitSizes(dataset.length, lengths);
+  const g = options.generator;
+  if (g !== undefined) {
+    if (!(g instanceof Generator)) {
+      throw new TypeError(
+        `randomSplit: generator must be a Generator (new Generator().manualSeed(seed)), got ${typeof g}`,
+      );
+    }
+    if (options.seed !== undefined) {
+      throw new TypeError("randomSplit: pass seed or generator, not both");
+    }
+    const order = Array.from(g.permutation(dataset.length));
+    let at = 0;
+    return sizes.map((size) => new Subset(dataset, order.slice(at, at += size)));
+  }
   const random = seededRandom(options.seed === undefined ? nextSeed() : Math.trunc(options.seed));
   // Fisher–Yates over all indices, then consecutive runs of it.
   const order = Array.from({ length: dataset.length }, (_, i) => i);

@@ -38,7 +38,7 @@ import {
 } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 import { Join, type Joinable, JoinHook, type JoinHookOptions } from "./join.ts";
-import { type JoinState, joinStateOf } from "./join_state.ts";
+import { joinableKind, type JoinState, joinStateOf, setJoinableKind } from "./join_state.ts";
 
 /** Options of {@link DistributedDataParallel.join} (PyTorch's keyword arguments). */
 export interface DistributedDataParallelJoinOptions {
@@ -67,6 +67,12 @@ export interface DistributedDataParallelJoinOptions {
 function divideByInitialWorldSize(state: JoinState): boolean {
   return state.options.divideByInitialWorldSize !== false;
 }
+
+/**
+ * What a rank announces at a join's forward instead of 0 or 1 when it
+ * refuses the iteration (the sum stays negative below 2^16 ranks).
+ */
+const ABORT = -(2 ** 16);
 
 /** A {@link JoinHook} whose entry points are a DDP's own. */
 class DDPJoinHook extends JoinHook {
@@ -133,7 +139,10 @@ export interface DistributedDataParallelOptions {
    * synchronised backward (one blocking exchange, with the caveat given
    * there) and treated as unused in every later one, without exchanging
    * again. A later pass that gives one of them a gradient is an error
-   * (the graph is not static). Default false.
+   * (the graph is not static) on every rank, naming the parameter and the
+   * rank that gave it one: when some parameters were learnt as unused, each
+   * later synchronised backward queues one all-reduce of an int32 per rank
+   * to tell the ranks (PyTorch fails on that rank only). Default false.
    */
   staticGraph?: boolean;
 }
@@ -299,6 +308,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
   /** Wraps `module` (already on this rank's device) and makes every rank start from rank 0's state. */
   constructor(module: M, options: DistributedDataParallelOptions = {}) {
     super();
+    setJoinableKind(this, "DistributedDataParallel");
     if (!(module instanceof Module)) {
       throw new TypeError("DistributedDataParallel: the first argument must be an nn.Module");
     }
@@ -390,8 +400,17 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     this.#buffersStale = this.#armed && this.#syncing;
     this.#joinPass = null;
     if (join?.enable) {
-      // Joined ranks learn whether to shadow a gradient all-reduce.
-      void this.#allReduceInt(this.#buffersStale ? 1 : 0, "sum");
+      const zero = this.#armed && !this.#syncing &&
+        join.joinables.some((j) => joinableKind(j) === "ZeroRedundancyOptimizer");
+      // Joined ranks learn whether to shadow a gradient all-reduce, or
+      // (ABORT) that this rank refuses the iteration.
+      void this.#allReduceInt(zero ? ABORT : this.#buffersStale ? 1 : 0, "sum");
+      if (zero) {
+        this.#armed = false;
+        throw new Error(
+          `DistributedDataParallel.join: rank ${this.#group.rank} ran a noSync forward (gradient accumulation) in a join with a ZeroRedundancyOptimizer: a joined rank's ZeroRedundancyOptimizer steps at every iteration of the others, so every iteration must step (PyTorch 1.13 hangs here); accumulate without noSync, or train without ZeroRedundancyOptimizer in the join`,
+        );
+      }
       this.#joinPass = {
         syncing: this.#buffersStale,
         active: divideByInitialWorldSize(join) ? null : active,
@@ -718,15 +737,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     if (pass) this.#trained = true;
     if (!pass?.syncing) return;
     const unused = [...this.#names.keys()].filter((p) => !pass.ready.has(p));
-    if (this.#staticUsed) {
-      const changed = [...pass.ready, ...this.#usedSinceSync].filter((p) =>
+    if (this.#staticUsed && this.#staticUsed.size < this.#names.size) {
+      const changed = [...new Set([...pass.ready, ...this.#usedSinceSync])].filter((p) =>
         !this.#staticUsed!.has(p)
       );
+      this.#checkStatic(changed);
       if (changed.length > 0) {
         this.#usedSinceSync.clear();
         throw new Error(
           `DistributedDataParallel (rank ${this.#group.rank}, staticGraph): ${
-            [...new Set(changed)].map((p) => this.#names.get(p)).join(", ")
+            changed.map((p) => this.#names.get(p)).join(", ")
           } got a gradient, but no rank used it in the first backward pass, so the graph is not static; drop staticGraph and pass { findUnusedParameters: true }`,
         );
       }
@@ -746,6 +766,46 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
       : null;
     this.#usedSinceSync.clear();
     this.#reduceGradients(usedAnywhere, joinPass?.active ?? null);
+  }
+
+  /**
+   * With `staticGraph` and parameters learnt as unused, every synchronised
+   * backward queues one small all-reduce in which each rank names the
+   * first such parameter that got a gradient on it (its index + 1; 0:
+   * none), before the gradient reduction. When a rank names one, the
+   * all-reduce fails on every rank with an error naming the parameter and
+   * the ranks, and so does every collective queued after it (the
+   * gradients' on the ranks whose backward returned): they do not wait for
+   * the failing rank until the timeout. PyTorch has no such check.
+   */
+  #checkStatic(changed: readonly Parameter[]): void {
+    const group = this.#group;
+    if (group.worldSize === 1) return;
+    const params = [...this.#names.keys()];
+    const flags = new Int32Array(group.worldSize);
+    flags[group.rank] = changed.length > 0 ? params.indexOf(changed[0]) + 1 : 0;
+    const call = group.call({
+      kind: "allReduce",
+      dtype: "int32",
+      shapes: [[flags.length]],
+      op: "sum",
+    });
+    const done = group.run(call, async () => {
+      await group.backend.allReduce(call, flags);
+      const ranks = [...flags.keys()].filter((q) => flags[q] !== 0);
+      if (ranks.length === 0) return;
+      const whole = (q: number) => group.members?.[q] ?? q;
+      throw new DistributedError(
+        `DistributedDataParallel (staticGraph): ${
+          ranks.map((q) =>
+            `${this.#names.get(params[flags[q] - 1])} got a gradient on rank ${whole(q)}`
+          )
+            .join(", ")
+        }, but no rank used it in the first backward pass, so the graph is not static; drop staticGraph and pass { findUnusedParameters: true }`,
+        ranks.map(whole),
+      );
+    });
+    done.catch(() => {}); // raised by the gradient reduction queued after it, which fails with it
   }
 
   /**
@@ -841,7 +901,13 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     if (this.broadcastBuffers && this.#buffersStale && group.worldSize > 1 && buffers.length > 0) {
       this.#broadcastFromCommonRank(buffers, -1);
     }
-    const syncing = (await this.#allReduceInt(0, "sum")) > 0;
+    const announced = await this.#allReduceInt(0, "sum");
+    if (announced < 0) {
+      throw new Error(
+        `DistributedDataParallel.join: rank ${this.#group.rank} joined, and a rank still training ran a noSync forward (gradient accumulation) in a join with a ZeroRedundancyOptimizer: a joined rank's ZeroRedundancyOptimizer steps at every iteration of the others, so every iteration must step (PyTorch 1.13 hangs here); accumulate without noSync, or train without ZeroRedundancyOptimizer in the join`,
+      );
+    }
+    const syncing = announced > 0;
     this.#buffersStale = syncing;
     if (!syncing) return;
     const state = joinStateOf(this);
@@ -887,9 +953,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * join: their blocking exchange at the end of backward would meet the
    * joined ranks before this rank's queued join notification had run.
    *
-   * With other joinables, list this wrapper first (`Join.run([ddp, zero],
-   * ...)`): its forward runs an iteration's first collectives, so the
-   * join's per-iteration notification is its own.
+   * With other joinables, list this wrapper before a
+   * `ZeroRedundancyOptimizer` (`Join.run([ddp, zero], ...)`; the other
+   * order is refused): its forward runs an iteration's first collectives.
+   * With a `ZeroRedundancyOptimizer` in the join, a {@link noSync} forward
+   * with gradients on is an error on every rank (the optimizer's join hook
+   * steps at every iteration; PyTorch 1.13 hangs there).
    */
   join(options: DistributedDataParallelJoinOptions = {}): Join {
     const { divideByInitialWorldSize = true, enable = true, throwOnEarlyTermination = false } =

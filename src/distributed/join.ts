@@ -8,7 +8,7 @@
 
 import type { Device } from "../device.ts";
 import { DistributedError, type DistributedGroup } from "./backend.ts";
-import { type JoinState, joinStateOf, setJoinState } from "./join_state.ts";
+import { joinableKind, type JoinState, joinStateOf, setJoinState } from "./join_state.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /**
@@ -104,8 +104,10 @@ export interface Joinable {
  * buffers from the highest rank instead of rank 0), and one joinable may be
  * in one join at a time (and once in it). The first joinable notifies, so
  * it must be the one whose collectives come first in an iteration: a
- * `DistributedDataParallel` before a `ZeroRedundancyOptimizer` (the other
- * order fails every rank with a collective mismatch).
+ * `DistributedDataParallel` must come before a `ZeroRedundancyOptimizer`
+ * (the constructor refuses the other order, naming both; PyTorch 1.13
+ * accepts it and then aborts every rank in gloo with a size mismatch). A
+ * joinable of your own may come first (it then notifies).
  *
  * @example
  * ```ts
@@ -161,6 +163,7 @@ export class Join {
       group = g;
     });
     this.#group = group!;
+    checkOrder(joinables);
     this.joinables = [...joinables];
     this.enable = enable;
     this.throwOnEarlyTermination = throwOnEarlyTermination;
@@ -204,6 +207,7 @@ export class Join {
       isFirstJoinable: i === 0,
       joined: false,
       active: this.#group.worldSize,
+      joinables: this.joinables,
     }));
     this.joinables.forEach((j, i) => setJoinState(j, states[i]));
     try {
@@ -289,6 +293,21 @@ export class Join {
     count.catch(() => {}); // raised by the collectives after it, which fail with it
     return count;
   }
+}
+
+/**
+ * Refuses a `ZeroRedundancyOptimizer` listed before a
+ * `DistributedDataParallel`: on a rank still in its loop DDP's collectives
+ * (forward, backward) come before the optimizer's step, but a joined rank
+ * runs the hooks in list order, so the ranks' collectives would not match.
+ */
+function checkOrder(joinables: readonly Joinable[]): void {
+  const zero = joinables.findIndex((j) => joinableKind(j) === "ZeroRedundancyOptimizer");
+  const ddp = joinables.findLastIndex((j) => joinableKind(j) === "DistributedDataParallel");
+  if (zero < 0 || ddp < zero) return;
+  throw new Error(
+    `Join: joinable ${zero} (ZeroRedundancyOptimizer) is listed before joinable ${ddp} (DistributedDataParallel); list the DistributedDataParallel first, as Join.run([ddp, zero], fn): a rank in its loop runs DDP's collectives (forward, backward) before the optimizer's step, and a joined rank shadows them in list order`,
+  );
 }
 
 /** The ranks whose flag is set, by a queued int32 all-reduce of one flag per rank. */

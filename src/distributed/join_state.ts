@@ -26,6 +26,26 @@ export interface JoinState {
   joined: boolean;
   /** Non-joined ranks at the iteration being shadowed (set before the main hooks run). */
   active: number;
+  /** Every joinable of the join, in hook order (a joinable checks what it shares the join with). */
+  readonly joinables: readonly object[];
+}
+
+/**
+ * @internal What a built-in joinable is, for the checks a join makes of
+ * the combination (DDP's collectives must come before ZeRO's).
+ */
+export type JoinableKind = "DistributedDataParallel" | "ZeroRedundancyOptimizer";
+
+const kinds = new WeakMap<object, JoinableKind>();
+
+/** @internal Marks `joinable` as a built-in joinable of `kind`. */
+export function setJoinableKind(joinable: object, kind: JoinableKind): void {
+  kinds.set(joinable, kind);
+}
+
+/** @internal The built-in kind of `joinable`, or undefined (a user's joinable). */
+export function joinableKind(joinable: object): JoinableKind | undefined {
+  return kinds.get(joinable);
 }
 
 const states = new WeakMap<object, JoinState>();

@@ -27,6 +27,7 @@ import { gatherObject } from "./objects.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 import type { Device } from "../device.ts";
 import { Join, type Joinable, JoinHook } from "./join.ts";
+import { setJoinableKind } from "./join_state.ts";
 
 /**
  * An optimizer class {@link ZeroRedundancyOptimizer} can wrap: built as
@@ -281,6 +282,7 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
     local.paramGroups.forEach((g, i) => (g.params = this.#partition[this.rank][i]));
     this.#dropForeignState();
     initialized.add(this);
+    setJoinableKind(this, "ZeroRedundancyOptimizer");
     this.#checkSameParameters();
   }
 
@@ -431,8 +433,10 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
    * last own batch's), so that its result differs from plain DDP's (by up
    * to 0.16 on tests/fixtures/torch_ddp_join.py's cases). As in PyTorch,
    * the hook steps at every iteration of the other ranks, so they must step
-   * at every iteration too: with gradient accumulation (`noSync` forwards
-   * without a step) the ranks fail with a collective mismatch.
+   * at every iteration too: gradient accumulation (a `noSync` forward of a
+   * `DistributedDataParallel` in the same join) is refused with an error on
+   * every rank, where PyTorch 1.13 hangs once a rank has joined. List the
+   * `DistributedDataParallel` before this optimizer in the join.
    */
   joinHook(): JoinHook {
     const hook = new JoinHook();

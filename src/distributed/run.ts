@@ -240,9 +240,14 @@ type Ending =
  * Runs the ranks of `o` on this machine, restarting the group up to
  * `o.maxRestarts` times when a rank fails; resolves with the launcher's exit
  * code: 0 when every rank of a group exited with 0, else 1, after stopping
- * the others and printing which rank failed first and how.
+ * the others and printing which rank failed first and how. `o` is
+ * checked first, as the command line's flags are: a missing, unknown or
+ * ill-typed option, or a script that does not exist, throws at the call,
+ * naming the option and its value.
  */
 export async function launch(o: RunOptions): Promise<number> {
+  checkRunOptions(o);
+  assertScriptExists(o.script);
   const maxRestarts = o.maxRestarts ?? 0;
   const intervalMs = (o.monitorInterval ?? 0.1) * 1000;
   let interrupted: Deno.Signal | null = null;
@@ -378,6 +383,104 @@ async function monitor(
       };
     }
     if (exits.every((status) => status?.success)) return { kind: "success" };
+  }
+}
+
+/** How a bad option's value is shown in an error. */
+function shown(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (value === null) return "null";
+  return Array.isArray(value) ? "an array" : typeof value;
+}
+
+/** The options {@link launch} takes, and whether each is required. */
+const LAUNCH_OPTIONS: Record<keyof RunOptions, boolean> = {
+  nprocPerNode: true,
+  nnodes: true,
+  nodeRank: true,
+  masterAddr: true,
+  masterPort: true,
+  denoFlags: true,
+  script: true,
+  args: true,
+  maxRestarts: false,
+  monitorInterval: false,
+  runId: false,
+  standalone: false,
+};
+
+/**
+ * {@link launch}'s own check of its options (the command line's is
+ * {@link parseRunArgs}), so that a caller's mistake is an error naming the
+ * option and value, not a failed rank.
+ */
+function checkRunOptions(o: RunOptions): void {
+  if (o === null || typeof o !== "object" || Array.isArray(o)) {
+    throw new TypeError(`launch: the options must be an object, got ${shown(o)}`);
+  }
+  const record = o as unknown as Record<string, unknown>;
+  const names = Object.keys(LAUNCH_OPTIONS);
+  for (const key of Object.keys(record)) {
+    if (!names.includes(key)) {
+      throw new TypeError(`launch: unknown option ${key} (the options: ${names.join(", ")})`);
+    }
+  }
+  for (const [key, required] of Object.entries(LAUNCH_OPTIONS)) {
+    if (required && record[key] === undefined) {
+      throw new TypeError(`launch: the option ${key} is required`);
+    }
+  }
+  const int = (key: keyof RunOptions, min: number, max = Number.MAX_SAFE_INTEGER) => {
+    const value = record[key];
+    if (value === undefined) return;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+      throw new RangeError(`launch: ${key} must be an integer ${range}, got ${shown(value)}`);
+    }
+  };
+  const strings = (key: keyof RunOptions) => {
+    const value = record[key];
+    if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) {
+      throw new TypeError(`launch: ${key} must be an array of strings, got ${shown(value)}`);
+    }
+  };
+  const text = (key: keyof RunOptions) => {
+    const value = record[key];
+    if (value !== undefined && (typeof value !== "string" || value === "")) {
+      throw new TypeError(`launch: ${key} must be a non-empty string, got ${shown(value)}`);
+    }
+  };
+  int("nprocPerNode", 1);
+  int("nnodes", 1);
+  int("nodeRank", 0, o.nnodes - 1);
+  int("masterPort", 1, 65535);
+  int("maxRestarts", 0);
+  text("masterAddr");
+  text("script");
+  if (record.runId !== undefined && typeof record.runId !== "string") {
+    throw new TypeError(`launch: runId must be a string, got ${shown(record.runId)}`);
+  }
+  strings("denoFlags");
+  strings("args");
+  const interval = record.monitorInterval;
+  if (
+    interval !== undefined &&
+    (typeof interval !== "number" || !(interval >= 0) || interval > MAX_INTERVAL_S)
+  ) {
+    throw new RangeError(
+      `launch: monitorInterval must be a number of seconds from 0 to ${MAX_INTERVAL_S}, got ${
+        shown(interval)
+      }`,
+    );
+  }
+  if (record.standalone !== undefined && typeof record.standalone !== "boolean") {
+    throw new TypeError(`launch: standalone must be a boolean, got ${shown(record.standalone)}`);
+  }
+  if ((o.maxRestarts ?? 0) > 0 && o.nnodes > 1) {
+    throw new RangeError(
+      `launch: maxRestarts ${o.maxRestarts} needs nnodes 1 (got nnodes ${o.nnodes}): multigrad's launcher restarts one machine's group only`,
+    );
   }
 }
 

@@ -3,37 +3,12 @@
  * bit for bit (PyTorch 1.13): the generator is MT19937 seeded with the low 32
  * bits of `seed`, and randperm swaps element i with i + (next 32-bit draw
  * mod (n - i)). `DistributedSampler` shuffles with it, so every rank gets
- * the indices PyTorch's sampler gives for the same seed and epoch.
+ * the indices PyTorch's sampler gives for the same seed and epoch. The
+ * MT19937 is `Generator`'s (src/random/generator.ts).
  * @module
  */
 
-/** The MT19937 stream of PyTorch's cpu generator seeded with `seed` (its low 32 bits). */
-function mt19937(seed: number): () => number {
-  const state = new Uint32Array(624);
-  state[0] = Number(BigInt.asUintN(32, BigInt(seed)));
-  for (let i = 1; i < 624; i++) {
-    const prev = state[i - 1] ^ (state[i - 1] >>> 30);
-    // 1812433253 * prev + i, mod 2^32, without losing bits to float rounding.
-    state[i] = (Math.imul(1812433253, prev) + i) >>> 0;
-  }
-  let index = 624;
-  const twist = () => {
-    for (let i = 0; i < 624; i++) {
-      const y = (state[i] & 0x80000000) | (state[(i + 1) % 624] & 0x7fffffff);
-      state[i] = state[(i + 397) % 624] ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0);
-    }
-    index = 0;
-  };
-  return () => {
-    if (index >= 624) twist();
-    let y = state[index++];
-    y ^= y >>> 11;
-    y ^= (y << 7) & 0x9d2c5680;
-    y ^= (y << 15) & 0xefc60000;
-    y ^= y >>> 18;
-    return y >>> 0;
-  };
-}
+import { MT19937 } from "../random/generator.ts";
 
 /**
  * The permutation of 0..n-1 that `torch.randperm(n, generator=g)` gives
@@ -43,7 +18,8 @@ function mt19937(seed: number): () => number {
  * (2^27 items) shuffle too, and faster.
  */
 export function torchRandperm(n: number, seed: number): Uint32Array {
-  const next = mt19937(seed);
+  const mt = new MT19937(seed);
+  const next = () => mt.next();
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
   for (let i = 0; i < n - 1; i++) {

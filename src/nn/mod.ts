@@ -7,6 +7,8 @@
 // `export *` (not named re-exports) so that `deno doc` lists every member of
 // the namespace; the files re-exported here export only public API.
 export * from "./module.ts";
+// Gives Parameter its PyTorch repr (`Parameter containing:`); exports nothing.
+import "./parameter_str.ts";
 export * from "./layers.ts";
 export * from "./activation.ts";
 export * from "./activation_extra.ts";

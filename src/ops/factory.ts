@@ -105,11 +105,16 @@ function flatten(data: NestedArray, out: number[]): void {
  * (with `shape`, default 1-dimensional). Numbers take the default dtype, integers too (PyTorch:
  * int64); a typed array keeps its own. Into int32, fractions truncate toward zero as PyTorch's.
  * A typed array is range-checked after truncation (as from numpy); PyTorch's -2^31 is an error.
+ * A `BigInt64Array` or `BigUint64Array` (PyTorch: int64) becomes int32 when every value fits.
  */
 export function tensor(
-  data: NestedArray | TypedArray,
+  data: NestedArray | TypedArray | BigInt64Array | BigUint64Array,
   options: TensorOptions & { shape?: number[] } = {},
 ): Tensor {
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
+    // int64 becomes int32 (as PyTorch's int64 does elsewhere here): exactly, or an error.
+    data = Int32Array.from(data, (v) => (checkFill("int32", Number(v), "tensor"), Number(v)));
+  }
   if (ArrayBuffer.isView(data)) {
     const typed = data as TypedArray;
     const { dtype, device } = resolveFactory(options, dtypeOfArray(typed));
@@ -274,12 +279,24 @@ export function nextSeed(): number {
   return Number(z & 0xffffffffn);
 }
 
+/** A host generator (`Generator`): gives the values when a factory is passed one. */
+export interface HostRandom {
+  /** `n` uniform [a, b) or normal (mean a, std b) values, in PyTorch's cpu order. */
+  fill(kind: "uniform" | "normal", n: number, dtype: DType, a: number, b: number): TypedArray;
+}
+
+/** {@link TensorOptions} of the random factories: a `generator` draws on the host instead. */
+export interface RandomOptions extends TensorOptions {
+  /** Draw from this generator (PyTorch's exact cpu stream), not the global device stream. */
+  generator?: HostRandom;
+}
+
 function random(
   kind: "uniform" | "normal",
   shape: number[],
   a: number,
   b: number,
-  options: TensorOptions,
+  options: RandomOptions,
 ): Tensor {
   const { dtype, device } = resolveFactory(options, getDefaultDtype());
   if (!isFloat(dtype)) {
@@ -287,6 +304,11 @@ function random(
       `${kind === "uniform" ? "rand" : "randn"}: dtype must be float, got ${dtype}`,
     );
   }
+  const [g, dims] = [options.generator, checkShape(shape)];
+  if (g != null && typeof g.fill !== "function") {
+    throw new TypeError(`${kind === "uniform" ? "rand" : "randn"}: generator must be a Generator`);
+  }
+  if (g) return finish(fromHost(g.fill(kind, numelOf(dims), dtype, a, b), dims, device), options);
   const t = empty(checkShape(shape), dtype, device);
   const numel = t.numel();
   const seed = nextSeed();
@@ -298,24 +320,24 @@ function random(
 }
 
 /** Uniform numbers in [0, 1). */
-export const rand = (shape: number[], options: TensorOptions = {}): Tensor =>
+export const rand = (shape: number[], options: RandomOptions = {}): Tensor =>
   random("uniform", shape, 0, 1, options);
 /** Uniform numbers in [low, high). */
 export const uniform = (
   shape: number[],
   low: number,
   high: number,
-  options: TensorOptions = {},
+  options: RandomOptions = {},
 ): Tensor => random("uniform", shape, low, high, options);
 /** Standard normal numbers. */
-export const randn = (shape: number[], options: TensorOptions = {}): Tensor =>
+export const randn = (shape: number[], options: RandomOptions = {}): Tensor =>
   random("normal", shape, 0, 1, options);
 /** Normal numbers with mean `mean` and standard deviation `std`. */
 export const normal = (
   shape: number[],
   mean: number,
   std: number,
-  options: TensorOptions = {},
+  options: RandomOptions = {},
 ): Tensor => random("normal", shape, mean, std, options);
 
 // `torch.*_like`: `t`'s shape, dtype and device unless `options` says otherwise (not its requiresGrad).

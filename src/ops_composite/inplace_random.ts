@@ -5,7 +5,8 @@
  * draw itself records no graph: like `copy_` of a constant, a recorded fill
  * gives the old values no gradient, and a leaf that requires grad is refused
  * unless inside `noGrad` (as `nn.init` runs), as in PyTorch. The numbers are
- * multigrad's generator's, not PyTorch's: only their distribution matches.
+ * multigrad's generator's, not PyTorch's: only their distribution matches;
+ * given a `Generator` (`uniform_`, `normal_`, `random_`), PyTorch's own cpu values.
  * @module
  */
 
@@ -13,7 +14,8 @@ import { noGrad } from "../autograd.ts";
 import { isFloat } from "../dtype.ts";
 import { cast } from "../ops/elementwise.ts";
 import { inPlace } from "../ops/inplace.ts";
-import { normal, uniform } from "../ops/factory.ts";
+import { normal, tensor, uniform } from "../ops/factory.ts";
+import { Generator } from "../random/generator.ts";
 import { expand } from "../ops/view.ts";
 import { Tensor } from "../tensor.ts";
 import { bernoulli } from "./random.ts";
@@ -38,6 +40,29 @@ function fillWith(
   return inPlace(op, t, [], sample, false);
 }
 
+/**
+ * The generator of a fill, checked. PyTorch draws in memory order, which is
+ * the logical order here: every multigrad tensor is contiguous.
+ */
+function generatorOf(op: string, g: unknown): Generator | null {
+  if (g === undefined) return null;
+  if (!(g instanceof Generator)) {
+    throw new TypeError(
+      `${op}: generator must be a Generator (new Generator().manualSeed(seed)), got ${typeof g}`,
+    );
+  }
+  return g;
+}
+
+/** A host sample from `values` (PyTorch's cpu stream) in `shape` and `o`. */
+function hostSample(
+  values: ArrayLike<number>,
+  shape: number[],
+  o: { dtype: "float32" | "float64"; device: Tensor["device"] },
+): Tensor {
+  return tensor(Float64Array.from(values), { ...o, shape });
+}
+
 function checkNumber(op: string, name: string, value: number): void {
   if (typeof value !== "number" || Number.isNaN(value)) {
     throw new TypeError(`${op}: ${name} must be a number, got ${String(value)}`);
@@ -50,6 +75,8 @@ export interface UniformFillOptions {
   from?: number;
   /** Upper bound, excluded (default 1). */
   to?: number;
+  /** Draw PyTorch's exact cpu stream from this generator. */
+  generator?: Generator;
 }
 
 /** Fills `t` with U[from, to) in place (`Tensor.uniform_`; float tensors). */
@@ -64,7 +91,25 @@ export function uniform_(t: Tensor, options: UniformFillOptions = {}): Tensor {
   if (from > to) {
     throw new RangeError(`uniform_: expects a [from, to) range, but found from=${from} > to=${to}`);
   }
-  return fillWith("uniform_", t, true, (shape, o) => uniform(shape, from, to, o));
+  // As PyTorch: a wider span overflows the dtype, and x * (to - from) + from is inf or NaN.
+  const max = t instanceof Tensor && t.dtype === "float32"
+    ? 3.4028234663852886e38
+    : Number.MAX_VALUE;
+  if (to - from > max) {
+    throw new RangeError(
+      `uniform_: expects to - from <= the ${t.dtype} maximum ${max}, but found to=${to} and from=${from}`,
+    );
+  }
+  const g = generatorOf("uniform_", options.generator);
+  return fillWith(
+    "uniform_",
+    t,
+    true,
+    (shape, o) =>
+      g
+        ? hostSample(g.uniform(t.numel(), o.dtype, from, to), shape, o)
+        : uniform(shape, from, to, o),
+  );
 }
 
 /** Options of {@link normal_} and {@link logNormal_}. */
@@ -73,6 +118,8 @@ export interface NormalFillOptions {
   mean?: number;
   /** Standard deviation (default 1; for `logNormal_`, of the log, default 2). */
   std?: number;
+  /** `normal_` only: draw PyTorch's exact cpu stream from this generator. */
+  generator?: Generator;
 }
 
 /** Fills `t` with N(mean, std²) in place (`Tensor.normal_`; float tensors). */
@@ -81,7 +128,16 @@ export function normal_(t: Tensor, options: NormalFillOptions = {}): Tensor {
   checkNumber("normal_", "mean", mean);
   checkNumber("normal_", "std", std);
   if (std < 0) throw new RangeError(`normal_: expects std >= 0, but found std=${std}`);
-  return fillWith("normal_", t, true, (shape, o) => normal(shape, mean, std, o));
+  const g = generatorOf("normal_", options.generator);
+  return fillWith(
+    "normal_",
+    t,
+    true,
+    (shape, o) =>
+      g
+        ? hostSample(g.normal(t.numel(), o.dtype, mean, std), shape, o)
+        : normal(shape, mean, std, o),
+  );
 }
 
 /** Fills `t` with exp(N(mean, std²)) in place (`Tensor.log_normal_`; float tensors). */
@@ -95,18 +151,41 @@ export function logNormal_(t: Tensor, options: NormalFillOptions = {}): Tensor {
 
 /**
  * 1 with probability `p` (a number, or a float tensor that broadcasts to
- * `t`'s shape), else 0, in place (`Tensor.bernoulli_`; any dtype).
+ * `t`'s shape), else 0, in place (`Tensor.bernoulli_`; any dtype). With
+ * `generator`, PyTorch's cpu values for it: a float64 uniform below `p`
+ * for a number, a uniform of `p`'s dtype for a tensor (its kernels without
+ * MKL; PyTorch builds with MKL draw the number form otherwise on Intel cpus).
  */
-export function bernoulli_(t: Tensor, p: number | Tensor = 0.5): Tensor {
+export function bernoulli_(
+  t: Tensor,
+  p: number | Tensor | RandomFillOptions = 0.5,
+  options: RandomFillOptions = {},
+): Tensor {
+  // The options may come in p's place: bernoulli_(t, { generator }).
+  if (typeof p === "object" && !(p instanceof Tensor)) [p, options] = [0.5, p];
+  const g = generatorOf("bernoulli_", options.generator);
+  const generator = g ?? undefined;
   if (p instanceof Tensor) {
     if (!(t instanceof Tensor)) {
       throw new TypeError(`bernoulli_: expected a Tensor, got ${typeof t}`);
     }
-    return fillWith("bernoulli_", t, false, (shape) => bernoulli(expand(p, shape)));
+    const probs = p;
+    return fillWith(
+      "bernoulli_",
+      t,
+      false,
+      (shape) => bernoulli(expand(probs, shape), { generator }),
+    );
   }
   checkNumber("bernoulli_", "p", p);
   if (!(p >= 0 && p <= 1)) throw new RangeError(`bernoulli_: expects p in [0, 1], but got p=${p}`);
-  return fillWith("bernoulli_", t, false, (shape, o) => uniform(shape, 0, 1, o).lt(p));
+  const q = p;
+  if (g) {
+    const u = g.uniform(t.numel(), "float64", 0, 1);
+    const values = u.map((x) => (x < q ? 1 : 0));
+    return fillWith("bernoulli_", t, false, (shape, o) => hostSample(values, shape, o));
+  }
+  return fillWith("bernoulli_", t, false, (shape, o) => uniform(shape, 0, 1, o).lt(q));
 }
 
 /** Fills `t` with Exp(lambd) draws (density `lambd·e^(-lambd·x)`) in place (float tensors). */
@@ -151,6 +230,12 @@ export function geometric_(t: Tensor, p: number): Tensor {
   );
 }
 
+/** Options of {@link random_}. */
+export interface RandomFillOptions {
+  /** Draw PyTorch's exact cpu stream from this generator. */
+  generator?: Generator;
+}
+
 /**
  * Uniform integers in [0, 2^bits) in `dtype` (int32 up to 31 bits, float64
  * up to 53), built from 24-bit pieces: one float32 draw holds only 24.
@@ -179,8 +264,17 @@ function uniformBits(
  * 2^31, reaches only some of its integers; within them, as PyTorch, a draw
  * of 31 (int32) or 53 (float64) bits is reduced modulo the range.
  */
-export function random_(t: Tensor, fromOrTo?: number, to?: number): Tensor {
+export function random_(
+  t: Tensor,
+  fromOrTo?: number | RandomFillOptions,
+  to?: number | RandomFillOptions,
+  options: RandomFillOptions = {},
+): Tensor {
   if (!(t instanceof Tensor)) throw new TypeError(`random_: expected a Tensor, got ${typeof t}`);
+  // The options may come right after the bounds given: random_(t, { generator }), random_(t, 10, {...}).
+  if (typeof fromOrTo === "object") [fromOrTo, options] = [undefined, fromOrTo];
+  if (typeof to === "object") [to, options] = [undefined, to];
+  const g = generatorOf("random_", options.generator);
   let from = 0;
   let end: number;
   if (to !== undefined) [from, end] = [fromOrTo ?? 0, to];
@@ -198,6 +292,19 @@ export function random_(t: Tensor, fromOrTo?: number, to?: number): Tensor {
   }
   if (t.dtype === "int32" && (from < -(2 ** 31) || end > 2 ** 31)) {
     throw new RangeError(`random_: [${from}, ${end}) does not fit the int32 tensor`);
+  }
+  if (g) {
+    const n = t.numel();
+    // random_() without bounds has its own rule per dtype; bounded, a draw mod the range.
+    const values = fromOrTo === undefined
+      ? g.unbounded(n, t.dtype)
+      : g.integers(n, from, end, t.dtype);
+    return fillWith(
+      "random_",
+      t,
+      false,
+      (shape, o) => tensor(values, { dtype: t.dtype, device: o.device, shape }),
+    );
   }
   // The largest draw, end - 1, as the sample's float dtype holds it without rounding up.
   let last = end - 1;

@@ -55,7 +55,7 @@ export {
   randintLike,
   randperm,
 } from "./random.ts";
-export type { MultinomialOptions } from "./random.ts";
+export type { GeneratorOptions, MultinomialOptions } from "./random.ts";
 export { addbmm, addmm, addmv, addr, baddbmm, bmm, chainMatmul, dot, ger } from "./products.ts";
 export { inner, mm, mv, tensordot, vdot } from "./products.ts";
 export type { AddProductOptions } from "./products.ts";
@@ -132,3 +132,5 @@ export {
 // In-place variants (PyTorch's trailing-underscore methods) and random fills.
 export * from "./inplace_variants.ts";
 export * from "./inplace_random.ts";
+// `Tensor.format()`'s op: printing as PyTorch (`src/printing/`).
+export { formatTensor } from "../printing/tensor_str.ts";

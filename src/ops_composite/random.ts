@@ -4,7 +4,9 @@
  * `poisson`. Every draw goes through the seeded device-side uniform kernel
  * (`rand`), so `manualSeed` repeats them and cpu and webgpu give the same
  * numbers for the same seed. PyTorch's generator is a different one: the
- * numbers follow the same distributions, not PyTorch's values.
+ * numbers follow the same distributions, not PyTorch's values, unless a
+ * `Generator` is passed (`randint`, `randintLike`, `randperm`): then they
+ * are PyTorch's cpu values, drawn on the host.
  * @module
  */
 
@@ -27,6 +29,7 @@ import {
 import { checkLater } from "../ops/check.ts";
 import { commonDevice, requireFloat } from "../ops/util.ts";
 import { stack } from "../ops/view.ts";
+import { Generator } from "../random/generator.ts";
 import { searchsorted } from "./index_ops.ts";
 import { topk } from "./sort.ts";
 import { scan } from "./scan.ts";
@@ -74,12 +77,28 @@ function uniformInts(shape: number[], range: number, device: TensorOptions["devi
   );
 }
 
+/** Options of the factories that can draw from a {@link Generator} (`randint`, `randperm`). */
+export interface GeneratorOptions extends TensorOptions {
+  /** Draw PyTorch's exact cpu stream from this generator (on the host), not the global stream. */
+  generator?: Generator;
+}
+
+function checkGenerator(op: string, g: unknown): g is Generator {
+  if (g === undefined) return false;
+  if (!(g instanceof Generator)) {
+    throw new TypeError(
+      `${op}: generator must be a Generator (new Generator().manualSeed(seed)), got ${typeof g}`,
+    );
+  }
+  return true;
+}
+
 function randintDraw(
   op: string,
   low: number,
   high: number,
   shape: number[],
-  options: TensorOptions,
+  options: GeneratorOptions,
 ): Tensor {
   if (!Number.isInteger(low) || !Number.isInteger(high)) {
     throw new TypeError(`${op}: low and high must be integers, got ${low} and ${high}`);
@@ -93,6 +112,12 @@ function randintDraw(
     checkInt32(high - 1, op);
   }
   const range = high - low;
+  if (checkGenerator(op, options.generator)) {
+    // torch.randint is random_(low, high): a draw mod the range (64-bit for 2^32 or more).
+    const n = shape.reduce((a, b) => a * b, 1);
+    const values = options.generator.integers(n, low, high, dtype);
+    return finish(tensor(values, { dtype, device, shape }), options);
+  }
   if (range > WIDEST) {
     throw new RangeError(
       `${op}: the range [${low}, ${high}) holds ${range} integers, more than the ${WIDEST} randint draws from`,
@@ -111,24 +136,25 @@ function randintDraw(
 /**
  * Integers uniform in [low, high), as `torch.randint`: `randint(high,
  * shape)` or `randint(low, high, shape)`, options last. int32 unless
- * `dtype` says otherwise (PyTorch: int64).
+ * `dtype` says otherwise (PyTorch: int64). With `generator`, PyTorch's cpu
+ * values for it (`random() % range + low`).
  */
-export function randint(high: number, shape: number[], options?: TensorOptions): Tensor;
+export function randint(high: number, shape: number[], options?: GeneratorOptions): Tensor;
 /** {@link randint} from `low`. */
 export function randint(
   low: number,
   high: number,
   shape: number[],
-  options?: TensorOptions,
+  options?: GeneratorOptions,
 ): Tensor;
 export function randint(
   a: number,
   b: number | number[],
-  c?: number[] | TensorOptions,
-  d: TensorOptions = {},
+  c?: number[] | GeneratorOptions,
+  d: GeneratorOptions = {},
 ): Tensor {
   if (Array.isArray(b)) {
-    const options = (c ?? {}) as TensorOptions;
+    const options = (c ?? {}) as GeneratorOptions;
     return randintDraw("randint", 0, a, shapeArg(b, "randint"), options);
   }
   return randintDraw("randint", a, b, shapeArg(c, "randint"), d);
@@ -139,19 +165,19 @@ export function randint(
  * unless `options` says otherwise, as `torch.randint_like`:
  * `randintLike(x, high)` or `randintLike(x, low, high)`.
  */
-export function randintLike(x: Tensor, high: number, options?: TensorOptions): Tensor;
+export function randintLike(x: Tensor, high: number, options?: GeneratorOptions): Tensor;
 /** {@link randintLike} from `low`. */
 export function randintLike(
   x: Tensor,
   low: number,
   high: number,
-  options?: TensorOptions,
+  options?: GeneratorOptions,
 ): Tensor;
 export function randintLike(
   x: Tensor,
   a: number,
-  b?: number | TensorOptions,
-  c: TensorOptions = {},
+  b?: number | GeneratorOptions,
+  c: GeneratorOptions = {},
 ): Tensor {
   if (!(x instanceof Tensor)) {
     throw new TypeError(`randintLike: expected a Tensor, got ${typeof x}`);
@@ -165,14 +191,17 @@ export function randintLike(
  * A random permutation of `0..n-1`, as `torch.randperm` (int32 unless
  * `dtype` says otherwise): a Fisher–Yates shuffle on the host, seeded from
  * the global stream (as DataLoader's shuffle), so `manualSeed` repeats it on
- * every device.
+ * every device. With `generator`, PyTorch 1.13's cpu permutation for it.
  */
-export function randperm(n: number, options: TensorOptions = {}): Tensor {
+export function randperm(n: number, options: GeneratorOptions = {}): Tensor {
   if (!Number.isInteger(n) || n < 0) {
     throw new RangeError(`randperm: n must be a non-negative integer, got ${n}`);
   }
   if (n > 2 ** 31) throw new RangeError(`randperm: n = ${n} does not fit int32`);
   const { dtype, device } = resolveFactory(options, "int32");
+  if (checkGenerator("randperm", options.generator)) {
+    return finish(tensor(options.generator.permutation(n), { dtype, device }), options);
+  }
   // O(n) here, where sorting n random keys on the device took seconds at n = 1e6.
   const random = seededRandom(nextSeed());
   const order = new Int32Array(n);
@@ -187,9 +216,12 @@ export function randperm(n: number, options: TensorOptions = {}): Tensor {
 /**
  * 1 with probability `probs` (elementwise), else 0, in `probs`' dtype, as
  * `torch.bernoulli`. Probabilities outside [0, 1] (or NaN) are an error,
- * reported by the next read on the device. No gradient.
+ * reported by the next read on the device. No gradient. With `generator`,
+ * PyTorch's cpu values for it (a uniform of `probs`' dtype below each
+ * probability, as its kernel without MKL; PyTorch builds with MKL draw
+ * `bernoulli_` of a number otherwise on Intel cpus).
  */
-export function bernoulli(probs: Tensor): Tensor {
+export function bernoulli(probs: Tensor, options: { generator?: Generator } = {}): Tensor {
   if (!(probs instanceof Tensor)) {
     throw new TypeError(`bernoulli: probs must be a Tensor, got ${typeof probs}`);
   }
@@ -202,7 +234,11 @@ export function bernoulli(probs: Tensor): Tensor {
           bad > 0 ? `bernoulli: probs must be in [0, 1]; ${bad} of them are not (or NaN)` : null,
       );
     }
-    return rand([...probs.shape], { dtype: probs.dtype, device: probs.device }).lt(probs);
+    const generator = checkGenerator("bernoulli", options.generator)
+      ? options.generator
+      : undefined;
+    const o = { dtype: probs.dtype, device: probs.device, generator };
+    return rand([...probs.shape], o).lt(probs);
   });
 }
 

@@ -457,7 +457,10 @@ export interface TensorMethods {
   /** Fills with N(mean, std²) in place. */
   normal_(options?: composite.NormalFillOptions): this;
   /** Fills with 1 (probability `p`, a number or tensor) or 0 in place. */
-  bernoulli_(p?: number | Tensor): this;
+  bernoulli_(
+    p?: number | Tensor | composite.RandomFillOptions,
+    options?: composite.RandomFillOptions,
+  ): this;
   /** Fills with Exp(lambd) draws in place. */
   exponential_(lambd?: number): this;
   /** Fills with Cauchy(median, sigma) draws in place. */
@@ -467,7 +470,11 @@ export interface TensorMethods {
   /** Fills with exp(N(mean, std²)) draws in place (defaults mean 1, std 2). */
   logNormal_(options?: composite.NormalFillOptions): this;
   /** Fills with integers from [from, to) in place (`random_(to)`: [0, to)). */
-  random_(fromOrTo?: number, to?: number): this;
+  random_(
+    fromOrTo?: number | composite.RandomFillOptions,
+    to?: number | composite.RandomFillOptions,
+    options?: composite.RandomFillOptions,
+  ): this;
   /** Tangent (`torch.tan`). */
   tan(): Tensor;
   /** Arcsine (`torch.asin`). */
@@ -639,7 +646,7 @@ export interface TensorMethods {
   /** `numSamples` indices drawn from each row's weights (`torch.multinomial`). */
   multinomial(numSamples: number, options?: composite.MultinomialOptions): Tensor;
   /** 1 with probability given by each element, else 0 (`torch.bernoulli`). */
-  bernoulli(): Tensor;
+  bernoulli(options?: composite.RandomFillOptions): Tensor;
   /** `[U, S, V]` with `this = U diag(S) Vᵀ` (`torch.svd`'s convention). */
   svd(options?: torchLinalg.TorchSvdOptions): [Tensor, Tensor, Tensor];
   /** The matrix exponential of each square matrix. */
@@ -684,6 +691,12 @@ export interface TensorMethods {
   lessEqual_(other: TensorLike): this;
   /** `this = (this != other)` in place, as {@link ne_} (`Tensor.not_equal_`, its alias). */
   notEqual_(other: TensorLike): this;
+  /**
+   * The text PyTorch 1.13's `repr(t)` / `print(t)` gives, to the character
+   * (`tensor([[1.5000e+00, ...]])`), under `setPrintOptions`; async, as
+   * the values are read from the device (`src/printing/tensor_str.ts`).
+   */
+  format(): Promise<string>;
 }
 
 /** The op (a key of the installed op table) each of {@link TensorMethods} calls. */
@@ -1001,4 +1014,5 @@ export const TENSOR_METHOD_OPS = {
   less_: "lt_",
   lessEqual_: "le_",
   notEqual_: "ne_",
+  format: "formatTensor",
 } as const satisfies { readonly [K in keyof TensorMethods]: keyof TensorOps };

@@ -16,8 +16,9 @@ import {
 import { type Device, device as resolveDevice } from "../../device.ts";
 import { Module, Parameter } from "../../nn/module.ts";
 import { refuseLazy } from "../../nn/lazy_state.ts";
+import { markShardedGradient } from "../../nn/utils/sharded_grad.ts";
 import { mapTensors } from "../../nested.ts";
-import { full } from "../../ops/factory.ts";
+import { full, tensor as tensorOf } from "../../ops/factory.ts";
 import { empty } from "../../ops/util.ts";
 import { cat, stack } from "../../ops/view.ts";
 import type { TypedArray } from "../../dtype.ts";
@@ -30,6 +31,7 @@ import type {
 } from "../../optim/optimizer.ts";
 import { DistributedError, type DistributedGroup, SYNC_WORDS } from "../backend.ts";
 import { allReduce } from "../collectives.ts";
+import { broadcastObjectList } from "../objects.ts";
 import { allGatherIntoTensor } from "../coalesced.ts";
 import {
   allGatherOnHost,
@@ -64,9 +66,142 @@ export const StateDictType = {
   FULL_STATE_DICT: "FULL_STATE_DICT",
   /** Each unit's flat shard of this rank, under `<unit path>.flatParam`, and the buffers. */
   LOCAL_STATE_DICT: "LOCAL_STATE_DICT",
+  /**
+   * Each original parameter's rows of this rank (`torch.chunk` along dim 0,
+   * as PyTorch's ShardedTensor chunks) under its original name, the buffers
+   * whole (see {@link shardedTensorMetadata}).
+   */
+  SHARDED_STATE_DICT: "SHARDED_STATE_DICT",
 } as const;
 /** One of {@link StateDictType}'s values. */
 export type StateDictType = typeof StateDictType[keyof typeof StateDictType];
+
+/** Options of {@link FullStateDictConfig}. */
+export interface FullStateDictConfigOptions {
+  /** The full dict's tensors are copied to the host (`cpu`) instead of staying on the model's device (default false). */
+  offloadToCpu?: boolean;
+  /** Only rank 0 of the group gets the full dict; the others get `{}` (default false). Every rank still gathers. */
+  rank0Only?: boolean;
+}
+
+/**
+ * `torch.distributed.fsdp.FullStateDictConfig(offload_to_cpu, rank0_only)`:
+ * how {@link stateDictType}'s `FULL_STATE_DICT` is made. As PyTorch,
+ * `rank0Only` ranks other than 0 get an empty dict (after taking part in
+ * the gathers), and loading still wants the full dict on every rank.
+ */
+export class FullStateDictConfig {
+  /** Copy the full dict's tensors to the host. */
+  readonly offloadToCpu: boolean;
+  /** Only rank 0 gets the dict. */
+  readonly rank0Only: boolean;
+  /** Both default false, as PyTorch. */
+  constructor(options: FullStateDictConfigOptions = {}) {
+    this.offloadToCpu = options.offloadToCpu ?? false;
+    this.rank0Only = options.rank0Only ?? false;
+  }
+}
+
+/**
+ * The prefix of the one key every SHARDED and LOCAL state dict carries,
+ * `_fsdpShard.rank<r>.of<n>`: the rank and world size (of the group) that
+ * saved it, in the name so that loading checks it without reading a
+ * tensor; its tensor is int32 `[r, n]`.
+ */
+export const SHARD_INFO_PREFIX = "_fsdpShard";
+
+/** Where {@link shardedTensorMetadata} puts one rank's chunk of a parameter. */
+export interface ShardedTensorMetadata {
+  /** The original parameter's shape. */
+  globalShape: number[];
+  /** Where the chunk starts in each dim (only dim 0 is ever non-zero). */
+  offsets: number[];
+  /** The chunk's shape (dim 0 may be 0: a rank past the last chunk holds no rows). */
+  shape: number[];
+}
+
+/**
+ * Rank `rank`'s chunk of a parameter of `globalShape` in a
+ * `SHARDED_STATE_DICT` at `worldSize` ranks: PyTorch 1.13's
+ * `_create_chunk_sharded_tensor` (`tensor.chunk(worldSize, 0)`): chunks of
+ * `ceil(d0 / worldSize)` rows, rank r's from row `r · ceil(d0 / worldSize)`;
+ * where PyTorch leaves a rank with no shard we give it a tensor of 0 rows.
+ * A 0-d parameter is kept whole by rank 0 (0 elements elsewhere).
+ */
+export function shardedTensorMetadata(
+  globalShape: readonly number[],
+  rank: number,
+  worldSize: number,
+): ShardedTensorMetadata {
+  if (!Number.isInteger(rank) || !Number.isInteger(worldSize) || rank < 0 || rank >= worldSize) {
+    throw new RangeError(
+      `shardedTensorMetadata: rank ${rank} is not a rank of world size ${worldSize}`,
+    );
+  }
+  if (globalShape.length === 0) {
+    return { globalShape: [], offsets: [], shape: [] };
+  }
+  const d0 = globalShape[0];
+  const chunk = Math.ceil(d0 / worldSize);
+  const from = Math.min(rank * chunk, d0);
+  const rows = Math.min(chunk, d0 - from);
+  return {
+    globalShape: [...globalShape],
+    offsets: [from, ...globalShape.slice(1).map(() => 0)],
+    shape: [rows, ...globalShape.slice(1)],
+  };
+}
+
+/**
+ * Every rank says whether it found `problem`; if any did, every rank throws
+ * (the ranks that found none a {@link DistributedError} naming those that
+ * did), so a bad shard on one rank is an error everywhere, not a hang in
+ * the collective that follows. Blocking (a small host exchange).
+ */
+function agree(group: ProcessGroup, op: string, problem: string | null): void {
+  const backend = group.backend;
+  if (group.worldSize === 1 || !backend.allGatherSync) {
+    if (problem) throw new DistributedError(problem, [group.rank]);
+    return;
+  }
+  const call = group.call({ kind: "allGather", dtype: "int32", shapes: [[1]] });
+  const flags = group.runSync(
+    call,
+    () => backend.allGatherSync!(call, Int32Array.of(problem ? 1 : 0)),
+  ).map((f) => f[0]);
+  const bad = flags.flatMap((f, r) => f ? [r] : []);
+  if (bad.length === 0) return;
+  throw new DistributedError(
+    problem ??
+      `${op}: rank${bad.length === 1 ? "" : "s"} ${
+        bad.join(", ")
+      } of the group cannot load the state dict it was given (see the error there)`,
+    bad,
+  );
+}
+
+/** Options of {@link CPUOffload}. */
+export interface CPUOffloadOptions {
+  /** Keep the shards (and their gradients and optimizer state) on the host between uses (default false). */
+  offloadParams?: boolean;
+}
+
+/**
+ * `torch.distributed.fsdp.CPUOffload(offload_params)`: with
+ * `offloadParams`, each unit's shard lives on the host (`cpu`), so its
+ * gradient and the optimizer's state and step do too; the full parameters
+ * are gathered onto the model's device around forward and backward, and
+ * the reduced gradient is written straight to the host. Useful when the
+ * model is on webgpu; on cpu ranks it changes nothing.
+ */
+export class CPUOffload {
+  /** Whether the shards live on the host. */
+  readonly offloadParams: boolean;
+  /** `offloadParams` defaults to false, as PyTorch. */
+  constructor(options: CPUOffloadOptions = {}) {
+    this.offloadParams = options.offloadParams ?? false;
+  }
+}
 
 /** Options of {@link FullyShardedDataParallel}. */
 export interface FullyShardedDataParallelOptions {
@@ -84,6 +219,17 @@ export interface FullyShardedDataParallelOptions {
   deviceId?: Device | string;
   /** Broadcast rank 0's parameters and buffers at construction (default false, as PyTorch). */
   syncModuleStates?: boolean;
+  /**
+   * PyTorch's `ignored_modules`: these modules' parameters (and their
+   * submodules') are neither flattened, sharded nor reduced: every rank
+   * keeps them whole, with its own local gradient; `parameters()` lists
+   * them (under `module.<path>`) so the optimizer steps them, the state
+   * dicts hold them whole, and `clipGradNorm_` leaves them out (PyTorch
+   * 1.13 clips only its flat parameters). Auto-wrap does not wrap them.
+   */
+  ignoredModules?: Iterable<Module>;
+  /** A {@link CPUOffload} (or its options): shards on the host between uses. */
+  cpuOffload?: CPUOffloadOptions;
 }
 
 /** Options of {@link FullyShardedDataParallel.summonFullParams}. */
@@ -98,14 +244,23 @@ export interface SummonFullParamsOptions {
 let summoning = 0;
 /** The state dict type {@link stateDictType} set on each root. */
 const dictTypes = new WeakMap<Module, StateDictType>();
+/** The {@link FullStateDictConfig} {@link stateDictType} set on each root. */
+const dictConfigs = new WeakMap<Module, FullStateDictConfig>();
 
-/** Parameters of `m` not inside a nested unit, with their names, each once. */
-function ownUnitParameters(m: Module): [string, Parameter][] {
+/**
+ * Parameters of `m` not inside a nested unit, with their names, each once:
+ * those not in `ignored` (or, with `wantIgnored`, only those in it).
+ */
+function ownUnitParameters(
+  m: Module,
+  ignored: ReadonlySet<Parameter> = NONE,
+  wantIgnored = false,
+): [string, Parameter][] {
   const out: [string, Parameter][] = [];
   const seen = new Set<Parameter>();
   const visit = (mod: Module, prefix: string) => {
     for (const [name, p] of mod.namedParameters("", false)) {
-      if (!seen.has(p)) {
+      if (!seen.has(p) && ignored.has(p) === wantIgnored) {
         seen.add(p);
         out.push([prefix + name, p]);
       }
@@ -118,8 +273,50 @@ function ownUnitParameters(m: Module): [string, Parameter][] {
   return out;
 }
 
-function unwrappedNumel(m: Module): number {
-  return ownUnitParameters(m).reduce((n, [, p]) => n + p.numel(), 0);
+const NONE: ReadonlySet<Parameter> = new Set();
+
+function unwrappedNumel(m: Module, ignored: ReadonlySet<Parameter>): number {
+  return ownUnitParameters(m, ignored).reduce((n, [, p]) => n + p.numel(), 0);
+}
+
+/**
+ * PyTorch's `_get_ignored_modules` / `_get_ignored_params`: the parameters
+ * of `ignoredModules` and their submodules (nested units excluded), checked.
+ */
+function ignoredParameters(
+  root: Module,
+  ignoredModules: Iterable<Module> | undefined,
+): { modules: Set<Module>; params: Set<Parameter> } {
+  const modules = new Set<Module>();
+  const params = new Set<Parameter>();
+  if (ignoredModules === undefined) return { modules, params };
+  if (
+    ignoredModules === null || typeof ignoredModules !== "object" ||
+    !(Symbol.iterator in ignoredModules)
+  ) {
+    throw new TypeError(`${NAME}: ignoredModules must be an iterable of nn.Module`);
+  }
+  const visit = (m: Module) => {
+    if (m instanceof FullyShardedDataParallel || modules.has(m)) return;
+    modules.add(m);
+    for (const [, p] of m.namedParameters("", false)) params.add(p);
+    for (const [, child] of m.namedChildren()) visit(child);
+  };
+  for (const m of ignoredModules) {
+    if (!(m instanceof Module)) {
+      throw new TypeError(`${NAME}: ignoredModules must hold nn.Module instances, got ${typeof m}`);
+    }
+    if (m instanceof FullyShardedDataParallel) {
+      throw new TypeError(`${NAME}: ignoredModules must not include FSDP units`);
+    }
+    if (m === root) {
+      throw new Error(
+        `${NAME}: ignoredModules holds the wrapped module itself (every parameter ignored); wrap its other submodules instead`,
+      );
+    }
+    visit(m);
+  }
+  return { modules, params };
 }
 
 /** PyTorch's `_recursive_wrap`: wraps `module`'s children bottom-up where `policy` says. */
@@ -128,14 +325,17 @@ function recursiveWrap(
   policy: AutoWrapPolicy,
   wrap: (m: Module) => Module,
   onlyChildren: boolean,
+  ignored: { modules: Set<Module>; params: Set<Parameter> },
 ): Module {
-  if (module instanceof FullyShardedDataParallel) return module;
-  if (!policy(module, true, unwrappedNumel(module))) return module;
+  if (module instanceof FullyShardedDataParallel || ignored.modules.has(module)) return module;
+  if (!policy(module, true, unwrappedNumel(module, ignored.params))) return module;
   for (const [field, child] of module.namedChildren()) {
-    const wrapped = recursiveWrap(child, policy, wrap, false);
+    const wrapped = recursiveWrap(child, policy, wrap, false, ignored);
     if (wrapped !== child) (module as unknown as Record<string, unknown>)[field] = wrapped;
   }
-  if (!onlyChildren && policy(module, false, unwrappedNumel(module))) return wrap(module);
+  if (!onlyChildren && policy(module, false, unwrappedNumel(module, ignored.params))) {
+    return wrap(module);
+  }
   return module;
 }
 
@@ -259,6 +459,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   readonly shardingStrategy: ShardingStrategy;
   /** This rank's device. */
   readonly device: Device;
+  /** Where the shard, its gradient and the optimizer state live: `cpu` under {@link CPUOffload}, else {@link device}. */
+  readonly #home: Device;
   readonly #group: ProcessGroup;
   /** The group as the user passed it (the collectives' option). */
   readonly #groupOption: DistributedGroup | undefined;
@@ -267,6 +469,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   readonly #names: readonly string[];
   /** Elements of the flat parameter before padding. */
   readonly #numel: number;
+  /** Parameters of `ignoredModules` in this unit (not nested units'), with their names in `module`. */
+  readonly #ignored: readonly [string, Parameter][];
   /** This rank's shard of the flat parameter (NO_SHARD: all of it). */
   readonly #shard: Parameter;
   /** Whether the original parameters hold the full values now. */
@@ -305,7 +509,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     }
     const group = activeGroup(NAME, options.processGroup);
     if (options.deviceId !== undefined) module.to(resolveDevice(options.deviceId));
-    const named = ownUnitParameters(module);
+    const ignored = ignoredParameters(module, options.ignoredModules);
+    const named = ownUnitParameters(module, ignored.params);
     refuseLazy(named.map(([, p]) => p), NAME);
     const all = [...module.namedParameters(), ...module.namedBuffers()];
     const target = options.deviceId !== undefined
@@ -333,6 +538,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     this.module = module;
     this.shardingStrategy = strategy;
     this.device = target;
+    this.#home = options.cpuOffload?.offloadParams ? resolveDevice("cpu") : target;
     this.#group = group;
     this.#groupOption = options.processGroup;
     this.#params = named.map(([, p]) => p);
@@ -349,18 +555,26 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     }
     if (options.autoWrapPolicy) {
       const policy = options.autoWrapPolicy;
-      const childOptions = { ...options, autoWrapPolicy: undefined, syncModuleStates: false };
+      // The ignored modules as a list: a one-shot iterable was read here already.
+      const childOptions = {
+        ...options,
+        autoWrapPolicy: undefined,
+        syncModuleStates: false,
+        ignoredModules: [...ignored.modules],
+      };
       nestedConstruction = true;
       try {
-        recursiveWrap(module, policy, (m) => new FullyShardedDataParallel(m, childOptions), true);
+        const wrap = (m: Module) => new FullyShardedDataParallel(m, childOptions);
+        recursiveWrap(module, policy, wrap, true, ignored);
       } finally {
         nestedConstruction = false;
       }
-      const mine = ownUnitParameters(module);
+      const mine = ownUnitParameters(module, ignored.params);
       this.#params = mine.map(([, p]) => p);
       this.#names = mine.map(([n]) => n);
       this.#numel = this.#params.reduce((n, p) => n + p.numel(), 0);
     }
+    this.#ignored = ownUnitParameters(module, ignored.params, true);
     const frozen = this.#names.filter((_, i) => !this.#params[i].requiresGrad);
     if (frozen.length > 0 && frozen.length < this.#params.length) {
       // PyTorch 1.13's rule: one flat parameter has one requiresGrad.
@@ -371,8 +585,14 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       );
     }
     const dtype = this.#params[0]?.dtype ?? "float32";
-    this.#shard = new Parameter(empty([this.#shardNumel()], dtype, target));
+    this.#shard = new Parameter(empty([this.#shardNumel()], dtype, this.#home));
     this.#shard.requiresGrad = this.#params.some((p) => p.requiresGrad);
+    if (this.#ranks() > 1) {
+      markShardedGradient(
+        this.#shard,
+        `it is rank ${group.rank}'s shard of ${NAME}'s flat parameter (world size ${group.worldSize}): call clipGradNorm_(maxNorm, normType) of the FSDP root module on every rank, which all-reduces the norm`,
+      );
+    }
     const trainable = this.#params.filter((p) => p.requiresGrad);
     this.#trainable = trainable.length;
     for (const p of trainable) registerPostAccumulateGradHook(p, () => this.#gradReady(p));
@@ -396,7 +616,10 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     const parts = tensors.map((t) => t.reshape([-1]));
     if (padded > this.#numel) {
       parts.push(
-        full([padded - this.#numel], 0, { dtype: this.#shard.dtype, device: this.device }),
+        full([padded - this.#numel], 0, {
+          dtype: this.#shard.dtype,
+          device: tensors[0]?.device ?? this.device,
+        }),
       );
     }
     return parts.length === 1 ? parts[0].clone() : cat(parts);
@@ -417,7 +640,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     tidy(() =>
       noGrad(() => {
         const flat = this.#flatten(this.#params);
-        this.#shard.copy_(this.#part(flat));
+        this.#shard.copy_(this.#part(flat).to(this.#home));
       })
     );
     this.#gathered = true;
@@ -458,6 +681,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
           pieces = this.#params.map((p) => {
             const piece = this.#shard.narrow(0, at, p.numel()).reshape(p.shape);
             at += p.numel();
+            if (this.#home !== this.device) return piece.to(this.device);
             return piece.storage === this.#shard.storage ? piece.clone() : piece;
           });
         }
@@ -586,9 +810,9 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       noGrad(() => {
         const grads = this.#params.map((p) => p.grad ?? p.zerosLike());
         const shardNumel = this.#shardNumel();
-        const reduced = empty([shardNumel], this.#shard.dtype, this.device);
+        const reduced = empty([shardNumel], this.#shard.dtype, this.#home);
         if (this.#group.worldSize > 1) writeFlat([reduced], this.#reduceOnHost(grads));
-        else reduced.copy_(this.#flatten(grads));
+        else reduced.copy_(this.#flatten(grads).to(this.#home));
         for (const p of this.#params) {
           p.grad?.dispose();
           p.grad = null;
@@ -662,9 +886,12 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       : [[prefix, this] as [string, Module]];
     return units.flatMap(([name, m]) => {
       const unit = m as FullyShardedDataParallel;
-      return unit.#params.length > 0
-        ? [[name ? `${name}.flatParam` : "flatParam", unit.#shard] as [string, Parameter]]
+      const at = name ? `${name}.` : "";
+      const shard: [string, Parameter][] = unit.#params.length > 0
+        ? [[`${at}flatParam`, unit.#shard]]
         : [];
+      const ignored = unit.#ignored.map(([k, p]) => [`${at}module.${k}`, p] as [string, Parameter]);
+      return [...shard, ...ignored];
     });
   }
 
@@ -705,7 +932,10 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
    * `nn.utils.clipGradNorm_` on the unsharded model: the local sums of
    * `|g|^p` (max for `"inf"`) are all-reduced, so every rank takes the same
    * coefficient. Returns the total norm (before clipping). Call it on the
-   * root, on every rank.
+   * root, on every rank. `nn.utils.clipGradNorm_` of the shards is an
+   * error pointing here (PyTorch silently takes the local norm). The
+   * parameters of `ignoredModules` are left out, as in PyTorch 1.13 (it
+   * clips only its flat parameters).
    */
   clipGradNorm_(maxNorm: number, normType: number | "inf" = 2): Tensor {
     const op = `${NAME}.clipGradNorm_`;
@@ -721,6 +951,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     const units = this.#units();
     const withParams = units.find((u) => u.#params.length > 0);
     const dtype = withParams ? withParams.#shard.dtype : "float32";
+    const home = withParams ? withParams.#home : this.device;
     return noGrad(() => {
       const local = units.flatMap((u) => {
         const g = u.#shard.grad;
@@ -731,13 +962,13 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         return [g.abs().pow(p).sum().mul(scale)];
       });
       let total = local.length === 0
-        ? full([], 0, { dtype, device: this.device })
+        ? full([], 0, { dtype, device: home })
         : (p === Infinity ? stack(local).max() : stack(local).sum());
       if (this.#group.worldSize > 1) {
         allReduce(total, { op: p === Infinity ? "max" : "sum", group: this.#groupOption });
       }
       if (p !== Infinity) total = total.pow(1 / p);
-      const coefficient = full([], maxNorm, { dtype, device: this.device })
+      const coefficient = full([], maxNorm, { dtype, device: home })
         .div(total.add(1e-6)).clamp(undefined, 1);
       for (const u of units) u.#shard.grad?._assign(u.#shard.grad.mul(coefficient));
       return total;
@@ -824,12 +1055,163 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
           if (entries.length > 0) state[plainIndex.get(p)!] = perParam[k];
         });
       }
+      // The ignored modules' parameters: their own state, as the plain optimizer's.
+      for (const [, p] of model.#units().flatMap((u) => u.#ignored)) {
+        const i = params.indexOf(p);
+        if (i < 0) continue;
+        const at = plainIndex.get(p)!;
+        originals.set(i, [at]);
+        const entry = sd.state[i] as ParamState | undefined;
+        if (!entry) continue;
+        state[at] = Object.fromEntries(
+          Object.entries(entry).map(([k, v]) => [k, typeof v === "number" ? v : v.clone()]),
+        );
+      }
     });
     const groups = sd.param_groups.map((group) => ({
       ...group,
       params: group.params.flatMap((i) => originals.get(i) ?? []).sort((a, b) => a - b),
     }));
     return { state, param_groups: groups };
+  }
+
+  /**
+   * PyTorch 1.13's `FSDP.full_optim_state_dict(model, optim, rank0_only=True)`:
+   * {@link optimStateDict}'s full dict (every rank must call it: it
+   * gathers) on rank 0 of the group, `{}` on the others unless
+   * `rank0Only` is false (then every rank gets it).
+   */
+  static fullOptimStateDict(
+    model: FullyShardedDataParallel,
+    optimizer: { readonly params: readonly Tensor[]; stateDict(): OptimizerStateDictLike },
+    options: { rank0Only?: boolean } = {},
+  ): OptimizerStateDict | Record<string, never> {
+    const full = FullyShardedDataParallel.optimStateDict(model, optimizer);
+    if ((options.rank0Only ?? true) && model.#group.rank !== 0) {
+      for (const entry of Object.values(full.state)) {
+        for (const v of Object.values(entry)) if (typeof v !== "number") v.dispose();
+      }
+      return {};
+    }
+    return full;
+  }
+
+  /**
+   * PyTorch's `FSDP.scatter_full_optim_state_dict(full_osd, model)`: rank
+   * 0 of `model`'s group passes the full optimizer state dict
+   * ({@link fullOptimStateDict}'s, saved at any world size), the other
+   * ranks pass null; each rank gets what its optimizer of `model`'s shards
+   * loads ({@link shardFullOptimStateDict}'s). Differs from PyTorch: rank 0
+   * broadcasts the whole dict through the host (`broadcastObjectList`)
+   * and every rank cuts its own shard, so it is async (reading rank 0's
+   * tensors) and every rank briefly holds the full state; PyTorch's rank 0
+   * shards and scatters. A missing or malformed dict on rank 0 is an error
+   * on every rank. Every rank must call it.
+   */
+  static async scatterFullOptimStateDict(
+    fullOptimStateDict: OptimizerStateDictLike | null,
+    model: FullyShardedDataParallel,
+  ): Promise<OptimizerStateDict> {
+    const op = `${NAME}.scatterFullOptimStateDict`;
+    if (!(model instanceof FullyShardedDataParallel)) {
+      throw new TypeError(`${op}: model must be a FullyShardedDataParallel`);
+    }
+    const group = model.#group;
+    type Wire = { error: string } | {
+      state: Record<
+        string,
+        Record<string, number | { shape: number[]; dtype: string; data: TypedArray }>
+      >;
+      param_groups: OptimizerStateDict["param_groups"];
+    };
+    let payload: Wire | null = null;
+    if (group.rank === 0) {
+      const full = fullOptimStateDict as OptimizerStateDict | null;
+      if (typeof full !== "object" || full === null || !Array.isArray(full.param_groups)) {
+        payload = {
+          error:
+            `${op}: rank 0 must pass the full optimizer state dict ({ state, param_groups }), got ${
+              full === null
+                ? "null"
+                : typeof full === "object"
+                ? "an object without param_groups"
+                : typeof full
+            }`,
+        };
+      } else {
+        const state: Record<
+          string,
+          Record<string, number | { shape: number[]; dtype: string; data: TypedArray }>
+        > = {};
+        for (const [i, entry] of Object.entries(full.state ?? {})) {
+          state[i] = {};
+          for (const [k, v] of Object.entries(entry as ParamState)) {
+            state[i][k] = typeof v === "number"
+              ? v
+              : { shape: [...v.shape], dtype: v.dtype, data: await v.data() };
+          }
+        }
+        payload = { state, param_groups: full.param_groups };
+      }
+    }
+    const list: unknown[] = [payload];
+    await broadcastObjectList(list, {
+      src: group.members?.[0] ?? 0,
+      group: model.#groupOption,
+    });
+    const got = list[0] as Wire;
+    if ("error" in got) throw new DistributedError(got.error, [group.members?.[0] ?? 0]);
+    const state: Record<number, ParamState> = {};
+    for (const [i, entry] of Object.entries(got.state)) {
+      const st: ParamState = {};
+      for (const [k, v] of Object.entries(entry)) {
+        st[k] = typeof v === "number"
+          ? v
+          : tensorOf(v.data, { dtype: v.dtype as Tensor["dtype"], device: model.device })
+            .reshape(v.shape);
+      }
+      state[Number(i)] = st;
+    }
+    const sharded = FullyShardedDataParallel.shardFullOptimStateDict(
+      { state, param_groups: got.param_groups },
+      model,
+    );
+    for (const entry of Object.values(state)) {
+      for (const v of Object.values(entry)) if (typeof v !== "number") v.dispose();
+    }
+    return sharded;
+  }
+
+  /**
+   * PyTorch 2.0's `FSDP.optim_state_dict_to_load(optim_state_dict, model,
+   * optim)`: {@link shardFullOptimStateDict}'s dict for `optimizer`, which
+   * must hold `model.parameters()` in their order (an optimizer made from
+   * them): another optimizer would take the shards' state under the wrong
+   * indices, so that is an error. No collective runs.
+   */
+  static optimStateDictToLoad(
+    optimStateDict: OptimizerStateDictLike,
+    model: FullyShardedDataParallel,
+    optimizer: { readonly params: readonly Tensor[] },
+  ): OptimizerStateDict {
+    const op = `${NAME}.optimStateDictToLoad`;
+    if (!(model instanceof FullyShardedDataParallel)) {
+      throw new TypeError(`${op}: model must be a FullyShardedDataParallel`);
+    }
+    const mine = model.parameters();
+    const theirs = optimizer?.params ?? [];
+    const at = mine.findIndex((p, i) => theirs[i] !== p);
+    if (at >= 0 || theirs.length !== mine.length) {
+      const names = model.namedParameters().map(([k]) => k);
+      throw new Error(
+        `${op}: the optimizer must hold model.parameters() in order (${mine.length}: ${
+          names.join(", ")
+        }), but it holds ${theirs.length} parameter(s)${
+          at >= 0 ? ` and its parameter ${at} is not ${names[at]}` : ""
+        }; make it from model.parameters()`,
+      );
+    }
+    return FullyShardedDataParallel.shardFullOptimStateDict(optimStateDict, model);
   }
 
   /**
@@ -895,7 +1277,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
           }
           const pieces = values.map((v, k) => {
             const p = unit.#params[k];
-            if (v === undefined) return p.zerosLike().detach();
+            if (v === undefined) return p.zerosLike().detach().to(unit.#home);
             const t = v as Tensor;
             if (typeof v === "number" || formatShape(t.shape) !== formatShape(p.shape)) {
               throw new RangeError(
@@ -906,7 +1288,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
                 } (a dict of another model, or a sharded one: pass FSDP.optimStateDict's full dict)`,
               );
             }
-            return t.to(unit.device);
+            return t.to(unit.#home);
           });
           const flat = unit.#flatten(pieces);
           const mine = unit.#part(flat);
@@ -914,6 +1296,28 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
           sharded[key] = mine;
         }
         state[at] = sharded;
+      }
+      for (const [, p] of model.#units().flatMap((u) => u.#ignored)) {
+        const at = shardIndex.get(p);
+        const i = plainIndex.get(p);
+        if (at === undefined || i === undefined) continue;
+        unitOf.set(i, at);
+        const entry = full.state[i] as ParamState | undefined;
+        if (!entry) continue;
+        const st: ParamState = {};
+        for (const [key, v] of Object.entries(entry)) {
+          if (
+            typeof v !== "number" && v.ndim > 0 && formatShape(v.shape) !== formatShape(p.shape)
+          ) {
+            throw new RangeError(
+              `${op}: state ${i}.${key} has shape ${formatShape(v.shape)}, but parameter ${
+                nameOf(i)
+              } (of an ignored module) has ${formatShape(p.shape)}`,
+            );
+          }
+          st[key] = typeof v === "number" ? v : v.to(p.device).clone();
+        }
+        state[at] = st;
       }
     });
     const groups = full.param_groups.map((group) => {
@@ -941,12 +1345,69 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   }
 
   /**
+   * The original parameters' keys (as the plain module names them) with
+   * the parameters; `whole`: the ignored modules' parameters and the
+   * buffers (every rank holds them whole).
+   */
+  #plainEntries(): { params: [string, Parameter][]; whole: [string, Tensor][] } {
+    const managed = new Set(this.#units().flatMap((u) => u.#params));
+    const named = this.module.namedParameters().map(([k, p]) =>
+      [this.#cleanKey(k), p] as [string, Parameter]
+    );
+    return {
+      params: named.filter(([, p]) => managed.has(p)),
+      whole: [
+        ...named.filter(([, p]) => !managed.has(p)),
+        ...this.module.namedBuffers().map(([k, t]) => [this.#cleanKey(k), t] as [string, Tensor]),
+      ],
+    };
+  }
+
+  /** Adds the {@link SHARD_INFO_PREFIX} entry of this rank to a SHARDED or LOCAL dict. */
+  #addShardInfo(out: Record<string, Tensor>): void {
+    const { rank, worldSize } = this.#group;
+    out[`${SHARD_INFO_PREFIX}.rank${rank}.of${worldSize}`] = tensorOf([rank, worldSize], {
+      dtype: "int32",
+      device: resolveDevice("cpu"),
+    });
+  }
+
+  /**
+   * Checks a SHARDED or LOCAL dict's {@link SHARD_INFO_PREFIX} key (LOCAL
+   * dicts saved before it existed have none) against this rank and world
+   * size: another rank's or world size's dict is an error (PyTorch's
+   * ShardedTensor metadata), not a silently wrong model.
+   */
+  #checkShardInfo(infoKeys: string[], what: string): string | null {
+    const here = this.#group;
+    const op =
+      `${NAME}.loadStateDict (${what}) on rank ${here.rank} of world size ${here.worldSize}`;
+    if (infoKeys.length > 1) {
+      return `${op}: the dict holds ${infoKeys.join(", ")} (several ranks' dicts merged?)`;
+    }
+    if (infoKeys.length === 0) return null;
+    const m = /^_fsdpShard\.rank(\d+)\.of(\d+)$/.exec(infoKeys[0]);
+    if (!m) return `${op}: malformed key ${infoKeys[0]}`;
+    const [rank, worldSize] = [Number(m[1]), Number(m[2])];
+    if (rank === here.rank && worldSize === here.worldSize) return null;
+    return `${op}: the dict is rank ${rank}'s of world size ${worldSize}${
+      worldSize === here.worldSize ? " (each rank loads the dict it saved)" : ""
+    }; a ${what} loads only at the world size it was saved with (a FULL_STATE_DICT loads at any)`;
+  }
+
+  /**
    * The state dict of the type {@link stateDictType} set (default
    * `FULL_STATE_DICT`): the original parameters, unflattened, and the
    * buffers, under the names the plain module has (copies: they do not
-   * change with training). `LOCAL_STATE_DICT`: each unit's flat shard under
-   * `<unit path>.flatParam`, and the buffers. Every rank must call it (the
-   * full one gathers).
+   * change with training); with {@link FullStateDictConfig}'s `rank0Only`
+   * ranks other than 0 get `{}`, with `offloadToCpu` the tensors are on the
+   * host. `LOCAL_STATE_DICT`: each unit's flat shard under
+   * `<unit path>.flatParam`, and the buffers. `SHARDED_STATE_DICT`: each
+   * original parameter's chunk of rows of this rank
+   * ({@link shardedTensorMetadata}) under its plain name, and the buffers.
+   * LOCAL and SHARDED dicts also hold a {@link SHARD_INFO_PREFIX} key
+   * naming the saving rank (PyTorch keeps it in ShardedTensors' metadata). Every
+   * rank must call it (FULL and SHARDED gather).
    */
   override stateDict(): Record<string, Tensor> {
     const type = dictTypes.get(this) ?? StateDictType.FULL_STATE_DICT;
@@ -958,22 +1419,57 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
           out[this.#cleanKey(k)] = t.detach().clone();
         }
       });
+      this.#addShardInfo(out);
       return out;
     }
+    if (type === StateDictType.SHARDED_STATE_DICT) {
+      const { rank, worldSize } = this.#group;
+      this.summonFullParams(() =>
+        noGrad(() => {
+          const { params, whole } = this.#plainEntries();
+          for (const [k, p] of params) {
+            const meta = shardedTensorMetadata(p.shape, rank, worldSize);
+            if (p.ndim === 0) {
+              out[k] = rank === 0 ? p.detach().clone() : empty([0], p.dtype, p.device);
+            } else if (meta.shape[0] === 0) out[k] = empty(meta.shape, p.dtype, p.device);
+            else out[k] = p.detach().narrow(0, meta.offsets[0], meta.shape[0]).clone();
+          }
+          for (const [k, t] of whole) out[k] = t.detach().clone();
+        }), { writeback: false });
+      this.#addShardInfo(out);
+      return out;
+    }
+    const config = dictConfigs.get(this);
+    const host = config?.offloadToCpu ? resolveDevice("cpu") : null;
     this.summonFullParams(() =>
       noGrad(() => {
         for (const [k, t] of Object.entries(this.module.stateDict())) {
-          out[this.#cleanKey(k)] = t.detach().clone();
+          // `.to` of a tensor already there is itself, which the summon's end frees.
+          out[this.#cleanKey(k)] = host && t.device !== host
+            ? t.detach().to(host)
+            : t.detach().clone();
         }
       }), { writeback: false });
+    if (config?.rank0Only && this.#group.rank !== 0) {
+      for (const t of Object.values(out)) t.dispose();
+      return {};
+    }
     return out;
   }
 
   /**
    * Loads a state dict of the type {@link stateDictType} set: a full one
    * (the plain module's names) is loaded into the original parameters and
-   * re-sharded; a local one copies each unit's shard. Options as
-   * `Module.loadStateDict`.
+   * re-sharded; a local one copies each unit's shard; a sharded one
+   * all-gathers each parameter's chunks (PyTorch's
+   * `_sharded_pre_load_state_dict_hook`). Options as `Module.loadStateDict`.
+   * LOCAL and SHARDED dicts load only at the world size they were saved
+   * with, each rank its own: a missing or unexpected key, a chunk of the
+   * wrong shape, or another rank's or world size's dict is an error on
+   * every rank naming the ranks and shapes (checked before any collective
+   * runs, in a small blocking exchange as the constructor's shape check: a
+   * rank must not be awaiting, alone, a value of an earlier collective
+   * when the others reach it).
    */
   override loadStateDict(
     stateDict: Record<string, Tensor>,
@@ -985,32 +1481,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       sd: Record<string, Tensor>,
       ...r: unknown[]
     ) => ReturnType<Module["loadStateDict"]>;
-    if (type === StateDictType.LOCAL_STATE_DICT) {
-      const shards = new Map(this.namedParameters());
-      const buffers = new Map(this.module.namedBuffers().map(([k, t]) => [this.#cleanKey(k), t]));
-      const missing = [...shards.keys(), ...buffers.keys()].filter((k) => !(k in stateDict));
-      const unexpected = Object.keys(stateDict).filter((k) => !shards.has(k) && !buffers.has(k));
-      if (missing.length > 0 || unexpected.length > 0) {
-        throw new Error(
-          `${NAME}.loadStateDict (LOCAL_STATE_DICT): missing key(s) ${
-            missing.join(", ") || "none"
-          }; unexpected key(s) ${unexpected.join(", ") || "none"}`,
-        );
-      }
-      noGrad(() => {
-        for (const [k, t] of [...shards, ...buffers]) {
-          const v = stateDict[k];
-          if (v.numel() !== t.numel()) {
-            throw new RangeError(
-              `${NAME}.loadStateDict: ${k} has ${formatShape(v.shape)} here ${
-                formatShape(t.shape)
-              } (a local state dict loads only at the world size and wrapping it was saved with)`,
-            );
-          }
-          t.copy_(v.to(t.device).reshape(t.shape));
-        }
-      });
-      return { missingKeys: [], unexpectedKeys: [] } as ReturnType<Module["loadStateDict"]>;
+    if (type === StateDictType.LOCAL_STATE_DICT || type === StateDictType.SHARDED_STATE_DICT) {
+      return this.#loadSharded(type, stateDict) as ReturnType<Module["loadStateDict"]>;
     }
     return this.summonFullParams(() => {
       const inner = new Map(
@@ -1021,20 +1493,125 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       return load.call(this.module, mapped, ...rest);
     });
   }
+
+  /** {@link loadStateDict} of a LOCAL or SHARDED dict. */
+  #loadSharded(
+    type: StateDictType,
+    stateDict: Record<string, Tensor>,
+  ): { missingKeys: string[]; unexpectedKeys: string[] } {
+    const sharded = type === StateDictType.SHARDED_STATE_DICT;
+    const { rank, worldSize } = this.#group;
+    const { params, whole } = this.#plainEntries();
+    const buffers = this.module.namedBuffers().map(([k, t]) => [this.#cleanKey(k), t] as const);
+    const targets: (readonly [string, Tensor])[] = sharded
+      ? [...params, ...whole]
+      : [...this.namedParameters(), ...buffers];
+    const known = new Set(targets.map(([k]) => k));
+    const infoKeys = Object.keys(stateDict).filter((k) => k.startsWith(`${SHARD_INFO_PREFIX}.`));
+    const missing = targets.map(([k]) => k).filter((k) => !(k in stateDict));
+    if (sharded && infoKeys.length === 0) missing.push(`${SHARD_INFO_PREFIX}.rank<r>.of<n>`);
+    const unexpected = Object.keys(stateDict).filter((k) => !known.has(k) && !infoKeys.includes(k));
+    let problem: string | null = null;
+    if (missing.length > 0 || unexpected.length > 0) {
+      problem = `${NAME}.loadStateDict (${type}) on rank ${rank}: missing key(s) ${
+        missing.join(", ") || "none"
+      }; unexpected key(s) ${unexpected.join(", ") || "none"}`;
+    }
+    problem ??= this.#checkShardInfo(infoKeys, type);
+    if (problem === null) {
+      const paramSet = new Set<Tensor>(params.map(([, p]) => p));
+      for (const [k, t] of targets) {
+        const v = stateDict[k];
+        const chunk = sharded && paramSet.has(t);
+        const want = chunk
+          ? (t.ndim === 0 && rank !== 0
+            ? [0]
+            : shardedTensorMetadata(t.shape, rank, worldSize).shape)
+          : t.shape;
+        const fits = chunk || !sharded ? v.numel() === want.reduce((n, d) => n * d, 1) : false;
+        const exact = formatShape(v.shape) === formatShape(want);
+        if (!(sharded ? exact : fits || exact)) {
+          problem =
+            `${NAME}.loadStateDict (${type}) on rank ${rank} of world size ${worldSize}: ${k} has shape ${
+              formatShape(v.shape)
+            }, but this rank's ${chunk ? `chunk of ${formatShape(t.shape)}` : "tensor"} is ${
+              formatShape(want)
+            } (a ${type} loads only at the world size and wrapping it was saved with, each rank its own)`;
+          break;
+        }
+        if (v.dtype !== t.dtype) {
+          problem =
+            `${NAME}.loadStateDict (${type}) on rank ${rank}: ${k} is ${v.dtype}, the model's is ${t.dtype}`;
+          break;
+        }
+      }
+    }
+    agree(this.#group, `${NAME}.loadStateDict (${type})`, problem);
+    if (!sharded) {
+      noGrad(() => {
+        for (const [k, t] of targets) t.copy_(stateDict[k].to(t.device).reshape(t.shape));
+      });
+      return { missingKeys: [], unexpectedKeys: [] };
+    }
+    this.summonFullParams(() =>
+      noGrad(() => {
+        for (const [k, p] of params) {
+          const v = stateDict[k].to(p.device);
+          if (worldSize === 1) {
+            p.copy_(v.reshape(p.shape));
+            continue;
+          }
+          // PyTorch's load hook: pad each chunk to ceil(d0 / N) rows, all-gather, cut.
+          const rows = p.ndim === 0 ? 1 : Math.ceil(p.shape[0] / worldSize);
+          const per = p.ndim === 0 ? 1 : rows * (p.numel() / Math.max(p.shape[0], 1));
+          const mine = v.reshape([-1]);
+          const padded = mine.numel() === per
+            ? mine
+            : cat([mine, full([per - mine.numel()], 0, { dtype: p.dtype, device: p.device })]);
+          const gathered = empty([per * worldSize], p.dtype, p.device);
+          allGatherIntoTensor(gathered, padded, { group: this.#groupOption });
+          p.copy_(gathered.narrow(0, 0, p.numel()).reshape(p.shape));
+        }
+        for (const [k, t] of whole) t.copy_(stateDict[k].to(t.device).reshape(t.shape));
+      })
+    );
+    return { missingKeys: [], unexpectedKeys: [] };
+  }
 }
 
 /** Whether units are being made by a root's auto-wrap (they skip the root's checks). */
 let nestedConstruction = false;
 
 /**
- * `FullyShardedDataParallel.state_dict_type(model, type)`: runs `fn` with
- * `model.stateDict()` and `model.loadStateDict()` of `type`, then restores
- * the type before. `fn` may be async.
+ * `FullyShardedDataParallel.state_dict_type(model, type, config)`: runs
+ * `fn` with `model.stateDict()` and `model.loadStateDict()` of `type` (and,
+ * for `FULL_STATE_DICT`, a {@link FullStateDictConfig}), then restores the
+ * type and config before. `fn` may be async.
+ *
+ * @example
+ * ```ts
+ * const { FULL_STATE_DICT } = distributed.fsdp.StateDictType;
+ * const config = new distributed.fsdp.FullStateDictConfig({ offloadToCpu: true, rank0Only: true });
+ * const sd = distributed.fsdp.stateDictType(model, FULL_STATE_DICT, config, () => model.stateDict());
+ * ```
  */
 export function stateDictType<T>(
   model: FullyShardedDataParallel,
   type: StateDictType,
   fn: () => T,
+): T;
+/** With a {@link FullStateDictConfig} (or its options) for `FULL_STATE_DICT`. */
+export function stateDictType<T>(
+  model: FullyShardedDataParallel,
+  type: StateDictType,
+  config: FullStateDictConfigOptions | null | undefined,
+  fn: () => T,
+): T;
+export function stateDictType<T>(
+  model: FullyShardedDataParallel,
+  type: StateDictType,
+  configOrFn: FullStateDictConfigOptions | null | undefined | (() => T),
+  maybeFn?: () => T,
 ): T {
   if (!(model instanceof FullyShardedDataParallel)) {
     throw new TypeError("stateDictType: model must be a FullyShardedDataParallel");
@@ -1046,10 +1623,29 @@ export function stateDictType<T>(
       }`,
     );
   }
+  const fn = typeof configOrFn === "function" ? configOrFn : maybeFn;
+  const given = typeof configOrFn === "function" ? undefined : configOrFn;
+  if (typeof fn !== "function") {
+    throw new TypeError("stateDictType: the last argument must be the function to run");
+  }
+  if (given != null && type !== StateDictType.FULL_STATE_DICT) {
+    // PyTorch 1.13's Local/ShardedStateDictConfig have no fields.
+    throw new TypeError(
+      `stateDictType: a FullStateDictConfig goes with FULL_STATE_DICT, not ${type}`,
+    );
+  }
+  const config = given == null ? undefined : new FullStateDictConfig(given);
   const previous = dictTypes.get(model);
-  const restore = () =>
-    previous === undefined ? dictTypes.delete(model) : dictTypes.set(model, previous);
+  const previousConfig = dictConfigs.get(model);
+  const restore = () => {
+    if (previous === undefined) dictTypes.delete(model);
+    else dictTypes.set(model, previous);
+    if (previousConfig === undefined) dictConfigs.delete(model);
+    else dictConfigs.set(model, previousConfig);
+  };
   dictTypes.set(model, type);
+  if (config) dictConfigs.set(model, config);
+  else dictConfigs.delete(model);
   return runThen(fn, restore);
 }
 

@@ -14,6 +14,7 @@ import { formatShape } from "../../shape.ts";
 import { tidy } from "../../storage.ts";
 import { Tensor } from "../../tensor.ts";
 import { pNorm } from "../util.ts";
+import { shardedGradientAdvice } from "./sharded_grad.ts";
 
 /** Options of {@link clipGradNorm_}. */
 export interface ClipGradNormOptions {
@@ -21,7 +22,12 @@ export interface ClipGradNormOptions {
   normType?: number | "inf";
 }
 
-function gradsOf(op: string, parameters: Tensor | Iterable<Tensor>): Tensor[] {
+/** `refuseShards`: a norm over FSDP shards would be one rank's, not the model's (clipping by value is elementwise: fine). */
+function gradsOf(
+  op: string,
+  parameters: Tensor | Iterable<Tensor>,
+  refuseShards = false,
+): Tensor[] {
   if (parameters instanceof Tensor) parameters = [parameters];
   if (parameters === null || typeof parameters !== "object" || !(Symbol.iterator in parameters)) {
     throw new TypeError(`${op}: parameters must be a Tensor or an iterable of tensors`);
@@ -33,6 +39,14 @@ function gradsOf(op: string, parameters: Tensor | Iterable<Tensor>): Tensor[] {
       throw new TypeError(`${op}: parameter ${i} is not a Tensor (got ${typeof p})`);
     }
     const g = p.grad;
+    const advice = refuseShards ? shardedGradientAdvice(p) : undefined;
+    if (advice !== undefined) {
+      throw new Error(
+        `${op}: parameter ${i} (shape ${
+          formatShape(p.shape)
+        }) holds only this rank's shard of a gradient, so its norm is not the model's; ${advice}`,
+      );
+    }
     if (g) {
       if (g.storage.disposed) {
         throw new Error(
@@ -63,6 +77,10 @@ function moveTo(t: Tensor, device: Device, dtype: DType): Tensor {
  * per-device norms are brought there, as PyTorch does). Parameters without
  * a gradient are skipped; with none, the result is a zero tensor.
  *
+ * The flat shards of a `distributed.fsdp.FullyShardedDataParallel` sharded
+ * over several ranks are an error naming `clipGradNorm_` of the FSDP root:
+ * their local norm is not the model's (PyTorch silently clips by it).
+ *
  * As in PyTorch, a non-finite total norm makes every gradient NaN; read the
  * returned norm (`await norm.item()`) to detect it.
  *
@@ -89,7 +107,7 @@ export function clipGradNorm_(
       `${op}: normType must be a positive number or "inf", got ${JSON.stringify(requested)}`,
     );
   }
-  const grads = gradsOf(op, parameters);
+  const grads = gradsOf(op, parameters, true);
   if (grads.length === 0) return full([], 0);
   const { device, dtype } = grads[0];
   return tidy(() =>
