@@ -83,15 +83,15 @@
  * contract (1), where x - y·trunc(x/y) lost every digit once |x/y| ≥ 2^24;
  * raised by 4 to 6,785 so that a 0-d fill value on a GPU is checked too
  * (the check deferred to the device's next read, no host wait), where
- * 1e10 into an int32 tensor silently wrote -2147483648; raised by 16 to
- * 6,801 (the core grew by 22 from 6,779) for a `generator` option on the
+ * 1e10 into an int32 tensor silently wrote -2147483648; raised by 18 to
+ * 6,803 (the core grew by 24 from 6,779) for a `generator` option on the
  * random factories (a host-drawn path behind the `HostRandom` interface, so
  * `Generator` and its exact PyTorch cpu streams stay outside the core) and
  * `tensor()` of a BigInt64Array (int64 into int32 exactly or the overflow
  * error), which threw "Cannot mix BigInt and other types".
  * Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6801;
+export const CORE_BUDGET = 6803;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

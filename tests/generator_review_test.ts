@@ -8,8 +8,9 @@
  *   trailing permutation at the start of an epoch: draws from the same
  *   generator inside the loop, and a loop left early, went off PyTorch's
  *   stream;
- * - missing: `bernoulli_` / `bernoulli` with a generator (added: exact
- *   against this PyTorch, built without MKL);
+ * - missing: `bernoulli_` / `bernoulli` and `normal(meanTensor, stdTensor)`
+ *   with a generator (added: exact against this PyTorch, built without MKL);
+ * - `Tensor.bernoulli()` / `Tensor.multinomial()` threw: not installed;
  * - unclear errors: a wrong `generator` given to `rand`/`randn` ("g.fill is
  *   not a function"), and `uniform_` whose `to - from` overflows the dtype
  *   (PyTorch refuses it; the fill was inf and NaN).
@@ -23,6 +24,7 @@ import {
   data,
   type DType,
   Generator,
+  normal,
   normal_,
   rand,
   randint,
@@ -65,6 +67,17 @@ const review = (JSON.parse(
       p: number | number[];
       values: number[];
       bernoulli?: number[];
+      next: number[];
+    }[];
+    normal: {
+      seed: string;
+      dtype: "float32" | "float64";
+      mean: number | number[];
+      meanShape: number[] | null;
+      std: number | number[];
+      stdShape: number[] | null;
+      values: number[];
+      shape: number[];
       next: number[];
     }[];
   };
@@ -219,3 +232,49 @@ backendTest(
     );
   },
 );
+
+backendTest(
+  "Generator review: normal(mean, std) with tensors and a generator is PyTorch's",
+  async (device) => {
+    for (const c of review.normal) {
+      if (!device.backendDevice.dtypes.includes(c.dtype)) continue; // webgpu: no float64
+      const o = { dtype: c.dtype, device };
+      const arg = (v: number | number[], shape: number[] | null) =>
+        shape === null ? v as number : tensor(v as number[], { ...o, shape });
+      const g = gen(c.seed);
+      const out = normal(arg(c.mean, c.meanShape), arg(c.std, c.stdShape), { generator: g });
+      assert.deepEqual(out.shape, c.shape);
+      const got = await flat(out);
+      const what = `${c.dtype} mean ${JSON.stringify(c.meanShape)} std ${
+        JSON.stringify(c.stdShape)
+      }`;
+      // float64 draws of 16 or more: glibc's log/cos may be an ulp off (see generator_test.ts).
+      const tolerance = c.dtype === "float64" && got.length >= 16 ? 2 ** -50 : 0;
+      got.forEach((v, i) =>
+        assert.ok(
+          Math.abs(v - c.values[i]) <= tolerance * Math.max(1, Math.abs(c.values[i])),
+          `${what} [${i}]: ${v} vs PyTorch ${c.values[i]}`,
+        )
+      );
+      assert.deepEqual(await flat(randint(0, 1000, [2], { generator: g, device })), c.next, what);
+    }
+    const m = zeros([3], { device });
+    assert.throws(
+      () => normal(m, 1, { generator: 3 as unknown as Generator }),
+      /normal: generator/,
+    );
+    assert.throws(
+      () => normal(m, 1, { dtype: "float64" } as { generator?: Generator }),
+      /pass only \{ generator \} after std/,
+    );
+  },
+);
+
+Deno.test("Generator review: Tensor.bernoulli and Tensor.multinomial are installed methods", async () => {
+  // They threw "the tensor operations are not installed": random.ts was missing from the table.
+  const p = tensor([0.1, 0.9, 0.5, 0.4, 0.7]);
+  const method = await flat(p.bernoulli({ generator: new Generator().manualSeed(1) }));
+  const fn = await flat(bernoulli(p, { generator: new Generator().manualSeed(1) }));
+  assert.deepEqual(method, fn);
+  assert.deepEqual(p.multinomial(2).shape, [2]);
+});

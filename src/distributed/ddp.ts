@@ -408,7 +408,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
       if (zero) {
         this.#armed = false;
         throw new Error(
-          `DistributedDataParallel.join: rank ${this.#group.rank} ran a noSync forward (gradient accumulation) in a join with a ZeroRedundancyOptimizer: a joined rank's ZeroRedundancyOptimizer steps at every iteration of the others, so every iteration must step (PyTorch 1.13 hangs here); accumulate without noSync, or train without ZeroRedundancyOptimizer in the join`,
+          `DistributedDataParallel.join: rank ${this.#group.rank} ran a noSync forward (gradient accumulation) in a join with a ZeroRedundancyOptimizer: a joined rank's ZeroRedundancyOptimizer steps at every iteration of the others, so every iteration must step (PyTorch 1.13 hangs once a rank has joined; refused here even before); accumulate without noSync, or train without ZeroRedundancyOptimizer in the join`,
         );
       }
       this.#joinPass = {
@@ -909,8 +909,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     }
     const syncing = announced > 0;
     this.#buffersStale = syncing;
-    if (!syncing) return;
     const state = joinStateOf(this);
+    if (state) state.stepless = !syncing;
+    if (!syncing) return;
     const divisor = !state || divideByInitialWorldSize(state) || !state.isFirstJoinable
       ? null
       : Promise.resolve(state.active);
@@ -958,7 +959,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * order is refused): its forward runs an iteration's first collectives.
    * With a `ZeroRedundancyOptimizer` in the join, a {@link noSync} forward
    * with gradients on is an error on every rank (the optimizer's join hook
-   * steps at every iteration; PyTorch 1.13 hangs there).
+   * steps at every iteration; PyTorch 1.13 hangs there); a `noGrad` forward
+   * (validation) is not an iteration it steps for (PyTorch's hangs).
    */
   join(options: DistributedDataParallelJoinOptions = {}): Join {
     const { divideByInitialWorldSize = true, enable = true, throwOnEarlyTermination = false } =

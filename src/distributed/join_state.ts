@@ -28,6 +28,11 @@ export interface JoinState {
   active: number;
   /** Every joinable of the join, in hook order (a joinable checks what it shares the join with). */
   readonly joinables: readonly object[];
+  /**
+   * A `DistributedDataParallel`'s: the iteration its join hook just shadowed
+   * had no synchronised backward (a noGrad forward), so no optimizer steps.
+   */
+  stepless?: boolean;
 }
 
 /**

@@ -27,7 +27,7 @@ import { gatherObject } from "./objects.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 import type { Device } from "../device.ts";
 import { Join, type Joinable, JoinHook } from "./join.ts";
-import { setJoinableKind } from "./join_state.ts";
+import { joinableKind, joinStateOf, setJoinableKind } from "./join_state.ts";
 
 /**
  * An optimizer class {@link ZeroRedundancyOptimizer} can wrap: built as
@@ -435,12 +435,20 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
    * the hook steps at every iteration of the other ranks, so they must step
    * at every iteration too: gradient accumulation (a `noSync` forward of a
    * `DistributedDataParallel` in the same join) is refused with an error on
-   * every rank, where PyTorch 1.13 hangs once a rank has joined. List the
-   * `DistributedDataParallel` before this optimizer in the join.
+   * every rank, where PyTorch 1.13 hangs once a rank has joined. A forward
+   * of that `DistributedDataParallel` under `noGrad` (validation) is not an
+   * iteration the hook steps for (PyTorch 1.13 steps and hangs there). List
+   * the `DistributedDataParallel` before this optimizer in the join.
    */
   joinHook(): JoinHook {
     const hook = new JoinHook();
-    hook.mainHook = () => void this.step();
+    hook.mainHook = () => {
+      const ddps = joinStateOf(this)?.joinables.filter((j) =>
+        joinableKind(j) === "DistributedDataParallel"
+      );
+      // A noGrad forward of the others (validation) is no iteration of training.
+      if (!ddps?.some((j) => joinStateOf(j)?.stepless)) void this.step();
+    };
     return hook;
   }
 

@@ -105,7 +105,7 @@ function flatten(data: NestedArray, out: number[]): void {
  * (with `shape`, default 1-dimensional). Numbers take the default dtype, integers too (PyTorch:
  * int64); a typed array keeps its own. Into int32, fractions truncate toward zero as PyTorch's.
  * A typed array is range-checked after truncation (as from numpy); PyTorch's -2^31 is an error.
- * A `BigInt64Array` or `BigUint64Array` (PyTorch: int64) becomes int32 when every value fits.
+ * A `BigInt64Array` or `BigUint64Array` (PyTorch: int64): int32 if every value fits, or a float dtype.
  */
 export function tensor(
   data: NestedArray | TypedArray | BigInt64Array | BigUint64Array,
@@ -113,7 +113,9 @@ export function tensor(
 ): Tensor {
   if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
     // int64 becomes int32 (as PyTorch's int64 does elsewhere here): exactly, or an error.
-    data = Int32Array.from(data, (v) => (checkFill("int32", Number(v), "tensor"), Number(v)));
+    const int = !isFloat(options.dtype ?? "int32"); // A float dtype takes every value, rounded.
+    const fit = (v: bigint) => (int && checkFill("int32", Number(v), "tensor"), Number(v));
+    data = int ? Int32Array.from(data, fit) : Float64Array.from(data, fit);
   }
   if (ArrayBuffer.isView(data)) {
     const typed = data as TypedArray;

@@ -162,7 +162,7 @@ export function bernoulli_(
   options: RandomFillOptions = {},
 ): Tensor {
   // The options may come in p's place: bernoulli_(t, { generator }).
-  if (typeof p === "object" && !(p instanceof Tensor)) [p, options] = [0.5, p];
+  if (typeof p === "object" && p !== null && !(p instanceof Tensor)) [p, options] = [0.5, p];
   const g = generatorOf("bernoulli_", options.generator);
   const generator = g ?? undefined;
   if (p instanceof Tensor) {

@@ -29,6 +29,8 @@ import * as unaryMath from "./unary_math.ts";
 import * as specialFunctions from "./special_functions.ts";
 import * as inplaceVariants from "./inplace_variants.ts";
 import * as inplaceRandom from "./inplace_random.ts";
+// Only the two that are Tensor methods: the rest of random.ts are factories.
+import { bernoulli, multinomial } from "./random.ts";
 
 installTensorOps({
   ...scatterOps,
@@ -53,5 +55,7 @@ installTensorOps({
   ...specialFunctions,
   ...inplaceVariants,
   ...inplaceRandom,
+  bernoulli,
+  multinomial,
 });
 installTensorMethods(TENSOR_METHOD_OPS);

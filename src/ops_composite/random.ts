@@ -22,6 +22,7 @@ import {
   normal as normalShape,
   rand,
   randn,
+  type RandomOptions,
   resolveFactory,
   tensor,
   type TensorOptions,
@@ -343,21 +344,28 @@ export function multinomial(
  * a tensor). As PyTorch, the gradient to `mean` and `std` is zero (the
  * draw is not reparameterized).
  */
-export function normal(shape: number[], mean: number, std: number, options?: TensorOptions): Tensor;
-/** {@link normal} with per-element means and standard deviations (broadcast). */
-export function normal(mean: Tensor | number, std: Tensor | number): Tensor;
+export function normal(shape: number[], mean: number, std: number, options?: RandomOptions): Tensor;
+/**
+ * {@link normal} with per-element means and standard deviations (broadcast);
+ * with `generator`, PyTorch's cpu values (`randn` of it, times std, plus mean).
+ */
+export function normal(
+  mean: Tensor | number,
+  std: Tensor | number,
+  options?: { generator?: Generator },
+): Tensor;
 /** {@link normal} with two numbers and a shape: `torch.normal(mean, std, size)`. */
 export function normal(
   mean: number,
   std: number,
   shape: number[],
-  options?: TensorOptions,
+  options?: RandomOptions,
 ): Tensor;
 export function normal(
   a: number[] | Tensor | number,
   b: Tensor | number,
-  c?: number | number[] | TensorOptions,
-  d: TensorOptions = {},
+  c?: number | number[] | RandomOptions,
+  d: RandomOptions = {},
 ): Tensor {
   if (Array.isArray(a)) return normalShape(a, b as number, c as number, d);
   if (typeof a === "number" && typeof b === "number") {
@@ -372,11 +380,17 @@ export function normal(
     }
     if (t instanceof Tensor) requireFloat("normal", t);
   }
-  if (c !== undefined || Object.keys(d).length > 0) {
+  const { generator, ...rest } =
+    (typeof c === "object" && !Array.isArray(c) ? c : {}) as RandomOptions;
+  const extra = typeof c === "object" && !Array.isArray(c)
+    ? Object.keys(rest).length > 0
+    : c !== undefined;
+  if (extra || Object.keys(d).length > 0) {
     throw new TypeError(
-      "normal: with tensor arguments the shape, dtype and device are theirs; pass nothing after std",
+      "normal: with tensor arguments the shape, dtype and device are theirs; pass only { generator } after std",
     );
   }
+  if (generator !== undefined) checkGenerator("normal", generator);
 
   if (typeof std === "number" && !(std >= 0)) {
     throw new RangeError(`normal: std must be >= 0, got ${std}`);
@@ -399,7 +413,11 @@ export function normal(
         ([bad]) => bad > 0 ? `normal: std must be >= 0; ${bad} entries are not (or NaN)` : null,
       );
     }
-    return randn(shape, { dtype, device }).mul(std).add(mean);
+    // PyTorch: normal_(0, std) for a number std (scaled before the cast to float32), then + mean.
+    if (generator && typeof std === "number") {
+      return normalShape(shape, 0, std, { dtype, device, generator }).add(mean);
+    }
+    return randn(shape, { dtype, device, generator }).mul(std).add(mean);
   });
   return record(
     "normal",

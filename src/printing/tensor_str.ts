@@ -14,10 +14,17 @@
  *   PyTorch compares only the device type for cpu, so a second logical cpu
  *   device `cpu:1` shows here where PyTorch would show nothing.
  * - `grad_fn=<MulBackward0>`: the node's op name capitalized with PyTorch's
- *   `Backward0`; it equals PyTorch's for the ops named as PyTorch names them
- *   (mul, add, exp, neg, sum, ...) but not for ops recorded as others (our
- *   mean records a `mul` node, 2-d matmul is `MatmulBackward0` where PyTorch
- *   says `MmBackward0`).
+ *   `Backward0` (narrow and square as PyTorch's `SliceBackward0` and
+ *   `PowBackward0`, linear as PyTorch names it by rank and bias, e.g.
+ *   `AddmmBackward0`, while its graph is kept); it equals PyTorch's for the ops named as PyTorch names
+ *   them (mul, add, sub, div, exp, log, neg, relu, full sum, view, cat, ...)
+ *   but not for ops recorded as others or whose PyTorch name depends on the
+ *   arguments (our mean records a `mul` node, matmul is `MatmulBackward0`
+ *   where PyTorch says `MmBackward0`, `DotBackward0` or `MvBackward0`, a sum
+ *   over a dim is `SumBackward0` where PyTorch says `SumBackward1`).
+ * - `edgeitems: 0` summarizes a dimension as `...` alone; PyTorch 1.13 prints
+ *   `[ ..., ` and then every element of a 1-d tensor (its `x[-0:]` is all of
+ *   x) and fails on higher ranks.
  * @module
  */
 
@@ -359,6 +366,48 @@ function addSuffixes(text: string, suffixes: string[], indent: number, linewidth
   return parts.join("");
 }
 
+/**
+ * Our nodes whose PyTorch 1.13 name is another op's, whatever the arguments:
+ * PyTorch records `narrow` as a slice and `square` as `pow(x, 2)`. Nodes whose
+ * PyTorch name depends on arguments the node does not keep (sum with or
+ * without dim, matmul's ranks, mean recorded as mul) keep our name.
+ */
+const PYTORCH_NODE: Readonly<Record<string, string>> = {
+  narrow: "SliceBackward0",
+  square: "PowBackward0",
+};
+
+/** `type(t.grad_fn).__name__` as PyTorch would print it for our node `name`. */
+function gradFnName(name: string): string {
+  return PYTORCH_NODE[name] ?? `${name.charAt(0).toUpperCase()}${name.slice(1)}Backward0`;
+}
+
+/**
+ * PyTorch 1.13's grad_fn of `F.linear` (nn.Linear's output), which depends on
+ * the input's rank and on the bias: `AddmmBackward0` for a 2-d input with a
+ * bias. Our linear records its product (inputs x, weight and, fused, bias; an
+ * unfused bias adds an `add` node) under a reshape node also named "linear",
+ * so the bias shows only while the graph is kept: after backward released it,
+ * null (our name, `LinearBackward0`).
+ */
+function linearGradFn(t: Tensor): string | null {
+  const node = t.gradFn;
+  if (node?.name !== "linear" || node.inputs.length !== 1) return null;
+  const product = node.edges[0]?.node;
+  if (product === undefined) return null;
+  const bias = product.name === "add" || (product.name === "linear" && product.inputs.length === 3);
+  switch (t.ndim) {
+    case 1:
+      return bias ? "AddBackward0" : "SqueezeBackward3";
+    case 2:
+      return bias ? "AddmmBackward0" : "MmBackward0";
+    case 3:
+      return bias ? "ViewBackward0" : "UnsafeViewBackward0";
+    default:
+      return bias ? "AddBackward0" : "UnsafeViewBackward0";
+  }
+}
+
 /** PyTorch's `str(dtype)`. */
 const torchDtype = (dtype: string) => `torch.${dtype}`;
 
@@ -395,9 +444,8 @@ export function tensorRepr(t: Tensor, values: ArrayLike<number>): string {
   if (!isDefaultDtype) suffixes.push(`dtype=${torchDtype(t.dtype)}`);
   const text = prefix + body(values, t.shape, indent, t.dtype !== "int32", o);
   const node = t.gradFn;
-  if (node !== null) {
-    suffixes.push(`grad_fn=<${node.name.charAt(0).toUpperCase()}${node.name.slice(1)}Backward0>`);
-  } else if (t.requiresGrad) suffixes.push("requires_grad=True");
+  if (node !== null) suffixes.push(`grad_fn=<${linearGradFn(t) ?? gradFnName(node.name)}>`);
+  else if (t.requiresGrad) suffixes.push("requires_grad=True");
   return addSuffixes(text, suffixes, indent, o.linewidth);
 }
 
@@ -433,10 +481,13 @@ export function inspectTensor(t: Tensor): string {
   }
   const values = numel === 0 ? [] : valuesNow(t);
   if (values !== null) return tensorRepr(t, values);
-  const disposed = t.storage.disposed ? ", released" : "";
-  return `tensor(<${numel} values on ${t.device}${disposed}: await t.format() reads them>, size=(${
-    t.shape.join(", ")
-  }${t.ndim === 1 ? "," : ""}), dtype=${torchDtype(t.dtype)}, device='${t.device}')`;
+  // Released memory cannot be read by format() either: say so rather than send the user there.
+  const how = t.storage.disposed
+    ? "released by dispose(), tidy() or zeroGrad()"
+    : "await t.format() reads them";
+  return `tensor(<${numel} values on ${t.device}: ${how}>, size=(${t.shape.join(", ")}${
+    t.ndim === 1 ? "," : ""
+  }), dtype=${torchDtype(t.dtype)}, device='${t.device}')`;
 }
 
 // `Tensor.format()` calls this op (declared in `src/ops_composite/tensor_methods.ts`).

@@ -1,7 +1,8 @@
 /**
  * `Generator`: PyTorch's cpu `torch.Generator`, stream for stream. After
  * `new Generator().manualSeed(s)`, `randperm`, `rand`, `randn`, `randint`,
- * the in-place `uniform_`, `normal_`, `random_`, the samplers, `randomSplit`
+ * `bernoulli`, the in-place `uniform_`, `normal_`, `random_`, `bernoulli_`,
+ * the samplers, `randomSplit`
  * and `DataLoader({ shuffle: true })` given it draw the numbers PyTorch 1.13
  * draws on the cpu from `torch.Generator().manual_seed(s)`. The values are
  * drawn on the host and uploaded, so a webgpu tensor equals the cpu one.
@@ -233,7 +234,9 @@ function floatBounds(from: number, to: number, round: (x: number) => number): [n
 /**
  * A random number generator with PyTorch's cpu streams (`torch.Generator()`,
  * MT19937): pass it as the `generator` option of `rand`, `randn`,
- * `randint`, `randperm`, the in-place fills, the samplers, `randomSplit`
+ * `randint`, `randperm`, `bernoulli`, the in-place fills (not
+ * `exponential_` and the other fills PyTorch draws through it), the
+ * samplers, `randomSplit`
  * and `DataLoader` to draw exactly what PyTorch 1.13 draws on the cpu.
  *
  * Deliberate differences: `initialSeed()` and `seed()` return numbers, exact
