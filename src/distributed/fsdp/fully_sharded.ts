@@ -18,21 +18,15 @@ import { Module, Parameter } from "../../nn/module.ts";
 import { refuseLazy } from "../../nn/lazy_state.ts";
 import { markShardedGradient } from "../../nn/utils/sharded_grad.ts";
 import { mapTensors } from "../../nested.ts";
-import { full, tensor as tensorOf } from "../../ops/factory.ts";
+import { full } from "../../ops/factory.ts";
 import { empty } from "../../ops/util.ts";
 import { cat, stack } from "../../ops/view.ts";
 import type { TypedArray } from "../../dtype.ts";
 import { formatShape } from "../../shape.ts";
 import type { Tensor } from "../../tensor.ts";
-import type {
-  OptimizerStateDict,
-  OptimizerStateDictLike,
-  ParamState,
-} from "../../optim/optimizer.ts";
+import type { OptimizerStateDict, OptimizerStateDictLike } from "../../optim/optimizer.ts";
 import { DistributedError, type DistributedGroup, SYNC_WORDS } from "../backend.ts";
 import { allReduce } from "../collectives.ts";
-import { broadcastObjectList } from "../objects.ts";
-import { allGatherIntoTensor } from "../coalesced.ts";
 import {
   allGatherOnHost,
   borrowHost,
@@ -45,6 +39,23 @@ import {
 import { type Storage, tidy } from "../../storage.ts";
 import { activeGroup, type ProcessGroup } from "../state.ts";
 import type { AutoWrapPolicy } from "./wrap.ts";
+import {
+  dictConfigs,
+  dictTypes,
+  loadShardedOf,
+  optimStateDictOf,
+  optimStateDictToLoadOf,
+  type RootView,
+  scatterFullOptimStateDictOf,
+  shardFullOptimStateDictOf,
+  stateDictOf,
+  type UnitView,
+} from "./state_dict.ts";
+import {
+  FullStateDictConfig,
+  type FullStateDictConfigOptions,
+  StateDictType,
+} from "./state_dict_types.ts";
 
 const NAME = "FullyShardedDataParallel";
 
@@ -59,126 +70,6 @@ export const ShardingStrategy = {
 } as const;
 /** One of {@link ShardingStrategy}'s values. */
 export type ShardingStrategy = typeof ShardingStrategy[keyof typeof ShardingStrategy];
-
-/** `torch.distributed.fsdp.StateDictType`: what `stateDict()` gives (see {@link stateDictType}). */
-export const StateDictType = {
-  /** The original parameters, unflattened, under their original names (every rank gets the same values). */
-  FULL_STATE_DICT: "FULL_STATE_DICT",
-  /** Each unit's flat shard of this rank, under `<unit path>.flatParam`, and the buffers. */
-  LOCAL_STATE_DICT: "LOCAL_STATE_DICT",
-  /**
-   * Each original parameter's rows of this rank (`torch.chunk` along dim 0,
-   * as PyTorch's ShardedTensor chunks) under its original name, the buffers
-   * whole (see {@link shardedTensorMetadata}).
-   */
-  SHARDED_STATE_DICT: "SHARDED_STATE_DICT",
-} as const;
-/** One of {@link StateDictType}'s values. */
-export type StateDictType = typeof StateDictType[keyof typeof StateDictType];
-
-/** Options of {@link FullStateDictConfig}. */
-export interface FullStateDictConfigOptions {
-  /** The full dict's tensors are copied to the host (`cpu`) instead of staying on the model's device (default false). */
-  offloadToCpu?: boolean;
-  /** Only rank 0 of the group gets the full dict; the others get `{}` (default false). Every rank still gathers. */
-  rank0Only?: boolean;
-}
-
-/**
- * `torch.distributed.fsdp.FullStateDictConfig(offload_to_cpu, rank0_only)`:
- * how {@link stateDictType}'s `FULL_STATE_DICT` is made. As PyTorch,
- * `rank0Only` ranks other than 0 get an empty dict (after taking part in
- * the gathers), and loading still wants the full dict on every rank.
- */
-export class FullStateDictConfig {
-  /** Copy the full dict's tensors to the host. */
-  readonly offloadToCpu: boolean;
-  /** Only rank 0 gets the dict. */
-  readonly rank0Only: boolean;
-  /** Both default false, as PyTorch. */
-  constructor(options: FullStateDictConfigOptions = {}) {
-    this.offloadToCpu = options.offloadToCpu ?? false;
-    this.rank0Only = options.rank0Only ?? false;
-  }
-}
-
-/**
- * The prefix of the one key every SHARDED and LOCAL state dict carries,
- * `_fsdpShard.rank<r>.of<n>`: the rank and world size (of the group) that
- * saved it, in the name so that loading checks it without reading a
- * tensor; its tensor is int32 `[r, n]`.
- */
-export const SHARD_INFO_PREFIX = "_fsdpShard";
-
-/** Where {@link shardedTensorMetadata} puts one rank's chunk of a parameter. */
-export interface ShardedTensorMetadata {
-  /** The original parameter's shape. */
-  globalShape: number[];
-  /** Where the chunk starts in each dim (only dim 0 is ever non-zero). */
-  offsets: number[];
-  /** The chunk's shape (dim 0 may be 0: a rank past the last chunk holds no rows). */
-  shape: number[];
-}
-
-/**
- * Rank `rank`'s chunk of a parameter of `globalShape` in a
- * `SHARDED_STATE_DICT` at `worldSize` ranks: PyTorch 1.13's
- * `_create_chunk_sharded_tensor` (`tensor.chunk(worldSize, 0)`): chunks of
- * `ceil(d0 / worldSize)` rows, rank r's from row `r · ceil(d0 / worldSize)`;
- * where PyTorch leaves a rank with no shard we give it a tensor of 0 rows.
- * A 0-d parameter is kept whole by rank 0 (0 elements elsewhere).
- */
-export function shardedTensorMetadata(
-  globalShape: readonly number[],
-  rank: number,
-  worldSize: number,
-): ShardedTensorMetadata {
-  if (!Number.isInteger(rank) || !Number.isInteger(worldSize) || rank < 0 || rank >= worldSize) {
-    throw new RangeError(
-      `shardedTensorMetadata: rank ${rank} is not a rank of world size ${worldSize}`,
-    );
-  }
-  if (globalShape.length === 0) {
-    return { globalShape: [], offsets: [], shape: [] };
-  }
-  const d0 = globalShape[0];
-  const chunk = Math.ceil(d0 / worldSize);
-  const from = Math.min(rank * chunk, d0);
-  const rows = Math.min(chunk, d0 - from);
-  return {
-    globalShape: [...globalShape],
-    offsets: [from, ...globalShape.slice(1).map(() => 0)],
-    shape: [rows, ...globalShape.slice(1)],
-  };
-}
-
-/**
- * Every rank says whether it found `problem`; if any did, every rank throws
- * (the ranks that found none a {@link DistributedError} naming those that
- * did), so a bad shard on one rank is an error everywhere, not a hang in
- * the collective that follows. Blocking (a small host exchange).
- */
-function agree(group: ProcessGroup, op: string, problem: string | null): void {
-  const backend = group.backend;
-  if (group.worldSize === 1 || !backend.allGatherSync) {
-    if (problem) throw new DistributedError(problem, [group.rank]);
-    return;
-  }
-  const call = group.call({ kind: "allGather", dtype: "int32", shapes: [[1]] });
-  const flags = group.runSync(
-    call,
-    () => backend.allGatherSync!(call, Int32Array.of(problem ? 1 : 0)),
-  ).map((f) => f[0]);
-  const bad = flags.flatMap((f, r) => f ? [r] : []);
-  if (bad.length === 0) return;
-  throw new DistributedError(
-    problem ??
-      `${op}: rank${bad.length === 1 ? "" : "s"} ${
-        bad.join(", ")
-      } of the group cannot load the state dict it was given (see the error there)`,
-    bad,
-  );
-}
 
 /** Options of {@link CPUOffload}. */
 export interface CPUOffloadOptions {
@@ -242,10 +133,6 @@ export interface SummonFullParamsOptions {
 
 /** Summons now running: a forward inside one is an error (PyTorch's). */
 let summoning = 0;
-/** The state dict type {@link stateDictType} set on each root. */
-const dictTypes = new WeakMap<Module, StateDictType>();
-/** The {@link FullStateDictConfig} {@link stateDictType} set on each root. */
-const dictConfigs = new WeakMap<Module, FullStateDictConfig>();
 
 /**
  * Parameters of `m` not inside a nested unit, with their names, each once:
@@ -934,14 +821,22 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
    * coefficient. Returns the total norm (before clipping). Call it on the
    * root, on every rank. `nn.utils.clipGradNorm_` of the shards is an
    * error pointing here (PyTorch silently takes the local norm). The
-   * parameters of `ignoredModules` are left out, as in PyTorch 1.13 (it
-   * clips only its flat parameters).
+   * gradients of `ignoredModules`' parameters (each rank's own) are
+   * clipped too and their `|g|^p` summed over the ranks with the shards'
+   * (PyTorch 1.13 clips `self.parameters()`, which holds them). `normType`
+   * may also be given as `{ normType }`, as `nn.utils.clipGradNorm_` takes it.
    */
-  clipGradNorm_(maxNorm: number, normType: number | "inf" = 2): Tensor {
+  clipGradNorm_(
+    maxNorm: number,
+    normTypeOrOptions: number | "inf" | { normType?: number | "inf" } = 2,
+  ): Tensor {
     const op = `${NAME}.clipGradNorm_`;
     if (typeof maxNorm !== "number" || Number.isNaN(maxNorm)) {
       throw new TypeError(`${op}: maxNorm must be a number, got ${String(maxNorm)}`);
     }
+    const normType = typeof normTypeOrOptions === "object" && normTypeOrOptions !== null
+      ? (normTypeOrOptions.normType ?? 2)
+      : normTypeOrOptions;
     const p = normType === "inf" ? Infinity : normType;
     if (typeof p !== "number" || !(p > 0)) {
       throw new RangeError(
@@ -953,13 +848,19 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     const dtype = withParams ? withParams.#shard.dtype : "float32";
     const home = withParams ? withParams.#home : this.device;
     return noGrad(() => {
+      const grads: Tensor[] = [];
       const local = units.flatMap((u) => {
-        const g = u.#shard.grad;
-        if (!g) return [];
-        // Replicated (NO_SHARD) gradients count once, not once per rank.
+        // Replicated (NO_SHARD) gradients count once, not once per rank; ignored ones are each rank's own.
         const scale = u.#ranks() === 1 && u.#group.worldSize > 1 ? 1 / u.#group.worldSize : 1;
-        if (p === Infinity) return [g.abs().max()];
-        return [g.abs().pow(p).sum().mul(scale)];
+        const own = [
+          ...(u.#shard.grad ? [[u.#shard.grad, scale] as const] : []),
+          ...u.#ignored.flatMap(([, q]) => q.grad ? [[q.grad, 1] as const] : []),
+        ];
+        return own.map(([g, s]) => {
+          grads.push(g);
+          const term = p === Infinity ? g.abs().max() : g.abs().pow(p).sum().mul(s);
+          return term.to(home);
+        });
       });
       let total = local.length === 0
         ? full([], 0, { dtype, device: home })
@@ -970,7 +871,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       if (p !== Infinity) total = total.pow(1 / p);
       const coefficient = full([], maxNorm, { dtype, device: home })
         .div(total.add(1e-6)).clamp(undefined, 1);
-      for (const u of units) u.#shard.grad?._assign(u.#shard.grad.mul(coefficient));
+      for (const g of grads) g._assign(g.mul(coefficient.to(g.device)));
       return total;
     });
   }
@@ -1023,56 +924,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     if (!(model instanceof FullyShardedDataParallel)) {
       throw new TypeError(`${NAME}.optimStateDict: model must be a FullyShardedDataParallel`);
     }
-    const sd = optimizer.stateDict();
-    const params = optimizer.params;
-    const plainIndex = new Map(model.module.parameters().map((p, i) => [p, i]));
-    const state: Record<number, ParamState> = {};
-    const originals = new Map<number, number[]>();
-    noGrad(() => {
-      for (const unit of model.#units()) {
-        const i = params.indexOf(unit.#shard);
-        if (i < 0 || unit.#params.length === 0) continue;
-        originals.set(i, unit.#params.map((p) => plainIndex.get(p)!));
-        const entries = Object.entries((sd.state[i] ?? {}) as ParamState);
-        const perParam = unit.#params.map(() => ({} as ParamState));
-        for (const [key, value] of entries) {
-          if (typeof value === "number" || value.numel() !== unit.#shardNumel()) {
-            perParam.forEach((st) => (st[key] = typeof value === "number" ? value : value.clone()));
-            continue;
-          }
-          let flat = value.reshape([-1]);
-          if (unit.#ranks() > 1) {
-            flat = empty([unit.#shardNumel() * unit.#ranks()], value.dtype, value.device);
-            allGatherIntoTensor(flat, value.reshape([-1]), { group: unit.#groupOption });
-          }
-          let at = 0;
-          unit.#params.forEach((p, k) => {
-            perParam[k][key] = flat.narrow(0, at, p.numel()).reshape(p.shape).clone();
-            at += p.numel();
-          });
-        }
-        unit.#params.forEach((p, k) => {
-          if (entries.length > 0) state[plainIndex.get(p)!] = perParam[k];
-        });
-      }
-      // The ignored modules' parameters: their own state, as the plain optimizer's.
-      for (const [, p] of model.#units().flatMap((u) => u.#ignored)) {
-        const i = params.indexOf(p);
-        if (i < 0) continue;
-        const at = plainIndex.get(p)!;
-        originals.set(i, [at]);
-        const entry = sd.state[i] as ParamState | undefined;
-        if (!entry) continue;
-        state[at] = Object.fromEntries(
-          Object.entries(entry).map(([k, v]) => [k, typeof v === "number" ? v : v.clone()]),
-        );
-      }
-    });
-    const groups = sd.param_groups.map((group) => ({
-      ...group,
-      params: group.params.flatMap((i) => originals.get(i) ?? []).sort((a, b) => a - b),
-    }));
-    return { state, param_groups: groups };
+    return optimStateDictOf(model.#view(), optimizer);
   }
 
   /**
@@ -1116,70 +968,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     if (!(model instanceof FullyShardedDataParallel)) {
       throw new TypeError(`${op}: model must be a FullyShardedDataParallel`);
     }
-    const group = model.#group;
-    type Wire = { error: string } | {
-      state: Record<
-        string,
-        Record<string, number | { shape: number[]; dtype: string; data: TypedArray }>
-      >;
-      param_groups: OptimizerStateDict["param_groups"];
-    };
-    let payload: Wire | null = null;
-    if (group.rank === 0) {
-      const full = fullOptimStateDict as OptimizerStateDict | null;
-      if (typeof full !== "object" || full === null || !Array.isArray(full.param_groups)) {
-        payload = {
-          error:
-            `${op}: rank 0 must pass the full optimizer state dict ({ state, param_groups }), got ${
-              full === null
-                ? "null"
-                : typeof full === "object"
-                ? "an object without param_groups"
-                : typeof full
-            }`,
-        };
-      } else {
-        const state: Record<
-          string,
-          Record<string, number | { shape: number[]; dtype: string; data: TypedArray }>
-        > = {};
-        for (const [i, entry] of Object.entries(full.state ?? {})) {
-          state[i] = {};
-          for (const [k, v] of Object.entries(entry as ParamState)) {
-            state[i][k] = typeof v === "number"
-              ? v
-              : { shape: [...v.shape], dtype: v.dtype, data: await v.data() };
-          }
-        }
-        payload = { state, param_groups: full.param_groups };
-      }
-    }
-    const list: unknown[] = [payload];
-    await broadcastObjectList(list, {
-      src: group.members?.[0] ?? 0,
-      group: model.#groupOption,
-    });
-    const got = list[0] as Wire;
-    if ("error" in got) throw new DistributedError(got.error, [group.members?.[0] ?? 0]);
-    const state: Record<number, ParamState> = {};
-    for (const [i, entry] of Object.entries(got.state)) {
-      const st: ParamState = {};
-      for (const [k, v] of Object.entries(entry)) {
-        st[k] = typeof v === "number"
-          ? v
-          : tensorOf(v.data, { dtype: v.dtype as Tensor["dtype"], device: model.device })
-            .reshape(v.shape);
-      }
-      state[Number(i)] = st;
-    }
-    const sharded = FullyShardedDataParallel.shardFullOptimStateDict(
-      { state, param_groups: got.param_groups },
-      model,
-    );
-    for (const entry of Object.values(state)) {
-      for (const v of Object.values(entry)) if (typeof v !== "number") v.dispose();
-    }
-    return sharded;
+    return await scatterFullOptimStateDictOf(fullOptimStateDict, model.#view());
   }
 
   /**
@@ -1198,20 +987,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     if (!(model instanceof FullyShardedDataParallel)) {
       throw new TypeError(`${op}: model must be a FullyShardedDataParallel`);
     }
-    const mine = model.parameters();
-    const theirs = optimizer?.params ?? [];
-    const at = mine.findIndex((p, i) => theirs[i] !== p);
-    if (at >= 0 || theirs.length !== mine.length) {
-      const names = model.namedParameters().map(([k]) => k);
-      throw new Error(
-        `${op}: the optimizer must hold model.parameters() in order (${mine.length}: ${
-          names.join(", ")
-        }), but it holds ${theirs.length} parameter(s)${
-          at >= 0 ? ` and its parameter ${at} is not ${names[at]}` : ""
-        }; make it from model.parameters()`,
-      );
-    }
-    return FullyShardedDataParallel.shardFullOptimStateDict(optimStateDict, model);
+    return optimStateDictToLoadOf(optimStateDict, model.#view(), optimizer);
   }
 
   /**
@@ -1235,98 +1011,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     if (!(model instanceof FullyShardedDataParallel)) {
       throw new TypeError(`${op}: model must be a FullyShardedDataParallel`);
     }
-    const full = fullOptimStateDict as OptimizerStateDict;
-    if (typeof full !== "object" || full === null || !Array.isArray(full.param_groups)) {
-      throw new TypeError(`${op}: expected an optimizer state dict ({ state, param_groups })`);
-    }
-    const plain = model.module.namedParameters().map(([k, p]) => [model.#cleanKey(k), p] as const);
-    const nameOf = (i: number) => `${i} (${plain[i][0]})`;
-    const stateKeys = Object.keys(full.state ?? {}).map(Number);
-    const groupKeys = full.param_groups.flatMap((g) => g.params);
-    const outside = [...stateKeys, ...groupKeys].filter((i) =>
-      !Number.isInteger(i) || i < 0 || i >= plain.length
-    );
-    if (outside.length > 0) {
-      throw new RangeError(
-        `${op}: the state dict names parameter ${
-          outside[0]
-        }, but the plain module of model has ${plain.length} parameters (a dict of another model?)`,
-      );
-    }
-    const plainIndex = new Map(plain.map(([, p], i) => [p as Parameter, i]));
-    const shardIndex = new Map(model.parameters().map((p, i) => [p, i]));
-    const state: Record<number, ParamState> = {};
-    const unitOf = new Map<number, number>();
-    noGrad(() => {
-      for (const unit of model.#units()) {
-        const at = shardIndex.get(unit.#shard);
-        if (at === undefined || unit.#params.length === 0) continue;
-        const indices = unit.#params.map((p) => plainIndex.get(p)!);
-        indices.forEach((i) => unitOf.set(i, at));
-        const entries = indices.map((i) => (full.state[i] ?? {}) as ParamState);
-        const keys = [...new Set(entries.flatMap((e) => Object.keys(e)))];
-        if (keys.length === 0) continue;
-        const sharded: ParamState = {};
-        for (const key of keys) {
-          const values = entries.map((e) => e[key]);
-          const known = values.find((v) => v !== undefined)!;
-          // A number or a 0-d tensor (a step count) is the unit's, taken from the first parameter's.
-          if (typeof known === "number" || known.ndim === 0) {
-            sharded[key] = typeof known === "number" ? known : known.clone();
-            continue;
-          }
-          const pieces = values.map((v, k) => {
-            const p = unit.#params[k];
-            if (v === undefined) return p.zerosLike().detach().to(unit.#home);
-            const t = v as Tensor;
-            if (typeof v === "number" || formatShape(t.shape) !== formatShape(p.shape)) {
-              throw new RangeError(
-                `${op}: state ${indices[k]}.${key} has shape ${
-                  typeof v === "number" ? "[] (a number)" : formatShape(t.shape)
-                }, but parameter ${nameOf(indices[k])} has ${
-                  formatShape(p.shape)
-                } (a dict of another model, or a sharded one: pass FSDP.optimStateDict's full dict)`,
-              );
-            }
-            return t.to(unit.#home);
-          });
-          const flat = unit.#flatten(pieces);
-          const mine = unit.#part(flat);
-          if (mine !== flat) flat.dispose();
-          sharded[key] = mine;
-        }
-        state[at] = sharded;
-      }
-      for (const [, p] of model.#units().flatMap((u) => u.#ignored)) {
-        const at = shardIndex.get(p);
-        const i = plainIndex.get(p);
-        if (at === undefined || i === undefined) continue;
-        unitOf.set(i, at);
-        const entry = full.state[i] as ParamState | undefined;
-        if (!entry) continue;
-        const st: ParamState = {};
-        for (const [key, v] of Object.entries(entry)) {
-          if (
-            typeof v !== "number" && v.ndim > 0 && formatShape(v.shape) !== formatShape(p.shape)
-          ) {
-            throw new RangeError(
-              `${op}: state ${i}.${key} has shape ${formatShape(v.shape)}, but parameter ${
-                nameOf(i)
-              } (of an ignored module) has ${formatShape(p.shape)}`,
-            );
-          }
-          st[key] = typeof v === "number" ? v : v.to(p.device).clone();
-        }
-        state[at] = st;
-      }
-    });
-    const groups = full.param_groups.map((group) => {
-      const shards = [...new Set(group.params.map((i) => unitOf.get(i)))]
-        .filter((i): i is number => i !== undefined)
-        .sort((a, b) => a - b);
-      return { ...group, params: shards };
-    });
-    return { state, param_groups: groups };
+    return shardFullOptimStateDictOf(fullOptimStateDict, model.#view());
   }
 
   /** `key` of `module`'s state dict without the `module.` steps through nested units. */
@@ -1345,57 +1030,6 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   }
 
   /**
-   * The original parameters' keys (as the plain module names them) with
-   * the parameters; `whole`: the ignored modules' parameters and the
-   * buffers (every rank holds them whole).
-   */
-  #plainEntries(): { params: [string, Parameter][]; whole: [string, Tensor][] } {
-    const managed = new Set(this.#units().flatMap((u) => u.#params));
-    const named = this.module.namedParameters().map(([k, p]) =>
-      [this.#cleanKey(k), p] as [string, Parameter]
-    );
-    return {
-      params: named.filter(([, p]) => managed.has(p)),
-      whole: [
-        ...named.filter(([, p]) => !managed.has(p)),
-        ...this.module.namedBuffers().map(([k, t]) => [this.#cleanKey(k), t] as [string, Tensor]),
-      ],
-    };
-  }
-
-  /** Adds the {@link SHARD_INFO_PREFIX} entry of this rank to a SHARDED or LOCAL dict. */
-  #addShardInfo(out: Record<string, Tensor>): void {
-    const { rank, worldSize } = this.#group;
-    out[`${SHARD_INFO_PREFIX}.rank${rank}.of${worldSize}`] = tensorOf([rank, worldSize], {
-      dtype: "int32",
-      device: resolveDevice("cpu"),
-    });
-  }
-
-  /**
-   * Checks a SHARDED or LOCAL dict's {@link SHARD_INFO_PREFIX} key (LOCAL
-   * dicts saved before it existed have none) against this rank and world
-   * size: another rank's or world size's dict is an error (PyTorch's
-   * ShardedTensor metadata), not a silently wrong model.
-   */
-  #checkShardInfo(infoKeys: string[], what: string): string | null {
-    const here = this.#group;
-    const op =
-      `${NAME}.loadStateDict (${what}) on rank ${here.rank} of world size ${here.worldSize}`;
-    if (infoKeys.length > 1) {
-      return `${op}: the dict holds ${infoKeys.join(", ")} (several ranks' dicts merged?)`;
-    }
-    if (infoKeys.length === 0) return null;
-    const m = /^_fsdpShard\.rank(\d+)\.of(\d+)$/.exec(infoKeys[0]);
-    if (!m) return `${op}: malformed key ${infoKeys[0]}`;
-    const [rank, worldSize] = [Number(m[1]), Number(m[2])];
-    if (rank === here.rank && worldSize === here.worldSize) return null;
-    return `${op}: the dict is rank ${rank}'s of world size ${worldSize}${
-      worldSize === here.worldSize ? " (each rank loads the dict it saved)" : ""
-    }; a ${what} loads only at the world size it was saved with (a FULL_STATE_DICT loads at any)`;
-  }
-
-  /**
    * The state dict of the type {@link stateDictType} set (default
    * `FULL_STATE_DICT`): the original parameters, unflattened, and the
    * buffers, under the names the plain module has (copies: they do not
@@ -1411,50 +1045,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
    */
   override stateDict(): Record<string, Tensor> {
     const type = dictTypes.get(this) ?? StateDictType.FULL_STATE_DICT;
-    const out: Record<string, Tensor> = {};
-    if (type === StateDictType.LOCAL_STATE_DICT) {
-      noGrad(() => {
-        for (const [k, t] of this.namedParameters()) out[k] = t.detach().clone();
-        for (const [k, t] of this.module.namedBuffers()) {
-          out[this.#cleanKey(k)] = t.detach().clone();
-        }
-      });
-      this.#addShardInfo(out);
-      return out;
-    }
-    if (type === StateDictType.SHARDED_STATE_DICT) {
-      const { rank, worldSize } = this.#group;
-      this.summonFullParams(() =>
-        noGrad(() => {
-          const { params, whole } = this.#plainEntries();
-          for (const [k, p] of params) {
-            const meta = shardedTensorMetadata(p.shape, rank, worldSize);
-            if (p.ndim === 0) {
-              out[k] = rank === 0 ? p.detach().clone() : empty([0], p.dtype, p.device);
-            } else if (meta.shape[0] === 0) out[k] = empty(meta.shape, p.dtype, p.device);
-            else out[k] = p.detach().narrow(0, meta.offsets[0], meta.shape[0]).clone();
-          }
-          for (const [k, t] of whole) out[k] = t.detach().clone();
-        }), { writeback: false });
-      this.#addShardInfo(out);
-      return out;
-    }
-    const config = dictConfigs.get(this);
-    const host = config?.offloadToCpu ? resolveDevice("cpu") : null;
-    this.summonFullParams(() =>
-      noGrad(() => {
-        for (const [k, t] of Object.entries(this.module.stateDict())) {
-          // `.to` of a tensor already there is itself, which the summon's end frees.
-          out[this.#cleanKey(k)] = host && t.device !== host
-            ? t.detach().to(host)
-            : t.detach().clone();
-        }
-      }), { writeback: false });
-    if (config?.rank0Only && this.#group.rank !== 0) {
-      for (const t of Object.values(out)) t.dispose();
-      return {};
-    }
-    return out;
+    return stateDictOf(this.#view(), type, dictConfigs.get(this));
   }
 
   /**
@@ -1482,7 +1073,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
       ...r: unknown[]
     ) => ReturnType<Module["loadStateDict"]>;
     if (type === StateDictType.LOCAL_STATE_DICT || type === StateDictType.SHARDED_STATE_DICT) {
-      return this.#loadSharded(type, stateDict) as ReturnType<Module["loadStateDict"]>;
+      return loadShardedOf(this.#view(), type, stateDict) as ReturnType<Module["loadStateDict"]>;
     }
     return this.summonFullParams(() => {
       const inner = new Map(
@@ -1494,88 +1085,33 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     });
   }
 
-  /** {@link loadStateDict} of a LOCAL or SHARDED dict. */
-  #loadSharded(
-    type: StateDictType,
-    stateDict: Record<string, Tensor>,
-  ): { missingKeys: string[]; unexpectedKeys: string[] } {
-    const sharded = type === StateDictType.SHARDED_STATE_DICT;
-    const { rank, worldSize } = this.#group;
-    const { params, whole } = this.#plainEntries();
-    const buffers = this.module.namedBuffers().map(([k, t]) => [this.#cleanKey(k), t] as const);
-    const targets: (readonly [string, Tensor])[] = sharded
-      ? [...params, ...whole]
-      : [...this.namedParameters(), ...buffers];
-    const known = new Set(targets.map(([k]) => k));
-    const infoKeys = Object.keys(stateDict).filter((k) => k.startsWith(`${SHARD_INFO_PREFIX}.`));
-    const missing = targets.map(([k]) => k).filter((k) => !(k in stateDict));
-    if (sharded && infoKeys.length === 0) missing.push(`${SHARD_INFO_PREFIX}.rank<r>.of<n>`);
-    const unexpected = Object.keys(stateDict).filter((k) => !known.has(k) && !infoKeys.includes(k));
-    let problem: string | null = null;
-    if (missing.length > 0 || unexpected.length > 0) {
-      problem = `${NAME}.loadStateDict (${type}) on rank ${rank}: missing key(s) ${
-        missing.join(", ") || "none"
-      }; unexpected key(s) ${unexpected.join(", ") || "none"}`;
-    }
-    problem ??= this.#checkShardInfo(infoKeys, type);
-    if (problem === null) {
-      const paramSet = new Set<Tensor>(params.map(([, p]) => p));
-      for (const [k, t] of targets) {
-        const v = stateDict[k];
-        const chunk = sharded && paramSet.has(t);
-        const want = chunk
-          ? (t.ndim === 0 && rank !== 0
-            ? [0]
-            : shardedTensorMetadata(t.shape, rank, worldSize).shape)
-          : t.shape;
-        const fits = chunk || !sharded ? v.numel() === want.reduce((n, d) => n * d, 1) : false;
-        const exact = formatShape(v.shape) === formatShape(want);
-        if (!(sharded ? exact : fits || exact)) {
-          problem =
-            `${NAME}.loadStateDict (${type}) on rank ${rank} of world size ${worldSize}: ${k} has shape ${
-              formatShape(v.shape)
-            }, but this rank's ${chunk ? `chunk of ${formatShape(t.shape)}` : "tensor"} is ${
-              formatShape(want)
-            } (a ${type} loads only at the world size and wrapping it was saved with, each rank its own)`;
-          break;
-        }
-        if (v.dtype !== t.dtype) {
-          problem =
-            `${NAME}.loadStateDict (${type}) on rank ${rank}: ${k} is ${v.dtype}, the model's is ${t.dtype}`;
-          break;
-        }
-      }
-    }
-    agree(this.#group, `${NAME}.loadStateDict (${type})`, problem);
-    if (!sharded) {
-      noGrad(() => {
-        for (const [k, t] of targets) t.copy_(stateDict[k].to(t.device).reshape(t.shape));
-      });
-      return { missingKeys: [], unexpectedKeys: [] };
-    }
-    this.summonFullParams(() =>
-      noGrad(() => {
-        for (const [k, p] of params) {
-          const v = stateDict[k].to(p.device);
-          if (worldSize === 1) {
-            p.copy_(v.reshape(p.shape));
-            continue;
-          }
-          // PyTorch's load hook: pad each chunk to ceil(d0 / N) rows, all-gather, cut.
-          const rows = p.ndim === 0 ? 1 : Math.ceil(p.shape[0] / worldSize);
-          const per = p.ndim === 0 ? 1 : rows * (p.numel() / Math.max(p.shape[0], 1));
-          const mine = v.reshape([-1]);
-          const padded = mine.numel() === per
-            ? mine
-            : cat([mine, full([per - mine.numel()], 0, { dtype: p.dtype, device: p.device })]);
-          const gathered = empty([per * worldSize], p.dtype, p.device);
-          allGatherIntoTensor(gathered, padded, { group: this.#groupOption });
-          p.copy_(gathered.narrow(0, 0, p.numel()).reshape(p.shape));
-        }
-        for (const [k, t] of whole) t.copy_(stateDict[k].to(t.device).reshape(t.shape));
-      })
-    );
-    return { missingKeys: [], unexpectedKeys: [] };
+  /** What state_dict.ts reads of this root (its private state). */
+  #view(): RootView {
+    return {
+      root: this,
+      module: this.module,
+      device: this.device,
+      group: this.#group,
+      groupOption: this.#groupOption,
+      units: this.#units().map((u) => u.#unitView()),
+      cleanKey: (key) => this.#cleanKey(key),
+      summon: (fn, options) => this.summonFullParams(fn, options),
+    };
+  }
+
+  /** What state_dict.ts reads of this unit. */
+  #unitView(): UnitView {
+    return {
+      shard: this.#shard,
+      params: this.#params,
+      ignored: this.#ignored,
+      home: this.#home,
+      ranks: this.#ranks(),
+      shardNumel: this.#shardNumel(),
+      groupOption: this.#groupOption,
+      flatten: (tensors) => this.#flatten(tensors),
+      part: (flat) => this.#part(flat),
+    };
   }
 }
 

@@ -6,4 +6,5 @@
  */
 
 export * from "./fully_sharded.ts";
+export * from "./state_dict_types.ts";
 export * from "./wrap.ts";
