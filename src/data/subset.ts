@@ -6,7 +6,7 @@
  */
 
 import { nextSeed } from "../ops/factory.ts";
-import { Generator } from "../random/generator.ts";
+import { Generator, generatorArgument } from "../random/generator.ts";
 import { seededRandom } from "../util.ts";
 import { hostIndexList } from "./indices.ts";
 import { Dataset } from "./dataset.ts";
@@ -145,13 +145,8 @@ export function randomSplit<T>(
     throw new RangeError(`randomSplit: seed must be a finite number, got ${options.seed}`);
   }
   const sizes = splitSizes(dataset.length, lengths);
-  const g = options.generator;
-  if (g !== undefined) {
-    if (!(g instanceof Generator)) {
-      throw new TypeError(
-        `randomSplit: generator must be a Generator (new Generator().manualSeed(seed)), got ${typeof g}`,
-      );
-    }
+  const g = generatorArgument("randomSplit", options.generator);
+  if (g) {
     if (options.seed !== undefined) {
       throw new TypeError("randomSplit: pass seed or generator, not both");
     }

@@ -15,7 +15,7 @@ import { isFloat } from "../dtype.ts";
 import { cast } from "../ops/elementwise.ts";
 import { inPlace } from "../ops/inplace.ts";
 import { normal, tensor, uniform } from "../ops/factory.ts";
-import { Generator } from "../random/generator.ts";
+import { type Generator, generatorArgument } from "../random/generator.ts";
 import { expand } from "../ops/view.ts";
 import { Tensor } from "../tensor.ts";
 import { bernoulli } from "./random.ts";
@@ -38,20 +38,6 @@ function fillWith(
   // A sample without history: recorded, the old values get no gradient (as copy_ of a constant).
   const sample = () => noGrad(() => cast(draw([...t.shape], { dtype, device: t.device }), t.dtype));
   return inPlace(op, t, [], sample, false);
-}
-
-/**
- * The generator of a fill, checked. PyTorch draws in memory order, which is
- * the logical order here: every multigrad tensor is contiguous.
- */
-function generatorOf(op: string, g: unknown): Generator | null {
-  if (g === undefined) return null;
-  if (!(g instanceof Generator)) {
-    throw new TypeError(
-      `${op}: generator must be a Generator (new Generator().manualSeed(seed)), got ${typeof g}`,
-    );
-  }
-  return g;
 }
 
 /** A host sample from `values` (PyTorch's cpu stream) in `shape` and `o`. */
@@ -100,7 +86,7 @@ export function uniform_(t: Tensor, options: UniformFillOptions = {}): Tensor {
       `uniform_: expects to - from <= the ${t.dtype} maximum ${max}, but found to=${to} and from=${from}`,
     );
   }
-  const g = generatorOf("uniform_", options.generator);
+  const g = generatorArgument("uniform_", options.generator);
   return fillWith(
     "uniform_",
     t,
@@ -128,7 +114,7 @@ export function normal_(t: Tensor, options: NormalFillOptions = {}): Tensor {
   checkNumber("normal_", "mean", mean);
   checkNumber("normal_", "std", std);
   if (std < 0) throw new RangeError(`normal_: expects std >= 0, but found std=${std}`);
-  const g = generatorOf("normal_", options.generator);
+  const g = generatorArgument("normal_", options.generator);
   return fillWith(
     "normal_",
     t,
@@ -163,7 +149,7 @@ export function bernoulli_(
 ): Tensor {
   // The options may come in p's place: bernoulli_(t, { generator }).
   if (typeof p === "object" && p !== null && !(p instanceof Tensor)) [p, options] = [0.5, p];
-  const g = generatorOf("bernoulli_", options.generator);
+  const g = generatorArgument("bernoulli_", options.generator);
   const generator = g ?? undefined;
   if (p instanceof Tensor) {
     if (!(t instanceof Tensor)) {
@@ -274,7 +260,7 @@ export function random_(
   // The options may come right after the bounds given: random_(t, { generator }), random_(t, 10, {...}).
   if (typeof fromOrTo === "object") [fromOrTo, options] = [undefined, fromOrTo];
   if (typeof to === "object") [to, options] = [undefined, to];
-  const g = generatorOf("random_", options.generator);
+  const g = generatorArgument("random_", options.generator);
   let from = 0;
   let end: number;
   if (to !== undefined) [from, end] = [fromOrTo ?? 0, to];

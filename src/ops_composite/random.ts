@@ -30,7 +30,7 @@ import {
 import { checkLater } from "../ops/check.ts";
 import { commonDevice, requireFloat } from "../ops/util.ts";
 import { stack } from "../ops/view.ts";
-import { Generator } from "../random/generator.ts";
+import { type Generator, generatorArgument } from "../random/generator.ts";
 import { searchsorted } from "./index_ops.ts";
 import { topk } from "./sort.ts";
 import { scan } from "./scan.ts";
@@ -84,16 +84,6 @@ export interface GeneratorOptions extends TensorOptions {
   generator?: Generator;
 }
 
-function checkGenerator(op: string, g: unknown): g is Generator {
-  if (g === undefined) return false;
-  if (!(g instanceof Generator)) {
-    throw new TypeError(
-      `${op}: generator must be a Generator (new Generator().manualSeed(seed)), got ${typeof g}`,
-    );
-  }
-  return true;
-}
-
 function randintDraw(
   op: string,
   low: number,
@@ -113,10 +103,11 @@ function randintDraw(
     checkInt32(high - 1, op);
   }
   const range = high - low;
-  if (checkGenerator(op, options.generator)) {
+  const generator = generatorArgument(op, options.generator);
+  if (generator) {
     // torch.randint is random_(low, high): a draw mod the range (64-bit for 2^32 or more).
     const n = shape.reduce((a, b) => a * b, 1);
-    const values = options.generator.integers(n, low, high, dtype);
+    const values = generator.integers(n, low, high, dtype);
     return finish(tensor(values, { dtype, device, shape }), options);
   }
   if (range > WIDEST) {
@@ -200,8 +191,9 @@ export function randperm(n: number, options: GeneratorOptions = {}): Tensor {
   }
   if (n > 2 ** 31) throw new RangeError(`randperm: n = ${n} does not fit int32`);
   const { dtype, device } = resolveFactory(options, "int32");
-  if (checkGenerator("randperm", options.generator)) {
-    return finish(tensor(options.generator.permutation(n), { dtype, device }), options);
+  const generator = generatorArgument("randperm", options.generator);
+  if (generator) {
+    return finish(tensor(generator.permutation(n), { dtype, device }), options);
   }
   // O(n) here, where sorting n random keys on the device took seconds at n = 1e6.
   const random = seededRandom(nextSeed());
@@ -235,9 +227,7 @@ export function bernoulli(probs: Tensor, options: { generator?: Generator } = {}
           bad > 0 ? `bernoulli: probs must be in [0, 1]; ${bad} of them are not (or NaN)` : null,
       );
     }
-    const generator = checkGenerator("bernoulli", options.generator)
-      ? options.generator
-      : undefined;
+    const generator = generatorArgument("bernoulli", options.generator) ?? undefined;
     const o = { dtype: probs.dtype, device: probs.device, generator };
     return rand([...probs.shape], o).lt(probs);
   });
@@ -390,7 +380,7 @@ export function normal(
       "normal: with tensor arguments the shape, dtype and device are theirs; pass only { generator } after std",
     );
   }
-  if (generator !== undefined) checkGenerator("normal", generator);
+  generatorArgument("normal", generator);
 
   if (typeof std === "number" && !(std >= 0)) {
     throw new RangeError(`normal: std must be >= 0, got ${std}`);

@@ -528,3 +528,17 @@ export class Generator implements HostRandom {
     return out;
   }
 }
+
+/**
+ * `op`'s `generator` argument: null when absent, else it must be a
+ * {@link Generator} (a clear error names the op and what came instead).
+ */
+export function generatorArgument(op: string, g: unknown): Generator | null {
+  if (g === undefined) return null;
+  if (!(g instanceof Generator)) {
+    throw new TypeError(
+      `${op}: generator must be a Generator (new Generator().manualSeed(seed)), got ${typeof g}`,
+    );
+  }
+  return g;
+}
