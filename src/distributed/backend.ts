@@ -11,7 +11,8 @@
  * @module
  */
 
-import { allocHost, type DType, type TypedArray } from "../dtype.ts";
+import type { DType, TypedArray } from "../dtype.ts";
+import { borrowHost, giveBackHost } from "./host_pool.ts";
 import type { Store } from "./store.ts";
 
 /**
@@ -541,7 +542,8 @@ export function reduceInto(
 /**
  * `allReduceVia` through one host array, for backends (or cases) without
  * exchange memory of their own: `fill` writes the whole array, the backend's
- * `allReduce` runs on it, `take` gets the result.
+ * `allReduce` runs on it, `take` gets the result (and must not keep it: the
+ * array is reused by the next call of the same dtype and length).
  */
 export async function allReduceViaHost(
   backend: ProcessGroupBackend,
@@ -550,8 +552,10 @@ export async function allReduceViaHost(
   fill: AllReduceFill,
   take: AllReduceTake,
 ): Promise<void> {
-  const host = allocHost(call.dtype!, numel);
+  const host = borrowHost(call.dtype!, numel);
   await fill(host, 0);
   await backend.allReduce(call, host);
   take(host, 0);
+  // Only after a success: a failed call's reads or receives may still land in it.
+  giveBackHost(host);
 }

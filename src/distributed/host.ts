@@ -7,38 +7,15 @@
  */
 
 import { noGrad } from "../autograd.ts";
-import { allocHost, type DType, dtypeOfArray, type TypedArray } from "../dtype.ts";
+import type { TypedArray } from "../dtype.ts";
+import { borrowHost, giveBackHost } from "./host_pool.ts";
 import { cat } from "../ops/view.ts";
 import type { Device } from "../device.ts";
 import type { Tensor } from "../tensor.ts";
 import type { CollectiveCall } from "./backend.ts";
 import type { ProcessGroup } from "./state.ts";
 
-// Host arrays collectives reuse, by type and length: a DDP step moves the
-// same buckets every time, and fresh multi-megabyte arrays cost page faults.
-const pools = new Map<string, TypedArray[]>();
-const lent = new WeakSet<TypedArray>();
-const POOL_DEPTH = 4;
-
-const poolKey = (dtype: DType, n: number) => `${dtype}:${n}`;
-
-/** A host array of `n` elements of `dtype` (contents undefined), from the pool when one is free. */
-export function borrowHost(dtype: DType, n: number): TypedArray {
-  const reused = pools.get(poolKey(dtype, n))?.pop();
-  const out = reused ?? allocHost(dtype, n);
-  lent.add(out);
-  return out;
-}
-
-/** Returns an array from {@link borrowHost} to the pool (others are ignored). */
-export function giveBackHost(array: TypedArray): void {
-  if (!lent.has(array)) return;
-  lent.delete(array);
-  const key = poolKey(dtypeOfArray(array), array.length);
-  const list = pools.get(key) ?? [];
-  if (list.length < POOL_DEPTH) list.push(array);
-  pools.set(key, list);
-}
+export { borrowHost, giveBackHost };
 
 /**
  * The values of `tensors` (one device, one dtype) concatenated on the host,
