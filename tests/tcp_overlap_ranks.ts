@@ -180,6 +180,16 @@ async function run(scenario: string, options: Record<string, number>): Promise<u
       const worldBad = await differ(world, (k) => Math.max(...ranks.map((q) => valueOf(q, 1, k))));
       return { sub, world: worldBad };
     }
+    case "kill": {
+      // Rank `victim` dies (no goodbye, no failure message) while its all-reduce is under way.
+      const t = tensor(new Float32Array(options.elements ?? 4 * BIG).fill(rank + 1));
+      const work = distributed.allReduce(t);
+      if (rank === options.victim) {
+        await new Promise((resolve) => setTimeout(resolve, options.delayMs ?? 0));
+        Deno.kill(Deno.pid, "SIGKILL");
+      }
+      return await caught(() => work.wait());
+    }
     default:
       throw new Error(`unknown scenario ${scenario}`);
   }
@@ -192,5 +202,16 @@ if (import.meta.main) {
   const rank = distributed.getRank();
   const result = await run(scenario, options);
   await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
+  if (options.victim !== undefined) {
+    // The survivors stay until each has its error: one that left sooner would be a second lost
+    // peer to a survivor that had not yet seen the victim's loss.
+    const survivors = Array.from({ length: distributed.getWorldSize() }, (_, q) => q)
+      .filter((q) => q !== options.victim);
+    for (const q of survivors) {
+      while (!(await Deno.stat(`${out}.${q}.json`).then(() => true, () => false))) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  }
   if (distributed.isInitialized()) await distributed.destroyProcessGroup();
 }

@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { tcpRun } from "./tcprun.ts";
+import { freePort, tcpRun } from "./tcprun.ts";
 import type { Order } from "./tcp_overlap_ranks.ts";
 
 const RANKS = new URL("./tcp_overlap_ranks.ts", import.meta.url);
@@ -76,6 +76,78 @@ Deno.test({
         );
         assert.deepEqual(r.ranks, [1]);
       });
+    }
+  },
+});
+
+/** Runs the `n` ranks of `scenario` as processes by hand (no launcher to stop the survivors). */
+async function byHand(scenario: string, options: Record<string, number>, n: number) {
+  const dir = await Deno.makeTempDir({ prefix: "multigrad_tcp_overlap_" });
+  try {
+    const port = String(freePort());
+    const outputs = await Promise.all(
+      Array.from({ length: n }, (_, rank) =>
+        new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", RANKS.pathname, `${dir}/r`, scenario, JSON.stringify(options)],
+          env: {
+            MASTER_ADDR: "127.0.0.1",
+            MASTER_PORT: port,
+            RANK: `${rank}`,
+            WORLD_SIZE: `${n}`,
+          },
+          stdout: "piped",
+          stderr: "piped",
+          // A rank that never ends fails the test instead of hanging it.
+          signal: AbortSignal.timeout(60_000),
+        }).output()),
+    );
+    const decoder = new TextDecoder();
+    const results = await Promise.all(
+      outputs.map(async (_, rank) =>
+        JSON.parse(await Deno.readTextFile(`${dir}/r.${rank}.json`).catch(() => "null")) as
+          | Failure
+          | null
+      ),
+    );
+    return {
+      codes: outputs.map((o) => o.code),
+      signals: outputs.map((o) => o.signal),
+      output: outputs.map((o) => decoder.decode(o.stdout) + decoder.decode(o.stderr)).join("\n"),
+      results,
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test({
+  name:
+    "tcp overlap: a rank SIGKILLed during a 3-rank ring all-reduce fails both others naming it, the one that only sends to it too",
+  ...opts,
+  fn: async () => {
+    // Rank 1 only writes to rank 2 in the ring (rank 0 reads from it): its failed write must
+    // word the loss as the failed read does, naming rank 2.
+    for (const delayMs of [0, 5]) {
+      const killed = await byHand(
+        "kill",
+        { timeoutMs: 40_000, delayMs, elements: 4_000_000, victim: 2 },
+        3,
+      );
+      assert.equal(killed.signals[2], "SIGKILL", killed.output);
+      for (const rank of [0, 1]) {
+        assert.equal(killed.codes[rank], 0, killed.output);
+        const r = killed.results[rank];
+        assert.ok(r && typeof r === "object", `rank ${rank}: ${killed.output}`);
+        assert.match(
+          r.message,
+          new RegExp(
+            `^allReduce #0 \\(sum\\) of float32 \\[4000000\\] on rank ${rank}: rank 2 is gone: its connection closed`,
+          ),
+          `rank ${rank}, delay ${delayMs} ms: ${r.message}`,
+        );
+        assert.deepEqual(r.ranks, [2], `rank ${rank}`);
+        assert.ok(r.ms < 30_000, `rank ${rank} took ${r.ms} ms`);
+      }
     }
   },
 });

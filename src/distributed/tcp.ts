@@ -203,8 +203,12 @@ class TcpBackend implements ProcessGroupBackend {
     ]);
   }
 
-  #send(q: number, channel: string, header: Int32Array, data: Uint8Array): Promise<void> {
-    return this.#mesh.send(this.members[q], `${this.#key}${channel}`, header, data);
+  /** Sends `data` to rank q with `call`'s header; a failed write is said as a failed receive is. */
+  #send(call: CollectiveCall, q: number, channel: string, data: Uint8Array): Promise<void> {
+    return this.#mesh.send(this.members[q], `${this.#key}${channel}`, call.header, data)
+      .catch((error) => {
+        throw this.#explain(call, q, error);
+      });
   }
 
   #receive(
@@ -250,7 +254,7 @@ class TcpBackend implements ProcessGroupBackend {
     await this.#settled(
       "c",
       Promise.all([
-        ...peers.map((q) => this.#send(q, "c", call.header, payload(q))),
+        ...peers.map((q) => this.#send(call, q, "c", payload(q))),
         ...peers.map(async (q) => {
           got[q] = await this.#receive(call, q, "c", deadline, late);
         }),
@@ -310,7 +314,7 @@ class TcpBackend implements ProcessGroupBackend {
       this.#scratch = null;
       if (!scratch || scratch.length < need) scratch = new Uint8Array(need);
       const links = {
-        sendNext: (chunk: TypedArray) => this.#send(next, "c", call.header, bytesOf(chunk)),
+        sendNext: (chunk: TypedArray) => this.#send(call, next, "c", bytesOf(chunk)),
         receivePrevious: async (into: Uint8Array) => {
           // The scratch is dropped after a failure: the mesh may read straight into it.
           const direct = into.buffer === scratch.buffer;
@@ -470,7 +474,7 @@ class TcpBackend implements ProcessGroupBackend {
     const dst = call.dst!;
     const tag = call.tag ?? 0;
     const deadline = performance.now() + this.#timeoutMs;
-    await this.#send(dst, `m${tag}`, call.header, bytesOf(data));
+    await this.#send(call, dst, `m${tag}`, bytesOf(data));
     const ack = await this.#receive(
       call,
       dst,
@@ -495,7 +499,7 @@ class TcpBackend implements ProcessGroupBackend {
       () => this.#lateError(call, [src]),
     );
     // The sender checks the same pair of headers with the acknowledgement.
-    await this.#send(src, `a${tag}`, call.header, NOTHING);
+    await this.#send(call, src, `a${tag}`, NOTHING);
     checkPair(message.header, call.header, src, this.rank);
     bytesOf(data).set(this.#sized(call, src, message.data, data.byteLength));
   }

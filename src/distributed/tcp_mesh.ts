@@ -365,7 +365,11 @@ export class Mesh {
       if (this.#writes[q] === settled) this.#writes[q] = null;
     });
     return written.catch((error) => {
-      throw new DistributedError(`cannot send to rank ${q}: ${error}`, [q]);
+      if (this.#closed) throw new DistributedError(`cannot send to rank ${q}: ${error}`, [q]);
+      // A write fails when the peer's end is gone (EPIPE, ECONNRESET): said as its reader says
+      // it (or as the reader already learnt it), whichever of the two notices first.
+      this.#lose(q, "lost", `its connection closed (the process exited or was killed: ${error})`);
+      throw this.goneError(q);
     });
   }
 
