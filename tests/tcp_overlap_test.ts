@@ -151,3 +151,24 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "tcp overlap: a large all-reduce of a longer array on one rank is the same error on every rank",
+  ...opts,
+  fn: async () => {
+    for (const n of [2, 3]) {
+      const longer = await tcpRun<Failure>(RANKS, n, "mismatch", { longer: 1 });
+      assert.equal(longer.code, 0, longer.output);
+      longer.results.forEach((r, rank) => {
+        assert.ok(r, `rank ${rank} of ${n}: ${longer.output}`);
+        assert.match(
+          r.message,
+          /^collective mismatch: .*ranks? 0(, 2)? called allReduce #0 \(sum\) of float32 \[262147\]; rank 1 called allReduce #0 \(sum\) of float32 \[262148\]/,
+          `rank ${rank} of ${n}`,
+        );
+        assert.deepEqual(r.ranks, [1]);
+      });
+    }
+  },
+});
