@@ -163,6 +163,13 @@ export interface DataLoaderOptions<T, B> {
   /**
    * The indices to visit, in order, each epoch (a `Sampler` such as
    * `DistributedSampler`, or any iterable of indices); replaces `shuffle`.
+   * Without workers it is read as the batches are asked for (as PyTorch's
+   * `BatchSampler` reads it), so a sampler drawing from a `Generator`
+   * and draws from it inside the loop interleave as in PyTorch; an index
+   * outside the dataset is an error when its batch is asked for. With
+   * `numWorkers > 0` it is read whole as the epoch starts (PyTorch reads
+   * it only as far as the workers' queued batches), so draws from its
+   * `Generator` inside the loop then differ from PyTorch's.
    */
   sampler?: Iterable<number>;
   /**
@@ -640,6 +647,35 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     return this.#checked([...this.sampler!], "the sampler", "");
   }
 
+  /**
+   * The sampler's indices in batches, read from it only as each batch is
+   * asked for, as PyTorch's `BatchSampler` reads a sampler: draws a
+   * sampler makes from a `Generator` then interleave with draws from it
+   * inside the loop as in PyTorch (a loader with `device` reads one batch
+   * ahead, as its prefetch).
+   */
+  *#sampledBatches(batchSize: number): Generator<{ indices: Int32Array; contiguous: boolean }> {
+    const n = (this.dataset as Dataset<T>).length;
+    let batch: number[] = [];
+    let at = 0;
+    for (const index of this.sampler!) {
+      if (!Number.isInteger(index) || index < 0 || index >= n) {
+        throw new RangeError(
+          `DataLoader: the sampler gave index ${index} (position ${at}), outside the dataset's ${n} samples`,
+        );
+      }
+      at++;
+      batch.push(index);
+      if (batch.length === batchSize) {
+        yield { indices: Int32Array.from(batch), contiguous: false };
+        batch = [];
+      }
+    }
+    if (batch.length > 0 && !this.dropLast) {
+      yield { indices: Int32Array.from(batch), contiguous: false };
+    }
+  }
+
   /** `indices` as an Int32Array, each checked against the dataset. */
   #checked(indices: readonly number[], from: string, where: string): Int32Array {
     const n = (this.dataset as Dataset<T>).length;
@@ -703,6 +739,10 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
         b++;
         yield { indices, contiguous: false };
       }
+      return;
+    }
+    if (order === undefined && this.sampler !== null) {
+      yield* this.#sampledBatches(batchSize);
       return;
     }
     order ??= this.#order();

@@ -285,10 +285,8 @@ export interface WeightedRandomSamplerOptions extends SamplerRandomOptions {
  * up, the zero-weight indices follow in index order (PyTorch also gives
  * them last, in an order of its own).
  *
- * With a `Generator`, draws are `torch.multinomial`'s exactly, for
- * `replacement: true` and `numSamples > 1` only (PyTorch draws the other
- * cases through `exponential_`, whose cpu stream is not reproduced: those
- * are refused with a Generator).
+ * With a `Generator`, draws are `torch.multinomial`'s exactly (PyTorch
+ * 1.13 cpu, float64 weights), with or without replacement.
  *
  * Bad weights (negative, NaN, infinite, all zero) and `numSamples` above
  * the number of weights without replacement are refused here, where
@@ -377,12 +375,6 @@ export class WeightedRandomSampler extends Sampler {
     this.#cumulative = this.#scaled.map((w) => (sum += w));
     this.#random = randomSource(op, options);
     this.#torch = options.generator instanceof Generator ? options.generator : null;
-    if (this.#torch && !(replacement && numSamples > 1)) {
-      // torch.multinomial draws these through exponential_, whose cpu stream is not reproduced.
-      throw new RangeError(
-        `${op}: with a Generator only replacement=true and numSamples > 1 reproduce PyTorch's draws (got replacement=${replacement}, numSamples=${numSamples}); pass a seed or a float function instead`,
-      );
-    }
   }
 
   /** Indices per epoch (`numSamples`). */
@@ -393,8 +385,8 @@ export class WeightedRandomSampler extends Sampler {
   /** One epoch of weighted draws. */
   *[Symbol.iterator](): Iterator<number> {
     if (this.#torch) {
-      // torch.multinomial(replacement=True) on the float64 weights, as PyTorch's cpu kernel.
-      yield* this.#torch.multinomialWithReplacement(this.weights, this.numSamples);
+      // torch.multinomial on the float64 weights, as PyTorch's cpu kernels.
+      yield* this.#torch.multinomial(this.weights, 1, this.numSamples, this.replacement, "float64");
       return;
     }
     const random = this.#random();

@@ -6,7 +6,9 @@
  * gives the old values no gradient, and a leaf that requires grad is refused
  * unless inside `noGrad` (as `nn.init` runs), as in PyTorch. The numbers are
  * multigrad's generator's, not PyTorch's: only their distribution matches;
- * given a `Generator` (`uniform_`, `normal_`, `random_`), PyTorch's own cpu values.
+ * given a `Generator` (every fill here), PyTorch 1.13's own cpu values
+ * (float64 `exponential_`, `cauchy_`, `logNormal_`: a rare last-bits
+ * difference, V8's log/tan/exp against glibc's; see `Generator`).
  * @module
  */
 
@@ -104,7 +106,7 @@ export interface NormalFillOptions {
   mean?: number;
   /** Standard deviation (default 1; for `logNormal_`, of the log, default 2). */
   std?: number;
-  /** `normal_` only: draw PyTorch's exact cpu stream from this generator. */
+  /** Draw PyTorch's exact cpu stream from this generator. */
   generator?: Generator;
 }
 
@@ -132,7 +134,25 @@ export function logNormal_(t: Tensor, options: NormalFillOptions = {}): Tensor {
   checkNumber("logNormal_", "mean", mean);
   checkNumber("logNormal_", "std", std);
   if (!(std > 0)) throw new RangeError(`logNormal_: expects std > 0, but found std=${std}`);
-  return fillWith("logNormal_", t, true, (shape, o) => normal(shape, mean, std, o).exp());
+  const g = generatorArgument("logNormal_", options.generator);
+  return fillWith(
+    "logNormal_",
+    t,
+    true,
+    (shape, o) =>
+      g
+        ? hostSample(g.logNormal(t.numel(), mean, std), shape, o)
+        : normal(shape, mean, std, o).exp(),
+  );
+}
+
+/** `options` given in the place of a number argument (`exponential_(t, { generator })`). */
+function splitOptions(
+  value: number | RandomFillOptions,
+  fallback: number,
+  options: RandomFillOptions,
+): [number, RandomFillOptions] {
+  return typeof value === "object" && value !== null ? [fallback, value] : [value, options];
 }
 
 /**
@@ -174,39 +194,80 @@ export function bernoulli_(
   return fillWith("bernoulli_", t, false, (shape, o) => uniform(shape, 0, 1, o).lt(q));
 }
 
-/** Fills `t` with Exp(lambd) draws (density `lambd·e^(-lambd·x)`) in place (float tensors). */
-export function exponential_(t: Tensor, lambd = 1): Tensor {
-  checkNumber("exponential_", "lambd", lambd);
-  if (lambd < 0) throw new RangeError(`exponential_: expects lambd >= 0, but found lambd=${lambd}`);
+/**
+ * Fills `t` with Exp(lambd) draws (density `lambd·e^(-lambd·x)`) in place
+ * (float tensors); `exponential_(t, { generator })` or
+ * `exponential_(t, lambd, { generator })` draws PyTorch's cpu values.
+ */
+export function exponential_(
+  t: Tensor,
+  lambd: number | RandomFillOptions = 1,
+  options: RandomFillOptions = {},
+): Tensor {
+  const [rate, fillOptions] = splitOptions(lambd, 1, options);
+  checkNumber("exponential_", "lambd", rate);
+  if (rate < 0) throw new RangeError(`exponential_: expects lambd >= 0, but found lambd=${rate}`);
+  const g = generatorArgument("exponential_", fillOptions.generator);
   // 1 - u lies in (0, 1], so the log is finite.
   return fillWith(
     "exponential_",
     t,
     true,
-    (shape, o) => uniform(shape, 0, 1, o).neg().log1p().neg().div(lambd),
+    (shape, o) =>
+      g
+        ? hostSample(g.exponential(t.numel(), rate), shape, o)
+        : uniform(shape, 0, 1, o).neg().log1p().neg().div(rate),
   );
 }
 
-/** Fills `t` with Cauchy(median, sigma) draws in place (`Tensor.cauchy_`; float tensors). */
-export function cauchy_(t: Tensor, median = 0, sigma = 1): Tensor {
-  checkNumber("cauchy_", "median", median);
-  checkNumber("cauchy_", "sigma", sigma);
+/**
+ * Fills `t` with Cauchy(median, sigma) draws in place (`Tensor.cauchy_`;
+ * float tensors); with `{ generator }` last, PyTorch's cpu values.
+ */
+export function cauchy_(
+  t: Tensor,
+  median: number | RandomFillOptions = 0,
+  sigma: number | RandomFillOptions = 1,
+  options: RandomFillOptions = {},
+): Tensor {
+  const [m, afterMedian] = splitOptions(median, 0, options);
+  const [s, fillOptions] = splitOptions(sigma, 1, afterMedian);
+  checkNumber("cauchy_", "median", m);
+  checkNumber("cauchy_", "sigma", s);
+  const g = generatorArgument("cauchy_", fillOptions.generator);
   return fillWith(
     "cauchy_",
     t,
     true,
-    (shape, o) => uniform(shape, -0.5, 0.5, o).mul(Math.PI).tan().mul(sigma).add(median),
+    (shape, o) =>
+      g
+        ? hostSample(g.cauchy(t.numel(), m, s), shape, o)
+        : uniform(shape, -0.5, 0.5, o).mul(Math.PI).tan().mul(s).add(m),
   );
 }
 
 /**
  * Fills `t` with the number of Bernoulli(p) trials up to the first success
- * (1, 2, ...) in place (`Tensor.geometric_`; any dtype).
+ * (1, 2, ...) in place (`Tensor.geometric_`; any dtype); with
+ * `{ generator }`, PyTorch's cpu values.
  */
-export function geometric_(t: Tensor, p: number): Tensor {
+export function geometric_(t: Tensor, p: number, options: RandomFillOptions = {}): Tensor {
   checkNumber("geometric_", "p", p);
   if (!(p > 0 && p < 1)) {
     throw new RangeError(`geometric_: expects p in (0, 1), but got p=${p}`);
+  }
+  const g = generatorArgument("geometric_", options.generator);
+  if (g) {
+    if (!(t instanceof Tensor)) {
+      throw new TypeError(`geometric_: expected a Tensor, got ${typeof t}`);
+    }
+    const values = g.geometric(t.numel(), p);
+    return fillWith(
+      "geometric_",
+      t,
+      false,
+      (shape, o) => tensor(values, { dtype: t.dtype, device: o.device, shape }),
+    );
   }
   return fillWith(
     "geometric_",

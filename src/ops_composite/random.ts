@@ -5,8 +5,9 @@
  * (`rand`), so `manualSeed` repeats them and cpu and webgpu give the same
  * numbers for the same seed. PyTorch's generator is a different one: the
  * numbers follow the same distributions, not PyTorch's values, unless a
- * `Generator` is passed (`randint`, `randintLike`, `randperm`): then they
- * are PyTorch's cpu values, drawn on the host.
+ * `Generator` is passed (`randint`, `randintLike`, `randperm`, `bernoulli`,
+ * `multinomial`, `normal`): then they are PyTorch's cpu values, drawn on
+ * the host.
  * @module
  */
 
@@ -237,6 +238,54 @@ export function bernoulli(probs: Tensor, options: { generator?: Generator } = {}
 export interface MultinomialOptions {
   /** Draw with replacement (default false: every category at most once per row). */
   replacement?: boolean;
+  /**
+   * Draw PyTorch 1.13's cpu samples from this generator. `probs` must then
+   * be readable on the host now (a cpu tensor with nothing queued ahead):
+   * PyTorch too refuses a cpu generator for probs on another device.
+   */
+  generator?: Generator;
+}
+
+/** `probs` ([rows, C]) read on the host now, checked as PyTorch's multinomial checks them. */
+function hostProbs(probs: Tensor, rows: number): Float64Array | Float32Array {
+  const { device } = probs;
+  const backend = device.backendDevice;
+  if (backend.readSync === undefined || !device.stream.idle) {
+    const where = String(device);
+    throw new TypeError(
+      `multinomial: a Generator draws on the host, so probs must be readable there now (a cpu tensor); got probs on ${where}: pass a cpu copy made from its values (await probs.data())`,
+    );
+  }
+  const copy = noGrad(() => probs.clone());
+  try {
+    const values = backend.readSync(
+      copy.storage.buffer("multinomial"),
+      0,
+      copy.numel(),
+      copy.dtype,
+    );
+    const host = probs.dtype === "float32" ? Float32Array.from(values) : Float64Array.from(values);
+    const C = rows === 0 ? 0 : host.length / rows;
+    for (let i = 0; i < host.length; i++) {
+      if (!(host[i] >= 0 && host[i] < Infinity)) {
+        throw new RangeError(
+          `multinomial: probs[${rows > 1 || probs.ndim === 2 ? `${Math.floor(i / C)}, ` : ""}${
+            i % C
+          }] = ${host[i]}; the probability tensor must not contain inf, nan or an element < 0`,
+        );
+      }
+    }
+    for (let r = 0; r < rows; r++) {
+      if (host.subarray(r * C, (r + 1) * C).every((v) => v === 0)) {
+        throw new RangeError(
+          `multinomial: row ${r} of probs sums to 0 (invalid multinomial distribution, sum of probabilities <= 0)`,
+        );
+      }
+    }
+    return host;
+  } finally {
+    copy.dispose();
+  }
 }
 
 /**
@@ -249,6 +298,15 @@ export interface MultinomialOptions {
  * PyTorch. With replacement, a binary search of each uniform in the
  * row's cumulative weights. Negative, infinite or NaN weights and all-zero
  * rows are errors, reported by the next read on the device.
+ *
+ * With `generator`, PyTorch 1.13's cpu samples, drawn on the host (probs
+ * must be a cpu tensor, as PyTorch wants probs on the generator's device;
+ * errors then come at once): without replacement, `exponential_(1)`
+ * keys and `topk` / `argmax` of `probs / q`; with
+ * replacement, a float64 uniform searched in each row's running sum in
+ * probs' dtype. Zero-weight categories that `numSamples` forces in (keys
+ * that tie at 0) come in the order PyTorch's cpu `topk` (libstdc++'s
+ * selection and sort) leaves them.
  */
 export function multinomial(
   probs: Tensor,
@@ -281,6 +339,18 @@ export function multinomial(
     );
   }
   const { device } = probs;
+  const generator = generatorArgument("multinomial", options.generator);
+  if (generator) {
+    if (probs.dtype !== "float32" && probs.dtype !== "float64") {
+      throw new TypeError(
+        `multinomial: with a Generator probs must be float32 or float64, got ${probs.dtype}`,
+      );
+    }
+    const host = hostProbs(probs, R);
+    const picks = generator.multinomial(host, R, numSamples, replacement, probs.dtype);
+    const shape = probs.ndim === 1 ? [numSamples] : [R, numSamples];
+    return tensor(picks, { dtype: "int32", device, shape });
+  }
   const out = noGrad(() =>
     tidy(() => {
       const p = probs.reshape([R, C]);

@@ -462,11 +462,18 @@ export interface TensorMethods {
     options?: composite.RandomFillOptions,
   ): this;
   /** Fills with Exp(lambd) draws in place. */
-  exponential_(lambd?: number): this;
+  exponential_(
+    lambd?: number | composite.RandomFillOptions,
+    options?: composite.RandomFillOptions,
+  ): this;
   /** Fills with Cauchy(median, sigma) draws in place. */
-  cauchy_(median?: number, sigma?: number): this;
+  cauchy_(
+    median?: number | composite.RandomFillOptions,
+    sigma?: number | composite.RandomFillOptions,
+    options?: composite.RandomFillOptions,
+  ): this;
   /** Fills with Geometric(p) draws (1, 2, ...) in place. */
-  geometric_(p: number): this;
+  geometric_(p: number, options?: composite.RandomFillOptions): this;
   /** Fills with exp(N(mean, std²)) draws in place (defaults mean 1, std 2). */
   logNormal_(options?: composite.NormalFillOptions): this;
   /** Fills with integers from [from, to) in place (`random_(to)`: [0, to)). */

@@ -1,7 +1,8 @@
 /**
  * `Generator`: PyTorch's cpu `torch.Generator`, stream for stream. After
  * `new Generator().manualSeed(s)`, `randperm`, `rand`, `randn`, `randint`,
- * `bernoulli`, the in-place `uniform_`, `normal_`, `random_`, `bernoulli_`,
+ * `bernoulli`, `multinomial`, the in-place `uniform_`, `normal_`, `random_`,
+ * `bernoulli_`, `exponential_`, `geometric_`, `cauchy_`, `logNormal_`,
  * the samplers, `randomSplit`
  * and `DataLoader({ shuffle: true })` given it draw the numbers PyTorch 1.13
  * draws on the cpu from `torch.Generator().manual_seed(s)`. The values are
@@ -15,6 +16,7 @@
  */
 
 import type { HostRandom } from "../ops/factory.ts";
+import { topkOrder } from "./topk_order.ts";
 
 /** PyTorch's default seed of a new `torch.Generator()` (`default_rng_seed_val`). */
 const DEFAULT_SEED = 67280421310721n;
@@ -234,9 +236,8 @@ function floatBounds(from: number, to: number, round: (x: number) => number): [n
 /**
  * A random number generator with PyTorch's cpu streams (`torch.Generator()`,
  * MT19937): pass it as the `generator` option of `rand`, `randn`,
- * `randint`, `randperm`, `bernoulli`, the in-place fills (not
- * `exponential_` and the other fills PyTorch draws through it), the
- * samplers, `randomSplit`
+ * `randint`, `randperm`, `bernoulli`, `multinomial`, every in-place
+ * random fill, the samplers, `randomSplit`
  * and `DataLoader` to draw exactly what PyTorch 1.13 draws on the cpu.
  *
  * Deliberate differences: `initialSeed()` and `seed()` return numbers, exact
@@ -248,7 +249,10 @@ function floatBounds(from: number, to: number, round: (x: number) => number): [n
  * float64 normals drawn 16 or more at a time can differ in the last ulp,
  * where glibc's log or cos (which PyTorch calls) is off by an ulp and
  * V8's is correctly rounded (6 of 18,128 values in the tests, checked
- * against 200-bit arithmetic). PyTorch builds without AVX2 (ARM, or
+ * against 200-bit arithmetic). Likewise float64 `exponential_`,
+ * `cauchy_` and `logNormal_` go through libm's log, tan and exp: 11 of
+ * 8,154 float64 values in the tests differ from glibc's by 1 to 3 ulp
+ * (float32 and `geometric_` are exact). PyTorch builds without AVX2 (ARM, or
  * `ATEN_CPU_CAPABILITY=default`) compute float32 `normal_fill` with the
  * scalar libm functions, so their float32 `randn` of 16 or more values
  * can differ from these in the last bits.
@@ -505,27 +509,103 @@ export class Generator implements HostRandom {
     return order;
   }
 
-  /** `torch.multinomial(weights, count, replacement=True, generator=g)` of float64 weights. */
-  multinomialWithReplacement(weights: ArrayLike<number>, count: number): Int32Array {
-    const n = weights.length;
-    const cumulative = new Float64Array(n);
-    let sum = 0;
-    for (let j = 0; j < n; j++) cumulative[j] = sum += weights[j];
-    for (let j = 0; j < n; j++) cumulative[j] /= sum;
-    cumulative[n - 1] = 1;
-    const out = new Int32Array(count);
-    for (let k = 0; k < count; k++) {
-      const u = this.#double();
-      let lo = 0;
-      let hi = n;
-      while (hi - lo > 0) {
-        const mid = lo + ((hi - lo) >> 1);
-        if (cumulative[mid] < u) lo = mid + 1;
-        else hi = mid;
-      }
-      out[k] = lo;
+  /**
+   * `numel` draws of `exponential_(lambd)` (any float dtype: PyTorch's cpu
+   * kernel draws in float64, `-1 / lambd * log(1 - u)`, then casts).
+   */
+  exponential(numel: number, lambd: number): Float64Array {
+    const out = new Float64Array(numel);
+    const scale = -1 / lambd;
+    for (let i = 0; i < numel; i++) out[i] = scale * Math.log(1 - this.#double());
+    return out;
+  }
+
+  /** `numel` draws of `geometric_(p)`: `ceil(log(u) / log(1 - p))` in float64. */
+  geometric(numel: number, p: number): Float64Array {
+    const out = new Float64Array(numel);
+    for (let i = 0; i < numel; i++) out[i] = Math.ceil(Math.log(this.#double()) / Math.log(1 - p));
+    return out;
+  }
+
+  /** `numel` draws of `cauchy_(median, sigma)`: `median + sigma * tan(pi * (u - 0.5))` in float64. */
+  cauchy(numel: number, median: number, sigma: number): Float64Array {
+    const out = new Float64Array(numel);
+    for (let i = 0; i < numel; i++) {
+      out[i] = fma(sigma, Math.tan(Math.PI * (this.#double() - 0.5)), median, false);
     }
     return out;
+  }
+
+  /** `numel` draws of `log_normal_(mean, std)`: exp of the serial float64 normal draws. */
+  logNormal(numel: number, mean: number, std: number): Float64Array {
+    const out = new Float64Array(numel);
+    for (let i = 0; i < numel; i++) out[i] = Math.exp(this.#serialNormal(mean, std));
+    return out;
+  }
+
+  /**
+   * `torch.multinomial(probs, count, replacement, generator=g)` of `rows`
+   * rows of `probs` (row-major, values of `dtype`), as PyTorch 1.13's cpu
+   * kernels: without replacement, `exponential_(1)` of the whole input,
+   * `probs / q` in `dtype`, then `argmax` (one sample) or
+   * `topk` (ties, the zero weights, in its libstdc++ order: {@link topkOrder});
+   * with replacement, each row's running sum in `dtype`,
+   * normalized, and a binary search of a float64 uniform per sample. The
+   * weights are not checked here.
+   */
+  multinomial(
+    probs: ArrayLike<number>,
+    rows: number,
+    count: number,
+    replacement: boolean,
+    dtype: "float32" | "float64",
+  ): Int32Array {
+    const n = rows === 0 ? 0 : probs.length / rows;
+    const round = dtype === "float32" ? Math.fround : (x: number) => x;
+    const out = new Int32Array(rows * count);
+    if (!replacement) {
+      const q = this.exponential(probs.length, 1);
+      const keys = new Float64Array(probs.length);
+      for (let i = 0; i < keys.length; i++) keys[i] = round(probs[i] / round(q[i]));
+      for (let r = 0; r < rows; r++) {
+        const row = keys.subarray(r * n, (r + 1) * n);
+        if (count === 1) {
+          // argmax: the first largest (NaN counts as largest, as PyTorch's).
+          let best = 0;
+          for (let i = 1; i < n && row[best] === row[best]; i++) {
+            if (row[i] > row[best] || row[i] !== row[i]) best = i;
+          }
+          out[r] = best;
+          continue;
+        }
+        out.set(topkOrder(row, count), r * count);
+      }
+      return out;
+    }
+    const cumulative = new Float64Array(n);
+    for (let r = 0; r < rows; r++) {
+      let sum = 0;
+      for (let j = 0; j < n; j++) cumulative[j] = sum = round(sum + probs[r * n + j]);
+      for (let j = 0; j < n; j++) cumulative[j] = round(cumulative[j] / sum);
+      cumulative[n - 1] = 1;
+      for (let k = 0; k < count; k++) {
+        const u = this.#double();
+        let lo = 0;
+        let hi = n;
+        while (hi - lo > 0) {
+          const mid = lo + ((hi - lo) >> 1);
+          if (cumulative[mid] < u) lo = mid + 1;
+          else hi = mid;
+        }
+        out[r * count + k] = lo;
+      }
+    }
+    return out;
+  }
+
+  /** `torch.multinomial(weights, count, replacement=True, generator=g)` of float64 weights. */
+  multinomialWithReplacement(weights: ArrayLike<number>, count: number): Int32Array {
+    return this.multinomial(weights, 1, count, true, "float64");
   }
 }
 
