@@ -6,7 +6,7 @@
  * @module
  */
 
-import { distributed, nn, optim, requestDevices, type Tensor, tensor } from "../mod.ts";
+import { distributed, manualSeed, nn, optim, requestDevices, type Tensor, tensor } from "../mod.ts";
 
 /** Linear(4, 3) -> Tanh -> Linear(3, 2), the same on every rank (DDP broadcasts rank 0's). */
 function model(): nn.Sequential {
@@ -96,35 +96,47 @@ async function order(rank: number): Promise<string[]> {
 
 /**
  * Join.run([ddp, zero]) with gradient accumulation: odd steps run under
- * `noSync` (no step). `batches[rank]` batches each.
+ * `noSync` (no step), even ones synchronise and step. `batches[rank]`
+ * batches each. Returns "ok" or the error, then the parameters (JSON)
+ * after it and after the same loop in Join.run([ddp]) with a plain SGD.
  */
 async function accumulate(rank: number, batches: number[]): Promise<string[]> {
   await requestDevices({ backend: "cpu" });
-  const ddp = new distributed.DistributedDataParallel(model());
-  const zero = new distributed.optim.ZeroRedundancyOptimizer(ddp.parameters(), {
-    optimizerClass: optim.SGD,
-    lr: 0.1,
-  });
   const lossFn = new nn.MSELoss();
-  try {
-    await distributed.algorithms.Join.run([ddp, zero], async () => {
+  const train = async (zero: boolean): Promise<string> => {
+    manualSeed(5); // both runs start from the same weights
+    const ddp = new distributed.DistributedDataParallel(model());
+    const opt = zero
+      ? new distributed.optim.ZeroRedundancyOptimizer(ddp.parameters(), {
+        optimizerClass: optim.SGD,
+        lr: 0.1,
+      })
+      : new optim.SGD(ddp.parameters(), { lr: 0.1 });
+    const joinables = opt instanceof distributed.optim.ZeroRedundancyOptimizer ? [ddp, opt] : [ddp];
+    await distributed.algorithms.Join.run(joinables, async () => {
       for (let i = 0; i < batches[rank]; i++) {
         const [x, y] = batch(rank, i);
         if (i % 2 === 1) {
           ddp.noSync(() => lossFn.forward(ddp.forward(x), y).backward());
           continue;
         }
-        zero.zeroGrad();
         const loss = lossFn.forward(ddp.forward(x), y);
         loss.backward();
-        zero.step();
+        opt.step();
+        opt.zeroGrad();
         await loss.item();
       }
     });
-    return ["ok"];
+    const values = await Promise.all(ddp.module.parameters().map((p) => p.data()));
+    return JSON.stringify(values.flatMap((v) => [...v]));
+  };
+  let zero: string;
+  try {
+    zero = await train(true);
   } catch (e) {
     return [(e as Error).message];
   }
+  return ["ok", zero, await train(false)];
 }
 
 /** A module whose `spare` layer only rank 1 uses, and only at the second step. */

@@ -38,7 +38,7 @@ import {
 } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 import { Join, type Joinable, JoinHook, type JoinHookOptions } from "./join.ts";
-import { joinableKind, type JoinState, joinStateOf, setJoinableKind } from "./join_state.ts";
+import { type JoinState, joinStateOf, setJoinableKind } from "./join_state.ts";
 
 /** Options of {@link DistributedDataParallel.join} (PyTorch's keyword arguments). */
 export interface DistributedDataParallelJoinOptions {
@@ -67,12 +67,6 @@ export interface DistributedDataParallelJoinOptions {
 function divideByInitialWorldSize(state: JoinState): boolean {
   return state.options.divideByInitialWorldSize !== false;
 }
-
-/**
- * What a rank announces at a join's forward instead of 0 or 1 when it
- * refuses the iteration (the sum stays negative below 2^16 ranks).
- */
-const ABORT = -(2 ** 16);
 
 /** A {@link JoinHook} whose entry points are a DDP's own. */
 class DDPJoinHook extends JoinHook {
@@ -104,7 +98,8 @@ export interface DistributedDataParallelOptions {
    * PyTorch, only before the first forward after one that ran with
    * gradients on and outside `noSync` (buffers change only in training
    * forwards), so ranks may run different numbers of evaluation forwards
-   * under `noGrad`.
+   * under `noGrad`. In and after a join, the highest rank's (see
+   * {@link DistributedDataParallel.join}).
    */
   broadcastBuffers?: boolean;
   /**
@@ -304,6 +299,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * ranks are active (null: divide by the world size).
    */
   #joinPass: { syncing: boolean; active: Promise<number> | null } | null = null;
+  /**
+   * Whether the last join built over this wrapper detects uneven inputs
+   * (PyTorch's `_join_config.enable`, which a join leaves set): forwards
+   * outside a join then take the buffers from the highest rank, not rank 0.
+   */
+  #joinEnabled = false;
 
   /** Wraps `module` (already on this rank's device) and makes every rank start from rank 0's state. */
   constructor(module: M, options: DistributedDataParallelOptions = {}) {
@@ -392,7 +393,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
       // In a join rank 0 may have joined with stale buffers: the highest
       // active rank's go, as PyTorch's `_find_common_rank`.
       if (joining) this.#broadcastFromCommonRank(buffers, this.#group.rank);
-      else broadcastTensors(this.#group, buffers, 0);
+      else {
+        // Outside a join every rank is a candidate: PyTorch's `_find_common_rank` gives the highest.
+        broadcastTensors(this.#group, buffers, this.#joinEnabled ? this.#group.worldSize - 1 : 0);
+      }
     }
     // A backward pass that failed half-way leaves nothing behind.
     this.#pass = null;
@@ -400,17 +404,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     this.#buffersStale = this.#armed && this.#syncing;
     this.#joinPass = null;
     if (join?.enable) {
-      const zero = this.#armed && !this.#syncing &&
-        join.joinables.some((j) => joinableKind(j) === "ZeroRedundancyOptimizer");
-      // Joined ranks learn whether to shadow a gradient all-reduce, or
-      // (ABORT) that this rank refuses the iteration.
-      void this.#allReduceInt(zero ? ABORT : this.#buffersStale ? 1 : 0, "sum");
-      if (zero) {
-        this.#armed = false;
-        throw new Error(
-          `DistributedDataParallel.join: rank ${this.#group.rank} ran a noSync forward (gradient accumulation) in a join with a ZeroRedundancyOptimizer: a joined rank's ZeroRedundancyOptimizer steps at every iteration of the others, so every iteration must step (PyTorch 1.13 hangs once a rank has joined; refused here even before); accumulate without noSync, or train without ZeroRedundancyOptimizer in the join`,
-        );
-      }
+      // Joined ranks learn whether to shadow a gradient all-reduce (and a
+      // ZeroRedundancyOptimizer's step: not after a noSync or noGrad forward).
+      void this.#allReduceInt(this.#buffersStale ? 1 : 0, "sum");
+      join.stepless = !this.#buffersStale; // a ZeroRedundancyOptimizer's step after it is refused
       this.#joinPass = {
         syncing: this.#buffersStale,
         active: divideByInitialWorldSize(join) ? null : active,
@@ -901,13 +898,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
     if (this.broadcastBuffers && this.#buffersStale && group.worldSize > 1 && buffers.length > 0) {
       this.#broadcastFromCommonRank(buffers, -1);
     }
-    const announced = await this.#allReduceInt(0, "sum");
-    if (announced < 0) {
-      throw new Error(
-        `DistributedDataParallel.join: rank ${this.#group.rank} joined, and a rank still training ran a noSync forward (gradient accumulation) in a join with a ZeroRedundancyOptimizer: a joined rank's ZeroRedundancyOptimizer steps at every iteration of the others, so every iteration must step (PyTorch 1.13 hangs here); accumulate without noSync, or train without ZeroRedundancyOptimizer in the join`,
-      );
-    }
-    const syncing = announced > 0;
+    const syncing = (await this.#allReduceInt(0, "sum")) > 0;
     this.#buffersStale = syncing;
     const state = joinStateOf(this);
     if (state) state.stepless = !syncing;
@@ -942,8 +933,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * batches then takes part in the other ranks' gradient all-reduces with
    * zeros and in their buffer broadcasts; once every rank has joined, all
    * get the parameters and buffers of the rank that joined last (the
-   * highest such rank). {@link Join.run} with `[ddp, zeroOptimizer]`
-   * shadows a ZeroRedundancyOptimizer's broadcasts too.
+   * highest such rank), whatever `broadcastBuffers`. In the join the
+   * buffers broadcast before a forward come from the highest rank still
+   * training; after it (PyTorch 1.13 keeps the join's configuration),
+   * forwards outside a join take them from the highest rank, not rank 0.
+   * {@link Join.run} with `[ddp, zeroOptimizer]` shadows a
+   * ZeroRedundancyOptimizer's broadcasts too.
    *
    * In a join, whether a backward synchronises is decided by its forward
    * (inside `noSync` or not), as in PyTorch. Unlike PyTorch 1.13, a forward
@@ -957,10 +952,15 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
    * With other joinables, list this wrapper before a
    * `ZeroRedundancyOptimizer` (`Join.run([ddp, zero], ...)`; the other
    * order is refused): its forward runs an iteration's first collectives.
-   * With a `ZeroRedundancyOptimizer` in the join, a {@link noSync} forward
-   * with gradients on is an error on every rank (the optimizer's join hook
-   * steps at every iteration; PyTorch 1.13 hangs there); a `noGrad` forward
-   * (validation) is not an iteration it steps for (PyTorch's hangs).
+   * With a `ZeroRedundancyOptimizer` in the join, a joined rank's optimizer
+   * steps only for the iterations whose backward synchronises: gradient
+   * accumulation ({@link noSync} forwards, no step) and `noGrad` forwards
+   * (validation) train as without ZeRO. PyTorch 1.13's joined optimizer
+   * steps at every iteration of the others, so its run hangs there once a
+   * rank has joined; the ranks still training must step exactly after the
+   * synchronised backwards (a step after a noSync or noGrad forward while
+   * a rank has joined fails every rank, naming the ranks that stepped and
+   * those that joined).
    */
   join(options: DistributedDataParallelJoinOptions = {}): Join {
     const { divideByInitialWorldSize = true, enable = true, throwOnEarlyTermination = false } =
@@ -980,6 +980,9 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
         } is not supported in a join: its blocking exchange at the end of backward would wait for joined ranks that wait for this rank's queued join notification`,
       );
     }
+    // A Join asks for the hook (passing its `enable`) when it is built, where
+    // PyTorch's sets `_join_config`; a user's own call (PyTorch's `join_hook()`) sets nothing.
+    if (typeof options.enable === "boolean") this.#joinEnabled = options.enable;
     return new DDPJoinHook(
       () => this.#shadowIteration(),
       (isLastJoiner) => this.#syncFinalModel(isLastJoiner),

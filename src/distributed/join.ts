@@ -8,7 +8,15 @@
 
 import type { Device } from "../device.ts";
 import { DistributedError, type DistributedGroup } from "./backend.ts";
-import { joinableKind, type JoinState, joinStateOf, setJoinState } from "./join_state.ts";
+import {
+  exchangeFlags,
+  joinableKind,
+  type JoinState,
+  joinStateOf,
+  setJoinState,
+  STRAY_STEP,
+  strayStepError,
+} from "./join_state.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 
 /**
@@ -100,9 +108,11 @@ export interface Joinable {
  *
  * Every joinable must use the same process group. Unlike PyTorch, the
  * joinables leave the join when `run` settles (PyTorch keeps the
- * configuration, so later forwards still notify, and DDP keeps taking the
- * buffers from the highest rank instead of rank 0), and one joinable may be
- * in one join at a time (and once in it). The first joinable notifies, so
+ * configuration, so later forwards still notify), and one joinable may be
+ * in one join at a time (and once in it). As in PyTorch, a
+ * `DistributedDataParallel` that a join with `enable` was built over takes
+ * the buffers it broadcasts outside a join from the highest rank, not rank
+ * 0 (until a join with `enable: false` is built over it). The first joinable notifies, so
  * it must be the one whose collectives come first in an iteration: a
  * `DistributedDataParallel` must come before a `ZeroRedundancyOptimizer`
  * (the constructor refuses the other order, naming both; PyTorch 1.13
@@ -312,16 +322,8 @@ function checkOrder(joinables: readonly Joinable[]): void {
 
 /** The ranks whose flag is set, by a queued int32 all-reduce of one flag per rank. */
 function countActive(group: ProcessGroup, mine: 0 | 1): Promise<number[]> {
-  const flags = new Int32Array(group.worldSize);
-  flags[group.rank] = mine;
-  const call = group.call({
-    kind: "allReduce",
-    dtype: "int32",
-    shapes: [[flags.length]],
-    op: "sum",
-  });
-  return group.run(call, async () => {
-    await group.backend.allReduce(call, flags);
+  return exchangeFlags(group, mine, (flags) => {
+    if (flags.includes(STRAY_STEP)) throw strayStepError(group, flags);
     return [...flags.keys()].filter((q) => flags[q] !== 0);
   });
 }

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { DistributedError } from "./backend.ts";
 import type { ProcessGroup } from "./state.ts";
 
 /** @internal One joinable's view of the join it takes part in. */
@@ -30,7 +31,7 @@ export interface JoinState {
   readonly joinables: readonly object[];
   /**
    * A `DistributedDataParallel`'s: the iteration its join hook just shadowed
-   * had no synchronised backward (a noGrad forward), so no optimizer steps.
+   * had no synchronised backward (a noGrad or noSync forward), so no optimizer steps.
    */
   stepless?: boolean;
 }
@@ -64,4 +65,64 @@ export function joinStateOf(joinable: object): JoinState | undefined {
 export function setJoinState(joinable: object, state: JoinState | undefined): void {
   if (state) states.set(joinable, state);
   else states.delete(joinable);
+}
+
+/**
+ * @internal The flag a rank still training sends in the join's
+ * notification all-reduce (where the others send 1, joined ranks 0) when
+ * it steps a `ZeroRedundancyOptimizer` after a forward whose backward does
+ * not synchronise: joined ranks' optimizers do not step for it.
+ */
+export const STRAY_STEP = 2;
+
+/** @internal The error of a stray step, on every rank: names who stepped, who joined, who did not step. */
+export function strayStepError(group: ProcessGroup, flags: Int32Array): DistributedError {
+  const whole = (q: number) => group.members?.[q] ?? q;
+  const ranks = (f: number) => [...flags.keys()].filter((q) => flags[q] === f).map(whole);
+  const [stepped, joined, idle] = [ranks(STRAY_STEP), ranks(0), ranks(1)];
+  const also = idle.length ? `, and rank(s) ${idle.join(", ")} went on without stepping` : "";
+  return new DistributedError(
+    `Join: rank(s) ${
+      stepped.join(", ")
+    } stepped a ZeroRedundancyOptimizer after a DistributedDataParallel forward under noSync or noGrad (no synchronised backward) while rank(s) ${
+      joined.join(", ") || "none"
+    } had joined${also}: a joined rank's optimizer steps only after the synchronised backwards, so in a join step only after the backward of a forward outside noSync`,
+    [...stepped, ...joined, ...idle],
+  );
+}
+
+/**
+ * @internal Run by a `ZeroRedundancyOptimizer` stepping, on a rank still
+ * training, after such a forward: in place of the joined ranks' next
+ * notification, fails the group on every rank with {@link strayStepError}
+ * unless every rank steps here (none has joined).
+ */
+export function checkStrayStep(state: JoinState): Promise<void> {
+  const group = state.group;
+  return exchangeFlags(group, STRAY_STEP, (flags) => {
+    if (flags.some((f) => f !== STRAY_STEP)) throw strayStepError(group, flags);
+  });
+}
+
+/**
+ * @internal Every rank's int32 flag (this rank's is `mine`), by a queued sum
+ * all-reduce of one word per rank, handed to `then` on every rank.
+ */
+export function exchangeFlags<T>(
+  group: ProcessGroup,
+  mine: number,
+  then: (flags: Int32Array) => T,
+): Promise<T> {
+  const flags = new Int32Array(group.worldSize);
+  flags[group.rank] = mine;
+  const call = group.call({
+    kind: "allReduce",
+    dtype: "int32",
+    shapes: [[flags.length]],
+    op: "sum",
+  });
+  return group.run(call, async () => {
+    await group.backend.allReduce(call, flags);
+    return then(flags);
+  });
 }

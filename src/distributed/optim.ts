@@ -27,7 +27,7 @@ import { gatherObject } from "./objects.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 import type { Device } from "../device.ts";
 import { Join, type Joinable, JoinHook } from "./join.ts";
-import { joinableKind, joinStateOf, setJoinableKind } from "./join_state.ts";
+import { checkStrayStep, joinableKind, joinStateOf, setJoinableKind } from "./join_state.ts";
 
 /**
  * An optimizer class {@link ZeroRedundancyOptimizer} can wrap: built as
@@ -415,6 +415,16 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
    */
   override step(closure?: () => Tensor): Tensor | undefined {
     void Join.notifyJoinContext(this);
+    const join = joinStateOf(this);
+    if (
+      join?.enable && !join.joined && !join.throwOnEarlyTermination &&
+      join.joinables.some((j) =>
+        joinableKind(j) === "DistributedDataParallel" && joinStateOf(j)?.stepless
+      )
+    ) {
+      // Joined ranks' optimizers do not step after such a forward: fail every rank clearly.
+      checkStrayStep(join).catch(() => {}); // raised by the broadcasts after it, which fail with it
+    }
     ZeroRedundancyOptimizer.#syncGroups(this.paramGroups, this.optim.paramGroups);
     const loss = this.optim.step(closure);
     ZeroRedundancyOptimizer.#syncGroups(this.optim.paramGroups, this.paramGroups);
@@ -431,14 +441,15 @@ export class ZeroRedundancyOptimizer<O extends object = object, P = unknown> ext
    * does. This deliberately differs from PyTorch 1.13, whose joined rank
    * steps its shard with gradients DDP's join hook left untouched (its
    * last own batch's), so that its result differs from plain DDP's (by up
-   * to 0.16 on tests/fixtures/torch_ddp_join.py's cases). As in PyTorch,
-   * the hook steps at every iteration of the other ranks, so they must step
-   * at every iteration too: gradient accumulation (a `noSync` forward of a
-   * `DistributedDataParallel` in the same join) is refused with an error on
-   * every rank, where PyTorch 1.13 hangs once a rank has joined. A forward
-   * of that `DistributedDataParallel` under `noGrad` (validation) is not an
-   * iteration the hook steps for (PyTorch 1.13 steps and hangs there). List
-   * the `DistributedDataParallel` before this optimizer in the join.
+   * to 0.16 on tests/fixtures/torch_ddp_join.py's cases). The hook steps
+   * for the iterations of the other ranks whose backward synchronises: a
+   * forward of the `DistributedDataParallel` in the same join under
+   * `noSync` (gradient accumulation) or `noGrad` (validation) is not an
+   * iteration it steps for, so the others step exactly after their
+   * synchronised backwards (PyTorch 1.13 steps at every iteration and
+   * hangs there once a rank has joined): a step after such a forward while
+   * a rank has joined fails every rank, naming the ranks. List the
+   * `DistributedDataParallel` before this optimizer in the join.
    */
   joinHook(): JoinHook {
     const hook = new JoinHook();

@@ -21,6 +21,7 @@ import { mapTensors } from "../../nested.ts";
 import { full } from "../../ops/factory.ts";
 import { empty } from "../../ops/util.ts";
 import { cat, stack } from "../../ops/view.ts";
+import { where } from "../../ops/indexing.ts";
 import type { TypedArray } from "../../dtype.ts";
 import { formatShape } from "../../shape.ts";
 import type { Tensor } from "../../tensor.ts";
@@ -376,6 +377,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
   #reduced = false;
   /** Parameters of the unit that require grad. */
   #trainable = 0;
+  /** The unit whose module holds this one (null: a root); set by that unit's constructor. */
+  #parent: FullyShardedDataParallel | null = null;
 
   /** Wraps `module` (auto-wrapping its submodules first when `autoWrapPolicy` is given) and shards its parameters. */
   constructor(module: M, options: FullyShardedDataParallelOptions = {}) {
@@ -484,6 +487,8 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     this.#trainable = trainable.length;
     for (const p of trainable) registerPostAccumulateGradHook(p, () => this.#gradReady(p));
     this.#reshard();
+    // Units made earlier (by hand or by auto-wrap, innermost first) that no other unit holds yet.
+    for (const u of this.#units()) if (u !== this && u.#parent === null) u.#parent = this;
   }
 
   /** Elements of this rank's shard. */
@@ -825,6 +830,17 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
    * clipped too and their `|g|^p` summed over the ranks with the shards'
    * (PyTorch 1.13 clips `self.parameters()`, which holds them). `normType`
    * may also be given as `{ normType }`, as `nn.utils.clipGradNorm_` takes it.
+   *
+   * As PyTorch 1.13's FSDP, the gradients are scaled by
+   * `maxNorm / (totalNorm + 1e-6)` only where that is below 1: a NaN total
+   * norm (a NaN in any rank's gradients) leaves every gradient as it is,
+   * and an infinite one scales them by 0 (finite values become 0, infinite
+   * ones NaN). Every rank decides alike, from the all-reduced norm.
+   * (`nn.utils.clipGradNorm_` of 1.13 clamps the coefficient instead, so a
+   * NaN norm makes every gradient NaN there.) Only the root unit clips: on
+   * a nested unit it is an error naming the unit, on every rank, before
+   * any collective (PyTorch 1.13 asserts it is the root). Unlike 1.13,
+   * which returns None, it returns the total norm, as PyTorch 2 does.
    */
   clipGradNorm_(
     maxNorm: number,
@@ -841,6 +857,14 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
     if (typeof p !== "number" || !(p > 0)) {
       throw new RangeError(
         `${op}: normType must be a positive number or "inf", got ${JSON.stringify(normType)}`,
+      );
+    }
+    if (this.#parent !== null) {
+      let root: FullyShardedDataParallel = this.#parent;
+      while (root.#parent !== null) root = root.#parent;
+      const path = root.namedModules().find(([, m]) => m === this)?.[0] ?? "?";
+      throw new Error(
+        `${op}: clip_grad_norm should only be called on the root (parent) instance, but this is the nested unit "${path}" (wrapping ${this.module.constructor.name}) of the root ${NAME} (wrapping ${root.module.constructor.name}) on rank ${this.#group.rank}; call the root's clipGradNorm_ on every rank`,
       );
     }
     const units = this.#units();
@@ -869,8 +893,9 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         allReduce(total, { op: p === Infinity ? "max" : "sum", group: this.#groupOption });
       }
       if (p !== Infinity) total = total.pow(1 / p);
-      const coefficient = full([], maxNorm, { dtype, device: home })
-        .div(total.add(1e-6)).clamp(undefined, 1);
+      const ratio = full([], maxNorm, { dtype, device: home }).div(total.add(1e-6));
+      // PyTorch's `if clip_coef < 1`, without reading the value back: x · 1 is x for every x.
+      const coefficient = where(ratio.lt(1), ratio, 1);
       for (const g of grads) g._assign(g.mul(coefficient.to(g.device)));
       return total;
     });
