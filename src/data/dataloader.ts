@@ -306,6 +306,15 @@ function countOf(sampler: Iterable<unknown>, name: string): number {
   return [...sampler].length;
 }
 
+/** Throws unless `index`, which `from` gave at position `at` (`where`), names one of the dataset's `n` samples. */
+function checkIndex(index: number, n: number, from: string, at: number, where = ""): void {
+  if (!Number.isInteger(index) || index < 0 || index >= n) {
+    throw new RangeError(
+      `DataLoader: ${from} gave index ${index} (position ${at}${where}), outside the dataset's ${n} samples`,
+    );
+  }
+}
+
 /**
  * Iterates over a dataset in batches, as `torch.utils.data.DataLoader`.
  * Without workers, iterating is synchronous (`for ... of`): operations never
@@ -659,11 +668,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     let batch: number[] = [];
     let at = 0;
     for (const index of this.sampler!) {
-      if (!Number.isInteger(index) || index < 0 || index >= n) {
-        throw new RangeError(
-          `DataLoader: the sampler gave index ${index} (position ${at}), outside the dataset's ${n} samples`,
-        );
-      }
+      checkIndex(index, n, "the sampler", at);
       at++;
       batch.push(index);
       if (batch.length === batchSize) {
@@ -684,13 +689,7 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
         `DataLoader: ${from} gave ${typeof indices}${where}; expected an array of indices`,
       );
     }
-    indices.forEach((index, at) => {
-      if (!Number.isInteger(index) || index < 0 || index >= n) {
-        throw new RangeError(
-          `DataLoader: ${from} gave index ${index} (position ${at}${where}), outside the dataset's ${n} samples`,
-        );
-      }
-    });
+    indices.forEach((index, at) => checkIndex(index, n, from, at, where));
     return Int32Array.from(indices);
   }
 

@@ -602,11 +602,6 @@ export class Generator implements HostRandom {
     }
     return out;
   }
-
-  /** `torch.multinomial(weights, count, replacement=True, generator=g)` of float64 weights. */
-  multinomialWithReplacement(weights: ArrayLike<number>, count: number): Int32Array {
-    return this.multinomial(weights, 1, count, true, "float64");
-  }
 }
 
 /**
