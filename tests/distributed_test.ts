@@ -15,6 +15,7 @@ import { freePort, LAUNCHER, tcpRun as runUnderLauncher } from "./tcprun.ts";
 import { parseRunArgs, rankEnv } from "../src/distributed/run.ts";
 import { pairAllReduce, ringAllReduce } from "../src/distributed/tcp_ring.ts";
 import { reduceInto } from "../src/distributed/backend.ts";
+import { ReduceArea } from "../src/distributed/wasm_reduce.ts";
 import {
   makeData,
   makeModel,
@@ -1470,6 +1471,30 @@ Deno.test("tcp ring all-reduce: every op and rank count, the same bits on every 
   }
 });
 
+/**
+ * Two ranks' links as the mesh delivers: into the receive's buffer when it
+ * waits, else a copy. `links(r)` is rank r's end.
+ */
+function pairLinks() {
+  const inboxes = [[], []] as Uint8Array[][];
+  const waiting = [[], []] as { into: Uint8Array; resolve: (b: Uint8Array) => void }[][];
+  return (r: number) => ({
+    sendNext: (chunk: Int32Array | Float32Array) => {
+      const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      const w = waiting[1 - r].shift();
+      if (w) {
+        w.into.set(bytes);
+        w.resolve(w.into);
+      } else inboxes[1 - r].push(bytes.slice());
+      return Promise.resolve();
+    },
+    receivePrevious: (into: Uint8Array) =>
+      inboxes[r].length > 0
+        ? Promise.resolve(inboxes[r].shift()!)
+        : new Promise<Uint8Array>((resolve) => waiting[r].push({ into, resolve })),
+  });
+}
+
 Deno.test("tcp two-rank segmented all-reduce: every op and segmenting, the rank-order bits on both ranks", async () => {
   const random = seededRandom(11);
   for (const op of ["sum", "avg", "max", "min", "product", "band", "bor", "bxor"] as const) {
@@ -1485,29 +1510,47 @@ Deno.test("tcp two-rank segmented all-reduce: every op and segmenting, the rank-
       // What the small all-reduce computes: rank 0's values, then rank 1's.
       const expected = ints ? new Int32Array(length) : new Float32Array(length);
       reduceInto(expected, inputs, 0, length, op);
-      // The mesh's two ways to deliver: into the receive's buffer when it waits, else a copy.
-      const inboxes = [[], []] as Uint8Array[][];
-      const waiting = [[], []] as { into: Uint8Array; resolve: (b: Uint8Array) => void }[][];
-      const links = (r: number) => ({
-        sendNext: (chunk: Int32Array | Float32Array) => {
-          const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-          const w = waiting[1 - r].shift();
-          if (w) {
-            w.into.set(bytes);
-            w.resolve(w.into);
-          } else inboxes[1 - r].push(bytes.slice());
-          return Promise.resolve();
-        },
-        receivePrevious: (into: Uint8Array) =>
-          inboxes[r].length > 0
-            ? Promise.resolve(inboxes[r].shift()!)
-            : new Promise<Uint8Array>((resolve) => waiting[r].push({ into, resolve })),
-      });
+      const links = pairLinks();
       const data = inputs.map((a) => a.slice());
       await Promise.all(data.map((d, r) => pairAllReduce(d, r, op, links(r), segment)));
       const label = `${op}, ${length} elements in segments of ${segment}`;
       assert.deepEqual(new Uint8Array(data[1].buffer), new Uint8Array(data[0].buffer), label);
       assert.deepEqual(new Uint8Array(data[0].buffer), new Uint8Array(expected.buffer), label);
+    }
+  }
+});
+
+Deno.test("tcp two-rank segmented all-reduce into reduce areas: float32 sum and avg with SIMD, the rank-order bits on both ranks, each rank's values kept", async () => {
+  const random = seededRandom(13);
+  for (const op of ["sum", "avg"] as const) {
+    for (const [length, segment] of [[1003, 100], [1003, 1003], [1003, 5000], [64, 7]]) {
+      const areas = [0, 1].map(() => ReduceArea.create(2, length));
+      if (!areas[0] || !areas[1]) return; // No WebAssembly SIMD here: tcp takes the host path.
+      const inputs = [0, 1].map(() => Float32Array.from({ length }, () => random() * 2 - 1));
+      const expected = new Float32Array(length);
+      reduceInto(expected, inputs, 0, length, op);
+      const links = pairLinks();
+      await Promise.all(areas.map((area, r) => {
+        const own = area!.part(r);
+        own.set(inputs[r]);
+        const other = area!.part(1 - r);
+        return pairAllReduce(
+          own,
+          r,
+          op,
+          links(r),
+          segment,
+          new Uint8Array(other.buffer, other.byteOffset, other.byteLength),
+          (from, to) => area!.reduceRange(op, from, to),
+        );
+      }));
+      const label = `${op}, ${length} elements in segments of ${segment}`;
+      const bitsOf = (a: Float32Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+      assert.deepEqual(bitsOf(areas[1]!.result()), bitsOf(areas[0]!.result()), label);
+      assert.deepEqual(bitsOf(areas[0]!.result()), bitsOf(expected), label);
+      areas.forEach((area, r) =>
+        assert.deepEqual(area!.part(r), inputs[r], `${label}: rank ${r}'s values`)
+      );
     }
   }
 });

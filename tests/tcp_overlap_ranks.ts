@@ -8,7 +8,16 @@
  * @module
  */
 
-import { distributed, type Tensor, tensor } from "../mod.ts";
+import {
+  distributed,
+  manualSeed,
+  nn,
+  optim,
+  requestDevices,
+  type Tensor,
+  tensor,
+  tidy,
+} from "../mod.ts";
 import { DistributedError, type ReduceOp } from "../src/distributed/backend.ts";
 import { currentGroup } from "../src/distributed/state.ts";
 import { gatherSync, wordsOf } from "./distributed_tcp_sync_ranks.ts";
@@ -86,6 +95,88 @@ async function caught(
       ms: performance.now() - started,
     };
   }
+}
+
+/** What the `ddpBig` scenario returns. */
+export interface BigDdp {
+  /** A hash (FNV-1a) of every parameter's float32 bits after the steps (the ranks' must be equal). */
+  bits: number;
+  /** The largest difference from one process training on every rank's rows. */
+  maxDiff: number;
+  /** The parameters' element count (past RING_BYTES / 4: the buckets take the large path). */
+  numel: number;
+}
+
+/** The `ddpKill` scenario's model in DDP (one bucket of 263 KiB layers), its SGD and a step's rows. */
+function bigDdp(options: Record<string, number>) {
+  const ddp = new distributed.DistributedDataParallel(bigModel(options.layers ?? 2));
+  const opt = new optim.SGD(ddp.parameters(), { lr: 0.1 });
+  return { ddp, opt, ...bigRows(0, 0, 1) };
+}
+
+function bigModel(layers: number): nn.Sequential {
+  manualSeed(21);
+  const mods: nn.Module[] = [];
+  for (let i = 0; i < layers; i++) mods.push(new nn.Linear(256, 256), new nn.Tanh());
+  return new nn.Sequential(...mods);
+}
+
+/** Rows of step `step` for rank `rank` of `n` (n = 1: every rank's rows). */
+function bigRows(step: number, rank: number, n: number, all = 2) {
+  const rows = (4 * all) / n;
+  const at = step * 4 * all + rank * rows;
+  const x = tensor(
+    Float32Array.from({ length: rows * 256 }, (_, k) => Math.sin((at * 256 + k) * 0.37)),
+    { shape: [rows, 256] },
+  );
+  const y = tensor(
+    Float32Array.from({ length: rows * 256 }, (_, k) => Math.cos((at * 256 + k) * 0.11)),
+    { shape: [rows, 256] },
+  );
+  return { x, y };
+}
+
+/** DDP steps on large buckets against one process on all rows: the values and the bits. */
+async function ddpBig(rank: number, n: number, options: Record<string, number>): Promise<BigDdp> {
+  const layers = options.layers ?? 2;
+  // The reference stays on cpu; with `webgpu`, DDP's ranks train there (a device write
+  // refuses the area's shared memory: DDP copies the result out first).
+  const [device] = await requestDevices({ backend: options.webgpu ? "webgpu" : "cpu" });
+  const model = bigModel(layers).to(device);
+  const ddp = new distributed.DistributedDataParallel(model, {
+    bucketCapMB: options.bucketCapMB,
+  });
+  const opt = new optim.SGD(ddp.parameters(), { lr: 0.1 });
+  const reference = bigModel(layers);
+  const refOpt = new optim.SGD(reference.parameters(), { lr: 0.1 });
+  const loss = new nn.MSELoss();
+  for (let step = 0; step < 3; step++) {
+    const rows = bigRows(step, rank, n, n);
+    const mine = { x: rows.x.to(device), y: rows.y.to(device) };
+    const every = bigRows(step, 0, 1, n);
+    tidy(() => {
+      opt.zeroGrad();
+      loss.forward(ddp.forward(mine.x) as Tensor, mine.y).backward();
+      opt.step();
+      refOpt.zeroGrad();
+      loss.forward(reference.forward(every.x) as Tensor, every.y).backward();
+      refOpt.step();
+    });
+  }
+  let maxDiff = 0;
+  let bits = 0x811c9dc5;
+  let numel = 0;
+  const refParams = reference.parameters();
+  for (const [i, p] of model.parameters().entries()) {
+    const got = await p.data() as Float32Array;
+    const want = await refParams[i].data();
+    numel += got.length;
+    for (let k = 0; k < got.length; k++) maxDiff = Math.max(maxDiff, Math.abs(got[k] - want[k]));
+    for (const word of new Uint32Array(got.buffer, got.byteOffset, got.length)) {
+      bits = Math.imul(bits ^ word, 0x01000193) >>> 0;
+    }
+  }
+  return { bits, maxDiff, numel };
 }
 
 async function run(scenario: string, options: Record<string, number>): Promise<unknown> {
@@ -189,6 +280,21 @@ async function run(scenario: string, options: Record<string, number>): Promise<u
         Deno.kill(Deno.pid, "SIGKILL");
       }
       return await caught(() => work.wait());
+    }
+    case "ddpBig":
+      return await ddpBig(rank, n, options);
+    case "ddpKill": {
+      // Rank `victim` dies once its backward has queued the gradients' all-reduce.
+      const { ddp, opt, x, y } = bigDdp(options);
+      return await caught(async () => {
+        opt.zeroGrad();
+        new nn.MSELoss().forward(ddp.forward(x) as Tensor, y).backward();
+        if (rank === options.victim) {
+          await new Promise((resolve) => setTimeout(resolve, options.delayMs ?? 0));
+          Deno.kill(Deno.pid, "SIGKILL");
+        }
+        await ddp.parameters()[0].grad!.data();
+      });
     }
     default:
       throw new Error(`unknown scenario ${scenario}`);

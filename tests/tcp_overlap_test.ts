@@ -8,8 +8,9 @@
  */
 
 import assert from "node:assert/strict";
+import { BACKENDS } from "./harness.ts";
 import { freePort, tcpRun } from "./tcprun.ts";
-import type { Order } from "./tcp_overlap_ranks.ts";
+import type { BigDdp, Order } from "./tcp_overlap_ranks.ts";
 
 const RANKS = new URL("./tcp_overlap_ranks.ts", import.meta.url);
 // The ranks are processes; the test's own ops are the launcher's pipes.
@@ -169,6 +170,44 @@ Deno.test({
         );
         assert.deepEqual(r.ranks, [1]);
       });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "tcp overlap: DDP's large float32 buckets between 2 ranks (SIMD in a reduce area) train as one process, the same bits on both ranks",
+  ...opts,
+  fn: async () => {
+    // One bucket of two layers; then 1 MiB first and one layer per bucket (two of one length).
+    const cases: Record<string, number>[] = [{}, { layers: 6, bucketCapMB: 0.26 }];
+    if (BACKENDS.has("webgpu")) cases.push({ webgpu: 1 });
+    for (const options of cases) {
+      const run = await tcpRun<BigDdp>(RANKS, 2, "ddpBig", options);
+      assert.equal(run.code, 0, run.output);
+      const [r0, r1] = run.results;
+      assert.ok(r0 && r1, run.output);
+      assert.ok(r0.numel * 4 > 2 * 256 * 1024, `${r0.numel} elements`);
+      assert.equal(r1.bits, r0.bits, "both ranks hold the same bits");
+      for (const r of [r0, r1]) assert.ok(r.maxDiff < 1e-5, `${r.maxDiff} from one process`);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "tcp overlap: a rank SIGKILLed while DDP's large bucket is reduced fails the other naming it",
+  ...opts,
+  fn: async () => {
+    for (const delayMs of [0, 5]) {
+      const killed = await byHand("ddpKill", { timeoutMs: 40_000, delayMs, victim: 1 }, 2);
+      assert.equal(killed.signals[1], "SIGKILL", killed.output);
+      assert.equal(killed.codes[0], 0, killed.output);
+      const r = killed.results[0];
+      assert.ok(r && typeof r === "object", killed.output);
+      assert.match(r.message, /on rank 0: rank 1 is gone: its connection closed/, r.message);
+      assert.deepEqual(r.ranks, [1]);
+      assert.ok(r.ms < 30_000, `took ${r.ms} ms`);
     }
   },
 });

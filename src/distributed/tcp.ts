@@ -18,7 +18,8 @@
  * all-reduce of at least {@link RING_BYTES} among 3+ ranks first exchanges
  * only headers, then runs a ring reduce-scatter and all-gather
  * (`tcp_ring.ts`); between 2 ranks each sends its array to the other in
- * segments, combined as they arrive (the first carries the header);
+ * segments, combined as they arrive (the first carries the header; DDP's
+ * float32 buckets land in a WebAssembly area and are summed with SIMD);
  * smaller ones combine every rank's array in rank order, on every rank.
  * Large receives land in memory the call holds (no buffer per message). A rank
  * whose program throws tells the others before it exits; a rank that dies
@@ -40,6 +41,9 @@
 import type { TypedArray } from "../dtype.ts";
 import { bytesOf, viewAs } from "./bytes.ts";
 import {
+  type AllReduceFill,
+  type AllReduceTake,
+  allReduceViaHost,
   checkHeaders,
   checkPair,
   type CollectiveCall,
@@ -56,6 +60,7 @@ import { TCPStore } from "./tcp_store.ts";
 import { Mesh, type Message, readFull, writeAll } from "./tcp_mesh.ts";
 import { pairAllReduce, ringAllReduce, ringScratchBytes } from "./tcp_ring.ts";
 import { SyncLink } from "./tcp_sync.ts";
+import { ReduceArea } from "./wasm_reduce.ts";
 
 /**
  * All-reduces of at least this many bytes go around the ring (3+ ranks),
@@ -68,6 +73,8 @@ export const RING_BYTES = 256 * 1024;
  * costs stay small.
  */
 const PAIR_SEGMENT_BYTES = 512 * 1024;
+/** How many lengths of two-rank reduce areas are kept (DDP's buckets: a few). */
+const PAIR_AREAS = 4;
 /** How long a failing rank waits for its last message to the others to be written. */
 const FAILURE_GRACE_MS = 500;
 /** The shortest wait of the rendezvous for the other ranks (see `tcpBackend`). */
@@ -148,6 +155,10 @@ class TcpBackend implements ProcessGroupBackend {
    * faulted in); null while a call holds it.
    */
   #scratch: Uint8Array | null = new Uint8Array(0);
+  /** Reduce areas of two-rank float32 all-reduces, by length, while no call holds them. */
+  readonly #areas = new Map<number, ReduceArea>();
+  /** Whether WebAssembly SIMD and shared memory are there for {@link ReduceArea}s. */
+  #simd = true;
   #closed = false;
 
   constructor(
@@ -292,57 +303,12 @@ class TcpBackend implements ProcessGroupBackend {
     if (n === 1) return;
     const op = call.op ?? "sum";
     if (data.byteLength >= RING_BYTES) {
-      const deadline = performance.now() + this.#timeoutMs;
-      // Two ranks are each other's only neighbour: the first ring message
-      // carries the header every rank checks (one message less).
-      let checked = n > 2;
-      if (checked) await this.#meet(call, () => NOTHING, deadline);
-      else this.#checkOpen(call);
-      const next = (this.rank + 1) % n;
-      const previous = (this.rank + n - 1) % n;
-      const late = () =>
-        checked
-          ? new DistributedError(
-            `${
-              describeHeader(call.header)
-            } on rank ${this.rank}: every rank joined, but rank ${previous} did not send its part of the ring within ${this.#timeoutMs} ms: a rank died or hung`,
-            [previous],
-          )
-          : this.#lateError(call, [previous]);
       const need = n === 2 ? data.byteLength : ringScratchBytes(data, n);
       let scratch = this.#scratch;
       this.#scratch = null;
       if (!scratch || scratch.length < need) scratch = new Uint8Array(need);
-      const links = {
-        sendNext: (chunk: TypedArray) => this.#send(call, next, "c", bytesOf(chunk)),
-        receivePrevious: async (into: Uint8Array) => {
-          // The scratch is dropped after a failure: the mesh may read straight into it.
-          const direct = into.buffer === scratch.buffer;
-          const message = await this.#receive(call, previous, "c", deadline, late, into, direct);
-          if (!checked) {
-            checkHeaders(
-              this.rank === 0 ? [call.header, message.header] : [message.header, call.header],
-            );
-            checked = true;
-          }
-          return this.#sized(call, previous, message.data, into.length);
-        },
-        release: (bytes: Uint8Array) => this.#mesh.recycle(bytes),
-      };
       try {
-        await this.#settled(
-          "c",
-          n === 2
-            ? pairAllReduce(
-              data,
-              this.rank,
-              op,
-              links,
-              Math.max(1, Math.floor(PAIR_SEGMENT_BYTES / data.BYTES_PER_ELEMENT)),
-              scratch,
-            )
-            : ringAllReduce(data, this.rank, n, op, links, scratch),
-        );
+        await this.#largeAllReduce(call, data, scratch);
         this.#scratch = scratch;
       } catch (error) {
         // A read under way may still land in it (see `Mesh.receive`'s `direct`).
@@ -356,6 +322,115 @@ class TcpBackend implements ProcessGroupBackend {
       q === this.rank ? data.slice() : viewAs(data, this.#sized(call, q, bytes, data.byteLength))
     );
     reduceInto(data, parts, 0, data.length, op);
+  }
+
+  /**
+   * An all-reduce of at least {@link RING_BYTES}: around the ring (3+
+   * ranks), or both ways at once in segments (2 ranks; with `combine`, see
+   * `pairAllReduce`). Receives into `scratch`.
+   */
+  async #largeAllReduce(
+    call: CollectiveCall,
+    data: TypedArray,
+    scratch: Uint8Array,
+    combine?: (from: number, to: number) => void,
+  ): Promise<void> {
+    const n = this.worldSize;
+    const deadline = performance.now() + this.#timeoutMs;
+    // Two ranks are each other's only neighbour: the first ring message
+    // carries the header every rank checks (one message less).
+    let checked = n > 2;
+    if (checked) await this.#meet(call, () => NOTHING, deadline);
+    else this.#checkOpen(call);
+    const next = (this.rank + 1) % n;
+    const previous = (this.rank + n - 1) % n;
+    const late = () =>
+      checked
+        ? new DistributedError(
+          `${
+            describeHeader(call.header)
+          } on rank ${this.rank}: every rank joined, but rank ${previous} did not send its part of the ring within ${this.#timeoutMs} ms: a rank died or hung`,
+          [previous],
+        )
+        : this.#lateError(call, [previous]);
+    const links = {
+      sendNext: (chunk: TypedArray) => this.#send(call, next, "c", bytesOf(chunk)),
+      receivePrevious: async (into: Uint8Array) => {
+        // The caller drops the scratch after a failure: the mesh may read straight into it.
+        const direct = into.buffer === scratch.buffer;
+        const message = await this.#receive(call, previous, "c", deadline, late, into, direct);
+        if (!checked) {
+          checkHeaders(
+            this.rank === 0 ? [call.header, message.header] : [message.header, call.header],
+          );
+          checked = true;
+        }
+        return this.#sized(call, previous, message.data, into.length);
+      },
+      release: (bytes: Uint8Array) => this.#mesh.recycle(bytes),
+    };
+    const op = call.op ?? "sum";
+    await this.#settled(
+      "c",
+      n === 2
+        ? pairAllReduce(
+          data,
+          this.rank,
+          op,
+          links,
+          Math.max(1, Math.floor(PAIR_SEGMENT_BYTES / data.BYTES_PER_ELEMENT)),
+          scratch,
+          combine,
+        )
+        : ringAllReduce(data, this.rank, n, op, links, scratch),
+    );
+  }
+
+  /**
+   * Two ranks' float32 sum or average of at least {@link RING_BYTES}
+   * (DDP's buckets) meets in a WebAssembly area (`ReduceArea`): `fill`
+   * writes this rank's part, the other rank's arrives straight into its
+   * part, each segment is summed with SIMD as it lands (the same bits on
+   * both ranks: they add in rank order), and `take` reads the result
+   * there. Otherwise through a host array.
+   */
+  async allReduceVia(
+    call: CollectiveCall,
+    numel: number,
+    fill: AllReduceFill,
+    take: AllReduceTake,
+  ): Promise<void> {
+    const op = call.op ?? "sum";
+    const area = this.worldSize === 2 && call.dtype === "float32" &&
+        (op === "sum" || op === "avg") && numel * 4 >= RING_BYTES
+      ? this.#pairArea(numel)
+      : null;
+    if (!area) return allReduceViaHost(this, call, numel, fill, take);
+    const own = area.part(this.rank);
+    await fill(own, 0);
+    // After a failure the area is not reused: a read under way may still land in it.
+    await this.#largeAllReduce(
+      call,
+      own,
+      bytesOf(area.part(1 - this.rank)),
+      (from, to) => area.reduceRange(op, from, to),
+    );
+    take(area.result(), 0);
+    if (!this.#areas.has(numel) && this.#areas.size < PAIR_AREAS) this.#areas.set(numel, area);
+  }
+
+  /** A reduce area of 2 parts of `numel` float32 that no call holds, or null without WebAssembly SIMD. */
+  #pairArea(numel: number): ReduceArea | null {
+    if (!this.#simd) return null;
+    const kept = this.#areas.get(numel);
+    if (kept) {
+      // Held by this call; a concurrent one of the same length makes its own.
+      this.#areas.delete(numel);
+      return kept;
+    }
+    const made = ReduceArea.create(2, numel);
+    if (!made) this.#simd = false;
+    return made;
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {

@@ -85,7 +85,10 @@ export async function ringAllReduce(
  * combine in rank order (this rank's and the other's values, or the other
  * way round), so both get the same bits; the ring would send as much (the
  * whole array each way) in two dependent rounds. Receives into `scratch`
- * (at least `data`'s bytes).
+ * (at least `data`'s bytes). With `combine`, `data` is left as it was and
+ * `combine(from, to)` is called once elements [from, to) of the other
+ * rank's values are in `scratch`, to combine them wherever the caller
+ * keeps its result.
  */
 export async function pairAllReduce(
   data: TypedArray,
@@ -94,6 +97,7 @@ export async function pairAllReduce(
   links: RingLinks,
   segment: number,
   scratch: Uint8Array = new Uint8Array(data.byteLength),
+  combine?: (from: number, to: number) => void,
 ): Promise<void> {
   const starts: number[] = [];
   for (let i = 0; i < data.length; i += segment) starts.push(i);
@@ -111,7 +115,10 @@ export async function pairAllReduce(
     const [, bytes] = await Promise.all([sent[k], received[k]]);
     // The bytes are this call's to overwrite either way.
     const theirs = bytes === intos[k] ? piece(spare, k) : viewAs(data, bytes);
-    if (rank === 0) reduceInto(mine, [mine, theirs], 0, mine.length, op);
+    if (combine) {
+      if (bytes !== intos[k]) piece(spare, k).set(theirs);
+      combine(starts[k], starts[k + 1] ?? data.length);
+    } else if (rank === 0) reduceInto(mine, [mine, theirs], 0, mine.length, op);
     else combineAfter(mine, theirs, op);
     if (bytes !== intos[k]) links.release?.(bytes);
   }

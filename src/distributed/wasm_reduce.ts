@@ -106,12 +106,26 @@ export class ReduceArea {
     return this.#parts[q];
   }
 
+  /** The result's array (what {@link reduce} and {@link reduceRange} write). */
+  result(): Float32Array {
+    return this.#out;
+  }
+
   /** Combines the parts in order with `op` (`"sum"` or `"avg"`) and returns the result. */
   reduce(op: ReduceOp): Float32Array {
-    const at = this.#parts.map((_, q) => q * this.#stride);
-    if (!this.#reducer.reduce(this.#parts.length * this.#stride, at, this.length, op)) {
+    this.reduceRange(op, 0, this.length);
+    return this.#out;
+  }
+
+  /**
+   * Combines elements [`from`, `to`) of the parts into the same elements of
+   * the result: a part may be combined piece by piece as it arrives.
+   */
+  reduceRange(op: ReduceOp, from: number, to: number): void {
+    const skip = from * 4;
+    const at = this.#parts.map((_, q) => q * this.#stride + skip);
+    if (!this.#reducer.reduce(this.#parts.length * this.#stride + skip, at, to - from, op)) {
       throw new RangeError(`ReduceArea: op ${op} over ${at.length} parts is not a SIMD sum`);
     }
-    return this.#out;
   }
 }
