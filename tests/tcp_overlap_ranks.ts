@@ -107,7 +107,7 @@ export interface BigDdp {
   numel: number;
 }
 
-/** The `ddpKill` scenario's model in DDP (one bucket of 263 KiB layers), its SGD and a step's rows. */
+/** The `ddpKill` scenario's model in DDP (`options.layers` of 263 KiB), its SGD and a step's rows. */
 function bigDdp(options: Record<string, number>) {
   const ddp = new distributed.DistributedDataParallel(bigModel(options.layers ?? 2));
   const opt = new optim.SGD(ddp.parameters(), { lr: 0.1 });
