@@ -30,7 +30,7 @@ export interface ClipRestResult {
   /** Every shard gradient of this rank (units in order, flattened), before and after the clip. */
   before: string[];
   after: string[];
-  /** clipGradNorm_ on the auto-wrapped nested unit "module.2", then on a hand-wrapped one. */
+  /** clipGradNorm_ on the auto-wrapped nested unit "module.2", then on a hand-wrapped one; noSync on "module.2". */
   nested: string[];
   /** The root's total norm of a later, finite pass (the ranks went on together). */
   later: string;
@@ -92,6 +92,7 @@ async function clip(rank: number, o: ClipRestOptions): Promise<ClipRestResult> {
   const nested = [
     message(() => nestedUnit.clipGradNorm_(0.05, o.normType)),
     message(() => inner.clipGradNorm_(0.05)),
+    message(() => nestedUnit.noSync(() => lossFn.forward(fsdp.forward(x) as Tensor, y).backward())),
   ];
   fsdp.zeroGrad();
   lossFn.forward(fsdp.forward(x) as Tensor, y).backward();

@@ -75,6 +75,14 @@ function checkClip(ranks: readonly ClipRestResult[], o: ClipRestOptions, what: s
       );
     assert.match(got.nested[0], nested("module.2", "Block"), at);
     assert.match(got.nested[1], nested("module.3", "Block"), at);
+    // As 1.13's assertion, before any backward under it (no collective is left half-done).
+    assert.match(
+      got.nested[2],
+      new RegExp(
+        `^FullyShardedDataParallel\\.noSync: noSync\\(\\) on inner FSDP instances is not supported, but this is the nested unit "module.2" \\(wrapping Block\\) .* on rank ${q}`,
+      ),
+      at,
+    );
     assert.ok(Number.isFinite(Number(got.later)) && Number(got.later) > 0, `${at}: ${got.later}`);
     assert.equal(got.later, ranks[0].later, `${at}: the later norm differs between ranks`);
   }

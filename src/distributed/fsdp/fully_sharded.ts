@@ -808,14 +808,27 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
    * Runs `fn` with synchronisation off: backward passes inside it keep
    * their full gradients on the original parameters (accumulating), and the
    * next backward outside it reduce-scatters the sum (PyTorch's `no_sync`,
-   * on the root: it holds for every nested unit). `fn` may be async.
+   * on the root: it holds for every nested unit; on a nested unit it is an
+   * error naming the unit, as 1.13's assertion). `fn` may be async.
    */
   noSync<T>(fn: () => T): T {
+    this.#refuseNested(`${NAME}.noSync`, "noSync() on inner FSDP instances is not supported");
     const units = this.#units();
     const previous = units.map((u) => u.#syncing);
     const restore = () => units.forEach((u, i) => (u.#syncing = previous[i]));
     units.forEach((u) => (u.#syncing = false));
     return runThen(fn, restore);
+  }
+
+  /** An error naming this unit and its root when it is a nested unit (`what`: PyTorch's words). */
+  #refuseNested(op: string, what: string): void {
+    if (this.#parent === null) return;
+    let root: FullyShardedDataParallel = this.#parent;
+    while (root.#parent !== null) root = root.#parent;
+    const path = root.namedModules().find(([, m]) => m === this)?.[0] ?? "?";
+    throw new Error(
+      `${op}: ${what}, but this is the nested unit "${path}" (wrapping ${this.module.constructor.name}) of the root ${NAME} (wrapping ${root.module.constructor.name}) on rank ${this.#group.rank}; call the root's instead, on every rank`,
+    );
   }
 
   /**
@@ -859,14 +872,7 @@ export class FullyShardedDataParallel<M extends Module = Module> extends Module 
         `${op}: normType must be a positive number or "inf", got ${JSON.stringify(normType)}`,
       );
     }
-    if (this.#parent !== null) {
-      let root: FullyShardedDataParallel = this.#parent;
-      while (root.#parent !== null) root = root.#parent;
-      const path = root.namedModules().find(([, m]) => m === this)?.[0] ?? "?";
-      throw new Error(
-        `${op}: clip_grad_norm should only be called on the root (parent) instance, but this is the nested unit "${path}" (wrapping ${this.module.constructor.name}) of the root ${NAME} (wrapping ${root.module.constructor.name}) on rank ${this.#group.rank}; call the root's clipGradNorm_ on every rank`,
-      );
-    }
+    this.#refuseNested(op, "clip_grad_norm should only be called on the root (parent) instance");
     const units = this.#units();
     const withParams = units.find((u) => u.#params.length > 0);
     const dtype = withParams ? withParams.#shard.dtype : "float32";
