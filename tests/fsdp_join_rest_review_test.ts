@@ -18,12 +18,12 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 async function ranksOf(launcher: "spawn" | "tcp", batches: number[]): Promise<string[][]> {
   if (launcher === "spawn") {
     return await distributed.spawn<string[]>(RANKS, {
-      nprocs: 2,
+      nprocs: batches.length,
       args: ["stepAfterNoSync", { batches }],
       timeoutMs: 30_000,
     });
   }
-  const run = await tcpRun<string[]>(RANKS, 2, "stepAfterNoSync", { batches });
+  const run = await tcpRun<string[]>(RANKS, batches.length, "stepAfterNoSync", { batches });
   return run.results.map((r, q) => {
     assert.ok(r, `tcp: rank ${q} wrote no result (exit code ${run.code}): ${run.output}`);
     return r;
@@ -50,6 +50,24 @@ Deno.test({
       // Nobody has joined when the ranks step after noSync: it trains.
       const ranks = await ranksOf(launcher, [3, 2]);
       assert.deepEqual(ranks, [["ok"], ["ok"]], launcher);
+      // Three ranks: one or two joined, the others stepped (every rank names them alike; on a
+      // rank that stepped, the ZeRO step's broadcasts fail with it).
+      const three: [number[], string, string][] = [[[1, 3, 1], "1", "0, 2"], [
+        [1, 3, 3],
+        "1, 2",
+        "0",
+      ]];
+      for (const [batches, stepped, joined] of three) {
+        for (const [q, [error]] of (await ranksOf(launcher, batches)).entries()) {
+          assert.match(
+            error,
+            new RegExp(
+              `Join: rank\\(s\\) ${stepped} stepped a ZeroRedundancyOptimizer .* while rank\\(s\\) ${joined} had joined:`,
+            ),
+            `${launcher}, batches ${batches}, rank ${q}`,
+          );
+        }
+      }
     }
   },
 });
