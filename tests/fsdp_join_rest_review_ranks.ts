@@ -57,6 +57,7 @@ async function hookWithoutJoin(rank: number): Promise<string[]> {
   await requestDevices({ backend: "cpu" });
   const ddp = new distributed.DistributedDataParallel(new nn.BatchNorm1d(2));
   ddp.joinHook();
+  ddp.joinHook({ enable: true }); // the options a Join passes: still not a join
   ddp.forward(tensor([rank, 3 * rank + 1, 2, -rank], { shape: [2, 2] }));
   const bn = ddp.module as nn.BatchNorm1d;
   const first = JSON.stringify([...(await bn.runningMean!.data())]);

@@ -74,7 +74,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "ddp.joinHook() asked for without a Join leaves the buffers' source at rank 0 (PyTorch's join_hook sets no join config)",
+    "ddp.joinHook() asked for without a Join, even with { enable: true }, leaves the buffers' source at rank 0 (PyTorch's join_hook sets no join config)",
   ...opts,
   fn: async () => {
     const ranks = await distributed.spawn<string[]>(RANKS, {

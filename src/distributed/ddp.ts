@@ -38,7 +38,7 @@ import {
 } from "./backend.ts";
 import { activeGroup, type ProcessGroup } from "./state.ts";
 import { Join, type Joinable, JoinHook, type JoinHookOptions } from "./join.ts";
-import { type JoinState, joinStateOf, setJoinableKind } from "./join_state.ts";
+import { enableOfAskingJoin, type JoinState, joinStateOf, setJoinableKind } from "./join_state.ts";
 
 /** Options of {@link DistributedDataParallel.join} (PyTorch's keyword arguments). */
 export interface DistributedDataParallelJoinOptions {
@@ -980,9 +980,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module i
         } is not supported in a join: its blocking exchange at the end of backward would wait for joined ranks that wait for this rank's queued join notification`,
       );
     }
-    // A Join asks for the hook (passing its `enable`) when it is built, where
-    // PyTorch's sets `_join_config`; a user's own call (PyTorch's `join_hook()`) sets nothing.
-    if (typeof options.enable === "boolean") this.#joinEnabled = options.enable;
+    // A Join asks for the hook when it is built, where PyTorch's sets `_join_config`;
+    // a user's own call (PyTorch's `join_hook()`), whatever its options, sets nothing.
+    const enable = enableOfAskingJoin(this);
+    if (enable !== undefined) this.#joinEnabled = enable;
     return new DDPJoinHook(
       () => this.#shadowIteration(),
       (isLastJoiner) => this.#syncFinalModel(isLastJoiner),

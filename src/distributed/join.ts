@@ -9,6 +9,7 @@
 import type { Device } from "../device.ts";
 import { DistributedError, type DistributedGroup } from "./backend.ts";
 import {
+  askForHook,
   exchangeFlags,
   joinableKind,
   type JoinState,
@@ -183,7 +184,9 @@ export class Join {
       );
     }
     this.#hookOptions = { ...hookOptions, throwOnEarlyTermination, enable };
-    this.#hooks = this.joinables.map((j) => j.joinHook({ ...this.#hookOptions }));
+    this.#hooks = this.joinables.map((j) =>
+      askForHook(j, enable, () => j.joinHook({ ...this.#hookOptions }))
+    );
   }
 
   /** `new Join(joinables, options).run(fn)`. */

@@ -54,6 +54,29 @@ export function joinableKind(joinable: object): JoinableKind | undefined {
   return kinds.get(joinable);
 }
 
+/** The joinable a Join is asking for its hook right now, with the join's `enable`. */
+let asking: { readonly joinable: object; readonly enable: boolean } | null = null;
+
+/**
+ * @internal Runs `ask` (a Join asking `joinable` for its hook) with the
+ * join's `enable` readable through {@link enableOfAskingJoin}: PyTorch's
+ * Join sets `_join_config`, a user's own `join_hook()` call sets nothing.
+ */
+export function askForHook<T>(joinable: object, enable: boolean, ask: () => T): T {
+  const previous = asking;
+  asking = { joinable, enable };
+  try {
+    return ask();
+  } finally {
+    asking = previous;
+  }
+}
+
+/** @internal The `enable` of the Join asking `joinable` for its hook now, or undefined (a user's call). */
+export function enableOfAskingJoin(joinable: object): boolean | undefined {
+  return asking?.joinable === joinable ? asking.enable : undefined;
+}
+
 const states = new WeakMap<object, JoinState>();
 
 /** @internal The join `joinable` takes part in now, or undefined. */
