@@ -991,6 +991,46 @@ Deno.test({
 
 Deno.test({
   name:
+    "mpi: 5 ranks (past the direct exchange of up to 4: a header meeting, then MPI's own collectives): collectives, float sums equal on every rank, DDP equivalence",
+  ignore: !MPIEXEC,
+  ...opts,
+  fn: async () => {
+    const n = 5;
+    const c = await mpiRun<Collected>(n, "collectives", { backend: "cpu" });
+    assert.equal(c.code, 0, c.output);
+    c.results.forEach((r, rank) => {
+      assert.ok(r, `rank ${rank} wrote no result: ${c.output}`);
+      assert.equal(r.backend, "mpi");
+      assert.equal(r.rank, rank);
+      assert.equal(r.worldSize, n);
+      assert.deepEqual(r.sum, [1, 2, 3].map((v) => (v * n * (n + 1)) / 2));
+      assert.deepEqual(r.avg, [(n - 1) / 2, n - 1]);
+      assert.deepEqual(r.max, [n - 1, 5, null], "NaN (null in JSON) wins on every rank");
+      assert.deepEqual(r.min, [0, 5 - (n - 1)]);
+      assert.deepEqual(r.ints, [(n * (n + 1)) / 2, 7 * n]);
+      assert.deepEqual(r.broadcast, [[n - 1, n - 1], [n - 1, n - 1]]);
+      assert.deepEqual(r.gathered, Array.from({ length: n }, (_, q) => [q, 10 * q]));
+      checkScattered(r);
+      assert.equal(r.bigErrors, 0);
+    });
+    // MPI's own all-reduce adds in its own order, not rank order: the same bits on every rank.
+    const sums = await mpiRun<Sums>(n, "sums", { backend: "cpu" });
+    assert.equal(sums.code, 0, sums.output);
+    for (const r of sums.results) {
+      assert.ok(r, `a rank wrote no result: ${sums.output}`);
+      assert.equal(r.calls, 36);
+      assert.equal(r.far, 0);
+      assert.equal(r.bits, sums.results[0]!.bits, "every rank holds the same bits");
+    }
+    const o: TrainOptions = { backend: "cpu", steps: 2, batch: 4, bucketCapMB: 1e-4 };
+    const t = await mpiRun<Trained>(n, "train", o as unknown as Record<string, unknown>);
+    assert.equal(t.code, 0, t.output);
+    checkTrained(t.results as Trained[], await reference(n, o));
+  },
+});
+
+Deno.test({
+  name:
     "mpi: float32 sums and averages have the rank-order bits, in shared memory (2 and 3 ranks) and in messages",
   ignore: !MPIEXEC,
   ...opts,
