@@ -466,3 +466,56 @@ workerTest(
     }
   },
 );
+
+workerTest(
+  "numWorkers: the sampler is read as batches are queued (an endless sampler works; a bad index fails its own batch)",
+  async () => {
+    const squares = new Squares({ n: 10 });
+    let drawn = 0;
+    /** Cycles 0..9 forever, counting what the loader took. */
+    const endless = {
+      *[Symbol.iterator]() {
+        for (let i = 0;; i++) {
+          drawn++;
+          yield i % 10;
+        }
+      },
+    };
+    const loader = new data.DataLoader(squares, {
+      batchSize: 4,
+      sampler: endless,
+      numWorkers: 2,
+      prefetchFactor: 2,
+    });
+    const seen: number[][] = [];
+    await bounded(
+      "an epoch over an endless sampler",
+      (async () => {
+        for await (const batch of loader) {
+          seen.push([...await (batch as { i: Tensor }).i.data()]);
+          if (seen.length === 5) break;
+        }
+      })(),
+    );
+    assert.deepEqual(seen, [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1], [2, 3, 4, 5], [6, 7, 8, 9]]);
+    // 5 batches taken and at most prefetchFactor x numWorkers queued ahead of them.
+    assert.ok(drawn <= (5 + 4) * 4, `the loader drew ${drawn} indices`);
+    // Index 12 comes 7th (batch 1): batch 0 arrives, batch 1 is the error.
+    const bad = new data.DataLoader(squares, {
+      batchSize: 3,
+      sampler: [0, 1, 2, 3, 4, 5, 12, 7],
+      numWorkers: 2,
+    });
+    const got: number[][] = [];
+    await assert.rejects(
+      bounded(
+        "an epoch with a bad index",
+        (async () => {
+          for await (const batch of bad) got.push([...await (batch as { i: Tensor }).i.data()]);
+        })(),
+      ),
+      /DataLoader: the sampler gave index 12 \(position 6\), outside the dataset's 10 samples/,
+    );
+    assert.deepEqual(got, [[0, 1, 2], [3, 4, 5]]);
+  },
+);

@@ -167,9 +167,9 @@ export interface DataLoaderOptions<T, B> {
    * `BatchSampler` reads it), so a sampler drawing from a `Generator`
    * and draws from it inside the loop interleave as in PyTorch; an index
    * outside the dataset is an error when its batch is asked for. With
-   * `numWorkers > 0` it is read whole as the epoch starts (PyTorch reads
-   * it only as far as the workers' queued batches), so draws from its
-   * `Generator` inside the loop then differ from PyTorch's.
+   * `numWorkers > 0` it is read as batches are queued for the workers
+   * (`prefetchFactor` per worker ahead, as PyTorch's), so an endless
+   * sampler works with workers too.
    */
   sampler?: Iterable<number>;
   /**
@@ -965,7 +965,10 @@ export class DataLoader<T, B = Collated<T>> implements Iterable<B>, AsyncIterabl
     const fresh = pool === null || pool.closed;
     // PyTorch's order: the iterator's base seed, then the sampler's draws.
     const drawn = fresh && this.#generator ? Math.floor(this.#generator() * 4294967296) : null;
-    const order = this.#iterable || this.batchSampler !== null ? undefined : this.#order(random);
+    // A sampler is read as the workers' batches are queued (#indexBatches), not here.
+    const order = this.#iterable || this.batchSampler !== null || this.sampler !== null
+      ? undefined
+      : this.#order(random);
     if (pool === null || pool.closed) {
       const recipe = await recipeOf(this.dataset, this.numWorkers);
       const base = drawn !== null
