@@ -81,8 +81,16 @@ Deno.test({
   },
 });
 
-/** Runs the `n` ranks of `scenario` as processes by hand (no launcher to stop the survivors). */
-async function byHand(scenario: string, options: Record<string, number>, n: number) {
+/**
+ * Runs the `n` ranks of `scenario` as processes by hand (no launcher to stop the survivors),
+ * with `env(rank)` over the defaults (the master on 127.0.0.1).
+ */
+async function byHand<R = Failure>(
+  scenario: string,
+  options: Record<string, number>,
+  n: number,
+  env: (rank: number) => Record<string, string> = () => ({}),
+) {
   const dir = await Deno.makeTempDir({ prefix: "multigrad_tcp_overlap_" });
   try {
     const port = String(freePort());
@@ -95,6 +103,7 @@ async function byHand(scenario: string, options: Record<string, number>, n: numb
             MASTER_PORT: port,
             RANK: `${rank}`,
             WORLD_SIZE: `${n}`,
+            ...env(rank),
           },
           stdout: "piped",
           stderr: "piped",
@@ -106,7 +115,7 @@ async function byHand(scenario: string, options: Record<string, number>, n: numb
     const results = await Promise.all(
       outputs.map(async (_, rank) =>
         JSON.parse(await Deno.readTextFile(`${dir}/r.${rank}.json`).catch(() => "null")) as
-          | Failure
+          | R
           | null
       ),
     );
@@ -211,5 +220,36 @@ Deno.test({
       assert.deepEqual(r.ranks, [1]);
       assert.ok(r.ms < 30_000, `took ${r.ms} ms`);
     }
+  },
+});
+
+/** This machine's first non-internal IPv4 address, or null. */
+function externalAddress(): string | null {
+  return Deno.networkInterfaces().find((i) => i.family === "IPv4" && !i.address.startsWith("127."))
+    ?.address ?? null;
+}
+
+Deno.test({
+  name:
+    "tcp: ranks at different addresses (the master on this machine's network address, one rank at MULTIGRAD_TCP_HOST=127.0.0.2): collectives and large all-reduces",
+  ignore: externalAddress() === null,
+  ...opts,
+  fn: async () => {
+    const master = externalAddress()!;
+    // Ranks 0 and 2 find their address themselves (the network one: they listen on every
+    // interface); rank 1 says it is at 127.0.0.2, listens only there, and is reached there.
+    const run = await byHand<Order>("order", {}, 3, (rank) => ({
+      MASTER_ADDR: master,
+      ...(rank === 1 ? { MULTIGRAD_TCP_HOST: "127.0.0.2" } : {}),
+    }));
+    assert.deepEqual(run.codes, [0, 0, 0], run.output);
+    run.results.forEach((r, rank) => {
+      assert.ok(r, `rank ${rank} wrote no result: ${run.output}`);
+      assert.deepEqual(r.sums, [0, 0, 0, 0, 0, 0]);
+      assert.deepEqual(r.ints, [0, 0, 0, 0, 0, 0]);
+      assert.equal(r.avg, 0);
+      assert.equal(r.bits, 0);
+      assert.deepEqual(r.gathers, [true, true, true]);
+    });
   },
 });
