@@ -12,7 +12,7 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, nn, noGrad, optim, type Tensor, tensor } from "../mod.ts";
+import { type Device, manualSeed, nn, noGrad, optim, type Tensor, tensor } from "../mod.ts";
 import {
   assertTensor,
   backendTest,
@@ -209,6 +209,9 @@ Deno.test("spectralNorm: with weightNorm on the bias, either removed first", asy
 });
 
 Deno.test("spectralNorm: copies (TransformerEncoder layers) iterate their own u and v", async () => {
+  // Seeded: an unseeded weight whose u already sits on a float32 fixed point after the 15 initial
+  // iterations would leave u unchanged (0 of 5,000 seeds did; seeded, it cannot happen at all).
+  manualSeed(21);
   const layer = new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 6, dropout: 0 });
   nn.utils.spectralNorm(layer.linear1);
   const stack = new nn.TransformerEncoder(layer, 2);

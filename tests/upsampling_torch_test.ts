@@ -9,7 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, nn, type Tensor } from "../mod.ts";
+import { type Device, manualSeed, nn, type Tensor } from "../mod.ts";
 import fixtures from "./fixtures/torch_layers.json" with { type: "json" };
 import {
   assertTensor,
@@ -105,6 +105,9 @@ for (const c of fixtures.conv_transpose) {
 backendTest(
   "ConvTranspose default init: kaiming-uniform with fan_in from weight dim 1",
   async (d) => {
+    // Seeded: unseeded, the 72 weights of the first case all fall within 0.85 of the bound
+    // with probability 0.85^72 ≈ 8e-6 per backend.
+    manualSeed(6);
     for (const c of fixtures.conv_transpose_init) {
       const m = makeConvT(d, { ...c, options: { ...c.options } } as unknown as ConvTCase);
       assert.deepEqual([...m.weight.shape], c.weight_shape);

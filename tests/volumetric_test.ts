@@ -295,6 +295,9 @@ backendTest(
 Deno.test("Conv3d and ConvTranspose3d: PyTorch's init bounds, 1/sqrt(fan-in)", async () => {
   // fan-in = weight dim 1 · kernel volume: 2 · 2·3·4 for both (ConvTranspose3d: 4 / groups 2).
   const bound = 1 / Math.sqrt(2 * 24);
+  // Seeded: unseeded, the 4 biases of ConvTranspose3d all fall within half the bound once in
+  // 16 runs (and Conv3d's 6 once in 64).
+  manualSeed(33);
   for (
     const m of [
       new nn.Conv3d(4, 6, [2, 3, 4], { groups: 2 }),
