@@ -250,8 +250,13 @@ async function run(scenario: string, options: Record<string, number>): Promise<u
       } satisfies Order;
     }
     case "mismatch": {
-      // Rank 1 asks for another op, or a longer array: the same error on every rank.
-      const length = options.longer && rank === 1 ? BIG + 1 : BIG;
+      // Rank 1 asks for another op, or a longer array (or, with `crossing`, rank 0 one of
+      // exactly RING_BYTES and rank 1 one element less: the large path against the small one).
+      const length = options.crossing
+        ? 65_536 - rank
+        : options.longer && rank === 1
+        ? BIG + 1
+        : BIG;
       const op: ReduceOp = !options.longer && rank === 1 ? "max" : "sum";
       const t = tensor(new Float32Array(length));
       return await caught(() => distributed.allReduce(t, { op }).wait());

@@ -180,6 +180,17 @@ Deno.test({
         assert.deepEqual(r.ranks, [1]);
       });
     }
+    // Two ranks on either side of RING_BYTES: one takes the segmented (SIMD) path, one the small.
+    const crossing = await tcpRun<Failure>(RANKS, 2, "mismatch", { longer: 1, crossing: 1 });
+    assert.equal(crossing.code, 0, crossing.output);
+    crossing.results.forEach((r, rank) => {
+      assert.ok(r, `rank ${rank}: ${crossing.output}`);
+      assert.match(
+        r.message,
+        /^collective mismatch: .*rank 0 called allReduce #0 \(sum\) of float32 \[65536\]; rank 1 called allReduce #0 \(sum\) of float32 \[65535\]/,
+        `rank ${rank}`,
+      );
+    });
   },
 });
 
