@@ -32,7 +32,7 @@
 
 import type { TypedArray } from "../dtype.ts";
 import { bytesOf } from "./bytes.ts";
-import { ReduceArea } from "./wasm_reduce.ts";
+import { type ReduceArea, ReduceAreas } from "./wasm_reduce.ts";
 import { NodeSum } from "./mpi_node.ts";
 import {
   check,
@@ -459,8 +459,8 @@ class MpiBackend implements ProcessGroupBackend {
   readonly #failureBuffer = new Uint8Array(FAILURE_BYTES);
   /** Receive arrays reused by all-reduces, by type, length and sending rank. */
   readonly #scratch = new Map<string, TypedArray>();
-  /** Memory for float32 sums, by length. */
-  readonly #areas = new Map<number, ReduceArea>();
+  /** Memory for float32 sums, by length (made once the world size is known). */
+  readonly #areas: ReduceAreas;
   /**
    * A communicator of this group's ranks when they all share this machine
    * (and there are at most {@link DIRECT_RANKS}), for float32 sums in
@@ -469,8 +469,6 @@ class MpiBackend implements ProcessGroupBackend {
   readonly #nodeComm: number | null;
   /** Shared windows for float32 sums, by length (at most {@link NODE_WINDOWS}). */
   readonly #nodeSums = new Map<number, NodeSum>();
-  /** Whether WebAssembly SIMD sums are available (until one fails to be made). */
-  #simd = true;
   #closed = false;
 
   /** This rank's end of a group over (duplicates of) `parent`. */
@@ -497,6 +495,7 @@ class MpiBackend implements ProcessGroupBackend {
     if (parent === MPI_COMM_WORLD) worldRank = this.rank;
     check("MPI_Comm_size", lib.symbols.MPI_Comm_size(this.#comm, value));
     this.worldSize = value[0];
+    this.#areas = new ReduceAreas(this.worldSize);
     this.#nodeComm = this.#sharedMachine();
     check(
       "MPI_Irecv",
@@ -978,23 +977,6 @@ class MpiBackend implements ProcessGroupBackend {
     return parts;
   }
 
-  /** The reused {@link ReduceArea} for float32 arrays of `length`, or null without WebAssembly SIMD. */
-  #reduceArea(length: number): ReduceArea | null {
-    if (!this.#simd) return null;
-    let area = this.#areas.get(length);
-    if (!area) {
-      const made = ReduceArea.create(this.worldSize, length);
-      if (!made) {
-        this.#simd = false;
-        return null;
-      }
-      // Sizes change rarely (a DDP step moves the same buckets every time).
-      if (this.#areas.size >= 4) this.#areas.clear();
-      this.#areas.set(length, area = made);
-    }
-    return area;
-  }
-
   /** A reused receive array for rank `q`, of `like`'s type and `length` elements. */
   #scratchFor(like: TypedArray, length: number, q: number): TypedArray {
     const key = `${like.constructor.name}:${length}:${q}`;
@@ -1063,7 +1045,7 @@ class MpiBackend implements ProcessGroupBackend {
   ): Promise<void> {
     if (this.#sumsFloats(call, numel)) {
       if (this.#nodeComm !== null) return this.#reduceInNode(call, numel, fill, take);
-      const area = this.#reduceArea(numel);
+      const area = this.#areas.take(numel);
       if (area) return this.#reduceInArea(call, area, fill, take);
     }
     return allReduceViaHost(this, call, numel, fill, take);
@@ -1074,7 +1056,7 @@ class MpiBackend implements ProcessGroupBackend {
     const op = call.op ?? "sum";
     return this.worldSize > 1 && this.worldSize <= DIRECT_RANKS && call.dtype === "float32" &&
       (op === "sum" || op === "avg") && numel > 0 &&
-      (this.#nodeComm !== null || this.#simd);
+      (this.#nodeComm !== null || this.#areas.available);
   }
 
   /**
@@ -1135,6 +1117,7 @@ class MpiBackend implements ProcessGroupBackend {
     await fill(own, 0);
     await this.#meet(call, bytesOf(own), (q) => bytesOf(area.part(q)));
     take(area.reduce(call.op ?? "sum"), 0);
+    this.#areas.giveBack(area);
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {

@@ -60,7 +60,7 @@ import { TCPStore } from "./tcp_store.ts";
 import { Mesh, type Message, readFull, writeAll } from "./tcp_mesh.ts";
 import { pairAllReduce, ringAllReduce, ringScratchBytes } from "./tcp_ring.ts";
 import { SyncLink } from "./tcp_sync.ts";
-import { ReduceArea } from "./wasm_reduce.ts";
+import { ReduceAreas } from "./wasm_reduce.ts";
 
 /**
  * All-reduces of at least this many bytes go around the ring (3+ ranks),
@@ -157,10 +157,8 @@ class TcpBackend implements ProcessGroupBackend {
    * faulted in); null while a call holds it.
    */
   #scratch: Uint8Array | null = new Uint8Array(0);
-  /** Reduce areas of two-rank float32 all-reduces, by length, while no call holds them. */
-  readonly #areas = new Map<number, ReduceArea>();
-  /** Whether WebAssembly SIMD and shared memory are there for {@link ReduceArea}s. */
-  #simd = true;
+  /** Reduce areas of two-rank float32 all-reduces (see {@link allReduceVia}). */
+  readonly #areas = new ReduceAreas(2, PAIR_AREAS);
   #closed = false;
 
   constructor(
@@ -408,7 +406,7 @@ class TcpBackend implements ProcessGroupBackend {
     take: AllReduceTake,
   ): Promise<void> {
     const op = call.op ?? "sum";
-    const area = this.#pairSums(call, numel) ? this.#pairArea(numel) : null;
+    const area = this.#pairSums(call, numel) ? this.#areas.take(numel) : null;
     if (!area) return allReduceViaHost(this, call, numel, fill, take);
     const own = area.part(this.rank);
     await fill(own, 0);
@@ -420,28 +418,14 @@ class TcpBackend implements ProcessGroupBackend {
       (from, to) => area.reduceRange(op, from, to),
     );
     take(area.result(), 0);
-    if (!this.#areas.has(numel) && this.#areas.size < PAIR_AREAS) this.#areas.set(numel, area);
+    this.#areas.giveBack(area);
   }
 
   /** Whether `call` is two ranks' float32 sum or average of at least {@link RING_BYTES} (and SIMD is there). */
   #pairSums(call: CollectiveCall, numel: number): boolean {
     const op = call.op ?? "sum";
-    return this.#simd && this.worldSize === 2 && call.dtype === "float32" &&
+    return this.#areas.available && this.worldSize === 2 && call.dtype === "float32" &&
       (op === "sum" || op === "avg") && numel * 4 >= RING_BYTES;
-  }
-
-  /** A reduce area of 2 parts of `numel` float32 that no call holds, or null without WebAssembly SIMD. */
-  #pairArea(numel: number): ReduceArea | null {
-    if (!this.#simd) return null;
-    const kept = this.#areas.get(numel);
-    if (kept) {
-      // Held by this call; a concurrent one of the same length makes its own.
-      this.#areas.delete(numel);
-      return kept;
-    }
-    const made = ReduceArea.create(2, numel);
-    if (!made) this.#simd = false;
-    return made;
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {

@@ -129,3 +129,47 @@ export class ReduceArea {
     }
   }
 }
+
+/**
+ * Reduce areas of `parts` parts, kept by length for the next call (a DDP
+ * step moves the same buckets every time; at most `keep` lengths). A call
+ * takes one out while it runs and gives it back only after it succeeded:
+ * two calls never share one, and a failed call's area, where a receive
+ * may still land, is never handed out again.
+ */
+export class ReduceAreas {
+  readonly #kept = new Map<number, ReduceArea>();
+  readonly #parts: number;
+  readonly #keep: number;
+  #simd = true;
+
+  constructor(parts: number, keep = 4) {
+    this.#parts = parts;
+    this.#keep = keep;
+  }
+
+  /** Whether areas can be made (WebAssembly SIMD and shared memory are there, as far as known). */
+  get available(): boolean {
+    return this.#simd;
+  }
+
+  /** An area of `length` float32 per part that no call holds, or null without WebAssembly SIMD. */
+  take(length: number): ReduceArea | null {
+    if (!this.#simd) return null;
+    const kept = this.#kept.get(length);
+    if (kept) {
+      this.#kept.delete(length);
+      return kept;
+    }
+    const made = ReduceArea.create(this.#parts, length);
+    if (!made) this.#simd = false;
+    return made;
+  }
+
+  /** Keeps `area` for the next call of its length (after its call succeeded). */
+  giveBack(area: ReduceArea): void {
+    if (this.#kept.has(area.length)) return;
+    if (this.#kept.size >= this.#keep) this.#kept.delete(this.#kept.keys().next().value!);
+    this.#kept.set(area.length, area);
+  }
+}
