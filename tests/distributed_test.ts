@@ -15,7 +15,7 @@ import { freePort, LAUNCHER, tcpRun as runUnderLauncher } from "./tcprun.ts";
 import { parseRunArgs, rankEnv } from "../src/distributed/run.ts";
 import { pairAllReduce, ringAllReduce } from "../src/distributed/tcp_ring.ts";
 import { reduceInto } from "../src/distributed/backend.ts";
-import { ReduceArea } from "../src/distributed/wasm_reduce.ts";
+import { ReduceArea, RingArea } from "../src/distributed/wasm_reduce.ts";
 import {
   makeData,
   makeModel,
@@ -1243,7 +1243,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "tcp: float32 sums and averages of 2 ranks have the rank-order bits (direct and ring)",
+  name:
+    "tcp: float32 sums and averages of 2 ranks have the rank-order bits (direct and segmented); of 3, the same bits on every rank (ring)",
   ...opts,
   fn: async () => {
     const run = await tcpRun<Sums>(2, "sums", { backend: "cpu" });
@@ -1252,6 +1253,16 @@ Deno.test({
       assert.ok(r, `a rank wrote no result: ${run.output}`);
       assert.equal(r.calls, 36);
       assert.equal(r.mismatches, 0);
+    }
+    // Around the ring (SIMD in a WebAssembly area past RING_BYTES) a chunk is added in ring
+    // order by one rank and copied to the others.
+    const ring = await tcpRun<Sums>(3, "sums", { backend: "cpu" });
+    assert.equal(ring.code, 0, ring.output);
+    for (const r of ring.results) {
+      assert.ok(r, `a rank wrote no result: ${ring.output}`);
+      assert.equal(r.calls, 36);
+      assert.equal(r.far, 0);
+      assert.equal(r.bits, ring.results[0]!.bits, "every rank holds the same bits");
     }
   },
 });
@@ -1509,6 +1520,80 @@ Deno.test("tcp ring all-reduce: every op and rank count, the same bits on every 
       });
     }
   }
+});
+
+Deno.test("tcp ring all-reduce in WebAssembly areas: float32 sum and avg with SIMD have the bits of the scalar ring", async () => {
+  const random = seededRandom(17);
+  for (const n of [3, 4]) {
+    for (const op of ["sum", "avg"] as const) {
+      for (const length of [1003, 5, 64]) {
+        const areas = Array.from({ length: n }, () => RingArea.create(length, n));
+        if (areas.some((a) => !a)) return; // No WebAssembly SIMD here: tcp takes the host path.
+        const inputs = Array.from(
+          { length: n },
+          () => Float32Array.from({ length }, (_, i) => i === 5 ? NaN : random() * 2 - 1),
+        );
+        // As the mesh delivers: into the receive's buffer when it waits, else bytes of their own.
+        const ring = () => {
+          const inboxes = Array.from({ length: n }, () => [] as Uint8Array[]);
+          const waiting = Array.from(
+            { length: n },
+            () => [] as { into: Uint8Array; resolve: (b: Uint8Array) => void }[],
+          );
+          return (r: number) => ({
+            sendNext: (chunk: Int32Array | Float32Array) => {
+              const to = (r + 1) % n;
+              const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+              const w = waiting[to].shift();
+              if (w) {
+                w.into.set(bytes);
+                w.resolve(w.into);
+              } else inboxes[to].push(bytes.slice());
+              return Promise.resolve();
+            },
+            receivePrevious: (into: Uint8Array) =>
+              inboxes[r].length > 0
+                ? Promise.resolve(inboxes[r].shift()!)
+                : new Promise<Uint8Array>((resolve) => waiting[r].push({ into, resolve })),
+          });
+        };
+        const scalar = inputs.map((a) => a.slice());
+        const scalarLinks = ring();
+        await Promise.all(scalar.map((d, r) => ringAllReduce(d, r, n, op, scalarLinks(r))));
+        const simdLinks = ring();
+        await Promise.all(areas.map((area, r) => {
+          area!.data.set(inputs[r]);
+          const scratch = area!.scratch;
+          return ringAllReduce(
+            area!.data,
+            r,
+            n,
+            op,
+            simdLinks(r),
+            new Uint8Array(scratch.buffer, scratch.byteOffset, scratch.byteLength),
+            (into, theirs, last) =>
+              area!.accumulate(
+                into as Float32Array,
+                theirs as Float32Array,
+                op === "avg" && last ? n : 1,
+              ),
+          );
+        }));
+        const bitsOf = (a: Float32Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+        areas.forEach((area, r) =>
+          assert.deepEqual(
+            bitsOf(area!.data),
+            bitsOf(scalar[0]),
+            `${n} ranks, ${op}, ${length} elements: rank ${r}`,
+          )
+        );
+      }
+    }
+  }
+  assert.throws(
+    () => RingArea.create(10, 3)!.accumulate(new Float32Array(4), new Float32Array(4), 1),
+    /RingArea: cannot add 4 elements into 4 \(scratch 4\)/,
+  );
 });
 
 /**

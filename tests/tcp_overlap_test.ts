@@ -196,20 +196,21 @@ Deno.test({
 
 Deno.test({
   name:
-    "tcp overlap: DDP's large float32 buckets between 2 ranks (SIMD in a reduce area) train as one process, the same bits on both ranks",
+    "tcp overlap: DDP's large float32 buckets between 2 and 3 ranks (SIMD in a reduce area) train as one process, the same bits on every rank",
   ...opts,
   fn: async () => {
-    // One bucket of two layers; then 1 MiB first and one layer per bucket (two of one length).
-    const cases: Record<string, number>[] = [{}, { layers: 6, bucketCapMB: 0.26 }];
+    // One bucket of two layers; then 1 MiB first and one layer per bucket (two of one length);
+    // 3 ranks: around the ring.
+    const cases: Record<string, number>[] = [{}, { layers: 6, bucketCapMB: 0.26 }, { ranks: 3 }];
     if (BACKENDS.has("webgpu")) cases.push({ webgpu: 1 });
     for (const options of cases) {
-      const run = await tcpRun<BigDdp>(RANKS, 2, "ddpBig", options);
+      const run = await tcpRun<BigDdp>(RANKS, options.ranks ?? 2, "ddpBig", options);
       assert.equal(run.code, 0, run.output);
-      const [r0, r1] = run.results;
-      assert.ok(r0 && r1, run.output);
+      const [r0, ...rest] = run.results;
+      assert.ok(r0 && rest.every((r) => r), run.output);
       assert.ok(r0.numel * 4 > 2 * 256 * 1024, `${r0.numel} elements`);
-      assert.equal(r1.bits, r0.bits, "both ranks hold the same bits");
-      for (const r of [r0, r1]) assert.ok(r.maxDiff < 1e-5, `${r.maxDiff} from one process`);
+      for (const r of rest) assert.equal(r!.bits, r0.bits, "every rank holds the same bits");
+      for (const r of run.results) assert.ok(r!.maxDiff < 1e-5, `${r!.maxDiff} from one process`);
     }
   },
 });

@@ -32,7 +32,7 @@
 
 import type { TypedArray } from "../dtype.ts";
 import { bytesOf } from "./bytes.ts";
-import { type ReduceArea, ReduceAreas } from "./wasm_reduce.ts";
+import { ReduceArea, ReduceAreas } from "./wasm_reduce.ts";
 import { NodeSum } from "./mpi_node.ts";
 import {
   check,
@@ -495,7 +495,7 @@ class MpiBackend implements ProcessGroupBackend {
     if (parent === MPI_COMM_WORLD) worldRank = this.rank;
     check("MPI_Comm_size", lib.symbols.MPI_Comm_size(this.#comm, value));
     this.worldSize = value[0];
-    this.#areas = new ReduceAreas(this.worldSize);
+    this.#areas = new ReduceAreas((length) => ReduceArea.create(this.worldSize, length));
     this.#nodeComm = this.#sharedMachine();
     check(
       "MPI_Irecv",

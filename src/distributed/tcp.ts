@@ -58,9 +58,9 @@ import {
 import type { Store } from "./store.ts";
 import { TCPStore } from "./tcp_store.ts";
 import { Mesh, type Message, readFull, writeAll } from "./tcp_mesh.ts";
-import { pairAllReduce, ringAllReduce, ringScratchBytes } from "./tcp_ring.ts";
+import { pairAllReduce, ringAllReduce, type RingCombine, ringScratchBytes } from "./tcp_ring.ts";
 import { SyncLink } from "./tcp_sync.ts";
-import { ReduceAreas } from "./wasm_reduce.ts";
+import { ReduceArea, ReduceAreas, RingArea } from "./wasm_reduce.ts";
 
 /**
  * All-reduces of at least this many bytes go around the ring (3+ ranks),
@@ -75,8 +75,8 @@ export const RING_BYTES = 256 * 1024;
  * before combining starts.
  */
 const PAIR_SEGMENT_BYTES = 4 * 1024 * 1024;
-/** How many lengths of two-rank reduce areas are kept (DDP's buckets: a few). */
-const PAIR_AREAS = 4;
+/** How many lengths of reduce areas are kept (DDP's buckets: a few). */
+const KEPT_AREAS = 4;
 /** How long a failing rank waits for its last message to the others to be written. */
 const FAILURE_GRACE_MS = 500;
 /** The shortest wait of the rendezvous for the other ranks (see `tcpBackend`). */
@@ -157,8 +157,13 @@ class TcpBackend implements ProcessGroupBackend {
    * faulted in); null while a call holds it.
    */
   #scratch: Uint8Array | null = new Uint8Array(0);
-  /** Reduce areas of two-rank float32 all-reduces (see {@link allReduceVia}). */
-  readonly #areas = new ReduceAreas(2, PAIR_AREAS);
+  /** WebAssembly areas of two ranks' float32 all-reduces (see {@link allReduceVia}). */
+  readonly #pairAreas = new ReduceAreas((length) => ReduceArea.create(2, length), KEPT_AREAS);
+  /** The same for rings of 3+ ranks. */
+  readonly #ringAreas = new ReduceAreas(
+    (length) => RingArea.create(length, this.worldSize),
+    KEPT_AREAS,
+  );
   #closed = false;
 
   constructor(
@@ -302,10 +307,11 @@ class TcpBackend implements ProcessGroupBackend {
     const n = this.worldSize;
     if (n === 1) return;
     const op = call.op ?? "sum";
-    if (data instanceof Float32Array && this.#pairSums(call, data.length)) {
+    const area = data instanceof Float32Array ? this.#simdArea(call, data.length) : null;
+    if (area) {
       // Two copies of the array cost less than the scalar loop the SIMD sum replaces.
       const fill = (into: TypedArray) => Promise.resolve(into.set(data));
-      return this.allReduceVia(call, data.length, fill, (from) => data.set(from));
+      return this.#reduceInArea(call, area, fill, (from) => data.set(from));
     }
     if (data.byteLength >= RING_BYTES) {
       const need = n === 2 ? data.byteLength : ringScratchBytes(data, n);
@@ -331,14 +337,15 @@ class TcpBackend implements ProcessGroupBackend {
 
   /**
    * An all-reduce of at least {@link RING_BYTES}: around the ring (3+
-   * ranks), or both ways at once in segments (2 ranks; with `combine`, see
-   * `pairAllReduce`). Receives into `scratch`.
+   * ranks), or both ways at once in segments (2 ranks). Receives into
+   * `scratch`. With `combine`, the sums of a WebAssembly area (see
+   * `pairAllReduce` and `ringAllReduce`).
    */
   async #largeAllReduce(
     call: CollectiveCall,
     data: TypedArray,
     scratch: Uint8Array,
-    combine?: (from: number, to: number) => void,
+    combine?: { pair?: (from: number, to: number) => void; ring?: RingCombine },
   ): Promise<void> {
     const n = this.worldSize;
     const deadline = performance.now() + this.#timeoutMs;
@@ -385,47 +392,70 @@ class TcpBackend implements ProcessGroupBackend {
           links,
           Math.max(1, Math.floor(PAIR_SEGMENT_BYTES / data.BYTES_PER_ELEMENT)),
           scratch,
-          combine,
+          combine?.pair,
         )
-        : ringAllReduce(data, this.rank, n, op, links, scratch),
+        : ringAllReduce(data, this.rank, n, op, links, scratch, combine?.ring),
     );
   }
 
   /**
-   * Two ranks' float32 sum or average of at least {@link RING_BYTES}
-   * (DDP's buckets) meets in a WebAssembly area (`ReduceArea`): `fill`
-   * writes this rank's part, the other rank's arrives straight into its
-   * part, each segment is summed with SIMD as it lands (the same bits on
-   * both ranks: they add in rank order), and `take` reads the result
-   * there. Otherwise through a host array.
+   * A float32 sum or average of at least {@link RING_BYTES} (DDP's
+   * buckets) meets in a WebAssembly area: `fill` writes this rank's values
+   * there, the other ranks' arrive straight into it, and each piece is
+   * summed with SIMD as it lands (two ranks: both add in rank order, the
+   * same bits; a ring: each chunk is summed by one rank and copied to the
+   * others). `take` reads the result there. Otherwise through a host array.
    */
-  async allReduceVia(
+  allReduceVia(
     call: CollectiveCall,
     numel: number,
     fill: AllReduceFill,
     take: AllReduceTake,
   ): Promise<void> {
-    const op = call.op ?? "sum";
-    const area = this.#pairSums(call, numel) ? this.#areas.take(numel) : null;
+    const area = this.#simdArea(call, numel);
     if (!area) return allReduceViaHost(this, call, numel, fill, take);
-    const own = area.part(this.rank);
-    await fill(own, 0);
-    // After a failure the area is not reused: a read under way may still land in it.
-    await this.#largeAllReduce(
-      call,
-      own,
-      bytesOf(area.part(1 - this.rank)),
-      (from, to) => area.reduceRange(op, from, to),
-    );
-    take(area.result(), 0);
-    this.#areas.giveBack(area);
+    return this.#reduceInArea(call, area, fill, take);
   }
 
-  /** Whether `call` is two ranks' float32 sum or average of at least {@link RING_BYTES} (and SIMD is there). */
-  #pairSums(call: CollectiveCall, numel: number): boolean {
+  /**
+   * An area for `call` when it is a float32 sum or average of at least
+   * {@link RING_BYTES} and WebAssembly SIMD is there (it fits one memory).
+   */
+  #simdArea(call: CollectiveCall, numel: number): ReduceArea | RingArea | null {
     const op = call.op ?? "sum";
-    return this.#areas.available && this.worldSize === 2 && call.dtype === "float32" &&
-      (op === "sum" || op === "avg") && numel * 4 >= RING_BYTES;
+    if (
+      this.worldSize < 2 || call.dtype !== "float32" || (op !== "sum" && op !== "avg") ||
+      numel * 4 < RING_BYTES
+    ) return null;
+    return this.worldSize === 2 ? this.#pairAreas.take(numel) : this.#ringAreas.take(numel);
+  }
+
+  async #reduceInArea(
+    call: CollectiveCall,
+    area: ReduceArea | RingArea,
+    fill: AllReduceFill,
+    take: AllReduceTake,
+  ): Promise<void> {
+    const op = call.op ?? "sum";
+    // After a failure the area is not reused: a read under way may still land in it.
+    if (area instanceof ReduceArea) {
+      const own = area.part(this.rank);
+      await fill(own, 0);
+      await this.#largeAllReduce(call, own, bytesOf(area.part(1 - this.rank)), {
+        pair: (from, to) => area.reduceRange(op, from, to),
+      });
+      take(area.result(), 0);
+      this.#pairAreas.giveBack(area);
+      return;
+    }
+    await fill(area.data, 0);
+    const n = this.worldSize;
+    await this.#largeAllReduce(call, area.data, bytesOf(area.scratch), {
+      ring: (into, theirs, last) =>
+        area.accumulate(into as Float32Array, theirs as Float32Array, op === "avg" && last ? n : 1),
+    });
+    take(area.data, 0);
+    this.#ringAreas.giveBack(area);
   }
 
   async broadcast(call: CollectiveCall, data: TypedArray): Promise<void> {

@@ -38,11 +38,20 @@ export function ringScratchBytes(like: TypedArray, n: number): number {
 }
 
 /**
+ * Adds the previous rank's values of one chunk into this rank's (`into`,
+ * a piece of the array), in place; on the last step of the reduce-scatter
+ * (`last`) an average also divides by the number of ranks.
+ */
+export type RingCombine = (into: TypedArray, theirs: TypedArray, last: boolean) => void;
+
+/**
  * Replaces `data` (rank `rank` of `n`) by the elementwise `op` over the
  * ranks, around the ring. `"avg"` sums, then the chunk's owner divides
  * once before the all-gather. The reduce-scatter receives into `scratch`
  * (at least {@link ringScratchBytes}; the caller may keep it for the next
- * call), the all-gather into `data` itself.
+ * call), the all-gather into `data` itself. With `combine` (a float32 sum
+ * or average in WebAssembly memory), it adds each received chunk instead
+ * of `op`'s loop here, with the same bits.
  */
 export async function ringAllReduce(
   data: TypedArray,
@@ -51,6 +60,7 @@ export async function ringAllReduce(
   op: ReduceOp,
   links: RingLinks,
   scratch: Uint8Array = new Uint8Array(ringScratchBytes(data, n)),
+  combine?: RingCombine,
 ): Promise<void> {
   const bounds = ringChunks(data.length, n);
   const chunk = (c: number) => data.subarray(bounds[c], bounds[c + 1]);
@@ -63,11 +73,12 @@ export async function ringAllReduce(
       links.sendNext(chunk(mod(rank - s))),
       links.receivePrevious(scratch.subarray(0, into.byteLength)),
     ]);
-    reduceInto(into, [into, viewAs(data, got)], 0, into.length, step);
+    if (combine) combine(into, viewAs(data, got), s === n - 2);
+    else reduceInto(into, [into, viewAs(data, got)], 0, into.length, step);
   }
   // This rank now holds the whole result of chunk rank + 1.
   const own = chunk(mod(rank + 1));
-  if (op === "avg") { for (let i = 0; i < own.length; i++) own[i] /= n; }
+  if (op === "avg" && !combine) { for (let i = 0; i < own.length; i++) own[i] /= n; }
   for (let s = 0; s < n - 1; s++) {
     const into = bytesOf(chunk(mod(rank - s)));
     const [, got] = await Promise.all([

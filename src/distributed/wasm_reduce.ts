@@ -25,6 +25,8 @@ export interface WasmReducer {
    * least two sources; returns false (nothing done) otherwise.
    */
   reduce(out: number, sources: readonly number[], n: number, op: ReduceOp): boolean;
+  /** `out[i] = (out[i] + from[i]) / divisor` for `n` float32 elements (byte offsets). */
+  accumulate(out: number, from: number, n: number, divisor: number): void;
 }
 
 /** A reducer over `memory`, or null where WebAssembly SIMD or shared memory is missing. */
@@ -43,6 +45,7 @@ export function wasmReducer(memory: WebAssembly.Memory): WasmReducer | null {
       for (let q = 2; q < count; q++) accumulate(out, sources[q], n, last(q));
       return true;
     },
+    accumulate,
   };
 }
 
@@ -131,20 +134,81 @@ export class ReduceArea {
 }
 
 /**
- * Reduce areas of `parts` parts, kept by length for the next call (a DDP
- * step moves the same buckets every time; at most `keep` lengths). A call
+ * A ring all-reduce's float32 memory in WebAssembly (`"tcp"` with 3+
+ * ranks): the array, and a scratch of one chunk that the previous rank's
+ * chunks are received into and added from with SIMD.
+ */
+export class RingArea {
+  /** Elements of the array. */
+  readonly length: number;
+  /** The array being reduced. */
+  readonly data: Float32Array;
+  /** Room for the largest of the ring's chunks. */
+  readonly scratch: Float32Array;
+  readonly #reducer: WasmReducer;
+
+  private constructor(
+    memory: WebAssembly.Memory,
+    reducer: WasmReducer,
+    length: number,
+    scratch: number,
+  ) {
+    this.length = length;
+    this.#reducer = reducer;
+    // 16-byte aligned, as the parts of a ReduceArea.
+    const stride = Math.ceil((length * 4) / 16) * 16;
+    this.data = new Float32Array(memory.buffer, 0, length);
+    this.scratch = new Float32Array(memory.buffer, stride, scratch);
+  }
+
+  /** An area for `length` float32 around a ring of `ranks`, or null where WebAssembly SIMD or shared memory is missing. */
+  static create(length: number, ranks: number): RingArea | null {
+    const scratch = Math.ceil(length / ranks);
+    const memory = sharedMemory(Math.ceil((length * 4) / 16) * 16 + scratch * 4);
+    if (!memory) return null;
+    const reducer = wasmReducer(memory);
+    return reducer ? new RingArea(memory, reducer, length, scratch) : null;
+  }
+
+  /**
+   * `into[i] = (into[i] + from[i]) / divisor`, rounding as the scalar loop
+   * does; `into` is a piece of {@link data}, `from` of the same length
+   * anywhere (copied into {@link scratch} first when it is not there).
+   */
+  accumulate(into: Float32Array, from: Float32Array, divisor: number): void {
+    const memory = this.data.buffer;
+    if (
+      into.buffer !== memory || into.length !== from.length || from.length > this.scratch.length
+    ) {
+      throw new RangeError(
+        `RingArea: cannot add ${from.length} elements into ${into.length} (scratch ${this.scratch.length})`,
+      );
+    }
+    let source = from;
+    if (from.buffer !== memory) {
+      source = this.scratch.subarray(0, from.length);
+      source.set(from);
+    }
+    this.#reducer.accumulate(into.byteOffset, source.byteOffset, into.length, divisor);
+  }
+}
+
+/**
+ * Areas (each of a `length`) kept by length for the next call (a DDP step
+ * moves the same buckets every time; at most `keep` lengths). A call
  * takes one out while it runs and gives it back only after it succeeded:
  * two calls never share one, and a failed call's area, where a receive
  * may still land, is never handed out again.
  */
-export class ReduceAreas {
-  readonly #kept = new Map<number, ReduceArea>();
-  readonly #parts: number;
+export class ReduceAreas<A extends { readonly length: number } = ReduceArea> {
+  readonly #kept = new Map<number, A>();
+  readonly #make: (length: number) => A | null;
   readonly #keep: number;
   #simd = true;
 
-  constructor(parts: number, keep = 4) {
-    this.#parts = parts;
+  /** `make(length)` builds an area, or returns null where WebAssembly SIMD or shared memory is missing. */
+  constructor(make: (length: number) => A | null, keep = 4) {
+    this.#make = make;
     this.#keep = keep;
   }
 
@@ -153,21 +217,25 @@ export class ReduceAreas {
     return this.#simd;
   }
 
-  /** An area of `length` float32 per part that no call holds, or null without WebAssembly SIMD. */
-  take(length: number): ReduceArea | null {
+  /**
+   * An area of `length` float32 that no call holds, or null without
+   * WebAssembly SIMD or where it would not fit in one WebAssembly memory.
+   */
+  take(length: number): A | null {
     if (!this.#simd) return null;
     const kept = this.#kept.get(length);
     if (kept) {
       this.#kept.delete(length);
       return kept;
     }
-    const made = ReduceArea.create(this.#parts, length);
-    if (!made) this.#simd = false;
+    const made = this.#make(length);
+    // Too large for one WebAssembly memory (4 GiB), or no SIMD or shared memory at all.
+    if (!made && !this.#make(4)) this.#simd = false;
     return made;
   }
 
   /** Keeps `area` for the next call of its length (after its call succeeded). */
-  giveBack(area: ReduceArea): void {
+  giveBack(area: A): void {
     if (this.#kept.has(area.length)) return;
     if (this.#kept.size >= this.#keep) this.#kept.delete(this.#kept.keys().next().value!);
     this.#kept.set(area.length, area);
