@@ -10,6 +10,7 @@ import type { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
 import { full, rand, randn } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
+import { scopedRounds } from "../ops_composite/random.ts";
 import {
   type Constraint,
   Distribution,
@@ -353,9 +354,8 @@ export class VonMises extends Distribution {
         // (τ - √(2τ))/(2κ) without the cancellation that makes it 0 (and the draws loc) for tiny κ.
         const rho = k.mul(2).div(tau.add(tau.mul(2).sqrt()));
         const r = rho.square().add(1).div(rho.mul(2));
-        let x = full(shape, 0, opts);
-        let open = full(shape, 1, opts);
-        for (let i = 0; i < VM_ROUNDS; i++) {
+        const initial: [Tensor, Tensor] = [full(shape, 0, opts), full(shape, 1, opts)];
+        const [x] = scopedRounds(VM_ROUNDS, initial, ([x, open]) => {
           const u1 = rand(shape, opts);
           const u2 = rand(shape, opts);
           const u3 = rand(shape, opts);
@@ -365,9 +365,11 @@ export class VonMises extends Distribution {
           const accept = c.mul(c.neg().add(2)).sub(u2).gt(0)
             .add(c.div(u2).log().add(1).sub(c).ge(0)).gt(0);
           const take = accept.mul(open).gt(0);
-          x = u3.sub(0.5).sign().mul(f.clamp(-1, 1).acos()).where(take, x);
-          open = open.mul(take.eq(0));
-        }
+          return [
+            u3.sub(0.5).sign().mul(f.clamp(-1, 1).acos()).where(take, x),
+            open.mul(take.eq(0)),
+          ];
+        });
         return x.add(Math.PI).add(this.loc).remainder(2 * Math.PI).sub(Math.PI);
       })
     );
