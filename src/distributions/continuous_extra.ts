@@ -10,7 +10,7 @@ import type { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
 import { full, rand, randn } from "../ops/mod.ts";
 import { forwardScope } from "../storage.ts";
-import { scopedRounds } from "../ops_composite/random.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 import {
   type Constraint,
   Distribution,

@@ -10,7 +10,7 @@ import type { Tensor } from "../tensor.ts";
 import { noGrad } from "../autograd.ts";
 import { arange, full, rand, tensor } from "../ops/mod.ts";
 import { poisson } from "../ops_composite/mod.ts";
-import { scopedRounds } from "../ops_composite/random.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 import { forwardScope } from "../storage.ts";
 import { formatShape } from "../shape.ts";
 import {

@@ -19,6 +19,7 @@ import { recording } from "../autograd/recompute.ts";
 import { tensor, zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 import { forwardScope } from "../storage.ts";
 import type { DType } from "../dtype.ts";
 import type { Tensor } from "../tensor.ts";
@@ -125,16 +126,13 @@ function eighForward(op: string, A: Tensor, options: EighOptions): [Tensor, Tens
       const fast = kernelEigh(lower);
       if (fast) return fast;
       const symmetric = lower.add(mT(lower.tril(-1)));
-      let a = symmetric;
-      let v = identity.expand([...A.shape]);
       const schedule = rounds(n, A);
-      for (let sweep = sweepsFor(n, A.dtype); sweep > 0; sweep--) {
-        for (const round of schedule) {
-          const j = rotation(a, round, identity);
-          a = mT(j).matmul(a).matmul(j);
-          v = v.matmul(j);
-        }
-      }
+      const start: [Tensor, Tensor] = [symmetric, identity.expand([...A.shape])];
+      const count = sweepsFor(n, A.dtype) * schedule.length;
+      const [, v] = scopedRounds(count, start, ([a, v], i) => {
+        const j = rotation(a, schedule[i % schedule.length], identity);
+        return [mT(j).matmul(a).matmul(j), v.matmul(j)];
+      });
       // a's diagonal carries a rounding error from each of the (n-1)·sweeps products; the
       // Rayleigh quotients of V's columns with the input carry only V's (second-order) one.
       const av = symmetric.matmul(v);
@@ -200,21 +198,21 @@ function svdForward(a: Tensor): [Tensor, Tensor, Tensor] {
       // float range neither overflows nor underflows.
       const scale = matrixScale(a);
       const scaled = a.div(scale);
-      let u = scaled;
-      let v = identity.expand([...a.shape.slice(0, -2), n, n]);
       const schedule = rounds(n, a);
-      for (let sweep = svdSweepsFor(n); sweep > 0; sweep--) {
-        for (const round of schedule) {
-          const j = rotation(mT(u).matmul(u), round, identity);
-          u = u.matmul(j);
-          v = v.matmul(j);
-        }
-      }
+      const start: [Tensor, Tensor] = [scaled, identity.expand([...a.shape.slice(0, -2), n, n])];
+      const [, rotated] = scopedRounds(
+        svdSweepsFor(n) * schedule.length,
+        start,
+        ([u, v], i) => {
+          const j = rotation(mT(u).matmul(u), schedule[i % schedule.length], identity);
+          return [u.matmul(j), v.matmul(j)];
+        },
+      );
       // u carries a rounding error from each of the (n-1)·sweeps products; A·V, with V's
       // columns' norms divided out, carries only V's (second-order) one.
-      const norms = v.square().sum(-2, true).sqrt();
-      v = v.div(norms);
-      u = scaled.matmul(v);
+      const norms = rotated.square().sum(-2, true).sqrt();
+      const v = rotated.div(norms);
+      const u = scaled.matmul(v);
       const s = u.square().sum(-2).sqrt();
       const [sorted, order] = sortPairs(s, cat([u, v], -2), true);
       const us = order.narrow(-2, 0, m);

@@ -33,6 +33,7 @@ import { commonDevice, requireFloat } from "../ops/util.ts";
 import { stack } from "../ops/view.ts";
 import { type Generator, generatorArgument } from "../random/generator.ts";
 import { searchsorted } from "./index_ops.ts";
+import { scopedRounds } from "./util.ts";
 import { topk } from "./sort.ts";
 import { scan } from "./scan.ts";
 
@@ -504,27 +505,6 @@ function stirlingRest(m: Tensor): Tensor {
   const inv2 = inv.mul(inv);
   const series = inv.mul(inv2.mul(inv2.mul(1 / 1260).sub(1 / 360)).add(1 / 12));
   return series.add(0.5 * Math.log(2 * Math.PI));
-}
-
-/**
- * @internal Runs `round` `count` times from `state`, each round in a scope
- * of its own and the state it replaces freed (the initial state too: pass
- * the caller's own temporaries; a round returns new tensors or the state's
- * own, never views of it). Kept to the end of the draw, every round's
- * temporaries (arrays of the draw's size) were live at once: a Binomial
- * draw of 140,000 values held about 1,250 of them and took 6 s on cpu.
- */
-export function scopedRounds<T extends Tensor[]>(
-  count: number,
-  state: T,
-  round: (state: T) => T,
-): T {
-  for (let i = 0; i < count; i++) {
-    const before = state;
-    state = tidy(() => round(before));
-    for (const t of before) if (!state.includes(t)) t.dispose();
-  }
-  return state;
 }
 
 /**

@@ -68,3 +68,26 @@ export const computed = <T>(fn: () => T): T => noGrad(() => tidy(fn));
 export function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
   return Object.assign([values, indices] as const, { values, indices });
 }
+
+/**
+ * @internal Runs `round` `count` times from `state` (round i gets the state
+ * and i), each round in a scope of its own, and frees each state a round
+ * replaced except the caller's initial one. A round returns new tensors or
+ * the state's own, never views of them. Kept to the end of the loop, every
+ * round's temporaries were live at once: a Binomial draw of 140,000 values
+ * held about 1,250 arrays of its size and took 6 s on cpu.
+ */
+export function scopedRounds<T extends Tensor[]>(
+  count: number,
+  state: T,
+  round: (state: T, index: number) => T,
+): T {
+  const initial = state;
+  for (let i = 0; i < count; i++) {
+    const before = state;
+    state = tidy(() => round(before, i));
+    if (before === initial) continue;
+    for (const t of before) if (!state.includes(t)) t.dispose();
+  }
+  return state;
+}
