@@ -8,6 +8,7 @@
 import { noGrad, record } from "../autograd.ts";
 import { zeros } from "../ops/factory.ts";
 import { forwardScope } from "../storage.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 import type { Tensor } from "../tensor.ts";
 import { failLater, indices, mT, requireSquare } from "./util.ts";
 import { solveTriangular } from "./triangular.ts";
@@ -30,18 +31,21 @@ export function choleskyInfo(
     forwardScope(() => {
       const source = upper ? mT(A) : A;
       const rows = indices(n, A);
-      let l = zeros([...A.shape], { dtype: A.dtype, device: A.device });
-      let info = zeros(A.shape.slice(0, -2), { dtype: A.dtype, device: A.device });
-      for (let j = 0; j < n; j++) {
+      const start: [Tensor, Tensor] = [
+        zeros([...A.shape], { dtype: A.dtype, device: A.device }),
+        zeros(A.shape.slice(0, -2), { dtype: A.dtype, device: A.device }),
+      ];
+      return scopedRounds(n, start, ([l, info], j) => {
         // Columns ≥ j of l are still zero, so l·(row j of l)ᵀ sums over k < j only.
         const v = source.narrow(-1, j, 1).sub(l.matmul(mT(l.narrow(-2, j, 1))));
         const d = v.narrow(-2, j, 1);
         const good = d.gt(0); // NaN fails too
-        info = info.add(good.eq(0).reshape(info.shape).mul(info.eq(0)).mul(j + 1));
         const column = v.div(d.where(good, 1).sqrt()).mul(rows.ge(j).unsqueeze(-1));
-        l = l.add(column.mul(rows.eq(j)));
-      }
-      return [l, info];
+        return [
+          l.add(column.mul(rows.eq(j))),
+          info.add(good.eq(0).reshape(info.shape).mul(info.eq(0)).mul(j + 1)),
+        ];
+      });
     })
   );
   if (check) {

@@ -13,6 +13,7 @@ import { sumTo } from "../ops/elementwise.ts";
 import { zeros } from "../ops/factory.ts";
 import { cat, stack } from "../ops/view.ts";
 import { eye } from "../ops_composite/factory.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 import { formatShape } from "../shape.ts";
 import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
@@ -322,12 +323,14 @@ function ldlSteps(a: Tensor): [Tensor, Tensor, Tensor] {
   const idx = indices(n, a);
   const col = (t: Tensor, j: Tensor) => t.mul(j.unsqueeze(-2)).sum(-1); // column one-hot j → [..., n]
   const oneHot = (i: Tensor) => idx.eq(i.unsqueeze(-1)); // [...] → [..., n]
-  let s = a.tril().add(a.tril(-1).transpose(-1, -2));
-  let ld = zeros([...a.shape], like);
-  let info = zeros(batch, { dtype: "int32", device: a.device });
-  let skip = zeros(batch, like);
-  const pivots: Tensor[] = [];
-  for (let k = 0; k < n; k++) {
+  const start = [
+    a.tril().add(a.tril(-1).transpose(-1, -2)),
+    zeros([...a.shape], like),
+    zeros(batch, { dtype: "int32", device: a.device }),
+    zeros(batch, like),
+  ];
+  // Each step in a scope of its own (the state it replaces freed): the pivots so far ride along.
+  const [, ld, info, , ...pivots] = scopedRounds(n, start, ([s, ld, info, skip, ...pivots], k) => {
     const ek = idx.eq(k);
     const ek1 = idx.eq(k + 1);
     const columnK = s.narrow(-1, k, 1).squeeze(-1);
@@ -382,17 +385,18 @@ function ldlSteps(a: Tensor): [Tensor, Tensor, Tensor] {
     const zeroColumn = sk.add(ek.unsqueeze(-1).mul(dk)).mul(ek).mul(
       zero.unsqueeze(-1).unsqueeze(-1),
     );
-    ld = ld.add(update).add(zeroColumn);
     const pivot = kp.add(1).mul(two.mul(-2).add(1)).mul(active);
-    pivots.push(pivot);
-    info = info.add(zero.mul(info.eq(0)).mul(k + 1).to("int32"));
     // The second column of a 2 × 2 block: its pivot is the first's, and the step is skipped.
-    if (k > 0) {
-      const previous = pivots[k - 1];
-      pivots[k] = pivot.add(previous.mul(skip));
-    }
-    skip = two;
-  }
+    const taken = k > 0 ? pivot.add(pivots[k - 1].mul(skip)) : pivot;
+    return [
+      s,
+      ld.add(update).add(zeroColumn),
+      info.add(zero.mul(info.eq(0)).mul(k + 1).to("int32")),
+      two,
+      ...pivots,
+      taken,
+    ];
+  });
   const piv = n === 0
     ? zeros([...batch, 0], { dtype: "int32", device: a.device })
     : stack(pivots, -1).to("int32");

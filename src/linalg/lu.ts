@@ -11,6 +11,7 @@ import { gatherInRange } from "../ops/indexing.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
 import { forwardScope } from "../storage.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 import type { Tensor } from "../tensor.ts";
 import { failLater, indices, mT, requireSquare } from "./util.ts";
 import { owned } from "../ops_composite/owned.ts";
@@ -73,9 +74,9 @@ function detByElimination(a: Tensor): Tensor {
   if (n === 0) return zeros(batch, { dtype: a.dtype, device: a.device }).add(1);
   if (n === 1) return a.reshape(batch).clone();
   const rows = indices(n, a);
-  let u = a;
-  let value = zeros(batch, { dtype: a.dtype, device: a.device }).add(1);
-  for (let k = 0; k < n - 2; k++) {
+  const start = [a, zeros(batch, { dtype: a.dtype, device: a.device }).add(1)];
+  const [u, value] = scopedRounds(n - 2, start, ([before, value], k) => {
+    let u = before;
     const [byRow, byColumn, flip] = noGrad(() => {
       const m = n - k;
       const rest = u.narrow(-2, k, m).narrow(-1, k, m).abs().reshape([...batch, m * m]);
@@ -92,11 +93,10 @@ function detByElimination(a: Tensor): Tensor {
     });
     u = gatherInRange(gatherInRange(u, -2, byRow), -1, byColumn);
     const pivot = u.narrow(-2, k, 1).narrow(-1, k, 1);
-    value = value.mul(pivot.reshape(batch)).mul(flip);
     const safe = pivot.where(noGrad(() => pivot.ne(0)), 1);
     const l = u.narrow(-1, k, 1).mul(rows.gt(k).unsqueeze(-1)).div(safe);
-    u = u.sub(l.mul(u.narrow(-2, k, 1)));
-  }
+    return [u.sub(l.mul(u.narrow(-2, k, 1))), value.mul(pivot.reshape(batch)).mul(flip)];
+  });
   const s = (i: number, j: number) => u.select(-2, n - 2 + i).select(-1, n - 2 + j);
   return value.mul(s(0, 0).mul(s(1, 1)).sub(s(0, 1).mul(s(1, 0))));
 }

@@ -14,6 +14,7 @@ import { forwardScope } from "../storage.ts";
 import { Tensor } from "../tensor.ts";
 import { failLater, indices, mT, requireSquare } from "./util.ts";
 import { eye } from "../ops_composite/factory.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 
 /**
  * The row of `column` (`[..., n]`) with the largest magnitude among rows
@@ -51,20 +52,24 @@ export function gaussJordan(a: Tensor, b: Tensor): [Tensor, Tensor] {
     forwardScope(() => {
       const n = a.shape.at(-1)!;
       const rows = indices(n, a);
-      let m = cat([a, b], -1);
-      let info = zeros(a.shape.slice(0, -2), { dtype: a.dtype, device: a.device });
-      for (let k = 0; k < n; k++) {
-        const [p] = pivotRow(m.narrow(-1, k, 1).squeeze(-1), rows, k);
-        m = swapRows(m, p, rows, k);
+      const start: [Tensor, Tensor] = [
+        cat([a, b], -1),
+        zeros(a.shape.slice(0, -2), { dtype: a.dtype, device: a.device }),
+      ];
+      const [m, info] = scopedRounds(n, start, ([before, info], k) => {
+        const [p] = pivotRow(before.narrow(-1, k, 1).squeeze(-1), rows, k);
+        const m = swapRows(before, p, rows, k);
         const pivot = m.narrow(-2, k, 1).narrow(-1, k, 1);
         const zero = pivot.eq(0);
-        info = info.add(zero.reshape(info.shape).mul(info.eq(0)).mul(k + 1));
         const pivotRow_ = m.narrow(-2, k, 1).div(pivot.where(zero.eq(0), 1));
         // Row k becomes row k / pivot (selected: computing it as a difference cancels); the
         // others lose their column k.
         const others = rows.ne(k).unsqueeze(-1);
-        m = m.sub(m.narrow(-1, k, 1).mul(pivotRow_)).where(others, pivotRow_);
-      }
+        return [
+          m.sub(m.narrow(-1, k, 1).mul(pivotRow_)).where(others, pivotRow_),
+          info.add(zero.reshape(info.shape).mul(info.eq(0)).mul(k + 1)),
+        ];
+      });
       return [m.narrow(-1, n, b.shape.at(-1)!), info];
     })
   );
@@ -122,29 +127,31 @@ export function factor(a: Tensor): [Tensor, Tensor, Tensor] {
   const batch = a.shape.slice(0, -2);
   const rows = indices(m, a);
   const cols = indices(n, a);
-  let u = a;
-  let info = zeros(batch, { dtype: "int32", device: a.device });
-  const pivots: Tensor[] = [];
-  for (let j = 0; j < k; j++) {
+  // Each step in a scope of its own (without gradient, the state it replaces freed); the
+  // pivot rows so far ride along in the state.
+  const start = [a, zeros(batch, { dtype: "int32", device: a.device })];
+  const [u, info, ...pivots] = scopedRounds(k, start, ([before, info, ...pivots], j) => {
     const [p, at] = noGrad(() => {
-      const column = u.narrow(-1, j, 1).squeeze(-1);
+      const column = before.narrow(-1, j, 1).squeeze(-1);
       const [p] = pivotRow(column, rows, j);
       return [p, p.mul(rows).sum(-1, true).add(1).to("int32")];
     });
-    pivots.push(at);
-    u = swapRows(u, p, rows, j);
-    const pivot = u.narrow(-2, j, 1).narrow(-1, j, 1);
+    const swapped = swapRows(before, p, rows, j);
+    const pivot = swapped.narrow(-2, j, 1).narrow(-1, j, 1);
     const nonzero = noGrad(() => pivot.ne(0));
-    info = noGrad(() =>
-      info.add(nonzero.eq(0).reshape(batch).to("int32").mul(info.eq(0)).mul(j + 1))
-    );
     const below = rows.gt(j).unsqueeze(-1);
-    const l = u.narrow(-1, j, 1).div(pivot.where(nonzero, 1));
+    const l = swapped.narrow(-1, j, 1).div(pivot.where(nonzero, 1));
     // Only the trailing block is updated and the multipliers go to column j below the pivot,
     // both selected, not masked by multiplying: exact elsewhere, and an inf spreads no NaN.
-    u = u.sub(l.mul(u.narrow(-2, j, 1))).where(below.mul(cols.gt(j)), u);
-    u = l.where(below.mul(cols.eq(j)), u);
-  }
+    const updated = swapped.sub(l.mul(swapped.narrow(-2, j, 1)))
+      .where(below.mul(cols.gt(j)), swapped);
+    return [
+      l.where(below.mul(cols.eq(j)), updated),
+      noGrad(() => info.add(nonzero.eq(0).reshape(batch).to("int32").mul(info.eq(0)).mul(j + 1))),
+      ...pivots,
+      at,
+    ];
+  });
   const piv = k === 0
     ? zeros([...batch, 0], { dtype: "int32", device: a.device })
     : cat(pivots, -1);

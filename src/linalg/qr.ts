@@ -11,6 +11,7 @@ import { zeros } from "../ops/factory.ts";
 import { cat } from "../ops/view.ts";
 import { eye } from "../ops_composite/mod.ts";
 import { forwardScope } from "../storage.ts";
+import { scopedRounds } from "../ops_composite/util.ts";
 import { solveTriangular } from "./triangular.ts";
 import { kernelQr } from "./host.ts";
 import type { Tensor } from "../tensor.ts";
@@ -56,9 +57,11 @@ export function qr(A: Tensor, options: QrOptions = {}): [Tensor, Tensor] {
       // The reflections' norms square A's entries: scaled to 1 and back, |A| near float
       // range's ends neither overflows nor underflows.
       const scale = matrixScale(A);
-      let r = A.div(scale);
-      let q = eye(m, { dtype: A.dtype, device: A.device }).expand([...batch, m, m]);
-      for (let j = 0; j < k; j++) {
+      const start: [Tensor, Tensor] = [
+        A.div(scale),
+        eye(m, { dtype: A.dtype, device: A.device }).expand([...batch, m, m]),
+      ];
+      const [r, q] = scopedRounds(k, start, ([r, q], j) => {
         const column = r.narrow(-1, j, 1);
         const xj = r.narrow(-2, j, 1).narrow(-1, j, 1);
         const tail = column.mul(rows.gt(j));
@@ -69,9 +72,8 @@ export function qr(A: Tensor, options: QrOptions = {}): [Tensor, Tensor] {
         const v = tail.add(rows.eq(j).mul(xj.add(size.mul(xj.ge(0).mul(2).sub(1)))));
         const v2 = v.square().sum(-2, true);
         const w = v.mul(v2.where(live, 1).rsqrt().mul(Math.SQRT2)).mul(live);
-        r = r.sub(w.matmul(mT(w).matmul(r)));
-        q = q.sub(q.matmul(w).matmul(mT(w)));
-      }
+        return [r.sub(w.matmul(mT(w).matmul(r))), q.sub(q.matmul(w).matmul(mT(w)))];
+      });
       return [q, r.triu().mul(scale)];
     })
   );

@@ -86,8 +86,10 @@ export function scopedRounds<T extends Tensor[]>(
   for (let i = 0; i < count; i++) {
     const before = state;
     state = tidy(() => round(before, i));
-    if (before === initial) continue;
-    for (const t of before) if (!state.includes(t)) t.dispose();
+    // A state in a graph may be saved for backward: the scope's graph logic keeps it then.
+    if (before === initial || before.some((t) => t.requiresGrad)) continue;
+    const kept = new Set(state);
+    for (const t of before) if (!kept.has(t)) t.dispose();
   }
   return state;
 }
