@@ -348,6 +348,11 @@ export abstract class RNNBase extends Module {
     const { projected, weights } = projectInput(this.mode, data, cellWeights);
     const inputs = projected.split(batchSizes as number[], 0);
     const sequence = new Array<Tensor>(steps);
+    // Each step in a scope of its own: without gradient its temporaries go at once (an LSTM
+    // over 200 steps held 30 state-sized arrays per step until the end), with gradient they
+    // go to the graph, as they would have.
+    const step = (input: Tensor, state: CellState) =>
+      forwardScope(() => cellStep(this.mode, input, state, weights));
     const rowsOf = (s: CellState, from: number, n: number): CellState => ({
       h: s.h.narrow(0, from, n),
       c: s.c ? s.c.narrow(0, from, n) : null,
@@ -364,7 +369,7 @@ export abstract class RNNBase extends Module {
           if (done.c) doneC.unshift(done.c);
           state = rowsOf(state, 0, batchSizes[t]);
         }
-        state = cellStep(this.mode, inputs[t], state, weights);
+        state = step(inputs[t], state);
         sequence[t] = state.h;
       }
       if (doneH.length === 0) return { sequence, last: state };
@@ -387,7 +392,7 @@ export abstract class RNNBase extends Module {
         };
         rows = batchSizes[t];
       }
-      state = cellStep(this.mode, inputs[t], state, weights);
+      state = step(inputs[t], state);
       sequence[t] = state.h;
     }
     return { sequence, last: state };
