@@ -17,6 +17,7 @@
 import { noGrad, record } from "../autograd.ts";
 import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { forwardScope } from "../storage.ts";
+import { scopedRounds } from "./util.ts";
 import type { Tensor } from "../tensor.ts";
 import { cast, operands, sumTo } from "../ops/elementwise.ts";
 import type { TensorLike } from "../ops/util.ts";
@@ -621,27 +622,27 @@ function incompleteGamma(a: Tensor, x: Tensor): [Tensor, Tensor] {
   const tiny = f64 ? 1e-300 : 1e-30;
   const density = logGammaDensity(a, x).exp();
   // P = density/a · Σ_n x^n/((a+1)…(a+n))
-  let term = a.mul(0).add(1);
-  let sum = term;
-  for (let n = 1; n < steps; n++) {
-    term = term.mul(x).div(a.add(n));
-    sum = sum.add(term);
-  }
+  // Each term in a scope of its own (the state it replaces freed): kept to the end, the two
+  // loops held 1,950 arrays of the input's size at once.
+  const one = a.mul(0).add(1);
+  const [, sum] = scopedRounds(steps - 1, [one, one], ([term, sum], i) => {
+    const next = term.mul(x).div(a.add(i + 1));
+    return [next, sum.add(next)];
+  });
   const seriesP = density.div(a).mul(sum);
   // Q = density · 1/(x+1-a- 1(1-a)/(x+3-a- 2(2-a)/(x+5-a- …)))
-  let b = x.add(1).sub(a);
-  let c = b.mul(0).add(1 / tiny);
-  let d = b.reciprocal();
-  let h = d;
-  for (let i = 1; i < steps; i++) {
+  const b0 = x.add(1).sub(a);
+  const lentz = [b0, b0.mul(0).add(1 / tiny), b0.reciprocal(), b0.reciprocal()];
+  const [, , , h] = scopedRounds(steps - 1, lentz, ([before, c0, d0, h], k) => {
+    const i = k + 1;
     const an = a.sub(i).mul(i);
-    b = b.add(2);
-    d = d.mul(an).add(b);
-    d = d.where(d.ne(0), tiny).reciprocal();
-    c = an.div(c).add(b);
-    c = c.where(c.ne(0), tiny);
-    h = h.mul(d).mul(c);
-  }
+    const b = before.add(2);
+    const dn = d0.mul(an).add(b);
+    const d = dn.where(dn.ne(0), tiny).reciprocal();
+    const cn = an.div(c0).add(b);
+    const c = cn.where(cn.ne(0), tiny);
+    return [b, c, d, h.mul(d).mul(c)];
+  });
   const fractionQ = density.mul(h);
   const bySeries = x.lt(a.add(1));
   let p = seriesP.where(bySeries, fractionQ.neg().add(1));
