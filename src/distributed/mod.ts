@@ -39,3 +39,4 @@ export * from "./grad_bucket.ts";
 export * as optim from "./optim.ts";
 export * as fsdp from "./fsdp/mod.ts";
 export * as algorithms from "./algorithms.ts";
+export * as nn from "./nn/mod.ts";
