@@ -1,0 +1,207 @@
+/**
+ * The Event / Summary protobufs torch.utils.tensorboard writes (field
+ * numbers of TensorBoard's event.proto, summary.proto, histogram.proto,
+ * tensor.proto and the hparams plugin's api.proto / plugin_data.proto), and
+ * the histogram of `add_histogram` over SummaryWriter's default
+ * 'tensorflow' bins.
+ * @module
+ */
+
+import { ProtoWriter } from "./proto.ts";
+
+/** What an event carries besides its time and step. */
+export type EventBody =
+  | { fileVersion: string }
+  | { summaryValue: Uint8Array }
+  | { sessionLogStart: true };
+
+/** An encoded `Event`; `step` undefined leaves the step out (0 is left out too, as in proto3). */
+export function encodeEvent(
+  wallTime: number,
+  step: number | undefined,
+  body: EventBody,
+): Uint8Array {
+  const w = new ProtoWriter().double(1, wallTime);
+  if (step !== undefined) w.int(2, step);
+  if ("fileVersion" in body) w.bytes(3, body.fileVersion, true);
+  else if ("summaryValue" in body) {
+    w.bytes(5, new ProtoWriter().bytes(1, body.summaryValue, true).finish(), true);
+  } else w.bytes(7, new ProtoWriter().int(1, 1).finish(), true); // SessionLog{status: START}
+  return w.finish();
+}
+
+function pluginMetadata(pluginName: string, content: Uint8Array): Uint8Array {
+  const data = new ProtoWriter().bytes(1, pluginName).bytes(2, content).finish();
+  return new ProtoWriter().bytes(1, data, true).finish();
+}
+
+/** `Summary.Value{tag, simple_value}` (the value rounded to float32, as the proto field is). */
+export function scalarValue(tag: string, value: number): Uint8Array {
+  return new ProtoWriter().bytes(1, tag).float(2, value, true).finish();
+}
+
+/** `summary.text`: a DT_STRING tensor of shape [1] under `<tag>/text_summary`, text plugin. */
+export function textValue(tag: string, text: string): Uint8Array {
+  const shape = new ProtoWriter().bytes(2, new ProtoWriter().int(1, 1).finish(), true).finish();
+  const tensor = new ProtoWriter().int(1, 7).bytes(2, shape, true).bytes(8, text, true).finish();
+  return new ProtoWriter()
+    .bytes(1, tag + "/text_summary")
+    .bytes(8, tensor, true)
+    .bytes(9, pluginMetadata("text", new Uint8Array(0)), true)
+    .finish();
+}
+
+/** The fields of a `HistogramProto`. */
+export interface Histogram {
+  min: number;
+  max: number;
+  num: number;
+  sum: number;
+  sumSquares: number;
+  bucketLimit: number[];
+  bucket: number[];
+}
+
+/** `Summary.Value{tag, histo}`. */
+export function histogramValue(tag: string, h: Histogram): Uint8Array {
+  const histo = new ProtoWriter()
+    .double(1, h.min).double(2, h.max).double(3, h.num).double(4, h.sum)
+    .double(5, h.sumSquares).packedDoubles(6, h.bucketLimit).packedDoubles(7, h.bucket)
+    .finish();
+  return new ProtoWriter().bytes(1, tag).bytes(5, histo, true).finish();
+}
+
+let tensorflowBins: Float64Array | undefined;
+
+/**
+ * SummaryWriter's default bin edges: ±1e-12·1.1^k below 1e20 and 0, built
+ * by the same float64 multiplications as PyTorch, so the edges are equal.
+ */
+export function defaultBins(): Float64Array {
+  if (tensorflowBins) return tensorflowBins;
+  const pos: number[] = [];
+  for (let v = 1e-12; v < 1e20; v *= 1.1) pos.push(v);
+  const edges = new Float64Array(pos.length * 2 + 1);
+  for (let i = 0; i < pos.length; i++) {
+    edges[pos.length - 1 - i] = -pos[i];
+    edges[pos.length + 1 + i] = pos[i];
+  }
+  return (tensorflowBins = edges);
+}
+
+/**
+ * np.histogram's edges for a count of equal bins: np.linspace from the
+ * smallest to the largest value (widened by ±0.5 when they are equal), the
+ * last edge exactly the largest.
+ */
+export function uniformEdges(values: Float64Array, count: number): Float64Array {
+  let first = Infinity, last = -Infinity;
+  for (const v of values) {
+    if (v < first) first = v;
+    if (v > last) last = v;
+  }
+  if (first === last) [first, last] = [first - 0.5, last + 0.5];
+  const edges = new Float64Array(count + 1);
+  const step = (last - first) / count;
+  for (let i = 0; i < count; i++) {
+    edges[i] = step === 0 ? (i / count) * (last - first) + first : i * step + first;
+  }
+  edges[count] = last;
+  return edges;
+}
+
+// numpy's pairwise summation (add.reduce on a contiguous float64 array): the
+// first element, plus blocks of 8 partial sums below 128 elements, halves above.
+function pairwise(a: Float64Array, lo: number, n: number): number {
+  if (n < 8) {
+    let res = 0;
+    for (let i = 0; i < n; i++) res += a[lo + i];
+    return res;
+  }
+  if (n <= 128) {
+    const r = Array.from(a.subarray(lo, lo + 8));
+    let i = 8;
+    for (; i < n - (n % 8); i += 8) for (let j = 0; j < 8; j++) r[j] += a[lo + i + j];
+    let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++) res += a[lo + i];
+    return res;
+  }
+  let n2 = Math.floor(n / 2);
+  n2 -= n2 % 8;
+  return pairwise(a, lo, n2) + pairwise(a, lo + n2, n - n2);
+}
+
+/** `values.sum()` as numpy computes it for a float64 vector. */
+export function numpySum(a: Float64Array): number {
+  return pairwise(a, 0, a.length);
+}
+
+// First index i with sorted[i] >= x (left) or > x (right).
+function search(sorted: Float64Array, x: number, right: boolean): number {
+  let lo = 0, hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (right ? sorted[mid] <= x : sorted[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The histogram of `make_histogram(values, bins, max_bins)`: np.histogram
+ * counts over the edges (values outside them not counted, the last bin
+ * closed), optionally merged down to at most `maxBins`, then trimmed to the
+ * bins holding values with one empty bin on the left (TensorBoard keeps only
+ * right limits). `values` must be finite and non-empty (checked by the caller).
+ */
+export function makeHistogram(
+  values: Float64Array,
+  edges: ArrayLike<number>,
+  maxBins?: number,
+): Histogram {
+  const sorted = values.slice().sort();
+  const nb = edges.length - 1;
+  let counts: number[] = [];
+  let prev = search(sorted, edges[0], false);
+  for (let i = 1; i <= nb; i++) {
+    const next = search(sorted, edges[i], i === nb);
+    counts.push(next - prev);
+    prev = next;
+  }
+  let limits = Array.from(edges);
+  if (maxBins !== undefined && counts.length > maxBins) {
+    const sub = Math.floor(counts.length / maxBins);
+    const rem = counts.length % sub;
+    if (rem !== 0) counts = counts.concat(new Array(sub - rem).fill(0));
+    const merged: number[] = [];
+    for (let i = 0; i < counts.length; i += sub) {
+      let s = 0;
+      for (let j = 0; j < sub; j++) s += counts[i + j];
+      merged.push(s);
+    }
+    const newLimits: number[] = [];
+    for (let i = 0; i < merged.length; i++) newLimits.push(limits[i * sub]);
+    newLimits.push(limits[limits.length - 1]);
+    counts = merged;
+    limits = newLimits;
+  }
+  const start = counts.findIndex((c) => c > 0);
+  if (start < 0) {
+    throw new Error(
+      `addHistogram: no value lies within the bins [${limits[0]}, ${limits[limits.length - 1]}]`,
+    );
+  }
+  let last = counts.length - 1;
+  while (counts[last] === 0) last--;
+  const end = last + 1;
+  const bucket = start > 0 ? counts.slice(start - 1, end) : [0, ...counts.slice(0, end)];
+  const bucketLimit = limits.slice(start, end + 1);
+  let min = Infinity, max = -Infinity, sumSquares = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v < min) min = v;
+    if (v > max) max = v;
+    sumSquares += v * v;
+  }
+  return { min, max, num: values.length, sum: numpySum(values), sumSquares, bucketLimit, bucket };
+}

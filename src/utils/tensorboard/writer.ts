@@ -1,0 +1,607 @@
+/**
+ * `torch.utils.tensorboard.SummaryWriter`: event files TensorBoard reads,
+ * byte for byte what PyTorch 1.13 writes for the same values and times.
+ * @module
+ */
+
+import { Tensor } from "../../tensor.ts";
+import { frameRecord } from "./record.ts";
+import {
+  defaultBins,
+  encodeEvent,
+  histogramValue,
+  makeHistogram,
+  scalarValue,
+  textValue,
+  uniformEdges,
+} from "./summary.ts";
+import { hparamsValues, type HparamValue } from "./hparams.ts";
+
+/** Options of {@link SummaryWriter} (`SummaryWriter(log_dir=, comment=, ...)`). */
+export interface SummaryWriterOptions {
+  /** Where the event files go; default `runs/<Mon DD_HH-MM-SS>_<hostname><comment>`. */
+  logDir?: string;
+  /** Appended to the default `logDir` (ignored when `logDir` is given). */
+  comment?: string;
+  /** On a restart at this step, TensorBoard hides the earlier events from this step on. */
+  purgeStep?: number;
+  /** Pending events that trigger a write to the file (default 10). */
+  maxQueue?: number;
+  /** Seconds after which pending events are written anyway (default 120). */
+  flushSecs?: number;
+  /** Appended to every event file name. */
+  filenameSuffix?: string;
+}
+
+/** Options of {@link SummaryWriter.addHistogram}. */
+export interface HistogramOptions {
+  /**
+   * `"tensorflow"` (default: PyTorch's ±1e-12·1.1^k edges), increasing bin
+   * edges, or a count of equal bins between the smallest and largest value.
+   */
+  bins?: "tensorflow" | number | number[];
+  /** Merge neighbouring bins down to at most this many. */
+  maxBins?: number;
+  /** Seconds since the epoch recorded with the event (default: now). */
+  walltime?: number;
+}
+
+/** A hyperparameter for {@link SummaryWriter.addHparams}. */
+export type Hparam = number | string | boolean | Tensor | null | undefined;
+
+/** Options of {@link SummaryWriter.addHparams}. */
+export interface HparamsOptions {
+  /** The discrete values each hyperparameter can take (same type as its value). */
+  hparamDomainDiscrete?: Record<string, (number | string | boolean)[]>;
+  /** The run's sub-directory of the log directory (default: the current time in seconds). */
+  runName?: string;
+}
+
+let globalUid = 0;
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+function needDeno(): void {
+  if (typeof Deno === "undefined") {
+    throw new Error("SummaryWriter writes event files, which needs Deno's file system");
+  }
+}
+
+// os.path.join of two parts.
+function joinPath(a: string, b: string): string {
+  if (b.startsWith("/") || a === "") return b;
+  return a.endsWith("/") ? a + b : `${a}/${b}`;
+}
+
+function defaultLogDir(comment: string): string {
+  const d = new Date();
+  const p = (n: number) => String(n).padStart(2, "0");
+  const time = `${MONTHS[d.getMonth()]}${p(d.getDate())}_${p(d.getHours())}-${p(d.getMinutes())}-${
+    p(d.getSeconds())
+  }`;
+  return joinPath("runs", `${time}_${Deno.hostname()}${comment}`);
+}
+
+function now(): number {
+  return Date.now() / 1000;
+}
+
+async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+  for (let off = 0; off < bytes.length;) off += await file.write(bytes.subarray(off));
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+/** One event file (TensorBoard's EventFileWriter): created, with its first event, at once. */
+class EventFileWriter {
+  readonly logDir: string;
+  readonly path: string;
+  #file: Deno.FsFile;
+  #pending: Uint8Array[] = [];
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #writing: Promise<void> = Promise.resolve();
+  #error: unknown = undefined;
+  #maxQueue: number;
+  #flushSecs: number;
+  #closed = false;
+  /**
+   * Writes what is pending when the program ends with the writer never
+   * closed (its timer does not keep the program alive): PyTorch's daemon
+   * thread loses those last events, which are often a run's final steps.
+   */
+  readonly #atExit = () => {
+    if (this.#closed || this.#pending.length === 0) return;
+    const chunk = concat(this.#pending);
+    this.#pending = [];
+    for (let off = 0; off < chunk.length;) off += this.#file.writeSync(chunk.subarray(off));
+  };
+
+  constructor(logDir: string, maxQueue: number, flushSecs: number, suffix: string) {
+    needDeno();
+    this.logDir = logDir;
+    this.#maxQueue = maxQueue;
+    this.#flushSecs = flushSecs;
+    Deno.mkdirSync(logDir, { recursive: true });
+    const seconds = String(Math.trunc(now())).padStart(10, "0");
+    const name = `events.out.tfevents.${seconds}.${Deno.hostname()}.${Deno.pid}.${globalUid++}`;
+    this.path = joinPath(logDir, name) + suffix;
+    this.#file = Deno.openSync(this.path, { write: true, create: true, truncate: true });
+    // As TensorBoard, the file-version event is on disk before the constructor returns.
+    const first = frameRecord(encodeEvent(now(), undefined, { fileVersion: "brain.Event:2" }));
+    for (let off = 0; off < first.length;) off += this.#file.writeSync(first.subarray(off));
+    globalThis.addEventListener?.("unload", this.#atExit);
+  }
+
+  add(event: Uint8Array): void {
+    this.#pending.push(frameRecord(event));
+    if (this.#pending.length >= this.#maxQueue) void this.#drain();
+    else if (this.#timer === undefined) {
+      const timer = setTimeout(() => {
+        this.#timer = undefined;
+        void this.#drain();
+      }, Math.min(this.#flushSecs * 1000, 2 ** 31 - 1)); // longer overflows to at once
+      // A forgotten writer must not keep the program alive (PyTorch's thread is a daemon).
+      Deno.unrefTimer(timer);
+      this.#timer = timer;
+    }
+  }
+
+  #drain(): Promise<void> {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#pending.length > 0) {
+      const chunk = concat(this.#pending);
+      this.#pending = [];
+      this.#writing = this.#writing.then(() => writeAll(this.#file, chunk)).catch((e) => {
+        this.#error ??= e;
+      });
+    }
+    return this.#writing;
+  }
+
+  async flush(): Promise<void> {
+    await this.#drain();
+    if (this.#error !== undefined) {
+      const e = this.#error;
+      this.#error = undefined;
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.flush();
+    } finally {
+      this.#closed = true;
+      globalThis.removeEventListener?.("unload", this.#atExit);
+      this.#file.close();
+    }
+  }
+}
+
+// A read awaited later in the event chain: handled now, so that a failure is
+// reported by flush()/close() rather than as an unhandled rejection.
+function quiet<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
+}
+
+function checkTag(method: string, tag: unknown, what = "tag"): string {
+  if (typeof tag !== "string") {
+    throw new TypeError(`SummaryWriter.${method}: ${what} must be a string, got ${describe(tag)}`);
+  }
+  return tag;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (v instanceof Tensor) return `a tensor of shape [${v.shape.join(", ")}]`;
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : `${typeof v} ${String(v)}`;
+}
+
+// Python's int(step): truncated toward zero; NaN and infinities are errors.
+function checkStep(
+  method: string,
+  step: number | undefined | null,
+  what = "globalStep",
+): number | undefined {
+  if (step === undefined || step === null) return undefined;
+  if (typeof step !== "number" || !Number.isFinite(step) || Math.abs(step) >= 2 ** 63) {
+    throw new RangeError(
+      `SummaryWriter.${method}: ${what} must be a finite number (an int64), got ${describe(step)}`,
+    );
+  }
+  return Math.trunc(step);
+}
+
+function checkWalltime(method: string, walltime: number | undefined | null): number {
+  if (walltime === undefined || walltime === null) return now();
+  if (typeof walltime !== "number" || !Number.isFinite(walltime)) {
+    throw new RangeError(
+      `SummaryWriter.${method}: walltime must be a finite number of seconds, got ${
+        describe(walltime)
+      }`,
+    );
+  }
+  return walltime;
+}
+
+// A scalar's value, read without blocking: the read is queued at the call, so
+// later in-place changes of the tensor do not show.
+function scalarOf(method: string, value: unknown, what = "value"): number | Promise<number> {
+  if (typeof value === "number") return value;
+  if (value instanceof Tensor) {
+    if (value.numel() !== 1) {
+      throw new RangeError(
+        `SummaryWriter.${method}: ${what} must hold one element, got a tensor of shape [${
+          value.shape.join(", ")
+        }] (${value.numel()} elements) on ${value.device}`,
+      );
+    }
+    return quiet(value.data().then((d) => Number(d[0])));
+  }
+  throw new TypeError(
+    `SummaryWriter.${method}: ${what} must be a number or a one-element tensor, got ${
+      describe(value)
+    }`,
+  );
+}
+
+/**
+ * Writes TensorBoard event files, as `torch.utils.tensorboard.SummaryWriter`
+ * (PyTorch 1.13): the same directory and file names, and for the same values,
+ * steps and walltimes the same bytes (TFRecords of `Event` protobufs).
+ *
+ * Tensor values (any device) are read without blocking: `addScalar(tag,
+ * loss)` queues the read and returns, and events reach the file in the order
+ * of the calls. Events are written when `maxQueue` are pending, after
+ * `flushSecs`, or on `flush()` / `close()`, which resolve when the bytes are
+ * in the file; call `close()` (or `flush()`) before the program ends.
+ *
+ * Deliberate differences from PyTorch: a call after `close()` is an error
+ * (PyTorch silently opens a new event file); a histogram of values with NaN or
+ * infinity is an error (PyTorch writes a NaN/inf minimum TensorBoard cannot
+ * show); an error found while reading a tensor (such as non-finite histogram
+ * values) rejects the next `flush()` or `close()` (with the first such error;
+ * the other events are still written). The sum of squares of a
+ * histogram is summed in order, where PyTorch uses the BLAS dot, which may
+ * differ in the last bits. Numpy's bin estimators (`bins="auto"`, `"fd"`...)
+ * are not supported.
+ *
+ * ```ts
+ * const writer = new utils.tensorboard.SummaryWriter({ logDir: "runs/exp1" });
+ * for (let step = 0; step < 100; step++) writer.addScalar("loss", lossTensor, step);
+ * await writer.close();
+ * ```
+ */
+export class SummaryWriter {
+  /** The directory the event files go to. */
+  readonly logDir: string;
+  #maxQueue: number;
+  #flushSecs: number;
+  #suffix: string;
+  #fileWriter: EventFileWriter;
+  #allWriters = new Map<string, EventFileWriter>();
+  #tail: Promise<void> = Promise.resolve();
+  #error: unknown = undefined;
+  #closed = false;
+
+  /** Creates the log directory and the first event file at once. */
+  constructor(options: SummaryWriterOptions = {}) {
+    needDeno();
+    const { comment = "", purgeStep, maxQueue = 10, flushSecs = 120, filenameSuffix = "" } =
+      options;
+    if (!Number.isInteger(maxQueue) || maxQueue < 1) {
+      throw new RangeError(`SummaryWriter: maxQueue must be a positive integer, got ${maxQueue}`);
+    }
+    if (typeof flushSecs !== "number" || !(flushSecs >= 0)) {
+      throw new RangeError(`SummaryWriter: flushSecs must be a number >= 0, got ${flushSecs}`);
+    }
+    const step = checkStep("constructor", purgeStep, "purgeStep");
+    this.logDir = options.logDir ? String(options.logDir) : defaultLogDir(comment);
+    this.#maxQueue = maxQueue;
+    this.#flushSecs = flushSecs;
+    this.#suffix = filenameSuffix;
+    this.#fileWriter = this.#newFileWriter(this.logDir);
+    this.#allWriters.set(this.logDir, this.#fileWriter);
+    if (step !== undefined) {
+      const t = now();
+      this.#fileWriter.add(encodeEvent(t, step, { fileVersion: "brain.Event:2" }));
+      this.#fileWriter.add(encodeEvent(t, step, { sessionLogStart: true }));
+    }
+  }
+
+  #newFileWriter(dir: string): EventFileWriter {
+    return new EventFileWriter(dir, this.#maxQueue, this.#flushSecs, this.#suffix);
+  }
+
+  /** The directory the event files go to. */
+  getLogdir(): string {
+    return this.logDir;
+  }
+
+  /** The path of the main event file (the one `addScalar` writes to). */
+  get eventFile(): string {
+    return this.#fileWriter.path;
+  }
+
+  #open(method: string): void {
+    if (this.#closed) {
+      throw new Error(`SummaryWriter.${method}: the writer of ${this.logDir} is closed`);
+    }
+  }
+
+  // Events go out in call order even when some wait for a tensor read.
+  #enqueue(task: () => Promise<void> | void): void {
+    this.#tail = this.#tail.then(task).catch((e) => {
+      this.#error ??= e;
+    });
+  }
+
+  /** `add_scalar(tag, scalar_value, global_step, walltime)`: a `simple_value` (float32). */
+  addScalar(
+    tag: string,
+    value: number | Tensor,
+    globalStep?: number,
+    walltime?: number,
+  ): void {
+    this.#open("addScalar");
+    checkTag("addScalar", tag);
+    const step = checkStep("addScalar", globalStep);
+    const time = checkWalltime("addScalar", walltime);
+    const v = scalarOf("addScalar", value);
+    const fw = this.#fileWriter;
+    this.#enqueue(async () =>
+      fw.add(encodeEvent(time, step, { summaryValue: scalarValue(tag, await v) }))
+    );
+  }
+
+  /**
+   * `add_scalars(main_tag, tag_scalar_dict, global_step, walltime)`: each
+   * value goes, under `mainTag`, to its own event file in the sub-directory
+   * `<logDir>/<mainTag with "/" as "_">_<tag>`, so TensorBoard draws them as
+   * runs on one chart.
+   */
+  addScalars(
+    mainTag: string,
+    tagScalarDict: Record<string, number | Tensor>,
+    globalStep?: number,
+    walltime?: number,
+  ): void {
+    this.#open("addScalars");
+    checkTag("addScalars", mainTag, "mainTag");
+    if (
+      typeof tagScalarDict !== "object" || tagScalarDict === null || Array.isArray(tagScalarDict)
+    ) {
+      throw new TypeError(
+        `SummaryWriter.addScalars: tagScalarDict must be an object of values, got ${
+          describe(tagScalarDict)
+        }`,
+      );
+    }
+    const step = checkStep("addScalars", globalStep);
+    const time = checkWalltime("addScalars", walltime);
+    const entries = Object.entries(tagScalarDict).map(([tag, value]) =>
+      [tag, scalarOf("addScalars", value, `tagScalarDict.${tag}`)] as const
+    );
+    for (const [tag, v] of entries) {
+      const dir = `${this.#fileWriter.logDir}/${mainTag.replaceAll("/", "_")}_${tag}`;
+      let fw = this.#allWriters.get(dir);
+      if (!fw) this.#allWriters.set(dir, fw = this.#newFileWriter(dir));
+      const target = fw;
+      this.#enqueue(async () =>
+        target.add(encodeEvent(time, step, { summaryValue: scalarValue(mainTag, await v) }))
+      );
+    }
+  }
+
+  /**
+   * `add_histogram(tag, values, global_step, bins, walltime, max_bins)`:
+   * a `HistogramProto` of the values (a tensor on any device, or numbers)
+   * over PyTorch's default 'tensorflow' bins, the given edges, or a count of
+   * equal bins (np.histogram's).
+   */
+  addHistogram(
+    tag: string,
+    values: Tensor | ArrayLike<number>,
+    globalStep?: number,
+    options: HistogramOptions = {},
+  ): void {
+    this.#open("addHistogram");
+    checkTag("addHistogram", tag);
+    const step = checkStep("addHistogram", globalStep);
+    const time = checkWalltime("addHistogram", options.walltime);
+    const { bins = "tensorflow", maxBins } = options;
+    let edges: ArrayLike<number> | number;
+    if (bins === "tensorflow") edges = defaultBins();
+    else if (typeof bins === "number") {
+      if (!Number.isInteger(bins) || bins < 1) {
+        throw new RangeError(
+          `SummaryWriter.addHistogram: a count of bins must be a positive integer, got ${bins}`,
+        );
+      }
+      edges = bins;
+    } else if (Array.isArray(bins)) {
+      if (bins.length < 2 || bins.some((b) => typeof b !== "number" || !Number.isFinite(b))) {
+        throw new RangeError(
+          `SummaryWriter.addHistogram: bins must be at least two finite edges, got [${bins}]`,
+        );
+      }
+      if (bins.some((b, i) => i > 0 && bins[i - 1] > b)) {
+        throw new RangeError(
+          `SummaryWriter.addHistogram: bins must increase monotonically, got [${bins}]`,
+        );
+      }
+      edges = bins;
+    } else {
+      throw new TypeError(
+        `SummaryWriter.addHistogram: bins must be "tensorflow", a count or an array of edges, got ${
+          describe(bins)
+        } (numpy's other bin rules are not supported)`,
+      );
+    }
+    if (maxBins !== undefined && (!Number.isInteger(maxBins) || maxBins < 1)) {
+      throw new RangeError(
+        `SummaryWriter.addHistogram: maxBins must be a positive integer, got ${maxBins}`,
+      );
+    }
+    let read: Promise<ArrayLike<number>> | ArrayLike<number>;
+    if (values instanceof Tensor) {
+      if (values.numel() === 0) {
+        throw new RangeError(
+          `SummaryWriter.addHistogram: the tensor of shape [${
+            values.shape.join(", ")
+          }] on ${values.device} has no element`,
+        );
+      }
+      read = quiet(values.data());
+    } else if (values !== null && typeof values === "object" && typeof values.length === "number") {
+      if (values.length === 0) {
+        throw new RangeError("SummaryWriter.addHistogram: values has no element");
+      }
+      read = Float64Array.from(values);
+    } else {
+      throw new TypeError(
+        `SummaryWriter.addHistogram: values must be a tensor or an array of numbers, got ${
+          describe(values)
+        }`,
+      );
+    }
+    const fw = this.#fileWriter;
+    this.#enqueue(async () => {
+      const data = Float64Array.from(await read);
+      const bad = data.findIndex((v) => !Number.isFinite(v));
+      if (bad >= 0) {
+        throw new RangeError(
+          `SummaryWriter.addHistogram(${
+            JSON.stringify(tag)
+          }): values must be finite, element ${bad} is ${data[bad]}`,
+        );
+      }
+      const h = makeHistogram(
+        data,
+        typeof edges === "number" ? uniformEdges(data, edges) : edges,
+        maxBins,
+      );
+      fw.add(encodeEvent(time, step, { summaryValue: histogramValue(tag, h) }));
+    });
+  }
+
+  /** `add_text(tag, text_string, global_step, walltime)`: shown under `<tag>/text_summary`. */
+  addText(tag: string, text: string, globalStep?: number, walltime?: number): void {
+    this.#open("addText");
+    checkTag("addText", tag);
+    checkTag("addText", text, "text");
+    const step = checkStep("addText", globalStep);
+    const time = checkWalltime("addText", walltime);
+    const fw = this.#fileWriter;
+    this.#enqueue(() => fw.add(encodeEvent(time, step, { summaryValue: textValue(tag, text) })));
+  }
+
+  /**
+   * `add_hparams(hparam_dict, metric_dict, hparam_domain_discrete, run_name)`:
+   * a run in `<logDir>/<runName>` with the hyperparameters (numbers, strings,
+   * booleans, one-element tensors; null skipped) and the metrics as scalars.
+   * As in PyTorch 1.13 a boolean is logged as the number 1 or 0.
+   */
+  addHparams(
+    hparamDict: Record<string, Hparam>,
+    metricDict: Record<string, number | Tensor>,
+    options: HparamsOptions = {},
+  ): void {
+    this.#open("addHparams");
+    const isDict = (d: unknown) =>
+      typeof d === "object" && d !== null && !Array.isArray(d) &&
+      !(d instanceof Tensor);
+    if (!isDict(hparamDict) || !isDict(metricDict)) {
+      throw new TypeError(
+        `SummaryWriter.addHparams: hparamDict and metricDict must be objects, got ${
+          describe(hparamDict)
+        } and ${describe(metricDict)}`,
+      );
+    }
+    const discrete = options.hparamDomainDiscrete ?? {};
+    for (const [k, list] of Object.entries(discrete)) {
+      const v = hparamDict[k];
+      if (
+        !(k in hparamDict) || !Array.isArray(list) || list.some((d) => typeof d !== typeof v)
+      ) {
+        throw new TypeError(
+          `SummaryWriter.addHparams: hparamDomainDiscrete.${k} must be an array of the type of hparamDict.${k} (${
+            describe(v)
+          })`,
+        );
+      }
+    }
+    const hparams: [string, number | string | Promise<number>, HparamValue[] | undefined][] = [];
+    for (const [k, v] of Object.entries(hparamDict)) {
+      if (v === null || v === undefined) continue;
+      const domain = discrete[k]?.map((d) => typeof d === "boolean" ? Number(d) : d);
+      if (typeof v === "number" || typeof v === "boolean") hparams.push([k, Number(v), domain]);
+      else if (typeof v === "string") hparams.push([k, v, domain]);
+      else if (v instanceof Tensor && v.numel() >= 1) {
+        hparams.push([k, quiet(v.data().then((d) => Number(d[0]))), undefined]);
+      } else {
+        throw new TypeError(
+          `SummaryWriter.addHparams: hparamDict.${k} must be a number, string, boolean or tensor, got ${
+            describe(v)
+          }`,
+        );
+      }
+    }
+    const metrics = Object.entries(metricDict).map(([k, v]) =>
+      [k, scalarOf("addHparams", v, `metricDict.${k}`)] as const
+    );
+    const runName = options.runName || String(now());
+    checkTag("addHparams", runName, "runName");
+    const time = now();
+    const fw = this.#newFileWriter(joinPath(this.#fileWriter.logDir, runName));
+    this.#enqueue(async () => {
+      try {
+        const read: [string, HparamValue, HparamValue[] | undefined][] = [];
+        for (const [k, v, d] of hparams) read.push([k, await v, d]);
+        const values = hparamsValues(read, metrics.map(([k]) => k));
+        for (const value of values) fw.add(encodeEvent(time, undefined, { summaryValue: value }));
+        for (const [k, v] of metrics) {
+          fw.add(encodeEvent(time, undefined, { summaryValue: scalarValue(k, await v) }));
+        }
+      } finally {
+        await fw.close();
+      }
+    });
+  }
+
+  /** Writes every pending event; resolves when they are in the files. */
+  async flush(): Promise<void> {
+    await this.#tail;
+    await Promise.all([...this.#allWriters.values()].map((w) => w.flush()));
+    this.#rethrow();
+  }
+
+  #rethrow(): void {
+    if (this.#error !== undefined) {
+      const e = this.#error;
+      this.#error = undefined;
+      throw e;
+    }
+  }
+
+  /** Writes every pending event and closes the files; later calls are errors (closing twice is not). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#tail;
+    const results = await Promise.allSettled([...this.#allWriters.values()].map((w) => w.close()));
+    this.#rethrow();
+    for (const r of results) if (r.status === "rejected") throw r.reason;
+  }
+}
