@@ -265,7 +265,8 @@ function scalarOf(method: string, value: unknown, what = "value"): number | Prom
  * loss)` queues the read and returns, and events reach the file in the order
  * of the calls. Events are written when `maxQueue` are pending, after
  * `flushSecs`, or on `flush()` / `close()`, which resolve when the bytes are
- * in the file; call `close()` (or `flush()`) before the program ends.
+ * in the file, and when the program ends (also by `Deno.exit`) those still
+ * pending of a writer never closed (PyTorch's daemon thread loses them).
  *
  * Deliberate differences from PyTorch: a call after `close()` is an error
  * (PyTorch silently opens a new event file); a histogram of values with NaN or
