@@ -15,7 +15,7 @@ import { binaryRaw, cast, clamp, div, mul, operands, pow, sub } from "../ops/ele
 import { commonDevice, scalar, type TensorLike } from "../ops/util.ts";
 import { atan2, checkNoZeroDivisor, floorDivide, recordBinary, truncRemainder } from "./binary.ts";
 import { trunc } from "./elementwise.ts";
-import { computed } from "./util.ts";
+import { computed, scopedRounds } from "./util.ts";
 
 /** Both operands as `op` needs them: promoted, and int32 or float as `kind` says. */
 function typed(op: string, a: TensorLike, b: TensorLike, kind: "int" | "float" | "any") {
@@ -171,14 +171,15 @@ const EUCLID_STEPS = 46;
 export function gcd(input: TensorLike, other: TensorLike): Tensor {
   const [x, y] = typed("gcd", input, other, "int");
   return computed(() => {
-    let a = x.abs().add(y.mul(0));
-    let b = y.abs().add(x.mul(0));
-    for (let i = 0; i < EUCLID_STEPS; i++) {
+    const start: [Tensor, Tensor] = [x.abs().add(y.mul(0)), y.abs().add(x.mul(0))];
+    // Each step in a scope of its own (the pair it replaces freed): 334 arrays of the
+    // operands' size at the peak when every step's were kept.
+    const [a] = scopedRounds(EUCLID_STEPS, start, ([a, b]) => {
       const live = b.ne(0);
       const divisor = b.where(live, 1);
       const r = a.sub(binaryRaw("div", a, divisor).mul(divisor));
-      [a, b] = [b.where(live, a), r.where(live, 0)];
-    }
+      return [b.where(live, a), r.where(live, 0)];
+    });
     return a;
   });
 }
