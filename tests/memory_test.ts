@@ -369,7 +369,7 @@ backendTest(
 );
 
 backendTest(
-  "an optimizer step frees each parameter's temporaries before the next: the peak is a few of the largest parameter's, not a few of all",
+  "an optimizer step and clipGradNorm_ free each parameter's temporaries before the next: the peak is a few of the largest parameter's, not a few of all",
   async (d) => {
     manualSeed(8);
     const layers = Array.from({ length: 8 }, () => new nn.Linear(64, 64));
@@ -395,6 +395,16 @@ backendTest(
         const times = (peak - base) / (total * 4);
         if (step === 1) assert.ok(times < 2, `${name}: ${times.toFixed(2)}x the parameters`);
       }
+    }
+    // clipGradNorm_ held two gradient-sized temporaries per parameter (2x); now 0.13x.
+    for (const normType of [2, "inf"] as const) {
+      const base = d.memory().bytesInUse;
+      const peak = peakBytesDuring(
+        d,
+        () => nn.utils.clipGradNorm_(model.parameters(), 0.5, { normType }),
+      );
+      const times = (peak - base) / (total * 4);
+      assert.ok(times < 0.5, `clipGradNorm_ (${normType}): ${times.toFixed(2)}x the parameters`);
     }
   },
 );

@@ -112,7 +112,9 @@ export function clipGradNorm_(
   const { device, dtype } = grads[0];
   return tidy(() =>
     noGrad(() => {
-      const norms = grads.map((g) => moveTo(pNorm(g, p), device, dtype));
+      // One gradient at a time, each in a scope of its own: their temporaries (as large as
+      // the gradients) were all live at once.
+      const norms = grads.map((g) => tidy(() => moveTo(pNorm(g, p), device, dtype)));
       const total = p === Infinity
         ? (norms.length === 1 ? norms[0] : stack(norms).max())
         : pNorm(stack(norms), p);
@@ -125,7 +127,8 @@ export function clipGradNorm_(
         const key = `${g.device}|${g.dtype}`;
         let c = onDevice.get(key);
         if (!c) onDevice.set(key, c = moveTo(coefficient, g.device, g.dtype));
-        g._assign(g.mul(c));
+        const onThis = c;
+        tidy(() => g._assign(g.mul(onThis)));
       }
       return total;
     })
