@@ -517,3 +517,62 @@ ${ending}`;
     }
   });
 });
+
+Deno.test("Deno.exit right after the calls: events of known values are written, in order", async () => {
+  await withTempDir(async (dir) => {
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    // maxQueue 2: the third event starts a write of the first two, which Deno.exit must not lose.
+    const script = `import { utils } from "${mod}";
+const w = new utils.tensorboard.SummaryWriter({ logDir: ${JSON.stringify(dir)}, maxQueue: 2 });
+for (let step = 0; step < 3; step++) w.addScalar("loss", step + 0.5, step);
+w.addText("note", "last", 3);
+w.addHistogram("h", [1, 2, 3], 4);
+Deno.exit(0);`;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", script],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const recs = await recordsIn(dir);
+    assert.equal(recs.length, 6, "the file-version event and 5 more");
+    assertFileVersion(recs[0]);
+    recs.slice(1).forEach((rec, step) => {
+      assert.equal(one(decode(rec), 2) ?? 0n, BigInt(step), `event ${step + 1}'s step`);
+    });
+  });
+});
+
+Deno.test("addHparams' run file has PyTorch's name: the writer's filenameSuffix is not used", async () => {
+  // PyTorch 1.13 writes the run with SummaryWriter(log_dir=...): the default suffix "".
+  await withTempDir(async (dir) => {
+    const w = new SummaryWriter({ logDir: dir, filenameSuffix: ".main" });
+    w.addHparams({ lr: 0.1 }, { m: 1 }, { runName: "run1" });
+    await w.close();
+    const [main] = await eventFiles(dir);
+    assert.match(main, /\.main$/);
+    const [run] = await eventFiles(`${dir}/run1`);
+    assert.match(run, /^events\.out\.tfevents\.\d{10}\.[^/]+\.\d+\.\d+$/);
+  });
+});
+
+Deno.test("a tensor read still running at Deno.exit: the events before it are written", async () => {
+  await withTempDir(async (dir) => {
+    const mod = new URL("../mod.ts", import.meta.url).href;
+    const script = `import { tensor, utils } from "${mod}";
+const w = new utils.tensorboard.SummaryWriter({ logDir: ${JSON.stringify(dir)} });
+w.addScalar("a", 1, 0);
+w.addScalar("b", tensor([2]), 1);
+Deno.exit(0);`;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", script],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const recs = await recordsIn(dir);
+    assert.equal(recs.length, 2, "the file-version event and the number's");
+    // Event field 5 is the summary, its field 1 the value, whose field 1 is the tag.
+    assert.equal(str(one(sub(sub(decode(recs[1]), 5), 1), 1)), "a");
+  });
+});

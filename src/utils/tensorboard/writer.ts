@@ -86,10 +86,6 @@ function now(): number {
   return Date.now() / 1000;
 }
 
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
-  for (let off = 0; off < bytes.length;) off += await file.write(bytes.subarray(off));
-}
-
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let off = 0;
@@ -107,7 +103,6 @@ class EventFileWriter {
   #file: Deno.FsFile;
   #pending: Uint8Array[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #writing: Promise<void> = Promise.resolve();
   #error: unknown = undefined;
   #maxQueue: number;
   #flushSecs: number;
@@ -142,11 +137,11 @@ class EventFileWriter {
 
   add(event: Uint8Array): void {
     this.#pending.push(frameRecord(event));
-    if (this.#pending.length >= this.#maxQueue) void this.#drain();
+    if (this.#pending.length >= this.#maxQueue) this.#drain();
     else if (this.#timer === undefined) {
       const timer = setTimeout(() => {
         this.#timer = undefined;
-        void this.#drain();
+        this.#drain();
       }, Math.min(this.#flushSecs * 1000, 2 ** 31 - 1)); // longer overflows to at once
       // A forgotten writer must not keep the program alive (PyTorch's thread is a daemon).
       Deno.unrefTimer(timer);
@@ -154,21 +149,23 @@ class EventFileWriter {
     }
   }
 
-  #drain(): Promise<void> {
+  // Written at once, not by an async write: a Deno.exit while one was under way lost its events.
+  #drain(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#pending.length > 0) {
-      const chunk = concat(this.#pending);
-      this.#pending = [];
-      this.#writing = this.#writing.then(() => writeAll(this.#file, chunk)).catch((e) => {
-        this.#error ??= e;
-      });
+    if (this.#pending.length === 0) return;
+    const chunk = concat(this.#pending);
+    this.#pending = [];
+    try {
+      for (let off = 0; off < chunk.length;) off += this.#file.writeSync(chunk.subarray(off));
+    } catch (e) {
+      this.#error ??= e;
     }
-    return this.#writing;
   }
 
+  // deno-lint-ignore require-await
   async flush(): Promise<void> {
-    await this.#drain();
+    this.#drain();
     if (this.#error !== undefined) {
       const e = this.#error;
       this.#error = undefined;
@@ -266,7 +263,9 @@ function scalarOf(method: string, value: unknown, what = "value"): number | Prom
  * of the calls. Events are written when `maxQueue` are pending, after
  * `flushSecs`, or on `flush()` / `close()`, which resolve when the bytes are
  * in the file, and when the program ends (also by `Deno.exit`) those still
- * pending of a writer never closed (PyTorch's daemon thread loses them).
+ * pending of a writer never closed (PyTorch's daemon thread loses them); an
+ * event still waiting for its tensor's read then (a `Deno.exit` right after
+ * the call, with no `await` between) is lost, with those called after it.
  *
  * Deliberate differences from PyTorch: a call after `close()` is an error
  * (PyTorch silently opens a new event file); a histogram of values with NaN or
@@ -293,6 +292,7 @@ export class SummaryWriter {
   #fileWriter: EventFileWriter;
   #allWriters = new Map<string, EventFileWriter>();
   #tail: Promise<void> = Promise.resolve();
+  #waiting = 0;
   #error: unknown = undefined;
   #closed = false;
 
@@ -325,6 +325,28 @@ export class SummaryWriter {
     return new EventFileWriter(dir, this.#maxQueue, this.#flushSecs, this.#suffix);
   }
 
+  // Events go out in call order even when some wait for a tensor read. One whose value is
+  // known, with nothing waiting before it, goes to its file writer at once: queued behind a
+  // promise, a Deno.exit right after the call lost it.
+  #enqueue<T>(value: T | Promise<T>, write: (value: T) => void): void {
+    if (!(value instanceof Promise) && this.#waiting === 0) {
+      try {
+        write(value);
+      } catch (e) {
+        this.#error ??= e;
+      }
+      return;
+    }
+    this.#chain(async () => write(await value));
+  }
+
+  #chain(task: () => Promise<void>): void {
+    this.#waiting++;
+    this.#tail = this.#tail.then(task).catch((e) => {
+      this.#error ??= e;
+    }).finally(() => this.#waiting--);
+  }
+
   /** The directory the event files go to. */
   getLogdir(): string {
     return this.logDir;
@@ -341,13 +363,6 @@ export class SummaryWriter {
     }
   }
 
-  // Events go out in call order even when some wait for a tensor read.
-  #enqueue(task: () => Promise<void> | void): void {
-    this.#tail = this.#tail.then(task).catch((e) => {
-      this.#error ??= e;
-    });
-  }
-
   /** `add_scalar(tag, scalar_value, global_step, walltime)`: a `simple_value` (float32). */
   addScalar(
     tag: string,
@@ -361,9 +376,7 @@ export class SummaryWriter {
     const time = checkWalltime("addScalar", walltime);
     const v = scalarOf("addScalar", value);
     const fw = this.#fileWriter;
-    this.#enqueue(async () =>
-      fw.add(encodeEvent(time, step, { summaryValue: scalarValue(tag, await v) }))
-    );
+    this.#enqueue(v, (x) => fw.add(encodeEvent(time, step, { summaryValue: scalarValue(tag, x) })));
   }
 
   /**
@@ -399,8 +412,9 @@ export class SummaryWriter {
       let fw = this.#allWriters.get(dir);
       if (!fw) this.#allWriters.set(dir, fw = this.#newFileWriter(dir));
       const target = fw;
-      this.#enqueue(async () =>
-        target.add(encodeEvent(time, step, { summaryValue: scalarValue(mainTag, await v) }))
+      this.#enqueue(
+        v,
+        (x) => target.add(encodeEvent(time, step, { summaryValue: scalarValue(mainTag, x) })),
       );
     }
   }
@@ -478,8 +492,8 @@ export class SummaryWriter {
       );
     }
     const fw = this.#fileWriter;
-    this.#enqueue(async () => {
-      const data = Float64Array.from(await read);
+    this.#enqueue(read, (values) => {
+      const data = Float64Array.from(values);
       const bad = data.findIndex((v) => !Number.isFinite(v));
       if (bad >= 0) {
         throw new RangeError(
@@ -505,7 +519,10 @@ export class SummaryWriter {
     const step = checkStep("addText", globalStep);
     const time = checkWalltime("addText", walltime);
     const fw = this.#fileWriter;
-    this.#enqueue(() => fw.add(encodeEvent(time, step, { summaryValue: textValue(tag, text) })));
+    this.#enqueue(
+      text,
+      (x) => fw.add(encodeEvent(time, step, { summaryValue: textValue(tag, x) })),
+    );
   }
 
   /**
@@ -565,8 +582,9 @@ export class SummaryWriter {
     const runName = options.runName || String(now());
     checkTag("addHparams", runName, "runName");
     const time = now();
-    const fw = this.#newFileWriter(joinPath(this.#fileWriter.logDir, runName));
-    this.#enqueue(async () => {
+    // PyTorch writes the run with SummaryWriter(log_dir=...): the default queue, flush and suffix.
+    const fw = new EventFileWriter(joinPath(this.#fileWriter.logDir, runName), 10, 120, "");
+    this.#chain(async () => {
       try {
         const read: [string, HparamValue, HparamValue[] | undefined][] = [];
         for (const [k, v, d] of hparams) read.push([k, await v, d]);
