@@ -16,7 +16,7 @@ import { binaryRaw, operands, sumTo } from "../ops/elementwise.ts";
 import { checkLater } from "../ops/check.ts";
 import { requireFloat, type TensorLike } from "../ops/util.ts";
 import { cat, clone, narrow } from "../ops/view.ts";
-import { computed } from "./util.ts";
+import { computed, scopedRounds } from "./util.ts";
 
 function floats(op: string, a: TensorLike, b: TensorLike): [Tensor, Tensor] {
   const [x, y] = operands(op, a, b);
@@ -214,16 +214,16 @@ export function floorDivide(input: TensorLike, other: TensorLike): Tensor {
 /** The inclusive scan of `x` along `d` by `combine`, no graph, in ⌈log₂ n⌉ steps (see `scan.ts`). */
 function scanBy(x: Tensor, d: number, combine: (a: Tensor, b: Tensor) => Tensor) {
   const n = x.shape[d];
-  return noGrad(() =>
-    tidy(() => {
-      let y = x;
-      for (let k = 1; k < n; k *= 2) {
-        const head = narrow(y, d, 0, k);
-        y = cat([head, combine(narrow(y, d, k, n - k), narrow(y, d, 0, n - k))], d);
-      }
-      return y === x ? clone(x) : y;
-    })
-  );
+  const steps = Math.ceil(Math.log2(Math.max(n, 1)));
+  return noGrad(() => {
+    // Each step in a scope of its own, the one before freed (see scopedRounds).
+    const [y] = scopedRounds(steps, [x], ([y], i) => {
+      const k = 2 ** i;
+      const head = narrow(y, d, 0, k);
+      return [cat([head, combine(narrow(y, d, k, n - k), narrow(y, d, 0, n - k))], d)];
+    });
+    return y === x ? tidy(() => clone(x)) : y;
+  });
 }
 
 const logAdd = (a: Tensor, b: Tensor) => softPlusMax(a, b, (t) => t.exp().log1p());
