@@ -5,5 +5,6 @@
  * @module
  */
 
-export { SummaryWriter } from "./writer.ts";
-export type { HistogramOptions, Hparam, HparamsOptions, SummaryWriterOptions } from "./writer.ts";
+// `export *` so that `deno doc` lists the members (a named re-export left the namespace empty);
+// writer.ts exports only public API.
+export * from "./writer.ts";
