@@ -196,12 +196,12 @@ Deno.test({
 
 Deno.test({
   name:
-    "tcp overlap: DDP's large float32 buckets between 2 and 3 ranks (SIMD in a reduce area) train as one process, the same bits on every rank",
+    "tcp overlap: DDP's large float32 buckets between 2 ranks (SIMD in a reduce area) train as one process, the same bits on both ranks",
   ...opts,
   fn: async () => {
-    // One bucket of two layers; then 1 MiB first and one layer per bucket (two of one length);
-    // 3 ranks: around the ring.
-    const cases: Record<string, number>[] = [{}, { layers: 6, bucketCapMB: 0.26 }, { ranks: 3 }];
+    // One bucket of two layers; then 1 MiB first and one layer per bucket (two of one length).
+    // (3 ranks' ring area is the path of the 3-process sums in distributed_test.ts.)
+    const cases: Record<string, number>[] = [{}, { layers: 6, bucketCapMB: 0.26 }];
     if (BACKENDS.has("webgpu")) cases.push({ webgpu: 1 });
     for (const options of cases) {
       const run = await tcpRun<BigDdp>(RANKS, options.ranks ?? 2, "ddpBig", options);

@@ -1,7 +1,7 @@
 /**
  * Run by `tests/data_review_r4_test.ts` as its own `deno run
  * --v8-flags=--expose-gc`, counting live Workers (made and not yet
- * terminated) through a wrapped `Worker`. `epochs`: 50 epochs of a loader
+ * terminated) through a wrapped `Worker`. `epochs`: 20 epochs of a loader
  * with two non-persistent workers, every other one left by `break` after
  * its first batch; prints the most Workers ever alive and those alive after
  * each epoch. `pending`: an iterator whose only reference is the promise of
@@ -38,7 +38,7 @@ if (mode === "epochs") {
   const loader = new data.DataLoader(new Numbers(8), { batchSize: 2, numWorkers: 2 });
   const after: number[] = [];
   let batches = 0;
-  for (let e = 0; e < 50; e++) {
+  for (let e = 0; e < 20; e++) {
     for await (const _ of loader) {
       batches++;
       if (e % 2 === 1) break;
