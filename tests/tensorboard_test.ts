@@ -12,6 +12,7 @@ import { crc32c, frameRecord } from "../src/utils/tensorboard/record.ts";
 import {
   defaultBins,
   encodeEvent,
+  type Histogram,
   makeHistogram,
   uniformEdges,
 } from "../src/utils/tensorboard/summary.ts";
@@ -30,15 +31,7 @@ interface HistCase {
   walltime: number;
   exact: boolean;
   hex: string;
-  fields: {
-    min: number;
-    max: number;
-    num: number;
-    sum: number;
-    sumSquares: number;
-    bucketLimit: number[];
-    bucket: number[];
-  };
+  fields: Histogram;
 }
 interface Fixture {
   fileVersion: string;
@@ -152,6 +145,16 @@ function assertFileVersion(rec: Uint8Array): void {
   assert.equal(str(one(ev, 3)), "brain.Event:2");
   assert.ok(Math.abs((one(ev, 1) as number) - Date.now() / 1000) < 3600);
   assert.equal(ev.has(2), false);
+}
+
+/** Runs `script` as a program of its own (`deno eval`); it must exit with 0. */
+async function runProgram(script: string): Promise<void> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", script],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
 }
 
 // ---- the format ----
@@ -501,12 +504,7 @@ for (let step = 0; step < 3; step++) w.addScalar("loss", tensor([step + 0.5]), s
 w.addText("note", "last", 3);
 await new Promise((resolve) => setTimeout(resolve, 10));
 ${ending}`;
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: ["eval", script],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      await runProgram(script);
       const recs = await recordsIn(logDir);
       assert.equal(recs.length, 5, `${name}: the file-version event and 4 more`);
       assertFileVersion(recs[0]);
@@ -528,12 +526,7 @@ for (let step = 0; step < 3; step++) w.addScalar("loss", step + 0.5, step);
 w.addText("note", "last", 3);
 w.addHistogram("h", [1, 2, 3], 4);
 Deno.exit(0);`;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["eval", script],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    await runProgram(script);
     const recs = await recordsIn(dir);
     assert.equal(recs.length, 6, "the file-version event and 5 more");
     assertFileVersion(recs[0]);
@@ -564,12 +557,7 @@ const w = new utils.tensorboard.SummaryWriter({ logDir: ${JSON.stringify(dir)} }
 w.addScalar("a", 1, 0);
 w.addScalar("b", tensor([2]), 1);
 Deno.exit(0);`;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["eval", script],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    await runProgram(script);
     const recs = await recordsIn(dir);
     assert.equal(recs.length, 2, "the file-version event and the number's");
     // Event field 5 is the summary, its field 1 the value, whose field 1 is the tag.

@@ -19,6 +19,7 @@ import type { Tensor } from "../tensor.ts";
 import { cast, operands } from "../ops/elementwise.ts";
 import { full } from "../ops/factory.ts";
 import { i0, i1, toFloat } from "./special_functions.ts";
+import { scopedRounds } from "./util.ts";
 import {
   AIRY_AD,
   AIRY_AFD,
@@ -478,22 +479,16 @@ function recurrence(
   p1: Tensor,
   next: (k: number, q: Tensor, p: Tensor) => Tensor,
 ): Tensor {
-  let p = p0;
-  let q = p1;
-  for (let k = 1; k < d.steps; k++) {
-    // Each step in its own scope, and the pair it drops freed: otherwise
-    // the enclosing scope holds every step's tensors (memory ∝ n·numel).
-    const [nextP, nextQ] = forwardScope(() => {
-      const r = next(k, q, p);
-      if (d.fixed) return [q, r];
-      const go = d.n.gt(k);
-      return [q.where(go, p), r.where(go, q)];
-    });
-    for (const old of [p, q]) {
-      if (old !== p0 && old !== p1 && old !== nextP && old !== nextQ) old.dispose();
-    }
-    [p, q] = [nextP, nextQ];
-  }
+  // Each step in its own scope, and the pair it drops freed: otherwise
+  // the enclosing scope holds every step's tensors (memory ∝ n·numel).
+  const start: [Tensor, Tensor] = [p0, p1];
+  const [, q] = scopedRounds(Math.max(d.steps - 1, 0), start, ([p, q], i) => {
+    const k = i + 1;
+    const r = next(k, q, p);
+    if (d.fixed) return [q, r];
+    const go = d.n.gt(k);
+    return [q.where(go, p), r.where(go, q)];
+  });
   return q.where(d.n.ge(1), fill(p0, 1)).where(d.n.ge(0), 0);
 }
 
