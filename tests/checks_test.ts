@@ -245,3 +245,36 @@ backendTest("sigmoid(-100) is 0 on every backend, as PyTorch's float32", async (
     assertClose(await f64.data(), [3.720075976020836e-44], { rtol: 1e-12, atol: 0 });
   }
 });
+
+// ---- tensor(nested arrays): shapes, element kinds and values ----
+
+backendTest("tensor from nested arrays: ragged data and non-numbers name the place", async (d) => {
+  throwsWith(
+    () => tensor([[1, 2], [3]], { device: d }),
+    "tensor: ragged nested array: data[0] has shape [2] but data[1] has shape [1]",
+  );
+  throwsWith(
+    () => tensor([[[1], [2]], [[3], [4, 5]]], { device: d }),
+    "data[1][0] has shape [1] but data[1][1] has shape [2]",
+  );
+  throwsWith(
+    () => tensor([1, [2]], { device: d }),
+    "data[0] has shape [] but data[1] has shape [1]",
+  );
+  throwsWith(
+    () => tensor([[1], 2], { device: d }),
+    "data[0] has shape [1] but data[1] has shape []",
+  );
+  throwsWith(
+    () => tensor([1, "2"] as unknown as number[], { device: d }),
+    "tensor: expected numbers or booleans, got string",
+  );
+  throwsWith(() => tensor([[1, 2]], { device: d, shape: [3] }), "shape [3] holds 3 elements");
+  // Booleans are 1 and 0; fractions truncate toward zero into int32; float32 rounds.
+  const t = tensor([[true, 2.75], [-2.75, false]], { dtype: "int32", device: d });
+  assert.deepEqual([...t.shape], [2, 2]);
+  assert.deepEqual([...await t.data()], [1, 2, -2, 0]);
+  assert.deepEqual([...await tensor([[0.1]], { device: d }).data()], [Math.fround(0.1)]);
+  assert.deepEqual([...tensor([[], []], { device: d }).shape], [2, 0]);
+  assert.equal(await tensor(7, { device: d }).item(), 7);
+});
