@@ -343,7 +343,7 @@ backendTest(
 );
 
 backendTest(
-  "gcd's Euclid steps and gammainc's series free each step's temporaries",
+  "gcd's Euclid steps, gammainc's series, ndtri's Newton steps and zeta's sums free each step's temporaries",
   async (d) => {
     manualSeed(7);
     const n = 4096;
@@ -352,10 +352,13 @@ backendTest(
     const [i, j] = [x.mul(1000).floor().to("int32"), y.mul(1000).floor().to("int32")];
     await Promise.all([i.data(), j.data()]);
     // [name, op, the most arrays of the input's size at once]: every step's temporaries kept
-    // to the end held 334 (gcd) and 1,952 (gammainc) of them; now 21 and 537.
+    // to the end held 334 (gcd), 1,952 (gammainc), 533 (ndtri) and 458 (zeta) of them; now 21,
+    // 537, 142 and 118 (Horner, Clenshaw and Newton steps each in a scope of their own).
     const cases: [string, () => Tensor, number][] = [
       ["gcd", () => i.gcd(j), 60],
       ["gammainc", () => special.gammainc(x, y), 800],
+      ["ndtri", () => special.ndtri(x.div(6)), 250],
+      ["zeta", () => special.zeta(y.add(1), x), 250],
     ];
     for (const [name, op, most] of cases) {
       const base = d.memory().bytesInUse;

@@ -17,7 +17,7 @@
 import { noGrad, record } from "../autograd.ts";
 import { getDefaultDtype, isFloat } from "../dtype.ts";
 import { forwardScope } from "../storage.ts";
-import { scopedRounds } from "./util.ts";
+import { horner, scopedRounds } from "./util.ts";
 import type { Tensor } from "../tensor.ts";
 import { cast, operands, sumTo } from "../ops/elementwise.ts";
 import type { TensorLike } from "../ops/util.ts";
@@ -61,21 +61,11 @@ export function elementwise(
 function chebyshev(y: Tensor, series: Series): Tensor {
   const cs = y.dtype === "float64" ? series.f64 : series.f32;
   const y2 = y.mul(2);
-  let b1 = y.mul(0).add(cs[cs.length - 1]);
-  let b2 = y.mul(0);
-  for (let k = cs.length - 2; k >= 1; k--) {
-    const b = y2.mul(b1).sub(b2).add(cs[k]);
-    b2 = b1;
-    b1 = b;
-  }
+  const start = [y.mul(0).add(cs[cs.length - 1]), y.mul(0)];
+  const [b1, b2] = scopedRounds(cs.length - 2, start, ([b1, b2], i) => {
+    return [y2.mul(b1).sub(b2).add(cs[cs.length - 2 - i]), b1];
+  });
   return y.mul(b1).sub(b2).add(cs[0]);
-}
-
-/** Horner's rule over `coefficients` (highest power first). */
-function horner(t: Tensor, coefficients: readonly number[]): Tensor {
-  let p = t.mul(0).add(coefficients[0]);
-  for (const c of coefficients.slice(1)) p = p.mul(t).add(c);
-  return p;
 }
 
 /**
@@ -228,12 +218,11 @@ export function erfinv(y: Tensor): Tensor {
 /** Newton steps for erf(x) = a (a ≥ 0): on erfc beyond 0.5, as 1 - a is exact there. */
 function newtonErfc(x: Tensor, a: Tensor, steps: number): Tensor {
   const tail = a.gt(0.5);
-  for (let i = 0; i < steps; i++) {
+  return scopedRounds(steps, [x], ([x]) => {
     const slope = x.square().neg().exp().mul(2 / SQRT_PI);
     const residual = x.erf().sub(a).where(tail.eq(0), a.neg().add(1).sub(erfcForward(x)));
-    x = x.sub(residual.div(slope)).where(a.lt(1), x);
-  }
-  return x;
+    return [x.sub(residual.div(slope)).where(a.lt(1), x)];
+  })[0];
 }
 
 /** The w beyond which Giles' fits do not reach; the asymptotic start takes over. */
@@ -254,12 +243,12 @@ function ndtriForward(p: Tensor): Tensor {
   z = z.where(reach, start);
   const steps = p.dtype === "float64" ? 4 : 3;
   const tail = p.dtype === "float64" ? reach.eq(0) : qs.lt(0.25);
-  for (let i = 0; i < steps; i++) {
-    // Newton on log ndtr (concave, so it converges from the asymptotic start).
+  // Newton on log ndtr (concave, so it converges from the asymptotic start).
+  [z] = scopedRounds(steps, [z], ([z]) => {
     const logPdf = z.square().mul(-0.5).sub(Math.log(SQRT_2PI));
     const ln = logNdtrForward(z);
-    z = z.sub(ln.sub(qs.log()).mul(ln.sub(logPdf).exp())).where(tail, z);
-  }
+    return [z.sub(ln.sub(qs.log()).mul(ln.sub(logPdf).exp())).where(tail, z)];
+  });
   const mirrored = z.where(p.lt(0.5), z.neg());
   return mirrored.where(inside, p.sub(0.5).mul(Infinity)).where(p.ge(0).mul(p.le(1)), NaN);
 }
@@ -286,11 +275,9 @@ export function ndtri(p: Tensor): Tensor {
 const SHIFT = 8;
 const HALF_LOG_2PI = 0.5 * Math.log(2 * Math.PI);
 
-/** `Σ_{k<n} f(x + k)`. */
+/** `Σ_{k<n} f(x + k)`, each term in a scope of its own. */
 function shiftSum(x: Tensor, f: (t: Tensor) => Tensor, n = SHIFT): Tensor {
-  let s = f(x);
-  for (let k = 1; k < n; k++) s = s.add(f(x.add(k)));
-  return s;
+  return scopedRounds(n - 1, [f(x)], ([s], k) => [s.add(f(x.add(k + 1)))])[0];
 }
 
 /** `x - round(x)` in [-0.5, 0.5] (exact): sin(πx) and tan(πx) by it keep their accuracy at large x. */
@@ -542,17 +529,17 @@ export function mvlgamma(x: Tensor, p: number): Tensor {
 function hurwitzReal(s: Tensor, q: Tensor): Tensor {
   const shift = 9;
   const z = q.add(shift);
-  let head = q.pow(s.neg());
-  for (let k = 1; k < shift; k++) head = head.add(q.add(k).pow(s.neg()));
-  const zs = z.pow(s.neg());
-  let tail = zs.mul(z).div(s.sub(1)).add(zs.mul(0.5));
+  const power = (t: Tensor) => t.pow(s.neg());
+  const [head] = scopedRounds(shift - 1, [power(q)], ([h], k) => [h.add(power(q.add(k + 1)))]);
+  const zs = power(z);
   const r2 = z.reciprocal().square();
-  let term = zs.div(z).mul(s);
-  for (let j = 1; j <= BERNOULLI.length; j++) {
-    tail = tail.add(term.mul(BERNOULLI[j - 1] / factorial(2 * j)));
+  const start = [zs.mul(z).div(s.sub(1)).add(zs.mul(0.5)), zs.div(z).mul(s)];
+  const [tail] = scopedRounds(BERNOULLI.length, start, ([tail, term], i) => {
+    const j = i + 1;
     // The rising factorial s(s+1)…(s+2j) and one more z^-2.
-    term = term.mul(s.add(2 * j - 1)).mul(s.add(2 * j)).mul(r2);
-  }
+    const next = term.mul(s.add(2 * j - 1)).mul(s.add(2 * j)).mul(r2);
+    return [tail.add(term.mul(BERNOULLI[j - 1] / factorial(2 * j))), next];
+  });
   return head.add(tail);
 }
 

@@ -75,21 +75,16 @@ function unary(input: Tensor, forward: (x: Tensor) => Tensor): Tensor {
 
 /** Cephes' polevl: Horner's rule from 0 over `cs` (highest power first). */
 function polevl(t: Tensor, cs: readonly number[]): Tensor {
-  let p = fill(t, cs[0]);
-  for (const c of cs.slice(1)) p = p.mul(t).add(c);
-  return p;
+  return scopedRounds(cs.length - 1, [fill(t, cs[0])], ([p], i) => [p.mul(t).add(cs[i + 1])])[0];
 }
 
 /** Cephes' chbevl as PyTorch writes it: Clenshaw's recurrence in `t` (already 2·y), halved. */
 function chbevl(t: Tensor, cs: readonly number[]): Tensor {
-  let a = fill(t, cs[0]);
-  let q = fill(t, 0);
-  let p = q;
-  for (const c of cs.slice(1)) {
-    p = q;
-    q = a;
-    a = t.mul(q).sub(p).add(c);
-  }
+  const zero = fill(t, 0);
+  // State [a, q, p]: each step's p is the last q, its q the last a.
+  const [a, , p] = scopedRounds(cs.length - 1, [fill(t, cs[0]), zero, zero], ([a, q], i) => {
+    return [t.mul(a).sub(q).add(cs[i + 1]), a, q];
+  });
   return a.sub(p).mul(0.5);
 }
 

@@ -15,6 +15,7 @@ import { abs, neg, pow, sign } from "../ops/elementwise.ts";
 import { elementwise } from "./special_functions.ts";
 import { atan2 } from "./binary.ts";
 import { trunc } from "./elementwise.ts";
+import { horner } from "./util.ts";
 
 /** Tangent, as `torch.tan` (sin/cos). Gradient `1 + tan²`. */
 export function tan(x: Tensor): Tensor {
@@ -195,13 +196,6 @@ const SINC_SERIES = Array.from({ length: 9 }, (_, i) => {
   for (let j = 2; j <= 2 * k + 1; j++) f *= j;
   return (k % 2 === 0 ? 2 : -2) * k / f;
 });
-
-/** Horner's rule over `coefficients` (highest power first). */
-function horner(t: Tensor, coefficients: readonly number[]): Tensor {
-  let p = t.mul(0).add(coefficients[0]);
-  for (const c of coefficients.slice(1)) p = p.mul(t).add(c);
-  return p;
-}
 
 /**
  * The normalized sinc `sin(πx)/(πx)`, 1 at 0, as `torch.sinc`. Gradient

@@ -94,3 +94,10 @@ export function scopedRounds<T extends Tensor[]>(
   }
   return state;
 }
+
+/** Horner's rule over `coefficients` (highest power first), each step in a scope of its own. */
+export function horner(t: Tensor, coefficients: readonly number[]): Tensor {
+  const start = t.mul(0).add(coefficients[0]);
+  const steps = coefficients.length - 1;
+  return scopedRounds(steps, [start], ([p], i) => [p.mul(t).add(coefficients[i + 1])])[0];
+}
