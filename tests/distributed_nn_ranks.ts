@@ -246,7 +246,7 @@ async function badInput(rank: number, n: number, kind: string) {
   out.allToAllLength = await caught(() => F.allToAll([t([0])], [t([1])]));
   out.uneven = await caught(() => {
     const x = t(Array.from({ length: 2 * n }, (_, i) => i));
-    const sizes = Array.from({ length: n }, (_, q) => (q === 0 ? n + 1 : 1));
+    const sizes = Array.from({ length: n }, (_, q) => (q === 0 ? n + 2 : 1));
     return F.allToAllSingle(x.zerosLike(), x, { inputSplitSizes: sizes });
   });
   out.op = await caught(() => F.allReduce(t([1]), { op: "mean" as distributed.ReduceOp }));
@@ -266,6 +266,82 @@ async function badInput(rank: number, n: number, kind: string) {
     );
   }
   return out;
+}
+
+/** Rows (of 2 elements) rank `from` sends rank `to` in the uneven all-to-alls: 0 to 4, some 0. */
+export function unevenRows(from: number, to: number): number {
+  return (from + 2 * to + from * to) % 5;
+}
+
+/** Element k of rank `rank`'s uneven input, and its loss weight for output element k. */
+export const unevenValue = (rank: number, k: number): number => 100 * rank + k;
+/** The loss weight of output element k on `rank`. */
+export const unevenWeight = (rank: number, k: number): number => 1000 * (rank + 1) + k;
+
+/** What a rank returns from the uneven scenario. */
+export interface UnevenOutcome {
+  single: { out: number[]; grad: number[] };
+  list: { out: number[][]; outShapes: number[][]; grad: number[][] };
+  /** The plain allToAllSingle with counts that disagree across ranks (last: it breaks the group). */
+  mismatch: { message: string; ranks?: number[] };
+}
+
+/**
+ * Uneven splits: the functional allToAllSingle (split sizes) and allToAll (one shape per part)
+ * with a weighted loss's backward, then the plain allToAllSingle with counts that disagree.
+ */
+async function uneven(rank: number, n: number, backend: string): Promise<UnevenOutcome> {
+  const [device] = await requestDevices({ backend });
+  const range = (count: number) => Array.from({ length: count }, (_, q) => q);
+  const send = range(n).map((q) => unevenRows(rank, q));
+  const receive = range(n).map((q) => unevenRows(q, rank));
+  const total = (rows: number[]) => rows.reduce((a, b) => a + b, 0);
+  const values = (count: number, f: (k: number) => number) => range(count).map(f);
+  const weightsOf = (count: number) =>
+    tensor(values(count, (k) => unevenWeight(rank, k)), { device });
+
+  const x = tensor(values(2 * total(send), (k) => unevenValue(rank, k)), {
+    shape: [total(send), 2],
+    device,
+    requiresGrad: true,
+  });
+  const single = F.allToAllSingle(tensor(0, { device }).expand([total(receive), 2]), x, {
+    inputSplitSizes: send,
+    outputSplitSizes: receive,
+  });
+  single.reshape([-1]).mul(weightsOf(2 * total(receive))).sum().backward();
+
+  // The list form: part q of the input as [rows, 2], the output part from q flat.
+  let at = 0;
+  const inputs = send.map((rows) => {
+    const v = values(2 * rows, (k) => unevenValue(rank, at + k));
+    at += 2 * rows;
+    return tensor(v, { shape: [rows, 2], device, requiresGrad: true });
+  });
+  const outputs = F.allToAll(
+    receive.map((rows) => tensor(0, { device }).expand([2 * rows])),
+    inputs,
+  );
+  const flat = cat(outputs.map((o) => o.reshape([-1])));
+  flat.mul(weightsOf(flat.numel())).sum().backward();
+
+  const data = async (t: Tensor) => [...(await t.data())];
+  const result = {
+    single: { out: await data(single), grad: await data(x.grad!) },
+    list: {
+      out: await Promise.all(outputs.map(data)),
+      outShapes: outputs.map((o) => [...o.shape]),
+      grad: await Promise.all(inputs.map((t) => data(t.grad!))),
+    },
+  };
+  // Rank 0 expects one row more from the last rank than it sends.
+  const wrong = receive.map((rows, q) => (rank === 0 && q === n - 1 ? rows + 1 : rows));
+  const mismatch = await caught(() => {
+    const out = tensor(0, { device }).expand([total(wrong), 2]).clone();
+    distributed.allToAllSingle(out, x.detach(), { inputSplitSizes: send, outputSplitSizes: wrong });
+    return out;
+  });
+  return { ...result, mismatch };
 }
 
 /** A rank: `scenario` picks what it runs. */
@@ -344,6 +420,8 @@ export async function main(
     }
     case "badInput":
       return await badInput(rank, worldSize, options.kind as string);
+    case "uneven":
+      return await uneven(rank, worldSize, options.backend as string);
     default:
       throw new Error(`unknown scenario ${scenario}`);
   }

@@ -20,6 +20,10 @@ import {
   P,
   part,
   root,
+  type UnevenOutcome,
+  unevenRows,
+  unevenValue,
+  unevenWeight,
   weight,
 } from "./distributed_nn_ranks.ts";
 
@@ -237,7 +241,7 @@ for (const kind of ["reduceScatter", "allGather"]) {
         allToAllLength:
           /^allToAll: inputTensorList must hold one tensor per rank of the group \(2\), got 1/,
         uneven:
-          /^allToAllSingle: inputSplitSizes \[3, 1\] for input \[4\] over 2 ranks: only 2 equal splits/,
+          /^allToAllSingle: inputSplitSizes \[4, 1\] must be 2 whole numbers \(one per rank\) that sum to input's dim 0, but input is \[4\]/,
         op: /^allReduce: op must be one of .*got "mean"/,
         notTensor: /^allGather: tensor must be a Tensor, got object/,
         ok: /^1$/,
@@ -290,5 +294,46 @@ Deno.test({
     });
     assert.match(r0.message, /allReduce #1 .*rank 1 left the process group/);
     assert.deepEqual(r0.ranks, [1]);
+  },
+});
+
+Deno.test({
+  name:
+    "distributed.nn.functional: uneven all-to-alls (split sizes, per-part shapes, empty parts) and their backward on 3 ranks; counts that disagree are one error on every rank",
+  ...opts,
+  fn: async () => {
+    const n = 3;
+    const results = await distributed.spawn<UnevenOutcome>(RANKS, {
+      nprocs: n,
+      args: ["uneven", { backend: "cpu" }],
+      timeoutMs: 30_000,
+    });
+    // Rank q's elements for rank r start after those it sends to ranks before r.
+    const start = (q: number, r: number) => 2 * range(r).reduce((a, p) => a + unevenRows(q, p), 0);
+    const sent = (q: number, r: number) =>
+      range(2 * unevenRows(q, r)).map((k) => unevenValue(q, start(q, r) + k));
+    // The weight rank r's output gives element k of the part from q: after the parts from ranks before q.
+    const weightsFor = (q: number, r: number) =>
+      range(2 * unevenRows(q, r)).map((k) => unevenWeight(r, start2(r, q) + k));
+    const start2 = (r: number, q: number) => 2 * range(q).reduce((a, p) => a + unevenRows(p, r), 0);
+    assert.ok(range(n).some((q) => range(n).some((r) => unevenRows(q, r) === 0)), "an empty part");
+    for (const [r, got] of results.entries()) {
+      const out = range(n).map((q) => sent(q, r));
+      const grad = range(n).map((q) => weightsFor(r, q));
+      assert.deepEqual(got.single.out, out.flat(), `single output on rank ${r}`);
+      assert.deepEqual(got.single.grad, grad.flat(), `single gradient on rank ${r}`);
+      assert.deepEqual(got.list.out, out, `list outputs on rank ${r}`);
+      assert.deepEqual(got.list.outShapes, range(n).map((q) => [2 * unevenRows(q, r)]));
+      assert.deepEqual(got.list.grad, grad, `list gradients on rank ${r}`);
+      assert.match(
+        got.mismatch.message,
+        new RegExp(
+          `allToAllSingle: the parts do not match across ranks .*rank ${n - 1} sends ${
+            2 * unevenRows(n - 1, 0)
+          } elements to rank 0, which expects ${2 * unevenRows(n - 1, 0) + 2}`,
+        ),
+      );
+      assert.deepEqual(got.mismatch.ranks, [0, n - 1]);
+    }
   },
 });

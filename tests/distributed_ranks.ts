@@ -216,6 +216,11 @@ async function collectives(rank: number, worldSize: number, backend: string) {
   };
 }
 
+/** Values rank `from` sends rank `to` in the uneven allToAllSingle of {@link rooted}: 0 to 2. */
+export function unevenRows(from: number, to: number): number {
+  return (from + 2 * to) % 3;
+}
+
 /**
  * reduce, gather, scatter, allToAll and allToAllSingle, each with values a
  * test can compute (see checkRooted in distributed_test.ts); the large ones
@@ -256,6 +261,16 @@ async function rooted(rank: number, n: number, backend: string) {
     .reshape([n, 2]);
   const singleOut = tensor(new Float32Array(2 * n), { device }).reshape([n, 2]);
   distributed.allToAllSingle(singleOut, single);
+  // Uneven parts (some empty): rank r sends unevenRows(r, q) values to rank q.
+  const send = Array.from({ length: n }, (_, q) => unevenRows(rank, q));
+  const receive = Array.from({ length: n }, (_, q) => unevenRows(q, rank));
+  const sum = (rows: number[]) => rows.reduce((a, b) => a + b, 0);
+  const unevenIn = tensor(Array.from({ length: sum(send) }, (_, i) => 1000 * rank + i), { device });
+  const unevenOut = tensor(new Float32Array(sum(receive)), { device });
+  distributed.allToAllSingle(unevenOut, unevenIn, {
+    inputSplitSizes: send,
+    outputSplitSizes: receive,
+  });
   // Larger than one shared-memory slot: several rounds.
   const big = 700_000;
   const bigIn = tensor(Array.from({ length: n * big }, (_, i) => (i % 9) + rank), { device });
@@ -303,6 +318,7 @@ async function rooted(rank: number, n: number, backend: string) {
     scattered: await values(scattered),
     allToAll: await Promise.all(outputs.map(values)),
     allToAllSingle: await values(singleOut),
+    uneven: await values(unevenOut),
     bigErrors,
   };
 }
@@ -456,9 +472,13 @@ async function failures(rank: number, kind: string): Promise<unknown> {
       return await caught(() => distributed.reduce(tensor([1], { device }), { dst: rank }).wait());
     case "allToAllShape":
       return await caught(() => {
+        // Shapes may differ (rank 1 sends [2, 1]); counts may not: rank 1 expects 3 from rank 0.
         const shape = rank === 0 ? [2] : [2, 1];
-        const make = () => [0, 1].map(() => tensor([0, 0], { device }).reshape(shape));
-        return distributed.allToAll(make(), make()).wait();
+        const inputs = [0, 1].map(() => tensor([0, 0], { device }).reshape(shape));
+        const outputs = [0, 1].map((q) =>
+          tensor(rank === 1 && q === 0 ? [0, 0, 0] : [0, 0], { device })
+        );
+        return distributed.allToAll(outputs, inputs).wait();
       });
     case "manyGroups": {
       // More sub-groups than the 4 the local backend once made up front.

@@ -22,6 +22,7 @@ import {
   parameterValues,
   type Sums,
   type TrainOptions,
+  unevenRows,
 } from "./distributed_ranks.ts";
 
 const RANKS = new URL("./distributed_ranks.ts", import.meta.url);
@@ -109,6 +110,7 @@ interface Rooted {
   scattered: number[];
   allToAll: number[][];
   allToAllSingle: number[][];
+  uneven: number[];
   bigErrors: number;
 }
 
@@ -142,6 +144,14 @@ function checkRooted(results: readonly (Rooted | undefined)[]): void {
       r.allToAllSingle,
       Array.from({ length: n }, (_, q) => [100 * q + 2 * rank, 100 * q + 2 * rank + 1]),
     );
+    // Rank q's values for this rank start after those it sends to the ranks before.
+    const before = (q: number) => Array.from({ length: rank }, (_, p) => unevenRows(q, p));
+    const from = (q: number) =>
+      Array.from(
+        { length: unevenRows(q, rank) },
+        (_, i) => 1000 * q + before(q).reduce((a, b) => a + b, 0) + i,
+      );
+    assert.deepEqual(r.uneven, Array.from({ length: n }, (_, q) => from(q)).flat());
     assert.equal(r.bigErrors, 0);
   });
 }
@@ -392,12 +402,23 @@ Deno.test("process group: one rank without a launcher; clear errors before init 
     );
     assert.throws(
       () => distributed.allToAll([tensor([0])], [tensor([1], { dtype: "int32" })]),
-      /allToAll: every tensor of outputs must be int32 \[1\].*outputs\[0\] is float32 \[1\]/,
+      /allToAll: every tensor of outputs must be int32 on cpu:0 \(as inputs\[0\]\), but outputs\[0\] is float32 \[1\]/,
     );
     assert.throws(
       () => distributed.allToAllSingle(tensor(1), tensor(2)),
       /allToAllSingle: input's dim 0 must split into worldSize \(1\) equal parts, got input \[\]/,
     );
+    assert.throws(
+      () => distributed.allToAllSingle(tensor([0, 0]), tensor([1, 2]), { inputSplitSizes: [1, 1] }),
+      /allToAllSingle: inputSplitSizes \[1, 1\] must be 1 whole numbers \(one per rank\) that sum to input's dim 0, but input is \[2\]/,
+    );
+    assert.throws(
+      () => distributed.allToAllSingle(tensor([0, 0]), tensor([1, 2]), { outputSplitSizes: [1.5] }),
+      /allToAllSingle: outputSplitSizes \[1.5\] must be 1 whole numbers/,
+    );
+    const unevenOut = tensor([0, 0, 0]);
+    await distributed.allToAllSingle(unevenOut, tensor([1, 2, 3]), { inputSplitSizes: [3] });
+    assert.deepEqual(await unevenOut.toArray(), [1, 2, 3]);
     assert.throws(
       () => distributed.send(t2, 0),
       /send: dst 0 is this rank: a rank cannot send to itself \(as in PyTorch\)/,
@@ -561,7 +582,7 @@ Deno.test({
     for (const r of allToAllShape) {
       assert.match(
         r.message,
-        /rank 0 called allToAll #0 of float32 \[2, 2\]; rank 1 called allToAll #0 of float32 \[2, 2, 1\]/,
+        /allToAll: the parts do not match across ranks .*: rank 0 sends 2 elements to rank 1, which expects 3/,
       );
     }
     const after = await failure("after");

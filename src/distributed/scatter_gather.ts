@@ -10,7 +10,7 @@
 import type { DType, TypedArray } from "../dtype.ts";
 import { formatShape } from "../shape.ts";
 import { Tensor } from "../tensor.ts";
-import type { DistributedGroup, ReduceOp } from "./backend.ts";
+import { DistributedError, type DistributedGroup, type ReduceOp } from "./backend.ts";
 import { type GroupOptions, Work } from "./collectives.ts";
 import { borrowHost, giveBackHost, orderAfter, readFlat, runOnHost, writeFlat } from "./host.ts";
 import { activeGroup, groupRankOf, type ProcessGroup } from "./state.ts";
@@ -251,11 +251,110 @@ function exchange(
   return new Work(result);
 }
 
+/** One dtype and one device for every tensor of `list`: those of `like` (named `likeName`). */
+function checkKind(
+  op: string,
+  what: string,
+  list: readonly unknown[],
+  like: Tensor,
+  likeName: string,
+): void {
+  list.forEach((t, i) => {
+    if (t instanceof Tensor && t.dtype === like.dtype && t.device === like.device) return;
+    throw new TypeError(
+      `${op}: every tensor of ${what} must be ${like.dtype} on ${like.device} (as ${likeName}), but ${what}[${i}] is ${
+        t instanceof Tensor ? describe(t) : String(t)
+      }`,
+    );
+  });
+}
+
+/**
+ * Every pair's counts agree (rank p sends rank q what q expects from p), else the same error
+ * on every rank, naming the pairs: `counts[p]` holds rank p's send counts, then its receive
+ * counts, in elements.
+ */
+function checkCounts(op: string, counts: readonly ArrayLike<number>[], n: number): void {
+  const wrong: string[] = [];
+  const ranks = new Set<number>();
+  for (let p = 0; p < n; p++) {
+    for (let q = 0; q < n; q++) {
+      const sent = counts[p][q];
+      const expected = counts[q][n + p];
+      if (sent === expected) continue;
+      wrong.push(`rank ${p} sends ${sent} elements to rank ${q}, which expects ${expected}`);
+      ranks.add(p).add(q);
+    }
+  }
+  if (wrong.length === 0) return;
+  throw new DistributedError(
+    `${op}: the parts do not match across ranks (each rank's output part q must hold what rank q sends it): ${
+      wrong.slice(0, 6).join("; ")
+    }${wrong.length > 6 ? `; and ${wrong.length - 6} more` : ""}`,
+    [...ranks].sort((x, y) => x - y),
+  );
+}
+
+/**
+ * The exchange of parts of any sizes: `send[q]` elements of the inputs (in order) go to rank q
+ * and `receive[q]` come from rank q into the outputs (in order). First every rank gathers every
+ * rank's counts, so that a disagreement is the same error on every rank; then the parts travel
+ * as one equal all-to-all, each padded to the longest part of any rank.
+ */
+function unevenExchange(
+  op: string,
+  group: ProcessGroup,
+  outputs: readonly Tensor[],
+  inputs: readonly Tensor[],
+  send: readonly number[],
+  receive: readonly number[],
+): Work {
+  const { dtype } = inputs[0];
+  const n = group.worldSize;
+  const countsCall = group.call({ kind: "allGather", dtype: "int32", shapes: [[2 * n]] });
+  const dataCall = group.reserveCall();
+  const sending = inputs.filter((t) => t.numel() > 0);
+  const values = sending.length > 0 ? readFlat(sending, op) : Promise.resolve(borrowHost(dtype, 0));
+  const result = runOnHost(group, countsCall, values, async (host) => {
+    const backend = group.backend;
+    const counts = await backend.allGather(countsCall, Int32Array.from([...send, ...receive]));
+    checkCounts(op, counts, n);
+    // At least one element a part: no backend is asked to move an empty array.
+    const longest = Math.max(1, ...counts.flatMap((c) => Array.from(c.subarray(0, n))));
+    const call = dataCall({ kind: "allToAll", dtype, shapes: [[n, longest]] });
+    const padded = borrowHost(dtype, n * longest);
+    for (let q = 0, from = 0; q < n; from += send[q++]) {
+      padded.set(host.subarray(from, from + send[q]), q * longest);
+    }
+    giveBackHost(host);
+    let parts: TypedArray[];
+    if (backend.allToAll) {
+      const got = await backend.allToAll(call, padded);
+      parts = Array.from({ length: n }, (_, q) => got.subarray(q * longest, (q + 1) * longest));
+    } else {
+      const r = group.rank;
+      const all = await backend.allGather(call, padded);
+      parts = all.map((whole) => whole.subarray(r * longest, (r + 1) * longest));
+    }
+    giveBackHost(padded);
+    const out = borrowHost(dtype, receive.reduce((a, b) => a + b, 0));
+    for (let q = 0, at = 0; q < n; at += receive[q++]) {
+      out.set(parts[q].subarray(0, receive[q]), at);
+    }
+    return out;
+  });
+  writeFlat(outputs.filter((t) => t.numel() > 0), result);
+  return new Work(result);
+}
+
 /**
  * `torch.distributed.all_to_all`: rank r sends `inputs[q]` to rank q and
  * receives rank q's `inputs[r]` into `outputs[q]`, in place. Every rank
- * passes one input and one output per rank, all of one shape, dtype and
- * device (unequal sizes per rank are not supported).
+ * passes one input and one output per rank, all of one dtype and device;
+ * the tensors may differ in shape, but `outputs[q]` must have as many
+ * elements as rank q's `inputs[r]` (else an error on every rank naming the
+ * ranks and counts). The ranks first exchange their counts (one small
+ * all-gather), then every part, padded to the longest.
  *
  * @example
  * ```ts
@@ -275,22 +374,104 @@ export function allToAll(
   checkList("allToAll", "inputs", inputs, n);
   checkList("allToAll", "outputs", outputs, n);
   checkTensor("allToAll", inputs[0], "inputs[0]");
-  checkLike("allToAll", "inputs", inputs, inputs[0]);
-  checkLike("allToAll", "outputs", outputs, inputs[0]);
-  return exchange("allToAll", group, outputs, inputs, [[n, ...inputs[0].shape]]);
+  checkKind("allToAll", "inputs", inputs, inputs[0], "inputs[0]");
+  checkKind("allToAll", "outputs", outputs, inputs[0], "inputs[0]");
+  const numels = (list: readonly Tensor[]) => list.map((t) => t.numel());
+  return unevenExchange("allToAll", group, outputs, inputs, numels(inputs), numels(outputs));
+}
+
+/** Options of {@link allToAllSingle}. */
+export interface AllToAllSingleOptions extends GroupOptions {
+  /**
+   * Rows of `output`'s dim 0 that come from each rank, in rank order (PyTorch's
+   * `output_split_sizes`); default `worldSize` equal parts.
+   */
+  outputSplitSizes?: readonly number[] | null;
+  /**
+   * Rows of `input`'s dim 0 that go to each rank, in rank order (PyTorch's
+   * `input_split_sizes`); default `worldSize` equal parts.
+   */
+  inputSplitSizes?: readonly number[] | null;
 }
 
 /**
- * `torch.distributed.all_to_all_single` with equal splits: `input`'s dim 0
- * holds `worldSize` equal parts, part q for rank q; `output` (of `input`'s
- * shape, dtype and device) gets the part each rank sent this one, in rank
- * order, in place.
+ * The split sizes given (checked: one per rank, whole numbers summing to `t`'s dim 0), null
+ * when absent; an error naming them and `t`'s shape otherwise.
  */
-export function allToAllSingle(output: Tensor, input: Tensor, options: GroupOptions = {}): Work {
+function splitsOf(
+  name: string,
+  sizes: readonly number[] | null | undefined,
+  t: Tensor,
+  what: string,
+  n: number,
+): readonly number[] | null {
+  if (sizes == null || sizes.length === 0) return null;
+  const rows = t.shape[0];
+  const whole = Array.isArray(sizes) && sizes.every((s) => Number.isInteger(s) && s >= 0);
+  if (
+    !whole || sizes.length !== n || rows === undefined || sizes.reduce((a, b) => a + b) !== rows
+  ) {
+    throw new RangeError(
+      `allToAllSingle: ${name} ${
+        Array.isArray(sizes) ? `[${sizes.join(", ")}]` : String(sizes)
+      } must be ${n} whole numbers (one per rank) that sum to ${what}'s dim 0, but ${what} is ${
+        formatShape(t.shape)
+      }`,
+    );
+  }
+  return sizes;
+}
+
+/**
+ * `torch.distributed.all_to_all_single`: `input`'s dim 0 holds one part per
+ * rank, part q for rank q; `output` (of `input`'s dtype and device) gets the
+ * part each rank sent this one, in rank order, in place. Without split
+ * sizes the parts are `worldSize` equal parts of dim 0 (and `output` has
+ * `input`'s shape); with `inputSplitSizes` / `outputSplitSizes` they are
+ * those rows, and `output`'s part q must hold as many elements as rank q
+ * sends (else an error on every rank naming the ranks and counts). Pass
+ * split sizes on every rank or on none: the two take different exchanges,
+ * and a mix is a collective mismatch on every rank.
+ *
+ * @example
+ * ```ts
+ * // 2 ranks: rank 0 sends 1 row to itself and 2 to rank 1; rank 1 sends 3 to rank 0, 1 to itself
+ * const input = rank === 0 ? zeros([3, 4]) : ones([4, 4]);
+ * const [send, receive] = rank === 0 ? [[1, 2], [1, 3]] : [[3, 1], [2, 1]];
+ * const output = zeros([receive[0] + receive[1], 4]);
+ * distributed.allToAllSingle(output, input, { inputSplitSizes: send, outputSplitSizes: receive });
+ * ```
+ */
+export function allToAllSingle(
+  output: Tensor,
+  input: Tensor,
+  options: AllToAllSingleOptions = {},
+): Work {
   checkTensor("allToAllSingle", output, "output");
   checkTensor("allToAllSingle", input, "input");
   const group = activeGroup("allToAllSingle", options.group);
   const n = group.worldSize;
+  const sendRows = splitsOf("inputSplitSizes", options.inputSplitSizes, input, "input", n);
+  const receiveRows = splitsOf("outputSplitSizes", options.outputSplitSizes, output, "output", n);
+  if (sendRows || receiveRows) {
+    checkKind("allToAllSingle", "output", [output], input, "input");
+    // A tensor without split sizes splits into equal parts, as PyTorch's.
+    const counts = (rows: readonly number[] | null, t: Tensor) => {
+      const row = t.shape.length === 0 ? 1 : t.numel() / (t.shape[0] || 1);
+      if (rows) return rows.map((r) => r * row);
+      if (t.shape.length === 0 || t.shape[0] % n !== 0) {
+        throw new RangeError(
+          `allToAllSingle: a tensor without split sizes must split into worldSize (${n}) equal parts of dim 0, got ${
+            formatShape(t.shape)
+          }`,
+        );
+      }
+      return Array.from({ length: n }, () => t.numel() / n);
+    };
+    const send = counts(sendRows, input);
+    const receive = counts(receiveRows, output);
+    return unevenExchange("allToAllSingle", group, [output], [input], send, receive);
+  }
   checkLike("allToAllSingle", "output", [output], input);
   if (input.shape.length === 0 || input.shape[0] % n !== 0) {
     throw new RangeError(

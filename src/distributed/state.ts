@@ -106,6 +106,16 @@ export class ProcessGroup {
   }
 
   /**
+   * Numbers the next call now, in program order, and packs its header later with the function
+   * returned: for the second exchange of a collective whose first exchange decides its size (an
+   * uneven all-to-all pads every part to the longest, which only the first tells).
+   */
+  reserveCall(): (shape: Omit<CallShape, "seq">) => CollectiveCall {
+    const seq = this.#seq++;
+    return (shape) => ProcessGroup.#make(shape, seq);
+  }
+
+  /**
    * Numbers a point-to-point call and packs its header. Sends to a rank
    * and receives from it are counted per peer and tag, apart from the
    * collectives (whose numbers every rank must share).

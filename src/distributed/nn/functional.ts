@@ -17,7 +17,7 @@
  * Deliberate differences from 1.13: the output tensors PyTorch takes
  * (`reduceScatter`'s `output`, `allToAll`'s `outputTensorList`,
  * `allToAllSingle`'s `output`) give shapes only and are not filled in place;
- * the all-to-alls take equal splits only; with a `group`, `gather` and
+ * with a `group`, `gather` and
  * `scatter` read `dst`/`src` as whole-group ranks, as everywhere else
  * (1.13's compare them with the rank in the group); and `reduce` leaves the
  * non-destination outputs as copies of the inputs (gloo leaves partial sums).
@@ -52,9 +52,9 @@ export interface FunctionalReduceOptions extends FunctionalGroupOptions {
 
 /** Options of {@link allToAllSingle}. */
 export interface AllToAllSingleOptions extends FunctionalGroupOptions {
-  /** Rows of the output's dim 0 from each rank (default: equal parts). Only equal splits are supported. */
+  /** Rows of the output's dim 0 from each rank, in rank order (default: equal parts). */
   outputSplitSizes?: readonly number[] | null;
-  /** Rows of the input's dim 0 for each rank (default: equal parts). Only equal splits are supported. */
+  /** Rows of the input's dim 0 for each rank, in rank order (default: equal parts). */
   inputSplitSizes?: readonly number[] | null;
 }
 
@@ -68,8 +68,8 @@ function checkTensor(op: string, name: string, t: unknown): asserts t is Tensor 
   }
 }
 
-/** `list` as one tensor per rank of a group of `n`, all of `list[0]`'s shape, dtype and device. */
-function checkList(op: string, name: string, list: unknown, n: number): Tensor[] {
+/** `list` as one tensor per rank of a group of `n`, all of `list[0]`'s dtype, device and shape (if `sameShape`). */
+function checkList(op: string, name: string, list: unknown, n: number, sameShape = true): Tensor[] {
   if (!Array.isArray(list) || list.length !== n) {
     throw new RangeError(
       `${op}: ${name} must hold one tensor per rank of the group (${n}), got ${
@@ -81,11 +81,11 @@ function checkList(op: string, name: string, list: unknown, n: number): Tensor[]
   const first = list[0] as Tensor;
   list.forEach((t: Tensor, i) => {
     const same = t.dtype === first.dtype && t.device === first.device &&
-      formatShape(t.shape) === formatShape(first.shape);
+      (!sameShape || formatShape(t.shape) === formatShape(first.shape));
     if (!same) {
       throw new TypeError(
         `${op}: every tensor of ${name} must be ${
-          describe(first)
+          sameShape ? describe(first) : `${first.dtype} on ${first.device}`
         } (as ${name}[0]), but ${name}[${i}] is ${describe(t)}`,
       );
     }
@@ -243,8 +243,8 @@ class AllToAllFn extends Function {
     ...inputs: Tensor[]
   ): Tensor[] {
     const g = activeGroup("allToAll", group);
-    checkList("allToAll", "inputTensorList", inputs, g.worldSize);
-    checkList("allToAll", "outputTensorList", outputs, g.worldSize);
+    checkList("allToAll", "inputTensorList", inputs, g.worldSize, false);
+    checkList("allToAll", "outputTensorList", outputs, g.worldSize, false);
     ctx.group = group;
     ctx.inputShapes = inputs.map((t) => t.shape);
     const outs = outputs.map((t) => empty(t.shape, t.dtype, t.device));
@@ -258,26 +258,6 @@ class AllToAllFn extends Function {
   }
 }
 
-/** `sizes` when it is absent or `n` equal parts of `rows`, else an error naming them. */
-function checkSplits(
-  name: string,
-  sizes: readonly number[] | null | undefined,
-  rows: number,
-  n: number,
-  t: Tensor,
-  what: string,
-): void {
-  if (sizes == null || sizes.length === 0) return;
-  const equal = sizes.length === n && sizes.every((s) => s * n === rows);
-  if (!equal) {
-    throw new RangeError(
-      `allToAllSingle: ${name} [${sizes.join(", ")}] for ${what} ${
-        formatShape(t.shape)
-      } over ${n} ranks: only ${n} equal splits of dim 0 are supported (the plain allToAllSingle's limit; PyTorch also takes uneven ones)`,
-    );
-  }
-}
-
 class AllToAllSingleFn extends Function {
   static override forward(
     ctx: FunctionCtx,
@@ -287,17 +267,13 @@ class AllToAllSingleFn extends Function {
     inputSplitSizes: readonly number[] | null | undefined,
     input: Tensor,
   ): Tensor {
-    const g = activeGroup("allToAllSingle", group);
-    const n = g.worldSize;
-    checkSplits("outputSplitSizes", outputSplitSizes, output.shape[0] ?? 0, n, output, "output");
-    checkSplits("inputSplitSizes", inputSplitSizes, input.shape[0] ?? 0, n, input, "input");
     ctx.group = group;
     ctx.inputShape = input.shape;
     // Backward sends back what came: the splits swap.
     ctx.outputSplitSizes = inputSplitSizes;
     ctx.inputSplitSizes = outputSplitSizes;
     const out = empty(output.shape, output.dtype, output.device);
-    rooted.allToAllSingle(out, input, { group });
+    rooted.allToAllSingle(out, input, { group, outputSplitSizes, inputSplitSizes });
     return out;
   }
   static override backward(ctx: FunctionCtx, grad: Tensor): (Tensor | null)[] {
@@ -473,9 +449,10 @@ export function allGather(tensor: Tensor, options: FunctionalGroupOptions = {}):
 /**
  * Rank q's `inputTensorList[rank]` as entry q of a new list
  * (`torch.distributed.nn.functional.all_to_all`). `outputTensorList` gives
- * the shapes only (unlike PyTorch, it is not filled in place); all tensors
- * of both lists must have one shape (the plain allToAll's limit; PyTorch
- * allows per-rank shapes). Backward: the gradients go back by all-to-all.
+ * the shapes only (unlike PyTorch, it is not filled in place): entry q
+ * must have as many elements as rank q's `inputTensorList[rank]`, as in
+ * the plain `distributed.allToAll`. Backward: the gradients go back by
+ * all-to-all, each to the rank and shape its input came from.
  *
  * @example
  * ```ts
@@ -499,10 +476,10 @@ export function allToAll(
  * `input`'s dim 0 split into one part per rank, part q to rank q; the parts
  * received, in rank order, as a new tensor of `output`'s shape
  * (`torch.distributed.nn.functional.all_to_all_single`; `output` is not
- * filled in place, unlike PyTorch). Only equal splits are supported (the
- * plain allToAllSingle's limit): split sizes other than `worldSize` equal
- * parts are an error naming them. Backward: the gradient goes back by
- * all-to-all with the split sizes swapped.
+ * filled in place, unlike PyTorch), with `inputSplitSizes` and
+ * `outputSplitSizes` as in the plain `distributed.allToAllSingle` (default
+ * equal parts). Backward: the gradient goes back by all-to-all with the
+ * split sizes swapped.
  *
  * @example
  * ```ts
