@@ -7,6 +7,7 @@
  */
 
 import {
+  autograd,
   cat,
   type Device,
   distributed,
@@ -212,6 +213,49 @@ async function finiteDifferences(fn: Fn, rank: number, n: number): Promise<numbe
   return worst;
 }
 
+/**
+ * The largest difference, over this rank's input elements, between the double backward's
+ * Hessian-vector product and the float64 central difference of `S = Σ_ranks v·∂L/∂x`, with L
+ * the sin-weighted loss of {@link finiteDifferences} (its backward runs through the collective's
+ * backward, whose own backward is the collective again) and v a fixed direction per rank.
+ */
+async function secondOrder(fn: Fn, rank: number, n: number): Promise<number> {
+  const [device] = await requestDevices({ backend: "cpu" });
+  const { x, w } = rankData(fn, rank, n);
+  if (fn === "reduce" && rank !== root(fn, n)) w.forEach((p) => p.fill(0));
+  const v = x.map((_, k) => part(fn, rank + 7, k)).flat();
+  // S on this rank for inputs perturbed at `at` by `h`: v · the gradient, with its graph if asked.
+  const directional = (at: number, h: number, createGraph: boolean) => {
+    const inputs = leaves(fn, x, "float64", device, at, h);
+    const grads = autograd.grad(loss(apply(fn, inputs, n), w, true), inputs, {
+      createGraph,
+      allowUnused: true,
+    });
+    const flat = cat(grads.map((g, k) => (g ?? inputs[k].zerosLike()).reshape([-1])));
+    return { inputs, s: flat.mul(tensor(v, { dtype: "float64", device })).sum() };
+  };
+  const { inputs, s } = directional(-1, 0, true);
+  const hv = autograd.grad(s, inputs, { allowUnused: true });
+  const analytic = (await Promise.all(
+    hv.map(async (g, k) => [...(await (g ?? inputs[k].zerosLike()).data())]),
+  )).flat();
+  const total = async (at: number, step: number) => {
+    const all = directional(at, step, false).s.detach().reshape([1]);
+    distributed.allReduce(all);
+    return (await all.data())[0];
+  };
+  const h = 1e-5;
+  let worst = 0;
+  for (let q = 0; q < n; q++) {
+    for (let i = 0; i < analytic.length; i++) {
+      const at = rank === q ? i : -1;
+      const fd = ((await total(at, h)) - (await total(at, -h))) / (2 * h);
+      if (rank === q) worst = Math.max(worst, Math.abs(fd - analytic[i]));
+    }
+  }
+  return worst;
+}
+
 /** Runs `fn`, returning its error's message (and ranks) instead of throwing. */
 async function caught(fn: () => unknown): Promise<{ message: string; ranks?: number[] }> {
   try {
@@ -386,6 +430,14 @@ export async function main(
         for (const data of list) {
           results[fn].push(await gradients(fn as Fn, worldSize, "cpu", data));
         }
+      }
+      return results;
+    }
+    case "secondOrder": {
+      const results: Partial<Record<Fn, number>> = {};
+      for (const fn of FUNCTIONS) {
+        if (fn === "allReduceMax") continue; // 1.13's backward is not its derivative
+        results[fn] = await secondOrder(fn, rank, worldSize);
       }
       return results;
     }

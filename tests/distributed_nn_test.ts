@@ -173,6 +173,24 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "distributed.nn.functional: double backward (Hessian-vector products) equals float64 central differences of the summed directional gradient [2 cpu ranks]",
+  ...opts,
+  fn: async () => {
+    const results = await distributed.spawn<Partial<Record<Fn, number>>>(RANKS, {
+      nprocs: 2,
+      args: ["secondOrder", {}],
+    });
+    results.forEach((worst, r) => {
+      assert.equal(Object.keys(worst).length, FUNCTIONS.length - 1);
+      for (const [fn, error] of Object.entries(worst)) {
+        assert.ok(error < 1e-6, `${fn} on rank ${r}: Hessian-vector product off by ${error}`);
+      }
+    });
+  },
+});
+
 /** One case of tests/fixtures/torch_distributed_nn.json: a rank's inputs, weights, and 1.13's results. */
 interface TorchCase {
   x: number[][];
