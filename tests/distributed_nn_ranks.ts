@@ -470,6 +470,15 @@ export async function main(
       y.sum().backward();
       return await caught(() => x.grad!);
     }
+    case "mpi": {
+      // Under mpiexec: every function's gradients, then the uneven all-to-alls (last: they
+      // end with a mismatch, which breaks the group).
+      const byFn: Partial<Record<Fn, Outcome>> = {};
+      for (const fn of FUNCTIONS) {
+        byFn[fn] = await gradients(fn, worldSize, "cpu", rankData(fn, rank, worldSize));
+      }
+      return { gradients: byFn, uneven: await uneven(rank, worldSize, "cpu") };
+    }
     case "badInput":
       return await badInput(rank, worldSize, options.kind as string);
     case "uneven":
@@ -477,4 +486,14 @@ export async function main(
     default:
       throw new Error(`unknown scenario ${scenario}`);
   }
+}
+
+if (import.meta.main) {
+  // Under mpiexec (tests/mpiexec.ts): deno run -A distributed_nn_ranks.ts PREFIX SCENARIO JSON.
+  const [out, scenario, json] = Deno.args;
+  await distributed.initProcessGroup({ timeoutMs: 60_000 });
+  const rank = distributed.getRank();
+  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
+  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
+  await distributed.destroyProcessGroup();
 }

@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { distributed } from "../mod.ts";
 import { BACKENDS } from "./harness.ts";
+import { MPICH_MPIEXEC, mpiRun } from "./mpiexec.ts";
 import {
   type Fn,
   FUNCTIONS,
@@ -99,7 +100,13 @@ function check(results: Partial<Record<Fn, Outcome>>[], n: number): void {
       close(got.out, want.out, `${fn} on rank ${r} of ${n}: output`);
       close(got.grad, want.grad, `${fn} on rank ${r} of ${n}: gradient`);
       const inputs = range(inputParts(fn, n)).map((k) => part(fn, r, k));
-      assert.deepEqual(got.after, inputs, `${fn} on rank ${r} of ${n} changed its input`);
+      // + 0: results that came as JSON (from mpiexec's ranks) have 0 for -0.
+      const plus0 = (parts: number[][]) => parts.map((p) => p.map((v) => v + 0));
+      assert.deepEqual(
+        plus0(got.after),
+        plus0(inputs),
+        `${fn} on rank ${r} of ${n} changed its input`,
+      );
     }
   });
 }
@@ -315,43 +322,70 @@ Deno.test({
   },
 });
 
+/** The uneven all-to-alls' outputs, gradients and mismatch error on every rank (see `uneven`). */
+function checkUneven(results: readonly UnevenOutcome[]): void {
+  const n = results.length;
+  // Rank q's elements for rank r start after those it sends to ranks before r.
+  const start = (q: number, r: number) => 2 * range(r).reduce((a, p) => a + unevenRows(q, p), 0);
+  const sent = (q: number, r: number) =>
+    range(2 * unevenRows(q, r)).map((k) => unevenValue(q, start(q, r) + k));
+  // The weight rank r's output gives element k of the part from q: after the parts from ranks before q.
+  const weightsFor = (q: number, r: number) =>
+    range(2 * unevenRows(q, r)).map((k) => unevenWeight(r, start2(r, q) + k));
+  const start2 = (r: number, q: number) => 2 * range(q).reduce((a, p) => a + unevenRows(p, r), 0);
+  assert.ok(range(n).some((q) => range(n).some((r) => unevenRows(q, r) === 0)), "an empty part");
+  for (const [r, got] of results.entries()) {
+    const out = range(n).map((q) => sent(q, r));
+    const grad = range(n).map((q) => weightsFor(r, q));
+    assert.deepEqual(got.single.out, out.flat(), `single output on rank ${r}`);
+    assert.deepEqual(got.single.grad, grad.flat(), `single gradient on rank ${r}`);
+    assert.deepEqual(got.list.out, out, `list outputs on rank ${r}`);
+    assert.deepEqual(got.list.outShapes, range(n).map((q) => [2 * unevenRows(q, r)]));
+    assert.deepEqual(got.list.grad, grad, `list gradients on rank ${r}`);
+    assert.match(
+      got.mismatch.message,
+      new RegExp(
+        `allToAllSingle: the parts do not match across ranks .*rank ${n - 1} sends ${
+          2 * unevenRows(n - 1, 0)
+        } elements to rank 0, which expects ${2 * unevenRows(n - 1, 0) + 2}`,
+      ),
+    );
+    assert.deepEqual(got.mismatch.ranks, [0, n - 1]);
+  }
+}
+
 Deno.test({
   name:
     "distributed.nn.functional: uneven all-to-alls (split sizes, per-part shapes, empty parts) and their backward on 3 ranks; counts that disagree are one error on every rank",
   ...opts,
   fn: async () => {
-    const n = 3;
     const results = await distributed.spawn<UnevenOutcome>(RANKS, {
-      nprocs: n,
+      nprocs: 3,
       args: ["uneven", { backend: "cpu" }],
       timeoutMs: 30_000,
     });
-    // Rank q's elements for rank r start after those it sends to ranks before r.
-    const start = (q: number, r: number) => 2 * range(r).reduce((a, p) => a + unevenRows(q, p), 0);
-    const sent = (q: number, r: number) =>
-      range(2 * unevenRows(q, r)).map((k) => unevenValue(q, start(q, r) + k));
-    // The weight rank r's output gives element k of the part from q: after the parts from ranks before q.
-    const weightsFor = (q: number, r: number) =>
-      range(2 * unevenRows(q, r)).map((k) => unevenWeight(r, start2(r, q) + k));
-    const start2 = (r: number, q: number) => 2 * range(q).reduce((a, p) => a + unevenRows(p, r), 0);
-    assert.ok(range(n).some((q) => range(n).some((r) => unevenRows(q, r) === 0)), "an empty part");
-    for (const [r, got] of results.entries()) {
-      const out = range(n).map((q) => sent(q, r));
-      const grad = range(n).map((q) => weightsFor(r, q));
-      assert.deepEqual(got.single.out, out.flat(), `single output on rank ${r}`);
-      assert.deepEqual(got.single.grad, grad.flat(), `single gradient on rank ${r}`);
-      assert.deepEqual(got.list.out, out, `list outputs on rank ${r}`);
-      assert.deepEqual(got.list.outShapes, range(n).map((q) => [2 * unevenRows(q, r)]));
-      assert.deepEqual(got.list.grad, grad, `list gradients on rank ${r}`);
-      assert.match(
-        got.mismatch.message,
-        new RegExp(
-          `allToAllSingle: the parts do not match across ranks .*rank ${n - 1} sends ${
-            2 * unevenRows(n - 1, 0)
-          } elements to rank 0, which expects ${2 * unevenRows(n - 1, 0) + 2}`,
-        ),
-      );
-      assert.deepEqual(got.mismatch.ranks, [0, n - 1]);
-    }
+    checkUneven(results);
+  },
+});
+
+Deno.test({
+  name:
+    "distributed.nn.functional under mpiexec -n 2: every collective's outputs and gradients; uneven all-to-alls and their mismatch error",
+  ignore: !MPICH_MPIEXEC,
+  ...opts,
+  fn: async () => {
+    const run = await mpiRun<{ gradients: Partial<Record<Fn, Outcome>>; uneven: UnevenOutcome }>(
+      RANKS,
+      2,
+      "mpi",
+      {},
+    );
+    assert.equal(run.code, 0, run.output);
+    const results = run.results.map((r, rank) => {
+      assert.ok(r, `rank ${rank} wrote no result: ${run.output}`);
+      return r;
+    });
+    check(results.map((r) => r.gradients), 2);
+    checkUneven(results.map((r) => r.uneven));
   },
 });
