@@ -7,7 +7,9 @@
  */
 
 import assert from "node:assert/strict";
-import { type Device, tensor, utils } from "../mod.ts";
+import { inflateSync } from "node:zlib";
+import { type Device, type Tensor, tensor, utils } from "../mod.ts";
+import { crc32 } from "../src/utils/tensorboard/image.ts";
 import { crc32c, frameRecord } from "../src/utils/tensorboard/record.ts";
 import {
   defaultBins,
@@ -562,5 +564,154 @@ Deno.exit(0);`;
     assert.equal(recs.length, 2, "the file-version event and the number's");
     // Event field 5 is the summary, its field 1 the value, whose field 1 is the tag.
     assert.equal(str(one(sub(sub(decode(recs[1]), 5), 1), 1)), "a");
+  });
+});
+
+// ---- images ----
+
+interface ImageCase {
+  method: "addImage" | "addImages";
+  shape: number[];
+  dataformats: string;
+  values: number[];
+  height: number;
+  width: number;
+  colorspace: number;
+  mode: string;
+  pixels: number[];
+}
+
+const IMAGES: { cases: ImageCase[] } = JSON.parse(
+  await Deno.readTextFile(new URL("./fixtures/torch_tensorboard_images.json", import.meta.url)),
+);
+
+/** A PNG's size, colour type and pixels; its signature, chunk CRCs and row filters checked. */
+function decodePng(
+  png: Uint8Array,
+): { width: number; height: number; type: number; pixels: number[] } {
+  assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  const view = new DataView(png.buffer, png.byteOffset, png.byteLength);
+  const chunks: [string, Uint8Array][] = [];
+  for (let at = 8; at < png.length;) {
+    const length = view.getUint32(at);
+    const type = new TextDecoder().decode(png.subarray(at + 4, at + 8));
+    assert.equal(view.getUint32(at + 8 + length), crc32(png.subarray(at + 4, at + 8 + length)));
+    chunks.push([type, png.subarray(at + 8, at + 8 + length)]);
+    at += 12 + length;
+  }
+  assert.deepEqual(chunks.map(([t]) => t), ["IHDR", "IDAT", "IEND"]);
+  const header = new DataView(chunks[0][1].buffer, chunks[0][1].byteOffset, 13);
+  const [width, height, type] = [header.getUint32(0), header.getUint32(4), chunks[0][1][9]];
+  assert.equal(chunks[0][1][8], 8, "8 bits a sample");
+  const raw = inflateSync(chunks[1][1]);
+  const row = width * (type === 6 ? 4 : 3);
+  assert.equal(raw.length, height * (row + 1));
+  const pixels: number[] = [];
+  for (let y = 0; y < height; y++) {
+    assert.equal(raw[y * (row + 1)], 0, "filter type None");
+    pixels.push(...raw.subarray(y * (row + 1) + 1, (y + 1) * (row + 1)));
+  }
+  return { width, height, type, pixels };
+}
+
+/** The tag and `Summary.Image` fields of an image event, its PNG decoded. */
+function imageOf(rec: Uint8Array) {
+  const value = sub(sub(decode(rec), 5), 1);
+  const image = sub(value, 4);
+  const field = (n: number) => Number(one(image, n) ?? 0n);
+  return {
+    tag: str(one(value, 1)),
+    height: field(1),
+    width: field(2),
+    colorspace: field(3),
+    png: decodePng(one(image, 4) as Uint8Array),
+  };
+}
+
+backendTest(
+  "addImage and addImages: PyTorch 1.13's layouts, grid, scaling and Summary.Image fields; the PNG decodes to PIL's pixels",
+  async (d: Device) => {
+    await withTempDir(async (dir) => {
+      const w = new SummaryWriter({ logDir: dir });
+      for (const [i, c] of IMAGES.cases.entries()) {
+        const t = tensor(c.values, { shape: c.shape, device: d });
+        w[c.method](`image/${i}`, t, i, { dataformats: c.dataformats, walltime: 1000 + i });
+      }
+      await w.close();
+      const recs = (await recordsIn(dir)).slice(1);
+      assert.equal(recs.length, IMAGES.cases.length);
+      for (const [i, c] of IMAGES.cases.entries()) {
+        const got = imageOf(recs[i]);
+        const what = `${c.method} ${JSON.stringify(c.shape)} ${c.dataformats}`;
+        assert.equal(got.tag, `image/${i}`);
+        assert.deepEqual(
+          [got.height, got.width, got.colorspace],
+          [c.height, c.width, c.colorspace],
+          `${what}: fields`,
+        );
+        assert.deepEqual([got.png.height, got.png.width], [c.height, c.width], `${what}: PNG size`);
+        assert.equal(got.png.type, c.mode === "RGBA" ? 6 : 2, `${what}: colour type`);
+        assert.deepEqual(got.png.pixels, c.pixels, `${what}: pixels`);
+        const ev = decode(recs[i]);
+        assert.equal(one(ev, 1), 1000 + i);
+        assert.equal(i === 0 ? undefined : Number(one(ev, 2)), i === 0 ? undefined : i);
+      }
+    });
+  },
+);
+
+Deno.test("addImage: values outside [0, 1] are clipped (as PyTorch 2), NaN is 0; float64 and int32 tensors", async () => {
+  await withTempDir(async (dir) => {
+    const w = new SummaryWriter({ logDir: dir });
+    w.addImage("clip", tensor([-0.5, 1.5, NaN, Infinity, -Infinity, 0.5], { shape: [6, 1] }), 0, {
+      dataformats: "HW",
+    });
+    w.addImage("f64", tensor([0.25, 1], { shape: [1, 2], dtype: "float64" }), 1, {
+      dataformats: "HW",
+    });
+    // An int32 tensor is scaled by 255 too (PyTorch: every dtype but uint8): 0 and 1 only show.
+    w.addImage("int", tensor([0, 1, 2], { shape: [1, 3], dtype: "int32" }), 2, {
+      dataformats: "HW",
+    });
+    await w.close();
+    const recs = (await recordsIn(dir)).slice(1);
+    const gray = (rec: Uint8Array) => imageOf(rec).png.pixels.filter((_, i) => i % 3 === 0);
+    assert.deepEqual(gray(recs[0]), [0, 255, 0, 255, 0, 127]);
+    assert.deepEqual(gray(recs[1]), [63, 255]);
+    assert.deepEqual(gray(recs[2]), [0, 255, 255]);
+  });
+});
+
+Deno.test("addImage and addImages: bad layouts and channel counts are clear errors at the call", async () => {
+  await withTempDir(async (dir) => {
+    const w = new SummaryWriter({ logDir: dir });
+    const image = (shape: number[]) =>
+      tensor(new Float32Array(shape.reduce((a, b) => a * b, 1)), { shape });
+    assert.throws(
+      () => w.addImage("a", image([4, 6])),
+      /SummaryWriter.addImage: dataformats does not fit the image \(shape \[4, 6\], dataformats "CHW"\)/,
+    );
+    assert.throws(
+      () => w.addImage("a", image([3, 4, 4]), 0, { dataformats: "CHH" }),
+      /dataformats does not fit the image \(shape \[3, 4, 4\], dataformats "CHH"\)/,
+    );
+    assert.throws(
+      () => w.addImage("a", image([2, 4, 4])),
+      /SummaryWriter.addImage: an image needs 1 \(gray\), 3 \(RGB\) or 4 \(RGBA\) channels, got 2 \(shape \[2, 4, 4\], dataformats "CHW"\)/,
+    );
+    assert.throws(
+      () => w.addImages("a", image([2, 4, 3, 3])),
+      /SummaryWriter.addImages: an image needs 1 \(gray\), 3 \(RGB\) channels, got 4/,
+    );
+    assert.throws(
+      () => w.addImages("a", image([0, 3, 2, 2])),
+      /the image has no pixel \(shape \[0, 3, 2, 2\]/,
+    );
+    assert.throws(
+      () => w.addImage("a", [1, 2] as unknown as Tensor),
+      /SummaryWriter.addImage: the image must be a tensor, got an array/,
+    );
+    await w.close();
+    assert.throws(() => w.addImage("a", image([3, 2, 2])), /closed/);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * `torch.utils.tensorboard`: {@link SummaryWriter} writes the event files
- * TensorBoard reads (scalars, histograms, text, hyperparameters), as PyTorch
+ * TensorBoard reads (scalars, histograms, text, hyperparameters, images), as PyTorch
  * 1.13 does.
  * @module
  */

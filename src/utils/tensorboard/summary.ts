@@ -51,6 +51,19 @@ export function textValue(tag: string, text: string): Uint8Array {
     .finish();
 }
 
+/** `Summary.Value{tag, image}`: `Summary.Image{height, width, colorspace, encoded_image_string}`. */
+export function imageValue(
+  tag: string,
+  height: number,
+  width: number,
+  colorspace: number,
+  png: Uint8Array,
+): Uint8Array {
+  const image = new ProtoWriter().int(1, height).int(2, width).int(3, colorspace).bytes(4, png)
+    .finish();
+  return new ProtoWriter().bytes(1, tag).bytes(4, image, true).finish();
+}
+
 /** The fields of a `HistogramProto`. */
 export interface Histogram {
   min: number;

@@ -10,12 +10,14 @@ import {
   defaultBins,
   encodeEvent,
   histogramValue,
+  imageValue,
   makeHistogram,
   scalarValue,
   textValue,
   uniformEdges,
 } from "./summary.ts";
 import { hparamsValues, type HparamValue } from "./hparams.ts";
+import { checkImage, encodePng, imagePixels } from "./image.ts";
 
 /** Options of {@link SummaryWriter} (`SummaryWriter(log_dir=, comment=, ...)`). */
 export interface SummaryWriterOptions {
@@ -31,6 +33,17 @@ export interface SummaryWriterOptions {
   flushSecs?: number;
   /** Appended to every event file name. */
   filenameSuffix?: string;
+}
+
+/** Options of {@link SummaryWriter.addImage} and {@link SummaryWriter.addImages}. */
+export interface ImageOptions {
+  /** Seconds since the epoch to record (default: now). */
+  walltime?: number;
+  /**
+   * The tensor's layout: one letter per dimension (`"CHW"`, `"HWC"`, `"HW"` for addImage,
+   * default `"CHW"`; `"NCHW"`, `"NHWC"` for addImages, default `"NCHW"`).
+   */
+  dataformats?: string;
 }
 
 /** Options of {@link SummaryWriter.addHistogram}. */
@@ -508,6 +521,60 @@ export class SummaryWriter {
         maxBins,
       );
       fw.add(encodeEvent(time, step, { summaryValue: histogramValue(tag, h) }));
+    });
+  }
+
+  /**
+   * `add_image(tag, img_tensor, global_step, walltime, dataformats)`: an image from a tensor
+   * on any device, float values in [0, 1] (each becomes `trunc(v · 255)`, clipped to 0 to 255,
+   * as PyTorch 2 does; 1.13's cast wraps values outside), laid out as `dataformats` says
+   * (default `"CHW"`; also `"HWC"`, `"HW"`): 1 channel is gray, 3 RGB, 4 RGBA. Written as a PNG,
+   * as PyTorch's. multigrad has no uint8 dtype: pass bytes as a float tensor divided by 255.
+   *
+   * @example
+   * ```ts
+   * writer.addImage("sample", rand([3, 32, 32]), step); // CHW, values in [0, 1]
+   * ```
+   */
+  addImage(tag: string, image: Tensor, globalStep?: number, options: ImageOptions = {}): void {
+    this.#image("addImage", tag, image, globalStep, options, "CHW");
+  }
+
+  /**
+   * `add_images(tag, img_tensor, global_step, walltime, dataformats)`: a batch of images
+   * (default `"NCHW"`; also `"NHWC"`...) as one grid of up to 8 a row, gray (1 channel) or RGB
+   * (3), as PyTorch 1.13's `make_grid`; values as in {@link SummaryWriter.addImage}.
+   */
+  addImages(tag: string, images: Tensor, globalStep?: number, options: ImageOptions = {}): void {
+    this.#image("addImages", tag, images, globalStep, options, "NCHW");
+  }
+
+  #image(
+    method: string,
+    tag: string,
+    image: Tensor,
+    globalStep: number | undefined,
+    options: ImageOptions,
+    defaultFormat: string,
+  ): void {
+    this.#open(method);
+    checkTag(method, tag);
+    const step = checkStep(method, globalStep);
+    const time = checkWalltime(method, options.walltime);
+    if (!(image instanceof Tensor)) {
+      throw new TypeError(
+        `SummaryWriter.${method}: the image must be a tensor, got ${describe(image)}`,
+      );
+    }
+    const shape = [...image.shape];
+    const format = options.dataformats ?? defaultFormat;
+    checkImage(shape, format, method); // at the call, not when the values come
+    const fw = this.#fileWriter;
+    this.#enqueue(quiet(image.data()), (values) => {
+      const pixels = imagePixels(values, shape, format, method);
+      const png = encodePng(pixels);
+      const value = imageValue(tag, pixels.height, pixels.width, pixels.channels, png);
+      fw.add(encodeEvent(time, step, { summaryValue: value }));
     });
   }
 
