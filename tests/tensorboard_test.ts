@@ -15,7 +15,9 @@ import {
   defaultBins,
   encodeEvent,
   type Histogram,
+  histogramValue,
   makeHistogram,
+  ruleEdges,
   uniformEdges,
 } from "../src/utils/tensorboard/summary.ts";
 import { hparamsValues } from "../src/utils/tensorboard/hparams.ts";
@@ -462,8 +464,8 @@ Deno.test("bad input is a clear error", async () => {
       /maxBins must be a positive integer/,
     );
     assert.throws(
-      () => w.addHistogram("h", [1], 0, { bins: "auto" as unknown as "tensorflow" }),
-      /bins must be "tensorflow", a count or an array of edges, got string auto/,
+      () => w.addHistogram("h", [1], 0, { bins: "stone" as unknown as "tensorflow" }),
+      /bins must be "tensorflow", one of "auto", "fd", "doane", "scott", "rice", "sturges", "sqrt", a count or an array of edges, got string stone/,
     );
     assert.throws(
       () => w.addHparams([] as unknown as Record<string, number>, {}),
@@ -713,5 +715,37 @@ Deno.test("addImage and addImages: bad layouts and channel counts are clear erro
     );
     await w.close();
     assert.throws(() => w.addImage("a", image([3, 2, 2])), /closed/);
+  });
+});
+
+// ---- numpy's bin estimators ----
+
+const BIN_RULES: {
+  sets: { name: string; values: number[]; edges: Record<string, number[]> }[];
+} = JSON.parse(
+  await Deno.readTextFile(new URL("./fixtures/numpy_bin_rules.json", import.meta.url)),
+);
+
+Deno.test("numpy's bin estimators (bins 'auto', 'fd', 'doane', 'scott', 'rice', 'sturges', 'sqrt') give np.histogram_bin_edges' edges", () => {
+  let compared = 0;
+  for (const set of BIN_RULES.sets) {
+    for (const [rule, edges] of Object.entries(set.edges)) {
+      const got = ruleEdges(Float64Array.from(set.values), rule as "auto");
+      assert.deepEqual([...got], edges, `${set.name}, bins "${rule}"`);
+      compared++;
+    }
+  }
+  assert.equal(compared, 63);
+});
+
+Deno.test("addHistogram with bins 'auto' writes the histogram over numpy's edges", async () => {
+  const set = BIN_RULES.sets.find((s) => s.name === "student-t 500")!;
+  await withTempDir(async (dir) => {
+    const w = new SummaryWriter({ logDir: dir });
+    w.addHistogram("t", tensor(set.values), 3, { bins: "auto", walltime: 5 });
+    await w.close();
+    const [rec] = (await recordsIn(dir)).slice(1);
+    const expected = makeHistogram(Float64Array.from(set.values), set.edges.auto);
+    assert.equal(hex(rec), hex(encodeEvent(5, 3, { summaryValue: histogramValue("t", expected) })));
   });
 });

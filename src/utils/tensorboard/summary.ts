@@ -149,6 +149,74 @@ export function numpySum(a: Float64Array): number {
   return pairwise(a, 0, a.length);
 }
 
+/** numpy's automatic bin estimators (np.histogram's `bins="auto"`...), but "stone". */
+export const BIN_RULES = ["auto", "fd", "doane", "scott", "rice", "sturges", "sqrt"] as const;
+
+/** One of {@link BIN_RULES}. */
+export type BinRule = typeof BIN_RULES[number];
+
+/** np.percentile(sorted, 100·q) (its default "linear" method, numpy 1.24's arithmetic). */
+function percentile(sorted: Float64Array, q: number): number {
+  const n = sorted.length;
+  const virtual = n * q + (1 - q) - 1;
+  const previous = Math.min(Math.max(Math.floor(virtual), 0), n - 1);
+  const next = Math.min(previous + 1, n - 1);
+  const gamma = virtual - Math.floor(virtual);
+  const [a, b] = [sorted[previous], sorted[next]];
+  const diff = b - a;
+  return gamma >= 0.5 ? b - diff * (1 - gamma) : a + diff * gamma;
+}
+
+/** np.std (population) of a float64 vector: pairwise sums of the values and the squared deviations. */
+function numpyStd(a: Float64Array): number {
+  const mean = numpySum(a) / a.length;
+  const squares = a.map((v) => (v - mean) * (v - mean));
+  return Math.sqrt(numpySum(squares) / a.length);
+}
+
+/**
+ * np.histogram_bin_edges(values, bins=rule): numpy's bin width for `rule`, then
+ * `ceil(ptp / width)` equal bins over the values' range (one where the width is 0).
+ */
+export function ruleEdges(values: Float64Array, rule: BinRule): Float64Array {
+  const n = values.length;
+  let min = Infinity, max = -Infinity;
+  for (const v of values) {
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  const ptp = max - min;
+  const sturges = () => ptp / (Math.log2(n) + 1.0);
+  const fd = () => {
+    const sorted = values.slice().sort();
+    return 2.0 * (percentile(sorted, 0.75) - percentile(sorted, 0.25)) * n ** (-1.0 / 3.0);
+  };
+  const doane = () => {
+    if (n <= 2) return 0;
+    const sg1 = Math.sqrt(6.0 * (n - 2) / ((n + 1.0) * (n + 3)));
+    const sigma = numpyStd(values);
+    if (!(sigma > 0)) return 0;
+    const mean = numpySum(values) / n;
+    const g1 = numpySum(values.map((v) => ((v - mean) / sigma) ** 3)) / n;
+    return ptp / (1.0 + Math.log2(n) + Math.log2(1.0 + Math.abs(g1) / sg1));
+  };
+  const widths: Record<BinRule, () => number> = {
+    auto: () => {
+      const f = fd();
+      return f ? Math.min(f, sturges()) : sturges();
+    },
+    fd,
+    doane,
+    scott: () => (24.0 * Math.PI ** 0.5 / n) ** (1.0 / 3.0) * numpyStd(values),
+    rice: () => ptp / (2.0 * n ** (1.0 / 3)),
+    sturges,
+    sqrt: () => ptp / Math.sqrt(n),
+  };
+  const width = widths[rule]();
+  const [first, last] = min === max ? [min - 0.5, max + 0.5] : [min, max];
+  return uniformEdges(values, width ? Math.ceil((last - first) / width) : 1);
+}
+
 // First index i with sorted[i] >= x (left) or > x (right).
 function search(sorted: Float64Array, x: number, right: boolean): number {
   let lo = 0, hi = sorted.length;

@@ -7,17 +7,22 @@
 import { Tensor } from "../../tensor.ts";
 import { frameRecord } from "./record.ts";
 import {
+  BIN_RULES,
+  type BinRule,
   defaultBins,
   encodeEvent,
   histogramValue,
   imageValue,
   makeHistogram,
+  ruleEdges,
   scalarValue,
   textValue,
   uniformEdges,
 } from "./summary.ts";
 import { hparamsValues, type HparamValue } from "./hparams.ts";
 import { checkImage, encodePng, imagePixels } from "./image.ts";
+
+export type { BinRule } from "./summary.ts";
 
 /** Options of {@link SummaryWriter} (`SummaryWriter(log_dir=, comment=, ...)`). */
 export interface SummaryWriterOptions {
@@ -50,9 +55,11 @@ export interface ImageOptions {
 export interface HistogramOptions {
   /**
    * `"tensorflow"` (default: PyTorch's ±1e-12·1.1^k edges), increasing bin
-   * edges, or a count of equal bins between the smallest and largest value.
+   * edges, a count of equal bins between the smallest and largest value, or
+   * one of numpy's estimators of that count (`"auto"`, `"fd"`, `"doane"`,
+   * `"scott"`, `"rice"`, `"sturges"`, `"sqrt"`; not `"stone"`).
    */
-  bins?: "tensorflow" | number | number[];
+  bins?: "tensorflow" | BinRule | number | number[];
   /** Merge neighbouring bins down to at most this many. */
   maxBins?: number;
   /** Seconds since the epoch recorded with the event (default: now). */
@@ -287,8 +294,8 @@ function scalarOf(method: string, value: unknown, what = "value"): number | Prom
  * values) rejects the next `flush()` or `close()` (with the first such error;
  * the other events are still written). The sum of squares of a
  * histogram is summed in order, where PyTorch uses the BLAS dot, which may
- * differ in the last bits. Numpy's bin estimators (`bins="auto"`, `"fd"`...)
- * are not supported.
+ * differ in the last bits. Of numpy's bin estimators, `"stone"` is not
+ * supported.
  *
  * ```ts
  * const writer = new utils.tensorboard.SummaryWriter({ logDir: "runs/exp1" });
@@ -449,8 +456,9 @@ export class SummaryWriter {
     const step = checkStep("addHistogram", globalStep);
     const time = checkWalltime("addHistogram", options.walltime);
     const { bins = "tensorflow", maxBins } = options;
-    let edges: ArrayLike<number> | number;
+    let edges: ArrayLike<number> | number | BinRule;
     if (bins === "tensorflow") edges = defaultBins();
+    else if ((BIN_RULES as readonly unknown[]).includes(bins)) edges = bins as BinRule;
     else if (typeof bins === "number") {
       if (!Number.isInteger(bins) || bins < 1) {
         throw new RangeError(
@@ -472,9 +480,9 @@ export class SummaryWriter {
       edges = bins;
     } else {
       throw new TypeError(
-        `SummaryWriter.addHistogram: bins must be "tensorflow", a count or an array of edges, got ${
-          describe(bins)
-        } (numpy's other bin rules are not supported)`,
+        `SummaryWriter.addHistogram: bins must be "tensorflow", one of ${
+          BIN_RULES.map((r) => `"${r}"`).join(", ")
+        }, a count or an array of edges, got ${describe(bins)}`,
       );
     }
     if (maxBins !== undefined && (!Number.isInteger(maxBins) || maxBins < 1)) {
@@ -517,7 +525,11 @@ export class SummaryWriter {
       }
       const h = makeHistogram(
         data,
-        typeof edges === "number" ? uniformEdges(data, edges) : edges,
+        typeof edges === "number"
+          ? uniformEdges(data, edges)
+          : typeof edges === "string"
+          ? ruleEdges(data, edges)
+          : edges,
         maxBins,
       );
       fw.add(encodeEvent(time, step, { summaryValue: histogramValue(tag, h) }));
