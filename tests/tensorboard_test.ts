@@ -37,7 +37,20 @@ interface HistCase {
   hex: string;
   fields: Histogram;
 }
+interface PrCase {
+  generated: number | null;
+  weighted: boolean;
+  labels: number[];
+  /** NaN as null. */
+  predictions: (number | null)[];
+  weights: number[] | null;
+  numThresholds: number;
+  step: number;
+  walltime: number;
+  hex: string;
+}
 interface Fixture {
+  prCurves: PrCase[];
   fileVersion: string;
   purge: string[];
   scalars: { tag: string; value: number; step: number | null; walltime: number; hex: string }[];
@@ -747,5 +760,66 @@ Deno.test("addHistogram with bins 'auto' writes the histogram over numpy's edges
     const [rec] = (await recordsIn(dir)).slice(1);
     const expected = makeHistogram(Float64Array.from(set.values), set.edges.auto);
     assert.equal(hex(rec), hex(encodeEvent(5, 3, { summaryValue: histogramValue("t", expected) })));
+  });
+});
+
+// ---- precision-recall curves ----
+
+/** A case's data: from the fixture, or made by the formula of tests/fixtures/torch_tensorboard.py. */
+function prData(c: PrCase): { labels: number[]; predictions: number[]; weights: number[] | null } {
+  if (c.generated === null) return { ...c, predictions: c.predictions.map((v) => v ?? NaN) };
+  const k = Array.from({ length: c.generated }, (_, i) => i);
+  const predictions = k.map((i) => Math.fround(((i * 7919) % 10007) / 10007 * 1.1 - 0.05));
+  [predictions[0], predictions[1]] = [NaN, 1];
+  return {
+    labels: k.map((i) => ((i * 31) % 7 < 3 ? 1 : 0)),
+    predictions,
+    weights: c.weighted ? k.map((i) => ((i * 13) % 17) / 8) : null,
+  };
+}
+
+backendTest(
+  "addPrCurve writes PyTorch 1.13's records (compute_curve, thresholds, weights, NaN and out-of-range predictions)",
+  async (d: Device) => {
+    await withTempDir(async (dir) => {
+      const w = new SummaryWriter({ logDir: dir });
+      for (const [i, c] of FIX.prCurves.entries()) {
+        const { labels, predictions, weights } = prData(c);
+        // Labels as an int32 tensor, predictions as float32, weights as numbers.
+        w.addPrCurve(
+          `pr/${i}`,
+          tensor(labels, { dtype: "int32", device: d }),
+          tensor(predictions, { device: d }),
+          c.step,
+          { numThresholds: c.numThresholds, weights: weights ?? undefined, walltime: c.walltime },
+        );
+      }
+      await w.close();
+      const recs = (await recordsIn(dir)).slice(1);
+      assert.deepEqual(recs.map((r) => hex(frameRecord(r))), FIX.prCurves.map((c) => c.hex));
+    });
+  },
+);
+
+Deno.test("addPrCurve: bad input is a clear error at the call", async () => {
+  await withTempDir(async (dir) => {
+    const w = new SummaryWriter({ logDir: dir });
+    assert.throws(
+      () => w.addPrCurve("pr", [1, 0], [0.5]),
+      /SummaryWriter.addPrCurve: labels, predictions must have as many elements, got 2, 1/,
+    );
+    assert.throws(
+      () => w.addPrCurve("pr", [1], [0.5], 0, { weights: [1, 2] }),
+      /labels, predictions and weights must have as many elements, got 1, 1, 2/,
+    );
+    assert.throws(
+      () => w.addPrCurve("pr", [1], [0.5], 0, { numThresholds: 1 }),
+      /numThresholds must be an integer of at least 2, got 1/,
+    );
+    assert.throws(
+      () => w.addPrCurve("pr", "1" as unknown as number[], [0.5]),
+      /labels must be a tensor or numbers, got string 1/,
+    );
+    await w.close();
   });
 });

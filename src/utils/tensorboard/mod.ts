@@ -1,7 +1,7 @@
 /**
  * `torch.utils.tensorboard`: {@link SummaryWriter} writes the event files
- * TensorBoard reads (scalars, histograms, text, hyperparameters, images), as PyTorch
- * 1.13 does.
+ * TensorBoard reads (scalars, histograms, text, hyperparameters, images,
+ * precision-recall curves), as PyTorch 1.13 does.
  * @module
  */
 

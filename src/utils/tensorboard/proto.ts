@@ -100,13 +100,23 @@ export class ProtoWriter {
 
   /** A packed repeated double field (left out when empty). */
   packedDoubles(field: number, values: ArrayLike<number>): this {
+    return this.#packed(field, values, 8);
+  }
+
+  /** A packed repeated float field, each value rounded to float32 (left out when empty). */
+  packedFloats(field: number, values: ArrayLike<number>): this {
+    return this.#packed(field, values, 4);
+  }
+
+  #packed(field: number, values: ArrayLike<number>, size: 4 | 8): this {
     if (values.length === 0) return this;
     this.#key(field, WIRE_BYTES);
-    this.varint(values.length * 8);
-    this.#reserve(values.length * 8);
+    this.varint(values.length * size);
+    this.#reserve(values.length * size);
     for (let i = 0; i < values.length; i++) {
-      this.#view.setFloat64(this.#len, values[i], true);
-      this.#len += 8;
+      if (size === 8) this.#view.setFloat64(this.#len, values[i], true);
+      else this.#view.setFloat32(this.#len, values[i], true);
+      this.#len += size;
     }
     return this;
   }

@@ -51,6 +51,69 @@ export function textValue(tag: string, text: string): Uint8Array {
     .finish();
 }
 
+/**
+ * PyTorch's `compute_curve` (summary.py): for predictions binned into `numThresholds` buckets
+ * (`floor(float32(p) · (numThresholds - 1))`; outside [0, numThresholds - 1]: left out), the
+ * weighted true and false positives per bucket summed as np.histogram's bincount does (in blocks
+ * of 65,536), their reverse cumulative sums, and the rows tp, fp, tn, fn, precision, recall.
+ */
+export function prCurveRows(
+  labels: ArrayLike<number>,
+  predictions: ArrayLike<number>,
+  numThresholds: number,
+  weights?: ArrayLike<number>,
+): Float64Array[] {
+  const [tpBuckets, fpBuckets] = [new Float64Array(numThresholds), new Float64Array(numThresholds)];
+  const BLOCK = 65536;
+  for (let start = 0; start < predictions.length; start += BLOCK) {
+    const [tp, fp] = [new Float64Array(numThresholds), new Float64Array(numThresholds)];
+    for (let i = start; i < Math.min(start + BLOCK, predictions.length); i++) {
+      const bucket = Math.floor(Math.fround(Math.fround(predictions[i]) * (numThresholds - 1)));
+      if (!(bucket >= 0 && bucket <= numThresholds - 1)) continue;
+      const label = labels[i];
+      const weight = weights ? weights[i] : 1.0;
+      tp[bucket] += label * weight;
+      fp[bucket] += (1.0 - label) * weight;
+    }
+    for (let k = 0; k < numThresholds; k++) {
+      tpBuckets[k] += tp[k];
+      fpBuckets[k] += fp[k];
+    }
+  }
+  const reverseCumsum = (b: Float64Array) => {
+    const out = new Float64Array(b.length);
+    let sum = 0;
+    for (let k = b.length - 1; k >= 0; k--) out[k] = sum += b[k];
+    return out;
+  };
+  const tp = reverseCumsum(tpBuckets);
+  const fp = reverseCumsum(fpBuckets);
+  const tn = fp.map((v) => fp[0] - v);
+  const fn = tp.map((v) => tp[0] - v);
+  const precision = tp.map((v, k) => v / Math.max(1e-7, v + fp[k]));
+  const recall = tp.map((v, k) => v / Math.max(1e-7, v + fn[k]));
+  return [tp, fp, tn, fn, precision, recall];
+}
+
+/**
+ * `summary.pr_curve`: a DT_FLOAT tensor of the six rows of {@link prCurveRows}, shape
+ * [6, numThresholds], with the pr_curves plugin's `PrCurvePluginData{num_thresholds}`.
+ */
+export function prCurveValue(tag: string, rows: Float64Array[]): Uint8Array {
+  const dim = (size: number) => new ProtoWriter().int(1, size).finish();
+  const shape = new ProtoWriter().bytes(2, dim(rows.length), true)
+    .bytes(2, dim(rows[0].length), true).finish();
+  const values = new Float64Array(rows.length * rows[0].length);
+  rows.forEach((row, i) => values.set(row, i * row.length));
+  const tensor = new ProtoWriter().int(1, 1).bytes(2, shape, true).packedFloats(5, values).finish();
+  const content = new ProtoWriter().int(2, rows[0].length).finish();
+  return new ProtoWriter()
+    .bytes(1, tag)
+    .bytes(8, tensor, true)
+    .bytes(9, pluginMetadata("pr_curves", content), true)
+    .finish();
+}
+
 /** `Summary.Value{tag, image}`: `Summary.Image{height, width, colorspace, encoded_image_string}`. */
 export function imageValue(
   tag: string,

@@ -14,6 +14,8 @@ import {
   histogramValue,
   imageValue,
   makeHistogram,
+  prCurveRows,
+  prCurveValue,
   ruleEdges,
   scalarValue,
   textValue,
@@ -38,6 +40,16 @@ export interface SummaryWriterOptions {
   flushSecs?: number;
   /** Appended to every event file name. */
   filenameSuffix?: string;
+}
+
+/** Options of {@link SummaryWriter.addPrCurve}. */
+export interface PrCurveOptions {
+  /** Thresholds (buckets of the predictions), at least 2; over 127 is 127, as in PyTorch. Default 127. */
+  numThresholds?: number;
+  /** A weight per example (a tensor or numbers; default 1 each). */
+  weights?: Tensor | ArrayLike<number>;
+  /** Seconds since the epoch to record (default: now). */
+  walltime?: number;
 }
 
 /** Options of {@link SummaryWriter.addImage} and {@link SummaryWriter.addImages}. */
@@ -587,6 +599,67 @@ export class SummaryWriter {
       const png = encodePng(pixels);
       const value = imageValue(tag, pixels.height, pixels.width, pixels.channels, png);
       fw.add(encodeEvent(time, step, { summaryValue: value }));
+    });
+  }
+
+  /**
+   * `add_pr_curve(tag, labels, predictions, global_step, num_thresholds, weights, walltime)`:
+   * the precision-recall curve of `predictions` (probabilities in [0, 1]; others are left out,
+   * as PyTorch's binning does) against `labels` (1 true, 0 false), as PyTorch's
+   * `compute_curve` makes it: true/false positives/negatives, precision and recall at
+   * `numThresholds` thresholds. Tensors on any device or numbers.
+   *
+   * @example
+   * ```ts
+   * writer.addPrCurve("pr", labels, model.forward(x).sigmoid().reshape([-1]), step);
+   * ```
+   */
+  addPrCurve(
+    tag: string,
+    labels: Tensor | ArrayLike<number>,
+    predictions: Tensor | ArrayLike<number>,
+    globalStep?: number,
+    options: PrCurveOptions = {},
+  ): void {
+    const method = "addPrCurve";
+    this.#open(method);
+    checkTag(method, tag);
+    const step = checkStep(method, globalStep);
+    const time = checkWalltime(method, options.walltime);
+    const { numThresholds = 127, weights } = options;
+    if (!Number.isInteger(numThresholds) || numThresholds < 2) {
+      throw new RangeError(
+        `SummaryWriter.addPrCurve: numThresholds must be an integer of at least 2, got ${numThresholds}`,
+      );
+    }
+    const count = (v: unknown, what: string): number => {
+      if (v instanceof Tensor) return v.numel();
+      if (
+        v !== null && typeof v === "object" && typeof (v as ArrayLike<number>).length === "number"
+      ) {
+        return (v as ArrayLike<number>).length;
+      }
+      throw new TypeError(
+        `SummaryWriter.addPrCurve: ${what} must be a tensor or numbers, got ${describe(v)}`,
+      );
+    };
+    const sizes = [count(labels, "labels"), count(predictions, "predictions")];
+    if (weights !== undefined) sizes.push(count(weights, "weights"));
+    if (sizes.some((n) => n !== sizes[0])) {
+      throw new RangeError(
+        `SummaryWriter.addPrCurve: labels, predictions${
+          weights === undefined ? "" : " and weights"
+        } must have as many elements, got ${sizes.join(", ")}`,
+      );
+    }
+    const read = (v: Tensor | ArrayLike<number>) =>
+      v instanceof Tensor ? quiet(v.data()) : Promise.resolve(Float64Array.from(v));
+    const all = Promise.all([read(labels), read(predictions), weights && read(weights)]);
+    const fw = this.#fileWriter;
+    const thresholds = Math.min(numThresholds, 127);
+    this.#enqueue(all, ([l, p, w]) => {
+      const rows = prCurveRows(l, p, thresholds, w || undefined);
+      fw.add(encodeEvent(time, step, { summaryValue: prCurveValue(tag, rows) }));
     });
   }
 
