@@ -51,6 +51,8 @@ interface PrCase {
 }
 interface Fixture {
   prCurves: PrCase[];
+  /** float64 predictions near the thresholds (compute_curve buckets them in float64). */
+  prCurves64: PrCase[];
   fileVersion: string;
   purge: string[];
   scalars: { tag: string; value: number; step: number | null; walltime: number; hex: string }[];
@@ -800,6 +802,28 @@ backendTest(
     });
   },
 );
+
+Deno.test("addPrCurve buckets float64 predictions (a float64 tensor or numbers) in float64, as compute_curve does", async () => {
+  for (const asTensor of [true, false]) {
+    await withTempDir(async (dir) => {
+      const w = new SummaryWriter({ logDir: dir });
+      for (const [i, c] of FIX.prCurves64.entries()) {
+        // Just below a threshold: float32 would round these up into the next bucket.
+        const predictions = c.predictions as number[];
+        w.addPrCurve(
+          `pr64/${i}`,
+          c.labels,
+          asTensor ? tensor(predictions, { dtype: "float64" }) : predictions,
+          c.step,
+          { numThresholds: c.numThresholds, walltime: c.walltime },
+        );
+      }
+      await w.close();
+      const recs = (await recordsIn(dir)).slice(1);
+      assert.deepEqual(recs.map((r) => hex(frameRecord(r))), FIX.prCurves64.map((c) => c.hex));
+    });
+  }
+});
 
 Deno.test("addPrCurve: bad input is a clear error at the call", async () => {
   await withTempDir(async (dir) => {

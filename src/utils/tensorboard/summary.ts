@@ -53,7 +53,8 @@ export function textValue(tag: string, text: string): Uint8Array {
 
 /**
  * PyTorch's `compute_curve` (summary.py): for predictions binned into `numThresholds` buckets
- * (`floor(float32(p) · (numThresholds - 1))`; outside [0, numThresholds - 1]: left out), the
+ * (`floor(p · (numThresholds - 1))` in the predictions' precision, as numpy multiplies: float32
+ * for a Float32Array, else float64; outside [0, numThresholds - 1]: left out), the
  * weighted true and false positives per bucket summed as np.histogram's bincount does (in blocks
  * of 65,536), their reverse cumulative sums, and the rows tp, fp, tn, fn, precision, recall.
  */
@@ -65,10 +66,13 @@ export function prCurveRows(
 ): Float64Array[] {
   const [tpBuckets, fpBuckets] = [new Float64Array(numThresholds), new Float64Array(numThresholds)];
   const BLOCK = 65536;
+  // A value just below a threshold rounds up into the next bucket in float32 but not in float64.
+  const single = predictions instanceof Float32Array;
   for (let start = 0; start < predictions.length; start += BLOCK) {
     const [tp, fp] = [new Float64Array(numThresholds), new Float64Array(numThresholds)];
     for (let i = start; i < Math.min(start + BLOCK, predictions.length); i++) {
-      const bucket = Math.floor(Math.fround(Math.fround(predictions[i]) * (numThresholds - 1)));
+      const scaled = predictions[i] * (numThresholds - 1);
+      const bucket = Math.floor(single ? Math.fround(scaled) : scaled);
       if (!(bucket >= 0 && bucket <= numThresholds - 1)) continue;
       const label = labels[i];
       const weight = weights ? weights[i] : 1.0;

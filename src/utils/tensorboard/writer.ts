@@ -607,7 +607,9 @@ export class SummaryWriter {
    * the precision-recall curve of `predictions` (probabilities in [0, 1]; others are left out,
    * as PyTorch's binning does) against `labels` (1 true, 0 false), as PyTorch's
    * `compute_curve` makes it: true/false positives/negatives, precision and recall at
-   * `numThresholds` thresholds. Tensors on any device or numbers.
+   * `numThresholds` thresholds. Tensors on any device or numbers. The predictions are bucketed
+   * in their own precision, as numpy does for PyTorch: a float32 tensor's in float32, a float64
+   * tensor's and plain numbers (like a numpy float64 array) in float64.
    *
    * @example
    * ```ts
