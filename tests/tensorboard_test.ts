@@ -621,7 +621,7 @@ function decodePng(
   const [width, height, type] = [header.getUint32(0), header.getUint32(4), chunks[0][1][9]];
   assert.equal(chunks[0][1][8], 8, "8 bits a sample");
   const raw = inflateSync(chunks[1][1]);
-  const row = width * (type === 6 ? 4 : 3);
+  const row = width * ({ 4: 2, 6: 4 }[type] ?? 3);
   assert.equal(raw.length, height * (row + 1));
   const pixels: number[] = [];
   for (let y = 0; y < height; y++) {
@@ -667,7 +667,8 @@ backendTest(
           `${what}: fields`,
         );
         assert.deepEqual([got.png.height, got.png.width], [c.height, c.width], `${what}: PNG size`);
-        assert.equal(got.png.type, c.mode === "RGBA" ? 6 : 2, `${what}: colour type`);
+        const type = { RGB: 2, LA: 4, RGBA: 6 }[c.mode];
+        assert.equal(got.png.type, type, `${what}: colour type`);
         assert.deepEqual(got.png.pixels, c.pixels, `${what}: pixels`);
         const ev = decode(recs[i]);
         assert.equal(one(ev, 1), 1000 + i);
@@ -713,12 +714,12 @@ Deno.test("addImage and addImages: bad layouts and channel counts are clear erro
       /dataformats does not fit the image \(shape \[3, 4, 4\], dataformats "CHH"\)/,
     );
     assert.throws(
-      () => w.addImage("a", image([2, 4, 4])),
-      /SummaryWriter.addImage: an image needs 1 \(gray\), 3 \(RGB\) or 4 \(RGBA\) channels, got 2 \(shape \[2, 4, 4\], dataformats "CHW"\)/,
+      () => w.addImage("a", image([5, 4, 4])),
+      /SummaryWriter.addImage: an image needs 1 \(gray\), 2 \(gray and alpha\), 3 \(RGB\) or 4 \(RGBA\) channels, got 5 \(shape \[5, 4, 4\], dataformats "CHW"\)/,
     );
     assert.throws(
       () => w.addImages("a", image([2, 4, 3, 3])),
-      /SummaryWriter.addImages: an image needs 1 \(gray\), 3 \(RGB\) channels, got 4/,
+      /SummaryWriter.addImages: an image needs 1 \(gray\) or 3 \(RGB\) channels, got 4/,
     );
     assert.throws(
       () => w.addImages("a", image([0, 3, 2, 2])),

@@ -7,11 +7,11 @@
 
 import { deflateSync } from "node:zlib";
 
-/** An image as rows of pixels, `channels` bytes a pixel (3: RGB, 4: RGBA). */
+/** An image as rows of pixels, `channels` bytes a pixel (2: gray and alpha, 3: RGB, 4: RGBA). */
 export interface Pixels {
   height: number;
   width: number;
-  channels: 3 | 4;
+  channels: 2 | 3 | 4;
   /** `height · width · channels` bytes, row by row. */
   data: Uint8Array;
 }
@@ -23,7 +23,7 @@ const LETTERS: Record<number, string> = { 2: "HW", 3: "HWC", 4: "NCHW" };
  * The pixels of `values` (a tensor's elements in row-major order, of
  * `shape`) laid out as `dataformats` says, as PyTorch 1.13's
  * `convert_to_HWC` and `image`: 2 dims (`HW`) give gray RGB, 3 dims (`CHW`,
- * `HWC`...) 1 channel as gray RGB, 3 as RGB, 4 as RGBA, 4 dims (`NCHW`...)
+ * `HWC`...) 1 channel as gray RGB, 2 as gray and alpha, 3 as RGB, 4 as RGBA, 4 dims (`NCHW`...)
  * a grid of up to 8 images a row (`make_grid`, gray or RGB, black after
  * the last). Each value v becomes the byte `trunc(float32(v) · 255)`, kept
  * within 0 to 255 (1.13 does not clip: its cast wraps out-of-range values;
@@ -43,7 +43,7 @@ export function imagePixels(
   const [sn, sc, sh, sw] = ["N", "C", "H", "W"].map(stride);
   const columns = Math.min(n, 8);
   const rows = Math.ceil(n / columns);
-  const channels = c === 4 ? 4 : 3;
+  const channels = c === 1 ? 3 : c as 2 | 3 | 4;
   const [height, width] = [h * rows, w * columns];
   const data = new Uint8Array(height * width * channels);
   for (let i = 0; i < n; i++) {
@@ -70,7 +70,7 @@ function toByte(v: number): number {
 /**
  * The layout of an image tensor of `shape` under `dataformats` (upper-cased) and its sizes
  * (N and C are 1 where absent), or an error naming both: letters that do not fit the shape,
- * an empty dimension, or a channel count PNG cannot show (1, 3 or 4; 1 or 3 in a grid).
+ * an empty dimension, or a channel count PIL would not take (1 to 4; 1 or 3 in a grid).
  */
 export function checkImage(
   shape: readonly number[],
@@ -93,10 +93,10 @@ export function checkImage(
   const [n, c, h, w] = ["N", "C", "H", "W"].map((
     l,
   ) => (format.includes(l) ? shape[format.indexOf(l)] : 1));
-  if (![1, 3, 4].includes(c) || (format.length === 4 && c === 4)) {
+  if (!(c >= 1 && c <= 4) || (format.length === 4 && (c === 2 || c === 4))) {
     throw new RangeError(
-      `SummaryWriter.${method}: an image needs 1 (gray), 3 (RGB)${
-        format.length === 4 ? "" : " or 4 (RGBA)"
+      `SummaryWriter.${method}: an image needs 1 (gray)${
+        format.length === 4 ? " or 3 (RGB)" : ", 2 (gray and alpha), 3 (RGB) or 4 (RGBA)"
       } channels, got ${c} (${where})`,
     );
   }
@@ -138,7 +138,7 @@ export function encodePng(pixels: Pixels): Uint8Array {
   const view = new DataView(header.buffer);
   view.setUint32(0, width);
   view.setUint32(4, height);
-  header.set([8, channels === 4 ? 6 : 2, 0, 0, 0], 8);
+  header.set([8, { 2: 4, 3: 2, 4: 6 }[channels], 0, 0, 0], 8); // PNG colour types
   const row = width * channels;
   const raw = new Uint8Array(height * (row + 1));
   for (let y = 0; y < height; y++) {

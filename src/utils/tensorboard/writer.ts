@@ -552,7 +552,7 @@ export class SummaryWriter {
    * `add_image(tag, img_tensor, global_step, walltime, dataformats)`: an image from a tensor
    * on any device, float values in [0, 1] (each becomes `trunc(v · 255)`, clipped to 0 to 255,
    * as PyTorch 2 does; 1.13's cast wraps values outside), laid out as `dataformats` says
-   * (default `"CHW"`; also `"HWC"`, `"HW"`): 1 channel is gray, 3 RGB, 4 RGBA. Written as a PNG,
+   * (default `"CHW"`; also `"HWC"`, `"HW"`): 1 channel is gray, 2 gray and alpha, 3 RGB, 4 RGBA. Written as a PNG,
    * as PyTorch's. multigrad has no uint8 dtype: pass bytes as a float tensor divided by 255.
    *
    * @example
