@@ -1,11 +1,11 @@
 /**
  * The images of `add_image` / `add_images`: PyTorch 1.13's layout rules
  * (`convert_to_HWC`, `make_grid`), its scaling to bytes, and a PNG encoder
- * (TensorBoard reads `Summary.Image` as an encoded image; PyTorch uses PIL).
+ * (TensorBoard reads `Summary.Image` as an encoded image; PyTorch uses PIL). The
+ * compression is the web's `CompressionStream` (zlib format), which the
+ * browser bundle has too; `node:zlib` is Deno's and Node's only.
  * @module
  */
-
-import { deflateSync } from "node:zlib";
 
 /** An image as rows of pixels, `channels` bytes a pixel (2: gray and alpha, 3: RGB, 4: RGBA). */
 export interface Pixels {
@@ -131,8 +131,8 @@ function chunk(type: string, data: Uint8Array): Uint8Array {
   return out;
 }
 
-/** `pixels` as a PNG file: 8-bit RGB or RGBA, unfiltered rows, zlib-compressed. */
-export function encodePng(pixels: Pixels): Uint8Array {
+/** `pixels` as a PNG file: 8 bits a sample, unfiltered rows, zlib-compressed. */
+export async function encodePng(pixels: Pixels): Promise<Uint8Array> {
   const { height, width, channels, data } = pixels;
   const header = new Uint8Array(13);
   const view = new DataView(header.buffer);
@@ -147,7 +147,7 @@ export function encodePng(pixels: Pixels): Uint8Array {
   const parts = [
     Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a),
     chunk("IHDR", header),
-    chunk("IDAT", new Uint8Array(deflateSync(raw))),
+    chunk("IDAT", await zlibCompress(raw)),
     chunk("IEND", new Uint8Array(0)),
   ];
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -157,4 +157,10 @@ export function encodePng(pixels: Pixels): Uint8Array {
     at += p.length;
   }
   return out;
+}
+
+/** `bytes` compressed in the zlib format (RFC 1950), as PNG's IDAT holds them. */
+async function zlibCompress(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
+  const stream = new Blob([bytes]).stream().pipeThrough(new CompressionStream("deflate"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }

@@ -594,12 +594,15 @@ export class SummaryWriter {
     const format = options.dataformats ?? defaultFormat;
     checkImage(shape, format, method); // at the call, not when the values come
     const fw = this.#fileWriter;
-    this.#enqueue(quiet(image.data()), (values) => {
-      const pixels = imagePixels(values, shape, format, method);
-      const png = encodePng(pixels);
-      const value = imageValue(tag, pixels.height, pixels.width, pixels.channels, png);
-      fw.add(encodeEvent(time, step, { summaryValue: value }));
-    });
+    // Compressed as soon as the values come (in parallel with earlier events); written in order.
+    const value = quiet(
+      quiet(image.data()).then(async (values) => {
+        const pixels = imagePixels(values, shape, format, method);
+        const png = await encodePng(pixels);
+        return imageValue(tag, pixels.height, pixels.width, pixels.channels, png);
+      }),
+    );
+    this.#enqueue(value, (v) => fw.add(encodeEvent(time, step, { summaryValue: v })));
   }
 
   /**
