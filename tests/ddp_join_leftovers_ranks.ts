@@ -7,6 +7,7 @@
  */
 
 import { distributed, manualSeed, nn, optim, requestDevices, type Tensor, tensor } from "../mod.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 /** Linear(4, 3) -> Tanh -> Linear(3, 2), the same on every rank (DDP broadcasts rank 0's). */
 function model(): nn.Sequential {
@@ -197,11 +198,4 @@ export async function main(
 }
 
 // Under mpiexec or the tcp launcher: `deno run -A tests/ddp_join_leftovers_ranks.ts OUT_PREFIX SCENARIO JSON`.
-if (import.meta.main) {
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+if (import.meta.main) await runAsLaunchedRank(main);

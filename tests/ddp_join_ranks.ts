@@ -6,6 +6,7 @@
  */
 
 import { distributed, nn, optim, requestDevices, type Tensor, tensor } from "../mod.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 /** A batch as stored in tests/fixtures/torch_ddp_join.json (x [2, 4], y [2, 2], flat). */
 export interface Batch {
@@ -161,11 +162,4 @@ export async function main(
 }
 
 // Under mpiexec: `deno run -A tests/ddp_join_ranks.ts OUT_PREFIX SCENARIO JSON_OPTIONS`.
-if (import.meta.main) {
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+if (import.meta.main) await runAsLaunchedRank(main);

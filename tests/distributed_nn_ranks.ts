@@ -18,6 +18,7 @@ import {
   type Tensor,
   tensor,
 } from "../mod.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 const F = distributed.nn.functional;
 
@@ -433,19 +434,13 @@ export async function main(
       }
       return results;
     }
-    case "secondOrder": {
-      const results: Partial<Record<Fn, number>> = {};
-      for (const fn of FUNCTIONS) {
-        if (fn === "allReduceMax") continue; // 1.13's backward is not its derivative
-        results[fn] = await secondOrder(fn, rank, worldSize);
-      }
-      return results;
-    }
+    case "secondOrder":
     case "finiteDifferences": {
+      const check = scenario === "secondOrder" ? secondOrder : finiteDifferences;
       const results: Partial<Record<Fn, number>> = {};
       for (const fn of FUNCTIONS) {
         if (fn === "allReduceMax") continue; // 1.13's backward is not its derivative
-        results[fn] = await finiteDifferences(fn, rank, worldSize);
+        results[fn] = await check(fn, rank, worldSize);
       }
       return results;
     }
@@ -488,12 +483,5 @@ export async function main(
   }
 }
 
-if (import.meta.main) {
-  // Under mpiexec (tests/mpiexec.ts): deno run -A distributed_nn_ranks.ts PREFIX SCENARIO JSON.
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+// Under mpiexec (tests/mpiexec.ts).
+if (import.meta.main) await runAsLaunchedRank(main);

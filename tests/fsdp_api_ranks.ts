@@ -26,6 +26,7 @@ import {
   plainOptimState,
   stepLoss,
 } from "./fsdp_ranks.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 const { FullyShardedDataParallel: FSDP, StateDictType, stateDictType } = distributed.fsdp;
 
@@ -303,14 +304,7 @@ export async function main(
 }
 
 // Under mpiexec or the tcp launcher: `deno run -A tests/fsdp_api_ranks.ts OUT_PREFIX SCENARIO JSON_OPTIONS`.
-if (import.meta.main) {
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+if (import.meta.main) await runAsLaunchedRank(main);
 
 /** What the `ignored` scenario returns. */
 export interface Ignored {

@@ -10,6 +10,7 @@
 import { distributed, nn, noGrad, optim, requestDevices, type Tensor, tensor } from "../mod.ts";
 import { makeData } from "./distributed_ranks.ts";
 import { Block, makeNet } from "./fsdp_ranks.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 const { FullyShardedDataParallel: FSDP } = distributed.fsdp;
 
@@ -196,11 +197,4 @@ export async function main(
 }
 
 // Under the tcp launcher: `deno run -A tests/fsdp_join_rest_ranks.ts OUT_PREFIX SCENARIO JSON`.
-if (import.meta.main) {
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+if (import.meta.main) await runAsLaunchedRank(main);

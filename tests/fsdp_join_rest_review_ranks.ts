@@ -6,6 +6,7 @@
  */
 
 import { distributed, manualSeed, nn, optim, requestDevices, type Tensor, tensor } from "../mod.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 function batch(rank: number, i: number): [Tensor, Tensor] {
   const v = (n: number, k: number) =>
@@ -84,11 +85,4 @@ export async function main(
 }
 
 // Under the tcp launcher: `deno run -A tests/fsdp_join_rest_review_ranks.ts OUT_PREFIX SCENARIO JSON`.
-if (import.meta.main) {
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+if (import.meta.main) await runAsLaunchedRank(main);

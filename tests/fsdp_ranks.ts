@@ -18,6 +18,7 @@ import {
   tidy,
 } from "../mod.ts";
 import { makeData } from "./distributed_ranks.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 const { FullyShardedDataParallel: FSDP } = distributed.fsdp;
 
@@ -480,11 +481,4 @@ export async function main(
 }
 
 // Under mpiexec or the tcp launcher: `deno run -A tests/fsdp_ranks.ts OUT_PREFIX SCENARIO JSON_OPTIONS`.
-if (import.meta.main) {
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+if (import.meta.main) await runAsLaunchedRank(main);

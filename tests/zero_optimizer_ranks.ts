@@ -16,6 +16,7 @@ import {
   zeros,
 } from "../mod.ts";
 import { makeData, makeModel, parameterValues } from "./distributed_ranks.ts";
+import { runAsLaunchedRank } from "./rank_main.ts";
 
 /** A state dict with its tensors as plain arrays (what crosses between Workers and the test). */
 export interface PlainStateDict {
@@ -232,11 +233,4 @@ export async function main(
 }
 
 // Under mpiexec: `deno run -A tests/zero_optimizer_ranks.ts OUT_PREFIX SCENARIO JSON_OPTIONS`.
-if (import.meta.main) {
-  const [out, scenario, json] = Deno.args;
-  await distributed.initProcessGroup({ timeoutMs: 60_000 });
-  const rank = distributed.getRank();
-  const result = await main(rank, distributed.getWorldSize(), scenario, JSON.parse(json ?? "{}"));
-  await Deno.writeTextFile(`${out}.${rank}.json`, JSON.stringify(result));
-  await distributed.destroyProcessGroup();
-}
+if (import.meta.main) await runAsLaunchedRank(main);

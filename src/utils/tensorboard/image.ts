@@ -144,12 +144,16 @@ export async function encodePng(pixels: Pixels): Promise<Uint8Array> {
   for (let y = 0; y < height; y++) {
     raw.set(data.subarray(y * row, (y + 1) * row), y * (row + 1) + 1);
   }
-  const parts = [
+  return concat([
     Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a),
     chunk("IHDR", header),
     chunk("IDAT", await zlibCompress(raw)),
     chunk("IEND", new Uint8Array(0)),
-  ];
+  ]);
+}
+
+/** `parts` one after the other in one array. */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {

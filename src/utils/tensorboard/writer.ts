@@ -22,7 +22,7 @@ import {
   uniformEdges,
 } from "./summary.ts";
 import { hparamsValues, type HparamValue } from "./hparams.ts";
-import { checkImage, encodePng, imagePixels } from "./image.ts";
+import { checkImage, concat, encodePng, imagePixels } from "./image.ts";
 
 export type { BinRule } from "./summary.ts";
 
@@ -116,16 +116,6 @@ function defaultLogDir(comment: string): string {
 
 function now(): number {
   return Date.now() / 1000;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
 }
 
 /** One event file (TensorBoard's EventFileWriter): created, with its first event, at once. */
