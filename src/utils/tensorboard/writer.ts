@@ -586,7 +586,7 @@ export class SummaryWriter {
     const fw = this.#fileWriter;
     // Compressed as soon as the values come (in parallel with earlier events); written in order.
     const value = quiet(
-      quiet(image.data()).then(async (values) => {
+      image.data().then(async (values) => {
         const pixels = imagePixels(values, shape, format, method);
         const png = await encodePng(pixels);
         return imageValue(tag, pixels.height, pixels.width, pixels.channels, png);
