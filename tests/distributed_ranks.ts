@@ -810,7 +810,8 @@ async function floatSums(rank: number, worldSize: number, backend: string): Prom
     i % 89 === 88
       ? Math.fround(edges[(Math.floor(i / 89) + 3 * q) % edges.length])
       : Math.fround(((i * 0.37 + q * 1.13 + length * 0.01) % 3.1) - 1.5);
-  const lengths = [1, 3, 5, 1000, 100_003, 7, 4096, 65_537, 2];
+  // 1,500,007 values span two chunks of the local group's 4 MiB slots and two segments of tcp's.
+  const lengths = [1, 3, 5, 1000, 100_003, 7, 4096, 65_537, 2, 1_500_007];
   let mismatches = 0;
   let far = 0;
   let bits = 0x811c9dc5;
@@ -847,6 +848,58 @@ async function floatSums(rank: number, worldSize: number, backend: string): Prom
   return { mismatches, far, bits, calls };
 }
 
+/** What the in-place all-reduce scenario reports: wrong elements of each part. */
+export interface InPlace {
+  /** Of the coalesced sums (three tensors, one across the edge of two chunks). */
+  coalesced: number;
+  /** Of a product recorded before the call (must see this rank's own values). */
+  before: number;
+  /** Of a sum recorded after the call (must see the all-reduced values). */
+  after: number;
+  /** Of a storage passed twice (a tensor and its reshaped view): summed once, as PyTorch. */
+  aliased: number;
+}
+
+/**
+ * `allReduceCoalesced` of 6.4 MB (two chunks of the local group's 4 MiB
+ * slots, two of tcp's segments; the third tensor straddles the edge), with
+ * work recorded just before and just after it, and a storage passed twice.
+ * Small integers, so every order of the sums gives the same values.
+ */
+async function inPlace(rank: number, worldSize: number, backend: string): Promise<InPlace> {
+  const [device] = await requestDevices({ backend });
+  const value = (q: number, part: number, i: number) => ((i * 7 + part * 13 + q * 3) % 17) - 8;
+  const summed = (part: number, i: number) => {
+    let s = 0;
+    for (let q = 0; q < worldSize; q++) s += value(q, part, i);
+    return s;
+  };
+  const make = (part: number, n: number) =>
+    tensor(Float32Array.from({ length: n }, (_, i) => value(rank, part, i)), { device });
+  const wrong = (got: ArrayLike<number>, want: (i: number) => number) => {
+    let count = 0;
+    for (let i = 0; i < got.length; i++) if (got[i] !== want(i)) count++;
+    return count;
+  };
+  const sizes = [700_001, 5, 900_000];
+  const parts = sizes.map((n, part) => make(part, n));
+  const before = parts[0].mul(2);
+  distributed.allReduceCoalesced(parts);
+  const after = parts[2].add(1);
+  let coalesced = 0;
+  for (const [part, t] of parts.entries()) {
+    coalesced += wrong(await t.data(), (i) => summed(part, i));
+  }
+  const a = make(3, 1_200_000);
+  distributed.allReduceCoalesced([a, a.reshape([1200, 1000])]);
+  return {
+    coalesced,
+    before: wrong(await before.data(), (i) => 2 * value(rank, 0, i)),
+    after: wrong(await after.data(), (i) => summed(2, i) + 1),
+    aliased: wrong(await a.data(), (i) => summed(3, i)),
+  };
+}
+
 /** A rank: `scenario` picks what it runs. */
 export async function main(
   rank: number,
@@ -867,6 +920,8 @@ export async function main(
       return await failures(rank, options.kind as string);
     case "sums":
       return await floatSums(rank, worldSize, options.backend as string);
+    case "inPlace":
+      return await inPlace(rank, worldSize, options.backend as string);
     default:
       throw new Error(`unknown scenario ${scenario}`);
   }

@@ -17,6 +17,7 @@ import { pairAllReduce, ringAllReduce } from "../src/distributed/tcp_ring.ts";
 import { reduceInto } from "../src/distributed/backend.ts";
 import { ReduceArea, RingArea } from "../src/distributed/wasm_reduce.ts";
 import {
+  type InPlace,
   makeData,
   makeModel,
   parameterValues,
@@ -936,8 +937,31 @@ Deno.test({
         args: ["sums", { backend: "cpu" }],
       });
       for (const r of results) {
-        assert.equal(r.calls, 36, `${nprocs} ranks`);
+        assert.equal(r.calls, 40, `${nprocs} ranks`);
         assert.equal(r.mismatches, 0, `${nprocs} ranks`);
+      }
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "spawn: allReduceCoalesced in place across chunk edges, in stream order, a storage passed twice (2 and 3 cpu ranks, 2 webgpu)",
+  ...opts,
+  fn: async () => {
+    const runs: [number, string][] = [[2, "cpu"], [3, "cpu"]];
+    if (BACKENDS.has("webgpu")) runs.push([2, "webgpu"]);
+    for (const [nprocs, backend] of runs) {
+      const results = await distributed.spawn<InPlace>(RANKS, {
+        nprocs,
+        args: ["inPlace", { backend }],
+      });
+      for (const r of results) {
+        assert.deepEqual(
+          r,
+          { coalesced: 0, before: 0, after: 0, aliased: 0 },
+          `${nprocs} ${backend}`,
+        );
       }
     }
   },
@@ -1039,7 +1063,7 @@ Deno.test({
     assert.equal(sums.code, 0, sums.output);
     for (const r of sums.results) {
       assert.ok(r, `a rank wrote no result: ${sums.output}`);
-      assert.equal(r.calls, 36);
+      assert.equal(r.calls, 40);
       assert.equal(r.far, 0);
       assert.equal(r.bits, sums.results[0]!.bits, "every rank holds the same bits");
     }
@@ -1068,7 +1092,7 @@ Deno.test({
       assert.equal(run.code, 0, `${label}: ${run.output}`);
       for (const r of run.results) {
         assert.ok(r, `${label}: a rank wrote no result: ${run.output}`);
-        assert.equal(r.calls, 36, label);
+        assert.equal(r.calls, 40, label);
         assert.equal(r.mismatches, 0, label);
       }
     }
@@ -1265,15 +1289,20 @@ Deno.test({
 
 Deno.test({
   name:
-    "tcp: float32 sums and averages of 2 ranks have the rank-order bits (direct and segmented); of 3, the same bits on every rank (ring)",
+    "tcp: float32 sums and averages of 2 ranks have the rank-order bits (direct and segmented); of 3, the same bits on every rank (ring); allReduceCoalesced in place",
   ...opts,
   fn: async () => {
     const run = await tcpRun<Sums>(2, "sums", { backend: "cpu" });
     assert.equal(run.code, 0, run.output);
     for (const r of run.results) {
       assert.ok(r, `a rank wrote no result: ${run.output}`);
-      assert.equal(r.calls, 36);
+      assert.equal(r.calls, 40);
       assert.equal(r.mismatches, 0);
+    }
+    const inPlace = await tcpRun<InPlace>(2, "inPlace", { backend: "cpu" });
+    assert.equal(inPlace.code, 0, inPlace.output);
+    for (const r of inPlace.results) {
+      assert.deepEqual(r, { coalesced: 0, before: 0, after: 0, aliased: 0 }, inPlace.output);
     }
     // Around the ring (SIMD in a WebAssembly area past RING_BYTES) a chunk is added in ring
     // order by one rank and copied to the others.
@@ -1281,7 +1310,7 @@ Deno.test({
     assert.equal(ring.code, 0, ring.output);
     for (const r of ring.results) {
       assert.ok(r, `a rank wrote no result: ${ring.output}`);
-      assert.equal(r.calls, 36);
+      assert.equal(r.calls, 40);
       assert.equal(r.far, 0);
       assert.equal(r.bits, ring.results[0]!.bits, "every rank holds the same bits");
     }

@@ -18,7 +18,7 @@ import {
   type ReduceScatterOptions,
   Work,
 } from "./collectives.ts";
-import { allGatherOnHost, readFlat, runOnHost, writeFlat } from "./host.ts";
+import { allGatherOnHost, allReduceInPlace, writeFlat } from "./host.ts";
 import { checkReduceOp } from "./reduce_op.ts";
 import { activeGroup } from "./state.ts";
 
@@ -153,12 +153,7 @@ export function allReduceCoalesced(
     shapes: list.map((t) => t.shape),
     op,
   });
-  const result = runOnHost(group, call, readFlat(list, name), async (host) => {
-    await group.backend.allReduce(call, host);
-    return host;
-  });
-  writeFlat(list, result);
-  return new Work(result);
+  return new Work(allReduceInPlace(group, call, list, name));
 }
 
 /**

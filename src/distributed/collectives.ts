@@ -15,6 +15,7 @@ import { Tensor } from "../tensor.ts";
 import type { DistributedGroup, ReduceOp } from "./backend.ts";
 import {
   allGatherOnHost,
+  allReduceInPlace,
   borrowHost,
   giveBackHost,
   orderAfter,
@@ -98,13 +99,7 @@ export function allReduce(t: Tensor, options: AllReduceOptions = {}): Work {
   const op = checkOp("allReduce", options.op ?? "sum", t);
   const group = activeGroup("allReduce", options.group);
   const call = group.call({ kind: "allReduce", dtype: t.dtype, shapes: [t.shape], op });
-  const values = readFlat([t], "allReduce");
-  const result = runOnHost(group, call, values, async (host) => {
-    await group.backend.allReduce(call, host);
-    return host;
-  });
-  writeFlat([t], result);
-  return new Work(result);
+  return new Work(allReduceInPlace(group, call, [t], "allReduce"));
 }
 
 /** Options of {@link broadcast}. */

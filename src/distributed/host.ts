@@ -134,6 +134,77 @@ export function orderAfter(device: Device, done: Promise<unknown>): void {
   device.stream.waitFor(done.then(() => () => {}));
 }
 
+/**
+ * `allReduce` of `tensors` (one device, one dtype) in place, as ONE
+ * collective, in stream order. On a device whose memory is host memory (cpu)
+ * and a backend with `allReduceVia`, the values go from the tensors straight
+ * into the backend's exchange memory once the stream reaches the call, and
+ * the result straight back (a 4 MiB float32 all-reduce of 2 cpu ranks: two
+ * copies of 4 MiB fewer, 0.6 ms of 2-5); otherwise through a host array.
+ * Later work on the device waits for the result either way.
+ */
+export function allReduceInPlace(
+  group: ProcessGroup,
+  call: CollectiveCall,
+  tensors: readonly Tensor[],
+  op: string,
+): Promise<void> {
+  const device = tensors[0].device;
+  const memory = device.backendDevice;
+  const collectives = group.backend;
+  const buffers = tensors.map((t) => t.storage.buffer(op));
+  // A storage passed twice (a tensor and its reshaped view) would be read
+  // after a chunk of its result was written: such calls use a host array.
+  const aliased = new Set(buffers).size < buffers.length;
+  if (!collectives.allReduceVia || !memory.readSync || !memory.readInto || aliased) {
+    const result = runOnHost(group, call, readFlat(tensors, op), async (host) => {
+      await collectives.allReduce(call, host);
+      return host;
+    });
+    writeFlat(tensors, result);
+    return result.then(() => {});
+  }
+  const readInto = memory.readInto.bind(memory);
+  const starts: number[] = [];
+  let numel = 0;
+  for (const t of tensors) {
+    starts.push(numel);
+    numel += t.numel();
+  }
+  // Every kernel before the call has run once this settles; the waitFor
+  // below holds every later one until the result is written.
+  const reached = device.stream.read(() => Promise.resolve());
+  reached.catch(() => {}); // raised by the collective, which waits for it
+  for (const t of tensors) t.storage.markModified();
+  /** Calls `f(i, lo, hi)` for every tensor i overlapping elements [start, end), in its own indices. */
+  const overlap = (start: number, end: number, f: (i: number, lo: number, hi: number) => void) => {
+    tensors.forEach((t, i) => {
+      const lo = Math.max(start, starts[i]);
+      const hi = Math.min(end, starts[i] + t.numel());
+      if (lo < hi) f(i, lo - starts[i], hi - starts[i]);
+    });
+  };
+  const fill = (into: TypedArray, start: number) => {
+    const reads: Promise<void>[] = [];
+    overlap(start, start + into.length, (i, lo, hi) => {
+      const piece = into.subarray(starts[i] + lo - start, starts[i] + hi - start);
+      reads.push(readInto(buffers[i], lo, hi - lo, call.dtype!, piece));
+    });
+    return Promise.all(reads).then(() => {});
+  };
+  const take = (from: TypedArray, start: number) => {
+    overlap(start, start + from.length, (i, lo, hi) => {
+      memory.write(buffers[i], lo, from.subarray(starts[i] + lo - start, starts[i] + hi - start));
+    });
+  };
+  const done = group.run(call, async () => {
+    await reached;
+    await collectives.allReduceVia!(call, numel, fill, take);
+  });
+  device.stream.waitFor(done.then(() => () => {}));
+  return done;
+}
+
 /** Runs a backend call on host values once they are read, in the group's call order. */
 export function runOnHost<T>(
   group: ProcessGroup,
