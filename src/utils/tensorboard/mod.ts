@@ -1,7 +1,8 @@
 /**
  * `torch.utils.tensorboard`: {@link SummaryWriter} writes the event files
  * TensorBoard reads (scalars, histograms, text, hyperparameters, images,
- * precision-recall curves), as PyTorch 1.13 does.
+ * precision-recall curves, audio, custom-scalar layouts) and the Projector's
+ * embedding files, as PyTorch 1.13 does.
  * @module
  */
 

@@ -353,3 +353,47 @@ export function makeHistogram(
   }
   return { min, max, num: values.length, sum: numpySum(values), sumSquares, bucketLimit, bucket };
 }
+
+/**
+ * A chart of `add_custom_scalars`' layout: `["Multiline", tags]` draws the scalars of the tags
+ * (regular expressions) as lines on one chart; `["Margin", [value, lower, upper]]` draws the
+ * scalar `value` between the scalars `lower` and `upper`.
+ */
+export type CustomScalarChart = ["Multiline", string[]] | ["Margin", [string, string, string]];
+
+/** `add_custom_scalars`' layout: `{category: {chart title: chart}}`. */
+export type CustomScalarLayout = Record<string, Record<string, CustomScalarChart>>;
+
+/**
+ * `summary.custom_scalars(layout)`: the custom_scalar plugin's `Layout{category: [Category{title,
+ * chart: [Chart{title, multiline{tag} | margin{series: [{value, lower, upper}]}}]}]}`, serialized
+ * into a DT_STRING tensor (no shape) under the tag `custom_scalars__config__`. Categories and
+ * charts in the objects' key order. The caller checks the layout.
+ */
+export function customScalarsValue(layout: CustomScalarLayout): Uint8Array {
+  const categories = new ProtoWriter();
+  for (const [categoryTitle, charts] of Object.entries(layout)) {
+    const category = new ProtoWriter().bytes(1, categoryTitle);
+    for (const [chartTitle, [kind, tags]] of Object.entries(charts)) {
+      const chart = new ProtoWriter().bytes(1, chartTitle);
+      if (kind === "Margin") {
+        const series = new ProtoWriter().bytes(1, tags[0]).bytes(2, tags[1]).bytes(3, tags[2]);
+        chart.bytes(3, new ProtoWriter().bytes(1, series.finish(), true).finish(), true);
+      } else {
+        const multiline = new ProtoWriter();
+        for (const tag of tags) multiline.bytes(1, tag, true);
+        chart.bytes(2, multiline.finish(), true);
+      }
+      category.bytes(2, chart.finish(), true);
+    }
+    categories.bytes(2, category.finish(), true);
+  }
+  const tensor = new ProtoWriter().int(1, 7) // DT_STRING
+    .bytes(2, new Uint8Array(0), true) // an empty TensorShapeProto, set
+    .bytes(8, categories.finish(), true).finish();
+  return new ProtoWriter()
+    .bytes(1, "custom_scalars__config__")
+    .bytes(8, tensor, true)
+    .bytes(9, pluginMetadata("custom_scalars", new Uint8Array(0)), true)
+    .finish();
+}

@@ -4,11 +4,15 @@
  * @module
  */
 
+import { isFloat } from "../../dtype.ts";
 import { Tensor } from "../../tensor.ts";
 import { frameRecord } from "./record.ts";
 import {
   BIN_RULES,
   type BinRule,
+  type CustomScalarChart,
+  type CustomScalarLayout,
+  customScalarsValue,
   defaultBins,
   encodeEvent,
   histogramValue,
@@ -23,8 +27,21 @@ import {
 } from "./summary.ts";
 import { hparamsValues, type HparamValue } from "./hparams.ts";
 import { checkImage, concat, encodePng, imagePixels } from "./image.ts";
+import { audioValue, encodeWav, wavFrameRate } from "./audio.ts";
+import {
+  type EmbeddingInfo,
+  encodeTag,
+  metadataTsv,
+  type MetadataValue,
+  projectorPbtxt,
+  spritePixels,
+  spriteSize,
+  tensorsTsv,
+  zfill5,
+} from "./embedding.ts";
 
-export type { BinRule } from "./summary.ts";
+export type { BinRule, CustomScalarChart, CustomScalarLayout } from "./summary.ts";
+export type { MetadataValue } from "./embedding.ts";
 
 /** Options of {@link SummaryWriter} (`SummaryWriter(log_dir=, comment=, ...)`). */
 export interface SummaryWriterOptions {
@@ -76,6 +93,37 @@ export interface HistogramOptions {
   maxBins?: number;
   /** Seconds since the epoch recorded with the event (default: now). */
   walltime?: number;
+}
+
+/** Options of {@link SummaryWriter.addAudio}. */
+export interface AudioOptions {
+  /** Samples a second (default 44100); the WAV header holds it rounded half to even. */
+  sampleRate?: number;
+}
+
+/** Options of {@link SummaryWriter.addEmbedding}. */
+export interface EmbeddingOptions {
+  /**
+   * A label per data point (`metadata.tsv`), or with `metadataHeader` a row of columns per
+   * data point. Written as Python's `str()`: an integral number as an int, others as floats.
+   */
+  metadata?: (MetadataValue | MetadataValue[])[];
+  /** An image per data point, `[N, C, H, W]` (C 1 or 3, values in [0, 1]): the sprite. */
+  labelImg?: Tensor;
+  /** An integer, default 0: the directory `<step as 5 digits>/<tag>` holds the files. */
+  globalStep?: number;
+  /** The embedding's name (default `"default"`). */
+  tag?: string;
+  /** The column names of multi-column `metadata`. */
+  metadataHeader?: MetadataValue[];
+}
+
+/** Options of the custom-scalar chart shorthands of {@link SummaryWriter}. */
+export interface CustomScalarChartOptions {
+  /** The layout's category (default `"default"`). */
+  category?: string;
+  /** The chart's title (default `"untitled"`). */
+  title?: string;
 }
 
 /** A hyperparameter for {@link SummaryWriter.addHparams}. */
@@ -275,6 +323,20 @@ function scalarOf(method: string, value: unknown, what = "value"): number | Prom
   );
 }
 
+// A chart of addCustomScalars' layout: its type, then its tags (three for a margin chart).
+function checkChart(where: string, chart: unknown): asserts chart is CustomScalarChart {
+  const ok = Array.isArray(chart) && chart.length === 2 && Array.isArray(chart[1]) &&
+    chart[1].every((t) => typeof t === "string") &&
+    (chart[0] === "Multiline" || (chart[0] === "Margin" && chart[1].length === 3));
+  if (!ok) {
+    throw new TypeError(
+      `SummaryWriter.addCustomScalars: ${where} must be ["Multiline", [tags...]] or ["Margin", [value, lower, upper]], got ${
+        Array.isArray(chart) ? JSON.stringify(chart) : describe(chart)
+      }`,
+    );
+  }
+}
+
 /**
  * Writes TensorBoard event files, as `torch.utils.tensorboard.SummaryWriter`
  * (PyTorch 1.13): the same directory and file names, and for the same values,
@@ -317,6 +379,7 @@ export class SummaryWriter {
   #waiting = 0;
   #error: unknown = undefined;
   #closed = false;
+  #embeddings: EmbeddingInfo[] = [];
 
   /** Creates the log directory and the first event file at once. */
   constructor(options: SummaryWriterOptions = {}) {
@@ -744,6 +807,292 @@ export class SummaryWriter {
         await fw.close();
       }
     });
+  }
+
+  /**
+   * `add_audio(tag, snd_tensor, global_step, sample_rate, walltime)`: one channel of samples
+   * (a tensor on any device of shape `[L]` or `[1, L]`, values in [-1, 1]; those outside are
+   * clipped, as PyTorch does, which also warns) as a 16-bit PCM WAV file, the same bytes as
+   * PyTorch's `summary.audio`: each sample `trunc(v · 32767)`, computed in float32 for a
+   * float32 tensor. TensorBoard plays it in its Audio tab. A NaN sample is an error (PyTorch
+   * casts it to an undefined int16).
+   *
+   * @example
+   * ```ts
+   * const t = arange(0, 16000).mul(2 * Math.PI * 440 / 16000).sin(); // 1 s of A4
+   * writer.addAudio("tone", t, step, { sampleRate: 16000 });
+   * ```
+   */
+  addAudio(
+    tag: string,
+    sndTensor: Tensor,
+    globalStep?: number,
+    options: AudioOptions = {},
+    walltime?: number,
+  ): void {
+    const method = "addAudio";
+    this.#open(method);
+    checkTag(method, tag);
+    const step = checkStep(method, globalStep);
+    const time = checkWalltime(method, walltime);
+    const { sampleRate = 44100 } = options;
+    if (
+      typeof sampleRate !== "number" || !(sampleRate > 0) ||
+      !(wavFrameRate(sampleRate) <= 2 ** 31 - 1)
+    ) {
+      throw new RangeError(
+        `SummaryWriter.addAudio: sampleRate must be a number of samples a second above 0 and below 2^31 (a WAV header holds twice it as a uint32), got ${
+          describe(sampleRate)
+        }`,
+      );
+    }
+    if (!(sndTensor instanceof Tensor)) {
+      throw new TypeError(
+        `SummaryWriter.addAudio: sndTensor must be a tensor, got ${describe(sndTensor)}`,
+      );
+    }
+    // PyTorch squeezes the array and then needs one dimension left.
+    const shape = [...sndTensor.shape];
+    const lengths = shape.filter((d) => d !== 1);
+    if (lengths.length !== 1 || lengths[0] === 0) {
+      throw new RangeError(
+        `SummaryWriter.addAudio: sndTensor must be one channel of at least 2 samples, shape [L] or [1, L], got shape [${
+          shape.join(", ")
+        }]`,
+      );
+    }
+    const length = lengths[0];
+    const float32 = sndTensor.dtype === "float32";
+    const fw = this.#fileWriter;
+    const value = quiet(
+      sndTensor.data().then((samples) => {
+        for (let i = 0; i < samples.length; i++) {
+          if (Number.isNaN(samples[i])) {
+            throw new RangeError(
+              `SummaryWriter.addAudio(${
+                JSON.stringify(tag)
+              }): sample ${i} of the tensor of shape [${shape.join(", ")}] is NaN`,
+            );
+          }
+        }
+        return audioValue(tag, sampleRate, length, encodeWav(samples, sampleRate, float32));
+      }),
+    );
+    this.#enqueue(value, (v) => fw.add(encodeEvent(time, step, { summaryValue: v })));
+  }
+
+  /**
+   * `add_embedding(mat, metadata, label_img, global_step, tag, metadata_header)`: the data
+   * points of `mat` (`[N, D]`, a tensor on any device) for TensorBoard's Projector, written as
+   * PyTorch writes them under the log directory: `<globalStep as 5 digits>/<tag>/tensors.tsv`
+   * (numbers as Python's `str()`: the same text), `metadata.tsv` for `metadata`, `sprite.png`
+   * for `labelImg`, and `projector_config.pbtxt` listing every embedding this writer added. The
+   * directory is made at the call (an error if a file has its name; a warning if it exists,
+   * as in PyTorch); the files are written once the tensors are read, by `flush()` / `close()`
+   * at the latest. `%`, `/` and `\` of the tag are written `%25`, `%2f`, `%5c` in the path.
+   *
+   * Differences from PyTorch: the arguments are checked before anything is written;
+   * multi-column metadata needs `metadataHeader`, and each row as many columns (PyTorch
+   * writes a Python list's repr, and checks the first row only).
+   *
+   * @example
+   * ```ts
+   * writer.addEmbedding(features, { metadata: labels, labelImg: images, globalStep: epoch });
+   * ```
+   */
+  addEmbedding(mat: Tensor, options: EmbeddingOptions = {}): void {
+    const method = "addEmbedding";
+    this.#open(method);
+    if (!(mat instanceof Tensor) || mat.shape.length !== 2) {
+      throw new RangeError(
+        `SummaryWriter.addEmbedding: mat must be a 2-d tensor [N, D] (a row per data point), got ${
+          describe(mat)
+        }`,
+      );
+    }
+    const [rows, columns] = mat.shape;
+    const tag = checkTag(method, options.tag ?? "default");
+    const globalStep = options.globalStep ?? 0;
+    if (!Number.isSafeInteger(globalStep)) {
+      throw new RangeError(
+        `SummaryWriter.addEmbedding: globalStep must be an integer, got ${describe(globalStep)}`,
+      );
+    }
+    const { metadata, labelImg } = options;
+    // PyTorch's `if not metadata_header`: an empty header is none.
+    const header = options.metadataHeader?.length ? options.metadataHeader : undefined;
+    let metadataText: string | undefined;
+    if (metadata !== undefined && metadata !== null) {
+      if (!Array.isArray(metadata) || metadata.length !== rows) {
+        throw new RangeError(
+          `SummaryWriter.addEmbedding: metadata must be an array of a label per data point (${rows}, mat of shape [${
+            mat.shape.join(", ")
+          }]), got ${Array.isArray(metadata) ? `${metadata.length} labels` : describe(metadata)}`,
+        );
+      }
+      const isValue = (v: unknown) => ["string", "number", "boolean"].includes(typeof v);
+      metadata.forEach((row, i) => {
+        const fits = header
+          ? Array.isArray(row) && row.length === header.length && row.every(isValue)
+          : isValue(row);
+        if (!fits) {
+          throw new TypeError(
+            `SummaryWriter.addEmbedding: metadata[${i}] must be ${
+              header
+                ? `an array of ${header.length} strings, numbers or booleans (one per metadataHeader column)`
+                : "a string, number or boolean (give metadataHeader for several columns)"
+            }, got ${describe(row)}`,
+          );
+        }
+      });
+      if (header && !header.every(isValue)) {
+        throw new TypeError(
+          "SummaryWriter.addEmbedding: metadataHeader must hold strings, numbers or booleans",
+        );
+      }
+      metadataText = metadataTsv(metadata, header);
+    }
+    let imageShape: number[] | undefined;
+    if (labelImg !== undefined && labelImg !== null) {
+      const shape = labelImg instanceof Tensor ? [...labelImg.shape] : [];
+      const [n, c, h, w] = shape;
+      if (shape.length !== 4 || n !== rows || (c !== 1 && c !== 3) || !(h >= 1 && w >= 1)) {
+        throw new RangeError(
+          `SummaryWriter.addEmbedding: labelImg must be a tensor [N, C, H, W] of an image per data point (N ${rows}, C 1 or 3, H and W at least 1), got ${
+            describe(labelImg)
+          }`,
+        );
+      }
+      const { gridHeight, side } = spriteSize(n, h, w);
+      if (gridHeight > side) {
+        throw new RangeError(
+          `SummaryWriter.addEmbedding: the sprite of labelImg of shape [${
+            shape.join(", ")
+          }] does not fit its square: ${
+            Math.ceil(Math.sqrt(n))
+          } images a row are ${side} pixels wide, the rows ${gridHeight} high (PyTorch fails too)`,
+        );
+      }
+      imageShape = shape;
+    }
+    const subdir = `${zfill5(globalStep)}/${encodeTag(tag)}`;
+    const savePath = joinPath(this.#fileWriter.logDir, subdir);
+    let existing: Deno.FileInfo | undefined;
+    try {
+      existing = Deno.statSync(savePath);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    if (existing === undefined) Deno.mkdirSync(savePath, { recursive: true });
+    else if (!existing.isDirectory) {
+      throw new Error(
+        `SummaryWriter.addEmbedding: ${savePath} exists, but is a file: cannot write the embedding there`,
+      );
+    } else {
+      console.warn(
+        `SummaryWriter.addEmbedding: ${savePath} exists already (was globalStep set?); its files are replaced`,
+      );
+    }
+    const info: EmbeddingInfo = {
+      tensorName: `${tag}:${zfill5(globalStep)}`,
+      tensorPath: joinPath(subdir, "tensors.tsv"),
+      metadataPath: metadataText === undefined ? undefined : joinPath(subdir, "metadata.tsv"),
+      spritePath: imageShape && joinPath(subdir, "sprite.png"),
+      singleImageDim: imageShape && [imageShape[3], imageShape[2]],
+    };
+    const floats = isFloat(mat.dtype);
+    const files = quiet(
+      Promise.all([mat.data(), labelImg && imageShape ? labelImg.data() : undefined]).then(
+        async ([values, images]) => ({
+          tensors: tensorsTsv(values, rows, columns, floats),
+          sprite: images && imageShape && await encodePng(spritePixels(images, imageShape)),
+        }),
+      ),
+    );
+    const logDir = this.#fileWriter.logDir;
+    const utf8 = new TextEncoder();
+    this.#enqueue(files, ({ tensors, sprite }) => {
+      if (metadataText !== undefined) {
+        Deno.writeFileSync(joinPath(savePath, "metadata.tsv"), utf8.encode(metadataText));
+      }
+      if (sprite) Deno.writeFileSync(joinPath(savePath, "sprite.png"), sprite);
+      Deno.writeFileSync(joinPath(savePath, "tensors.tsv"), utf8.encode(tensors));
+      // PyTorch rewrites the whole config, every embedding so far, at each call.
+      this.#embeddings.push(info);
+      Deno.writeFileSync(
+        joinPath(logDir, "projector_config.pbtxt"),
+        utf8.encode(projectorPbtxt(this.#embeddings)),
+      );
+    });
+  }
+
+  /**
+   * `add_custom_scalars(layout)`: charts of the Custom Scalars tab that gather scalars
+   * written with {@link SummaryWriter.addScalar}, as
+   * `{category: {title: ["Multiline", tags] | ["Margin", [value, lower, upper]]}}`, in the
+   * objects' key order (JavaScript lists integer-like keys first). The same bytes as PyTorch's
+   * `custom_scalars()`; TensorBoard reads the run's last layout. Unlike PyTorch, which draws any
+   * type but `"Margin"` as lines, another chart type is an error.
+   *
+   * @example
+   * ```ts
+   * writer.addCustomScalars({
+   *   losses: { "train vs val": ["Multiline", ["loss/train", "loss/val"]] },
+   *   accuracy: { "with bounds": ["Margin", ["acc/mean", "acc/low", "acc/high"]] },
+   * });
+   * ```
+   */
+  addCustomScalars(layout: CustomScalarLayout): void {
+    const method = "addCustomScalars";
+    this.#open(method);
+    const isObject = (v: unknown) =>
+      typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Tensor);
+    if (!isObject(layout)) {
+      throw new TypeError(
+        `SummaryWriter.addCustomScalars: layout must be an object of categories, got ${
+          describe(layout)
+        }`,
+      );
+    }
+    for (const [category, charts] of Object.entries(layout)) {
+      const where = `layout[${JSON.stringify(category)}]`;
+      if (!isObject(charts)) {
+        throw new TypeError(
+          `SummaryWriter.addCustomScalars: ${where} must be an object of charts, got ${
+            describe(charts)
+          }`,
+        );
+      }
+      for (const [title, chart] of Object.entries(charts)) {
+        checkChart(`${where}[${JSON.stringify(title)}]`, chart);
+      }
+    }
+    const value = customScalarsValue(layout);
+    const time = now();
+    const fw = this.#fileWriter;
+    this.#enqueue(value, (v) => fw.add(encodeEvent(time, undefined, { summaryValue: v })));
+  }
+
+  /**
+   * `add_custom_scalars_multilinechart(tags, category, title)`: {@link
+   * SummaryWriter.addCustomScalars} of one chart drawing the scalars of `tags` as lines.
+   */
+  addCustomScalarsMultilinechart(tags: string[], options: CustomScalarChartOptions = {}): void {
+    const { category = "default", title = "untitled" } = options;
+    this.addCustomScalars({ [category]: { [title]: ["Multiline", tags] } });
+  }
+
+  /**
+   * `add_custom_scalars_marginchart(tags, category, title)`: {@link
+   * SummaryWriter.addCustomScalars} of one chart drawing the scalar `tags[0]` between the
+   * scalars `tags[1]` (lower) and `tags[2]` (upper).
+   */
+  addCustomScalarsMarginchart(
+    tags: [string, string, string],
+    options: CustomScalarChartOptions = {},
+  ): void {
+    const { category = "default", title = "untitled" } = options;
+    this.addCustomScalars({ [category]: { [title]: ["Margin", tags] } });
   }
 
   /** Writes every pending event; resolves when they are in the files. */
