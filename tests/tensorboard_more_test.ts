@@ -6,13 +6,19 @@
  */
 
 import assert from "node:assert/strict";
-import { inflateSync } from "node:zlib";
 import { type Device, type DType, tensor, utils } from "../mod.ts";
-import { crc32c, frameRecord } from "../src/utils/tensorboard/record.ts";
+import { frameRecord } from "../src/utils/tensorboard/record.ts";
 import { type CustomScalarLayout, customScalarsValue } from "../src/utils/tensorboard/summary.ts";
 import { encodeWav } from "../src/utils/tensorboard/audio.ts";
 import { pyFloatRepr, zfill5 } from "../src/utils/tensorboard/embedding.ts";
 import { backendTest } from "./harness.ts";
+import {
+  decode,
+  decodePng,
+  hex,
+  readRecords,
+  withTempDir,
+} from "./tensorboard_reader.ts";
 
 const { SummaryWriter } = utils.tensorboard;
 
@@ -56,72 +62,8 @@ const FIX: Fixture = JSON.parse(
   await Deno.readTextFile(new URL("./fixtures/torch_tensorboard_more.json", import.meta.url)),
 );
 
-const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 const pyNumber = (s: string) =>
   s === "nan" ? NaN : s === "inf" ? Infinity : s === "-inf" ? -Infinity : Number(s);
-
-function masked(data: Uint8Array): number {
-  const c = crc32c(data);
-  return ((((c >>> 15) | (c << 17)) >>> 0) + 0xa282ead8) >>> 0;
-}
-
-/** The records of an event file, their checksums verified. */
-function readRecords(bytes: Uint8Array): Uint8Array[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out: Uint8Array[] = [];
-  for (let off = 0; off < bytes.length;) {
-    const len = Number(view.getBigUint64(off, true));
-    assert.equal(view.getUint32(off + 8, true), masked(bytes.subarray(off, off + 8)));
-    const data = bytes.subarray(off + 12, off + 12 + len);
-    assert.equal(view.getUint32(off + 12 + len, true), masked(data));
-    out.push(data);
-    off += 16 + len;
-  }
-  return out;
-}
-
-type Field = bigint | number | Uint8Array;
-
-/** Protobuf fields by number: varints as bigint, fixed64 as a double, bytes as bytes. */
-function decode(b: Uint8Array): Map<number, Field[]> {
-  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  const fields = new Map<number, Field[]>();
-  let off = 0;
-  const varint = () => {
-    let v = 0n, shift = 0n;
-    for (;;) {
-      const byte = b[off++];
-      v |= BigInt(byte & 0x7f) << shift;
-      shift += 7n;
-      if (byte < 0x80) return v;
-    }
-  };
-  while (off < b.length) {
-    const key = Number(varint());
-    const [num, wire] = [key >>> 3, key & 7];
-    let v: Field;
-    if (wire === 0) v = varint();
-    else if (wire === 1) (v = view.getFloat64(off, true)), (off += 8);
-    else if (wire === 5) (v = view.getFloat32(off, true)), (off += 4);
-    else if (wire === 2) {
-      const len = Number(varint());
-      v = b.subarray(off, off + len);
-      off += len;
-    } else throw new Error(`wire type ${wire}`);
-    if (!fields.has(num)) fields.set(num, []);
-    fields.get(num)!.push(v);
-  }
-  return fields;
-}
-
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "multigrad_tensorboard_more_" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** The records of the one event file directly in `dir`, after the file-version event. */
 async function eventsIn(dir: string): Promise<Uint8Array[]> {
@@ -131,32 +73,6 @@ async function eventsIn(dir: string): Promise<Uint8Array[]> {
   }
   assert.equal(names.length, 1, `one event file in ${dir}: ${names}`);
   return readRecords(await Deno.readFile(`${dir}/${names[0]}`)).slice(1);
-}
-
-/** A PNG's size, colour type and pixels (unfiltered rows, as multigrad writes them). */
-function decodePng(
-  png: Uint8Array,
-): { width: number; height: number; type: number; pixels: number[] } {
-  const view = new DataView(png.buffer, png.byteOffset, png.byteLength);
-  let idat: Uint8Array = new Uint8Array(0);
-  let header: Uint8Array = new Uint8Array(0);
-  for (let at = 8; at < png.length;) {
-    const length = view.getUint32(at);
-    const type = new TextDecoder().decode(png.subarray(at + 4, at + 8));
-    if (type === "IHDR") header = png.subarray(at + 8, at + 8 + length);
-    if (type === "IDAT") idat = png.subarray(at + 8, at + 8 + length);
-    at += 12 + length;
-  }
-  const h = new DataView(header.buffer, header.byteOffset, 13);
-  const [width, height, type] = [h.getUint32(0), h.getUint32(4), header[9]];
-  const raw = inflateSync(idat);
-  const row = width * 3;
-  const pixels: number[] = [];
-  for (let y = 0; y < height; y++) {
-    assert.equal(raw[y * (row + 1)], 0, "filter type None");
-    pixels.push(...raw.subarray(y * (row + 1) + 1, (y + 1) * (row + 1)));
-  }
-  return { width, height, type, pixels };
 }
 
 // ---- addAudio ----
