@@ -69,7 +69,7 @@ export {
   type TensorHook,
 } from "./src/autograd.ts";
 export type { BackwardOptions, PostAccumulateGradHook } from "./src/autograd.ts";
-export { Function, FunctionCtx } from "./src/function.ts";
+export { Function, FunctionCtx } from "./src/autograd/function.ts";
 export { keep, tidy } from "./src/storage.ts";
 export { DeviceLostError } from "./src/errors.ts";
 // The backend contract's types: `registerBackend` takes a factory of this

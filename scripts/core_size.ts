@@ -88,10 +88,14 @@
  * random factories (a host-drawn path behind the `HostRandom` interface, so
  * `Generator` and its exact PyTorch cpu streams stay outside the core) and
  * `tensor()` of a BigInt64Array (int64 into int32 exactly or the overflow
- * error), which threw "Cannot mix BigInt and other types".
+ * error), which threw "Cannot mix BigInt and other types"; lowered by 97 to
+ * 6,706 when the user-facing `Function` moved to `src/autograd/function.ts`
+ * (a layer over the engine's `record`, which no core op uses), where it grew
+ * PyTorch's ctx API (non-differentiable outputs, unmaterialized gradients,
+ * `setupContext`, gradients summed to the input's shape, `onceDifferentiable`).
  * Raise it only with a reason in the commit.
  */
-export const CORE_BUDGET = 6803;
+export const CORE_BUDGET = 6706;
 
 /** The folders counted as core (`recursive: false` counts only the folder's own files). */
 export const CORE: readonly { readonly path: string; readonly recursive: boolean }[] = [

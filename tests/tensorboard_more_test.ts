@@ -12,13 +12,7 @@ import { type CustomScalarLayout, customScalarsValue } from "../src/utils/tensor
 import { encodeWav } from "../src/utils/tensorboard/audio.ts";
 import { pyFloatRepr, zfill5 } from "../src/utils/tensorboard/embedding.ts";
 import { backendTest } from "./harness.ts";
-import {
-  decode,
-  decodePng,
-  hex,
-  readRecords,
-  withTempDir,
-} from "./tensorboard_reader.ts";
+import { decode, decodePng, hex, readRecords, withTempDir } from "./tensorboard_reader.ts";
 
 const { SummaryWriter } = utils.tensorboard;
 

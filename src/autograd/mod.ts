@@ -15,3 +15,4 @@ export * as functional from "./functional.ts";
 export * from "./backward.ts";
 export * from "./gradcheck.ts";
 export * from "./anomaly.ts";
+export * from "./function.ts";

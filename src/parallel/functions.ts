@@ -5,7 +5,7 @@
  * @module
  */
 
-import { Function, type FunctionCtx } from "../function.ts";
+import { Function, type FunctionCtx } from "../autograd/function.ts";
 import type { Device } from "../device.ts";
 import { normalizeDim } from "../shape.ts";
 import type { Tensor } from "../tensor.ts";

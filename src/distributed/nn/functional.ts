@@ -24,7 +24,7 @@
  * @module
  */
 
-import { Function, type FunctionCtx } from "../../function.ts";
+import { Function, type FunctionCtx } from "../../autograd/function.ts";
 import { empty } from "../../ops/util.ts";
 import { stack } from "../../ops/view.ts";
 import { formatShape } from "../../shape.ts";
