@@ -861,7 +861,7 @@ export class Tensor {
         `t: expects a tensor with <= 2 dims, got shape ${formatShape(this.shape)}`,
       );
     }
-    return this.ndim < 2 ? this.reshape(this.shape) : ops.transpose(this, 0, 1);
+    return this.ndim < 2 ? ops.reshape(this, this.shape, "t") : ops.permute(this, [1, 0], "t");
   }
   /** Reorders dims. */
   permute(dims: readonly number[]): Tensor {

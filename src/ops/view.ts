@@ -106,8 +106,8 @@ export function clone(x: Tensor): Tensor {
   return record("clone", [x], out, ([g]) => [g]);
 }
 
-/** Dims reordered: `out.shape[i] = x.shape[dims[i]]`. */
-export function permute(x: Tensor, dims: readonly number[]): Tensor {
+/** Dims reordered: `out.shape[i] = x.shape[dims[i]]`; `op`: the name recorded (transpose's, t's). */
+export function permute(x: Tensor, dims: readonly number[], op = "permute"): Tensor {
   if (!Array.isArray(dims) || dims.length !== x.ndim) {
     throw new RangeError(
       `permute: expected ${x.ndim} dims for shape ${formatShape(x.shape)}, got ${
@@ -123,7 +123,7 @@ export function permute(x: Tensor, dims: readonly number[]): Tensor {
   const out = gatherCopy(x, perm.map((d) => x.shape[d]), perm.map((d) => strides[d]), 0, "permute");
   const inverse = new Array<number>(perm.length);
   perm.forEach((d, i) => (inverse[d] = i));
-  return record("permute", [x], out, ([g]) => [permute(g!, inverse)]);
+  return record(op, [x], out, ([g]) => [permute(g!, inverse)]);
 }
 
 /** Swaps two dims. */
@@ -133,15 +133,15 @@ export function transpose(x: Tensor, dim0: number, dim1: number): Tensor {
   if (x.ndim < 2) return reshape(x, x.shape, "transpose");
   const perm = x.shape.map((_, i) => i);
   [perm[a], perm[b]] = [perm[b], perm[a]];
-  return permute(x, perm);
+  return permute(x, perm, "transpose");
 }
 
 /** Removes size-1 dims (all, or the given one when it has size 1). */
 export function squeeze(x: Tensor, dim?: number): Tensor {
   if (dim === undefined) return reshape(x, x.shape.filter((d) => d !== 1), "squeeze");
   const d = normalizeDim(dim, x.ndim, "squeeze");
-  if (x.ndim === 0) return reshape(x, [], "squeeze");
-  return reshape(x, x.shape[d] === 1 ? x.shape.filter((_, i) => i !== d) : x.shape, "squeeze");
+  if (x.ndim === 0) return reshape(x, [], "squeezeDim");
+  return reshape(x, x.shape[d] === 1 ? x.shape.filter((_, i) => i !== d) : x.shape, "squeezeDim");
 }
 
 /** Inserts a size-1 dim at `dim` (in [-ndim-1, ndim]). */

@@ -13,15 +13,32 @@
  * - the device shows (`device='webgpu:0'`) unless it is `defaultDevice()`;
  *   PyTorch compares only the device type for cpu, so a second logical cpu
  *   device `cpu:1` shows here where PyTorch would show nothing.
- * - `grad_fn=<MulBackward0>`: the node's op name capitalized with PyTorch's
- *   `Backward0` (narrow and square as PyTorch's `SliceBackward0` and
- *   `PowBackward0`, linear as PyTorch names it by rank and bias, e.g.
- *   `AddmmBackward0`, while its graph is kept); it equals PyTorch's for the ops named as PyTorch names
- *   them (mul, add, sub, div, exp, log, neg, relu, full sum, view, cat, ...)
- *   but not for ops recorded as others or whose PyTorch name depends on the
- *   arguments (our mean records a `mul` node, matmul is `MatmulBackward0`
- *   where PyTorch says `MmBackward0`, `DotBackward0` or `MvBackward0`, a sum
- *   over a dim is `SumBackward0` where PyTorch says `SumBackward1`).
+ * - `grad_fn=<...>` is PyTorch 1.13's class name for the op, told from what
+ *   our node records (tests/grad_fn_names_test.ts checks 123 expressions
+ *   against PyTorch: 91 match, 4 have no counterpart here). It matches for
+ *   ops recorded under their own name (mul, add, exp, relu, view, cat,
+ *   softmax, gather, ...), for those PyTorch records as others (narrow is
+ *   `SliceBackward0`, square `PowBackward0`, reshape and flatten
+ *   `ReshapeAliasBackward0`, a reduced cross_entropy of class indices
+ *   `NllLossBackward0`, batch norm
+ *   `NativeBatchNormBackward0`), and for those whose name depends on the
+ *   arguments where the node tells them: sum, prod, max and min with or
+ *   without dim (a 0-d output), clamp by number or tensor bounds, pow by
+ *   which operand needs a gradient, matmul by ranks (`DotBackward0`,
+ *   `MvBackward0`, `MmBackward0`, `SqueezeBackward3`, `UnsafeViewBackward0`),
+ *   stack, t, transpose, squeeze with a dim, and linear by rank and bias.
+ *   It differs where the node cannot tell: ops composed of others show their
+ *   last step (mean is `MulBackward0`, std, var, logsumexp, dot, layer norm,
+ *   conv2d, embedding, avg pool, silu, elu, softplus, leaky relu, repeat and
+ *   the losses other than cross_entropy); bmm is a matmul
+ *   (`UnsafeViewBackward0`, PyTorch `BmmBackward0`), as is a 2-d operand
+ *   broadcast over a batch (PyTorch `CloneBackward0`); a 0-d result hides
+ *   whether dims were given (`x.sum([0, 1])`, `v.max(0)` of a 1-d `v`);
+ *   `x.pow(t)` with `t` needing no gradient is `PowBackward0` (PyTorch
+ *   `PowBackward1`); a reshape of a transposed tensor is contiguous here
+ *   (PyTorch copies: `UnsafeViewBackward0`), and `contiguous()` records
+ *   nothing. After backward frees the graph the inputs are gone: stack shows
+ *   `CatBackward0`, 1-d·2-d matmul `MvBackward0`, linear its own name.
  * - `edgeitems: 0` summarizes a dimension as `...` alone; PyTorch 1.13 prints
  *   `[ ..., ` and then every element of a 1-d tensor (its `x[-0:]` is all of
  *   x) and fails on higher ranks.
@@ -29,6 +46,7 @@
  */
 
 import { installTensorOps, Tensor } from "../tensor.ts";
+import type { Node } from "../autograd.ts";
 import type { TypedArray } from "../dtype.ts";
 import { getDefaultDtype } from "../dtype.ts";
 import { defaultDevice } from "../device.ts";
@@ -368,18 +386,95 @@ function addSuffixes(text: string, suffixes: string[], indent: number, linewidth
 
 /**
  * Our nodes whose PyTorch 1.13 name is another op's, whatever the arguments:
- * PyTorch records `narrow` as a slice and `square` as `pow(x, 2)`. Nodes whose
- * PyTorch name depends on arguments the node does not keep (sum with or
- * without dim, matmul's ranks, mean recorded as mul) keep our name.
+ * PyTorch records `narrow` as a slice, `square` as `pow(x, 2)`, `reshape` and
+ * `flatten` of a contiguous tensor as `_reshape_alias`, and `cross_entropy`
+ * (with class indices, reduced) ends in `nll_loss`. Our `squeeze(dim)` and
+ * `t()` record names of their own ("squeezeDim", "t") so that PyTorch's
+ * `squeeze(dim)` (overload 1, where `squeeze()` is 0) and `t` show.
  */
 const PYTORCH_NODE: Readonly<Record<string, string>> = {
   narrow: "SliceBackward0",
   square: "PowBackward0",
+  reshape: "ReshapeAliasBackward0",
+  flatten: "ReshapeAliasBackward0",
+  squeezeDim: "SqueezeBackward1",
+  t: "TBackward0",
+  log1p: "Log1PBackward0",
+  norm: "NormBackward1",
+  crossEntropy: "NllLossBackward0",
+  batchNorm: "NativeBatchNormBackward0",
+  maxPool2d: "MaxPool2DWithIndicesBackward0",
 };
 
-/** `type(t.grad_fn).__name__` as PyTorch would print it for our node `name`. */
-function gradFnName(name: string): string {
-  return PYTORCH_NODE[name] ?? `${name.charAt(0).toUpperCase()}${name.slice(1)}Backward0`;
+/**
+ * PyTorch 1.13's grad_fn of `matmul` by the operands' ranks: 1-d·1-d `dot`,
+ * 2-d·1-d `mv`, 1-d·2-d `mm` of an unsqueezed vector squeezed back, 2-d·2-d
+ * `mm`, and with a batch the product folded into `bmm` or `mm` and unfolded
+ * by `_unsafe_view`. Our matmul records its batched product (a `[batch, m,
+ * n]` node of two inputs) under a reshape to the result, also named
+ * "matmul". The result's rank tells the ranks, except 2-d·1-d from 1-d·2-d
+ * (both 1-d) and 2-d·2-d from 1-d·3-d or 3-d·1-d (all 2-d): the product's
+ * shape tells those while the graph is kept (`mv`'s is `[1, m, 1]`, an
+ * unbatched `mm`'s `[1, m, n]`).
+ * Batched, a 2-d first operand is `CloneBackward0` in PyTorch; we cannot tell
+ * it from the others and say `UnsafeViewBackward0`. `bmm` records a matmul
+ * too, so its `BmmBackward0` shows as `UnsafeViewBackward0`.
+ */
+function matmulGradFn(node: Node): string | null {
+  if (node.inputs.length > 1) return null; // the batched product itself: not a result
+  const shape = node.outputs[0].shape;
+  const product = node.inputs[0]?.shape;
+  switch (shape.length) {
+    case 0:
+      return "DotBackward0";
+    case 1:
+      return product && !(product[1] === shape[0] && product[2] === 1)
+        ? "SqueezeBackward3"
+        : "MvBackward0";
+    case 2:
+      return product && !(product[0] === 1 && product[1] === shape[0] && product[2] === shape[1])
+        ? "UnsafeViewBackward0"
+        : "MmBackward0";
+    default:
+      return "UnsafeViewBackward0";
+  }
+}
+
+/** A full reduction (0-d output): PyTorch's overload without `dim`. */
+const reducedToScalar = (node: Node) => node.outputs[0].shape.length === 0;
+
+/**
+ * Nodes whose PyTorch name depends on the arguments, told from what the node
+ * keeps: its output's shape always, its inputs (null where one needs no
+ * gradient) and their producers until backward releases them. Null: not told.
+ */
+const BY_ARGUMENTS: Readonly<Record<string, (node: Node) => string | null>> = {
+  // sum() and prod() are overload 0, sum(dim) and prod(dim) overload 1; max() and min() the reverse.
+  sum: (node) => reducedToScalar(node) ? "SumBackward0" : "SumBackward1",
+  prod: (node) => reducedToScalar(node) ? "ProdBackward0" : "ProdBackward1",
+  max: (node) => reducedToScalar(node) ? "MaxBackward1" : "MaxBackward0",
+  min: (node) => reducedToScalar(node) ? "MinBackward1" : "MinBackward0",
+  // Number bounds record x alone; tensor bounds record them too (null where they need no gradient).
+  clamp: (node) => node.inputs.length >= 2 ? "ClampBackward0" : "ClampBackward1",
+  // Overload 1 is a tensor exponent, 2 a number base; a tensor operand needing no gradient is
+  // recorded as null, as a number is, so `pow(t, x)` and `x.pow(t)` with such a `t` show 2 and 0.
+  pow: ({ inputs: [base, exponent] }) =>
+    exponent ? (base ? "PowBackward1" : "PowBackward2") : "PowBackward0",
+  matmul: matmulGradFn,
+  // stack reshapes its inputs under its own name before cat.
+  cat: (node) => {
+    const producers = node.edges.filter((e) => e !== null);
+    return producers.length > 0 && producers.every((e) => e.node.name === "stack")
+      ? "StackBackward0"
+      : null;
+  },
+};
+
+/** `type(t.grad_fn).__name__` as PyTorch 1.13 would print it for our `node`. */
+function gradFnName(node: Node): string {
+  const { name } = node;
+  return BY_ARGUMENTS[name]?.(node) ?? PYTORCH_NODE[name] ??
+    `${name.charAt(0).toUpperCase()}${name.slice(1)}Backward0`;
 }
 
 /**
@@ -444,7 +539,7 @@ export function tensorRepr(t: Tensor, values: ArrayLike<number>): string {
   if (!isDefaultDtype) suffixes.push(`dtype=${torchDtype(t.dtype)}`);
   const text = prefix + body(values, t.shape, indent, t.dtype !== "int32", o);
   const node = t.gradFn;
-  if (node !== null) suffixes.push(`grad_fn=<${linearGradFn(t) ?? gradFnName(node.name)}>`);
+  if (node !== null) suffixes.push(`grad_fn=<${linearGradFn(t) ?? gradFnName(node)}>`);
   else if (t.requiresGrad) suffixes.push("requires_grad=True");
   return addSuffixes(text, suffixes, indent, o.linewidth);
 }
