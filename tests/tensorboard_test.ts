@@ -459,6 +459,9 @@ Deno.test("a writer never closed: its pending events are written when the progra
 const w = new utils.tensorboard.SummaryWriter({ logDir: ${JSON.stringify(logDir)} });
 for (let step = 0; step < 3; step++) w.addScalar("loss", tensor([step + 0.5]), step);
 w.addText("note", "last", 3);
+// Reads resolve in call order: once this one has, so have the scalars' (a fixed sleep was too
+// short under load, while the cpu backend started), and a turn later the writer has queued them.
+await tensor([0]).data();
 await new Promise((resolve) => setTimeout(resolve, 10));
 ${ending}`;
       await runProgram(script);
