@@ -179,15 +179,23 @@ export class Function {
 
 /**
  * `torch.autograd.function.once_differentiable`: wraps a Function's
- * `backward` so that it runs without recording a graph, and a gradient of
+ * `backward` (as a decorator, or called on the function) so that it runs
+ * without recording a graph, and a gradient of
  * its result (a double backward through it) is an error naming it instead
  * of a silently wrong zero.
  *
  * @example
  * ```ts
- * class Clip extends Function {
- *   static override forward(ctx: FunctionCtx, x: Tensor): Tensor { ... }
- *   static override backward = onceDifferentiable((ctx: FunctionCtx, g: Tensor) => ...);
+ * class Cube extends Function {
+ *   static override forward(ctx: FunctionCtx, x: Tensor): Tensor {
+ *     ctx.saveForBackward(x);
+ *     return x.mul(x).mul(x);
+ *   }
+ *   @autograd.onceDifferentiable
+ *   static override backward(ctx: FunctionCtx, g: Tensor): Tensor {
+ *     const [x] = ctx.savedTensors;
+ *     return g.mul(x).mul(x).mul(3);
+ *   }
  * }
  * ```
  */
